@@ -1,0 +1,154 @@
+/**
+ * The only reader of process.env. Every value is parsed and validated once, at boot;
+ * a bad value stops the process with one clear line instead of a surprise at run time.
+ */
+
+export type NodeEnv = 'development' | 'test' | 'production';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface RateLimitConfig {
+  /** Window length in milliseconds, shared by every limiter. */
+  windowMs: number;
+  /** Requests per window per authenticated user. */
+  authenticatedPerWindow: number;
+  /** Requests per window per IP on unauthenticated routes. */
+  anonymousPerWindow: number;
+  /** Login attempts per window per IP and identifier. */
+  loginPerWindow: number;
+}
+
+export interface Config {
+  nodeEnv: NodeEnv;
+  port: number;
+  payPort: number;
+  payUrl: string;
+  databaseUrl: string | undefined;
+  /** Directory of the embedded PostgreSQL when DATABASE_URL is unset. */
+  embeddedDataDir: string;
+  redisUrl: string | undefined;
+  jwt: {
+    secret: string;
+    issuer: string;
+    audience: string;
+    accessTtlSeconds: number;
+    refreshTtlSeconds: number;
+  };
+  login: {
+    maxFailedAttempts: number;
+    lockMinutes: number;
+  };
+  idempotencyTtlHours: number;
+  rateLimit: RateLimitConfig;
+  /** Secret of the payment page's CSRF tokens and signed amounts. */
+  paySecret: string;
+  logLevel: LogLevel;
+  bodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  trustProxy: number;
+  /** Seed the demo data when the database is empty (never in production). */
+  seedDemo: boolean;
+  /** Validate responses against the contract (test and development). */
+  validateResponses: boolean;
+}
+
+export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
+const DEFAULT_PAY_SECRET = 'local-pay-page-secret-change-me-0123456789';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, key: string, fallback: number, min: number, max: number): number {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${key} must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${key} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function boolean(env: Env, key: string, fallback: boolean): boolean {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${key} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, key: string, fallback: string | undefined, protocols: string[]): string | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${key} must be a URL, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${key} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+function oneOf<T extends string>(env: Env, key: string, fallback: T, allowed: readonly T[]): T {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${key} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): string {
+  const raw = env[key];
+  const value = raw === undefined || raw === '' ? fallback : raw;
+  if (value.length < 32) throw new ConfigError(`${key} must be at least 32 characters long`);
+  if (nodeEnv === 'production' && value === fallback) {
+    throw new ConfigError(`${key} must be set in production (the default development secret is refused)`);
+  }
+  return value;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', 'development', ['development', 'test', 'production']);
+  const payPort = integer(env, 'PAY_PORT', 8081, 0, 65535);
+  const payUrl = url(env, 'PAY_URL', `http://localhost:${payPort}`, ['http:', 'https:']) as string;
+  return {
+    nodeEnv,
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    payPort,
+    payUrl: payUrl.replace(/\/+$/, ''),
+    databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
+    embeddedDataDir: env.EMBEDDED_DATA_DIR || './.data/pg',
+    redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
+    jwt: {
+      secret: secret(env, 'JWT_SECRET', DEFAULT_JWT_SECRET, nodeEnv),
+      issuer: env.JWT_ISSUER || 'fintech-platform',
+      audience: env.JWT_AUDIENCE || 'fintech-platform-api',
+      accessTtlSeconds: integer(env, 'JWT_ACCESS_TTL_SECONDS', 900, 30, 86_400),
+      refreshTtlSeconds: integer(env, 'JWT_REFRESH_TTL_SECONDS', 30 * 86_400, 300, 365 * 86_400),
+    },
+    login: {
+      maxFailedAttempts: integer(env, 'LOGIN_MAX_FAILED_ATTEMPTS', 5, 1, 100),
+      lockMinutes: integer(env, 'LOGIN_LOCK_MINUTES', 15, 1, 24 * 60),
+    },
+    idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
+    rateLimit: {
+      windowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1_000, 3_600_000),
+      authenticatedPerWindow: integer(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1, 1_000_000),
+      anonymousPerWindow: integer(env, 'RATE_LIMIT_ANONYMOUS', 300, 1, 1_000_000),
+      loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 10_000),
+    },
+    paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
+    logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
+      'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
+    ]),
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 100 * 1024, 1024, 10 * 1024 * 1024),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 120_000),
+    trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
+    seedDemo: nodeEnv !== 'production' && boolean(env, 'SEED_DEMO', true),
+    validateResponses: nodeEnv !== 'production',
+  };
+}
