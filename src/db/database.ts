@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
@@ -12,6 +13,33 @@ export interface Database {
 
 export const MIGRATIONS_DIRECTORY = path.join(__dirname, 'migrations');
 
+interface MigrationModule {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/**
+ * Lists timestamped migration files and loads them with import(), so the same migrations
+ * run under tsx, the compiled build and Vitest's transformer (knex's own loader uses a
+ * bare require that cannot read TypeScript inside Vitest).
+ */
+class DirectoryMigrationSource implements Knex.MigrationSource<string> {
+  constructor(private readonly directory: string) {}
+
+  async getMigrations(): Promise<string[]> {
+    const files = await fs.promises.readdir(this.directory);
+    return files.filter((file) => /^\d{14}_[\w-]+\.(ts|js)$/.test(file) && !file.endsWith('.d.ts')).sort();
+  }
+
+  getMigrationName(migration: string): string {
+    return migration.replace(/\.(ts|js)$/, '');
+  }
+
+  async getMigration(migration: string): Promise<MigrationModule> {
+    return (await import(path.join(this.directory, migration))) as MigrationModule;
+  }
+}
+
 export function createKnex(url: string, kind: DatabaseKind, poolMax = 10): Knex {
   return knexFactory({
     client: 'pg',
@@ -19,7 +47,7 @@ export function createKnex(url: string, kind: DatabaseKind, poolMax = 10): Knex 
     // PGlite serves one connection at a time: a larger pool would interleave sessions.
     pool: kind === 'embedded' ? { min: 1, max: 1 } : { min: 0, max: poolMax },
     acquireConnectionTimeout: 10_000,
-    migrations: { directory: MIGRATIONS_DIRECTORY, loadExtensions: ['.ts', '.js'], tableName: 'knex_migrations' },
+    migrations: { migrationSource: new DirectoryMigrationSource(MIGRATIONS_DIRECTORY), tableName: 'knex_migrations' },
   });
 }
 
