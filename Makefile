@@ -1,0 +1,50 @@
+# Two commands for a new user: `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NPM_STAMP := node_modules/.package-lock.json
+
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench clean
+
+help:
+	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
+	@echo "make test   run the whole test suite (embedded database unless DATABASE_URL is set)"
+	@echo "other targets: install generate check-generated lint build migrate seed bench clean"
+
+# Installs dependencies when missing or when package-lock.json changed.
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $(NPM_STAMP)
+
+install: $(NPM_STAMP)
+
+generate: install
+	bash scripts/generate.sh
+
+check-generated: install
+	bash scripts/check-generated.sh
+
+lint: install
+	bash scripts/lint-openapi.sh
+	npx --no-install tsc --noEmit
+	npx --no-install eslint --max-warnings=0 .
+
+build: install
+	npx --no-install tsc -p tsconfig.build.json
+
+migrate: install
+	npx --no-install tsx scripts/migrate.ts
+
+seed: install
+	npx --no-install tsx scripts/seed.ts
+
+run: install
+	npx --no-install tsx src/main.ts
+
+test: install
+	npx --no-install vitest run
+
+bench: install
+	npx --no-install tsx scripts/bench/run.ts
+
+clean:
+	rm -rf dist .data test-artifacts

@@ -1,0 +1,31 @@
+import pino from 'pino';
+import { loadConfig } from '../src/config';
+import { migrateLatest, openDatabase } from '../src/db/database';
+import { seedDemoData, seedDemoDataIfEmpty } from '../src/db/seed/demo-seed';
+import { buildServices } from '../src/services';
+
+/** `make seed`: the local demo data. `--force` seeds even when users exist (fails on duplicates). */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (config.nodeEnv === 'production') throw new Error('demo data is never seeded in production');
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
+  try {
+    await migrateLatest(database.knex);
+    const services = buildServices({ config, knex: database.knex, logger: pino({ level: 'warn' }) });
+    if (process.argv.includes('--force')) {
+      await seedDemoData(database.knex, services);
+      process.stdout.write('demo data seeded\n');
+    } else {
+      const seeded = await seedDemoDataIfEmpty(database.knex, services);
+      process.stdout.write(seeded ? 'demo data seeded\n' : 'database not empty: nothing seeded (use --force)\n');
+    }
+    services.shutdown();
+  } finally {
+    await database.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`seed failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

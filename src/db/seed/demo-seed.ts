@@ -1,0 +1,24 @@
+import type { Knex } from 'knex';
+import type { Services } from '../../services';
+
+/**
+ * Local demo data (never in production). Each module contributes one step, run in order in
+ * one transaction, so the seed is all or nothing.
+ */
+export type SeedStep = (trx: Knex.Transaction, services: Services) => Promise<void>;
+
+const STEPS: SeedStep[] = [];
+
+export async function seedDemoData(knex: Knex, services: Services): Promise<void> {
+  await knex.transaction(async (trx) => {
+    for (const step of STEPS) await step(trx, services);
+  });
+}
+
+/** Seeds once: returns false when the database already has users. */
+export async function seedDemoDataIfEmpty(knex: Knex, services: Services): Promise<boolean> {
+  const row = await knex('users').first<{ id: string } | undefined>('id');
+  if (row) return false;
+  await seedDemoData(knex, services);
+  return true;
+}

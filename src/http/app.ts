@@ -1,0 +1,91 @@
+import express, { type Express, type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import helmet from 'helmet';
+import type { Redis } from 'ioredis';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import type { Config } from '../config';
+import { authenticate, bearerAuthSecurityHandler } from '../modules/auth/authenticate';
+import { buildServices, type Services } from '../services';
+import { mountRoutes } from './routes';
+import { docsRoutes } from './docs-routes';
+import { errorHandler, notFoundHandler } from './error-handler';
+import { loadOpenApiDocument } from './openapi-document';
+import { apiRateLimiter, type RateLimitBackend } from './rate-limit';
+import { requestIdFor } from './request-context';
+
+export interface AppDeps {
+  config: Config;
+  knex: Knex;
+  logger: Logger;
+  rateLimitBackend: RateLimitBackend;
+  redis?: Redis;
+  /** Built from the others when absent. */
+  services?: Services;
+}
+
+export interface App extends Express {
+  services: Services;
+}
+
+const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["idempotency-key"]',
+  'res.headers["set-cookie"]',
+  '*.password',
+  '*.access_token',
+  '*.refresh_token',
+  '*.token',
+];
+
+/** Builds the API; never listens (tests drive it through supertest). */
+export function createApp(deps: AppDeps): App {
+  const { config, knex, logger } = deps;
+  const services = deps.services ?? buildServices({ config, knex, redis: deps.redis, logger });
+  const document = loadOpenApiDocument();
+  const app = express() as unknown as App;
+  app.services = services;
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.set('etag', false);
+
+  const assignRequestId: RequestHandler = (req, res, next) => {
+    const id = requestIdFor(req);
+    (req as { id?: string }).id = id;
+    res.setHeader('X-Request-Id', id);
+    next();
+  };
+  app.use(assignRequestId);
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    }),
+  );
+  app.use(helmet());
+  app.use(express.json({ limit: config.bodyLimitBytes, strict: true }));
+
+  app.use('/api', docsRoutes(document));
+  app.use('/api', authenticate(knex, config.jwt));
+  app.use('/api', apiRateLimiter(deps.rateLimitBackend, config.rateLimit));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: document.parse() as never,
+      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true },
+      validateResponses: config.validateResponses,
+      validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler } },
+      validateFormats: 'full',
+      ignoreUndocumented: false,
+    }),
+  );
+
+  mountRoutes(app, services, deps);
+
+  app.use(notFoundHandler());
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,122 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { DomainError, type ErrorCategory, type ErrorDetails, type FieldIssue } from '../errors';
+
+const STATUS_BY_CATEGORY: Record<ErrorCategory, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  gone: 410,
+  unprocessable: 422,
+  locked: 423,
+  rate_limited: 429,
+  not_implemented: 501,
+  unavailable: 503,
+};
+
+/** Error names for the statuses the validator, the body parser and Express raise themselves. */
+const CODE_BY_STATUS: Record<number, string> = {
+  400: 'ValidationError',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+};
+
+interface ErrorBody {
+  success: false;
+  error: string;
+  message: string;
+  details?: ErrorDetails;
+}
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  message?: string;
+  headers?: Record<string, string>;
+  errors?: Array<{ path?: string; message?: string }>;
+}
+
+/** '/body/amount' -> 'body.amount'; '.query.limit' -> 'query.limit'. */
+function fieldName(path: string | undefined): string {
+  if (!path) return 'request';
+  return path.replace(/^[./]+/, '').replace(/[/]/g, '.') || 'request';
+}
+
+function validatorDetails(errors: HttpLikeError['errors']): FieldIssue[] | undefined {
+  if (!errors?.length) return undefined;
+  return errors.slice(0, 100).map((e) => ({ field: fieldName(e.path), message: e.message ?? 'is invalid' }));
+}
+
+function messageFor(status: number, raw: string | undefined): string {
+  switch (status) {
+    case 401:
+      return raw && !/^unauthorized$/i.test(raw) ? raw : 'Authentication is required: send a valid bearer access token.';
+    case 404:
+      return 'The requested resource does not exist.';
+    case 405:
+      return raw ?? 'This method is not allowed on this path.';
+    case 413:
+      return 'The request body is larger than the limit.';
+    case 415:
+      return 'Unsupported content type: send application/json.';
+    default:
+      return raw ?? 'The request is invalid.';
+  }
+}
+
+export function notFoundHandler(): RequestHandler {
+  return (_req, res) => {
+    res.status(404).json({ success: false, error: 'NotFound', message: 'The requested resource does not exist.' });
+  };
+}
+
+/** The only writer of error responses: domain errors, validator and parser errors, the rest as 500. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    if (res.headersSent) {
+      req.log?.error({ err }, 'error after the response started');
+      res.destroy();
+      return;
+    }
+    let status: number;
+    let body: ErrorBody;
+    let headers: Record<string, string> | undefined;
+
+    if (err instanceof DomainError) {
+      status = STATUS_BY_CATEGORY[err.category];
+      body = { success: false, error: err.code, message: err.message };
+      if (err.details) body.details = err.details;
+      headers = err.headers;
+    } else {
+      const e = (err ?? {}) as HttpLikeError;
+      const raw = e.status ?? e.statusCode;
+      const isResponseValidation = raw === 500 && Array.isArray(e.errors) && e.errors.some((x) => x.path?.startsWith('/response'));
+      if (e.type === 'entity.parse.failed') {
+        status = 400;
+        body = { success: false, error: 'ValidationError', message: 'The request body is not valid JSON.', details: [{ field: 'body', message: 'malformed JSON' }] };
+      } else if (typeof raw === 'number' && raw >= 400 && raw < 500 && CODE_BY_STATUS[raw]) {
+        status = raw;
+        body = { success: false, error: CODE_BY_STATUS[raw] as string, message: messageFor(raw, e.message) };
+        const details = status === 400 ? validatorDetails(e.errors) : undefined;
+        if (details) body.details = details;
+        headers = e.headers;
+        if (status === 401) headers = { ...headers, 'WWW-Authenticate': 'Bearer realm="api"' };
+      } else {
+        status = 500;
+        body = { success: false, error: 'InternalError', message: 'An unexpected error occurred. Quote the X-Request-Id header when contacting support.' };
+        (req.log ?? logger).error({ err, contractDrift: isResponseValidation || undefined }, 'unhandled error');
+      }
+    }
+    if (status === 401 && !headers?.['WWW-Authenticate']) headers = { ...headers, 'WWW-Authenticate': 'Bearer realm="api"' };
+    for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
+    res.status(status).json(body);
+  };
+}

@@ -1,0 +1,99 @@
+import type { Request, RequestHandler } from 'express';
+import { ipKeyGenerator, MemoryStore, rateLimit, type Store } from 'express-rate-limit';
+import type { Redis } from 'ioredis';
+import { RedisStore, type RedisReply } from 'rate-limit-redis';
+import type { RateLimitConfig } from '../config';
+
+/**
+ * Where the counters live: Redis when REDIS_URL is set (shared by every instance),
+ * process memory otherwise. Each limiter gets its own store and key prefix.
+ */
+export interface RateLimitBackend {
+  kind: 'redis' | 'memory';
+  createStore(prefix: string): Store;
+}
+
+export function memoryRateLimitBackend(): RateLimitBackend {
+  return { kind: 'memory', createStore: () => new MemoryStore() };
+}
+
+/** `namespace` keeps separate deployments (or test runs) sharing one Redis apart. */
+export function redisRateLimitBackend(redis: Redis, namespace = ''): RateLimitBackend {
+  return {
+    kind: 'redis',
+    createStore: (prefix) =>
+      new RedisStore({
+        prefix: `rl:${namespace}${prefix}:`,
+        sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply>,
+      }),
+  };
+}
+
+function rateLimited(message: string): { success: false; error: string; message: string } {
+  return { success: false, error: 'RateLimitExceeded', message };
+}
+
+function clientIp(req: Request): string {
+  return ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown');
+}
+
+/**
+ * The general limiter: one bucket per authenticated user (so an integrator's server behind
+ * one IP is not throttled by its neighbours), one per IP for anonymous calls.
+ * If the store fails (Redis down) it fails open: authentication still guards every route,
+ * and a cache outage must not take payments reads down with it.
+ */
+export function apiRateLimiter(backend: RateLimitBackend, config: RateLimitConfig): RequestHandler {
+  return rateLimit({
+    windowMs: config.windowMs,
+    limit: (req) => (req.auth ? config.authenticatedPerWindow : config.anonymousPerWindow),
+    keyGenerator: (req) => (req.auth ? `user:${req.auth.userId}` : `ip:${clientIp(req)}`),
+    identifier: 'api',
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    store: backend.createStore('api'),
+    passOnStoreError: true,
+    handler: (_req, res, _next, options) => {
+      res.status(options.statusCode).json(rateLimited('Too many requests: wait for the time in Retry-After, then retry.'));
+    },
+  });
+}
+
+/**
+ * Login attempts per IP and identifier. Fails closed: when the store cannot count, login
+ * answers 503 rather than letting unlimited password guesses through.
+ */
+export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitConfig): RequestHandler {
+  const limiter = rateLimit({
+    windowMs: config.windowMs,
+    limit: config.loginPerWindow,
+    keyGenerator: (req) => {
+      const body = req.body as { identifier?: unknown } | undefined;
+      const identifier = typeof body?.identifier === 'string' ? body.identifier.trim().toLowerCase().slice(0, 320) : '';
+      return `${clientIp(req)}|${identifier}`;
+    },
+    identifier: 'login',
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    store: backend.createStore('login'),
+    passOnStoreError: false,
+    handler: (_req, res, _next, options) => {
+      res.status(options.statusCode).json(rateLimited('Too many login attempts: wait for the time in Retry-After, then retry.'));
+    },
+  });
+  return (req, res, next) => {
+    limiter(req, res, (err?: unknown) => {
+      if (err) {
+        req.log?.warn({ err }, 'login rate-limit store unavailable; refusing login');
+        res.setHeader('Retry-After', '30');
+        res.status(503).json({
+          success: false,
+          error: 'ServiceUnavailable',
+          message: 'Login is temporarily unavailable. Retry after the time in Retry-After.',
+        });
+        return;
+      }
+      next();
+    });
+  };
+}

@@ -1,0 +1,81 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { ConfigError, loadConfig, type Config } from './config';
+import { migrateLatest, openDatabase } from './db/database';
+import { seedDemoDataIfEmpty } from './db/seed/demo-seed';
+import { createApp } from './http/app';
+import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
+import { connectRedis } from './http/redis';
+import { createPayApp } from './pay/pay-app';
+
+function readConfig(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+}
+
+function listen(server: http.Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  const logger = pino({ level: config.logLevel, redact: ['*.password', '*.token'] });
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
+  const applied = await migrateLatest(database.knex);
+  logger.info({ database: database.kind, applied }, 'database ready');
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
+  const rateLimitBackend = redis ? redisRateLimitBackend(redis) : memoryRateLimitBackend();
+
+  const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
+  if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
+  const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services });
+
+  const apiServer = http.createServer(app);
+  const payServer = http.createServer(payApp);
+  const apiPort = await listen(apiServer, config.port);
+  const payPort = await listen(payServer, config.payPort);
+  logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind }, 'listening');
+
+  let stopping = false;
+  const shutdown = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    const forced = setTimeout(() => {
+      logger.warn('in-flight requests did not finish in time; closing connections');
+      apiServer.closeAllConnections();
+      payServer.closeAllConnections();
+    }, config.shutdownTimeoutMs);
+    forced.unref();
+    const closeServer = (server: http.Server) =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+    await Promise.all([closeServer(apiServer), closeServer(payServer)]);
+    clearTimeout(forced);
+    app.services.shutdown();
+    await database.close();
+    if (redis) await redis.quit().catch(() => redis.disconnect());
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`Failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,91 @@
+import type { RequestHandler } from 'express';
+import type { Knex } from 'knex';
+import passport from 'passport';
+import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
+import type { Config } from '../../config';
+import type { AuthContext } from '../../http/request-context';
+import { ACCESS_TOKEN_ALGORITHM } from './token-service';
+
+interface JwtPayload {
+  sub?: string;
+  sid?: string;
+  adm?: boolean;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * passport-jwt checks the signature with the algorithm pinned, the issuer, the audience and
+ * the expiry; then the session must still be live in the database, so a logout or a
+ * revoked session refuses the token at once rather than when the JWT expires.
+ */
+export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt']): JwtStrategy {
+  return new JwtStrategy(
+    {
+      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      secretOrKey: jwtConfig.secret,
+      algorithms: [ACCESS_TOKEN_ALGORITHM],
+      issuer: jwtConfig.issuer,
+      audience: jwtConfig.audience,
+      jsonWebTokenOptions: { clockTolerance: 5 },
+    },
+    (payload: JwtPayload, done: VerifiedCallback) => {
+      if (!payload.sub || !payload.sid || !UUID.test(payload.sub) || !UUID.test(payload.sid)) {
+        done(null, false, { message: 'The access token is malformed.' });
+        return;
+      }
+      knex('sessions as s')
+        .join('users as u', 'u.id', 's.user_id')
+        .where('s.id', payload.sid)
+        .andWhere('s.user_id', payload.sub)
+        .first('s.id', 's.revoked_at', 's.expires_at', 'u.status', 'u.is_admin')
+        .then((row: { id: string; revoked_at: Date | null; expires_at: Date; status: string; is_admin: boolean } | undefined) => {
+          if (!row || row.revoked_at || row.expires_at.getTime() <= Date.now()) {
+            done(null, false, { message: 'The session has ended: log in again.' });
+          } else if (row.status === 'disabled') {
+            done(null, false, { message: 'The account is disabled.' });
+          } else {
+            const auth: AuthContext = { userId: payload.sub as string, sessionId: row.id, isAdmin: row.is_admin };
+            done(null, auth);
+          }
+        })
+        .catch((error: unknown) => done(error, false));
+    },
+  );
+}
+
+/**
+ * Runs on every API request: a valid bearer token sets `req.auth`; an invalid one records
+ * why in `req.authFailure`. Whether a route requires a token is the contract's business
+ * (the validator's `bearerAuth` security handler), so no route can forget it.
+ */
+export function authenticate(knex: Knex, jwtConfig: Config['jwt']): RequestHandler {
+  const authenticator = new passport.Passport();
+  authenticator.use('jwt', createJwtStrategy(knex, jwtConfig));
+  return (req, res, next) => {
+    if (!req.headers.authorization) return next();
+    authenticator.authenticate('jwt', { session: false }, (err: unknown, user: AuthContext | false, info: unknown) => {
+      if (err) return next(err);
+      if (user) req.auth = user;
+      else req.authFailure = describeFailure(info);
+      next();
+    })(req, res, next);
+  };
+}
+
+function describeFailure(info: unknown): string {
+  const name = (info as { name?: string } | undefined)?.name;
+  if (name === 'TokenExpiredError') return 'The access token has expired: refresh it or log in again.';
+  if (info instanceof Error && info.message === 'No auth token') return 'The Authorization header must be "Bearer <access token>".';
+  const message = (info as { message?: string } | undefined)?.message;
+  if (message && /session|disabled|malformed/.test(message)) return message;
+  return 'The access token is invalid.';
+}
+
+/** The contract's `bearerAuth` scheme: a request to an operation that declares it needs `req.auth`. */
+export function bearerAuthSecurityHandler(req: { auth?: AuthContext; authFailure?: string }): true {
+  if (req.auth) return true;
+  const error = new Error(req.authFailure ?? 'Authentication is required: send "Authorization: Bearer <access token>".');
+  (error as Error & { status: number }).status = 401;
+  throw error;
+}

@@ -1,0 +1,60 @@
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+
+export interface ComponentHealth {
+  status: 'up' | 'down';
+  latency_ms: number | null;
+}
+
+export interface Health {
+  status: 'ok' | 'degraded';
+  version: string;
+  uptime_s: number;
+  database: ComponentHealth;
+  cache: ComponentHealth & { kind: 'redis' | 'memory' };
+}
+
+const PROBE_TIMEOUT_MS = 2_000;
+
+async function probe(check: () => Promise<unknown>): Promise<ComponentHealth> {
+  const started = process.hrtime.bigint();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      check(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('probe timed out')), PROBE_TIMEOUT_MS);
+      }),
+    ]);
+    const elapsed = Number(process.hrtime.bigint() - started) / 1e6;
+    return { status: 'up', latency_ms: Math.round(elapsed * 100) / 100 };
+  } catch {
+    return { status: 'down', latency_ms: null };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export class HealthService {
+  private readonly startedAt = Date.now();
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly redis: Redis | undefined,
+    private readonly version: string,
+  ) {}
+
+  async check(): Promise<Health> {
+    const [database, cache] = await Promise.all([
+      probe(() => this.knex.raw('SELECT 1')),
+      this.redis ? probe(() => (this.redis as Redis).ping()) : Promise.resolve<ComponentHealth>({ status: 'up', latency_ms: 0 }),
+    ]);
+    return {
+      status: database.status === 'up' && cache.status === 'up' ? 'ok' : 'degraded',
+      version: this.version,
+      uptime_s: Math.floor((Date.now() - this.startedAt) / 1000),
+      database,
+      cache: { ...cache, kind: this.redis ? 'redis' : 'memory' },
+    };
+  }
+}

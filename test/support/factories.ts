@@ -1,0 +1,95 @@
+import crypto from 'node:crypto';
+import { hash } from '@node-rs/argon2';
+import type { App } from '../../src/http/app';
+import { testKnex } from './database';
+
+export const TEST_PASSWORD = 'correct horse battery staple';
+
+let cheapHash: Promise<string> | undefined;
+
+/** Factories hash once with cheap parameters; verification reads the parameters from the hash. */
+function testPasswordHash(): Promise<string> {
+  cheapHash ??= hash(TEST_PASSWORD, { memoryCost: 1024, timeCost: 1, parallelism: 1 });
+  return cheapHash;
+}
+
+export function uniqueEmail(prefix = 'user'): string {
+  return `${prefix}-${crypto.randomUUID()}@test.example`;
+}
+
+/** A random, valid-looking E.164 number in a test range. */
+export function uniquePhone(): string {
+  return `+22507${crypto.randomInt(10_000_000, 99_999_999)}`;
+}
+
+export interface TestUser {
+  id: string;
+  email: string | null;
+  phone: string | null;
+  is_admin: boolean;
+  password: string;
+}
+
+export async function createUser(
+  overrides: { email?: string | null; phone?: string | null; isAdmin?: boolean; status?: 'active' | 'locked' | 'disabled'; passwordHash?: string } = {},
+): Promise<TestUser> {
+  const email = overrides.email === undefined ? uniqueEmail() : overrides.email;
+  const [row] = await testKnex()('users')
+    .insert({
+      email: email?.toLowerCase() ?? null,
+      phone: overrides.phone ?? null,
+      password_hash: overrides.passwordHash ?? (await testPasswordHash()),
+      is_admin: overrides.isAdmin ?? false,
+      status: overrides.status ?? 'active',
+    })
+    .returning(['id', 'email', 'phone', 'is_admin']);
+  return { ...(row as Omit<TestUser, 'password'>), password: TEST_PASSWORD };
+}
+
+export type ModuleName = 'payment_links' | 'invoices' | 'accounts' | 'network_status';
+export type ModuleAccess = 'open' | 'read_only' | 'locked';
+export type Role = 'owner' | 'admin' | 'representative' | 'director' | 'finance_manager' | 'cashier';
+
+export const ALL_MODULES: ModuleName[] = ['payment_links', 'invoices', 'accounts', 'network_status'];
+
+export interface TestOrganization {
+  id: string;
+  name: string;
+  status: string;
+}
+
+/** An organisation with every module open unless told otherwise. */
+export async function createOrganization(
+  overrides: { name?: string; status?: 'active' | 'inactive' | 'suspended'; modules?: Partial<Record<ModuleName, ModuleAccess | null>> } = {},
+): Promise<TestOrganization> {
+  const knex = testKnex();
+  const [org] = await knex('organizations')
+    .insert({ name: overrides.name ?? `Org ${crypto.randomUUID().slice(0, 8)}`, status: overrides.status ?? 'active' })
+    .returning(['id', 'name', 'status']);
+  const modules = ALL_MODULES.map((module) => ({ module, access: overrides.modules?.[module] === undefined ? 'open' : overrides.modules[module] }))
+    .filter((m): m is { module: ModuleName; access: ModuleAccess } => m.access !== null)
+    .map((m) => ({ organization_id: (org as TestOrganization).id, ...m }));
+  if (modules.length) await knex('organization_modules').insert(modules);
+  return org as TestOrganization;
+}
+
+export async function addMember(org: { id: string }, user: { id: string }, role: Role, status: 'active' | 'invited' | 'suspended' = 'active'): Promise<void> {
+  await testKnex()('memberships').insert({ organization_id: org.id, user_id: user.id, role, status });
+}
+
+/** A user who is an active member of `org` with `role`. */
+export async function createMember(org: { id: string }, role: Role): Promise<TestUser> {
+  const user = await createUser();
+  await addMember(org, user, role);
+  return user;
+}
+
+/** A real session and a real signed access token, without going through login. */
+export async function accessTokenFor(app: App, user: { id: string; is_admin: boolean }): Promise<string> {
+  const tokens = await app.services.sessions.open(user);
+  return tokens.access_token;
+}
+
+export function bearer(token: string): { Authorization: string } {
+  return { Authorization: `Bearer ${token}` };
+}
