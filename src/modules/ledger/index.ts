@@ -1,0 +1,17 @@
+/** Public face of the ledger module: import from here, not from the files inside. */
+export {
+  ensureAccount,
+  externalClearingAccount,
+  findAccount,
+  fundWallet,
+  listAccounts,
+  platformAccount,
+  post,
+  reconcile,
+  setAccountStatus,
+  walletOf,
+  type PostOptions,
+} from './ledger-service';
+export { currencies, CurrencyRepository, type Currency } from './currency-repository';
+export { formatMinor, minorToNumber, parseAmount, toBigInt, MAX_MINOR } from './money';
+export type * from './ledger-types';

@@ -1,0 +1,205 @@
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { ConflictError, UnprocessableError } from '../../errors';
+import { isUniqueViolation, withTransaction } from '../../db/transaction';
+import { currencies } from './currency-repository';
+import { ledgerRepository } from './ledger-repository';
+import { MAX_MINOR, formatMinor } from './money';
+import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount, Posting, PostingInput } from './ledger-types';
+
+/**
+ * THE LEDGER: the only code that moves money. Stable API for every other module.
+ *
+ * All functions take the caller's transaction (`trx`): a service opens one transaction per
+ * use case (see `withTransaction` in src/db/transaction.ts, which retries deadlocks and
+ * serialization failures) and passes it here, so a posting commits or rolls back together
+ * with the rows that caused it (a transfer, an escrow, an idempotency record...).
+ *
+ * - `post(trx, {kind, reference, metadata?, reversesPostingId?, entries: [{accountId, amountMinor}]}, options?)`
+ *   Records one balanced double-entry posting. `amountMinor` is a signed bigint in minor units
+ *   (negative debits, positive credits); entries must sum to zero per currency and there must
+ *   be at least two. Locks every touched account (SELECT ... FOR UPDATE, in id order: no
+ *   deadlocks between postings), refuses with 422 `InsufficientFunds` when an account that
+ *   may not go negative would, with 409 `AccountFrozen` when a touched account is frozen
+ *   (unless `options.allowFrozen`, meant for reversals that return money), with 409
+ *   `DuplicatePosting` when (kind, reference) was already posted. Balances move by database
+ *   trigger as the entries are inserted; the database also re-checks every rule at commit.
+ * - `ensureAccount(trx, {ownerType, ownerId, currency, kind, externalRef?})`: get-or-create,
+ *   race-safe (INSERT ... ON CONFLICT DO NOTHING, then SELECT).
+ * - `walletOf(trx, userId, currency)`: the user's wallet in that currency, created on first use.
+ * - `externalClearingAccount(trx, currency)`: the platform's account for money entering or
+ *   leaving the platform (the only account allowed to go negative).
+ * - `platformAccount(trx, kind, currency, externalRef?)`: other platform accounts (rail_transit, fees).
+ * - `fundWallet(trx, userId, currency, amountMinor, reference?)`: credits a wallet from the
+ *   external clearing account (demo seed, test factories, sandbox top-ups).
+ * - `reconcile(knex)`: the invariant violations of the whole ledger (empty when healthy).
+ */
+
+export interface PostOptions {
+  /** Let the posting touch frozen accounts (reversals returning money to a frozen wallet). */
+  allowFrozen?: boolean;
+}
+
+const PLATFORM_ALLOW_NEGATIVE = new Set(['external_clearing']);
+
+export async function ensureAccount(trx: Knex.Transaction | Knex, identity: AccountIdentity): Promise<LedgerAccount> {
+  if ((identity.ownerType === 'platform') !== (identity.ownerId === null)) {
+    throw new TypeError('a platform account has no owner id; every other account has one');
+  }
+  await currencies.require(trx, identity.currency);
+  const existing = await ledgerRepository.findAccount(trx, identity);
+  if (existing) return existing;
+  const inserted = await ledgerRepository.insertAccountIfAbsent(trx, identity, PLATFORM_ALLOW_NEGATIVE.has(identity.kind));
+  if (inserted) return inserted;
+  // Another transaction created it between our read and our insert (and has committed).
+  const raced = await ledgerRepository.findAccount(trx, identity);
+  if (!raced) throw new Error(`ledger account ${JSON.stringify(identity)} vanished after a conflicting insert`);
+  return raced;
+}
+
+export function walletOf(trx: Knex.Transaction | Knex, userId: string, currency: string): Promise<LedgerAccount> {
+  return ensureAccount(trx, { ownerType: 'user', ownerId: userId, currency, kind: 'wallet' });
+}
+
+export function externalClearingAccount(trx: Knex.Transaction | Knex, currency: string): Promise<LedgerAccount> {
+  return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind: 'external_clearing' });
+}
+
+export function platformAccount(
+  trx: Knex.Transaction | Knex,
+  kind: 'rail_transit' | 'fees' | 'external_clearing',
+  currency: string,
+  externalRef: string | null = null,
+): Promise<LedgerAccount> {
+  return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind, externalRef });
+}
+
+export async function post(trx: Knex.Transaction, input: PostingInput, options: PostOptions = {}): Promise<Posting> {
+  if (!(trx as Knex.Transaction).isTransaction) throw new TypeError('ledger.post must run inside a transaction');
+  if (input.entries.length < 2) throw new TypeError('a posting needs at least two entries');
+  const deltas = new Map<string, bigint>();
+  for (const entry of input.entries) {
+    if (typeof entry.amountMinor !== 'bigint') throw new TypeError('entry amounts are bigint minor units');
+    if (entry.amountMinor === 0n) throw new TypeError('an entry amount is never zero');
+    if (entry.amountMinor > MAX_MINOR || -entry.amountMinor > MAX_MINOR) throw new TypeError('entry amount out of range');
+    deltas.set(entry.accountId, (deltas.get(entry.accountId) ?? 0n) + entry.amountMinor);
+  }
+
+  const accounts = await ledgerRepository.lockAccounts(trx, [...deltas.keys()]);
+  const byId = new Map(accounts.map((account) => [account.id, account]));
+  for (const id of deltas.keys()) if (!byId.has(id)) throw new TypeError(`unknown ledger account ${id}`);
+
+  const sums = new Map<string, bigint>();
+  for (const entry of input.entries) {
+    const currency = (byId.get(entry.accountId) as LedgerAccount).currency;
+    sums.set(currency, (sums.get(currency) ?? 0n) + entry.amountMinor);
+  }
+  for (const [currency, sum] of sums) {
+    if (sum !== 0n) throw new TypeError(`posting ${input.kind}/${input.reference} does not balance in ${currency} (sum ${sum})`);
+  }
+
+  const balancesAfter = new Map<string, bigint>();
+  for (const account of accounts) {
+    const delta = deltas.get(account.id) as bigint;
+    if (account.status === 'frozen' && !options.allowFrozen) {
+      throw new ConflictError('AccountFrozen', 'A ledger account of this operation is frozen: no money can move in or out of it.', {
+        account_id: account.id,
+      });
+    }
+    const after = account.balanceMinor + delta;
+    if (after < 0n && !account.allowNegative) {
+      const { exponent } = await currencies.require(trx, account.currency);
+      throw new UnprocessableError('InsufficientFunds', `Insufficient funds: the ${account.currency} balance does not cover this operation.`, {
+        account_id: account.id,
+        currency: account.currency,
+        available: formatMinor(account.balanceMinor, exponent),
+        required: formatMinor(-delta, exponent),
+      });
+    }
+    balancesAfter.set(account.id, after);
+  }
+
+  let posting;
+  try {
+    posting = await ledgerRepository.insertPosting(trx, {
+      kind: input.kind,
+      reference: input.reference,
+      metadata: input.metadata ?? {},
+      reversesPostingId: input.reversesPostingId ?? null,
+    });
+  } catch (error) {
+    if (isUniqueViolation(error, 'postings_kind_reference_unique')) {
+      throw new ConflictError('DuplicatePosting', `The ${input.kind} posting for ${input.reference} was already recorded.`);
+    }
+    throw error;
+  }
+  const entries = await ledgerRepository.insertEntries(
+    trx,
+    posting.id,
+    input.entries.map((entry) => ({
+      accountId: entry.accountId,
+      currency: (byId.get(entry.accountId) as LedgerAccount).currency,
+      amountMinor: entry.amountMinor,
+    })),
+  );
+  return {
+    id: posting.id,
+    kind: posting.kind,
+    reference: posting.reference,
+    metadata: posting.metadata,
+    reversesPostingId: posting.reverses_posting_id,
+    createdAt: posting.created_at,
+    entries,
+    balancesAfter,
+  };
+}
+
+/** Credits a user's wallet from the platform's external clearing account (money entering the platform). */
+export async function fundWallet(
+  trx: Knex.Transaction,
+  userId: string,
+  currency: string,
+  amountMinor: bigint,
+  reference: string = crypto.randomUUID(),
+): Promise<Posting> {
+  if (amountMinor <= 0n) throw new TypeError('a funding amount is positive');
+  const wallet = await walletOf(trx, userId, currency);
+  const clearing = await externalClearingAccount(trx, currency);
+  return post(trx, {
+    kind: 'wallet.funding',
+    reference,
+    metadata: { user_id: userId },
+    entries: [
+      { accountId: clearing.id, amountMinor: -amountMinor },
+      { accountId: wallet.id, amountMinor },
+    ],
+  });
+}
+
+export function listAccounts(
+  db: Knex | Knex.Transaction,
+  filter: Parameters<typeof ledgerRepository.listAccounts>[1],
+): Promise<LedgerAccount[]> {
+  return ledgerRepository.listAccounts(db, filter);
+}
+
+export function findAccount(db: Knex | Knex.Transaction, identity: AccountIdentity): Promise<LedgerAccount | undefined> {
+  return ledgerRepository.findAccount(db, identity);
+}
+
+/** Freezes or unfreezes an account: a frozen account takes part in no posting (except reversals). */
+export function setAccountStatus(db: Knex | Knex.Transaction, accountId: string, status: AccountStatus): Promise<boolean> {
+  return ledgerRepository.setAccountStatus(db, accountId, status);
+}
+
+/**
+ * The invariants, read from one consistent snapshot: the sum of all entries per currency is
+ * zero, every posting balances, every balance equals the sum of its entries, and no account
+ * that may not go negative is negative. Returns the violations (none when healthy).
+ */
+export function reconcile(knex: Knex): Promise<InvariantViolation[]> {
+  return withTransaction(knex, (trx) => ledgerRepository.invariantViolations(trx), {
+    isolationLevel: 'repeatable read',
+    readOnly: true,
+  });
+}
