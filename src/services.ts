@@ -3,9 +3,13 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import { loadOpenApiDocument } from './http/openapi-document';
+import { AccountService } from './modules/accounts';
 import { HealthService } from './modules/health/health-service';
+import { AuthService } from './modules/auth/auth-service';
+import { PasswordHasher } from './modules/auth/password-hasher';
 import { SessionService } from './modules/auth/session-service';
 import { TokenService } from './modules/auth/token-service';
+import { OrganizationAccessService } from './modules/organizations/organization-access-service';
 
 export interface ServiceDeps {
   config: Config;
@@ -18,10 +22,16 @@ export interface ServiceDeps {
 export function buildServices(deps: ServiceDeps) {
   const { config, knex, redis } = deps;
   const tokens = new TokenService(config.jwt);
+  const sessions = new SessionService(knex, tokens);
+  const passwords = new PasswordHasher();
   return {
     health: new HealthService(knex, redis, loadOpenApiDocument().version),
     tokens,
-    sessions: new SessionService(knex, tokens),
+    sessions,
+    passwords,
+    auth: new AuthService(knex, passwords, sessions, config.login),
+    organizationAccess: new OrganizationAccessService(knex),
+    accounts: new AccountService(knex),
     /** Stops background work (timers, workers) before the pool closes. */
     shutdown(): void {},
   };

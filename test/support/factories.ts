@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { hash } from '@node-rs/argon2';
 import type { App } from '../../src/http/app';
+import { AccountService } from '../../src/modules/accounts';
 import { testKnex } from './database';
 
 export const TEST_PASSWORD = 'correct horse battery staple';
@@ -92,4 +93,42 @@ export async function accessTokenFor(app: App, user: { id: string; is_admin: boo
 
 export function bearer(token: string): { Authorization: string } {
   return { Authorization: `Bearer ${token}` };
+}
+
+export interface TestOrgAccount {
+  id: string;
+  organizationId: string;
+  currency: string;
+  status: 'active' | 'inactive' | 'pending' | 'closed';
+  /** The account's own ledger account (kind org_account). */
+  ledgerAccountId: string;
+}
+
+/** An organisation (foreign-currency) account with its own ledger account, through the accounts service. */
+export async function createOrgAccount(
+  org: { id: string },
+  overrides: {
+    currency?: string;
+    status?: 'active' | 'inactive' | 'pending' | 'closed';
+    holderType?: 'business' | 'individual';
+    label?: string;
+    bankName?: string | null;
+    accountNumber?: string | null;
+    iban?: string | null;
+  } = {},
+): Promise<TestOrgAccount> {
+  const knex = testKnex();
+  const account = await knex.transaction((trx) =>
+    new AccountService(knex).createAccount(trx, {
+      organizationId: org.id,
+      currency: overrides.currency ?? 'XOF',
+      status: overrides.status ?? 'active',
+      holderType: overrides.holderType ?? 'business',
+      label: overrides.label ?? `Account ${crypto.randomUUID().slice(0, 8)}`,
+      bankName: overrides.bankName === undefined ? 'Test Bank' : overrides.bankName,
+      accountNumber: overrides.accountNumber === undefined ? String(crypto.randomInt(10_000_000, 99_999_999)) : overrides.accountNumber,
+      iban: overrides.iban ?? null,
+    }),
+  );
+  return { id: account.id, organizationId: account.organizationId, currency: account.currency, status: account.status, ledgerAccountId: account.ledgerAccountId };
 }

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { AccountService, isValidIban } from '../../src/modules/accounts';
+import { testKnex } from '../support/database';
+import { createOrgAccount, createOrganization } from '../support/factories';
+import { expectLedgerInvariants } from '../support/ledger-invariants';
+
+describe('organisation accounts (service)', () => {
+  const service = () => new AccountService(testKnex());
+
+  it('creates an account with its own org_account ledger account; several per currency', async () => {
+    const org = await createOrganization();
+    const first = await createOrgAccount(org, { currency: 'EUR' });
+    const second = await createOrgAccount(org, { currency: 'EUR', status: 'inactive' });
+    expect(first.ledgerAccountId).not.toBe(second.ledgerAccountId);
+    const ledger = await testKnex()('ledger_accounts').whereIn('id', [first.ledgerAccountId, second.ledgerAccountId]);
+    expect(ledger).toHaveLength(2);
+    for (const row of ledger) {
+      expect(row).toMatchObject({ owner_type: 'organization', owner_id: org.id, kind: 'org_account', currency: 'EUR', allow_negative: false });
+    }
+    expect(ledger.map((r) => r.external_ref).sort()).toEqual([first.id, second.id].sort());
+    const found = await service().getAccountForOrganization(org.id, second.id);
+    expect(found).toMatchObject({ id: second.id, status: 'inactive', currency: 'EUR', exponent: 2, balanceMinor: 0n });
+    await expectLedgerInvariants(testKnex());
+  });
+
+  it('answers 404 AccountNotFound for an unknown, malformed or foreign account', async () => {
+    const org = await createOrganization();
+    const other = await createOrganization();
+    const foreign = await createOrgAccount(other);
+    for (const id of [foreign.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
+      await expect(service().getAccountForOrganization(org.id, id)).rejects.toMatchObject({ code: 'AccountNotFound', category: 'not_found' });
+    }
+  });
+
+  it('validates and normalises the fields', async () => {
+    const org = await createOrganization();
+    const knex = testKnex();
+    const created = await knex.transaction((trx) =>
+      service().createAccount(trx, { organizationId: org.id, currency: 'EUR', label: ' Main ', accountNumber: '12 3456-7890', iban: 'fr76 3000 6000 0112 3456 7890 189' }),
+    );
+    expect(created).toMatchObject({ label: 'Main', accountNumber: '1234567890', iban: 'FR7630006000011234567890189', status: 'active', holderType: 'business' });
+    await expect(knex.transaction((trx) => service().createAccount(trx, { organizationId: org.id, currency: 'ZZZ', label: 'x' }))).rejects.toMatchObject({ code: 'ValidationError' });
+    await expect(
+      knex.transaction((trx) => service().createAccount(trx, { organizationId: org.id, currency: 'EUR', label: 'x', iban: 'FR7630006000011234567890188' })),
+    ).rejects.toMatchObject({ code: 'ValidationError' });
+    await expect(knex.transaction((trx) => service().createAccount(trx, { organizationId: org.id, currency: 'EUR', label: '' }))).rejects.toMatchObject({ code: 'ValidationError' });
+    expect(isValidIban('GB82WEST12345698765432')).toBe(true);
+    expect(isValidIban('GB82WEST12345698765431')).toBe(false);
+  });
+});
