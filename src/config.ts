@@ -139,7 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1_000, 3_600_000),
       authenticatedPerWindow: integer(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1, 1_000_000),
       anonymousPerWindow: integer(env, 'RATE_LIMIT_ANONYMOUS', 300, 1, 1_000_000),
-      loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 10_000),
+      loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 1_000_000),
     },
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [

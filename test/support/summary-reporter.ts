@@ -7,14 +7,16 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const module of testModules) {
+      let failedHere = 0;
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed += 1;
-        else if (state === 'failed') failed += 1;
+        else if (state === 'failed') failedHere += 1;
         else skipped += 1;
       }
-      // A file that failed to load has no tests but is a failure all the same.
-      if (module.state() === 'failed' && module.children.size === 0) failed += 1;
+      // A file that failed to load, or whose hooks failed, is a failure even with no failed test.
+      if (module.state() === 'failed' && failedHere === 0) failedHere = 1;
+      failed += failedHere;
     }
     failed += unhandledErrors.length;
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);

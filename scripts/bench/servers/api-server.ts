@@ -1,0 +1,47 @@
+import http from 'node:http';
+import pino from 'pino';
+import { loadConfig } from '../../../src/config';
+import { migrateLatest, openDatabase } from '../../../src/db/database';
+import { createApp } from '../../../src/http/app';
+import { memoryRateLimitBackend, redisRateLimitBackend } from '../../../src/http/rate-limit';
+import { connectRedis } from '../../../src/http/redis';
+
+/**
+ * The real API as `make run` builds it (production settings: no response validation, info
+ * logs to stdout, which the bench discards), on DATABASE_URL or the embedded database.
+ */
+async function main(): Promise<void> {
+  const config = loadConfig({
+    ...process.env,
+    JWT_SECRET: process.env.JWT_SECRET ?? 'bench-secret-bench-secret-bench-secret-0123',
+    PAY_SECRET: process.env.PAY_SECRET ?? 'bench-pay-secret-bench-pay-secret-0123456',
+    RATE_LIMIT_AUTHENTICATED: '100000000',
+    RATE_LIMIT_ANONYMOUS: '100000000',
+  });
+  const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: 'memory://', poolMax: 20 });
+  await migrateLatest(database.knex);
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
+  const app = createApp({
+    config,
+    knex: database.knex,
+    logger,
+    redis,
+    rateLimitBackend: redis ? redisRateLimitBackend(redis, `bench-${Date.now()}:`) : memoryRateLimitBackend(),
+  });
+  const server = http.createServer(app).listen(config.port, () => process.stdout.write(`LISTENING ${config.port}\n`));
+  process.on('SIGTERM', () => {
+    server.close(async () => {
+      app.services.shutdown();
+      await database.close();
+      await redis?.quit();
+      process.exit(0);
+    });
+    server.closeAllConnections();
+  });
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

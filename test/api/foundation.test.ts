@@ -1,0 +1,139 @@
+import pino from 'pino';
+import request from 'supertest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createKnex } from '../../src/db/database';
+import { createApp, type App } from '../../src/http/app';
+import { memoryRateLimitBackend } from '../../src/http/rate-limit';
+import { buildTestApp, testConfig } from '../support/app';
+
+function expectErrorEnvelope(body: unknown, error: string): void {
+  expect(body).toMatchObject({ success: false, error });
+  expect(typeof (body as { message: unknown }).message).toBe('string');
+  expect(JSON.stringify(body)).not.toMatch(/at .*\.(ts|js):\d+/); // no stack trace
+}
+
+describe('foundation: health, contract, error envelope', () => {
+  let app: App;
+  beforeAll(async () => {
+    app = await buildTestApp();
+  });
+
+  it('GET /api/health reports the database and cache', async () => {
+    const res = await request(app).get('/api/health');
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(true);
+    expect(res.body.data).toMatchObject({ status: 'ok', version: '1.0.0', database: { status: 'up' } });
+    expect(res.body.data.database.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(['redis', 'memory']).toContain(res.body.data.cache.kind);
+    expect(res.body.data.cache.kind).toBe(process.env.REDIS_URL ? 'redis' : 'memory');
+    expect(Number.isInteger(res.body.data.uptime_s)).toBe(true);
+  });
+
+  it('GET /api/health answers 503 with the same shape when the database does not answer', async () => {
+    const deadKnex = createKnex('postgres://postgres@127.0.0.1:1/none', 'postgres', 1);
+    const config = testConfig();
+    const broken = createApp({ config, knex: deadKnex, logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend() });
+    const res = await request(broken).get('/api/health');
+    await deadKnex.destroy();
+    expect(res.status).toBe(503);
+    expect(res.body.success).toBe(false);
+    expect(res.body.data).toMatchObject({ status: 'degraded', database: { status: 'down', latency_ms: null } });
+  });
+
+  it('generates an X-Request-Id, and accepts a sane one from the caller', async () => {
+    const generated = await request(app).get('/api/health');
+    expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const supplied = await request(app).get('/api/health').set('X-Request-Id', 'client-req-0001');
+    expect(supplied.headers['x-request-id']).toBe('client-req-0001');
+    const hostile = await request(app).get('/api/health').set('X-Request-Id', 'bad id <script>alert(1)</script>');
+    expect(hostile.headers['x-request-id']).not.toContain('script');
+  });
+
+  it('sends the IETF rate-limit headers', async () => {
+    const res = await request(app).get('/api/health');
+    expect(res.headers['ratelimit']).toMatch(/r=\d+/);
+    expect(res.headers['ratelimit-policy']).toMatch(/q=\d+/);
+  });
+
+  it('serves the bundled contract as JSON and YAML, and an offline reference page', async () => {
+    const json = await request(app).get('/api/openapi.json');
+    expect(json.status).toBe(200);
+    expect(json.body.openapi).toBe('3.1.0');
+    expect(json.body.info.version).toBe('1.0.0');
+    const yaml = await request(app).get('/api/openapi.yaml');
+    expect(yaml.status).toBe(200);
+    expect(yaml.headers['content-type']).toMatch(/yaml/);
+    expect(yaml.text).toContain('openapi: 3.1.0');
+    const docs = await request(app).get('/api/docs');
+    expect(docs.status).toBe(200);
+    expect(docs.text).not.toMatch(/https?:\/\/(cdn|unpkg|cdnjs)/);
+    const assets = [...docs.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(assets.length).toBeGreaterThanOrEqual(3);
+    for (const asset of assets) {
+      expect(asset.startsWith('/api/docs/')).toBe(true);
+      const res = await request(app).get(asset);
+      expect(res.status, asset).toBe(200);
+    }
+  });
+
+  it('unknown paths answer 404 NotFound in the envelope, inside and outside /api', async () => {
+    for (const path of ['/api/nope', '/nope', '/api/business/organizations']) {
+      const res = await request(app).get(path);
+      expect(res.status, path).toBe(404);
+      expect(res.headers['content-type']).toMatch(/application\/json/);
+      expectErrorEnvelope(res.body, 'NotFound');
+    }
+  });
+
+  it('a wrong method answers 405 with Allow', async () => {
+    const res = await request(app).delete('/api/health');
+    expect(res.status).toBe(405);
+    expect(res.headers['allow']).toMatch(/GET/i);
+    expectErrorEnvelope(res.body, 'MethodNotAllowed');
+  });
+
+  it('malformed JSON answers 400 ValidationError', async () => {
+    const res = await request(app).post('/api/auth/login').set('Content-Type', 'application/json').send('{"identifier": ');
+    expect(res.status).toBe(400);
+    expectErrorEnvelope(res.body, 'ValidationError');
+  });
+
+  it('a wrong content type answers 415', async () => {
+    const res = await request(app).post('/api/auth/login').set('Content-Type', 'text/plain').send('identifier=a&password=b');
+    expect(res.status).toBe(415);
+    expectErrorEnvelope(res.body, 'UnsupportedMediaType');
+  });
+
+  it('a body over the limit answers 413 PayloadTooLarge', async () => {
+    const res = await request(app)
+      .post('/api/auth/login')
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify({ identifier: 'a@b.example', password: 'x'.repeat(200_000) }));
+    expect(res.status).toBe(413);
+    expectErrorEnvelope(res.body, 'PayloadTooLarge');
+  });
+
+  it('a request that breaks the contract names each bad field', async () => {
+    const res = await request(app).post('/api/auth/login').send({ identifier: 'a@b.example', extra: true });
+    expect(res.status).toBe(400);
+    expectErrorEnvelope(res.body, 'ValidationError');
+    const fields = (res.body.details as Array<{ field: string }>).map((d) => d.field);
+    expect(fields.some((f) => f.includes('password'))).toBe(true);
+  });
+
+  it('a protected route without a token answers 401 with WWW-Authenticate', async () => {
+    const res = await request(app).get('/api/escrows');
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
+    expectErrorEnvelope(res.body, 'Unauthorized');
+  });
+
+  it('anonymous requests are rate limited per IP: 429 RateLimitExceeded with Retry-After', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_ANONYMOUS: '3' } });
+    for (let i = 0; i < 3; i += 1) expect((await request(limited).get('/api/health')).status).toBe(200);
+    const res = await request(limited).get('/api/health');
+    expect(res.status).toBe(429);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expectErrorEnvelope(res.body, 'RateLimitExceeded');
+  });
+});
