@@ -1,0 +1,182 @@
+import type { Knex } from 'knex';
+
+type Db = Knex | Knex.Transaction;
+
+export type IdempotencyStatus = 'in_progress' | 'completed';
+
+export interface IdempotencyRecord {
+  id: string;
+  userId: string;
+  operation: string;
+  key: string;
+  requestHash: string;
+  status: IdempotencyStatus;
+  claimToken: string;
+  lockedUntil: Date;
+  responseStatus: number | null;
+  responseBody: unknown;
+  resourceType: string | null;
+  resourceId: string | null;
+  resourceStatus: string | null;
+  resourceLocation: string | null;
+  createdAt: Date;
+  completedAt: Date | null;
+  expiresAt: Date;
+}
+
+interface Row {
+  id: string;
+  user_id: string;
+  operation: string;
+  key: string;
+  request_hash: string;
+  status: IdempotencyStatus;
+  claim_token: string;
+  locked_until: Date;
+  response_status: number | null;
+  response_body: unknown;
+  resource_type: string | null;
+  resource_id: string | null;
+  resource_status: string | null;
+  resource_location: string | null;
+  created_at: Date;
+  completed_at: Date | null;
+  expires_at: Date;
+}
+
+function toRecord(row: Row): IdempotencyRecord {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    operation: row.operation,
+    key: row.key,
+    requestHash: row.request_hash,
+    status: row.status,
+    claimToken: row.claim_token,
+    lockedUntil: row.locked_until,
+    responseStatus: row.response_status,
+    responseBody: row.response_body,
+    resourceType: row.resource_type,
+    resourceId: row.resource_id,
+    resourceStatus: row.resource_status,
+    resourceLocation: row.resource_location,
+    createdAt: row.created_at,
+    completedAt: row.completed_at,
+    expiresAt: row.expires_at,
+  };
+}
+
+export interface ClaimInput {
+  userId: string;
+  operation: string;
+  key: string;
+  requestHash: string;
+  claimToken: string;
+  leaseSeconds: number;
+  ttlHours: number;
+}
+
+export interface Completion {
+  responseStatus: number;
+  responseBody: unknown;
+  resourceType: string;
+  resourceId: string;
+  resourceStatus: string;
+  resourceLocation: string;
+}
+
+const FRESH_CLAIM = (knex: Db, input: ClaimInput) => ({
+  request_hash: input.requestHash,
+  status: 'in_progress',
+  claim_token: input.claimToken,
+  locked_until: knex.raw(`now() + make_interval(secs => ?)`, [input.leaseSeconds]),
+  created_at: knex.fn.now(),
+  expires_at: knex.raw(`now() + make_interval(hours => ?)`, [input.ttlHours]),
+  response_status: null,
+  response_body: null,
+  resource_type: null,
+  resource_id: null,
+  resource_status: null,
+  resource_location: null,
+  completed_at: null,
+});
+
+/** Knex queries of the idempotency_keys table. */
+export const idempotencyRepository = {
+  /** Inserts an in_progress claim unless the key exists; returns it when this call claimed the key. */
+  async insertClaim(db: Db, input: ClaimInput): Promise<IdempotencyRecord | undefined> {
+    const rows = await db<Row>('idempotency_keys')
+      .insert({ user_id: input.userId, operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } as never)
+      .onConflict(['user_id', 'operation', 'key'])
+      .ignore()
+      .returning('*');
+    const row = rows[0] as Row | undefined;
+    return row ? toRecord(row) : undefined;
+  },
+
+  /**
+   * Takes over an existing key that has expired, or whose in_progress claim outlived its
+   * lease (the request that claimed it died). A claim whose effect is running holds the row
+   * lock, so this waits for it and then finds the row no longer eligible.
+   */
+  async takeOver(db: Db, id: string, input: ClaimInput): Promise<IdempotencyRecord | undefined> {
+    const rows = await db<Row>('idempotency_keys')
+      .where({ id })
+      .andWhere((qb) => qb.where('expires_at', '<=', db.fn.now()).orWhere((q) => q.where('status', 'in_progress').andWhere('locked_until', '<=', db.fn.now())))
+      .update(FRESH_CLAIM(db, input) as never)
+      .returning('*');
+    const row = rows[0] as Row | undefined;
+    return row ? toRecord(row) : undefined;
+  },
+
+  async find(db: Db, scope: { userId: string; operation: string; key: string }): Promise<IdempotencyRecord | undefined> {
+    const row = await db<Row>('idempotency_keys').where({ user_id: scope.userId, operation: scope.operation, key: scope.key }).first();
+    return row ? toRecord(row) : undefined;
+  },
+
+  /** The caller's unexpired records of one key (one per operation), newest first. */
+  async findLiveByKey(db: Db, userId: string, key: string, operation?: string): Promise<IdempotencyRecord[]> {
+    const query = db<Row>('idempotency_keys').where({ user_id: userId, key }).andWhere('expires_at', '>', db.fn.now());
+    if (operation) query.andWhere({ operation });
+    const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+    return rows.map(toRecord);
+  },
+
+  /**
+   * Inside the effect's transaction: re-checks that this request still owns its claim,
+   * renews the lease and locks the row until the transaction ends.
+   */
+  async confirmClaim(trx: Knex.Transaction, id: string, claimToken: string, leaseSeconds: number): Promise<boolean> {
+    const count = await trx('idempotency_keys')
+      .where({ id, claim_token: claimToken, status: 'in_progress' })
+      .update({ locked_until: trx.raw(`now() + make_interval(secs => ?)`, [leaseSeconds]) });
+    return count > 0;
+  },
+
+  async complete(trx: Knex.Transaction, id: string, claimToken: string, completion: Completion): Promise<boolean> {
+    const count = await trx('idempotency_keys')
+      .where({ id, claim_token: claimToken, status: 'in_progress' })
+      .update({
+        status: 'completed',
+        response_status: completion.responseStatus,
+        response_body: JSON.stringify(completion.responseBody),
+        resource_type: completion.resourceType,
+        resource_id: completion.resourceId,
+        resource_status: completion.resourceStatus,
+        resource_location: completion.resourceLocation,
+        completed_at: trx.fn.now(),
+      });
+    return count > 0;
+  },
+
+  /** Deletes this request's claim (the request was refused before any effect). */
+  async release(db: Db, id: string, claimToken: string): Promise<void> {
+    await db('idempotency_keys').where({ id, claim_token: claimToken, status: 'in_progress' }).del();
+  },
+
+  async purgeExpired(db: Db, limit: number): Promise<number> {
+    return db('idempotency_keys')
+      .whereIn('id', db('idempotency_keys').select('id').where('expires_at', '<=', db.fn.now()).limit(limit))
+      .del();
+  },
+};

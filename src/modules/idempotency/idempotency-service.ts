@@ -1,0 +1,244 @@
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { ConflictError, NotFoundError, UnprocessableError, ValidationError } from '../../errors';
+import { withTransaction } from '../../db/transaction';
+import { idempotencyRepository, type IdempotencyRecord } from './idempotency-repository';
+
+/**
+ * Idempotency for every money-moving POST (transfers, escrows, tontines, payment-link
+ * payments). Usage from a service:
+ *
+ *   return idempotency.execute(
+ *     { userId, operation: 'createTransfer', key, request: { body } },
+ *     async (trx) => {
+ *       ...the effect, on trx (ledger postings, rows)...
+ *       return { result, responseStatus: 200, responseBody: dto,
+ *                resource: { type: 'transfer', id, status, location: `/api/transfers/${id}` } };
+ *     },
+ *   );
+ *
+ * Rules (IETF draft-ietf-httpapi-idempotency-key-header, Stripe's behaviour, and issue 4):
+ * - Keys are scoped to (user, operation) and kept `ttlHours` (>= 24 h, IDEMPOTENCY_TTL_HOURS).
+ * - Validate and run every check that needs no lock BEFORE calling `execute`: those refusals
+ *   never touch the key.
+ * - The first request claims the key (`in_progress`, a fencing token and a lease) in its own
+ *   short statement, then runs the effect in ONE transaction that re-checks the claim, locks
+ *   the key row and completes it with the response status, body and resource. The key, the
+ *   request hash and the response therefore commit or roll back together with the effect.
+ * - A later request with the same key and the same request hash: 409
+ *   `IdempotencyKeyAlreadyProcessed`, `details` {resource_type, resource_id, status} and a
+ *   `Location` header; while the first is still running: 409 `ConcurrentOperation`.
+ * - The same key with a different request (a different body): 422 `IdempotencyKeyReused`
+ *   (the IETF draft's status for a reused key with another payload).
+ * - When the effect throws (InsufficientFunds, a frozen wallet, a crash...) the transaction
+ *   rolls back and the claim is deleted: the key was not consumed and may be retried.
+ * - A request that died after claiming leaves an in_progress row; once its lease lapses
+ *   (`leaseSeconds`) the next request with the key takes it over. The fencing token makes
+ *   a late commit of the dead request impossible.
+ * - An expired key is free again: the next request claims it afresh.
+ */
+
+export interface IdempotentRequest {
+  userId: string;
+  /** The operationId, e.g. `createTransfer`. */
+  operation: string;
+  /** The Idempotency-Key header. */
+  key: string;
+  /** What identifies the request besides the key: its body, and path parameters if any. */
+  request: unknown;
+}
+
+export interface IdempotentResource {
+  /** `transfer`, `escrow`, ... */
+  type: string;
+  id: string;
+  status: string;
+  /** Relative URL of the resource, e.g. `/api/transfers/<id>` (the Location of a replay). */
+  location: string;
+}
+
+export interface IdempotentOutcome<T> {
+  result: T;
+  /** The HTTP status the operation answers with (stored for GET /idempotency-keys/{key}). */
+  responseStatus: number;
+  responseBody: unknown;
+  resource: IdempotentResource;
+}
+
+/** Reads the current status of a produced resource, so a replay reports e.g. a settled transfer. */
+export type ResourceStatusReader = (db: Knex, resourceId: string) => Promise<string | undefined>;
+
+export interface IdempotencyServiceOptions {
+  ttlHours: number;
+  leaseSeconds?: number;
+  logger?: Logger;
+}
+
+export interface IdempotencyKeyView {
+  key: string;
+  operation: string;
+  status: 'in_progress' | 'completed';
+  request_hash: string;
+  response_status: number | null;
+  resource: { type: string; id: string; status: string; location: string } | null;
+  created_at: string;
+  completed_at: string | null;
+  expires_at: string;
+}
+
+const KEY_FORMAT = /^[\x21-\x7E]{1,255}$/;
+
+/** Canonical JSON: object keys sorted at every level, so key order never changes the hash. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value === 'bigint') return JSON.stringify(value.toString());
+    return JSON.stringify(value) ?? 'null';
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+export function requestHash(request: unknown): string {
+  return crypto.createHash('sha256').update(canonicalJson(request)).digest('hex');
+}
+
+export function validateIdempotencyKey(key: unknown): string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw ValidationError.field('header.idempotency-key', 'The Idempotency-Key header is required for this operation.');
+  }
+  if (!KEY_FORMAT.test(key)) {
+    throw ValidationError.field('header.idempotency-key', 'The Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.');
+  }
+  return key;
+}
+
+export class IdempotencyService {
+  private readonly ttlHours: number;
+  private readonly leaseSeconds: number;
+  private readonly statusReaders = new Map<string, ResourceStatusReader>();
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly options: IdempotencyServiceOptions,
+  ) {
+    if (options.ttlHours < 24) throw new RangeError('idempotency keys are kept at least 24 hours');
+    this.ttlHours = options.ttlHours;
+    this.leaseSeconds = options.leaseSeconds ?? 60;
+  }
+
+  /** Lets replays of `resourceType` report the resource's current status. */
+  registerResourceStatus(resourceType: string, reader: ResourceStatusReader): void {
+    this.statusReaders.set(resourceType, reader);
+  }
+
+  async execute<T>(request: IdempotentRequest, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T>>): Promise<T> {
+    const key = validateIdempotencyKey(request.key);
+    const hash = requestHash(request.request);
+    const claim = await this.claim({ userId: request.userId, operation: request.operation, key }, hash);
+    try {
+      return await withTransaction(this.knex, async (trx) => {
+        if (!(await idempotencyRepository.confirmClaim(trx, claim.id, claim.claimToken, this.leaseSeconds))) {
+          throw this.concurrent();
+        }
+        const outcome = await effect(trx);
+        const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, {
+          responseStatus: outcome.responseStatus,
+          responseBody: outcome.responseBody,
+          resourceType: outcome.resource.type,
+          resourceId: outcome.resource.id,
+          resourceStatus: outcome.resource.status,
+          resourceLocation: outcome.resource.location,
+        });
+        if (!completed) throw this.concurrent();
+        return outcome.result;
+      });
+    } catch (error) {
+      await idempotencyRepository.release(this.knex, claim.id, claim.claimToken).catch((releaseError: unknown) => {
+        this.options.logger?.error({ err: releaseError, operation: request.operation }, 'could not release an idempotency claim; its lease will lapse');
+      });
+      throw error;
+    }
+  }
+
+  /** GET /idempotency-keys/{key}: the caller's live record of `key` (the newest when several operations used it). */
+  async describe(userId: string, key: string, operation?: string): Promise<IdempotencyKeyView> {
+    const [record] = KEY_FORMAT.test(key) ? await idempotencyRepository.findLiveByKey(this.knex, userId, key, operation) : [];
+    if (!record) throw new NotFoundError('No live idempotency key of yours has this value.', 'IdempotencyKeyNotFound');
+    let resource: IdempotencyKeyView['resource'] = null;
+    if (record.status === 'completed' && record.resourceType && record.resourceId) {
+      resource = {
+        type: record.resourceType,
+        id: record.resourceId,
+        status: await this.currentStatus(record),
+        location: record.resourceLocation ?? '',
+      };
+    }
+    return {
+      key: record.key,
+      operation: record.operation,
+      status: record.status,
+      request_hash: record.requestHash,
+      response_status: record.responseStatus,
+      resource,
+      created_at: record.createdAt.toISOString(),
+      completed_at: record.completedAt?.toISOString() ?? null,
+      expires_at: record.expiresAt.toISOString(),
+    };
+  }
+
+  /** Deletes expired keys (they are reusable anyway); returns how many went. */
+  purgeExpired(limit = 1000): Promise<number> {
+    return idempotencyRepository.purgeExpired(this.knex, limit);
+  }
+
+  private async claim(scope: { userId: string; operation: string; key: string }, hash: string): Promise<IdempotencyRecord> {
+    const input = { ...scope, requestHash: hash, leaseSeconds: this.leaseSeconds, ttlHours: this.ttlHours };
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const inserted = await idempotencyRepository.insertClaim(this.knex, { ...input, claimToken: crypto.randomUUID() });
+      if (inserted) return inserted;
+      const existing = await idempotencyRepository.find(this.knex, scope);
+      if (!existing) continue; // released between our insert and our read: try again
+      const now = Date.now();
+      const expired = existing.expiresAt.getTime() <= now;
+      const abandoned = existing.status === 'in_progress' && existing.lockedUntil.getTime() <= now;
+      if (expired || abandoned) {
+        const taken = await idempotencyRepository.takeOver(this.knex, existing.id, { ...input, claimToken: crypto.randomUUID() });
+        if (taken) return taken;
+        continue; // someone else took it over or completed it: look again
+      }
+      if (existing.requestHash !== hash) {
+        throw new UnprocessableError(
+          'IdempotencyKeyReused',
+          'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
+          { operation: scope.operation },
+        );
+      }
+      if (existing.status === 'in_progress') throw this.concurrent();
+      throw await this.alreadyProcessed(existing);
+    }
+    throw this.concurrent();
+  }
+
+  private concurrent(): ConflictError {
+    return new ConflictError('ConcurrentOperation', 'A request with this Idempotency-Key is still being processed; retry later with the same key.');
+  }
+
+  private async currentStatus(record: IdempotencyRecord): Promise<string> {
+    const reader = record.resourceType ? this.statusReaders.get(record.resourceType) : undefined;
+    const current = reader && record.resourceId ? await reader(this.knex, record.resourceId) : undefined;
+    return current ?? record.resourceStatus ?? 'unknown';
+  }
+
+  private async alreadyProcessed(record: IdempotencyRecord): Promise<ConflictError> {
+    return new ConflictError(
+      'IdempotencyKeyAlreadyProcessed',
+      'This Idempotency-Key was already processed; details name the resource it produced (fetch it instead of retrying).',
+      { resource_type: record.resourceType, resource_id: record.resourceId, status: await this.currentStatus(record) },
+      record.resourceLocation ? { Location: record.resourceLocation } : undefined,
+    );
+  }
+}
