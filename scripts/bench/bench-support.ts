@@ -66,20 +66,21 @@ export async function startServerProcess(script: string, env: Record<string, str
     });
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
   });
+  /** The node process running `script` (taskset and tsx put it a few levels down). */
   const serverPid = async (): Promise<number | undefined> => {
-    // With taskset/tsx the node server is a descendant; read the deepest node child.
-    const pids = [child.pid];
-    for (let i = 0; i < 4; i += 1) {
-      const last = pids[pids.length - 1];
+    const queue = [child.pid as number];
+    while (queue.length) {
+      const pid = queue.shift() as number;
       try {
-        const children = fs.readFileSync(`/proc/${last}/task/${last}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-        if (!children.length) break;
-        pids.push(Number(children[children.length - 1]));
+        const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        if (cmdline.includes(script) && cmdline.startsWith(process.execPath)) return pid;
+        const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+        queue.push(...children.map(Number));
       } catch {
-        break;
+        // the process ended meanwhile
       }
     }
-    return pids[pids.length - 1];
+    return undefined;
   };
   return {
     url: `http://127.0.0.1:${port}`,

@@ -15,8 +15,8 @@ async function main(): Promise<void> {
     ...process.env,
     JWT_SECRET: process.env.JWT_SECRET ?? 'bench-secret-bench-secret-bench-secret-0123',
     PAY_SECRET: process.env.PAY_SECRET ?? 'bench-pay-secret-bench-pay-secret-0123456',
-    RATE_LIMIT_AUTHENTICATED: '100000000',
-    RATE_LIMIT_ANONYMOUS: '100000000',
+    RATE_LIMIT_AUTHENTICATED: '1000000',
+    RATE_LIMIT_ANONYMOUS: '1000000',
   });
   const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: 'memory://', poolMax: 20 });

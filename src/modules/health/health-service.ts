@@ -35,26 +35,39 @@ async function probe(check: () => Promise<unknown>): Promise<ComponentHealth> {
   }
 }
 
+/**
+ * Probes are shared for `cacheMs` (1 s by default): load balancers and monitors poll health
+ * hard, and one probe per second is plenty to detect an outage without turning every poll
+ * into a database round trip. Concurrent callers share the probe in flight.
+ */
 export class HealthService {
   private readonly startedAt = Date.now();
+  private latest: { at: number; probes: Promise<[ComponentHealth, ComponentHealth]> } | undefined;
 
   constructor(
     private readonly knex: Knex,
     private readonly redis: Redis | undefined,
     private readonly version: string,
+    private readonly cacheMs = 1_000,
   ) {}
 
   async check(): Promise<Health> {
-    const [database, cache] = await Promise.all([
-      probe(() => this.knex.raw('SELECT 1')),
-      this.redis ? probe(() => (this.redis as Redis).ping()) : Promise.resolve<ComponentHealth>({ status: 'up', latency_ms: 0 }),
-    ]);
+    const now = Date.now();
+    if (!this.latest || now - this.latest.at >= this.cacheMs) this.latest = { at: now, probes: this.probe() };
+    const [database, cache] = await this.latest.probes;
     return {
       status: database.status === 'up' && cache.status === 'up' ? 'ok' : 'degraded',
       version: this.version,
-      uptime_s: Math.floor((Date.now() - this.startedAt) / 1000),
+      uptime_s: Math.floor((now - this.startedAt) / 1000),
       database,
       cache: { ...cache, kind: this.redis ? 'redis' : 'memory' },
     };
+  }
+
+  private probe(): Promise<[ComponentHealth, ComponentHealth]> {
+    return Promise.all([
+      probe(() => this.knex.raw('SELECT 1')),
+      this.redis ? probe(() => (this.redis as Redis).ping()) : Promise.resolve<ComponentHealth>({ status: 'up', latency_ms: 0 }),
+    ]);
   }
 }
