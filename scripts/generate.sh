@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Lint the hand-written contract (openapi/), bundle it into one document and
+# generate the TypeScript types from it.
+#
+#   bash scripts/generate.sh             lint, then write into generated/
+#   bash scripts/generate.sh DIR         lint, then write into DIR (check-generated.sh uses a temp dir)
+#   bash scripts/generate.sh --lint-only lint only
+#
+# Outputs (deterministic: the same contract always gives byte-identical files):
+#   DIR/openapi.bundled.yaml  one-file contract (the validator and /api/openapi.yaml)
+#   DIR/openapi.bundled.json  the same, as JSON (/api/openapi.json)
+#   DIR/openapi.d.ts          openapi-typescript types: paths, components, operations['createTransfer']...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# No network here: no telemetry, no update or announcement checks.
+export REDOCLY_TELEMETRY=off
+export REDOCLY_SUPPRESS_UPDATE_NOTICE=true
+export REDOCLY_SUPPRESS_NOTIFICATIONS=true
+
+ROOT=openapi/openapi.yaml
+LINT_ONLY=false
+OUT=generated
+if [[ "${1:-}" == "--lint-only" ]]; then
+  LINT_ONLY=true
+elif [[ -n "${1:-}" ]]; then
+  OUT="$1"
+fi
+
+# Redocly CLI 2 prints a Node 20 deprecation banner on every run; drop it.
+without_banner() { grep -v -e '[╔║╚]' || true; }
+
+echo "== redocly lint (recommended-strict, see redocly.yaml)"
+set +e
+npx --no-install redocly lint "$ROOT" --format=stylish 2>&1 | without_banner
+status=${PIPESTATUS[0]}
+set -e
+if (( status != 0 )); then
+  echo "redocly lint failed" >&2
+  exit "$status"
+fi
+
+echo "== spectral lint (spectral:oas + OWASP, see .spectral.yaml)"
+npx --no-install spectral lint "$ROOT" --fail-severity=error
+
+if [[ "$LINT_ONLY" == true ]]; then
+  exit 0
+fi
+
+mkdir -p "$OUT"
+echo "== bundle into $OUT/"
+for ext in yaml json; do
+  set +e
+  npx --no-install redocly bundle "$ROOT" -o "$OUT/openapi.bundled.$ext" 2>&1 | without_banner
+  status=${PIPESTATUS[0]}
+  set -e
+  if (( status != 0 )); then
+    echo "redocly bundle failed ($ext)" >&2
+    exit "$status"
+  fi
+done
+
+echo "== openapi-typescript -> $OUT/openapi.d.ts"
+npx --no-install openapi-typescript "$OUT/openapi.bundled.yaml" -o "$OUT/openapi.d.ts"
