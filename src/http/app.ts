@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
 import { authenticate, bearerAuthSecurityHandler } from '../modules/auth/authenticate';
+import { BUSINESS_ORGANIZATION_PREFIX, malformedOrganizationIdIsNotFound } from '../modules/organizations/organization-access';
 import { buildServices, type Services } from '../services';
 import { mountRoutes } from './routes';
 import { docsRoutes } from './docs-routes';
@@ -72,6 +73,8 @@ export function createApp(deps: AppDeps): App {
   app.use('/api', docsRoutes(document));
   app.use('/api', authenticate(knex, config.jwt));
   app.use('/api', apiRateLimiter(deps.rateLimitBackend, config.rateLimit));
+  // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
+  app.use(`/api${BUSINESS_ORGANIZATION_PREFIX}`, malformedOrganizationIdIsNotFound());
   app.use(
     OpenApiValidator.middleware({
       apiSpec: document.parse() as never,

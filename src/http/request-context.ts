@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { OrganizationContext } from '../modules/organizations/access-policy';
 
 export interface AuthContext {
   userId: string;
@@ -13,7 +14,16 @@ declare module 'express-serve-static-core' {
     auth?: AuthContext;
     /** Why a presented bearer token was refused; reported only on routes that need one. */
     authFailure?: string;
+    /** Set by the organisation access policy on Business routes (src/modules/organizations). */
+    organization?: OrganizationContext;
   }
+}
+
+/** The contract operation express-openapi-validator matched for this request, if any. */
+export function contractOperation(req: unknown): { operationId: string; pathParams: Record<string, string> } | undefined {
+  const openapi = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
+  const operationId = openapi?.schema?.operationId;
+  return operationId ? { operationId, pathParams: openapi?.pathParams ?? {} } : undefined;
 }
 
 const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;

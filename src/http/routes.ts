@@ -1,13 +1,17 @@
 import { Router, type Express } from 'express';
 import { NotImplementedError } from '../errors';
+import { authRoutes } from '../modules/auth/auth-routes';
 import { healthRoutes } from '../modules/health/health-routes';
+import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
 import type { Services } from '../services';
 import type { AppDeps } from './app';
+import { contractOperation } from './request-context';
 
 /**
- * Operations of the contract that are not built yet. They still pass through the
- * validator (authentication, and the organisation access policy where it applies)
- * before answering 501 NotImplemented; test/api/not-implemented.test.ts lists them.
+ * Operations of the contract that are known to answer 501 NotImplemented (not built yet).
+ * Any contract operation that no router answers gets 501 from the fallback below, after
+ * the validator (authentication) and, under /business/organizations/{orgId}, the access
+ * policy; test/api/not-implemented.test.ts checks these.
  */
 export const NOT_IMPLEMENTED_OPERATIONS = [
   { method: 'get', path: '/escrows', operationId: 'listEscrows' },
@@ -15,20 +19,25 @@ export const NOT_IMPLEMENTED_OPERATIONS = [
   { method: 'get', path: '/tontines', operationId: 'listTontines' },
 ] as const;
 
-function notImplementedRoutes(): Router {
+/** A request the validator matched to a contract operation that no router answered: 501. */
+function notImplementedFallback(): Router {
   const router = Router();
-  for (const operation of NOT_IMPLEMENTED_OPERATIONS) {
-    router[operation.method](operation.path, () => {
-      throw new NotImplementedError(operation.operationId);
-    });
-  }
+  router.use((req, _res, next) => {
+    const operation = contractOperation(req);
+    if (operation) throw new NotImplementedError(operation.operationId);
+    next();
+  });
   return router;
 }
 
 /** Every module's router, mounted under /api. */
-export function mountRoutes(app: Express, services: Services, _deps: AppDeps): void {
+export function mountRoutes(app: Express, services: Services, deps: AppDeps): void {
   const api = Router();
   api.use(healthRoutes(services.health));
-  api.use(notImplementedRoutes());
+  api.use(authRoutes({ auth: services.auth, sessions: services.sessions, rateLimitBackend: deps.rateLimitBackend, rateLimit: deps.config.rateLimit }));
+  // Business routes: the access policy first (src/modules/organizations/access-policy.ts), then their routers.
+  api.use(BUSINESS_ORGANIZATION_PREFIX, organizationAccess(services.organizationAccess));
+  // Last: contract operations nobody answered yet.
+  api.use(notImplementedFallback());
   app.use('/api', api);
 }

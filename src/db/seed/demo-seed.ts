@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Services } from '../../services';
+import { seedIdentity } from './identity-seed';
 
 /**
  * Local demo data (never in production). Each module contributes one step, run in order in
@@ -7,7 +8,9 @@ import type { Services } from '../../services';
  */
 export type SeedStep = (trx: Knex.Transaction, services: Services) => Promise<void>;
 
-const STEPS: SeedStep[] = [];
+const STEPS: SeedStep[] = [
+  seedIdentity, // first: users and organisations (src/db/seed/identity-seed.ts)
+];
 
 export async function seedDemoData(knex: Knex, services: Services): Promise<void> {
   await knex.transaction(async (trx) => {

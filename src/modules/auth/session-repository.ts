@@ -12,6 +12,9 @@ export interface SessionRow {
   rotated_from: string | null;
 }
 
+/** Why a session ended; stored in sessions.revoked_reason. */
+export type RevokedReason = 'logout' | 'rotated' | 'reuse_detected';
+
 export class SessionRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
@@ -25,5 +28,42 @@ export class SessionRepository {
       })
       .returning('*');
     return row as SessionRow;
+  }
+
+  /** The session of a refresh token, locked until the end of the transaction. */
+  async findByRefreshHashForUpdate(refreshTokenHash: string): Promise<SessionRow | undefined> {
+    return this.db('sessions').where({ refresh_token_hash: refreshTokenHash }).forUpdate().first<SessionRow | undefined>('*');
+  }
+
+  /** Ends a live session; false when it was already ended. */
+  async revoke(id: string, reason: RevokedReason): Promise<boolean> {
+    const count = await this.db('sessions')
+      .where({ id })
+      .whereNull('revoked_at')
+      .update({ revoked_at: this.db.fn.now(), revoked_reason: reason, last_used_at: this.db.fn.now() });
+    return Number(count) === 1;
+  }
+
+  /**
+   * Ends every still-live session of the rotation chain `id` belongs to: its ancestors and
+   * all their descendants (the family grown from the first login). Returns how many ended.
+   */
+  async revokeChain(id: string, reason: RevokedReason): Promise<number> {
+    const result = await this.db.raw<{ rowCount: number | null }>(
+      `WITH RECURSIVE ancestors AS (
+         SELECT id, rotated_from FROM sessions WHERE id = ?
+         UNION
+         SELECT s.id, s.rotated_from FROM sessions s JOIN ancestors a ON s.id = a.rotated_from
+       ),
+       family AS (
+         SELECT id FROM ancestors WHERE rotated_from IS NULL
+         UNION
+         SELECT s.id FROM sessions s JOIN family f ON s.rotated_from = f.id
+       )
+       UPDATE sessions SET revoked_at = now(), revoked_reason = ?
+       WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL`,
+      [id, reason],
+    );
+    return result.rowCount ?? 0;
   }
 }

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
+import { withTransaction } from '../../db/transaction';
+import { InvalidRefreshTokenError, RefreshTokenReusedError } from './auth-errors';
 import { SessionRepository } from './session-repository';
-import type { TokenService } from './token-service';
+import { TokenService } from './token-service';
+import { UserRepository } from './user-repository';
 
 export interface IssuedTokens {
   access_token: string;
@@ -11,7 +14,14 @@ export interface IssuedTokens {
   session_id: string;
 }
 
-/** Opens sessions and issues the token pair for them. */
+/** Outcome of a refresh that must be committed before it is reported. */
+type RotationOutcome = { tokens: IssuedTokens } | { error: InvalidRefreshTokenError | RefreshTokenReusedError };
+
+/**
+ * Opens sessions and issues the token pair for them; rotates refresh tokens and ends sessions.
+ * A rotation creates a new session row linked to the previous one (`rotated_from`) and ends
+ * the previous one, so its access token is refused at once too.
+ */
 export class SessionService {
   constructor(
     private readonly knex: Knex,
@@ -34,5 +44,39 @@ export class SessionService {
       refresh_expires_in: this.tokens.refreshTtlSeconds,
       session_id: session.id,
     };
+  }
+
+  /**
+   * Exchanges a refresh token for a new pair. The session row is locked, so two concurrent
+   * refreshes with one token cannot both succeed: the second sees a rotated token, which is
+   * how a stolen token shows itself, and the whole chain is revoked (committed, then 401).
+   */
+  async refresh(refreshToken: string): Promise<IssuedTokens> {
+    const hash = TokenService.hashRefreshToken(refreshToken);
+    const outcome = await withTransaction<RotationOutcome>(this.knex, async (trx) => {
+      const sessions = new SessionRepository(trx);
+      const session = await sessions.findByRefreshHashForUpdate(hash);
+      if (!session) return { error: new InvalidRefreshTokenError() };
+      if (session.revoked_at) {
+        if (session.revoked_reason === 'rotated') {
+          await sessions.revokeChain(session.id, 'reuse_detected');
+          return { error: new RefreshTokenReusedError() };
+        }
+        return { error: new InvalidRefreshTokenError() };
+      }
+      if (session.expires_at.getTime() <= Date.now()) return { error: new InvalidRefreshTokenError() };
+      const user = await new UserRepository(trx).findCredentialsById(session.user_id);
+      if (!user || user.status === 'disabled') return { error: new InvalidRefreshTokenError() };
+      await sessions.revoke(session.id, 'rotated');
+      return { tokens: await this.open({ id: user.id, is_admin: user.isAdmin }, trx, session.id) };
+    });
+    if ('error' in outcome) throw outcome.error;
+    return outcome.tokens;
+  }
+
+  /** Ends the session of the caller's access token (idempotent). */
+  async logout(sessionId: string): Promise<{ session_id: string; revoked: true }> {
+    await new SessionRepository(this.knex).revoke(sessionId, 'logout');
+    return { session_id: sessionId, revoked: true };
   }
 }

@@ -1,0 +1,35 @@
+import { DomainError, UnauthorizedError } from '../../errors';
+
+/** Unknown identifier, wrong password or disabled account: one answer for all. */
+export class InvalidCredentialsError extends UnauthorizedError {
+  constructor() {
+    super('Invalid identifier or password.', 'InvalidCredentials');
+  }
+}
+
+/** Too many failed attempts; `retryAfterSeconds` is absent for an administrative lock. */
+export class AccountLockedError extends DomainError {
+  constructor(retryAfterSeconds?: number) {
+    super(
+      'AccountLocked',
+      'unauthenticated',
+      retryAfterSeconds === undefined
+        ? 'The account is locked. Contact support.'
+        : `Too many failed attempts: the account is locked. Retry in ${Math.ceil(retryAfterSeconds / 60)} minute(s).`,
+      undefined,
+      retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(retryAfterSeconds) },
+    );
+  }
+}
+
+export class InvalidRefreshTokenError extends UnauthorizedError {
+  constructor() {
+    super('The refresh token is invalid or has expired; log in again.', 'InvalidRefreshToken');
+  }
+}
+
+export class RefreshTokenReusedError extends UnauthorizedError {
+  constructor() {
+    super('This refresh token was already used; the session has been revoked. Log in again.', 'RefreshTokenReused');
+  }
+}

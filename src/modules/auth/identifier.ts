@@ -1,0 +1,28 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { ValidationError } from '../../errors';
+
+export type LoginIdentifier = { kind: 'email'; email: string } | { kind: 'phone'; phone: string };
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+/**
+ * An e-mail address (compared lower-cased) or a telephone number in international form
+ * (`+` or `00` and the country code, spaces, dots, dashes and brackets allowed), normalised
+ * to E.164 as stored in users.phone.
+ */
+export function parseLoginIdentifier(raw: string): LoginIdentifier {
+  const value = raw.trim();
+  if (value.includes('@')) {
+    if (!EMAIL.test(value)) throw ValidationError.field('body.identifier', 'must be an e-mail address or a telephone number');
+    return { kind: 'email', email: value.toLowerCase() };
+  }
+  const international = value.startsWith('00') ? `+${value.slice(2)}` : value;
+  const phone = international.startsWith('+') ? parsePhoneNumberFromString(international) : undefined;
+  if (!phone || !phone.isPossible()) {
+    throw ValidationError.field(
+      'body.identifier',
+      'must be an e-mail address or a telephone number in international form (for example +2250700000000)',
+    );
+  }
+  return { kind: 'phone', phone: phone.number };
+}

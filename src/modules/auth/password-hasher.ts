@@ -1,0 +1,35 @@
+import { hash, verify } from '@node-rs/argon2';
+
+/**
+ * argon2id at the OWASP Password Storage Cheat Sheet's first configuration
+ * (m = 19 MiB, t = 2, p = 1). `@node-rs/argon2` defaults to argon2id (asserted in tests) and
+ * runs on the libuv thread pool, so hashing never blocks the event loop. Verification reads
+ * the parameters from the stored hash, so older, cheaper hashes still verify.
+ */
+export const ARGON2_OPTIONS = { memoryCost: 19_456, timeCost: 2, parallelism: 1, outputLen: 32 } as const;
+
+export class PasswordHasher {
+  private dummy: Promise<string> | undefined;
+
+  hash(password: string): Promise<string> {
+    return hash(password, ARGON2_OPTIONS);
+  }
+
+  /** Never throws on a malformed stored hash: it simply does not match. */
+  async verify(passwordHash: string, password: string): Promise<boolean> {
+    try {
+      return await verify(passwordHash, password);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Burns the same time as a real verification, for an unknown identifier, so the response
+   * time does not reveal whether an account exists. The dummy hash is made once, lazily.
+   */
+  async verifyDummy(password: string): Promise<void> {
+    this.dummy ??= this.hash(`dummy-${Math.random()}`);
+    await this.verify(await this.dummy, password);
+  }
+}

@@ -1,0 +1,114 @@
+import type { Knex } from 'knex';
+import type { LoginIdentifier } from './identifier';
+
+export type UserStatus = 'active' | 'locked' | 'disabled';
+
+export interface UserCredentials {
+  id: string;
+  passwordHash: string;
+  status: UserStatus;
+  isAdmin: boolean;
+  failedLoginCount: number;
+  lockedUntil: Date | null;
+}
+
+export interface UserProfile {
+  id: string;
+  email: string | null;
+  phone: string | null;
+  isAdmin: boolean;
+}
+
+export interface UserOrganization {
+  id: string;
+  name: string;
+  status: 'active' | 'inactive' | 'suspended';
+  role: 'owner' | 'admin' | 'representative' | 'director' | 'finance_manager' | 'cashier';
+}
+
+interface CredentialsRow {
+  id: string;
+  password_hash: string;
+  status: UserStatus;
+  is_admin: boolean;
+  failed_login_count: number;
+  locked_until: Date | null;
+}
+
+function toCredentials(row: CredentialsRow): UserCredentials {
+  return {
+    id: row.id,
+    passwordHash: row.password_hash,
+    status: row.status,
+    isAdmin: row.is_admin,
+    failedLoginCount: row.failed_login_count,
+    lockedUntil: row.locked_until,
+  };
+}
+
+const CREDENTIAL_COLUMNS = ['id', 'password_hash', 'status', 'is_admin', 'failed_login_count', 'locked_until'];
+
+export class UserRepository {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  async findCredentials(identifier: LoginIdentifier): Promise<UserCredentials | undefined> {
+    const query = this.db('users').first<CredentialsRow | undefined>(CREDENTIAL_COLUMNS);
+    const row = identifier.kind === 'email' ? await query.where({ email: identifier.email }) : await query.where({ phone: identifier.phone });
+    return row ? toCredentials(row) : undefined;
+  }
+
+  async findCredentialsById(id: string): Promise<UserCredentials | undefined> {
+    const row = await this.db('users').where({ id }).first<CredentialsRow | undefined>(CREDENTIAL_COLUMNS);
+    return row ? toCredentials(row) : undefined;
+  }
+
+  /**
+   * Counts one failed attempt atomically (concurrent failures never lose a count). The
+   * attempt that reaches `maxAttempts` locks the account until now + `lockMinutes` and resets
+   * the count, so after the lock another full series is needed. Returns the lock end when
+   * this attempt locked the account.
+   */
+  async recordFailedLogin(id: string, maxAttempts: number, lockMinutes: number): Promise<Date | null> {
+    const rows = (await this.db('users')
+      .where({ id })
+      .update({
+        failed_login_count: this.db.raw('CASE WHEN failed_login_count + 1 >= ? THEN 0 ELSE failed_login_count + 1 END', [maxAttempts]),
+        locked_until: this.db.raw(
+          "CASE WHEN failed_login_count + 1 >= ? THEN now() + make_interval(mins => ?) ELSE locked_until END",
+          [maxAttempts, lockMinutes],
+        ),
+        updated_at: this.db.fn.now(),
+      })
+      .returning(['failed_login_count', 'locked_until'])) as Array<{ failed_login_count: number; locked_until: Date | null }>;
+    const row = rows[0];
+    return row && row.failed_login_count === 0 && row.locked_until ? row.locked_until : null;
+  }
+
+  /**
+   * A successful login clears the failure count and an expired lock. Returns false when the
+   * account got locked (or its lock is still running) in the meantime.
+   */
+  async recordSuccessfulLogin(id: string): Promise<boolean> {
+    const count = await this.db('users')
+      .where({ id, status: 'active' })
+      .andWhere((q) => q.whereNull('locked_until').orWhere('locked_until', '<=', this.db.fn.now()))
+      .update({ failed_login_count: 0, locked_until: null, updated_at: this.db.fn.now() });
+    return Number(count) === 1;
+  }
+
+  async findProfile(id: string): Promise<UserProfile | undefined> {
+    const row = await this.db('users')
+      .where({ id })
+      .first<{ id: string; email: string | null; phone: string | null; is_admin: boolean } | undefined>('id', 'email', 'phone', 'is_admin');
+    return row ? { id: row.id, email: row.email, phone: row.phone, isAdmin: row.is_admin } : undefined;
+  }
+
+  /** Organisations where the user is an active member, by name. */
+  async listActiveOrganizations(userId: string): Promise<UserOrganization[]> {
+    return this.db('memberships as m')
+      .join('organizations as o', 'o.id', 'm.organization_id')
+      .where({ 'm.user_id': userId, 'm.status': 'active' })
+      .orderBy([{ column: 'o.name' }, { column: 'o.id' }])
+      .select<UserOrganization[]>('o.id', 'o.name', 'o.status', 'm.role');
+  }
+}

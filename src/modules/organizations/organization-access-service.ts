@@ -1,0 +1,33 @@
+import type { Knex } from 'knex';
+import type { AccessRule, OrganizationContext } from './access-policy';
+import {
+  FeatureUnavailableError,
+  InsufficientRoleError,
+  ModuleLockedError,
+  OrganizationInactiveError,
+  OrganizationNotFoundError,
+} from './organization-errors';
+import { OrganizationRepository } from './organization-repository';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/** Applies one access rule to one caller and organisation (the order is the spec's). */
+export class OrganizationAccessService {
+  constructor(private readonly knex: Knex) {}
+
+  async authorize(organizationId: string, userId: string, rule: AccessRule): Promise<OrganizationContext> {
+    if (!isUuid(organizationId)) throw new OrganizationNotFoundError();
+    const organization = await new OrganizationRepository(this.knex).findForMember(organizationId.toLowerCase(), userId);
+    if (!organization) throw new OrganizationNotFoundError();
+    if (!rule.roles.includes(organization.role)) throw new InsufficientRoleError();
+    const access = organization.moduleAccess[rule.module];
+    if (!access) throw new FeatureUnavailableError(rule.module);
+    if (rule.write && access !== 'open') throw new ModuleLockedError(rule.module);
+    if (rule.requiresActiveOrg && organization.status !== 'active') throw new OrganizationInactiveError();
+    return organization;
+  }
+}
