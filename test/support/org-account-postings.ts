@@ -1,0 +1,82 @@
+import crypto from 'node:crypto';
+import { externalClearingAccount, post } from '../../src/modules/ledger';
+import { testKnex } from './database';
+
+export interface PostedMovement {
+  postingId: string;
+  amountMinor: bigint;
+}
+
+/**
+ * Moves money between the outside world (the external clearing account of the currency) and an
+ * organisation account, through the LedgerService, in its own transaction: a positive amount is
+ * received, a negative one paid out.
+ */
+export async function moveMoney(
+  account: { ledgerAccountId: string; currency: string },
+  amountMinor: bigint,
+  metadata: Record<string, unknown> = {},
+  kind = amountMinor > 0n ? 'test.payment_received' : 'test.payout',
+): Promise<PostedMovement> {
+  if (amountMinor === 0n) throw new TypeError('a movement is never zero');
+  return testKnex().transaction(async (trx) => {
+    const clearing = await externalClearingAccount(trx, account.currency);
+    const posting = await post(trx, {
+      kind,
+      reference: crypto.randomUUID(),
+      metadata,
+      entries: [
+        { accountId: clearing.id, amountMinor: -amountMinor },
+        { accountId: account.ledgerAccountId, amountMinor },
+      ],
+    });
+    return { postingId: posting.id, amountMinor };
+  });
+}
+
+/**
+ * Books `count` balanced postings onto the account with set-based SQL (two entries each: the
+ * account is credited `amountMinor`, the external clearing account debited), booked one
+ * `stepMs` apart from `start`. Bypasses LedgerService for speed only; the database triggers
+ * still check every posting balances and move both balances. For statement volume tests.
+ */
+export async function bulkCredit(
+  account: { ledgerAccountId: string; currency: string },
+  count: number,
+  options: { start: Date; stepMs: number; amountMinor: bigint; chunk?: number },
+): Promise<void> {
+  const knex = testKnex();
+  const clearing = await externalClearingAccount(knex, account.currency);
+  const chunk = options.chunk ?? 50_000;
+  const batch = crypto.randomUUID();
+  for (let offset = 0; offset < count; offset += chunk) {
+    const size = Math.min(chunk, count - offset);
+    await knex.transaction(async (trx) => {
+      await trx.raw(
+        `CREATE TEMP TABLE bulk_postings ON COMMIT DROP AS
+           SELECT gen_random_uuid() AS id, ?::timestamptz + make_interval(secs => (g * ?::double precision) / 1000) AS at, g
+             FROM generate_series(?::int, ?::int) AS g`,
+        [options.start.toISOString(), options.stepMs, offset, offset + size - 1],
+      );
+      await trx.raw(
+        `INSERT INTO postings (id, kind, reference, metadata, created_at)
+           SELECT id, 'test.bulk_credit', ? || ':' || g, jsonb_build_object('reference', 'BULK-' || g), at FROM bulk_postings`,
+        [batch],
+      );
+      await trx.raw(
+        `INSERT INTO entries (posting_id, account_id, currency, amount_minor, created_at)
+           SELECT id, ?, ?, ?::bigint, at FROM bulk_postings
+           UNION ALL
+           SELECT id, ?, ?, -?::bigint, at FROM bulk_postings`,
+        [
+          account.ledgerAccountId,
+          account.currency,
+          options.amountMinor.toString(),
+          clearing.id,
+          account.currency,
+          options.amountMinor.toString(),
+        ],
+      );
+    });
+  }
+}
