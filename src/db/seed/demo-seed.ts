@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Services } from '../../services';
+import { seedOrganizationAccounts } from './accounts-seed';
 import { seedIdentity } from './identity-seed';
 
 /**
@@ -10,6 +11,7 @@ export type SeedStep = (trx: Knex.Transaction, services: Services) => Promise<vo
 
 const STEPS: SeedStep[] = [
   seedIdentity, // first: users and organisations (src/db/seed/identity-seed.ts)
+  seedOrganizationAccounts, // organisation accounts with ledger postings (src/db/seed/accounts-seed.ts)
 ];
 
 export async function seedDemoData(knex: Knex, services: Services): Promise<void> {
