@@ -1,5 +1,6 @@
 import { Router, type Express } from 'express';
 import { NotImplementedError } from '../errors';
+import { accountRoutes } from '../modules/accounts/account-routes';
 import { authRoutes } from '../modules/auth/auth-routes';
 import { healthRoutes } from '../modules/health/health-routes';
 import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
@@ -37,6 +38,7 @@ export function mountRoutes(app: Express, services: Services, deps: AppDeps): vo
   api.use(authRoutes({ auth: services.auth, sessions: services.sessions, rateLimitBackend: deps.rateLimitBackend, rateLimit: deps.config.rateLimit }));
   // Business routes: the access policy first (src/modules/organizations/access-policy.ts), then their routers.
   api.use(BUSINESS_ORGANIZATION_PREFIX, organizationAccess(services.organizationAccess));
+  api.use(accountRoutes(services.accounts));
   // Last: contract operations nobody answered yet.
   api.use(notImplementedFallback());
   app.use('/api', api);
