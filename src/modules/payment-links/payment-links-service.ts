@@ -1,0 +1,235 @@
+import type { Knex } from 'knex';
+import { withTransaction } from '../../db/transaction';
+import { NotFoundError, ValidationError } from '../../errors';
+import type { AccountService, OrgAccount } from '../accounts';
+import { formatMinor, parseAmount } from '../ledger';
+import { generateLinkCode, signAmount } from './link-security';
+import {
+  DestinationAccountInactive,
+  destinationAccountNotFound,
+  PaymentLinkNotActive,
+  PaymentLinkNotFound,
+} from './payment-links-errors';
+import { paymentLinksRepository, type ListLinksFilter } from './payment-links-repository';
+import { maxMinorFor, type PaymentLink, type PaymentLinkKind } from './payment-links-types';
+
+export interface CreateLinkInput {
+  destinationAccountId: string;
+  amount?: number | string;
+  minimumAmount?: number | string;
+  maximumAmount?: number | string;
+  description?: string;
+  reference?: string;
+  expiresAt?: string;
+  requireSignedAmount?: boolean;
+}
+
+export interface SignedAmountInput {
+  amount: number | string;
+  reference: string;
+  expiresInSeconds?: number;
+}
+
+export interface SignedAmountLink {
+  link: PaymentLink;
+  amountMinor: bigint;
+  reference: string;
+  expiresAt: Date;
+  url: string;
+}
+
+/** A reference or description shown to customers: printable text only. */
+const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
+export const MAX_LINK_LIFETIME_MS = 366 * 24 * 3600 * 1000;
+
+export function checkPrintable(field: string, value: string | undefined, max: number): string | null {
+  if (value === undefined) return null;
+  const trimmed = value.trim();
+  if (trimmed.length === 0) throw ValidationError.field(field, `${field.replace(/^body\./, '')} must not be blank.`);
+  if (trimmed.length > max) throw ValidationError.field(field, `${field.replace(/^body\./, '')} is longer than ${max} characters.`);
+  if (!PRINTABLE.test(trimmed)) throw ValidationError.field(field, `${field.replace(/^body\./, '')} contains control characters.`);
+  return trimmed;
+}
+
+/**
+ * Throws a ValidationError when `amountMinor` may not be paid on `link`: another amount than a
+ * fixed one, outside the link's bounds, or above the platform maximum.
+ */
+export function checkAmountForLink(link: PaymentLink, amountMinor: bigint, field = 'amount'): void {
+  const show = (minor: bigint) => `${formatMinor(minor, link.exponent)} ${link.currency}`;
+  if (link.amountMinor !== null && amountMinor !== link.amountMinor) {
+    throw ValidationError.field(field, `This link has a fixed amount of ${show(link.amountMinor)}.`);
+  }
+  if (link.minimumAmountMinor !== null && amountMinor < link.minimumAmountMinor) {
+    throw ValidationError.field(field, `The amount must be at least ${show(link.minimumAmountMinor)}.`);
+  }
+  if (link.maximumAmountMinor !== null && amountMinor > link.maximumAmountMinor) {
+    throw ValidationError.field(field, `The amount must be at most ${show(link.maximumAmountMinor)}.`);
+  }
+  if (amountMinor > maxMinorFor(link.exponent)) throw ValidationError.field(field, 'The amount is too large.');
+}
+
+export function publicUrlOf(payUrl: string, code: string): string {
+  return `${payUrl}/pay/${code}`;
+}
+
+/** Payment links and the permanent Checkout of an organisation's accounts. */
+export class PaymentLinksService {
+  constructor(
+    private readonly knex: Knex,
+    private readonly accounts: AccountService,
+    private readonly options: { payUrl: string; paySecret: string },
+  ) {}
+
+  /** The organisation's account (400 when it is not the organisation's), which must be active (409). */
+  private async destination(trx: Knex.Transaction, organizationId: string, accountId: string): Promise<OrgAccount> {
+    let account: OrgAccount;
+    try {
+      account = await this.accounts.getAccountForOrganization(organizationId, accountId, trx);
+    } catch (error) {
+      if (error instanceof NotFoundError) throw destinationAccountNotFound();
+      throw error;
+    }
+    if (account.status !== 'active') throw new DestinationAccountInactive(account.id);
+    return account;
+  }
+
+  /**
+   * The Checkout of a destination account, created on first call. Concurrent first calls all
+   * get the same Checkout: the insert does nothing when another one won the unique index,
+   * then everyone reads the winner. A deactivated Checkout is reactivated (same code).
+   * `requireSignedAmount`, when given, sets whether its page accepts only signed amounts.
+   */
+  getOrCreateCheckout(organizationId: string, userId: string, input: { destinationAccountId: string; requireSignedAmount?: boolean }): Promise<PaymentLink> {
+    return withTransaction(this.knex, async (trx) => {
+      const account = await this.destination(trx, organizationId, input.destinationAccountId);
+      await paymentLinksRepository.insertCheckoutIfAbsent(trx, {
+        organizationId,
+        kind: 'checkout',
+        code: generateLinkCode(),
+        destinationAccountId: account.id,
+        currency: account.currency,
+        requireSignedAmount: input.requireSignedAmount ?? false,
+        createdBy: userId,
+      });
+      let checkout = await paymentLinksRepository.findCheckoutForAccount(trx, account.id);
+      if (!checkout) throw new Error(`the Checkout of account ${account.id} vanished after a conflicting insert`);
+      if (checkout.status === 'inactive') await paymentLinksRepository.setStatus(trx, checkout.id, 'active');
+      if (input.requireSignedAmount !== undefined && input.requireSignedAmount !== checkout.requireSignedAmount) {
+        await paymentLinksRepository.setRequireSignedAmount(trx, checkout.id, input.requireSignedAmount);
+      }
+      if (checkout.status === 'inactive' || (input.requireSignedAmount !== undefined && input.requireSignedAmount !== checkout.requireSignedAmount)) {
+        checkout = (await paymentLinksRepository.findCheckoutForAccount(trx, account.id)) as PaymentLink;
+      }
+      return checkout;
+    });
+  }
+
+  /** A one-off link: a fixed amount, or an amount the customer chooses within optional bounds. */
+  createLink(organizationId: string, userId: string, input: CreateLinkInput, now = new Date()): Promise<PaymentLink> {
+    return withTransaction(this.knex, async (trx) => {
+      const account = await this.destination(trx, organizationId, input.destinationAccountId);
+      const { exponent } = account;
+      const max = maxMinorFor(exponent);
+      const amount = (value: number | string | undefined, field: string): bigint | null => {
+        if (value === undefined) return null;
+        const minor = parseAmount(value, exponent, { field });
+        if (minor > max) throw ValidationError.field(field, `${field.replace(/^body\./, '')} is too large.`);
+        return minor;
+      };
+      const amountMinor = amount(input.amount, 'body.amount');
+      const minimum = amount(input.minimumAmount, 'body.minimum_amount');
+      const maximum = amount(input.maximumAmount, 'body.maximum_amount');
+      if (amountMinor !== null && (minimum !== null || maximum !== null)) {
+        throw ValidationError.field('body.amount', 'Give either a fixed amount or minimum/maximum bounds, not both.');
+      }
+      if (minimum !== null && maximum !== null && minimum > maximum) {
+        throw ValidationError.field('body.minimum_amount', 'minimum_amount must not exceed maximum_amount.');
+      }
+      let expiresAt: Date | null = null;
+      if (input.expiresAt !== undefined) {
+        expiresAt = new Date(input.expiresAt);
+        if (Number.isNaN(expiresAt.getTime())) throw ValidationError.field('body.expires_at', 'expires_at must be a date-time.');
+        if (expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
+        if (expiresAt.getTime() - now.getTime() > MAX_LINK_LIFETIME_MS) {
+          throw ValidationError.field('body.expires_at', 'expires_at must be within one year.');
+        }
+      }
+      const id = await paymentLinksRepository.insertLink(trx, {
+        organizationId,
+        kind: 'link',
+        code: generateLinkCode(),
+        destinationAccountId: account.id,
+        currency: account.currency,
+        amountMinor,
+        minimumAmountMinor: minimum,
+        maximumAmountMinor: maximum,
+        description: checkPrintable('body.description', input.description, 500),
+        reference: checkPrintable('body.reference', input.reference, 128),
+        requireSignedAmount: input.requireSignedAmount ?? false,
+        expiresAt,
+        createdBy: userId,
+      });
+      return (await paymentLinksRepository.findById(trx, organizationId, id)) as PaymentLink;
+    });
+  }
+
+  async getLink(organizationId: string, linkId: string): Promise<PaymentLink> {
+    const link = await paymentLinksRepository.findById(this.knex, organizationId, linkId);
+    if (!link) throw new PaymentLinkNotFound();
+    return link;
+  }
+
+  async listLinks(organizationId: string, filter: { kind?: PaymentLinkKind; limit?: number; startingAfter?: string }): Promise<PaymentLink[]> {
+    const query: ListLinksFilter = { kind: filter.kind, limit: filter.limit ?? 50, startingAfter: filter.startingAfter };
+    if (query.startingAfter && !(await paymentLinksRepository.exists(this.knex, organizationId, query.startingAfter))) {
+      throw ValidationError.field('query.starting_after', 'starting_after is not a payment link of this organisation.');
+    }
+    return paymentLinksRepository.list(this.knex, organizationId, query);
+  }
+
+  /** Links are deactivated, never deleted. Deactivating an inactive link changes nothing. */
+  deactivate(organizationId: string, linkId: string): Promise<PaymentLink> {
+    return withTransaction(this.knex, async (trx) => {
+      if (!(await paymentLinksRepository.exists(trx, organizationId, linkId))) throw new PaymentLinkNotFound();
+      await paymentLinksRepository.lock(trx, linkId);
+      const link = (await paymentLinksRepository.findById(trx, organizationId, linkId)) as PaymentLink;
+      if (link.status === 'completed') throw new PaymentLinkNotActive(link.status);
+      if (link.status === 'inactive') return link;
+      await paymentLinksRepository.setStatus(trx, linkId, 'inactive');
+      return (await paymentLinksRepository.findById(trx, organizationId, linkId)) as PaymentLink;
+    });
+  }
+
+  /**
+   * A tamper-proof `link_with_amount`: the amount, the reference and an expiry signed with
+   * PAY_SECRET (`sig`, `exp`); the payment page refuses the URL once any of them is edited.
+   */
+  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput, now = new Date()): Promise<SignedAmountLink> {
+    const link = await this.getLink(organizationId, linkId);
+    if (link.status !== 'active') throw new PaymentLinkNotActive(link.status);
+    const amountMinor = parseAmount(input.amount, link.exponent, { field: 'body.amount' });
+    checkAmountForLink(link, amountMinor, 'body.amount');
+    const reference = checkPrintable('body.reference', input.reference, 128) as string;
+    if (link.reference !== null && reference !== link.reference) {
+      throw ValidationError.field('body.reference', `This link has the fixed reference "${link.reference}".`);
+    }
+    const lifetime = input.expiresInSeconds ?? 86_400;
+    let expiresAtSeconds = Math.floor(now.getTime() / 1000) + lifetime;
+    if (link.expiresAt) expiresAtSeconds = Math.min(expiresAtSeconds, Math.floor(link.expiresAt.getTime() / 1000));
+    const sig = signAmount(this.options.paySecret, { linkId: link.id, amountMinor, reference, expiresAt: expiresAtSeconds });
+    const query = new URLSearchParams({
+      amount: formatMinor(amountMinor, link.exponent),
+      reference,
+      exp: String(expiresAtSeconds),
+      sig,
+    });
+    return {
+      link,
+      amountMinor,
+      reference,
+      expiresAt: new Date(expiresAtSeconds * 1000),
+      url: `${publicUrlOf(this.options.payUrl, link.code)}?${query.toString()}`,
+    };
+  }
+}

@@ -1,0 +1,155 @@
+import type { Knex } from 'knex';
+import { toBigInt } from '../ledger';
+import type { Payment, PaymentMethod, PaymentStatus } from './payment-links-types';
+
+type Db = Knex | Knex.Transaction;
+
+interface PaymentRow {
+  id: string;
+  organization_id: string;
+  link_id: string;
+  one_off: boolean;
+  destination_account_id: string;
+  currency: string;
+  exponent: number;
+  amount_minor: string;
+  reference: string | null;
+  method: PaymentMethod;
+  payer_last4: string;
+  status: PaymentStatus;
+  failure_reason: string | null;
+  sandbox_outcome: string;
+  settle_after: Date;
+  form_nonce: string;
+  posting_id: string | null;
+  completed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toPayment(row: PaymentRow): Payment {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    linkId: row.link_id,
+    oneOff: row.one_off,
+    destinationAccountId: row.destination_account_id,
+    currency: row.currency.trim(),
+    exponent: Number(row.exponent),
+    amountMinor: toBigInt(row.amount_minor),
+    reference: row.reference,
+    method: row.method,
+    payerLast4: row.payer_last4,
+    status: row.status,
+    failureReason: row.failure_reason,
+    sandboxOutcome: row.sandbox_outcome,
+    settleAfter: row.settle_after,
+    formNonce: row.form_nonce,
+    postingId: row.posting_id,
+    completedAt: row.completed_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function selectPayments(db: Db): Knex.QueryBuilder {
+  return db('payments as p').join('currencies as c', 'c.code', 'p.currency').select('p.*', 'c.exponent');
+}
+
+export interface NewPayment {
+  organizationId: string;
+  linkId: string;
+  oneOff: boolean;
+  destinationAccountId: string;
+  currency: string;
+  amountMinor: bigint;
+  reference: string | null;
+  method: PaymentMethod;
+  payerLast4: string;
+  sandboxOutcome: string;
+  settleAfter: Date;
+  formNonce: string;
+}
+
+export interface ListPaymentsFilter {
+  linkId?: string;
+  reference?: string;
+  status?: PaymentStatus;
+  limit: number;
+  startingAfter?: string;
+}
+
+export const paymentsRepository = {
+  async insert(trx: Db, payment: NewPayment): Promise<string> {
+    const [row] = (await trx('payments')
+      .insert({
+        organization_id: payment.organizationId,
+        link_id: payment.linkId,
+        one_off: payment.oneOff,
+        destination_account_id: payment.destinationAccountId,
+        currency: payment.currency,
+        amount_minor: payment.amountMinor.toString(),
+        reference: payment.reference,
+        method: payment.method,
+        payer_last4: payment.payerLast4,
+        sandbox_outcome: payment.sandboxOutcome,
+        settle_after: payment.settleAfter,
+        form_nonce: payment.formNonce,
+      })
+      .returning('id')) as Array<{ id: string }>;
+    return (row as { id: string }).id;
+  },
+
+  async findByNonce(db: Db, linkId: string, formNonce: string): Promise<Payment | undefined> {
+    const row = (await selectPayments(db).where({ 'p.link_id': linkId, 'p.form_nonce': formNonce }).first()) as PaymentRow | undefined;
+    return row ? toPayment(row) : undefined;
+  },
+
+  async findById(db: Db, paymentId: string, options: { organizationId?: string; linkId?: string; forUpdate?: boolean } = {}): Promise<Payment | undefined> {
+    if (options.forUpdate) await db('payments').where({ id: paymentId }).forUpdate().first('id');
+    const query = selectPayments(db).where('p.id', paymentId);
+    if (options.organizationId) query.andWhere('p.organization_id', options.organizationId);
+    if (options.linkId) query.andWhere('p.link_id', options.linkId);
+    const row = (await query.first()) as PaymentRow | undefined;
+    return row ? toPayment(row) : undefined;
+  },
+
+  /** The payment of a one-off link that is pending or succeeded, if any. */
+  async findOpenForLink(db: Db, linkId: string): Promise<Payment | undefined> {
+    const row = (await selectPayments(db).where('p.link_id', linkId).whereIn('p.status', ['pending', 'succeeded']).first()) as PaymentRow | undefined;
+    return row ? toPayment(row) : undefined;
+  },
+
+  async exists(db: Db, organizationId: string, paymentId: string): Promise<boolean> {
+    return (await db('payments').where({ id: paymentId, organization_id: organizationId }).first('id')) !== undefined;
+  },
+
+  async list(db: Db, organizationId: string, filter: ListPaymentsFilter): Promise<Payment[]> {
+    const query = selectPayments(db).where('p.organization_id', organizationId);
+    if (filter.linkId) query.andWhere('p.link_id', filter.linkId);
+    if (filter.reference !== undefined) query.andWhere('p.reference', filter.reference);
+    if (filter.status) query.andWhere('p.status', filter.status);
+    if (filter.startingAfter) {
+      query.andWhereRaw('(p.created_at, p.id) < (SELECT q.created_at, q.id FROM payments q WHERE q.id = ? AND q.organization_id = ?)', [
+        filter.startingAfter,
+        organizationId,
+      ]);
+    }
+    const rows = (await query.orderBy([{ column: 'p.created_at', order: 'desc' }, { column: 'p.id', order: 'desc' }]).limit(filter.limit + 1)) as PaymentRow[];
+    return rows.map(toPayment);
+  },
+
+  /** Ids of pending payments whose sandbox decision is due. */
+  async dueIds(db: Db, now: Date, limit: number): Promise<string[]> {
+    const rows = (await db('payments').where('status', 'pending').andWhere('settle_after', '<=', now).orderBy('settle_after').limit(limit).select('id')) as Array<{ id: string }>;
+    return rows.map((row) => row.id);
+  },
+
+  async markSucceeded(trx: Db, paymentId: string, postingId: string): Promise<void> {
+    await trx('payments').where({ id: paymentId, status: 'pending' }).update({ status: 'succeeded', posting_id: postingId, completed_at: trx.fn.now(), updated_at: trx.fn.now() });
+  },
+
+  async markFailed(trx: Db, paymentId: string, reason: string): Promise<void> {
+    await trx('payments').where({ id: paymentId, status: 'pending' }).update({ status: 'failed', failure_reason: reason, completed_at: trx.fn.now(), updated_at: trx.fn.now() });
+  },
+};

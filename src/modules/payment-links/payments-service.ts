@@ -1,0 +1,226 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { withTransaction } from '../../db/transaction';
+import { DomainError, NotFoundError, ValidationError } from '../../errors';
+import type { AccountService, OrgAccount } from '../accounts';
+import { externalClearingAccount, post } from '../ledger';
+import { PaymentNotFound, PaymentRefused } from './payment-links-errors';
+import { paymentLinksRepository } from './payment-links-repository';
+import { checkAmountForLink } from './payment-links-service';
+import type { Payment, PaymentLink, PaymentStatus } from './payment-links-types';
+import { paymentsRepository } from './payments-repository';
+import type { SandboxPayer } from './sandbox';
+
+export interface StartPaymentInput {
+  linkId: string;
+  /** The form token's nonce: the payment's idempotency key. */
+  nonce: string;
+  amountMinor: bigint;
+  reference: string | null;
+  payer: SandboxPayer;
+}
+
+export interface PaymentsServiceOptions {
+  /** How long the sandbox keeps a "delayed" payment pending. */
+  sandboxDelayMs?: number;
+}
+
+export const POSTING_KIND = 'payment_link.payment';
+
+/**
+ * Payments made on the public payment page, and their status for integrators.
+ *
+ * A payment is created `pending` (idempotently: one per form token), then settled by the
+ * sandbox: `succeeded` with a ledger posting from the external clearing account to the
+ * destination account's ledger account, or `failed` with a reason. Settling is one
+ * transaction that locks the payment, so a payment settles once whoever triggers it (the
+ * page, a timer, the status API).
+ */
+export class PaymentsService {
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly sandboxDelayMs: number;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly accounts: AccountService,
+    private readonly logger: Logger,
+    options: PaymentsServiceOptions = {},
+  ) {
+    this.sandboxDelayMs = options.sandboxDelayMs ?? 8_000;
+  }
+
+  /** The destination account when it can receive money now (active), else undefined. */
+  private async activeDestination(db: Knex | Knex.Transaction, organizationId: string, accountId: string, forUpdate = false): Promise<OrgAccount | undefined> {
+    try {
+      const account = await this.accounts.getAccountForOrganization(organizationId, accountId, db, { forUpdate });
+      return account.status === 'active' && account.ledgerStatus === 'active' ? account : undefined;
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  /** The link behind a public code, refused (404, 410, 409) when it cannot take a payment. */
+  async payableLink(code: string): Promise<PaymentLink> {
+    const link = await paymentLinksRepository.findByCode(this.knex, code);
+    if (!link) throw new PaymentRefused('unknown_link', 'This payment link does not exist. Check the address you were given.');
+    this.refuseUnusable(link);
+    const account = await this.activeDestination(this.knex, link.organizationId, link.destinationAccountId);
+    if (!account) {
+      throw new PaymentRefused('account_unavailable', `${link.organizationName} cannot receive payments at the moment. Try again later.`);
+    }
+    return link;
+  }
+
+  /** The link behind a public code whatever its status (404 when unknown). */
+  async linkForCode(code: string): Promise<PaymentLink> {
+    const link = await paymentLinksRepository.findByCode(this.knex, code);
+    if (!link) throw new PaymentRefused('unknown_link', 'This payment link does not exist. Check the address you were given.');
+    return link;
+  }
+
+  private refuseUnusable(link: PaymentLink): void {
+    if (link.status === 'inactive') throw new PaymentRefused('link_inactive', 'This payment link has been deactivated by the merchant.');
+    if (link.status === 'expired') throw new PaymentRefused('link_expired', 'This payment link has expired.');
+    if (link.status === 'completed') throw new PaymentRefused('link_completed', 'This payment link has already been paid.');
+  }
+
+  /**
+   * Creates the pending payment of a form submission, or returns the one that submission
+   * already created (a double submit never creates two payments). Then settles it at once
+   * unless the sandbox asked for a delay.
+   */
+  async start(input: StartPaymentInput): Promise<Payment> {
+    const payment = await withTransaction(this.knex, async (trx) => {
+      if (!(await paymentLinksRepository.lock(trx, input.linkId))) throw new PaymentRefused('unknown_link', 'This payment link does not exist.');
+      const existing = await paymentsRepository.findByNonce(trx, input.linkId, input.nonce);
+      if (existing) return existing;
+      const link = (await paymentLinksRepository.findByIdForPayment(trx, input.linkId)) as PaymentLink;
+      this.refuseUnusable(link);
+      const account = await this.activeDestination(trx, link.organizationId, link.destinationAccountId);
+      if (!account) {
+        throw new PaymentRefused('account_unavailable', `${link.organizationName} cannot receive payments at the moment. Try again later.`);
+      }
+      checkAmountForLink(link, input.amountMinor);
+      if (input.reference !== null && input.reference.length > 128) throw ValidationError.field('reference', 'The reference is too long.');
+      const oneOff = link.kind === 'link';
+      if (oneOff) {
+        const open = await paymentsRepository.findOpenForLink(trx, link.id);
+        if (open?.status === 'succeeded') throw new PaymentRefused('link_completed', 'This payment link has already been paid.');
+        if (open) throw new PaymentRefused('link_busy', 'A payment on this link is already in progress. Wait for its result before trying again.');
+      }
+      const id = await paymentsRepository.insert(trx, {
+        organizationId: link.organizationId,
+        linkId: link.id,
+        oneOff,
+        destinationAccountId: account.id,
+        currency: link.currency,
+        amountMinor: input.amountMinor,
+        reference: input.reference,
+        method: input.payer.method,
+        payerLast4: input.payer.last4,
+        sandboxOutcome: input.payer.decision.outcome,
+        settleAfter: new Date(Date.now() + (input.payer.decision.delayed ? this.sandboxDelayMs : 0)),
+        formNonce: input.nonce,
+      });
+      return (await paymentsRepository.findById(trx, id)) as Payment;
+    });
+    if (payment.status !== 'pending') return payment;
+    if (payment.settleAfter.getTime() <= Date.now()) return this.settle(payment.id);
+    this.scheduleSettlement(payment);
+    return payment;
+  }
+
+  private scheduleSettlement(payment: Payment): void {
+    const delay = Math.max(0, payment.settleAfter.getTime() - Date.now()) + 50;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.settle(payment.id).catch((error: unknown) => this.logger.error({ err: error, paymentId: payment.id }, 'sandbox settlement failed'));
+    }, delay);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  /**
+   * Applies the sandbox decision of a pending payment once it is due: on success, the ledger
+   * posting (external clearing -> destination account) and the payment's status commit
+   * together; a one-off link becomes `completed`. Returns the payment as it now stands.
+   */
+  settle(paymentId: string, now = new Date()): Promise<Payment> {
+    return withTransaction(this.knex, async (trx) => {
+      const payment = await paymentsRepository.findById(trx, paymentId, { forUpdate: true });
+      if (!payment) throw new PaymentNotFound();
+      if (payment.status !== 'pending' || payment.settleAfter.getTime() > now.getTime()) return payment;
+      if (payment.sandboxOutcome.startsWith('failed:')) {
+        await paymentsRepository.markFailed(trx, payment.id, payment.sandboxOutcome.slice('failed:'.length));
+      } else {
+        const account = await this.activeDestination(trx, payment.organizationId, payment.destinationAccountId, true);
+        if (!account) {
+          await paymentsRepository.markFailed(trx, payment.id, 'destination_unavailable');
+        } else {
+          const clearing = await externalClearingAccount(trx, payment.currency);
+          let postingId: string | null = null;
+          try {
+            const posting = await post(trx, {
+              kind: POSTING_KIND,
+              reference: payment.id,
+              metadata: { organization_id: payment.organizationId, link_id: payment.linkId, payment_id: payment.id, method: payment.method },
+              entries: [
+                { accountId: clearing.id, amountMinor: -payment.amountMinor },
+                { accountId: account.ledgerAccountId, amountMinor: payment.amountMinor },
+              ],
+            });
+            postingId = posting.id;
+          } catch (error) {
+            // A frozen destination ledger account is refused before anything is written.
+            if (!(error instanceof DomainError && error.code === 'AccountFrozen')) throw error;
+          }
+          if (postingId) {
+            await paymentsRepository.markSucceeded(trx, payment.id, postingId);
+            if (payment.oneOff) await paymentLinksRepository.setStatus(trx, payment.linkId, 'completed');
+          } else {
+            await paymentsRepository.markFailed(trx, payment.id, 'destination_unavailable');
+          }
+        }
+      }
+      return (await paymentsRepository.findById(trx, payment.id)) as Payment;
+    });
+  }
+
+  /** Settles every pending payment that is due (after a restart lost the timers). */
+  async settleDue(now = new Date(), limit = 100): Promise<number> {
+    const ids = await paymentsRepository.dueIds(this.knex, now, limit);
+    for (const id of ids) await this.settle(id, now);
+    return ids.length;
+  }
+
+  /** A payment of a link, for its result page (settled first when due). */
+  async forPage(linkId: string, paymentId: string): Promise<Payment | undefined> {
+    const payment = await paymentsRepository.findById(this.knex, paymentId, { linkId });
+    if (payment?.status === 'pending' && payment.settleAfter.getTime() <= Date.now()) return this.settle(payment.id);
+    return payment;
+  }
+
+  async get(organizationId: string, paymentId: string): Promise<Payment> {
+    const payment = await paymentsRepository.findById(this.knex, paymentId, { organizationId });
+    if (!payment) throw new PaymentNotFound();
+    if (payment.status === 'pending' && payment.settleAfter.getTime() <= Date.now()) return this.settle(payment.id);
+    return payment;
+  }
+
+  async list(
+    organizationId: string,
+    filter: { linkId?: string; reference?: string; status?: PaymentStatus; limit?: number; startingAfter?: string },
+  ): Promise<Payment[]> {
+    if (filter.startingAfter && !(await paymentsRepository.exists(this.knex, organizationId, filter.startingAfter))) {
+      throw ValidationError.field('query.starting_after', 'starting_after is not a payment of this organisation.');
+    }
+    return paymentsRepository.list(this.knex, organizationId, { ...filter, limit: filter.limit ?? 50 });
+  }
+
+  /** Stops the sandbox timers (shutdown). */
+  stop(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
+}
