@@ -72,6 +72,19 @@ function messageFor(status: number, raw: string | undefined): string {
   }
 }
 
+/**
+ * The status an operation wants for its validation errors instead of 400, declared in the
+ * contract with the vendor extension `x-validation-error-status` (for example 422 on
+ * updateNetworkStatus, as the spec requires). Read from the operation the validator matched,
+ * so no handler special-cases it; a request that never reached the validator (malformed JSON)
+ * keeps 400.
+ */
+function validationErrorStatusOverride(req: unknown): number | undefined {
+  const schema = (req as { openapi?: { schema?: Record<string, unknown> } }).openapi?.schema;
+  const value = schema?.['x-validation-error-status'];
+  return value === 422 ? value : undefined;
+}
+
 export function notFoundHandler(): RequestHandler {
   return (_req, res) => {
     res.status(404).json({ success: false, error: 'NotFound', message: 'The requested resource does not exist.' });
@@ -115,6 +128,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         (req.log ?? logger).error({ err, contractDrift: isResponseValidation || undefined }, 'unhandled error');
       }
     }
+    if (status === 400 && body.error === 'ValidationError') status = validationErrorStatusOverride(req) ?? status;
     if (status === 401 && !headers?.['WWW-Authenticate']) headers = { ...headers, 'WWW-Authenticate': 'Bearer realm="api"' };
     for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
     res.status(status).json(body);

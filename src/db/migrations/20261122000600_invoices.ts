@@ -9,7 +9,8 @@ import type { Knex } from 'knex';
  * - a status exists for the document's kind (invoice, quote and credit-note lifecycles);
  * - a document has a number exactly when it is no longer a draft, and a number is unique per
  *   organisation and kind (the counter row, locked by its upsert, makes numbers gapless);
- * - amounts are non-negative bigint minor units and total = subtotal + tax;
+ * - amounts are non-negative bigint minor units, total = subtotal + tax, and an invoice is
+ *   never credited beyond its total;
  * - a document's customer and related invoice belong to the same organisation (composite
  *   foreign keys), so no query can link across organisations.
  */
@@ -56,6 +57,9 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('subtotal_minor').notNullable().defaultTo(0);
     t.bigInteger('tax_minor').notNullable().defaultTo(0);
     t.bigInteger('total_minor').notNullable().defaultTo(0);
+    // An invoice: the sum of its issued (not void) credit notes, kept with the invoice row
+    // locked, so a credit note can never exceed what remains.
+    t.bigInteger('credited_minor').notNullable().defaultTo(0);
     t.text('memo');
     t.date('issue_date');
     t.date('due_date');
@@ -86,6 +90,7 @@ export async function up(knex: Knex): Promise<void> {
     ADD CONSTRAINT documents_number_when_final CHECK ((status = 'draft') = (number IS NULL)),
     ADD CONSTRAINT documents_number_format CHECK (number IS NULL OR number ~ '^(INV|QUO|CN)-[0-9]{4}-[0-9]{6,9}$'),
     ADD CONSTRAINT documents_amounts CHECK (subtotal_minor >= 0 AND tax_minor >= 0 AND total_minor = subtotal_minor + tax_minor),
+    ADD CONSTRAINT documents_credited CHECK (credited_minor >= 0 AND credited_minor <= total_minor AND (kind = 'invoice' OR credited_minor = 0)),
     ADD CONSTRAINT documents_line_items_array CHECK (jsonb_typeof(line_items) = 'array'),
     ADD CONSTRAINT documents_memo_length CHECK (memo IS NULL OR length(memo) <= 1000),
     ADD CONSTRAINT documents_invoice_link CHECK (

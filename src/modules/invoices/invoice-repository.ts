@@ -1,0 +1,310 @@
+import type { Knex } from 'knex';
+import { toBigInt } from '../ledger';
+import type { BillingDocument, CreditNoteReason, Customer, DocumentKind, DocumentStatus, LineItem } from './invoice-types';
+
+type Db = Knex | Knex.Transaction;
+
+interface LineItemRow {
+  description: string;
+  quantity: number;
+  unit_amount_minor: string;
+  tax_rate_bps: number;
+  amount_minor: string;
+  tax_minor: string;
+}
+
+interface DocumentRow {
+  id: string;
+  organization_id: string;
+  kind: DocumentKind;
+  status: DocumentStatus;
+  number: string | null;
+  customer_id: string | null;
+  currency: string;
+  line_items: LineItemRow[];
+  subtotal_minor: string;
+  tax_minor: string;
+  total_minor: string;
+  credited_minor: string;
+  memo: string | null;
+  issue_date: string | null;
+  due_date: string | null;
+  expires_at: Date | null;
+  invoice_id: string | null;
+  credit_reason: CreditNoteReason | null;
+  finalized_at: Date | null;
+  paid_at: Date | null;
+  voided_at: Date | null;
+  marked_uncollectible_at: Date | null;
+  accepted_at: Date | null;
+  canceled_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface CustomerRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  email: string | null;
+  phone: string | null;
+  created_at: Date;
+}
+
+/** Dates come back as text so no time zone ever shifts them. */
+const DOCUMENT_COLUMNS = [
+  'id', 'organization_id', 'kind', 'status', 'number', 'customer_id', 'currency', 'line_items',
+  'subtotal_minor', 'tax_minor', 'total_minor', 'credited_minor', 'memo',
+  'expires_at', 'invoice_id', 'credit_reason', 'finalized_at', 'paid_at', 'voided_at',
+  'marked_uncollectible_at', 'accepted_at', 'canceled_at', 'created_at', 'updated_at',
+] as const;
+
+function documentColumns(knex: Db, alias = 'documents'): Array<string | Knex.Raw> {
+  return [
+    ...DOCUMENT_COLUMNS.map((c) => `${alias}.${c}`),
+    knex.raw(`to_char(??, 'YYYY-MM-DD') AS issue_date`, [`${alias}.issue_date`]),
+    knex.raw(`to_char(??, 'YYYY-MM-DD') AS due_date`, [`${alias}.due_date`]),
+  ];
+}
+
+const toLineItem = (row: LineItemRow): LineItem => ({
+  description: row.description,
+  quantity: Number(row.quantity),
+  unitAmountMinor: toBigInt(row.unit_amount_minor),
+  taxRateBps: Number(row.tax_rate_bps),
+  amountMinor: toBigInt(row.amount_minor),
+  taxMinor: toBigInt(row.tax_minor),
+});
+
+const fromLineItem = (line: LineItem): LineItemRow => ({
+  description: line.description,
+  quantity: line.quantity,
+  unit_amount_minor: line.unitAmountMinor.toString(),
+  tax_rate_bps: line.taxRateBps,
+  amount_minor: line.amountMinor.toString(),
+  tax_minor: line.taxMinor.toString(),
+});
+
+function toDocument(row: DocumentRow): BillingDocument {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    kind: row.kind,
+    status: row.status,
+    number: row.number,
+    customerId: row.customer_id,
+    currency: row.currency,
+    lineItems: row.line_items.map(toLineItem),
+    subtotalMinor: toBigInt(row.subtotal_minor),
+    taxMinor: toBigInt(row.tax_minor),
+    totalMinor: toBigInt(row.total_minor),
+    creditedMinor: toBigInt(row.credited_minor),
+    memo: row.memo,
+    issueDate: row.issue_date,
+    dueDate: row.due_date,
+    expiresAt: row.expires_at,
+    invoiceId: row.invoice_id,
+    creditReason: row.credit_reason,
+    transitions: {
+      finalizedAt: row.finalized_at,
+      paidAt: row.paid_at,
+      voidedAt: row.voided_at,
+      markedUncollectibleAt: row.marked_uncollectible_at,
+      acceptedAt: row.accepted_at,
+      canceledAt: row.canceled_at,
+    },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+const toCustomer = (row: CustomerRow): Customer => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  name: row.name,
+  email: row.email,
+  phone: row.phone,
+  createdAt: row.created_at,
+});
+
+export interface NewDocument {
+  organizationId: string;
+  kind: DocumentKind;
+  status: DocumentStatus;
+  number?: string | null;
+  customerId: string | null;
+  currency: string;
+  lineItems: LineItem[];
+  subtotalMinor: bigint;
+  taxMinor: bigint;
+  totalMinor: bigint;
+  memo?: string | null;
+  issueDate?: string | null;
+  dueDate?: string | null;
+  expiresAt?: Date | null;
+  invoiceId?: string | null;
+  creditReason?: CreditNoteReason | null;
+  finalizedAt?: Date | null;
+  createdBy?: string | null;
+}
+
+/** Columns a lifecycle step may change. */
+export interface DocumentChange {
+  status?: DocumentStatus;
+  number?: string;
+  issueDate?: string;
+  dueDate?: string | null;
+  expiresAt?: Date | null;
+  invoiceId?: string;
+  creditedMinor?: bigint;
+  finalizedAt?: Date;
+  paidAt?: Date;
+  voidedAt?: Date;
+  markedUncollectibleAt?: Date;
+  acceptedAt?: Date;
+  canceledAt?: Date;
+}
+
+export interface DocumentListQuery {
+  organizationId: string;
+  kind?: DocumentKind;
+  status?: DocumentStatus;
+  customerId?: string;
+  limit: number;
+  /** Id of the last document of the previous page (already known to belong to the organisation). */
+  startingAfter?: string;
+}
+
+function changeToRow(change: DocumentChange): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  if (change.status !== undefined) row.status = change.status;
+  if (change.number !== undefined) row.number = change.number;
+  if (change.issueDate !== undefined) row.issue_date = change.issueDate;
+  if (change.dueDate !== undefined) row.due_date = change.dueDate;
+  if (change.expiresAt !== undefined) row.expires_at = change.expiresAt;
+  if (change.invoiceId !== undefined) row.invoice_id = change.invoiceId;
+  if (change.creditedMinor !== undefined) row.credited_minor = change.creditedMinor.toString();
+  if (change.finalizedAt !== undefined) row.finalized_at = change.finalizedAt;
+  if (change.paidAt !== undefined) row.paid_at = change.paidAt;
+  if (change.voidedAt !== undefined) row.voided_at = change.voidedAt;
+  if (change.markedUncollectibleAt !== undefined) row.marked_uncollectible_at = change.markedUncollectibleAt;
+  if (change.acceptedAt !== undefined) row.accepted_at = change.acceptedAt;
+  if (change.canceledAt !== undefined) row.canceled_at = change.canceledAt;
+  return row;
+}
+
+/** Knex queries of the billing documents; every query is scoped by organisation. */
+export class InvoiceRepository {
+  constructor(private readonly db: Db) {}
+
+  async insertCustomer(input: { organizationId: string; name: string; email: string | null; phone: string | null }): Promise<Customer> {
+    const [row] = await this.db('customers')
+      .insert({ organization_id: input.organizationId, name: input.name, email: input.email, phone: input.phone })
+      .returning(['id', 'organization_id', 'name', 'email', 'phone', 'created_at']);
+    return toCustomer(row as CustomerRow);
+  }
+
+  async findCustomer(organizationId: string, id: string): Promise<Customer | undefined> {
+    const row = await this.db<CustomerRow>('customers')
+      .where({ organization_id: organizationId, id })
+      .first('id', 'organization_id', 'name', 'email', 'phone', 'created_at');
+    return row ? toCustomer(row) : undefined;
+  }
+
+  async insertDocument(doc: NewDocument): Promise<BillingDocument> {
+    const [inserted] = await this.db('documents')
+      .insert({
+        organization_id: doc.organizationId,
+        kind: doc.kind,
+        status: doc.status,
+        number: doc.number ?? null,
+        customer_id: doc.customerId,
+        currency: doc.currency,
+        line_items: JSON.stringify(doc.lineItems.map(fromLineItem)),
+        subtotal_minor: doc.subtotalMinor.toString(),
+        tax_minor: doc.taxMinor.toString(),
+        total_minor: doc.totalMinor.toString(),
+        memo: doc.memo ?? null,
+        issue_date: doc.issueDate ?? null,
+        due_date: doc.dueDate ?? null,
+        expires_at: doc.expiresAt ?? null,
+        invoice_id: doc.invoiceId ?? null,
+        credit_reason: doc.creditReason ?? null,
+        finalized_at: doc.finalizedAt ?? null,
+        created_by: doc.createdBy ?? null,
+      })
+      .returning('id');
+    const id = (inserted as { id: string }).id;
+    return (await this.findDocument(doc.organizationId, id)) as BillingDocument;
+  }
+
+  /** The document of this organisation; `forUpdate` locks its row until the transaction ends. */
+  async findDocument(organizationId: string, id: string, options: { forUpdate?: boolean } = {}): Promise<BillingDocument | undefined> {
+    const query = this.db('documents')
+      .where({ organization_id: organizationId, id })
+      .first(documentColumns(this.db));
+    if (options.forUpdate) query.forUpdate();
+    const row = (await query) as DocumentRow | undefined;
+    return row ? toDocument(row) : undefined;
+  }
+
+  async documentExists(organizationId: string, id: string): Promise<boolean> {
+    const row = await this.db('documents').where({ organization_id: organizationId, id }).first('id');
+    return Boolean(row);
+  }
+
+  async updateDocument(organizationId: string, id: string, change: DocumentChange): Promise<BillingDocument> {
+    const updated = await this.db('documents')
+      .where({ organization_id: organizationId, id })
+      .update({ ...changeToRow(change), updated_at: this.db.fn.now() });
+    if (updated !== 1) throw new Error(`document ${id} was not updated`);
+    return (await this.findDocument(organizationId, id)) as BillingDocument;
+  }
+
+  /**
+   * The next number of (organisation, kind, year). The upsert locks the counter row until the
+   * transaction ends, so concurrent finalisations queue, and a rollback gives the number back:
+   * numbers have neither gaps nor duplicates.
+   */
+  async nextNumber(organizationId: string, kind: DocumentKind, year: number): Promise<number> {
+    const result = await this.db.raw<{ rows: Array<{ last_number: number }> }>(
+      `INSERT INTO document_number_counters (organization_id, kind, year, last_number) VALUES (?, ?, ?, 1)
+       ON CONFLICT (organization_id, kind, year) DO UPDATE SET last_number = document_number_counters.last_number + 1
+       RETURNING last_number`,
+      [organizationId, kind, year],
+    );
+    return Number(result.rows[0]?.last_number);
+  }
+
+  /** Open quotes past their expiry become canceled (at their expiry time). */
+  async expireQuotes(organizationId: string, now: Date): Promise<number> {
+    return this.db('documents')
+      .where({ organization_id: organizationId, kind: 'quote', status: 'open' })
+      .whereNotNull('expires_at')
+      .andWhere('expires_at', '<=', now)
+      .update({ status: 'canceled', canceled_at: this.db.ref('expires_at'), updated_at: this.db.fn.now() });
+  }
+
+  /** Newest first, `limit + 1` rows (the extra one tells whether there is more). */
+  async list(query: DocumentListQuery): Promise<BillingDocument[]> {
+    const q = this.db('documents as d')
+      .where('d.organization_id', query.organizationId)
+      .select(documentColumns(this.db, 'd'))
+      .orderBy([{ column: 'd.created_at', order: 'desc' }, { column: 'd.id', order: 'desc' }])
+      .limit(query.limit + 1);
+    if (query.kind) q.andWhere('d.kind', query.kind);
+    if (query.status) q.andWhere('d.status', query.status);
+    if (query.customerId) q.andWhere('d.customer_id', query.customerId);
+    if (query.startingAfter) {
+      // The cursor's position is read in SQL: a timestamptz keeps microseconds a JS Date would lose.
+      q.andWhere(
+        this.db.raw('(d.created_at, d.id) < (SELECT c.created_at, c.id FROM documents c WHERE c.id = ? AND c.organization_id = ?)', [
+          query.startingAfter,
+          query.organizationId,
+        ]),
+      );
+    }
+    const rows = (await q) as DocumentRow[];
+    return rows.map(toDocument);
+  }
+}

@@ -1,0 +1,305 @@
+import type { Knex } from 'knex';
+import { ValidationError } from '../../errors';
+import { withTransaction } from '../../db/transaction';
+import { currencies, formatMinor } from '../ledger';
+import { computeTotals, type LineItemInput } from './invoice-amounts';
+import {
+  ActionNotApplicableError,
+  CreditNoteExceedsRemainingError,
+  CustomerNotFoundError,
+  DocumentNotFoundError,
+  InvoiceNotCreditableError,
+  NumberingExhaustedError,
+  QuoteExpiredError,
+} from './invoice-errors';
+import { nextStatus, type DocumentAction } from './invoice-lifecycle';
+import { InvoiceRepository, type DocumentChange } from './invoice-repository';
+import {
+  STATUSES_BY_KIND,
+  formatDocumentNumber,
+  type BillingDocument,
+  type CreditNoteReason,
+  type Customer,
+  type DocumentKind,
+  type DocumentStatus,
+} from './invoice-types';
+
+/** A document with the minor-unit exponent of its currency, ready to be shown. */
+export type DocumentView = BillingDocument & { exponent: number };
+
+export interface DocumentPage {
+  documents: DocumentView[];
+  /** Rows fetched: `limit + 1` at most (see toListPage). */
+  limit: number;
+}
+
+export interface ListDocumentsInput {
+  kind?: DocumentKind;
+  status?: DocumentStatus;
+  customerId?: string;
+  limit: number;
+  startingAfter?: string;
+}
+
+export interface CreateCustomerInput {
+  name: string;
+  email?: string | null;
+  phone?: string | null;
+}
+
+export interface CreateDocumentInput {
+  kind: 'invoice' | 'quote';
+  customerId: string;
+  currency: string;
+  lineItems: LineItemInput[];
+  memo?: string | null;
+  /** Invoices: YYYY-MM-DD; defaults to 30 days after finalisation. */
+  dueDate?: string | null;
+  /** Quotes: defaults to 30 days after finalisation. */
+  expiresAt?: Date | null;
+}
+
+export interface CreateCreditNoteInput {
+  reason: CreditNoteReason;
+  lineItems: LineItemInput[];
+  memo?: string | null;
+}
+
+export interface InvoiceServiceOptions {
+  /** The clock (tests move it). */
+  now?: () => Date;
+  /** Days from finalisation to an invoice's default due date and a quote's default expiry. */
+  defaultTermDays?: number;
+}
+
+const DAY_MS = 86_400_000;
+const MAX_SEQUENCE = 999_999_999;
+
+/** YYYY-MM-DD of `date` in UTC. */
+export function utcDate(date: Date): string {
+  return date.toISOString().slice(0, 10);
+}
+
+/**
+ * Invoices, quotes and credit notes. Every method is scoped to one organisation (the access
+ * policy has already checked the caller's membership and role) and runs as one transaction;
+ * a document is locked (FOR UPDATE) before it changes, an invoice before its credit notes.
+ */
+export class InvoiceService {
+  private readonly now: () => Date;
+  private readonly termDays: number;
+
+  constructor(
+    private readonly knex: Knex,
+    options: InvoiceServiceOptions = {},
+  ) {
+    this.now = options.now ?? (() => new Date());
+    this.termDays = options.defaultTermDays ?? 30;
+  }
+
+  private async view(db: Knex | Knex.Transaction, doc: BillingDocument): Promise<DocumentView> {
+    const currency = await currencies.require(db, doc.currency);
+    return { ...doc, exponent: currency.exponent };
+  }
+
+  async createCustomer(organizationId: string, input: CreateCustomerInput): Promise<Customer> {
+    return new InvoiceRepository(this.knex).insertCustomer({
+      organizationId,
+      name: input.name,
+      email: input.email ? input.email.toLowerCase() : null,
+      phone: input.phone ?? null,
+    });
+  }
+
+  async getDocument(organizationId: string, id: string): Promise<DocumentView> {
+    const repo = new InvoiceRepository(this.knex);
+    await repo.expireQuotes(organizationId, this.now());
+    const doc = await repo.findDocument(organizationId, id);
+    if (!doc) throw new DocumentNotFoundError();
+    return this.view(this.knex, doc);
+  }
+
+  /**
+   * Newest first. A status that does not exist for the requested kind is a 400, as is a cursor
+   * that is not a document of this organisation.
+   */
+  async listDocuments(organizationId: string, input: ListDocumentsInput): Promise<DocumentPage> {
+    if (input.kind && input.status && !STATUSES_BY_KIND[input.kind].includes(input.status)) {
+      throw ValidationError.field(
+        'query.status',
+        `A ${input.kind} is never ${input.status}: use one of ${STATUSES_BY_KIND[input.kind].join(', ')}.`,
+      );
+    }
+    const repo = new InvoiceRepository(this.knex);
+    if (input.startingAfter && !(await repo.documentExists(organizationId, input.startingAfter))) {
+      throw ValidationError.field('query.starting_after', 'starting_after is not a document of this organization: pass the next_cursor of a previous page.');
+    }
+    await repo.expireQuotes(organizationId, this.now());
+    const rows = await repo.list({ organizationId, ...input });
+    const documents = await Promise.all(rows.map((doc) => this.view(this.knex, doc)));
+    return { documents, limit: input.limit };
+  }
+
+  async createDocument(organizationId: string, actorUserId: string, input: CreateDocumentInput): Promise<DocumentView> {
+    const now = this.now();
+    if (input.kind === 'invoice' && input.expiresAt) throw ValidationError.field('body.expires_at', 'expires_at applies to quotes only.');
+    if (input.kind === 'quote' && input.dueDate) throw ValidationError.field('body.due_date', 'due_date applies to invoices only.');
+    if (input.dueDate && input.dueDate < utcDate(now)) throw ValidationError.field('body.due_date', 'due_date must not be in the past.');
+    if (input.expiresAt && input.expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
+    return withTransaction(this.knex, async (trx) => {
+      const repo = new InvoiceRepository(trx);
+      const currency = await currencies.require(trx, input.currency, 'body.currency');
+      const totals = computeTotals(input.lineItems, currency.exponent);
+      if (!(await repo.findCustomer(organizationId, input.customerId))) throw new CustomerNotFoundError();
+      const doc = await repo.insertDocument({
+        organizationId,
+        kind: input.kind,
+        status: 'draft',
+        customerId: input.customerId,
+        currency: currency.code,
+        ...totals,
+        memo: input.memo ?? null,
+        dueDate: input.dueDate ?? null,
+        expiresAt: input.expiresAt ?? null,
+        createdBy: actorUserId,
+      });
+      return { ...doc, exponent: currency.exponent };
+    });
+  }
+
+  /** Locks the document; 404 when it is not one of this organisation's. */
+  private async lock(repo: InvoiceRepository, organizationId: string, id: string): Promise<BillingDocument> {
+    const doc = await repo.findDocument(organizationId, id, { forUpdate: true });
+    if (!doc) throw new DocumentNotFoundError();
+    return doc;
+  }
+
+  private async assignNumber(repo: InvoiceRepository, organizationId: string, kind: DocumentKind, now: Date): Promise<string> {
+    const year = now.getUTCFullYear();
+    const sequence = await repo.nextNumber(organizationId, kind, year);
+    if (sequence > MAX_SEQUENCE) throw new NumberingExhaustedError(kind, year);
+    return formatDocumentNumber(kind, year, sequence);
+  }
+
+  /** Draft invoice or quote -> open, with its number, issue date and due date or expiry. */
+  async finalize(organizationId: string, id: string): Promise<DocumentView> {
+    const now = this.now();
+    return withTransaction(this.knex, async (trx) => {
+      const repo = new InvoiceRepository(trx);
+      const doc = await this.lock(repo, organizationId, id);
+      const status = nextStatus(doc.kind, doc.status, 'finalize');
+      const change: DocumentChange = { status, issueDate: utcDate(now), finalizedAt: now };
+      if (doc.kind === 'invoice') {
+        change.dueDate = doc.dueDate ?? utcDate(new Date(now.getTime() + this.termDays * DAY_MS));
+        if (change.dueDate < utcDate(now)) throw ValidationError.field('due_date', 'The due date is in the past: create a new draft with a later due_date.');
+      } else {
+        if (doc.expiresAt && doc.expiresAt.getTime() <= now.getTime()) throw new QuoteExpiredError(doc.expiresAt);
+        change.expiresAt = doc.expiresAt ?? new Date(now.getTime() + this.termDays * DAY_MS);
+      }
+      change.number = await this.assignNumber(repo, organizationId, doc.kind, now);
+      return this.view(trx, await repo.updateDocument(organizationId, id, change));
+    });
+  }
+
+  /** pay, mark_uncollectible, void (invoice or credit note), cancel (quote). */
+  async transition(organizationId: string, id: string, action: Exclude<DocumentAction, 'finalize' | 'accept'>): Promise<DocumentView> {
+    const now = this.now();
+    return withTransaction(this.knex, async (trx) => {
+      const repo = new InvoiceRepository(trx);
+      const peek = await repo.findDocument(organizationId, id);
+      if (!peek) throw new DocumentNotFoundError();
+      // A credit note's invoice is locked first, in the same order as when a credit note is issued.
+      const invoice = peek.kind === 'credit_note' && peek.invoiceId ? await this.lock(repo, organizationId, peek.invoiceId) : undefined;
+      const doc = await this.lock(repo, organizationId, id);
+      if (doc.kind === 'quote' && action === 'cancel' && doc.status === 'open' && doc.expiresAt && doc.expiresAt <= now) {
+        return this.view(trx, await repo.updateDocument(organizationId, id, { status: 'canceled', canceledAt: doc.expiresAt }));
+      }
+      const status = nextStatus(doc.kind, doc.status, action);
+      const change: DocumentChange = { status };
+      if (action === 'pay') change.paidAt = now;
+      if (action === 'mark_uncollectible') change.markedUncollectibleAt = now;
+      if (action === 'void') change.voidedAt = now;
+      if (action === 'cancel') change.canceledAt = now;
+      const updated = await repo.updateDocument(organizationId, id, change);
+      if (invoice && action === 'void') {
+        await repo.updateDocument(organizationId, invoice.id, { creditedMinor: invoice.creditedMinor - doc.totalMinor });
+      }
+      return this.view(trx, updated);
+    });
+  }
+
+  /** Open quote -> accepted, creating its draft invoice. An expired quote is canceled instead (409 QuoteExpired). */
+  async acceptQuote(organizationId: string, id: string, actorUserId: string): Promise<DocumentView> {
+    const now = this.now();
+    const outcome = await withTransaction(this.knex, async (trx) => {
+      const repo = new InvoiceRepository(trx);
+      const quote = await this.lock(repo, organizationId, id);
+      if (quote.kind !== 'quote') throw new ActionNotApplicableError(quote.kind, 'accept');
+      if (quote.status === 'open' && quote.expiresAt && quote.expiresAt <= now) {
+        await repo.updateDocument(organizationId, id, { status: 'canceled', canceledAt: quote.expiresAt });
+        return { document: undefined, expiredAt: quote.expiresAt };
+      }
+      const status = nextStatus(quote.kind, quote.status, 'accept');
+      const invoice = await repo.insertDocument({
+        organizationId,
+        kind: 'invoice',
+        status: 'draft',
+        customerId: quote.customerId,
+        currency: quote.currency,
+        lineItems: quote.lineItems,
+        subtotalMinor: quote.subtotalMinor,
+        taxMinor: quote.taxMinor,
+        totalMinor: quote.totalMinor,
+        memo: quote.memo,
+        createdBy: actorUserId,
+      });
+      const accepted = await repo.updateDocument(organizationId, id, { status, acceptedAt: now, invoiceId: invoice.id });
+      return { document: await this.view(trx, accepted), expiredAt: undefined };
+    });
+    if (!outcome.document) throw new QuoteExpiredError(outcome.expiredAt as Date);
+    return outcome.document;
+  }
+
+  /**
+   * Issues a credit note against a finalised invoice. The invoice row is locked, so concurrent
+   * credit notes queue and their sum never exceeds the invoice's total.
+   */
+  async createCreditNote(organizationId: string, invoiceId: string, actorUserId: string, input: CreateCreditNoteInput): Promise<DocumentView> {
+    const now = this.now();
+    return withTransaction(this.knex, async (trx) => {
+      const repo = new InvoiceRepository(trx);
+      const invoice = await this.lock(repo, organizationId, invoiceId);
+      if (invoice.kind !== 'invoice') throw new ActionNotApplicableError(invoice.kind, 'credit');
+      if (!['open', 'paid', 'uncollectible'].includes(invoice.status)) throw new InvoiceNotCreditableError(invoice.status);
+      const currency = await currencies.require(trx, invoice.currency);
+      const totals = computeTotals(input.lineItems, currency.exponent);
+      const remaining = invoice.totalMinor - invoice.creditedMinor;
+      if (totals.totalMinor > remaining) {
+        throw new CreditNoteExceedsRemainingError(
+          formatMinor(remaining, currency.exponent),
+          formatMinor(totals.totalMinor, currency.exponent),
+          currency.code,
+        );
+      }
+      if (totals.totalMinor === 0n) throw ValidationError.field('body.line_items', 'A credit note must credit a positive amount.');
+      const number = await this.assignNumber(repo, organizationId, 'credit_note', now);
+      const note = await repo.insertDocument({
+        organizationId,
+        kind: 'credit_note',
+        status: 'issued',
+        number,
+        customerId: invoice.customerId,
+        currency: invoice.currency,
+        ...totals,
+        memo: input.memo ?? null,
+        issueDate: utcDate(now),
+        invoiceId: invoice.id,
+        creditReason: input.reason,
+        finalizedAt: now,
+        createdBy: actorUserId,
+      });
+      await repo.updateDocument(organizationId, invoice.id, { creditedMinor: invoice.creditedMinor + totals.totalMinor });
+      return { ...note, exponent: currency.exponent };
+    });
+  }
+}
