@@ -44,10 +44,10 @@ export const MAX_LINK_LIFETIME_MS = 366 * 24 * 3600 * 1000;
 
 export function checkPrintable(field: string, value: string | undefined, max: number): string | null {
   if (value === undefined) return null;
+  if (!PRINTABLE.test(value)) throw ValidationError.field(field, `${field.replace(/^body\./, '')} contains control characters.`);
   const trimmed = value.trim();
   if (trimmed.length === 0) throw ValidationError.field(field, `${field.replace(/^body\./, '')} must not be blank.`);
   if (trimmed.length > max) throw ValidationError.field(field, `${field.replace(/^body\./, '')} is longer than ${max} characters.`);
-  if (!PRINTABLE.test(trimmed)) throw ValidationError.field(field, `${field.replace(/^body\./, '')} contains control characters.`);
   return trimmed;
 }
 

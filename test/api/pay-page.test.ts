@@ -1,0 +1,377 @@
+import pino from 'pino';
+import request from 'supertest';
+import type TestAgent from 'supertest/lib/agent';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Express } from 'express';
+import type { App } from '../../src/http/app';
+import { signAmount } from '../../src/modules/payment-links/link-security';
+import { createPayApp } from '../../src/pay/pay-app';
+import { buildTestApp, testConfig } from '../support/app';
+import { testKnex } from '../support/database';
+import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization } from '../support/factories';
+import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+
+let app: App;
+let payApp: Express;
+let org: TestOrganization;
+let owner: string;
+let xof: TestOrgAccount;
+let checkout: { id: string; code: string; public_url: string };
+
+const base = (orgId: string) => `/api/business/organizations/${orgId}`;
+const tokenIn = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1] as string;
+
+beforeAll(async () => {
+  app = await buildTestApp();
+  payApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services });
+  org = await createOrganization({ name: 'Boutique <Awa>' });
+  owner = await accessTokenFor(app, await createMember(org, 'owner'));
+  xof = await createOrgAccount(org, { currency: 'XOF' });
+  const res = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: xof.id });
+  checkout = res.body.data;
+});
+
+afterAll(async () => {
+  await expectLedgerInvariants(testKnex());
+});
+
+async function createLink(body: Record<string, unknown>, organization = org, token = owner): Promise<{ id: string; code: string }> {
+  const res = await request(app).post(`${base(organization.id)}/payment-links`).set(bearer(token)).send(body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+/** Opens the page in a fresh "browser" (cookie jar) and returns it with the form token. */
+async function openPage(path: string): Promise<{ agent: TestAgent; token: string; html: string }> {
+  const agent = request.agent(payApp);
+  const res = await agent.get(path);
+  expect(res.status, res.text).toBe(200);
+  return { agent, token: tokenIn(res.text), html: res.text };
+}
+
+describe('GET /pay/:code', () => {
+  it('renders the Checkout with the amount and reference of the URL, a CSRF token, a strict CSP and no script', async () => {
+    const res = await request(payApp).get(`/pay/${checkout.code}?amount=25000&reference=ORDER-1042`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.headers['cache-control']).toBe('no-store');
+    const csp = res.headers['content-security-policy'] as string;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("form-action 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+    expect(res.text).not.toMatch(/<script/i);
+    expect(res.text).toContain('Pay Boutique &lt;Awa&gt;');
+    expect(res.text).toContain('25\u202f000 XOF');
+    expect(res.text).toContain('ORDER-1042');
+    expect(res.text).toContain('is not a confirmation of payment');
+    expect(tokenIn(res.text)).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    const cookie = String(res.headers['set-cookie']);
+    expect(cookie).toMatch(/pay_bid=[A-Za-z0-9_-]{24}/);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    const css = await request(payApp).get('/pay/assets/pay.css');
+    expect(css.status).toBe(200);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+  });
+
+  it('asks the customer for the amount when neither the link nor the URL fixes it', async () => {
+    const res = await request(payApp).get(`/pay/${checkout.code}`);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('name="amount"');
+  });
+
+  it('answers unknown links with 404 and deactivated, expired or paid links with 410, as clear pages', async () => {
+    const unknown = await request(payApp).get('/pay/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+    expect(unknown.status).toBe(404);
+    expect(unknown.text).toContain('Payment link not found');
+    expect((await request(payApp).get('/pay/short')).status).toBe(404);
+    expect((await request(payApp).get('/pay/../../etc/passwd')).status).toBe(404);
+    expect((await request(payApp).get('/elsewhere')).status).toBe(404);
+
+    const inactive = await createLink({ destination_account_id: xof.id, amount: 500 });
+    await request(app).post(`${base(org.id)}/payment-links/${inactive.id}/deactivate`).set(bearer(owner));
+    const gone = await request(payApp).get(`/pay/${inactive.code}`);
+    expect(gone.status).toBe(410);
+    expect(gone.text).toContain('deactivated');
+
+    const expired = await createLink({ destination_account_id: xof.id, amount: 500 });
+    await testKnex()('payment_links').where({ id: expired.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    const late = await request(payApp).get(`/pay/${expired.code}`);
+    expect(late.status).toBe(410);
+    expect(late.text).toContain('expired');
+    expect(late.text).not.toMatch(/at .*\.ts:\d+/);
+  });
+
+  it('says so when the amount or the reference of the URL is invalid (400 page)', async () => {
+    const cases: Array<[string, string]> = [
+      ['amount=abc', 'amount in this link is not valid'],
+      ['amount=1.5', 'whole number'],
+      ['amount=-3', 'not valid'],
+      ['amount=0', 'not valid'],
+      ['amount=1e400', 'not valid'],
+      ['amount={AMOUNT}&reference={REFERENCE}', 'placeholder'],
+      ['amount=100&reference=%0Abad', 'reference in this link is not valid'],
+      [`amount=100&reference=${'x'.repeat(129)}`, 'reference in this link is not valid'],
+      ['amount=100&amount=200', 'parameter of this link is invalid'],
+    ];
+    for (const [query, text] of cases) {
+      const res = await request(payApp).get(`/pay/${checkout.code}?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text, query).toContain(text);
+    }
+    const fixed = await createLink({ destination_account_id: xof.id, amount: 500, reference: 'INV-1' });
+    expect((await request(payApp).get(`/pay/${fixed.code}?amount=400`)).status).toBe(400);
+    expect((await request(payApp).get(`/pay/${fixed.code}?reference=INV-2`)).status).toBe(400);
+    expect((await request(payApp).get(`/pay/${fixed.code}?amount=500&reference=INV-1`)).status).toBe(200);
+    const bounded = await createLink({ destination_account_id: xof.id, minimum_amount: 100, maximum_amount: 200 });
+    const over = await request(payApp).get(`/pay/${bounded.code}?amount=201`);
+    expect(over.status).toBe(400);
+    expect(over.text).toContain('at most 200 XOF');
+  });
+
+  it('accepts a signed amount and refuses it once edited or expired; a link requiring signatures refuses unsigned amounts', async () => {
+    const signed = await request(app)
+      .post(`${base(org.id)}/payment-links/${checkout.id}/signed-links`)
+      .set(bearer(owner))
+      .send({ amount: 7500, reference: 'ORDER-77' });
+    const url = new URL(signed.body.data.url);
+    const path = `${url.pathname}${url.search}`;
+    expect((await request(payApp).get(path)).status).toBe(200);
+
+    const edited = await request(payApp).get(path.replace('amount=7500', 'amount=75'));
+    expect(edited.status).toBe(400);
+    expect(edited.text).toContain('was changed');
+    expect((await request(payApp).get(path.replace('reference=ORDER-77', 'reference=ORDER-78'))).status).toBe(400);
+    expect((await request(payApp).get(path.replace(/exp=\d+/, 'exp=9999999999'))).status).toBe(400);
+    expect((await request(payApp).get(path.replace(/&sig=[^&]+/, ''))).status).toBe(400);
+
+    const past = Math.floor(Date.now() / 1000) - 10;
+    const config = testConfig();
+    const sig = signAmount(config.paySecret, { linkId: checkout.id, amountMinor: 7500n, reference: 'ORDER-77', expiresAt: past });
+    const expired = await request(payApp).get(`/pay/${checkout.code}?amount=7500&reference=ORDER-77&exp=${past}&sig=${sig}`);
+    expect(expired.status).toBe(410);
+
+    const strictAccount = await createOrgAccount(org, { currency: 'XOF' });
+    const strict = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: strictAccount.id, require_signed_amount: true });
+    expect((await request(payApp).get(`/pay/${strict.body.data.code}?amount=100&reference=A`)).status).toBe(400);
+    expect((await request(payApp).get(`/pay/${strict.body.data.code}`)).status).toBe(400);
+    const strictSigned = await request(app)
+      .post(`${base(org.id)}/payment-links/${strict.body.data.id}/signed-links`)
+      .set(bearer(owner))
+      .send({ amount: 100, reference: 'A' });
+    const strictUrl = new URL(strictSigned.body.data.url);
+    expect((await request(payApp).get(`${strictUrl.pathname}${strictUrl.search}`)).status).toBe(200);
+  });
+});
+
+describe('POST /pay/:code', () => {
+  it('pays with sandbox mobile money: pending then succeeded, credited on the ledger, visible to the integrator', async () => {
+    const before = await balanceOf(testKnex(), xof.ledgerAccountId);
+    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=12500&reference=ORDER-5001`);
+    const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+225 07 12 34 56 78' });
+    expect(res.status, res.text).toBe(303);
+    const location = res.headers.location as string;
+    expect(location).toMatch(new RegExp(`^/pay/${checkout.code}/payments/[0-9a-f-]{36}\\?t=`));
+    const result = await agent.get(location);
+    expect(result.status).toBe(200);
+    expect(result.text).toContain('Payment confirmed');
+    expect(result.text).toContain('ORDER-5001');
+    expect(result.text).toContain('is not a confirmation of payment');
+    expect(await balanceOf(testKnex(), xof.ledgerAccountId)).toBe(before + 12_500n);
+
+    const list = await request(app).get(`${base(org.id)}/payments?reference=ORDER-5001`).set(bearer(owner));
+    expect(list.status).toBe(200);
+    expect(list.body.data.data).toHaveLength(1);
+    const payment = list.body.data.data[0];
+    expect(payment).toMatchObject({
+      link_id: checkout.id,
+      organization_id: org.id,
+      destination_account_id: xof.id,
+      amount: 12500,
+      amount_minor: '12500',
+      currency: 'XOF',
+      reference: 'ORDER-5001',
+      method: 'mobile_money',
+      payer_last4: '5678',
+      status: 'succeeded',
+      failure_reason: null,
+    });
+    const posting = await testKnex()('postings').where({ id: payment.ledger_posting_id }).first();
+    expect(posting).toMatchObject({ kind: 'payment_link.payment', reference: payment.id });
+    const one = await request(app).get(`${base(org.id)}/payments/${payment.id}`).set(bearer(owner));
+    expect(one.status).toBe(200);
+    expect(one.body.data).toEqual(payment);
+  });
+
+  it('never creates two payments for a double submit of one form', async () => {
+    const before = await balanceOf(testKnex(), xof.ledgerAccountId);
+    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=3000&reference=ORDER-DOUBLE`);
+    const form = { token, method: 'mobile_money', phone: '+2250712340000' };
+    const [a, b, c] = await Promise.all([1, 2, 3].map(() => agent.post(`/pay/${checkout.code}`).type('form').send(form)));
+    expect([a?.status, b?.status, c?.status]).toEqual([303, 303, 303]);
+    expect(new Set([a?.headers.location, b?.headers.location, c?.headers.location]).size).toBe(1);
+    const later = await agent.post(`/pay/${checkout.code}`).type('form').send({ ...form, phone: '+2250712349999' });
+    expect(later.headers.location).toBe(a?.headers.location);
+    expect(await testKnex()('payments').where({ reference: 'ORDER-DOUBLE' })).toHaveLength(1);
+    expect(await balanceOf(testKnex(), xof.ledgerAccountId)).toBe(before + 3_000n);
+  });
+
+  it('refuses a form without the browser cookie, with a forged or another link’s token (403 page)', async () => {
+    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=100`);
+    const noCookie = await request(payApp).post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(noCookie.status).toBe(403);
+    expect(noCookie.text).toContain('Open the payment link again');
+    const forged = `${token.split('.')[0]}.AAAA`;
+    expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ token: forged, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(403);
+    const other = await createLink({ destination_account_id: xof.id, amount: 100 });
+    expect((await agent.post(`/pay/${other.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(403);
+    expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ method: 'mobile_money' })).status).toBe(403);
+    // A tampered amount in the token payload breaks its signature.
+    const [body, mac] = token.split('.') as [string, string];
+    const payload = JSON.parse(Buffer.from(body, 'base64url').toString()) as { a: string };
+    payload.a = '1';
+    const tampered = `${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${mac}`;
+    expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ token: tampered, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(403);
+  });
+
+  it('shows the form again with the error for bad payer details or an amount out of bounds (400)', async () => {
+    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=100`);
+    const badPhone = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '0712' });
+    expect(badPhone.status).toBe(400);
+    expect(badPhone.text).toContain('international format');
+    expect(tokenIn(badPhone.text)).toBe(token);
+    const realCard = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'card', card_number: '5555555555554444', card_expiry: '12/40', card_cvc: '123' });
+    expect(realCard.status).toBe(400);
+    expect(realCard.text).toContain('only test cards');
+    const expiredCard = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'card', card_number: '4242424242424242', card_expiry: '01/20', card_cvc: '123' });
+    expect(expiredCard.status).toBe(400);
+    expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'cash' })).status).toBe(400);
+
+    const bounded = await createLink({ destination_account_id: xof.id, minimum_amount: 100, maximum_amount: 200 });
+    const open = await openPage(`/pay/${bounded.code}`);
+    for (const amount of ['50', '201', '1.5', 'abc', '']) {
+      const res = await open.agent.post(`/pay/${bounded.code}`).type('form').send({ token: open.token, amount, method: 'mobile_money', phone: '+2250712345678' });
+      expect(res.status, amount).toBe(400);
+    }
+    expect(await testKnex()('payments').where({ link_id: bounded.id })).toHaveLength(0);
+    const ok = await open.agent.post(`/pay/${bounded.code}`).type('form').send({ token: open.token, amount: '150', method: 'card', card_number: '4242 4242 4242 4242', card_expiry: '12/40', card_cvc: '123' });
+    expect(ok.status).toBe(303);
+    const payment = await testKnex()('payments').where({ link_id: bounded.id }).first();
+    expect(payment).toMatchObject({ status: 'succeeded', amount_minor: '150', method: 'card', payer_last4: '4242' });
+  });
+
+  it('records sandbox failures with their reason and moves no money', async () => {
+    const before = await balanceOf(testKnex(), xof.ledgerAccountId);
+    for (const [phone, reason] of [
+      ['+2250700000001', 'insufficient_funds'],
+      ['+2250700000002', 'approval_rejected'],
+      ['+2250700000003', 'payer_not_found'],
+    ]) {
+      const { agent, token } = await openPage(`/pay/${checkout.code}?amount=900&reference=FAIL-${reason}`);
+      const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone });
+      const page = await agent.get(res.headers.location as string);
+      expect(page.text).toContain('Payment failed');
+      const list = await request(app).get(`${base(org.id)}/payments?reference=FAIL-${reason}&status=failed`).set(bearer(owner));
+      expect(list.body.data.data).toMatchObject([{ status: 'failed', failure_reason: reason, ledger_posting_id: null }]);
+    }
+    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=900&reference=FAIL-card`);
+    await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'card', card_number: '4000000000000002', card_expiry: '12/40', card_cvc: '123' });
+    const card = await request(app).get(`${base(org.id)}/payments?reference=FAIL-card`).set(bearer(owner));
+    expect(card.body.data.data[0]).toMatchObject({ status: 'failed', failure_reason: 'card_declined' });
+    expect(await balanceOf(testKnex(), xof.ledgerAccountId)).toBe(before);
+  });
+
+  it('keeps a delayed sandbox payment pending, then settles it once', async () => {
+    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=4000&reference=ORDER-SLOW`);
+    const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250700000009' });
+    const pending = await agent.get(res.headers.location as string);
+    expect(pending.text).toContain('Waiting for confirmation');
+    expect(pending.text).toContain('http-equiv="refresh"');
+    const id = /payments\/([0-9a-f-]{36})/.exec(res.headers.location as string)?.[1] as string;
+    const api = await request(app).get(`${base(org.id)}/payments/${id}`).set(bearer(owner));
+    expect(api.body.data.status).toBe('pending');
+    expect(api.body.data.completed_at).toBeNull();
+    const future = new Date(Date.now() + 60_000);
+    const [first, second] = await Promise.all([app.services.payments.settle(id, future), app.services.payments.settle(id, future)]);
+    expect(first.status).toBe('succeeded');
+    expect(second.postingId).toBe(first.postingId);
+    expect(await testKnex()('postings').where({ kind: 'payment_link.payment', reference: id })).toHaveLength(1);
+  });
+
+  it('lets a one-off link be paid once, then shows it as paid (410) and completed', async () => {
+    const link = await createLink({ destination_account_id: xof.id, amount: 2000, reference: 'INV-9' });
+    const first = await openPage(`/pay/${link.code}`);
+    const second = await openPage(`/pay/${link.code}`);
+    const paid = await first.agent.post(`/pay/${link.code}`).type('form').send({ token: first.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(paid.status).toBe(303);
+    const again = await second.agent.post(`/pay/${link.code}`).type('form').send({ token: second.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(again.status).toBe(410);
+    expect(again.text).toContain('already been paid');
+    expect((await request(payApp).get(`/pay/${link.code}`)).status).toBe(410);
+    const api = await request(app).get(`${base(org.id)}/payment-links/${link.id}`).set(bearer(owner));
+    expect(api.body.data.status).toBe('completed');
+    expect((await request(app).post(`${base(org.id)}/payment-links/${link.id}/deactivate`).set(bearer(owner))).status).toBe(409);
+    // The result page of the paying browser still answers.
+    expect((await first.agent.get(paid.headers.location as string)).text).toContain('Payment confirmed');
+  });
+
+  it('refuses a payment when the destination account became inactive', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const link = await createLink({ destination_account_id: account.id, amount: 100 });
+    const { agent, token } = await openPage(`/pay/${link.code}`);
+    await testKnex()('organization_accounts').where({ id: account.id }).update({ status: 'inactive' });
+    const res = await agent.post(`/pay/${link.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(res.status).toBe(409);
+    expect((await request(payApp).get(`/pay/${link.code}`)).status).toBe(409);
+  });
+});
+
+describe('GET /business/organizations/{orgId}/payments', () => {
+  it('filters by link, reference and status, pages newest first, and keeps other organisations out', async () => {
+    const own = await createOrganization();
+    const token = await accessTokenFor(app, await createMember(own, 'owner'));
+    const account = await createOrgAccount(own, { currency: 'EUR' });
+    const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
+    const ids: string[] = [];
+    for (const [amount, phone] of [['10.50', '+33612345678'], ['20', '+33600000001'], ['30.05', '+33612345678']] as const) {
+      const { agent, token: form } = await openPage(`/pay/${ownCheckout.code}?amount=${amount}&reference=R-${amount}`);
+      const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: form, method: 'mobile_money', phone });
+      ids.push(/payments\/([0-9a-f-]{36})/.exec(res.headers.location as string)?.[1] as string);
+    }
+    const all = await request(app).get(`${base(own.id)}/payments`).set(bearer(token));
+    expect(all.body.data.data.map((p: { id: string }) => p.id)).toEqual([...ids].reverse());
+    expect(all.body.data.data[0]).toMatchObject({ amount: 30.05, amount_minor: '3005', currency: 'EUR' });
+    const failed = await request(app).get(`${base(own.id)}/payments?status=failed`).set(bearer(token));
+    expect(failed.body.data.data.map((p: { id: string }) => p.id)).toEqual([ids[1]]);
+    const byLink = await request(app).get(`${base(own.id)}/payments?link_id=${ownCheckout.id}&limit=2`).set(bearer(token));
+    expect(byLink.body.data).toMatchObject({ has_more: true, next_cursor: ids[1] });
+    const next = await request(app).get(`${base(own.id)}/payments?link_id=${ownCheckout.id}&limit=2&starting_after=${ids[1]}`).set(bearer(token));
+    expect(next.body.data.data.map((p: { id: string }) => p.id)).toEqual([ids[0]]);
+    expect((await request(app).get(`${base(own.id)}/payments?reference=R-20`).set(bearer(token))).body.data.data).toHaveLength(1);
+
+    // Another organisation sees none of them.
+    const theirs = await request(app).get(`${base(org.id)}/payments?link_id=${ownCheckout.id}`).set(bearer(owner));
+    expect(theirs.body.data.data).toEqual([]);
+    const foreign = await request(app).get(`${base(org.id)}/payments/${ids[0]}`).set(bearer(owner));
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error).toBe('PaymentNotFound');
+
+    for (const query of ['status=paid', 'limit=0', 'limit=501', 'link_id=x', 'starting_after=00000000-0000-4000-8000-000000000000', 'other=1']) {
+      expect((await request(app).get(`${base(own.id)}/payments?${query}`).set(bearer(token))).status, query).toBe(400);
+    }
+    expect((await request(app).get(`${base(own.id)}/payments/not-a-uuid`).set(bearer(token))).status).toBe(400);
+  });
+
+  it('is open to the financial roles only', async () => {
+    for (const role of ['owner', 'admin', 'representative', 'director', 'finance_manager'] as const) {
+      const token = await accessTokenFor(app, await createMember(org, role));
+      expect((await request(app).get(`${base(org.id)}/payments`).set(bearer(token))).status, role).toBe(200);
+    }
+    const cashier = await accessTokenFor(app, await createMember(org, 'cashier'));
+    expect((await request(app).get(`${base(org.id)}/payments`).set(bearer(cashier))).status).toBe(403);
+    expect((await request(app).get(`${base(org.id)}/payments`)).status).toBe(401);
+  });
+});
