@@ -37,9 +37,11 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs: number)
     if (child.exitCode !== null) throw new Error(`embedded PostgreSQL exited with code ${child.exitCode}`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1');
+      // The server accepts one connection (net.Server maxConnections): wait until this probe
+      // is really gone, or the pool's first connection is reset (ECONNRESET at start).
       socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
+        socket.once('close', () => setTimeout(() => resolve(true), 250));
+        socket.end();
       });
       socket.once('error', () => resolve(false));
     });
