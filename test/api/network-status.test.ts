@@ -1,0 +1,264 @@
+import request from 'supertest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/http/app';
+import { MAX_VERSION, NetworkStatusService, isStoreTimeout } from '../../src/modules/network-status/network-status-service';
+import { buildTestApp } from '../support/app';
+import { databaseKind, testKnex } from '../support/database';
+import { accessTokenFor, bearer, createMember, createOrganization, type Role, type TestOrganization } from '../support/factories';
+
+let app: App;
+
+const url = (orgId: string) => `/api/business/organizations/${orgId}/network-status`;
+
+async function tokenFor(org: TestOrganization, role: Role): Promise<string> {
+  return accessTokenFor(app, await createMember(org, role));
+}
+
+async function auditCount(orgId: string): Promise<number> {
+  const row = await testKnex()('network_status_changes').where({ organization_id: orgId }).count<{ count: string }[]>('* as count');
+  return Number(row[0]?.count);
+}
+
+beforeAll(async () => {
+  app = await buildTestApp();
+});
+
+describe('GET /business/organizations/{orgId}/network-status', () => {
+  it('reads as never set before the first change, with can_manage for owners and admins only', async () => {
+    const org = await createOrganization();
+    for (const [role, canManage] of [
+      ['owner', true],
+      ['admin', true],
+      ['representative', false],
+      ['director', false],
+      ['finance_manager', false],
+    ] as const) {
+      const res = await request(app).get(url(org.id)).set(bearer(await tokenFor(org, role)));
+      expect(res.status, role).toBe(200);
+      expect(res.body).toEqual({
+        success: true,
+        data: { is_open: null, is_visible: false, version: 0, can_manage: canManage, updated_at: null, updated_by: null },
+      });
+    }
+  });
+
+  it('refuses cashiers (403), strangers (404) and anonymous callers (401)', async () => {
+    const org = await createOrganization();
+    const cashier = await request(app).get(url(org.id)).set(bearer(await tokenFor(org, 'cashier')));
+    expect(cashier.status).toBe(403);
+    expect(cashier.body.error).toBe('InsufficientRole');
+    const stranger = await request(app).get(url(org.id)).set(bearer(await tokenFor(await createOrganization(), 'owner')));
+    expect(stranger.status).toBe(404);
+    expect((await request(app).get(url(org.id))).status).toBe(401);
+  });
+
+  it('can_manage is false for an owner of an inactive organisation', async () => {
+    const org = await createOrganization({ status: 'inactive' });
+    const res = await request(app).get(url(org.id)).set(bearer(await tokenFor(org, 'owner')));
+    expect(res.status).toBe(200);
+    expect(res.body.data.can_manage).toBe(false);
+  });
+});
+
+describe('PATCH /business/organizations/{orgId}/network-status', () => {
+  it('changes is_open, bumps the version, records who and when, audits, and never touches is_visible or the address', async () => {
+    const org = await createOrganization();
+    const owner = await createMember(org, 'owner');
+    const token = await accessTokenFor(app, owner);
+    await testKnex()('organization_network_status').insert({ organization_id: org.id, is_visible: true, public_address: '12 rue du Commerce, Abidjan', version: 4 });
+
+    const res = await request(app).patch(url(org.id)).set(bearer(token)).set('X-Request-Id', 'req-network-status-1').send({ version: 4, is_open: true });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ is_open: true, is_visible: true, version: 5, can_manage: true, updated_by: owner.id });
+    expect(res.body.data.updated_at).not.toBeNull();
+
+    const row = await testKnex()('organization_network_status').where({ organization_id: org.id }).first();
+    expect(row).toMatchObject({ is_open: true, is_visible: true, public_address: '12 rue du Commerce, Abidjan', version: 5 });
+
+    const cleared = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 5, is_open: null });
+    expect(cleared.body.data).toMatchObject({ is_open: null, version: 6, is_visible: true });
+
+    const history = await request(app).get(`${url(org.id)}/history`).set(bearer(token));
+    expect(history.status, JSON.stringify(history.body)).toBe(200);
+    expect(history.body.data.data).toHaveLength(2);
+    expect(history.body.data.data[0]).toMatchObject({ actor_user_id: owner.id, before: { is_open: true, version: 5 }, after: { is_open: null, version: 6 } });
+    expect(history.body.data.data[1]).toMatchObject({
+      actor_user_id: owner.id,
+      before: { is_open: null, version: 4 },
+      after: { is_open: true, version: 5 },
+      request_id: 'req-network-status-1',
+    });
+  });
+
+  it('works on an organisation that never had a status (version 0)', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'admin');
+    const res = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: false });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ is_open: false, version: 1, is_visible: false });
+  });
+
+  it('answers 409 VersionConflict for a stale version, changing nothing and auditing nothing', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'owner');
+    await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: true });
+    for (const version of [0, 2, 7]) {
+      const res = await request(app).patch(url(org.id)).set(bearer(token)).send({ version, is_open: false });
+      expect(res.status).toBe(409);
+      expect(res.body.error).toBe('VersionConflict');
+      expect(res.body.message).toMatch(/read it again/);
+    }
+    const now = await request(app).get(url(org.id)).set(bearer(token));
+    expect(now.body.data).toMatchObject({ is_open: true, version: 1 });
+    expect(await auditCount(org.id)).toBe(1);
+  });
+
+  it('50 concurrent PATCHes with the same version: exactly one 200, the rest 409, the version moves by one, one audit record', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'owner');
+    await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: false });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => request(app).patch(url(org.id)).set(bearer(token)).send({ version: 1, is_open: i % 2 === 0 })),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(49);
+    const winner = results.find((r) => r.status === 200);
+    const now = await request(app).get(url(org.id)).set(bearer(token));
+    expect(now.body.data.version).toBe(2);
+    expect(now.body.data.is_open).toBe(winner?.body.data.is_open);
+    expect(await auditCount(org.id)).toBe(2);
+  });
+
+  it.each([
+    ['a missing is_open', { version: 0 }, 'body.is_open'],
+    ['a missing version', { is_open: true }, 'body.version'],
+    ['an additional property', { version: 0, is_open: true, is_visible: false }, 'body.is_visible'],
+    ['a version above the range', { version: 2147483647, is_open: true }, 'body.version'],
+    ['a negative version', { version: -1, is_open: true }, 'body.version'],
+    ['a fractional version', { version: 1.5, is_open: true }, 'body.version'],
+    ['a string is_open', { version: 0, is_open: 'yes' }, 'body.is_open'],
+  ])('answers 422 ValidationError (not 400) for %s', async (_name, body, field) => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'owner');
+    const res = await request(app).patch(url(org.id)).set(bearer(token)).send(body);
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    expect(res.body).toMatchObject({ success: false, error: 'ValidationError' });
+    expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
+    expect(await auditCount(org.id)).toBe(0);
+  });
+
+  it('answers 422 for an unknown query parameter, 400 for malformed JSON', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'owner');
+    const query = await request(app).patch(`${url(org.id)}?force=1`).set(bearer(token)).send({ version: 0, is_open: true });
+    expect(query.status).toBe(422);
+    const malformed = await request(app).patch(url(org.id)).set(bearer(token)).set('Content-Type', 'application/json').send('{"version": 0,');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error).toBe('ValidationError');
+  });
+
+  it('keeps 400 for validation errors of other operations', async () => {
+    const org = await createOrganization();
+    const res = await request(app).get(`/api/business/organizations/${org.id}/invoices?limit=0`).set(bearer(await tokenFor(org, 'owner')));
+    expect(res.status).toBe(400);
+  });
+
+  it('answers 422 OrganizationInactive for an inactive organisation', async () => {
+    const org = await createOrganization({ status: 'inactive' });
+    const res = await request(app).patch(url(org.id)).set(bearer(await tokenFor(org, 'owner'))).send({ version: 0, is_open: true });
+    expect(res.status).toBe(422);
+    expect(res.body.error).toBe('OrganizationInactive');
+  });
+
+  it('only owners and admins may change it', async () => {
+    const org = await createOrganization();
+    for (const role of ['representative', 'director', 'finance_manager', 'cashier'] as const) {
+      const res = await request(app).patch(url(org.id)).set(bearer(await tokenFor(org, role))).send({ version: 0, is_open: true });
+      expect(res.status, role).toBe(403);
+    }
+    expect(await auditCount(org.id)).toBe(0);
+  });
+
+  it('never wraps: at version 2147483646 a change answers 422 VersionExhausted', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'owner');
+    await testKnex()('organization_network_status').insert({ organization_id: org.id, version: MAX_VERSION - 1, is_open: true });
+    const last = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: MAX_VERSION - 1, is_open: false });
+    expect(last.status).toBe(200);
+    expect(last.body.data.version).toBe(MAX_VERSION);
+    const exhausted = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: MAX_VERSION, is_open: true });
+    expect(exhausted.status).toBe(422);
+    expect(exhausted.body.error).toBe('VersionExhausted');
+    const stale = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 3, is_open: true });
+    expect(stale.status).toBe(409);
+    expect((await request(app).get(url(org.id)).set(bearer(token))).body.data).toMatchObject({ is_open: false, version: MAX_VERSION });
+  });
+
+  // A real lock held by another transaction needs a second connection: the embedded PGlite
+  // serves exactly one, so there the lock cannot exist (the mapping is checked below instead).
+  it.runIf(databaseKind() === 'postgres')('answers 503 StatusUnavailable with Retry-After while another transaction holds the row lock (PostgreSQL)', async () => {
+    const slowApp = await buildTestApp({ env: { NETWORK_STATUS_LOCK_TIMEOUT_MS: '200', NETWORK_STATUS_RETRY_AFTER_SECONDS: '2' } });
+    const org = await createOrganization();
+    const token = await accessTokenFor(slowApp, await createMember(org, 'owner'));
+    await testKnex()('organization_network_status').insert({ organization_id: org.id, version: 3, is_open: false });
+    const trx = await testKnex().transaction();
+    try {
+      await trx('organization_network_status').where({ organization_id: org.id }).forUpdate().first();
+      const started = Date.now();
+      const res = await request(slowApp).patch(url(org.id)).set(bearer(token)).send({ version: 3, is_open: true });
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      expect(res.body.error).toBe('StatusUnavailable');
+      expect(res.headers['retry-after']).toBe('2');
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await trx.rollback();
+    }
+    const after = await request(slowApp).patch(url(org.id)).set(bearer(token)).send({ version: 3, is_open: true });
+    expect(after.status).toBe(200);
+    expect(await auditCount(org.id)).toBe(1);
+  });
+
+  it('maps lock and statement timeouts (55P03, 57014) and pool timeouts to StatusUnavailable, nothing else', async () => {
+    expect(isStoreTimeout({ code: '55P03' })).toBe(true);
+    expect(isStoreTimeout({ code: '57014' })).toBe(true);
+    expect(isStoreTimeout({ name: 'KnexTimeoutError' })).toBe(true);
+    expect(isStoreTimeout({ code: '23505' })).toBe(false);
+    expect(isStoreTimeout(new Error('x'))).toBe(false);
+    const failing = { transaction: () => Promise.reject(Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' })) };
+    const service = new NetworkStatusService(failing as never, { retryAfterSeconds: 3 });
+    await expect(service.update({ id: 'x', status: 'active', role: 'owner' }, 'u', { version: 0, isOpen: true }, null)).rejects.toMatchObject({
+      code: 'StatusUnavailable',
+      headers: { 'Retry-After': '3' },
+    });
+  });
+});
+
+describe('GET /business/organizations/{orgId}/network-status/history', () => {
+  it('pages newest first with a cursor, for owners and admins only', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'owner');
+    for (let v = 0; v < 5; v += 1) {
+      expect((await request(app).patch(url(org.id)).set(bearer(token)).send({ version: v, is_open: v % 2 === 0 })).status).toBe(200);
+    }
+    const first = await request(app).get(`${url(org.id)}/history?limit=2`).set(bearer(token));
+    expect(first.body.data.data.map((c: { after: { version: number } }) => c.after.version)).toEqual([5, 4]);
+    expect(first.body.data.has_more).toBe(true);
+    const rest = await request(app).get(`${url(org.id)}/history?limit=10&starting_after=${first.body.data.next_cursor}`).set(bearer(token));
+    expect(rest.body.data.data.map((c: { after: { version: number } }) => c.after.version)).toEqual([3, 2, 1]);
+    expect(rest.body.data.has_more).toBe(false);
+
+    const admin = await request(app).get(`${url(org.id)}/history`).set(bearer(await tokenFor(org, 'admin')));
+    expect(admin.status).toBe(200);
+    for (const role of ['representative', 'director', 'finance_manager', 'cashier'] as const) {
+      const res = await request(app).get(`${url(org.id)}/history`).set(bearer(await tokenFor(org, role)));
+      expect(res.status, role).toBe(403);
+    }
+    const other = await createOrganization();
+    const foreignCursor = await request(app).get(`${url(org.id)}/history?starting_after=${first.body.data.data[0].id}`).set(bearer(await tokenFor(other, 'owner')));
+    expect(foreignCursor.status).toBe(404);
+    const badCursor = await request(app).get(`${url(org.id)}/history?starting_after=00000000-0000-4000-8000-000000000000`).set(bearer(token));
+    expect(badCursor.status).toBe(400);
+    expect((await request(app).get(`${url(org.id)}/history?limit=501`).set(bearer(token))).status).toBe(400);
+  });
+});
