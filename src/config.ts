@@ -49,6 +49,12 @@ export interface Config {
   seedDemo: boolean;
   /** Validate responses against the contract (test and development). */
   validateResponses: boolean;
+  /** Bounds of a network-status change: past them it answers 503 StatusUnavailable. */
+  networkStatus: {
+    lockTimeoutMs: number;
+    statementTimeoutMs: number;
+    retryAfterSeconds: number;
+  };
 }
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
@@ -150,5 +156,10 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
     seedDemo: nodeEnv !== 'production' && boolean(env, 'SEED_DEMO', true),
     validateResponses: nodeEnv !== 'production',
+    networkStatus: {
+      lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),
+      statementTimeoutMs: integer(env, 'NETWORK_STATUS_STATEMENT_TIMEOUT_MS', 5_000, 10, 60_000),
+      retryAfterSeconds: integer(env, 'NETWORK_STATUS_RETRY_AFTER_SECONDS', 1, 1, 3_600),
+    },
   };
 }
