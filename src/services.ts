@@ -5,6 +5,8 @@ import type { Config } from './config';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { AccountService } from './modules/accounts';
 import { HealthService } from './modules/health/health-service';
+import { InvoiceService } from './modules/invoices/invoice-service';
+import { NetworkStatusService } from './modules/network-status/network-status-service';
 import { AuthService } from './modules/auth/auth-service';
 import { PasswordHasher } from './modules/auth/password-hasher';
 import { SessionService } from './modules/auth/session-service';
@@ -32,6 +34,8 @@ export function buildServices(deps: ServiceDeps) {
     auth: new AuthService(knex, passwords, sessions, config.login),
     organizationAccess: new OrganizationAccessService(knex),
     accounts: new AccountService(knex),
+    invoices: new InvoiceService(knex),
+    networkStatus: new NetworkStatusService(knex, config.networkStatus),
     /** Stops background work (timers, workers) before the pool closes. */
     shutdown(): void {},
   };

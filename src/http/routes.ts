@@ -3,6 +3,8 @@ import { NotImplementedError } from '../errors';
 import { accountRoutes } from '../modules/accounts/account-routes';
 import { authRoutes } from '../modules/auth/auth-routes';
 import { healthRoutes } from '../modules/health/health-routes';
+import { invoiceRoutes } from '../modules/invoices/invoice-routes';
+import { networkStatusRoutes } from '../modules/network-status/network-status-routes';
 import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
 import type { Services } from '../services';
 import type { AppDeps } from './app';
@@ -39,6 +41,8 @@ export function mountRoutes(app: Express, services: Services, deps: AppDeps): vo
   // Business routes: the access policy first (src/modules/organizations/access-policy.ts), then their routers.
   api.use(BUSINESS_ORGANIZATION_PREFIX, organizationAccess(services.organizationAccess));
   api.use(accountRoutes(services.accounts));
+  api.use(invoiceRoutes(services.invoices));
+  api.use(networkStatusRoutes(services.networkStatus));
   // Last: contract operations nobody answered yet.
   api.use(notImplementedFallback());
   app.use('/api', api);
