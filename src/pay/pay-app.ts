@@ -44,6 +44,7 @@ const REFUSAL_STATUS: Record<PaymentRefused['reason'], { status: number; title: 
   link_expired: { status: 410, title: 'Payment link expired' },
   link_completed: { status: 410, title: 'Payment link already paid' },
   link_busy: { status: 409, title: 'Payment in progress' },
+  reference_paid: { status: 409, title: 'Order already paid' },
   account_unavailable: { status: 409, title: 'Payments unavailable' },
 };
 
@@ -171,6 +172,12 @@ export function createPayApp(deps: PayAppDeps): Express {
     res.send(PAY_CSS);
   });
 
+  // Browsers ask for it on every page: answer without an error (and without a body).
+  app.get('/favicon.ico', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.status(204).end();
+  });
+
   app.use('/pay', limiter);
 
   function browserId(req: Request, res: Response): string {
@@ -190,6 +197,7 @@ export function createPayApp(deps: PayAppDeps): Express {
   app.get('/pay/:code', async (req, res) => {
     const link = await services.payments.payableLink(codeOf(req));
     const terms = resolveTerms(req, link, secret, new Date());
+    if (terms.reference !== null) await services.payments.refusePaidReference(link, terms.reference);
     const token = issueFormToken(secret, {
       linkId: link.id,
       browserId: browserId(req, res),

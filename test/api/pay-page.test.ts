@@ -219,6 +219,24 @@ describe('POST /pay/:code', () => {
     expect(await balanceOf(testKnex(), xof.ledgerAccountId)).toBe(before + 3_000n);
   });
 
+  it('refuses to pay an order (reference) twice on one link, from a fresh page or an older form', async () => {
+    const older = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
+    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
+    expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+    const fresh = await request(payApp).get(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
+    expect(fresh.status).toBe(409);
+    expect(fresh.text).toContain('already been paid');
+    const late = await older.agent.post(`/pay/${checkout.code}`).type('form').send({ token: older.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(late.status).toBe(409);
+    expect(await testKnex()('payments').where({ reference: 'ORDER-ONCE' })).toHaveLength(1);
+    // A failed attempt does not block a retry.
+    const failing = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-RETRY`);
+    await failing.agent.post(`/pay/${checkout.code}`).type('form').send({ token: failing.token, method: 'mobile_money', phone: '+2250700000001' });
+    const retry = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-RETRY`);
+    expect((await retry.agent.post(`/pay/${checkout.code}`).type('form').send({ token: retry.token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+    expect((await testKnex()('payments').where({ reference: 'ORDER-RETRY' }).orderBy('created_at')).map((p: { status: string }) => p.status)).toEqual(['failed', 'succeeded']);
+  });
+
   it('refuses a form without the browser cookie, with a forged or another link’s token (403 page)', async () => {
     const { agent, token } = await openPage(`/pay/${checkout.code}?amount=100`);
     const noCookie = await request(payApp).post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });

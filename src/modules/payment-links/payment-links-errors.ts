@@ -40,6 +40,7 @@ export type PayRefusal =
   | 'link_expired'
   | 'link_completed'
   | 'link_busy'
+  | 'reference_paid'
   | 'account_unavailable';
 
 export class PaymentRefused extends DomainError {
@@ -47,6 +48,6 @@ export class PaymentRefused extends DomainError {
     readonly reason: PayRefusal,
     message: string,
   ) {
-    super('PaymentRefused', reason === 'unknown_link' ? 'not_found' : reason === 'link_busy' || reason === 'account_unavailable' ? 'conflict' : 'gone', message);
+    super('PaymentRefused', reason === 'unknown_link' ? 'not_found' : reason === 'link_busy' || reason === 'reference_paid' || reason === 'account_unavailable' ? 'conflict' : 'gone', message);
   }
 }

@@ -120,6 +120,15 @@ export const paymentsRepository = {
     return row ? toPayment(row) : undefined;
   },
 
+  /** The payment of an order (link and reference) that is pending or succeeded, if any. */
+  async findOpenForReference(db: Db, linkId: string, reference: string): Promise<Payment | undefined> {
+    const row = (await selectPayments(db)
+      .where({ 'p.link_id': linkId, 'p.reference': reference })
+      .whereIn('p.status', ['pending', 'succeeded'])
+      .first()) as PaymentRow | undefined;
+    return row ? toPayment(row) : undefined;
+  },
+
   async exists(db: Db, organizationId: string, paymentId: string): Promise<boolean> {
     return (await db('payments').where({ id: paymentId, organization_id: organizationId }).first('id')) !== undefined;
   },

@@ -109,6 +109,7 @@ export class PaymentsService {
         if (open?.status === 'succeeded') throw new PaymentRefused('link_completed', 'This payment link has already been paid.');
         if (open) throw new PaymentRefused('link_busy', 'A payment on this link is already in progress. Wait for its result before trying again.');
       }
+      if (input.reference !== null) await this.refusePaidReference(link, input.reference, trx);
       const id = await paymentsRepository.insert(trx, {
         organizationId: link.organizationId,
         linkId: link.id,
@@ -129,6 +130,15 @@ export class PaymentsService {
     if (payment.settleAfter.getTime() <= Date.now()) return this.settle(payment.id);
     this.scheduleSettlement(payment);
     return payment;
+  }
+
+  /** Refuses a new payment for an order (reference) of the link that is paid or being paid. */
+  async refusePaidReference(link: PaymentLink, reference: string, db: Knex | Knex.Transaction = this.knex): Promise<void> {
+    const open = await paymentsRepository.findOpenForReference(db, link.id, reference);
+    if (open?.status === 'succeeded') {
+      throw new PaymentRefused('reference_paid', `The order ${reference} has already been paid to ${link.organizationName}. Nothing more to pay.`);
+    }
+    if (open) throw new PaymentRefused('link_busy', `A payment for the order ${reference} is already in progress. Wait for its result before trying again.`);
   }
 
   private scheduleSettlement(payment: Payment): void {
