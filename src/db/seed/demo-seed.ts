@@ -2,6 +2,9 @@ import type { Knex } from 'knex';
 import type { Services } from '../../services';
 import { seedOrganizationAccounts } from './accounts-seed';
 import { seedIdentity } from './identity-seed';
+import { seedInvoices } from './invoices-seed';
+import { seedNetworkStatus } from './network-status-seed';
+import { seedPaymentLinks } from './payment-links-seed';
 
 /**
  * Local demo data (never in production). Each module contributes one step, run in order in
@@ -12,6 +15,9 @@ export type SeedStep = (trx: Knex.Transaction, services: Services) => Promise<vo
 const STEPS: SeedStep[] = [
   seedIdentity, // first: users and organisations (src/db/seed/identity-seed.ts)
   seedOrganizationAccounts, // organisation accounts with ledger postings (src/db/seed/accounts-seed.ts)
+  seedInvoices, // customers, invoices, quotes and credit notes of every status (src/db/seed/invoices-seed.ts)
+  seedNetworkStatus, // the demo organisation's audited opening status (src/db/seed/network-status-seed.ts)
+  seedPaymentLinks, // Checkouts and one-off links of the demo organisation (src/db/seed/payment-links-seed.ts)
 ];
 
 export async function seedDemoData(knex: Knex, services: Services): Promise<void> {
