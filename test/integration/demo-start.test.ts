@@ -1,0 +1,142 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_JWT_SECRET } from '../../src/config';
+import { DEMO_PASSWORD, DEMO_USERS } from '../../src/db/seed/identity-seed';
+
+const ROOT = path.resolve(__dirname, '../..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+const tempDirs: string[] = [];
+
+afterAll(() => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+interface Started {
+  child: ChildProcess;
+  port: number;
+  output: () => string;
+}
+
+/** `make run` as a child process on its own embedded database, ports chosen by the OS. */
+function start(env: Record<string, string>, dataDir: string): Promise<Started> {
+  const childEnv: Record<string, string | undefined> = { ...process.env, ...env, PORT: '0', PAY_PORT: '0', EMBEDDED_DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  delete childEnv.DATABASE_URL; // always the embedded database, whatever the test run uses
+  delete childEnv.REDIS_URL;
+  delete childEnv.VITEST;
+  const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening" within 90 s:\n${output}`)), 90_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const line = output.split('\n').find((l) => l.includes('"apiPort"'));
+      if (line) {
+        clearTimeout(timer);
+        resolve({ child, port: (JSON.parse(line) as { apiPort: number }).apiPort, output: () => output });
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before listening:\n${output}`));
+    });
+  });
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    child.on('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
+  delete childEnv.DATABASE_URL;
+  return new Promise((resolve) => {
+    const child = spawn(TSX, args, { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+async function login(port: number, identifier: string, password: string): Promise<{ status: number; body: { data?: { access_token: string }; error?: string } }> {
+  const res = await fetch(`http://127.0.0.1:${port}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ identifier, password }),
+  });
+  return { status: res.status, body: (await res.json()) as { data?: { access_token: string }; error?: string } };
+}
+
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'demo-start-'));
+  tempDirs.push(dir);
+  return path.join(dir, 'pg');
+}
+
+const PRODUCTION_SECRETS = { JWT_SECRET: 'p'.repeat(48), PAY_SECRET: 'q'.repeat(48) };
+
+describe('starting the service', () => {
+  it('a development start seeds the demo data once: every demo user logs in and GET /me lists Demo Trading SARL', async () => {
+    const dataDir = tempDir();
+    const first = await start({ NODE_ENV: 'development' }, dataDir);
+    try {
+      expect(first.output()).toContain('demo data seeded');
+      for (const user of DEMO_USERS) {
+        const res = await login(first.port, user.email, DEMO_PASSWORD);
+        expect(res.status, user.email).toBe(200);
+        if (user.role === 'owner') {
+          const me = await fetch(`http://127.0.0.1:${first.port}/api/me`, { headers: { Authorization: `Bearer ${res.body.data?.access_token}` } });
+          const body = (await me.json()) as { data: { organizations: Array<{ name: string; role: string }> } };
+          expect(body.data.organizations).toContainEqual(expect.objectContaining({ name: 'Demo Trading SARL', role: 'owner' }));
+        }
+      }
+      expect((await login(first.port, '+225 07 00 00 00 01', DEMO_PASSWORD)).status).toBe(200);
+    } finally {
+      expect(await stop(first.child)).toBe(0);
+    }
+    const second = await start({ NODE_ENV: 'development' }, dataDir);
+    try {
+      expect(second.output()).not.toContain('demo data seeded');
+      expect((await login(second.port, 'owner@demo.example', DEMO_PASSWORD)).status).toBe(200);
+    } finally {
+      await stop(second.child);
+    }
+  }, 180_000);
+
+  it('a production start never seeds, even with SEED_DEMO=true', async () => {
+    const started = await start({ NODE_ENV: 'production', SEED_DEMO: 'true', ...PRODUCTION_SECRETS }, tempDir());
+    try {
+      expect(started.output()).not.toContain('demo data seeded');
+      const res = await login(started.port, 'owner@demo.example', DEMO_PASSWORD);
+      expect(res.status).toBe(401);
+      expect(res.body.error).toBe('InvalidCredentials');
+    } finally {
+      await stop(started.child);
+    }
+  }, 120_000);
+
+  it('a production start refuses the default JWT secret (exit 78, one clear line)', async () => {
+    for (const jwtSecret of [undefined, DEFAULT_JWT_SECRET]) {
+      const env: Record<string, string> = { NODE_ENV: 'production', PAY_SECRET: PRODUCTION_SECRETS.PAY_SECRET };
+      if (jwtSecret) env.JWT_SECRET = jwtSecret;
+      const { code, output } = await run(['src/main.ts'], env);
+      expect(code).toBe(78);
+      expect(output).toContain('JWT_SECRET must be set in production');
+    }
+  }, 60_000);
+
+  it('`make seed` refuses to run in production', async () => {
+    const { code, output } = await run(['scripts/seed.ts'], { NODE_ENV: 'production', ...PRODUCTION_SECRETS });
+    expect(code).toBe(1);
+    expect(output).toContain('never seeded in production');
+  }, 60_000);
+});

@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import {
+  DEMO_INACTIVE_ORGANIZATION_NAME,
+  DEMO_LOCKED_ORGANIZATION_NAME,
+  DEMO_ORGANIZATION_NAME,
+  DEMO_OTHER_ORGANIZATION_NAME,
+  DEMO_PASSWORD,
+  DEMO_USERS,
+  findDemoOrganizationId,
+  findDemoUserId,
+  seedIdentity,
+} from '../../src/db/seed/identity-seed';
+import { ACCESS_POLICY } from '../../src/modules/organizations/access-policy';
+import { OrganizationAccessService } from '../../src/modules/organizations/organization-access-service';
+import { buildServices, type Services } from '../../src/services';
+import { testConfig } from '../support/app';
+import { testKnex } from '../support/database';
+
+/** Runs the step in a transaction that is always rolled back: the run's database keeps no demo rows. */
+async function inRolledBackSeed(check: (trx: Knex.Transaction, services: Services) => Promise<void>): Promise<void> {
+  const knex = testKnex();
+  const services = buildServices({ config: testConfig(), knex, logger: pino({ level: 'silent' }) });
+  const trx = await knex.transaction();
+  try {
+    await seedIdentity(trx, services);
+    await check(trx, services);
+  } finally {
+    await trx.rollback();
+    services.shutdown();
+  }
+}
+
+describe('identity demo seed step', () => {
+  it('creates one argon2id user per role in "Demo Trading SARL", all modules open', async () => {
+    await inRolledBackSeed(async (trx, services) => {
+      const orgId = await findDemoOrganizationId(trx);
+      const org = await trx('organizations').where({ id: orgId }).first('name', 'status');
+      expect(org).toEqual({ name: DEMO_ORGANIZATION_NAME, status: 'active' });
+      const modules = await trx('organization_modules').where({ organization_id: orgId }).orderBy('module').select('module', 'access');
+      expect(modules.map((m: { access: string }) => m.access)).toEqual(['open', 'open', 'open', 'open']);
+      const members = await trx('memberships as m')
+        .join('users as u', 'u.id', 'm.user_id')
+        .where({ 'm.organization_id': orgId })
+        .select('u.email', 'm.role', 'm.status', 'u.password_hash', 'u.status as user_status');
+      expect(members.map((m: { email: string; role: string }) => [m.email, m.role]).sort()).toEqual(DEMO_USERS.map((u) => [u.email, u.role]).sort());
+      expect(DEMO_USERS.map((u) => u.role).sort()).toEqual(['admin', 'cashier', 'director', 'finance_manager', 'owner', 'representative']);
+      for (const member of members as Array<{ email: string; status: string; password_hash: string; user_status: string }>) {
+        expect(member.status).toBe('active');
+        expect(member.user_status).toBe('active');
+        expect(member.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+        expect(await services.passwords.verify(member.password_hash, DEMO_PASSWORD), member.email).toBe(true);
+      }
+      expect(await findDemoUserId(trx, 'OWNER@demo.example')).toMatch(/^[0-9a-f-]{36}$/);
+    });
+  });
+
+  it('makes the 404, 423 and 422 paths reachable for the demo owner', async () => {
+    await inRolledBackSeed(async (trx) => {
+      const access = new OrganizationAccessService(trx as unknown as Knex);
+      const owner = await findDemoUserId(trx, 'owner@demo.example');
+      const demo = await findDemoOrganizationId(trx);
+      const other = await findDemoOrganizationId(trx, DEMO_OTHER_ORGANIZATION_NAME);
+      const locked = await findDemoOrganizationId(trx, DEMO_LOCKED_ORGANIZATION_NAME);
+      const inactive = await findDemoOrganizationId(trx, DEMO_INACTIVE_ORGANIZATION_NAME);
+      await expect(access.authorize(demo, owner, ACCESS_POLICY.getOrCreateCheckout!)).resolves.toMatchObject({ role: 'owner' });
+      await expect(access.authorize(other, owner, ACCESS_POLICY.listPaymentLinks!)).rejects.toMatchObject({ code: 'NotFound' });
+      await expect(access.authorize(locked, owner, ACCESS_POLICY.getOrCreateCheckout!)).rejects.toMatchObject({ code: 'ModuleLocked' });
+      await expect(access.authorize(inactive, owner, ACCESS_POLICY.updateNetworkStatus!)).rejects.toMatchObject({ code: 'OrganizationInactive' });
+      const demoUsers = await trx('users').whereIn('email', DEMO_USERS.map((u) => u.email)).pluck('id');
+      const strangers = await trx('memberships').where({ organization_id: other }).whereIn('user_id', demoUsers).count<{ count: string }[]>('* as count');
+      expect(Number(strangers[0]?.count)).toBe(0);
+    });
+  });
+
+  it('the README lists every demo login, its role and the password, as local-only', () => {
+    const readme = fs.readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Demo logins'));
+    expect(section).toMatch(/local only/i);
+    expect(section).toContain(DEMO_PASSWORD);
+    expect(section).toContain(DEMO_ORGANIZATION_NAME);
+    for (const user of DEMO_USERS) expect(section).toMatch(new RegExp(`${user.email.replace('.', '\\.')}\\s*\\|\\s*${user.role}`));
+  });
+});
