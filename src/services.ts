@@ -12,6 +12,8 @@ import { PasswordHasher } from './modules/auth/password-hasher';
 import { SessionService } from './modules/auth/session-service';
 import { TokenService } from './modules/auth/token-service';
 import { OrganizationAccessService } from './modules/organizations/organization-access-service';
+import { PaymentLinksService } from './modules/payment-links/payment-links-service';
+import { PaymentsService } from './modules/payment-links/payments-service';
 
 export interface ServiceDeps {
   config: Config;
@@ -26,6 +28,8 @@ export function buildServices(deps: ServiceDeps) {
   const tokens = new TokenService(config.jwt);
   const sessions = new SessionService(knex, tokens);
   const passwords = new PasswordHasher();
+  const accounts = new AccountService(knex);
+  const payments = new PaymentsService(knex, accounts, deps.logger);
   return {
     health: new HealthService(knex, redis, loadOpenApiDocument().version),
     tokens,
@@ -33,11 +37,15 @@ export function buildServices(deps: ServiceDeps) {
     passwords,
     auth: new AuthService(knex, passwords, sessions, config.login),
     organizationAccess: new OrganizationAccessService(knex),
-    accounts: new AccountService(knex),
+    accounts,
+    paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret }),
+    payments,
     invoices: new InvoiceService(knex),
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
     /** Stops background work (timers, workers) before the pool closes. */
-    shutdown(): void {},
+    shutdown(): void {
+      payments.stop();
+    },
   };
 }
 

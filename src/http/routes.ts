@@ -6,6 +6,7 @@ import { healthRoutes } from '../modules/health/health-routes';
 import { invoiceRoutes } from '../modules/invoices/invoice-routes';
 import { networkStatusRoutes } from '../modules/network-status/network-status-routes';
 import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
+import { paymentLinksRoutes } from '../modules/payment-links/payment-links-routes';
 import type { Services } from '../services';
 import type { AppDeps } from './app';
 import { contractOperation } from './request-context';
@@ -41,6 +42,7 @@ export function mountRoutes(app: Express, services: Services, deps: AppDeps): vo
   // Business routes: the access policy first (src/modules/organizations/access-policy.ts), then their routers.
   api.use(BUSINESS_ORGANIZATION_PREFIX, organizationAccess(services.organizationAccess));
   api.use(accountRoutes(services.accounts));
+  api.use(paymentLinksRoutes({ paymentLinks: services.paymentLinks, payments: services.payments, payUrl: deps.config.payUrl }));
   api.use(invoiceRoutes(services.invoices));
   api.use(networkStatusRoutes(services.networkStatus));
   // Last: contract operations nobody answered yet.
