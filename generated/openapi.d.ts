@@ -35,7 +35,7 @@ export interface paths {
         put?: never;
         /**
          * Log in
-         * @description Opens a session for a user identified by e-mail (case-insensitive) or telephone number (normalised to E.164) and password, and returns a short-lived JWT access token and a refresh token. Unknown identifier and wrong password give the same 401 `InvalidCredentials`, in about the same time. After 5 failed attempts the account is locked for 15 minutes (401 `AccountLocked`); a disabled account also gets 401. Rate-limited per IP address and identifier; when the rate-limit store is unreachable, login fails closed with 503.
+         * @description Opens a session for a user identified by e-mail (case-insensitive) or telephone number (normalised to E.164) and password, and returns a short-lived JWT access token and a refresh token. Unknown identifier and wrong password give the same 401 `InvalidCredentials`, in about the same time. After 5 failed attempts the account is locked for 15 minutes (401 `AccountLocked`, the attempt that reaches the limit included; a successful login resets the count); a disabled account gets the same 401 `InvalidCredentials`. An identifier that is neither an e-mail address nor a telephone number in international form (`+` and country code) answers 400 `ValidationError`. Rate-limited per IP address and identifier; when the rate-limit store is unreachable, login fails closed with 503.
          */
         post: operations["login"];
         delete?: never;
@@ -58,6 +58,46 @@ export interface paths {
          * @description Revokes the session of the access token. The same access token and its refresh token are refused at once afterwards. No request body.
          */
         post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refresh a session
+         * @description Exchanges a refresh token for a new access token and a new refresh token (rotation). The presented refresh token is single use: once rotated, the access token of the old session is refused too. Presenting a refresh token that was already rotated is treated as token theft: the whole chain of sessions it belongs to is revoked and the call answers 401 `RefreshTokenReused`. An unknown, expired or revoked refresh token, or one of a disabled account, answers 401 `InvalidRefreshToken`. No bearer token is needed: the refresh token is the credential. Rate-limited per IP address.
+         */
+        post: operations["refreshSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The current user
+         * @description The user of the access token and the organisations of which the user is an active member, each with its `id`, `name`, `status` and the user's `role`. This is how an integrator finds the `orgId` of the Business routes.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -173,6 +213,162 @@ export interface paths {
          */
         get: operations["listPaymentLinks"];
         put?: never;
+        /**
+         * Create a one-off payment link
+         * @description Creates a one-off payment link to an active account of the organisation: a fixed amount, or an amount the customer chooses (optionally within bounds), a description, your reference and an expiry. The link is paid once (then `completed`); deactivate it to stop it earlier. Customers pay on `public_url`; always check the payment through `listPayments` before fulfilling an order. Roles: owner, admin or finance_manager. The payment links module must be open for writes.
+         */
+        post: operations["createPaymentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payment-links/{linkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment link or Checkout of the organisation.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                linkId: components["parameters"]["LinkId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a payment link
+         * @description One payment link or Checkout of the organisation, with its current status (`expired` once past `expires_at`). Roles: owner, admin or finance_manager.
+         */
+        get: operations["getPaymentLink"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payment-links/{linkId}/deactivate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment link or Checkout of the organisation.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                linkId: components["parameters"]["LinkId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deactivate a payment link
+         * @description Stops a payment link or Checkout from accepting payments; links are deactivated, never deleted. Deactivating an inactive link changes nothing; a `completed` link cannot be deactivated (409). Calling `getOrCreateCheckout` for its account reactivates a deactivated Checkout. Roles: owner, admin or finance_manager. The payment links module must be open for writes.
+         */
+        post: operations["deactivatePaymentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payment-links/{linkId}/signed-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment link or Checkout of the organisation.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                linkId: components["parameters"]["LinkId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign an amount and reference into a link
+         * @description Returns the link's `link_with_amount` filled with an amount and a reference, signed with the platform's key (`sig`) together with an expiry (`exp`): the payment page refuses the URL if the amount, the reference or the expiry is edited, and once it expires. Links created with `require_signed_amount` accept amounts from the URL only this way. Roles: owner, admin or finance_manager. The payment links module must be open for writes.
+         */
+        post: operations["createSignedPaymentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List payments
+         * @description The payments made on the organisation's links and Checkouts, newest first, with cursor pagination. Use it to check an order before fulfilling it: filter by your `reference` and look for a `succeeded` payment of the right amount. A customer returning to your site is not a payment confirmation. Roles: owner, admin, representative, director or finance_manager.
+         *
+         *     Sandbox: on the payment page, a mobile-money number ending in `0001` fails with `insufficient_funds`, `0002` with `approval_rejected`, `0003` with `payer_not_found`; `0009` stays `pending` a few seconds then succeeds, `0008` stays `pending` then fails with `expired`; any other number succeeds. Test cards (any future expiry, any CVC): `4242424242424242` succeeds, `4000000000000002` fails with `card_declined`, `4000000000009995` with `insufficient_funds`, `4000000000000077` succeeds after a delay; other card numbers are refused.
+         */
+        get: operations["listPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payments/{paymentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a payment
+         * @description One payment of the organisation and its status. Fulfil an order only when its payment is `succeeded`. Roles: owner, admin, representative, director or finance_manager.
+         */
+        get: operations["getPayment"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -195,11 +391,289 @@ export interface paths {
         };
         /**
          * List invoices, quotes and credit notes
-         * @description The organisation's billing documents, newest first, with cursor pagination and optional filters. A `status` that does not exist for the requested `kind` is refused with 400. Roles: owner, admin, representative, director or finance_manager.
+         * @description The organisation's billing documents (invoices, quotes and credit notes), newest first (creation time, then id), with cursor pagination and optional filters, combined with AND. A `status` that does not exist for the requested `kind` (for example `kind=credit_note&status=paid`), a `limit` outside 1 to 500 or not an integer, and a `starting_after` that is not a document of the organisation all answer 400 `ValidationError`. Open quotes past their expiry are listed as `canceled`. Roles: owner, admin, representative, director or finance_manager.
          */
         get: operations["listInvoices"];
         put?: never;
+        /**
+         * Create a draft invoice or quote
+         * @description Creates a draft invoice or quote for a customer of the organisation. Amounts are converted to integer minor units of the currency; a unit amount finer than the currency allows, or an unknown currency, answers 400. A draft has no number until it is finalised (`finalizeInvoice`). Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["createInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an invoice, quote or credit note
+         * @description One billing document of the organisation. Roles: owner, admin, representative, director or finance_manager.
+         */
+        get: operations["getInvoice"];
+        put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}/finalize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finalise a draft invoice or quote
+         * @description Moves a draft invoice or quote to `open` and assigns its number, sequential per organisation, kind and year without gaps or duplicates whatever the concurrency (`INV-2026-000042`, `QUO-2026-000007`). Sets the issue date (today, UTC), the due date of an invoice (30 days later unless set) and the expiry of a quote (30 days later unless set). A document that is not a draft answers 409 `InvalidStatusTransition`; credit notes are issued directly and cannot be finalised (422 `ActionNotApplicable`). Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["finalizeInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}/pay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark an invoice paid
+         * @description Records that an `open` or `uncollectible` invoice was paid outside the platform (`paid`, `status_transitions.paid_at`). Other statuses answer 409 `InvalidStatusTransition`; quotes and credit notes 422 `ActionNotApplicable`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["payInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}/mark-uncollectible": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark an invoice uncollectible
+         * @description Moves an `open` invoice to `uncollectible` (it can still be paid or voided afterwards). Other statuses answer 409 `InvalidStatusTransition`; quotes and credit notes 422 `ActionNotApplicable`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["markInvoiceUncollectible"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void an invoice or a credit note
+         * @description Voids an `open` or `uncollectible` invoice, or an `issued` credit note (whose amount then no longer counts against its invoice). A finalised document is never deleted: voiding keeps it and its number. Other statuses answer 409 `InvalidStatusTransition`; quotes 422 `ActionNotApplicable` (cancel them instead). Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["voidInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept a quote
+         * @description Moves an `open` quote to `accepted` and creates its invoice, a draft with the same customer, currency and lines; the `invoice_id` of the quote names it. A quote past `expires_at` is canceled instead and answers 409 `QuoteExpired`; other statuses 409 `InvalidStatusTransition`; invoices and credit notes 422 `ActionNotApplicable`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["acceptQuote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a quote
+         * @description Moves a `draft` or `open` quote to `canceled`. Other statuses answer 409 `InvalidStatusTransition`; invoices and credit notes 422 `ActionNotApplicable` (void them instead). Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["cancelQuote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invoices/{invoiceId}/credit-notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a credit note
+         * @description Issues a credit note against an `open`, `paid` or `uncollectible` invoice (the `invoiceId` of the path), in its currency and for its customer, numbered at once (`CN-2026-000003`, status `issued`). Its total must not exceed what remains on the invoice (total less the issued credit notes): 422 `CreditNoteExceedsRemaining` otherwise. Concurrent credit notes on one invoice are serialised, so together they never exceed it. A draft or void invoice answers 409 `InvoiceNotCreditable`; a quote or credit note 422 `ActionNotApplicable`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["createCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a customer
+         * @description Adds a customer to bill to the organisation. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         */
+        post: operations["createCustomer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -224,6 +698,43 @@ export interface paths {
          * @description The organisation's foreign-currency bank accounts with their ledger balances. Each account also has a statement (JSON or CSV). Roles: owner, admin, representative, director or finance_manager.
          */
         get: operations["listAccounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/accounts/{accountId}/statement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of one of the organisation's accounts. An unknown account, or one of another organisation, answers 404 `AccountNotFound`.
+                 * @example c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an account statement (JSON or CSV)
+         * @description Statement of one account over [`from`, `to`): opening balance, every ledger entry of the interval (entry id, posting, description, counterparty, amount, running balance) and closing balance; `opening_balance` plus the lines always equals `closing_balance`.
+         *
+         *     **Interval.** `to` defaults to now and `from` to 30 days before `to`. `from` must be earlier than `to`, and the interval is at most 469 days (otherwise 400 `ValidationError`). Times are ISO 8601 with a time zone; the statement is in UTC.
+         *
+         *     **Formats.** `format=json` (the default) answers the envelope with one page of at most `limit` lines (`starting_after` = the previous page's `next_cursor`). `format=csv`, or no `format` and an `Accept` header preferring `text/csv`, streams the whole interval as one RFC 4180 CSV file (CRLF line ends, a header row, `Content-Disposition: attachment`), read from the database in batches so that memory stays flat whatever its size; `limit` and `starting_after` are refused with CSV. CSV columns: `type` (`opening_balance`, `entry` or `closing_balance`), `entry_id`, `posting_id`, `posting_kind`, `booked_at`, `description`, `counterparty`, `amount`, `running_balance`, `currency`. The first row after the header is the opening balance (booked at `from`), the last the closing balance (booked at `to`). Text cells that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`) are prefixed with `'`. Should the database fail after the CSV has started, the connection is cut: a CSV without its `closing_balance` row is incomplete.
+         *
+         *     Roles: owner, admin, representative, director or finance_manager.
+         */
+        get: operations["getAccountStatement"];
         put?: never;
         post?: never;
         delete?: never;
@@ -257,9 +768,35 @@ export interface paths {
         head?: never;
         /**
          * Change the network opening status
-         * @description Sets `is_open` if `version` is still the current one, atomically, and bumps `version`; every accepted change is audited. It never changes `is_visible`, publication or address. On 409 `VersionConflict`, read the status again and retry with the new `version`. Invalid data is answered with 422 on this route (not 400). The organisation must be active; roles: owner or admin.
+         * @description Sets `is_open` if `version` is still the current one, atomically, and bumps `version`; every accepted change is audited. It never changes `is_visible`, publication or address. On 409 `VersionConflict`, read the status again and retry with the new `version`. Invalid data is answered with 422 on this route (not 400). The organisation must be active; roles: owner or admin. `version` never wraps: once it reaches 2147483646 (after 2,147,483,646 changes) further changes are refused with 422 `VersionExhausted` rather than restarting at 0, which could let a client holding a very old version overwrite a newer status. When the status store cannot answer in time (a lock or statement timeout), the change is not applied and the API answers 503 `StatusUnavailable` with `Retry-After`.
          */
         patch: operations["updateNetworkStatus"];
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/network-status/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the changes of the network opening status
+         * @description The audit trail of the opening status: every accepted change with its actor, the status and version before and after, the request id and the time, newest first, with cursor pagination. Roles: owner or admin.
+         */
+        get: operations["getNetworkStatusHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
 }
@@ -437,6 +974,70 @@ export interface components {
          */
         LogoutResponse: components["schemas"]["SuccessEnvelope"] & {
             data: components["schemas"]["LogoutResult"];
+        };
+        /**
+         * RefreshSessionRequest
+         * @description A refresh token returned by `POST /auth/login` or a previous refresh.
+         */
+        RefreshSessionRequest: {
+            /** @description The refresh token (single use). */
+            refresh_token: string;
+        };
+        /**
+         * OrganizationStatus
+         * @description Status of an organisation. Only an `active` organisation may change its network opening status.
+         * @enum {string}
+         */
+        OrganizationStatus: "active" | "inactive" | "suspended";
+        /**
+         * OrganizationRole
+         * @description Role of a member in an organisation. The financial roles (owner, admin, representative, director, finance_manager) read payment links, invoices and accounts; owner, admin and finance_manager manage the Checkout; owner and admin change the network opening status; cashier staff read none of these.
+         * @enum {string}
+         */
+        OrganizationRole: "owner" | "admin" | "representative" | "director" | "finance_manager" | "cashier";
+        /**
+         * MeOrganization
+         * @description An organisation of which the user is an active member, with the user's role in it.
+         */
+        MeOrganization: {
+            /**
+             * Format: uuid
+             * @description The `orgId` of the Business routes.
+             */
+            id: string;
+            /** @description Name of the organisation. */
+            name: string;
+            status: components["schemas"]["OrganizationStatus"];
+            role: components["schemas"]["OrganizationRole"];
+        };
+        /**
+         * Me
+         * @description The user of the access token.
+         */
+        Me: {
+            /**
+             * Format: uuid
+             * @description Identifier of the user.
+             */
+            id: string;
+            /**
+             * Format: email
+             * @description E-mail address (lower case), or `null`.
+             */
+            email: string | null;
+            /** @description Telephone number in E.164 form, or `null`. */
+            phone: string | null;
+            /** @description Whether the user is a platform administrator. */
+            is_admin: boolean;
+            /** @description Organisations of which the user is an active member, by name. */
+            organizations: components["schemas"]["MeOrganization"][];
+        };
+        /**
+         * MeResponse
+         * @description Envelope of the current user.
+         */
+        MeResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["Me"];
         };
         /**
          * CurrencyCode
@@ -766,6 +1367,8 @@ export interface components {
              * @description A foreign-currency account of the organisation that receives the payments. An account of another organisation is refused with 400.
              */
             destination_account_id: string;
+            /** @description Optional. When true, the Checkout's page accepts an amount from the URL only when it is signed (see `createSignedPaymentLink`); when given, the setting of an existing Checkout is updated. */
+            require_signed_amount?: boolean;
         };
         /**
          * PaymentLinkKind
@@ -809,6 +1412,14 @@ export interface components {
             currency: components["schemas"]["CurrencyCode"];
             /** @description Fixed amount in major units; `null` when the customer or the integrator chooses it. */
             amount: number | null;
+            /** @description The fixed amount, exact, in integer minor units; `null` without a fixed amount. */
+            amount_minor: components["schemas"]["MinorAmount"] | null;
+            /** @description Smallest amount the customer may pay, or `null`. */
+            minimum_amount: number | null;
+            /** @description Largest amount the customer may pay, or `null`. */
+            maximum_amount: number | null;
+            /** @description Whether the payment page accepts an amount from the URL only when it is signed (`sig` and `exp`, see `createSignedPaymentLink`). */
+            require_signed_amount: boolean;
             /** @description Text shown to the customer, or `null`. */
             description: string | null;
             /** @description Fixed reference of the link, or `null`. */
@@ -862,8 +1473,178 @@ export interface components {
             data: components["schemas"]["PaymentLinkList"];
         };
         /**
+         * CreatePaymentLinkRequest
+         * @description A one-off payment link (paid once, then `completed`). Give a fixed `amount`, or let the customer choose it, optionally within `minimum_amount` and `maximum_amount` (or pass it in the URL with `?amount=`). Amounts are in major units and may not be finer than the currency allows.
+         */
+        CreatePaymentLinkRequest: {
+            /**
+             * Format: uuid
+             * @description The organisation account credited by the payment; it must be active (409 `DestinationAccountInactive`). An account of another organisation is refused with 400.
+             */
+            destination_account_id: string;
+            /** @description Fixed amount in major units of the account's currency. */
+            amount?: number;
+            /** @description Smallest amount the customer may pay (no fixed `amount`). */
+            minimum_amount?: number;
+            /** @description Largest amount the customer may pay (no fixed `amount`). */
+            maximum_amount?: number;
+            /** @description Text shown to the customer on the payment page. */
+            description?: string;
+            /** @description Your order reference, carried by the payment. */
+            reference?: string;
+            /**
+             * Format: date-time
+             * @description When the link stops accepting payments (in the future, within one year).
+             */
+            expires_at?: string;
+            /** @description When true, the page accepts an amount from the URL only with a valid signature (see `createSignedPaymentLink`). */
+            require_signed_amount?: boolean;
+        };
+        /**
+         * CreateSignedPaymentLinkRequest
+         * @description The amount and reference to sign into a tamper-proof `link_with_amount`.
+         */
+        CreateSignedPaymentLinkRequest: {
+            /** @description Amount in major units of the link's currency, within the link's bounds. */
+            amount: number;
+            /** @description Your order reference. */
+            reference: string;
+            /**
+             * Format: int32
+             * @description Lifetime of the signed URL (at most 30 days, never beyond the link's own expiry).
+             * @default 86400
+             */
+            expires_in_seconds: number;
+        };
+        /**
+         * SignedPaymentLink
+         * @description A `link_with_amount` whose amount, reference and expiry are signed (`sig`, `exp` query parameters): the payment page refuses the URL if any of them is changed, and after `expires_at`.
+         */
+        SignedPaymentLink: {
+            /**
+             * Format: uuid
+             * @description The payment link or Checkout.
+             */
+            link_id: string;
+            /**
+             * Format: uri
+             * @description The signed URL to send to the customer.
+             */
+            url: string;
+            /** @description The signed amount in major units. */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            /** @description The signed reference. */
+            reference: string;
+            /**
+             * Format: date-time
+             * @description When the signed URL stops being accepted.
+             */
+            expires_at: string;
+        };
+        /**
+         * SignedPaymentLinkResponse
+         * @description Envelope of a signed payment link URL.
+         */
+        SignedPaymentLinkResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["SignedPaymentLink"];
+        };
+        /**
+         * PaymentStatus
+         * @description `pending`: the customer submitted the payment and the payment method has not answered yet; `succeeded`: the money is on the destination account (a final state); `failed`: no money moved (a final state, see `failure_reason`).
+         * @enum {string}
+         */
+        PaymentStatus: "pending" | "succeeded" | "failed";
+        /**
+         * Payment
+         * @description A payment made by a customer on a payment link or Checkout. Check that a payment is `succeeded` (and that its amount and reference are the ones of your order) before fulfilling the order: a customer returning to your site is not a payment confirmation.
+         */
+        Payment: {
+            /**
+             * Format: uuid
+             * @description Payment identifier.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The payment link or Checkout the customer paid on.
+             */
+            link_id: string;
+            /**
+             * Format: uuid
+             * @description The organisation paid.
+             */
+            organization_id: string;
+            /**
+             * Format: uuid
+             * @description The organisation account credited.
+             */
+            destination_account_id: string;
+            /** @description Amount in major units of the currency (see `amount_minor` for the exact value). */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            /** @description The reference of the order (from the link or its URL), or `null`. */
+            reference: string | null;
+            /**
+             * @description Payment method the customer used (sandbox rails).
+             * @enum {string}
+             */
+            method: "mobile_money" | "card";
+            /** @description Last four digits of the customer's phone number or card; nothing more is stored. */
+            payer_last4: string;
+            status: components["schemas"]["PaymentStatus"];
+            /**
+             * @description Why a `failed` payment failed; `null` otherwise.
+             * @enum {string|null}
+             */
+            failure_reason: "insufficient_funds" | "approval_rejected" | "payer_not_found" | "expired" | "card_declined" | "destination_unavailable" | null;
+            /**
+             * Format: uuid
+             * @description The ledger posting that credited the destination account (`succeeded` only).
+             */
+            ledger_posting_id: string | null;
+            /**
+             * Format: date-time
+             * @description When the customer submitted the payment.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Time of the last change.
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When the payment reached `succeeded` or `failed`; `null` while pending.
+             */
+            completed_at: string | null;
+        };
+        /**
+         * PaymentList
+         * @description A page of the organisation's payments, newest first.
+         */
+        PaymentList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Payment"][];
+        };
+        /**
+         * PaymentListResponse
+         * @description Envelope of a list of payments.
+         */
+        PaymentListResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["PaymentList"];
+        };
+        /**
+         * PaymentResponse
+         * @description Envelope of a payment.
+         */
+        PaymentResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["Payment"];
+        };
+        /**
          * InvoiceStatus
-         * @description Status of a billing document; the allowed values depend on the kind. Invoice: `draft`, `open`, `paid`, `void`, `uncollectible`. Quote: `draft`, `open`, `accepted`, `canceled`. Credit note: `issued`, `void`.
+         * @description Status of a billing document; the allowed values depend on the kind (Stripe's lifecycles). Invoice: `draft` -> `open` (finalize) -> `paid` | `void` | `uncollectible`, and `uncollectible` -> `paid` | `void`. Quote: `draft` -> `open` (finalize) -> `accepted` (creates a draft invoice) | `canceled`; a draft can be canceled and an open quote past `expires_at` becomes `canceled`. Credit note: `issued` -> `void`. Filtering on a status that does not exist for the requested `kind` answers 400.
          * @enum {string}
          */
         InvoiceStatus: "draft" | "open" | "paid" | "void" | "uncollectible" | "accepted" | "canceled" | "issued";
@@ -880,8 +1661,71 @@ export interface components {
          */
         DecimalAmount: string;
         /**
+         * InvoiceLineItem
+         * @description One line of a billing document; `amount` is quantity x unit amount, `tax` is rounded half up to the minor unit.
+         */
+        InvoiceLineItem: {
+            /** @description What is billed. */
+            description: string;
+            /**
+             * Format: int32
+             * @description Number of units.
+             */
+            quantity: number;
+            unit_amount: components["schemas"]["DecimalAmount"];
+            /**
+             * Format: int32
+             * @description Tax rate in basis points (1800 = 18 %).
+             */
+            tax_rate_bps: number;
+            amount: components["schemas"]["DecimalAmount"];
+            tax: components["schemas"]["DecimalAmount"];
+        };
+        /**
+         * CreditNoteReason
+         * @description Why a credit note is issued (Stripe's reasons).
+         * @enum {string}
+         */
+        CreditNoteReason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory";
+        /**
+         * InvoiceStatusTransitions
+         * @description When the document entered each status (Stripe's `status_transitions`); `null` when it never did.
+         */
+        InvoiceStatusTransitions: {
+            /**
+             * Format: date-time
+             * @description Finalised (invoice, quote) or issued (credit note).
+             */
+            finalized_at: string | null;
+            /**
+             * Format: date-time
+             * @description Marked paid (invoice).
+             */
+            paid_at: string | null;
+            /**
+             * Format: date-time
+             * @description Voided (invoice, credit note).
+             */
+            voided_at: string | null;
+            /**
+             * Format: date-time
+             * @description Marked uncollectible (invoice).
+             */
+            marked_uncollectible_at: string | null;
+            /**
+             * Format: date-time
+             * @description Accepted (quote).
+             */
+            accepted_at: string | null;
+            /**
+             * Format: date-time
+             * @description Canceled or expired (quote).
+             */
+            canceled_at: string | null;
+        };
+        /**
          * Invoice
-         * @description A billing document of the organisation - an invoice, a quote or a credit note.
+         * @description A billing document of the organisation - an invoice, a quote or a credit note. Amounts are exact decimal strings in major units of `currency`, computed from integer minor units (never floats).
          */
         Invoice: {
             /**
@@ -890,7 +1734,7 @@ export interface components {
              */
             id: string;
             kind: components["schemas"]["InvoiceKind"];
-            /** @description Number, sequential per organisation and kind, assigned at finalisation (for example `INV-2026-000042`); `null` for a draft. */
+            /** @description Number, sequential per organisation, kind and year, assigned at finalisation without gaps (for example `INV-2026-000042`, `QUO-2026-000007`, `CN-2026-000003`); `null` for a draft. */
             number: string | null;
             status: components["schemas"]["InvoiceStatus"];
             /**
@@ -899,13 +1743,18 @@ export interface components {
              */
             customer_id: string | null;
             currency: components["schemas"]["CurrencyCode"];
+            /** @description The lines, in order. */
+            line_items: components["schemas"]["InvoiceLineItem"][];
             subtotal: components["schemas"]["DecimalAmount"];
             tax: components["schemas"]["DecimalAmount"];
             total: components["schemas"]["DecimalAmount"];
             amount_due: components["schemas"]["DecimalAmount"];
+            amount_credited: components["schemas"]["DecimalAmount"];
+            /** @description Free text printed on the document. */
+            memo: string | null;
             /**
              * Format: date
-             * @description Issue date; `null` for a draft.
+             * @description Issue date (the finalisation date, UTC); `null` for a draft.
              */
             issue_date: string | null;
             /**
@@ -915,7 +1764,7 @@ export interface components {
             due_date: string | null;
             /**
              * Format: date-time
-             * @description Expiry of a quote; `null` otherwise.
+             * @description Expiry of a quote; an open quote past it becomes `canceled`. `null` otherwise.
              */
             expires_at: string | null;
             /**
@@ -923,6 +1772,9 @@ export interface components {
              * @description The related invoice: the invoice a credit note applies to, or the invoice an accepted quote became; `null` otherwise.
              */
             invoice_id: string | null;
+            /** @description Why a credit note was issued; `null` for other kinds. */
+            credit_reason: components["schemas"]["CreditNoteReason"] | null;
+            status_transitions: components["schemas"]["InvoiceStatusTransitions"];
             /**
              * Format: date-time
              * @description Creation time.
@@ -947,6 +1799,126 @@ export interface components {
          */
         InvoiceListResponse: components["schemas"]["SuccessEnvelope"] & {
             data: components["schemas"]["InvoiceList"];
+        };
+        /**
+         * InvoiceLineItemInput
+         * @description One line to bill. `unit_amount` is a decimal string in major units of the document's currency (`"1250.50"` EUR, `"5000"` XOF); an amount finer than the currency allows is refused with 400.
+         */
+        InvoiceLineItemInput: {
+            /** @description What is billed. */
+            description: string;
+            /**
+             * Format: int32
+             * @description Number of units.
+             */
+            quantity: number;
+            /**
+             * @description Price of one unit, a non-negative decimal string in major units.
+             * @example 5000
+             */
+            unit_amount: string;
+            /**
+             * Format: int32
+             * @description Tax rate in basis points (1800 = 18 %); 0 by default.
+             * @default 0
+             */
+            tax_rate_bps: number;
+        };
+        /**
+         * CreateInvoiceRequest
+         * @description A new draft invoice or quote. Drafts have no number; finalising assigns one. A credit note is issued against an invoice instead (see `createCreditNote`).
+         */
+        CreateInvoiceRequest: {
+            /**
+             * @description The kind of draft to create.
+             * @enum {string}
+             */
+            kind: "invoice" | "quote";
+            /**
+             * Format: uuid
+             * @description A customer of the organisation (another organisation's customer answers 404 `CustomerNotFound`).
+             */
+            customer_id: string;
+            currency: components["schemas"]["CurrencyCode"];
+            /** @description The lines to bill. */
+            line_items: components["schemas"]["InvoiceLineItemInput"][];
+            /** @description Free text printed on the document. */
+            memo?: string | null;
+            /**
+             * Format: date
+             * @description Invoices only; not in the past. Defaults to 30 days after finalisation.
+             */
+            due_date?: string | null;
+            /**
+             * Format: date-time
+             * @description Quotes only; in the future. Defaults to 30 days after finalisation.
+             */
+            expires_at?: string | null;
+        };
+        /**
+         * InvoiceResponse
+         * @description Envelope of one billing document.
+         */
+        InvoiceResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["Invoice"];
+        };
+        /**
+         * CreateCreditNoteRequest
+         * @description A credit note against an open, paid or uncollectible invoice, in the invoice's currency. Its total (lines plus tax) must not exceed what remains on the invoice (total less the issued credit notes).
+         */
+        CreateCreditNoteRequest: {
+            reason: components["schemas"]["CreditNoteReason"];
+            /** @description The lines credited. */
+            line_items: components["schemas"]["InvoiceLineItemInput"][];
+            /** @description Free text printed on the credit note. */
+            memo?: string | null;
+        };
+        /**
+         * CreateCustomerRequest
+         * @description A customer of the organisation, to bill.
+         */
+        CreateCustomerRequest: {
+            /** @description Name of the customer (person or company). */
+            name: string;
+            /**
+             * Format: email
+             * @description E-mail address (stored lower-cased).
+             */
+            email?: string | null;
+            /** @description Telephone number in E.164 format. */
+            phone?: string | null;
+        };
+        /**
+         * Customer
+         * @description A customer of the organisation.
+         */
+        Customer: {
+            /**
+             * Format: uuid
+             * @description Customer identifier.
+             */
+            id: string;
+            /** @description Name of the customer. */
+            name: string;
+            /**
+             * Format: email
+             * @description E-mail address.
+             */
+            email: string | null;
+            /** @description Telephone number (E.164). */
+            phone: string | null;
+            /**
+             * Format: date-time
+             * @description Creation time.
+             */
+            created_at: string;
+        };
+        /**
+         * CustomerResponse
+         * @description Envelope of one customer.
+         */
+        CustomerResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["Customer"];
         };
         /**
          * Account
@@ -1000,6 +1972,81 @@ export interface components {
             data: components["schemas"]["AccountList"];
         };
         /**
+         * AccountStatementLine
+         * @description One ledger entry of the account: what moved, against whom, and the balance right after it. Lines are ordered by `booked_at`, then `entry_id`.
+         */
+        AccountStatementLine: {
+            /** @description Ledger entry identifier; also the pagination cursor. */
+            entry_id: string;
+            /**
+             * Format: uuid
+             * @description The balanced ledger posting the entry belongs to.
+             */
+            posting_id: string;
+            /** @description Business event of the posting, for example `payment.received`. */
+            posting_kind: string;
+            /**
+             * Format: date-time
+             * @description When the entry was booked (UTC, microsecond precision).
+             */
+            booked_at: string;
+            /** @description What the posting was: its own description when it carries one, otherwise its kind in words followed by the business reference. */
+            description: string;
+            /** @description The other side of the posting (the account on the opposite side with the largest amount): an account of the organisation by its label, another organisation by its name, platform accounts by their role (for example `External payment network`). Never personal data. */
+            counterparty: string | null;
+            amount: components["schemas"]["DecimalAmount"];
+            running_balance: components["schemas"]["DecimalAmount"];
+        };
+        /**
+         * AccountStatement
+         * @description Statement of one account over the interval [`from`, `to`): the opening balance (every entry booked before `from`), the lines of the interval with their running balance, and the closing balance. `opening_balance` plus the amounts of every line of the interval equals `closing_balance`, always (all values are read from one database snapshot). `total_credits` and `total_debits` (negative or zero) cover the whole interval. JSON statements are paged: at most `limit` lines per page; pass `next_cursor` as `starting_after` for the next page (the balances and totals are those of the whole interval on every page; `running_balance` continues across pages). The CSV format streams the whole interval in one response.
+         */
+        AccountStatement: {
+            /**
+             * @description Always `account_statement`.
+             * @constant
+             */
+            object: "account_statement";
+            /**
+             * Format: uuid
+             * @description The account.
+             */
+            account_id: string;
+            currency_code: components["schemas"]["CurrencyCode"];
+            /**
+             * Format: date-time
+             * @description Start of the interval (inclusive, UTC).
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description End of the interval (exclusive, UTC).
+             */
+            to: string;
+            opening_balance: components["schemas"]["DecimalAmount"];
+            closing_balance: components["schemas"]["DecimalAmount"];
+            total_credits: components["schemas"]["DecimalAmount"];
+            total_debits: components["schemas"]["DecimalAmount"];
+            /**
+             * Format: int64
+             * @description Number of lines in the whole interval (all pages).
+             */
+            entry_count: number;
+            /** @description This page's lines, oldest first. */
+            lines: components["schemas"]["AccountStatementLine"][];
+            /** @description Whether more lines of the interval follow this page. */
+            has_more: boolean;
+            /** @description `entry_id` of this page's last line, to pass as `starting_after`; `null` when `has_more` is false. */
+            next_cursor: string | null;
+        };
+        /**
+         * AccountStatementResponse
+         * @description Envelope of an account statement (JSON format).
+         */
+        AccountStatementResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["AccountStatement"];
+        };
+        /**
          * NetworkStatus
          * @description Opening status of the organisation, shared with the public network.
          */
@@ -1045,6 +2092,58 @@ export interface components {
             version: number;
             /** @description New opening status; `null` clears it. */
             is_open: boolean | null;
+        };
+        /**
+         * NetworkStatusSnapshot
+         * @description The opening status and its version at one point of the audit trail.
+         */
+        NetworkStatusSnapshot: {
+            /** @description Opening status; `null` when never set. */
+            is_open: boolean | null;
+            /**
+             * Format: int32
+             * @description Concurrency counter.
+             */
+            version: number;
+        };
+        /**
+         * NetworkStatusChange
+         * @description One accepted change of the opening status (the audit record, written in the same transaction as the change).
+         */
+        NetworkStatusChange: {
+            /**
+             * Format: uuid
+             * @description Audit record identifier.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The user who made the change (`null` if the user was deleted since).
+             */
+            actor_user_id: string | null;
+            before: components["schemas"]["NetworkStatusSnapshot"];
+            after: components["schemas"]["NetworkStatusSnapshot"];
+            /** @description The `X-Request-Id` of the request that made the change. */
+            request_id: string | null;
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             */
+            created_at: string;
+        };
+        /**
+         * NetworkStatusHistory
+         * @description A page of the audit trail of the opening status, newest change first.
+         */
+        NetworkStatusHistory: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["NetworkStatusChange"][];
+        };
+        /**
+         * NetworkStatusHistoryResponse
+         * @description Envelope of a page of the opening status audit trail.
+         */
+        NetworkStatusHistoryResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["NetworkStatusHistory"];
         };
     };
     responses: {
@@ -1190,6 +2289,42 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `NotFound`: the organisation is unknown or foreign to the caller. `DocumentNotFound`: the document is not one of the organisation's. `CustomerNotFound`: the `customer_id` of the body is not a customer of the organisation. Identifiers of another organisation answer exactly like unknown ones. */
+        DocumentNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. */
+        DocumentConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (no number left for the year). */
+        DocumentUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /**
@@ -1212,6 +2347,21 @@ export interface components {
          * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
          */
         OrgId: string;
+        /**
+         * @description Identifier of a payment link or Checkout of the organisation.
+         * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+         */
+        LinkId: string;
+        /**
+         * @description Identifier of a payment made on one of the organisation's links.
+         * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+         */
+        PaymentId: string;
+        /**
+         * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+         * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+         */
+        InvoiceId: string;
     };
     requestBodies: never;
     headers: {
@@ -1318,6 +2468,7 @@ export interface operations {
             /** @description `InvalidCredentials`: unknown identifier, wrong password or disabled account (one message for all). `AccountLocked`: too many failed attempts; `Retry-After` gives the seconds until the lock ends. */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     "Retry-After": components["headers"]["RetryAfter"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -1354,6 +2505,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LogoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    refreshSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefreshSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description Session rotated; the previous refresh token is spent. */
+            200: {
+                headers: {
+                    /** @description Token responses are never cached (RFC 6749, section 5.1). */
+                    "Cache-Control"?: "no-store";
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `InvalidRefreshToken`: unknown, expired or revoked refresh token, or a disabled account. `RefreshTokenReused`: the token was already rotated; every session of its chain is now revoked (log in again). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current user and their organisations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1675,6 +2900,357 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    createPaymentLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePaymentLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The link, `active`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `DestinationAccountInactive`: the destination account is not active. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getPaymentLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment link or Checkout of the organisation.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                linkId: components["parameters"]["LinkId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `PaymentLinkNotFound`: the organisation has no link with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deactivatePaymentLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment link or Checkout of the organisation.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                linkId: components["parameters"]["LinkId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link, `inactive`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `PaymentLinkNotFound`: the organisation has no link with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `PaymentLinkNotActive`: the link was already paid (`completed`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createSignedPaymentLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment link or Checkout of the organisation.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                linkId: components["parameters"]["LinkId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSignedPaymentLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The signed URL. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedPaymentLinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `PaymentLinkNotFound`: the organisation has no link with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `PaymentLinkNotActive`: the link is inactive, expired or completed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listPayments: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only payments made on this link or Checkout.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                link_id?: string;
+                /**
+                 * @description Only payments with exactly this reference.
+                 * @example ORDER-1042
+                 */
+                reference?: string;
+                /**
+                 * @description Only payments with this status.
+                 * @example succeeded
+                 */
+                status?: components["schemas"]["PaymentStatus"];
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payments. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payment. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `PaymentNotFound`: the organisation has no payment with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listInvoices: {
         parameters: {
             query?: {
@@ -1728,10 +3304,452 @@ export interface operations {
                     "application/json": components["schemas"]["InvoiceListResponse"];
                 };
             };
+            /** @description `ValidationError`: a parameter does not match the contract (an unknown `status` or `kind`, `customer_id` not a UUID, `limit` of 0, 501 or not an integer, an unknown query parameter), a `status` that does not exist for the `kind`, or a `starting_after` that is not a document of the organisation. `details` names each bad parameter. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateInvoiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The document created. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    finalizeInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentConflict"];
+            422: components["responses"]["DocumentUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    payInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentConflict"];
+            422: components["responses"]["DocumentUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    markInvoiceUncollectible: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentConflict"];
+            422: components["responses"]["DocumentUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    voidInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentConflict"];
+            422: components["responses"]["DocumentUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    acceptQuote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentConflict"];
+            422: components["responses"]["DocumentUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelQuote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentConflict"];
+            422: components["responses"]["DocumentUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createCreditNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
+                 * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
+                 */
+                invoiceId: components["parameters"]["InvoiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCreditNoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The document created. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["DocumentUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCustomerRequest"];
+            };
+        };
+        responses: {
+            /** @description The customer created. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerResponse"];
+                };
+            };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -1767,6 +3785,89 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAccountStatement: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start of the interval, inclusive (default `to` minus 30 days).
+                 * @example 2026-10-01T00:00:00Z
+                 */
+                from?: string;
+                /**
+                 * @description End of the interval, exclusive (default now).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                to?: string;
+                /**
+                 * @description `json` (default) or `csv`. When absent, an `Accept` header that prefers `text/csv` selects CSV.
+                 * @example csv
+                 */
+                format?: "json" | "csv";
+                /**
+                 * @description JSON only. Maximum number of lines of the page (1 to 1000, 500 when absent).
+                 * @example 500
+                 */
+                limit?: number;
+                /**
+                 * @description JSON only. `next_cursor` of the previous page (the `entry_id` of its last line); lines after it are returned.
+                 * @example 1045
+                 */
+                starting_after?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description UUID of one of the organisation's accounts. An unknown account, or one of another organisation, answers 404 `AccountNotFound`.
+                 * @example c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The statement, as JSON (one page) or as a CSV file (the whole interval). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description CSV only: `attachment; filename="statement-<account id>-<from>-<to>.csv"` (compact UTC times such as `20261001T000000Z`).
+                     * @example attachment; filename="statement-c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f-20261001T000000Z-20261101T000000Z.csv"
+                     */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountStatementResponse"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown, foreign to the caller, or `orgId` is not a UUID. `AccountNotFound`: the account is unknown or belongs to another organisation (both answer the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -1837,7 +3938,7 @@ export interface operations {
                     "application/json": components["schemas"]["NetworkStatusResponse"];
                 };
             };
-            /** @description `ValidationError`: the body is not valid JSON, or an unknown query parameter was sent. A body that is JSON but does not match the schema answers 422. */
+            /** @description `ValidationError`: the body is not valid JSON. Any other invalid input (a body that does not match the schema, an unknown query parameter) answers 422. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1866,7 +3967,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `ValidationError`: the body does not match the schema (missing field, wrong type, `version` out of range, additional property); `details` names each bad field. `OrganizationInactive`: the organisation is not active. */
+            /** @description `ValidationError`: the body does not match the schema (missing field, wrong type, `version` out of range, additional property) or an unknown query parameter was sent; `details` names each bad field. `OrganizationInactive`: the organisation is not active. `VersionExhausted`: the version counter reached its maximum (2147483646); it never wraps, so no further change is accepted (contact support). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1891,6 +3992,52 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+        };
+    };
+    getNetworkStatusHistory: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of changes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NetworkStatusHistoryResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
 }
