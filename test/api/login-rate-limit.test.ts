@@ -1,9 +1,9 @@
 import type { Store } from 'express-rate-limit';
 import request from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
-import { memoryRateLimitBackend, type RateLimitBackend } from '../../src/http/rate-limit';
+import type { RateLimitBackend } from '../../src/http/rate-limit';
 import { buildTestApp } from '../support/app';
-import { accessTokenFor, bearer, createUser, uniqueEmail } from '../support/factories';
+import { accessTokenFor, bearer, createUser, uniqueEmail, uniquePhone } from '../support/factories';
 
 /** A backend whose stores all fail, like Redis being down. */
 function brokenBackend(): RateLimitBackend {
@@ -18,7 +18,8 @@ function brokenBackend(): RateLimitBackend {
 
 describe('login rate limit (per IP and identifier)', () => {
   it('answers 429 RateLimitExceeded with Retry-After and the IETF RateLimit headers beyond the limit', async () => {
-    const app = await buildTestApp({ env: { RATE_LIMIT_LOGIN: '3' }, rateLimitBackend: memoryRateLimitBackend() });
+    // The run's store: Redis when REDIS_URL is set, memory otherwise.
+    const app = await buildTestApp({ env: { RATE_LIMIT_LOGIN: '3' } });
     const user = await createUser();
     const attempt = (identifier: string, password = 'wrong password') =>
       request(app).post('/api/auth/login').send({ identifier, password });
@@ -40,6 +41,18 @@ describe('login rate limit (per IP and identifier)', () => {
     expect((await attempt(uniqueEmail('other'))).status).toBe(401);
     // The same identifier in another case is the same bucket.
     expect((await attempt((user.email as string).toUpperCase())).status).toBe(429);
+  });
+
+  it('counts every spelling of one telephone number (spaces, dashes, 00 or +) in one bucket', async () => {
+    const app = await buildTestApp({ env: { RATE_LIMIT_LOGIN: '2', LOGIN_MAX_FAILED_ATTEMPTS: '100' }, rateLimitBackend: memoryRateLimitBackend() });
+    const phone = uniquePhone(); // +22507XXXXXXXX
+    await createUser({ email: null, phone });
+    const spellings = [phone, `00${phone.slice(1)}`, `${phone.slice(0, 4)} ${phone.slice(4)}`, `${phone.slice(0, 6)}-${phone.slice(6, 9)}-${phone.slice(9)}`];
+    const statuses: number[] = [];
+    for (const identifier of spellings) {
+      statuses.push((await request(app).post('/api/auth/login').send({ identifier, password: 'wrong password' })).status);
+    }
+    expect(statuses).toEqual([401, 401, 429, 429]);
   });
 
   it('fails closed: 503 ServiceUnavailable with Retry-After when the store errors, while other routes fail open', async () => {
