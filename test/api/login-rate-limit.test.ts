@@ -44,7 +44,7 @@ describe('login rate limit (per IP and identifier)', () => {
   });
 
   it('counts every spelling of one telephone number (spaces, dashes, 00 or +) in one bucket', async () => {
-    const app = await buildTestApp({ env: { RATE_LIMIT_LOGIN: '2', LOGIN_MAX_FAILED_ATTEMPTS: '100' }, rateLimitBackend: memoryRateLimitBackend() });
+    const app = await buildTestApp({ env: { RATE_LIMIT_LOGIN: '2', LOGIN_MAX_FAILED_ATTEMPTS: '100' } });
     const phone = uniquePhone(); // +22507XXXXXXXX
     await createUser({ email: null, phone });
     const spellings = [phone, `00${phone.slice(1)}`, `${phone.slice(0, 4)} ${phone.slice(4)}`, `${phone.slice(0, 6)}-${phone.slice(6, 9)}-${phone.slice(9)}`];
