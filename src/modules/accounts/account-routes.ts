@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { Router, type Request, type Response } from 'express';
 import type { operations } from '../../../generated/openapi';
 import { ValidationError } from '../../errors';
@@ -23,12 +22,18 @@ function wantsCsv(req: Request, format: StatementQuery['format']): boolean {
   return req.accepts(['application/json', 'text/csv']) === 'text/csv';
 }
 
-/** Writes and waits for the socket to drain when its buffer is full (back pressure). */
-async function write(res: Response, chunk: string): Promise<void> {
-  if (res.destroyed) return;
-  if (!res.write(chunk)) {
-    await Promise.race([once(res, 'drain'), once(res, 'close')]);
-  }
+/** Writes and, when the socket buffer is full, waits for it to drain or close (back pressure). */
+function write(res: Response, chunk: string): Promise<void> {
+  if (res.destroyed || res.write(chunk)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 function csvSink(res: Response): StatementSink {
