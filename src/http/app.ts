@@ -64,6 +64,8 @@ export function createApp(deps: AppDeps): App {
       logger,
       genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      // Health polls (load balancers, monitors) would drown the log; outages show in the body.
+      autoLogging: { ignore: (req) => req.url === '/api/health' },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     }),
   );
@@ -81,7 +83,7 @@ export function createApp(deps: AppDeps): App {
       validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true },
       validateResponses: config.validateResponses,
       validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler } },
-      validateFormats: 'full',
+      validateFormats: true,
       ignoreUndocumented: false,
     }),
   );
