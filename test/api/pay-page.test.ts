@@ -336,6 +336,25 @@ describe('POST /pay/:code', () => {
     expect((await first.agent.get(paid.headers.location as string)).text).toContain('Payment confirmed');
   });
 
+  it('lets only one of several customers paying a one-off link at once succeed; concurrent orders on a Checkout all land once', async () => {
+    const link = await createLink({ destination_account_id: xof.id, amount: 700 });
+    const pages = await Promise.all([1, 2, 3, 4, 5].map(() => openPage(`/pay/${link.code}`)));
+    const results = await Promise.all(
+      pages.map(({ agent, token }) => agent.post(`/pay/${link.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })),
+    );
+    expect(results.filter((r) => r.status === 303)).toHaveLength(1);
+    for (const r of results.filter((x) => x.status !== 303)) expect([409, 410]).toContain(r.status);
+    expect(await testKnex()('payments').where({ link_id: link.id })).toHaveLength(1);
+
+    const before = await balanceOf(testKnex(), xof.ledgerAccountId);
+    const orders = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => openPage(`/pay/${checkout.code}?amount=${i * 100}&reference=PAR-${i}`)));
+    const paid = await Promise.all(
+      orders.map(({ agent, token }) => agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })),
+    );
+    expect(paid.map((r) => r.status)).toEqual([303, 303, 303, 303, 303, 303]);
+    expect(await balanceOf(testKnex(), xof.ledgerAccountId)).toBe(before + 2_100n);
+  });
+
   it('refuses a payment when the destination account became inactive', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
     const link = await createLink({ destination_account_id: account.id, amount: 100 });

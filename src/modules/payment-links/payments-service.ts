@@ -198,8 +198,8 @@ export class PaymentsService {
   }
 
   /** Settles every pending payment that is due (after a restart lost the timers). */
-  async settleDue(now = new Date(), limit = 100): Promise<number> {
-    const ids = await paymentsRepository.dueIds(this.knex, now, limit);
+  async settleDue(now = new Date(), limit = 100, organizationId?: string): Promise<number> {
+    const ids = await paymentsRepository.dueIds(this.knex, now, limit, organizationId);
     for (const id of ids) await this.settle(id, now);
     return ids.length;
   }
@@ -225,6 +225,8 @@ export class PaymentsService {
     if (filter.startingAfter && !(await paymentsRepository.exists(this.knex, organizationId, filter.startingAfter))) {
       throw ValidationError.field('query.starting_after', 'starting_after is not a payment of this organisation.');
     }
+    // Sandbox decisions that fell due while no timer was running (a restart) are applied first.
+    await this.settleDue(new Date(), 100, organizationId);
     return paymentsRepository.list(this.knex, organizationId, { ...filter, limit: filter.limit ?? 50 });
   }
 
