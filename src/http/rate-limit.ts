@@ -3,6 +3,7 @@ import { ipKeyGenerator, MemoryStore, rateLimit, type Store } from 'express-rate
 import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { RateLimitConfig } from '../config';
+import { loginIdentifierKey } from '../modules/auth/identifier';
 
 /**
  * Where the counters live: Redis when REDIS_URL is set (shared by every instance),
@@ -69,7 +70,7 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
     limit: config.loginPerWindow,
     keyGenerator: (req) => {
       const body = req.body as { identifier?: unknown } | undefined;
-      const identifier = typeof body?.identifier === 'string' ? body.identifier.trim().toLowerCase().slice(0, 320) : '';
+      const identifier = typeof body?.identifier === 'string' ? loginIdentifierKey(body.identifier) : '';
       return `${clientIp(req)}|${identifier}`;
     },
     identifier: 'login',

@@ -26,3 +26,17 @@ export function parseLoginIdentifier(raw: string): LoginIdentifier {
   }
   return { kind: 'phone', phone: phone.number };
 }
+
+/**
+ * The account a login attempt targets, for per-identifier rate limiting: every spelling of
+ * one telephone number (spaces, dashes, `00` or `+`) and every case of one e-mail address
+ * share one bucket, so reformatting the identifier does not buy more attempts.
+ */
+export function loginIdentifierKey(raw: string): string {
+  try {
+    const identifier = parseLoginIdentifier(raw);
+    return identifier.kind === 'email' ? identifier.email : identifier.phone;
+  } catch {
+    return raw.trim().toLowerCase().slice(0, 320);
+  }
+}
