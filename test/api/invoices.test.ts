@@ -347,6 +347,9 @@ describe('quotes', () => {
     await post(`/invoices/${quote.id}/finalize`);
     const expiredAt = new Date(Date.now() - 1000);
     await testKnex()('documents').where({ id: quote.id }).update({ expires_at: expiredAt });
+    // Read as canceled before anyone acts on it (no background job, no write on reads).
+    expect((await get(`/invoices/${quote.id}`)).body.data.status).toBe('canceled');
+    expect((await get('/invoices?kind=quote&status=open')).body.data.data).toEqual([]);
     const accept = await post(`/invoices/${quote.id}/accept`);
     expect(accept.status).toBe(409);
     expect(accept.body.error).toBe('QuoteExpired');

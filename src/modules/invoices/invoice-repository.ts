@@ -51,19 +51,35 @@ interface CustomerRow {
   created_at: Date;
 }
 
-/** Dates come back as text so no time zone ever shifts them. */
 const DOCUMENT_COLUMNS = [
-  'id', 'organization_id', 'kind', 'status', 'number', 'customer_id', 'currency', 'line_items',
+  'id', 'organization_id', 'kind', 'number', 'customer_id', 'currency', 'line_items',
   'subtotal_minor', 'tax_minor', 'total_minor', 'credited_minor', 'memo',
   'expires_at', 'invoice_id', 'credit_reason', 'finalized_at', 'paid_at', 'voided_at',
-  'marked_uncollectible_at', 'accepted_at', 'canceled_at', 'created_at', 'updated_at',
+  'marked_uncollectible_at', 'accepted_at', 'created_at', 'updated_at',
 ] as const;
 
-function documentColumns(knex: Db, alias = 'documents'): Array<string | Knex.Raw> {
+/**
+ * The columns of a document. Dates come back as text so no time zone ever shifts them.
+ * Reads (`asOf` given) show an open quote past its expiry as canceled at its expiry, so
+ * expiry needs no background job and no write on the read path; writes read the stored
+ * status (`asOf` absent) and persist the expiry themselves.
+ */
+function documentColumns(knex: Db, alias: string, asOf?: Date): Array<string | Knex.Raw> {
+  const a = (column: string) => `${alias}.${column}`;
+  const stored = [a('status'), a('canceled_at')];
+  const effective = asOf
+    ? [
+        knex.raw(`CASE WHEN ?? = 'quote' AND ?? = 'open' AND ?? <= ? THEN 'canceled' ELSE ?? END AS status`, [a('kind'), a('status'), a('expires_at'), asOf, a('status')]),
+        knex.raw(`CASE WHEN ?? = 'quote' AND ?? = 'open' AND ?? <= ? THEN ?? ELSE ?? END AS canceled_at`, [
+          a('kind'), a('status'), a('expires_at'), asOf, a('expires_at'), a('canceled_at'),
+        ]),
+      ]
+    : stored;
   return [
-    ...DOCUMENT_COLUMNS.map((c) => `${alias}.${c}`),
-    knex.raw(`to_char(??, 'YYYY-MM-DD') AS issue_date`, [`${alias}.issue_date`]),
-    knex.raw(`to_char(??, 'YYYY-MM-DD') AS due_date`, [`${alias}.due_date`]),
+    ...DOCUMENT_COLUMNS.map(a),
+    ...effective,
+    knex.raw(`to_char(??, 'YYYY-MM-DD') AS issue_date`, [a('issue_date')]),
+    knex.raw(`to_char(??, 'YYYY-MM-DD') AS due_date`, [a('due_date')]),
   ];
 }
 
@@ -173,6 +189,8 @@ export interface DocumentListQuery {
   limit: number;
   /** Id of the last document of the previous page (already known to belong to the organisation). */
   startingAfter?: string;
+  /** Quotes expired at this time are shown (and filtered) as canceled. */
+  asOf: Date;
 }
 
 function changeToRow(change: DocumentChange): Record<string, unknown> {
@@ -238,11 +256,14 @@ export class InvoiceRepository {
     return (await this.findDocument(doc.organizationId, id)) as BillingDocument;
   }
 
-  /** The document of this organisation; `forUpdate` locks its row until the transaction ends. */
+  /**
+   * The document of this organisation as of now (an expired open quote reads as canceled);
+   * `forUpdate` locks its row until the transaction ends and returns the stored status.
+   */
   async findDocument(organizationId: string, id: string, options: { forUpdate?: boolean } = {}): Promise<BillingDocument | undefined> {
     const query = this.db('documents')
       .where({ organization_id: organizationId, id })
-      .first(documentColumns(this.db));
+      .first(documentColumns(this.db, 'documents', options.forUpdate ? undefined : new Date()));
     if (options.forUpdate) query.forUpdate();
     const row = (await query) as DocumentRow | undefined;
     return row ? toDocument(row) : undefined;
@@ -276,24 +297,21 @@ export class InvoiceRepository {
     return Number(result.rows[0]?.last_number);
   }
 
-  /** Open quotes past their expiry become canceled (at their expiry time). */
-  async expireQuotes(organizationId: string, now: Date): Promise<number> {
-    return this.db('documents')
-      .where({ organization_id: organizationId, kind: 'quote', status: 'open' })
-      .whereNotNull('expires_at')
-      .andWhere('expires_at', '<=', now)
-      .update({ status: 'canceled', canceled_at: this.db.ref('expires_at'), updated_at: this.db.fn.now() });
-  }
-
   /** Newest first, `limit + 1` rows (the extra one tells whether there is more). */
   async list(query: DocumentListQuery): Promise<BillingDocument[]> {
     const q = this.db('documents as d')
       .where('d.organization_id', query.organizationId)
-      .select(documentColumns(this.db, 'd'))
+      .select(documentColumns(this.db, 'd', query.asOf))
       .orderBy([{ column: 'd.created_at', order: 'desc' }, { column: 'd.id', order: 'desc' }])
       .limit(query.limit + 1);
     if (query.kind) q.andWhere('d.kind', query.kind);
-    if (query.status) q.andWhere('d.status', query.status);
+    if (query.status === 'canceled') {
+      q.andWhere((w) => w.where('d.status', 'canceled').orWhere((e) => e.where({ 'd.kind': 'quote', 'd.status': 'open' }).andWhere('d.expires_at', '<=', query.asOf)));
+    } else if (query.status === 'open') {
+      q.andWhere('d.status', 'open').andWhere((w) => w.whereNot('d.kind', 'quote').orWhereNull('d.expires_at').orWhere('d.expires_at', '>', query.asOf));
+    } else if (query.status) {
+      q.andWhere('d.status', query.status);
+    }
     if (query.customerId) q.andWhere('d.customer_id', query.customerId);
     if (query.startingAfter) {
       // The cursor's position is read in SQL: a timestamptz keeps microseconds a JS Date would lose.

@@ -112,9 +112,7 @@ export class InvoiceService {
   }
 
   async getDocument(organizationId: string, id: string): Promise<DocumentView> {
-    const repo = new InvoiceRepository(this.knex);
-    await repo.expireQuotes(organizationId, this.now());
-    const doc = await repo.findDocument(organizationId, id);
+    const doc = await new InvoiceRepository(this.knex).findDocument(organizationId, id);
     if (!doc) throw new DocumentNotFoundError();
     return this.view(this.knex, doc);
   }
@@ -134,8 +132,7 @@ export class InvoiceService {
     if (input.startingAfter && !(await repo.documentExists(organizationId, input.startingAfter))) {
       throw ValidationError.field('query.starting_after', 'starting_after is not a document of this organization: pass the next_cursor of a previous page.');
     }
-    await repo.expireQuotes(organizationId, this.now());
-    const rows = await repo.list({ organizationId, ...input });
+    const rows = await repo.list({ organizationId, ...input, asOf: new Date() });
     const documents = await Promise.all(rows.map((doc) => this.view(this.knex, doc)));
     return { documents, limit: input.limit };
   }

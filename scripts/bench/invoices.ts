@@ -1,0 +1,179 @@
+/**
+ * GET /business/organizations/{orgId}/invoices?limit=50 on an organisation with 100,000
+ * documents: requests per second and latency percentiles with autocannon, first page and a
+ * deep page (starting_after in the middle), and the query plan of the list query (it must
+ * be an index scan of documents_list_index, never a sort of the organisation's rows).
+ *
+ * Needs PostgreSQL: DATABASE_URL, or postgres://postgres@127.0.0.1:5432/postgres. A scratch
+ * database is created, filled with set-based SQL, and dropped at the end. The API runs in a
+ * child process pinned to core 0 (production settings), autocannon here (`make bench` pins
+ * this script to core 1). BENCH_DOCUMENTS, BENCH_DURATION_S and BENCH_CONNECTIONS override
+ * the defaults.
+ */
+import crypto from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { loadConfig } from '../../src/config';
+import { createKnex, migrateLatest } from '../../src/db/database';
+import { SessionService } from '../../src/modules/auth/session-service';
+import { TokenService } from '../../src/modules/auth/token-service';
+import { InvoiceService } from '../../src/modules/invoices/invoice-service';
+import { printResult, runAutocannon, startServerProcess } from './bench-support';
+
+const DOCUMENTS = Number(process.env.BENCH_DOCUMENTS ?? 100_000);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const JWT_SECRET = process.env.JWT_SECRET ?? 'bench-secret-bench-secret-bench-secret-0123';
+
+/** 100 customers, then the documents in one INSERT ... SELECT over generate_series. */
+async function fill(knex: Knex, orgId: string): Promise<void> {
+  await knex.raw(
+    `INSERT INTO customers (organization_id, name, email)
+     SELECT ?, 'Customer ' || c, 'customer' || c || '@bench.example' FROM generate_series(1, 100) c`,
+    [orgId],
+  );
+  // 80 % invoices (all five statuses), 15 % quotes (draft, open, canceled), 5 % credit notes
+  // against one issued invoice; newest created last; amounts in XOF minor units.
+  await knex.raw(
+    `WITH customer_ids AS (
+       SELECT array_agg(id ORDER BY name) AS ids FROM customers WHERE organization_id = :org
+     ), anchor AS (
+       INSERT INTO documents (organization_id, kind, status, number, currency, line_items, subtotal_minor, tax_minor, total_minor, issue_date, created_at)
+       VALUES (:org, 'invoice', 'paid', 'INV-2025-999999', 'XOF', '[]', 100000000, 0, 100000000, now()::date, now() - interval '400 days')
+       RETURNING id
+     ), rows AS (
+       SELECT g,
+              CASE WHEN g % 20 < 16 THEN 'invoice' WHEN g % 20 < 19 THEN 'quote' ELSE 'credit_note' END AS kind
+         FROM generate_series(1, :n) g
+     ), shaped AS (
+       SELECT g, kind,
+              CASE kind
+                WHEN 'invoice' THEN (ARRAY['draft', 'open', 'paid', 'void', 'uncollectible'])[1 + g % 5]
+                WHEN 'quote' THEN (ARRAY['draft', 'open', 'canceled'])[1 + g % 3]
+                ELSE 'issued' END AS status,
+              (1000 + (g % 97) * 500)::bigint AS subtotal
+         FROM rows
+     )
+     INSERT INTO documents (organization_id, kind, status, number, customer_id, currency, line_items,
+                            subtotal_minor, tax_minor, total_minor, issue_date, due_date, invoice_id, credit_reason, created_at)
+     SELECT :org, s.kind, s.status,
+            CASE WHEN s.status = 'draft' THEN NULL
+                 ELSE (CASE s.kind WHEN 'invoice' THEN 'INV' WHEN 'quote' THEN 'QUO' ELSE 'CN' END) || '-2026-' || lpad(s.g::text, 6, '0') END,
+            (SELECT ids[1 + s.g % 100] FROM customer_ids),
+            'XOF',
+            jsonb_build_array(jsonb_build_object('description', 'Item ' || s.g, 'quantity', 1, 'unit_amount_minor', s.subtotal::text,
+                                                 'tax_rate_bps', 1800, 'amount_minor', s.subtotal::text, 'tax_minor', (s.subtotal * 18 / 100)::text)),
+            s.subtotal, s.subtotal * 18 / 100, s.subtotal + s.subtotal * 18 / 100,
+            CASE WHEN s.status = 'draft' THEN NULL ELSE (now() - s.g * interval '1 minute')::date END,
+            CASE WHEN s.kind = 'invoice' AND s.status <> 'draft' THEN (now() + interval '30 days')::date END,
+            CASE WHEN s.kind = 'credit_note' THEN (SELECT id FROM anchor) END,
+            CASE WHEN s.kind = 'credit_note' THEN 'duplicate' END,
+            now() - interval '300 days' + s.g * interval '1 minute' / 4
+       FROM shaped s`,
+    { org: orgId, n: DOCUMENTS - 1 },
+  );
+  await knex.raw('ANALYZE documents; ANALYZE customers');
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+/** EXPLAIN ANALYZE of the exact list query the service sends (captured from knex). */
+async function explainList(knex: Knex, orgId: string, startingAfter?: string): Promise<Record<string, unknown>> {
+  const captured: Array<{ sql: string; bindings: unknown[] }> = [];
+  const listener = (query: { sql: string; bindings?: unknown[] }) => {
+    if (/^select/i.test(query.sql) && query.sql.includes('order by')) captured.push({ sql: query.sql, bindings: query.bindings ?? [] });
+  };
+  knex.on('query', listener);
+  await new InvoiceService(knex).listDocuments(orgId, { limit: 50, startingAfter });
+  knex.removeListener('query', listener);
+  const query = captured[0];
+  if (!query) throw new Error('the list query was not captured');
+  const result = await knex.raw<{ rows: Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode; 'Execution Time': number }> }> }>(
+    // knex reports the pg-native text ($1, $2...); knex.raw wants ? placeholders (in order).
+    `EXPLAIN (ANALYZE, FORMAT JSON) ${query.sql.replace(/\$\d+/g, '?')}`,
+    query.bindings as Knex.RawBinding[],
+  );
+  const top = result.rows[0]?.['QUERY PLAN'][0];
+  const all = top ? nodes(top.Plan) : [];
+  const indexes = [...new Set(all.map((n) => n['Index Name']).filter(Boolean))];
+  return {
+    node_types: [...new Set(all.map((n) => n['Node Type']))],
+    indexes,
+    uses_list_index: indexes.includes('documents_list_index'),
+    sorts: all.some((n) => n['Node Type'] === 'Sort'),
+    seq_scan_of_documents: all.some((n) => n['Node Type'] === 'Seq Scan'),
+    execution_ms: top?.['Execution Time'],
+  };
+}
+
+async function main(): Promise<void> {
+  const name = `bench_invoices_${Date.now()}_${crypto.randomBytes(2).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: SERVER_URL, pool: { min: 0, max: 1 } });
+  await admin.raw(`CREATE DATABASE ${name}`);
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${name}`;
+  const knex = createKnex(url.toString(), 'postgres', 4);
+  let server: Awaited<ReturnType<typeof startServerProcess>> | undefined;
+  try {
+    await migrateLatest(knex);
+    const [org] = (await knex('organizations').insert({ name: 'Bench Trading SARL' }).returning('id')) as Array<{ id: string }>;
+    const orgId = (org as { id: string }).id;
+    await knex('organization_modules').insert({ organization_id: orgId, module: 'invoices', access: 'open' });
+    const [user] = (await knex('users').insert({ email: `bench-${Date.now()}@bench.example`, password_hash: 'not-a-login' }).returning('id')) as Array<{ id: string }>;
+    const userId = (user as { id: string }).id;
+    await knex('memberships').insert({ organization_id: orgId, user_id: userId, role: 'finance_manager' });
+
+    const fillStarted = Date.now();
+    await fill(knex, orgId);
+    const fillMs = Date.now() - fillStarted;
+    const count = Number((await knex('documents').where({ organization_id: orgId }).count<Array<{ count: string }>>('* as count'))[0]?.count);
+
+    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456' });
+    const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
+
+    const middle = (await knex('documents').where({ organization_id: orgId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(Math.floor(count / 2)).first('id')) as { id: string };
+    const plans = { first_page: await explainList(knex, orgId), deep_page: await explainList(knex, orgId, middle.id) };
+
+    server = await startServerProcess('scripts/bench/servers/api-server.ts', { DATABASE_URL: url.toString(), JWT_SECRET, REDIS_URL: '' });
+    const headers = { authorization: `Bearer ${token}` };
+    const first = `${server.url}/api/business/organizations/${orgId}/invoices?limit=50`;
+    const deep = `${first}&starting_after=${middle.id}`;
+    const probe = await fetch(first, { headers });
+    const body = (await probe.json()) as { data?: { data?: unknown[]; has_more?: boolean } };
+    if (probe.status !== 200 || body.data?.data?.length !== 50 || !body.data.has_more) throw new Error(`unexpected answer ${probe.status}: ${JSON.stringify(body).slice(0, 300)}`);
+
+    await runAutocannon({ url: first, headers, duration: 2, connections: CONNECTIONS });
+    const firstResult = await runAutocannon({ url: first, headers, duration: DURATION_S, connections: CONNECTIONS });
+    const deepResult = await runAutocannon({ url: deep, headers, duration: DURATION_S, connections: CONNECTIONS });
+    printResult('invoices', {
+      documents: count,
+      fill_ms: fillMs,
+      connections: CONNECTIONS,
+      duration_s: DURATION_S,
+      list_limit_50: firstResult,
+      list_limit_50_deep_page: deepResult,
+      server_peak_rss_mb: await server.peakRssMb(),
+      explain: plans,
+    });
+    if (!plans.first_page.uses_list_index || plans.first_page.sorts) throw new Error('the list query does not use documents_list_index');
+  } finally {
+    await server?.stop();
+    await knex.destroy();
+    if (!process.env.BENCH_KEEP_DATABASE) await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.destroy();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
