@@ -3793,12 +3793,12 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Start of the interval, inclusive (default `to` minus 30 days).
+                 * @description Start of the interval, inclusive (default `to` minus 30 days). ISO 8601 date-time with a time zone; `:` may be sent as is, a `+` offset must be encoded as `%2B`.
                  * @example 2026-10-01T00:00:00Z
                  */
                 from?: string;
                 /**
-                 * @description End of the interval, exclusive (default now).
+                 * @description End of the interval, exclusive (default now). ISO 8601 date-time with a time zone; `:` may be sent as is, a `+` offset must be encoded as `%2B`.
                  * @example 2026-11-01T00:00:00Z
                  */
                 to?: string;
