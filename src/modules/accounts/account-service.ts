@@ -26,7 +26,7 @@ export const DEFAULT_STATEMENT_DAYS = 30;
 export const MAX_STATEMENT_PAGE = 1000;
 export const DEFAULT_STATEMENT_PAGE = 500;
 /** Rows fetched per keyset batch when streaming. */
-export const STATEMENT_BATCH_SIZE = 5000;
+export const STATEMENT_BATCH_SIZE = 1000;
 /** More accounts than this per organisation is not a supported shape (the list is one page). */
 export const MAX_ACCOUNTS_PER_ORGANIZATION = 500;
 
