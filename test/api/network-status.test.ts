@@ -130,6 +130,16 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
     expect(await auditCount(org.id)).toBe(2);
   });
 
+  it('concurrent first changes (version 0, no row yet) also let exactly one through', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'admin');
+    const results = await Promise.all(Array.from({ length: 20 }, () => request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: true })));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 409)).toHaveLength(19);
+    expect((await request(app).get(url(org.id)).set(bearer(token))).body.data.version).toBe(1);
+    expect(await auditCount(org.id)).toBe(1);
+  });
+
   it.each([
     ['a missing is_open', { version: 0 }, 'body.is_open'],
     ['a missing version', { is_open: true }, 'body.version'],
