@@ -138,4 +138,36 @@ describe(`a statement of ${ENTRIES} entries`, () => {
     expect(page.body.data.lines).toHaveLength(1000);
     await expectLedgerInvariants(testKnex());
   });
+
+  it('stops reading and releases its database connection when the client goes away mid-stream', { timeout: 120_000 }, async () => {
+    const org = await createOrganization();
+    const token = await accessTokenFor(app, await createMember(org, 'owner'));
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const start = new Date('2025-06-01T00:00:00Z');
+    await bulkCredit(account, 5000, { start, stepMs: 1000, amountMinor: 1n });
+    const path = statementUrl(org.id, account.id, { from: start, to: new Date(start.getTime() + 5000 * 1000), format: 'csv' });
+    const received = await new Promise<number>((resolve, reject) => {
+      const req = http.get(`${baseUrl}${path}`, { headers: bearer(token) }, (res) => {
+        res.once('data', (chunk: Buffer) => {
+          req.destroy();
+          resolve(chunk.length);
+        });
+      });
+      req.on('error', (error) => ((error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error)));
+    });
+    expect(received).toBeGreaterThan(0);
+    // The statement's transaction ended: the next requests get the database at once (on the
+    // embedded back-end there is a single connection, so a leaked one would hang them).
+    const started = Date.now();
+    for (let i = 0; i < 3; i += 1) {
+      const res = await request(app).get(statementUrl(org.id, account.id, { from: start, to: new Date(start.getTime() + 10_000), limit: 5 })).set(bearer(token));
+      expect(res.status).toBe(200);
+      expect(res.body.data.lines).toHaveLength(5);
+    }
+    expect(Date.now() - started).toBeLessThan(10_000);
+    if (databaseKind() === 'postgres') {
+      const rows = await testKnex().raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`);
+      expect(rows.rows[0].n).toBe(0);
+    }
+  });
 });

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { csvCell, csvLine, maskAccountNumber, maskIban, neutraliseFormula, statementFilename } from '../../src/modules/accounts/account-presenter';
+import { describeCounterparty, describePosting } from '../../src/modules/accounts/statement-lines';
+import { MAX_STATEMENT_DAYS, resolveInterval } from '../../src/modules/accounts';
+
+const DAY = 86_400_000;
+
+describe('masking', () => {
+  it('keeps only the last 4 characters of an account number', () => {
+    expect(maskAccountNumber('1234567890')).toBe('******7890');
+    expect(maskAccountNumber('12345')).toBe('****5');
+    expect(maskAccountNumber('1234')).toBe('****');
+    expect(maskAccountNumber(null)).toBeNull();
+  });
+
+  it('keeps the country, check digits and last 4 characters of an IBAN, grouped by 4', () => {
+    expect(maskIban('FR7630006000011234567890189')).toBe('FR76 **** **** **** **** ***0 189');
+    expect(maskIban('GB82WEST12345698765432')).toBe('GB82 **** **** **** **54 32');
+    expect(maskIban(null)).toBeNull();
+  });
+});
+
+describe('CSV cells', () => {
+  it('quotes commas, quotes and line breaks (RFC 4180) and leaves the rest alone', () => {
+    expect(csvCell('plain')).toBe('plain');
+    expect(csvCell('a,b')).toBe('"a,b"');
+    expect(csvCell('say "hi"')).toBe('"say ""hi"""');
+    expect(csvCell('a\r\nb')).toBe('"a\r\nb"');
+    expect(csvCell(null)).toBe('');
+  });
+
+  it('neutralises text a spreadsheet would run as a formula, but never amounts', () => {
+    for (const text of ['=1+1', '+1', '-1', '@SUM(A1)', '\tx']) expect(neutraliseFormula(text)).toBe(`'${text}`);
+    expect(neutraliseFormula('Payment')).toBe('Payment');
+    const line = csvLine(
+      { entryId: '1', postingId: 'p', postingKind: 'k', bookedAt: 't', description: '=cmd', counterparty: null, amountMinor: -150n, runningBalanceMinor: -5n },
+      2,
+      'EUR',
+    );
+    expect(line).toBe("entry,1,p,k,t,'=cmd,,-1.50,-0.05,EUR\r\n");
+  });
+
+  it('names the file after the account and the interval', () => {
+    expect(statementFilename('abc', new Date('2026-10-01T00:00:00Z'), new Date('2026-11-01T12:30:00.250Z'))).toBe('statement-abc-20261001T000000Z-20261101T123000Z.csv');
+  });
+});
+
+describe('statement lines', () => {
+  it('describes a posting by its own description, else its kind and business reference', () => {
+    expect(describePosting({ posting_kind: 'payment.received', meta_description: null, meta_reference: 'ORDER-1' })).toBe('Payment received - ORDER-1');
+    expect(describePosting({ posting_kind: 'payout.bank', meta_description: '  Salary\u0000 run ', meta_reference: 'x' })).toBe('Salary run');
+    expect(describePosting({ posting_kind: 'x', meta_description: 'a'.repeat(500), meta_reference: null })).toHaveLength(200);
+  });
+
+  it('names the counterparty without personal data', () => {
+    const base = { meta_counterparty: null, counterparty_external_ref: null, counterparty_org_id: null, counterparty_org_name: null, counterparty_account_label: null };
+    expect(describeCounterparty({ ...base, counterparty_kind: 'external_clearing' }, 'org')).toBe('External payment network');
+    expect(describeCounterparty({ ...base, counterparty_kind: 'wallet' }, 'org')).toBe('Platform wallet');
+    expect(describeCounterparty({ ...base, counterparty_kind: 'org_account', counterparty_org_id: 'org', counterparty_org_name: 'Us', counterparty_account_label: 'EUR' }, 'org')).toBe('EUR');
+    expect(describeCounterparty({ ...base, counterparty_kind: 'org_account', counterparty_org_id: 'other', counterparty_org_name: 'Them SA', counterparty_account_label: 'Secret' }, 'org')).toBe('Them SA');
+    expect(describeCounterparty({ ...base, counterparty_kind: 'rail_transit', counterparty_external_ref: 'mtn' }, 'org')).toBe('Payout rail (mtn)');
+    expect(describeCounterparty({ ...base, counterparty_kind: 'wallet', meta_counterparty: 'Card customer' }, 'org')).toBe('Card customer');
+    expect(describeCounterparty({ ...base, counterparty_kind: null }, 'org')).toBeNull();
+  });
+});
+
+describe('statement interval', () => {
+  const now = new Date('2026-11-22T12:00:00Z');
+
+  it('defaults to the 30 days before now, or before `to`', () => {
+    expect(resolveInterval({}, now)).toEqual({ from: new Date(now.getTime() - 30 * DAY), to: now });
+    const to = new Date('2026-01-31T00:00:00Z');
+    expect(resolveInterval({ to: to.toISOString() }, now)).toEqual({ from: new Date(to.getTime() - 30 * DAY), to });
+  });
+
+  it('accepts exactly 469 days and refuses one millisecond more, an empty or reversed interval and bad dates', () => {
+    const to = new Date('2026-06-01T00:00:00Z');
+    expect(resolveInterval({ from: new Date(to.getTime() - MAX_STATEMENT_DAYS * DAY), to }, now).from).toEqual(new Date(to.getTime() - 469 * DAY));
+    for (const range of [
+      { from: new Date(to.getTime() - MAX_STATEMENT_DAYS * DAY - 1), to },
+      { from: to, to },
+      { from: new Date(to.getTime() + 1), to },
+      { from: 'not a date', to },
+      { from: new Date(now.getTime() - 470 * DAY) },
+    ]) {
+      expect(() => resolveInterval(range, now)).toThrowError(expect.objectContaining({ code: 'ValidationError' }));
+    }
+  });
+});
