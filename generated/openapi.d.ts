@@ -2301,6 +2301,31 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already created a document; `details` and `Location` name it: fetch it instead of retrying) or `ConcurrentOperation` (a request with the key is still running; retry later with the same key). */
+        DocumentCreateConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. */
         DocumentConflict: {
             headers: {
@@ -2313,9 +2338,22 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (no number left for the year). */
+        /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (no number left for the year). With an `Idempotency-Key`: `IdempotencyKeyReused` (the key was used with another body). */
         DocumentUnprocessable: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `InvoiceNotCreditable`: a credit note needs an open, paid or uncollectible invoice. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already issued a credit note; `details` and `Location` name it) or `ConcurrentOperation` (a request with the key is still running). */
+        CreditNoteConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -2357,6 +2395,11 @@ export interface components {
          * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
          */
         PaymentId: string;
+        /**
+         * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+         * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+         */
+        IdempotencyKeyOptional: string;
         /**
          * @description UUID of a billing document (invoice, quote or credit note) of the organisation. An unknown document, or one of another organisation, answers 404 `DocumentNotFound`.
          * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
@@ -3326,7 +3369,13 @@ export interface operations {
     createInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -3358,8 +3407,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["DocumentNotFound"];
+            409: components["responses"]["DocumentCreateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3666,7 +3717,13 @@ export interface operations {
     createCreditNote: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -3703,7 +3760,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["DocumentNotFound"];
-            409: components["responses"]["DocumentConflict"];
+            409: components["responses"]["CreditNoteConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["DocumentUnprocessable"];

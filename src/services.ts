@@ -40,7 +40,7 @@ export function buildServices(deps: ServiceDeps) {
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret }),
     payments,
-    invoices: new InvoiceService(knex),
+    invoices: new InvoiceService(knex, { idempotencyTtlHours: config.idempotencyTtlHours }),
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
     /** Stops background work (timers, workers) before the pool closes. */
     shutdown(): void {

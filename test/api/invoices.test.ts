@@ -436,3 +436,52 @@ describe('POST /business/organizations/{orgId}/customers', () => {
     expect((await post('/customers', { name: '' })).status).toBe(400);
   });
 });
+
+describe('Idempotency-Key on creations', () => {
+  it('a retried draft creation with the same key creates nothing more and names the first document', async () => {
+    const { org, token, customer } = await setup();
+    const body = { kind: 'invoice', customer_id: customer.id, currency: 'XOF', line_items: [{ description: 'x', quantity: 1, unit_amount: '10' }] };
+    const send = (key: string, payload: object = body) =>
+      request(app).post(`${base(org.id)}/invoices`).set(bearer(token)).set('Idempotency-Key', key).send(payload);
+    const first = await send('create-invoice-1');
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const replay = await send('create-invoice-1');
+    expect(replay.status).toBe(409);
+    expect(replay.body).toMatchObject({ error: 'IdempotencyKeyAlreadyProcessed', details: { resource_type: 'invoice', resource_id: first.body.data.id } });
+    expect(replay.headers.location).toBe(`/api/business/organizations/${org.id}/invoices/${first.body.data.id}`);
+    const reused = await send('create-invoice-1', { ...body, memo: 'another body' });
+    expect(reused.status).toBe(422);
+    expect(reused.body.error).toBe('IdempotencyKeyReused');
+    expect((await send('create-invoice-2')).status).toBe(201);
+    const count = await testKnex()('documents').where({ organization_id: org.id }).count<Array<{ count: string }>>('* as count');
+    expect(Number(count[0]?.count)).toBe(2);
+  });
+
+  it('concurrent credit notes with one key issue exactly one', async () => {
+    const { org, token, draft, post, get } = await setup();
+    const invoice = await draft({ line_items: [{ description: 'x', quantity: 1, unit_amount: '1000' }] });
+    await post(`/invoices/${invoice.id}/finalize`);
+    const body = { reason: 'duplicate', line_items: [{ description: 'Credit', quantity: 1, unit_amount: '100' }] };
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        request(app).post(`${base(org.id)}/invoices/${invoice.id}/credit-notes`).set(bearer(token)).set('Idempotency-Key', 'credit-once').send(body),
+      ),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 409).every((r) => ['IdempotencyKeyAlreadyProcessed', 'ConcurrentOperation'].includes(r.body.error))).toBe(true);
+    expect(results.filter((r) => r.status === 409)).toHaveLength(7);
+    expect((await get(`/invoices/${invoice.id}`)).body.data.amount_credited).toBe('100');
+  });
+
+  it('a refused creation does not consume its key', async () => {
+    const { org, token, customer } = await setup();
+    const bad = { kind: 'invoice', customer_id: '00000000-0000-4000-8000-000000000000', currency: 'XOF', line_items: [{ description: 'x', quantity: 1, unit_amount: '10' }] };
+    const refused = await request(app).post(`${base(org.id)}/invoices`).set(bearer(token)).set('Idempotency-Key', 'retry-me').send(bad);
+    expect(refused.status).toBe(404);
+    const retried = await request(app).post(`${base(org.id)}/invoices`).set(bearer(token)).set('Idempotency-Key', 'retry-me').send({ ...bad, customer_id: customer.id });
+    // The corrected request may reuse the key: the refusal left nothing behind.
+    expect(retried.status, JSON.stringify(retried.body)).toBe(201);
+    const again = await request(app).post(`${base(org.id)}/invoices`).set(bearer(token)).set('Idempotency-Key', 'retry-me').send({ ...bad, customer_id: customer.id });
+    expect(again.status).toBe(409);
+  });
+});

@@ -27,6 +27,9 @@ function userId(req: Request): string {
 
 const documentId = (req: Request): string => String(req.params.invoiceId);
 
+/** The optional Idempotency-Key of a creation (its format was checked by the validator). */
+const idempotencyKey = (req: Request): string | undefined => req.get('Idempotency-Key') || undefined;
+
 /** Invoices, quotes, credit notes and customers (access rules: ACCESS_POLICY). */
 export function invoiceRoutes(invoices: InvoiceService): Router {
   const router = Router();
@@ -55,7 +58,7 @@ export function invoiceRoutes(invoices: InvoiceService): Router {
       memo: body.memo,
       dueDate: body.due_date,
       expiresAt: body.expires_at ? new Date(body.expires_at) : null,
-    });
+    }, idempotencyKey(req));
     sendData(res, 201, presentDocument(created));
   });
 
@@ -93,7 +96,7 @@ export function invoiceRoutes(invoices: InvoiceService): Router {
       reason: body.reason,
       lineItems: body.line_items,
       memo: body.memo,
-    });
+    }, idempotencyKey(req));
     sendData(res, 201, presentDocument(note));
   });
 

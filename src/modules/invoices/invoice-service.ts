@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
+import { IdempotencyService } from '../idempotency/idempotency-service';
 import { currencies, formatMinor } from '../ledger';
 import { computeTotals, type LineItemInput } from './invoice-amounts';
 import {
@@ -70,6 +71,14 @@ export interface InvoiceServiceOptions {
   now?: () => Date;
   /** Days from finalisation to an invoice's default due date and a quote's default expiry. */
   defaultTermDays?: number;
+  /** How long an Idempotency-Key of a creation is kept (IDEMPOTENCY_TTL_HOURS, >= 24). */
+  idempotencyTtlHours?: number;
+}
+
+/** The optional Idempotency-Key of a creation and who sent it. */
+export interface IdempotencyScope {
+  userId: string;
+  key?: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -88,6 +97,7 @@ export function utcDate(date: Date): string {
 export class InvoiceService {
   private readonly now: () => Date;
   private readonly termDays: number;
+  private readonly idempotency: IdempotencyService;
 
   constructor(
     private readonly knex: Knex,
@@ -95,6 +105,30 @@ export class InvoiceService {
   ) {
     this.now = options.now ?? (() => new Date());
     this.termDays = options.defaultTermDays ?? 30;
+    this.idempotency = new IdempotencyService(knex, { ttlHours: options.idempotencyTtlHours ?? 24 });
+  }
+
+  /**
+   * Runs a creation in one transaction; with an Idempotency-Key, through the idempotency
+   * service, so the key and the document commit together and a retry never creates twice.
+   */
+  private async create(
+    organizationId: string,
+    operation: string,
+    scope: IdempotencyScope,
+    request: unknown,
+    effect: (trx: Knex.Transaction) => Promise<DocumentView>,
+  ): Promise<DocumentView> {
+    if (!scope.key) return withTransaction(this.knex, effect);
+    return this.idempotency.execute({ userId: scope.userId, operation, key: scope.key, request: { organizationId, ...(request as object) } }, async (trx) => {
+      const doc = await effect(trx);
+      return {
+        result: doc,
+        responseStatus: 201,
+        responseBody: { id: doc.id, kind: doc.kind, number: doc.number, status: doc.status },
+        resource: { type: doc.kind, id: doc.id, status: doc.status, location: `/api/business/organizations/${organizationId}/invoices/${doc.id}` },
+      };
+    });
   }
 
   private async view(db: Knex | Knex.Transaction, doc: BillingDocument): Promise<DocumentView> {
@@ -137,13 +171,14 @@ export class InvoiceService {
     return { documents, limit: input.limit };
   }
 
-  async createDocument(organizationId: string, actorUserId: string, input: CreateDocumentInput): Promise<DocumentView> {
+  async createDocument(organizationId: string, actorUserId: string, input: CreateDocumentInput, idempotencyKey?: string): Promise<DocumentView> {
     const now = this.now();
     if (input.kind === 'invoice' && input.expiresAt) throw ValidationError.field('body.expires_at', 'expires_at applies to quotes only.');
     if (input.kind === 'quote' && input.dueDate) throw ValidationError.field('body.due_date', 'due_date applies to invoices only.');
     if (input.dueDate && input.dueDate < utcDate(now)) throw ValidationError.field('body.due_date', 'due_date must not be in the past.');
     if (input.expiresAt && input.expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
-    return withTransaction(this.knex, async (trx) => {
+    const fingerprint = { ...input, expiresAt: input.expiresAt?.toISOString() ?? null };
+    return this.create(organizationId, 'createInvoice', { userId: actorUserId, key: idempotencyKey }, fingerprint, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const currency = await currencies.require(trx, input.currency, 'body.currency');
       const totals = computeTotals(input.lineItems, currency.exponent);
@@ -261,9 +296,15 @@ export class InvoiceService {
    * Issues a credit note against a finalised invoice. The invoice row is locked, so concurrent
    * credit notes queue and their sum never exceeds the invoice's total.
    */
-  async createCreditNote(organizationId: string, invoiceId: string, actorUserId: string, input: CreateCreditNoteInput): Promise<DocumentView> {
+  async createCreditNote(
+    organizationId: string,
+    invoiceId: string,
+    actorUserId: string,
+    input: CreateCreditNoteInput,
+    idempotencyKey?: string,
+  ): Promise<DocumentView> {
     const now = this.now();
-    return withTransaction(this.knex, async (trx) => {
+    return this.create(organizationId, 'createCreditNote', { userId: actorUserId, key: idempotencyKey }, { invoiceId, ...input }, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const invoice = await this.lock(repo, organizationId, invoiceId);
       if (invoice.kind !== 'invoice') throw new ActionNotApplicableError(invoice.kind, 'credit');
