@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { AccountService, isValidIban } from '../../src/modules/accounts';
 import { testKnex } from '../support/database';
@@ -46,5 +47,30 @@ describe('organisation accounts (service)', () => {
     await expect(knex.transaction((trx) => service().createAccount(trx, { organizationId: org.id, currency: 'EUR', label: '' }))).rejects.toMatchObject({ code: 'ValidationError' });
     expect(isValidIban('GB82WEST12345698765432')).toBe(true);
     expect(isValidIban('GB82WEST12345698765431')).toBe(false);
+  });
+
+  it('reads inside the caller\'s transaction and can lock the account row', async () => {
+    const org = await createOrganization();
+    const account = await createOrgAccount(org, { currency: 'USD' });
+    const knex = testKnex();
+    const locked = await knex.transaction((trx) => service().getAccountForOrganization(org.id, account.id, trx, { forUpdate: true }));
+    expect(locked).toMatchObject({ id: account.id, currency: 'USD', ledgerAccountId: account.ledgerAccountId });
+    expect(await service().findAccountForOrganization(org.id, account.id)).toMatchObject({ id: account.id });
+    expect(await service().findAccountForOrganization((await createOrganization()).id, account.id)).toBeUndefined();
+  });
+
+  it('refuses at the database an org account whose ledger account has another currency', async () => {
+    const org = await createOrganization();
+    const [ledger] = await testKnex()('ledger_accounts')
+      .insert({ owner_type: 'organization', owner_id: org.id, currency: 'EUR', kind: 'org_account', external_ref: crypto.randomUUID() })
+      .returning('id');
+    await expect(
+      testKnex()('organization_accounts').insert({ organization_id: org.id, currency: 'XOF', label: 'x', ledger_account_id: (ledger as { id: string }).id }),
+    ).rejects.toMatchObject({ code: '23503', constraint: 'organization_accounts_ledger_account_fk' });
+    // And one ledger account backs at most one organisation account.
+    const eur = await createOrgAccount(org, { currency: 'EUR' });
+    await expect(
+      testKnex()('organization_accounts').insert({ organization_id: org.id, currency: 'EUR', label: 'x', ledger_account_id: eur.ledgerAccountId }),
+    ).rejects.toMatchObject({ code: '23505', constraint: 'organization_accounts_ledger_account_unique' });
   });
 });
