@@ -244,7 +244,7 @@ export interface paths {
         };
         /**
          * Get a payment link
-         * @description One payment link or Checkout of the organisation, with its current status (`expired` once past `expires_at`). Roles: owner, admin or finance_manager.
+         * @description One payment link or Checkout of the organisation, with its current status (`expired` once past `expires_at`). Roles: owner, admin, representative, director or finance_manager (the same as the list).
          */
         get: operations["getPaymentLink"];
         put?: never;

@@ -54,7 +54,7 @@ export const ACCESS_POLICY: Readonly<Record<string, AccessRule>> = {
   getOrCreateCheckout: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
   listPaymentLinks: { roles: FINANCIAL_ROLES, module: 'payment_links', write: false },
   createPaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
-  getPaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: false },
+  getPaymentLink: { roles: FINANCIAL_ROLES, module: 'payment_links', write: false },
   deactivatePaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
   createSignedPaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
   listPayments: { roles: FINANCIAL_ROLES, module: 'payment_links', write: false },
