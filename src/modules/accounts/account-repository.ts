@@ -152,14 +152,18 @@ export const accountRepository = {
     return toBigInt(row.total);
   },
 
-  /** Sum and count of the entries in [from, to). */
-  async intervalTotals(db: Db, ledgerAccountId: string, from: Date, to: Date): Promise<{ sumMinor: bigint; count: number }> {
+  /** Credits (positive), debits (negative or zero) and count of the entries in [from, to). */
+  async intervalTotals(db: Db, ledgerAccountId: string, from: Date, to: Date): Promise<{ creditsMinor: bigint; debitsMinor: bigint; count: number }> {
     const row = (await db('entries')
       .where('account_id', ledgerAccountId)
       .andWhere('created_at', '>=', from)
       .andWhere('created_at', '<', to)
-      .first(db.raw('coalesce(sum(amount_minor), 0) AS total'), db.raw('count(*) AS count'))) as { total: string | number; count: string | number };
-    return { sumMinor: toBigInt(row.total), count: Number(row.count) };
+      .first(
+        db.raw('coalesce(sum(amount_minor) FILTER (WHERE amount_minor > 0), 0) AS credits'),
+        db.raw('coalesce(sum(amount_minor) FILTER (WHERE amount_minor < 0), 0) AS debits'),
+        db.raw('count(*) AS count'),
+      )) as { credits: string | number; debits: string | number; count: string | number };
+    return { creditsMinor: toBigInt(row.credits), debitsMinor: toBigInt(row.debits), count: Number(row.count) };
   },
 
   /** Sum of the entries from `from` up to and including the cursor entry. */

@@ -219,7 +219,7 @@ export class AccountService {
           after = await this.cursorWithin(trx, account, interval, query.startingAfter);
         }
         const opening = await accountRepository.balanceBefore(trx, account.ledgerAccountId, interval.from);
-        const totals = await this.totals(trx, account.ledgerAccountId, interval);
+        const totals = await accountRepository.intervalTotals(trx, account.ledgerAccountId, interval.from, interval.to);
         let running = opening;
         if (after) running += await accountRepository.sumThrough(trx, account.ledgerAccountId, interval.from, after);
         const rows = await accountRepository.statementBatch(trx, account.ledgerAccountId, interval, after, limit + 1);
@@ -229,9 +229,9 @@ export class AccountService {
           account,
           interval,
           openingBalanceMinor: opening,
-          closingBalanceMinor: opening + totals.credits + totals.debits,
-          totalCreditsMinor: totals.credits,
-          totalDebitsMinor: totals.debits,
+          closingBalanceMinor: opening + totals.creditsMinor + totals.debitsMinor,
+          totalCreditsMinor: totals.creditsMinor,
+          totalDebitsMinor: totals.debitsMinor,
           entryCount: totals.count,
           lines,
           hasMore,
@@ -290,20 +290,6 @@ export class AccountService {
     const at = new Date(cursor.bookedAt).getTime();
     if (at < interval.from.getTime() || at >= interval.to.getTime()) throw invalid;
     return cursor;
-  }
-
-  private async totals(trx: Knex.Transaction, ledgerAccountId: string, interval: StatementInterval) {
-    const rows = await trx('entries')
-      .where('account_id', ledgerAccountId)
-      .andWhere('created_at', '>=', interval.from)
-      .andWhere('created_at', '<', interval.to)
-      .select(
-        trx.raw('coalesce(sum(amount_minor) FILTER (WHERE amount_minor > 0), 0) AS credits'),
-        trx.raw('coalesce(sum(amount_minor) FILTER (WHERE amount_minor < 0), 0) AS debits'),
-        trx.raw('count(*) AS count'),
-      );
-    const row = rows[0] as { credits: string; debits: string; count: string | number };
-    return { credits: BigInt(row.credits), debits: BigInt(row.debits), count: Number(row.count) };
   }
 
   private toLines(rows: Awaited<ReturnType<typeof accountRepository.statementBatch>>, organizationId: string, openingMinor: bigint): StatementLine[] {
