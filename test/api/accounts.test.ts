@@ -165,6 +165,8 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
       expect(res.headers['content-disposition']).toMatch(new RegExp(`^attachment; filename="statement-${account.id}-\\d{8}T\\d{6}Z-\\d{8}T\\d{6}Z\\.csv"$`));
       expect(res.headers['x-request-id']).toBeTruthy();
       expect(res.headers['ratelimit']).toBeTruthy();
+      expect(res.headers['vary']).toMatch(/Accept/i);
+      expect(res.headers['cache-control']).toBe('no-store');
     }
     expect(viaAccept.text).toBe(viaFormat.text);
     expect(viaFormat.text.endsWith('\r\n')).toBe(true);

@@ -79,6 +79,8 @@ export function accountRoutes(accounts: AccountService): Router {
     const organization = organizationOf(req);
     const accountId = String(req.params.accountId);
     const query = req.query as StatementQuery;
+    // The representation depends on Accept when `format` is absent.
+    res.vary('Accept');
     if (wantsCsv(req, query.format)) {
       if (query.limit !== undefined || query.starting_after !== undefined) {
         throw new ValidationError('limit and starting_after page JSON statements; a CSV statement always holds the whole interval.', [
