@@ -54,6 +54,9 @@ describe('identity demo seed step', () => {
         expect(member.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
         expect(await services.passwords.verify(member.password_hash, DEMO_PASSWORD), member.email).toBe(true);
       }
+      // Each user has a salt of its own: no two demo users share a hash.
+      const hashes = (members as Array<{ password_hash: string }>).map((m) => m.password_hash);
+      expect(new Set(hashes).size).toBe(hashes.length);
       expect(await findDemoUserId(trx, 'OWNER@demo.example')).toMatch(/^[0-9a-f-]{36}$/);
     });
   });

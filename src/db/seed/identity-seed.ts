@@ -51,11 +51,14 @@ async function insertOrganization(
  * owned by owner@demo.example.
  */
 export async function seedIdentity(trx: Knex.Transaction, services: Services): Promise<void> {
-  const passwordHash = await services.passwords.hash(DEMO_PASSWORD);
+  const users = [...DEMO_USERS, { email: DEMO_OUTSIDER_EMAIL, phone: null }];
+  // One hash (and so one salt) per user, as for real accounts: equal hashes would show who
+  // shares a password. argon2 runs on the thread pool, so the hashes are made in parallel.
+  const passwordHashes = await Promise.all(users.map(() => services.passwords.hash(DEMO_PASSWORD)));
   const userIds = new Map<string, string>();
-  for (const user of [...DEMO_USERS, { email: DEMO_OUTSIDER_EMAIL, phone: null }]) {
+  for (const [index, user] of users.entries()) {
     const [row] = (await trx('users')
-      .insert({ email: user.email, phone: user.phone, password_hash: passwordHash, display_name: user.email.split('@')[0] })
+      .insert({ email: user.email, phone: user.phone, password_hash: passwordHashes[index], display_name: user.email.split('@')[0] })
       .returning('id')) as Array<{ id: string }>;
     userIds.set(user.email, (row as { id: string }).id);
   }
