@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { RequestHandler } from 'express';
 import type { Knex } from 'knex';
 import passport from 'passport';
@@ -23,7 +24,8 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt']): JwtStra
   return new JwtStrategy(
     {
       jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
-      secretOrKey: jwtConfig.secret,
+      // A KeyObject: given a string, jsonwebtoken first tries (and fails) to parse a PEM public key on every verify.
+      secretOrKey: crypto.createSecretKey(Buffer.from(jwtConfig.secret)) as unknown as string,
       algorithms: [ACCESS_TOKEN_ALGORITHM],
       issuer: jwtConfig.issuer,
       audience: jwtConfig.audience,
