@@ -2,7 +2,6 @@ import { Router, type Express } from 'express';
 import { NotImplementedError } from '../errors';
 import { accountRoutes } from '../modules/accounts/account-routes';
 import { authRoutes } from '../modules/auth/auth-routes';
-import { healthRoutes } from '../modules/health/health-routes';
 import { invoiceRoutes } from '../modules/invoices/invoice-routes';
 import { networkStatusRoutes } from '../modules/network-status/network-status-routes';
 import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
@@ -37,7 +36,6 @@ function notImplementedFallback(): Router {
 /** Every module's router, mounted under /api. */
 export function mountRoutes(app: Express, services: Services, deps: AppDeps): void {
   const api = Router();
-  api.use(healthRoutes(services.health));
   api.use(authRoutes({ auth: services.auth, sessions: services.sessions, rateLimitBackend: deps.rateLimitBackend, rateLimit: deps.config.rateLimit }));
   // Business routes: the access policy first (src/modules/organizations/access-policy.ts), then their routers.
   api.use(BUSINESS_ORGANIZATION_PREFIX, organizationAccess(services.organizationAccess));

@@ -118,10 +118,10 @@ describe('access tokens', () => {
     await expectUnauthorized(bearer(expired.token));
   });
 
-  it('refuses the token of a disabled user at once', async () => {
+  it.each(['disabled', 'locked'])('refuses the token of a %s user at once', async (status) => {
     const user = await createUser();
     const token = await accessTokenFor(app, user);
-    await testKnex()('users').where({ id: user.id }).update({ status: 'disabled' });
+    await testKnex()('users').where({ id: user.id }).update({ status });
     await expectUnauthorized(bearer(token));
   });
 

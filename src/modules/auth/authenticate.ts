@@ -44,8 +44,9 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt']): JwtStra
         .then((row: { id: string; revoked_at: Date | null; expires_at: Date; status: string; is_admin: boolean } | undefined) => {
           if (!row || row.revoked_at || row.expires_at.getTime() <= Date.now()) {
             done(null, false, { message: 'The session has ended: log in again.' });
-          } else if (row.status === 'disabled') {
-            done(null, false, { message: 'The account is disabled.' });
+          } else if (row.status !== 'active') {
+            // An operator's lock ('locked') or a disabled account ends live sessions at once.
+            done(null, false, { message: `The account is ${row.status}.` });
           } else {
             const auth: AuthContext = { userId: payload.sub as string, sessionId: row.id, isAdmin: row.is_admin };
             done(null, auth);
@@ -80,7 +81,7 @@ function describeFailure(info: unknown): string {
   if (name === 'TokenExpiredError') return 'The access token has expired: refresh it or log in again.';
   if (info instanceof Error && info.message === 'No auth token') return 'The Authorization header must be "Bearer <access token>".';
   const message = (info as { message?: string } | undefined)?.message;
-  if (message && /session|disabled|malformed/.test(message)) return message;
+  if (message && /session|disabled|locked|malformed/.test(message)) return message;
   return 'The access token is invalid.';
 }
 

@@ -1,13 +1,16 @@
-import { Router } from 'express';
+import type { RequestHandler } from 'express';
 import type { HealthService } from './health-service';
 
-export function healthRoutes(health: HealthService): Router {
-  const router = Router();
-  // 200 while the database answers (a cache outage degrades, it does not take us down).
-  router.get('/health', async (_req, res) => {
+/**
+ * GET /api/health. Mounted ahead of the request pipeline (see src/http/app.ts): probes and
+ * monitors poll it hard, and it must report the service's state, not queue behind request
+ * logging and contract validation. It keeps the request id, security headers and rate limit.
+ * 200 while the database answers (a cache outage degrades, it does not take us down).
+ */
+export function healthHandler(health: HealthService): RequestHandler {
+  return async (_req, res) => {
     const data = await health.check();
     const up = data.database.status === 'up';
     res.status(up ? 200 : 503).json({ success: up, data, ...(up ? {} : { message: 'The database is not answering.' }) });
-  });
-  return router;
+  };
 }
