@@ -1,7 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import autocannon from 'autocannon';
+import knexFactory, { type Knex } from 'knex';
+import { loadConfig } from '../../src/config';
+import { createKnex, migrateLatest } from '../../src/db/database';
+import { SessionService } from '../../src/modules/auth/session-service';
+import { TokenService } from '../../src/modules/auth/token-service';
 
 export interface LoadResult {
   requests_per_s: number;
@@ -107,4 +113,50 @@ export async function startServerProcess(script: string, env: Record<string, str
 
 export function printResult(name: string, result: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ bench: name, ...result }, null, 2)}\n`);
+}
+
+export const BENCH_SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const BENCH_JWT_SECRET = process.env.JWT_SECRET ?? 'bench-secret-bench-secret-bench-secret-0123';
+
+export interface ScratchDatabase {
+  name: string;
+  url: string;
+  knex: Knex;
+  /** Closes the pool and drops the database (kept when BENCH_KEEP_DATABASE is set). */
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database on the benchmark's PostgreSQL server. */
+export async function createScratchDatabase(prefix: string): Promise<ScratchDatabase> {
+  const name = `${prefix}_${Date.now()}_${crypto.randomBytes(2).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: BENCH_SERVER_URL, pool: { min: 0, max: 1 } });
+  await admin.raw(`CREATE DATABASE ${name}`);
+  const url = new URL(BENCH_SERVER_URL);
+  url.pathname = `/${name}`;
+  const knex = createKnex(url.toString(), 'postgres', 4);
+  const drop = async (): Promise<void> => {
+    await knex.destroy();
+    if (!process.env.BENCH_KEEP_DATABASE) await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.destroy();
+  };
+  try {
+    await migrateLatest(knex);
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+  return { name, url: url.toString(), knex, drop };
+}
+
+/** An organisation with `module` open and a finance manager in it, with a real access token. */
+export async function createBenchMember(knex: Knex, module: string): Promise<{ orgId: string; userId: string; token: string }> {
+  const [org] = (await knex('organizations').insert({ name: 'Bench Trading SARL' }).returning('id')) as Array<{ id: string }>;
+  const orgId = (org as { id: string }).id;
+  await knex('organization_modules').insert({ organization_id: orgId, module, access: 'open' });
+  const [user] = (await knex('users').insert({ email: `bench-${Date.now()}@bench.example`, password_hash: 'not-a-login' }).returning('id')) as Array<{ id: string }>;
+  const userId = (user as { id: string }).id;
+  await knex('memberships').insert({ organization_id: orgId, user_id: userId, role: 'finance_manager' });
+  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456' });
+  const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
+  return { orgId, userId, token };
 }

@@ -10,20 +10,13 @@
  * this script to core 1). BENCH_DOCUMENTS, BENCH_DURATION_S and BENCH_CONNECTIONS override
  * the defaults.
  */
-import crypto from 'node:crypto';
-import knexFactory, { type Knex } from 'knex';
-import { loadConfig } from '../../src/config';
-import { createKnex, migrateLatest } from '../../src/db/database';
-import { SessionService } from '../../src/modules/auth/session-service';
-import { TokenService } from '../../src/modules/auth/token-service';
+import type { Knex } from 'knex';
 import { InvoiceService } from '../../src/modules/invoices/invoice-service';
-import { printResult, runAutocannon, startServerProcess } from './bench-support';
+import { printResult, runAutocannon, startServerProcess, BENCH_JWT_SECRET, createBenchMember, createScratchDatabase } from './bench-support';
 
 const DOCUMENTS = Number(process.env.BENCH_DOCUMENTS ?? 100_000);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const JWT_SECRET = process.env.JWT_SECRET ?? 'bench-secret-bench-secret-bench-secret-0123';
 
 /** 100 customers, then the documents in one INSERT ... SELECT over generate_series. */
 async function fill(knex: Knex, orgId: string): Promise<void> {
@@ -116,34 +109,22 @@ async function explainList(knex: Knex, orgId: string, startingAfter?: string): P
 }
 
 async function main(): Promise<void> {
-  const name = `bench_invoices_${Date.now()}_${crypto.randomBytes(2).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: SERVER_URL, pool: { min: 0, max: 1 } });
-  await admin.raw(`CREATE DATABASE ${name}`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  const knex = createKnex(url.toString(), 'postgres', 4);
+  const scratch = await createScratchDatabase('bench_invoices');
+  const { knex, url } = scratch;
   let server: Awaited<ReturnType<typeof startServerProcess>> | undefined;
   try {
-    await migrateLatest(knex);
-    const [org] = (await knex('organizations').insert({ name: 'Bench Trading SARL' }).returning('id')) as Array<{ id: string }>;
-    const orgId = (org as { id: string }).id;
-    await knex('organization_modules').insert({ organization_id: orgId, module: 'invoices', access: 'open' });
-    const [user] = (await knex('users').insert({ email: `bench-${Date.now()}@bench.example`, password_hash: 'not-a-login' }).returning('id')) as Array<{ id: string }>;
-    const userId = (user as { id: string }).id;
-    await knex('memberships').insert({ organization_id: orgId, user_id: userId, role: 'finance_manager' });
+    const { orgId, token } = await createBenchMember(knex, 'invoices');
 
     const fillStarted = Date.now();
     await fill(knex, orgId);
     const fillMs = Date.now() - fillStarted;
     const count = Number((await knex('documents').where({ organization_id: orgId }).count<Array<{ count: string }>>('* as count'))[0]?.count);
 
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456' });
-    const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
 
     const middle = (await knex('documents').where({ organization_id: orgId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(Math.floor(count / 2)).first('id')) as { id: string };
     const plans = { first_page: await explainList(knex, orgId), deep_page: await explainList(knex, orgId, middle.id) };
 
-    server = await startServerProcess('scripts/bench/servers/api-server.ts', { DATABASE_URL: url.toString(), JWT_SECRET, REDIS_URL: '' });
+    server = await startServerProcess('scripts/bench/servers/api-server.ts', { DATABASE_URL: url, JWT_SECRET: BENCH_JWT_SECRET, REDIS_URL: '' });
     const headers = { authorization: `Bearer ${token}` };
     const first = `${server.url}/api/business/organizations/${orgId}/invoices?limit=50`;
     const deep = `${first}&starting_after=${middle.id}`;
@@ -167,9 +148,7 @@ async function main(): Promise<void> {
     if (!plans.first_page.uses_list_index || plans.first_page.sorts) throw new Error('the list query does not use documents_list_index');
   } finally {
     await server?.stop();
-    await knex.destroy();
-    if (!process.env.BENCH_KEEP_DATABASE) await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.destroy();
+    await scratch.drop();
   }
 }
 

@@ -13,19 +13,13 @@
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
-import knexFactory, { type Knex } from 'knex';
-import { loadConfig } from '../../src/config';
-import { createKnex, migrateLatest } from '../../src/db/database';
+import type { Knex } from 'knex';
 import { AccountService } from '../../src/modules/accounts';
-import { SessionService } from '../../src/modules/auth/session-service';
-import { TokenService } from '../../src/modules/auth/token-service';
 import { externalClearingAccount } from '../../src/modules/ledger';
-import { printResult, startServerProcess } from './bench-support';
+import { printResult, startServerProcess, BENCH_JWT_SECRET, createBenchMember, createScratchDatabase } from './bench-support';
 
 const ENTRIES = Number(process.env.BENCH_STATEMENT_ENTRIES ?? 200_000);
 const RUNS = Number(process.env.BENCH_STATEMENT_RUNS ?? 3);
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const JWT_SECRET = process.env.JWT_SECRET ?? 'bench-secret-bench-secret-bench-secret-0123';
 /** Postings per transaction: the balance trigger updates two rows per posting; short chains stay cheap. */
 const CHUNK = 200;
 
@@ -115,21 +109,11 @@ function streamCsv(url: string, token: string, expectedClosing: bigint): Promise
 }
 
 async function main(): Promise<void> {
-  const name = `bench_statement_${Date.now()}_${crypto.randomBytes(2).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: SERVER_URL, pool: { min: 0, max: 1 } });
-  await admin.raw(`CREATE DATABASE ${name}`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  const knex = createKnex(url.toString(), 'postgres', 4);
+  const scratch = await createScratchDatabase('bench_statement');
+  const { knex, url } = scratch;
   let server: Awaited<ReturnType<typeof startServerProcess>> | undefined;
   try {
-    await migrateLatest(knex);
-    const [org] = (await knex('organizations').insert({ name: 'Bench Trading SARL' }).returning('id')) as Array<{ id: string }>;
-    const orgId = (org as { id: string }).id;
-    await knex('organization_modules').insert({ organization_id: orgId, module: 'accounts', access: 'open' });
-    const [user] = (await knex('users').insert({ email: `bench-${Date.now()}@bench.example`, password_hash: 'not-a-login' }).returning('id')) as Array<{ id: string }>;
-    const userId = (user as { id: string }).id;
-    await knex('memberships').insert({ organization_id: orgId, user_id: userId, role: 'finance_manager' });
+    const { orgId, token } = await createBenchMember(knex, 'accounts');
     const account = await knex.transaction((trx) => new AccountService(knex).createAccount(trx, { organizationId: orgId, currency: 'XOF', label: 'Bench XOF' }));
 
     const start = new Date('2026-01-01T00:00:00Z');
@@ -138,15 +122,13 @@ async function main(): Promise<void> {
     const fillMs = Date.now() - fillStarted;
     const closing = BigInt(((await knex('ledger_accounts').where({ id: account.ledgerAccountId }).first('balance_minor')) as { balance_minor: string }).balance_minor);
 
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456' });
-    const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
 
     // BENCH_STATEMENT_MAX_OLD_SPACE_MB caps the server's V8 heap: a statement that held its rows
     // would crash it (out of memory); a streamed one does not notice.
     const heapCap = process.env.BENCH_STATEMENT_MAX_OLD_SPACE_MB;
     server = await startServerProcess('scripts/bench/servers/api-server.ts', {
-      DATABASE_URL: url.toString(),
-      JWT_SECRET,
+      DATABASE_URL: url,
+      JWT_SECRET: BENCH_JWT_SECRET,
       REDIS_URL: '',
       ...(heapCap ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-old-space-size=${Number(heapCap)}`.trim() } : {}),
     });
@@ -169,9 +151,7 @@ async function main(): Promise<void> {
     });
   } finally {
     await server?.stop();
-    await knex.destroy();
-    if (!process.env.BENCH_KEEP_DATABASE) await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.destroy();
+    await scratch.drop();
   }
 }
 
