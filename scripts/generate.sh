@@ -61,4 +61,4 @@ for ext in yaml json; do
 done
 
 echo "== openapi-typescript -> $OUT/openapi.d.ts"
-npx --no-install openapi-typescript "$OUT/openapi.bundled.yaml" -o "$OUT/openapi.d.ts"
+npx --no-install openapi-typescript "$OUT/openapi.bundled.yaml" --redocly scripts/typegen.redocly.yaml -o "$OUT/openapi.d.ts"

@@ -49,8 +49,9 @@ describe('foundation: health, contract, error envelope', () => {
     expect(hostile.headers['x-request-id']).not.toContain('script');
   });
 
-  it('sends the IETF rate-limit headers', async () => {
-    const res = await request(app).get('/api/health');
+  it('sends the IETF rate-limit headers on API routes', async () => {
+    const res = await request(app).post('/api/auth/refresh').send({ refresh_token: 'rt_not-a-real-token' });
+    expect(res.status).toBe(401);
     expect(res.headers['ratelimit']).toMatch(/r=\d+/);
     expect(res.headers['ratelimit-policy']).toMatch(/q=\d+/);
   });
@@ -128,12 +129,19 @@ describe('foundation: health, contract, error envelope', () => {
     expectErrorEnvelope(res.body, 'Unauthorized');
   });
 
-  it('anonymous requests are rate limited per IP: 429 RateLimitExceeded with Retry-After', async () => {
+  it('anonymous requests are rate limited per IP: 429 RateLimitExceeded with Retry-After; health is exempt', async () => {
     const limited = await buildTestApp({ env: { RATE_LIMIT_ANONYMOUS: '3' } });
-    for (let i = 0; i < 3; i += 1) expect((await request(limited).get('/api/health')).status).toBe(200);
-    const res = await request(limited).get('/api/health');
+    const refresh = () => request(limited).post('/api/auth/refresh').send({ refresh_token: 'rt_not-a-real-token' });
+    for (let i = 0; i < 3; i += 1) expect((await refresh()).status).toBe(401);
+    const res = await refresh();
     expect(res.status).toBe(429);
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expectErrorEnvelope(res.body, 'RateLimitExceeded');
+    // Load balancers keep seeing the truth about the instance.
+    for (let i = 0; i < 5; i += 1) {
+      const health = await request(limited).get('/api/health');
+      expect(health.status).toBe(200);
+      expect(health.headers['ratelimit']).toBeUndefined();
+    }
   });
 });
