@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Service health
-         * @description State of the service and its connectivity to the database and the cache / rate-limit store. No authentication. 200 when the database answers (`status` is `degraded` if only the cache is down); 503 with the same body shape when the database does not answer. Rate-limited per IP address.
+         * @description State of the service and its connectivity to the database and the cache / rate-limit store. No authentication. 200 when the database answers (`status` is `degraded` if only the cache is down); 503 with the same body shape when the database does not answer. Not rate-limited: load balancers and orchestrators poll it, and a 429 would take a healthy instance out of rotation; the dependency probes behind it run at most once per second whatever the polling rate, so polling cannot load the database.
          */
         get: operations["getHealth"];
         put?: never;
@@ -111,13 +111,127 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List transfers
+         * @description The transfers the caller sent, newest first, with cursor pagination: pass the `next_cursor` of a page as `starting_after` to get the next one. A `starting_after` that is not one of the caller's transfers is a 400 `ValidationError`.
+         */
+        get: operations["listTransfers"];
         put?: never;
         /**
          * Create a transfer
-         * @description Sends money from the caller's wallet: to another platform user (`p2p`, completed at once), to a bank account (`bank`, an IBAN) or to a mobile-money number (`mobile_money`); bank and mobile money answer `pending` and settle asynchronously (a failure returns the money). Requires an `Idempotency-Key`: the key, a hash of the request and the response are stored in the same transaction as the ledger posting, so a retry never moves money twice.
+         * @description Sends money from the caller's wallet in `currency`: to another platform
+         *     user (`p2p`, `completed` at once), to a bank account (`bank`, an IBAN,
+         *     checksum verified) or to a mobile-money number (`mobile_money`, E.164).
+         *     Without `rail`, an e-mail or a telephone number of a platform user means
+         *     `p2p`, any other valid telephone number `mobile_money`, an IBAN `bank`.
+         *     Bank and mobile money answer `pending` and settle asynchronously to
+         *     `completed` or `failed`; meanwhile the money sits in the platform's
+         *     transit account, and a failure returns it to the wallet with a reversal
+         *     posting. Poll `GET /transfers/{transferId}`.
+         *
+         *     Requires an `Idempotency-Key` (scoped to the caller and this
+         *     operation, kept 24 hours): the key, a SHA-256 hash of the body and the
+         *     response are stored in the same transaction as the ledger posting, so
+         *     a retry never moves money twice. A retry of a processed key answers 409
+         *     `IdempotencyKeyAlreadyProcessed` with the transfer in `details` and
+         *     `Location`; the same key with another body answers 422
+         *     `IdempotencyKeyReused`. Refusals (400, 404, 422) do not consume the key.
+         *
+         *     Refusals: 404 `RecipientNotFound` (an e-mail, or with `rail: p2p` a
+         *     telephone number, that is no active platform user); 422
+         *     `SelfTransfer` (p2p to oneself; a bank or mobile-money payout to one's
+         *     own account or number is allowed), `InsufficientFunds` (`details`:
+         *     `currency`, `available`, `required`), `WalletFrozen` (`details.party`:
+         *     `sender` or `recipient`), `SenderLocked` (the caller's account is
+         *     locked by an operator). A locked (not disabled) recipient still
+         *     receives.
+         *
+         *     ## Sandbox magic values
+         *     Rails settle about 2 seconds after the request. The last four
+         *     characters of the IBAN or of the mobile-money number choose the outcome:
+         *
+         *     | Rail | Ends with | Outcome | `failure_code` |
+         *     |---|---|---|---|
+         *     | bank | `0002` (e.g. `DE40370400440532010002`) | failed | `account_closed` |
+         *     | bank | `0003` (e.g. `DE13370400440532010003`) | failed | `rejected_by_bank` |
+         *     | bank | anything else (e.g. `DE89370400440532013000`, `FR7630006000011234567890189`) | completed | |
+         *     | mobile_money | `0002` (e.g. `+2250700000002`) | failed | `recipient_not_registered` |
+         *     | mobile_money | `0003` (e.g. `+2250700000003`) | failed | `rejected_by_provider` |
+         *     | mobile_money | anything else (e.g. `+2250700009999`) | completed | |
          */
         post: operations["createTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/transfers/{transferId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's transfers.
+                 * @example 9b2f6e1a-4c3d-4e8f-a1b2-c3d4e5f6a7b8
+                 */
+                transferId: components["parameters"]["TransferId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a transfer
+         * @description One transfer the caller sent, with its current status. Poll it to follow a `pending` bank or mobile-money transfer to `completed` or `failed`. Another user's transfer answers 404 exactly like an unknown one.
+         */
+        get: operations["getTransfer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's wallets
+         * @description The caller's balances: one wallet per currency, created on first use (the first transfer sent or received in that currency), ordered by currency code. Balances are exact decimal strings (`balance`) and integer minor units (`balance_minor`).
+         */
+        get: operations["listWallets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/idempotency-keys/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description An `Idempotency-Key` value the caller sent (URL-encoded): 1 to 255 printable ASCII characters.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                key: components["parameters"]["IdempotencyKeyPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the state of an idempotency key
+         * @description The state of one of the caller's unexpired `Idempotency-Key` values: `in_progress` or `completed`, the operation that used it, the resource it produced (with its current status and URL) and the response status. A client that lost a response uses it to recover instead of retrying. When several operations used the same key, the most recent is shown unless `operation` names one. Keys of other users, unknown and expired keys answer 404 `IdempotencyKeyNotFound`.
+         */
+        get: operations["getIdempotencyKey"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1040,11 +1154,23 @@ export interface components {
             data: components["schemas"]["Me"];
         };
         /**
-         * CurrencyCode
-         * @description ISO 4217 alphabetic currency code (for example `XOF`, `EUR`).
-         * @example XOF
+         * ListObject
+         * @description The list pattern shared by every list (Stripe-like). Each list schema extends it with `data`, the array of items (at most 500), newest first. To fetch the next page, pass `next_cursor` as `starting_after`.
          */
-        CurrencyCode: string;
+        ListObject: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more items exist after this page. */
+            has_more: boolean;
+            /**
+             * Format: uuid
+             * @description Identifier of the last item of this page, to pass as `starting_after`; `null` when `has_more` is false.
+             */
+            next_cursor: string | null;
+        };
         /**
          * TransferRail
          * @description How the money moves. `p2p`: between two wallets of the platform (the default when the identifier is a platform user's e-mail or phone), settled at once. `bank`: to an IBAN. `mobile_money`: to an E.164 number that is not a platform user (or when asked). Bank and mobile money settle asynchronously.
@@ -1052,25 +1178,17 @@ export interface components {
          */
         TransferRail: "p2p" | "bank" | "mobile_money";
         /**
-         * CreateTransferRequest
-         * @description A money transfer to create.
-         */
-        CreateTransferRequest: {
-            /** @description Amount in major units of `currency`. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
-            amount: number;
-            currency: components["schemas"]["CurrencyCode"];
-            /** @description Who receives the money: a platform user's e-mail or telephone number, an IBAN (`bank` rail) or an E.164 mobile-money number. */
-            recipientIdentifier: string;
-            /** @description Optional free text shown to both parties. */
-            note?: string;
-            rail?: components["schemas"]["TransferRail"];
-        };
-        /**
          * MinorAmount
          * @description Exact amount in integer minor units of the currency (exponent 0 for XOF, 2 for EUR, 3 for KWD), as a string of digits (a 64-bit integer).
          * @example 250000
          */
         MinorAmount: string;
+        /**
+         * CurrencyCode
+         * @description ISO 4217 alphabetic currency code (for example `XOF`, `EUR`).
+         * @example XOF
+         */
+        CurrencyCode: string;
         /**
          * TransferRecipient
          * @description The recipient of a transfer.
@@ -1100,7 +1218,7 @@ export interface components {
              */
             id: string;
             /**
-             * @description `completed` at once for `p2p`; `pending` then `completed` or `failed` for `bank` and `mobile_money` (a failure returns the money); `reversed` after a correcting posting.
+             * @description `completed` at once for `p2p`; `pending` then `completed` or `failed` for `bank` and `mobile_money` (a failure returns the money to the sender's wallet with a reversal posting); `reversed` is reserved for a later correcting posting.
              * @enum {string}
              */
             status: "pending" | "completed" | "failed" | "reversed";
@@ -1112,6 +1230,8 @@ export interface components {
             recipient: components["schemas"]["TransferRecipient"];
             /** @description The note sent, or `null`. */
             note: string | null;
+            /** @description Stable code of a `failed` transfer's failure, to branch on (`account_closed`, `rejected_by_bank`, `recipient_not_registered`, `rejected_by_provider`); `null` otherwise. */
+            failure_code: string | null;
             /** @description Why a `failed` transfer failed; `null` otherwise. */
             failure_reason: string | null;
             /**
@@ -1124,6 +1244,34 @@ export interface components {
              * @description Time of the last status change (RFC 3339).
              */
             updated_at: string;
+        };
+        /**
+         * TransferList
+         * @description A page of the caller's transfers, newest first.
+         */
+        TransferList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Transfer"][];
+        };
+        /**
+         * TransferListResponse
+         * @description Envelope of a page of transfers.
+         */
+        TransferListResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["TransferList"];
+        };
+        /**
+         * CreateTransferRequest
+         * @description A money transfer to create.
+         */
+        CreateTransferRequest: {
+            /** @description Amount in major units of `currency`. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
+            amount: number;
+            currency: components["schemas"]["CurrencyCode"];
+            /** @description Who receives the money: a platform user's e-mail or telephone number, an IBAN (`bank` rail) or an E.164 mobile-money number. */
+            recipientIdentifier: string;
+            /** @description Optional free text shown to both parties. */
+            note?: string;
+            rail?: components["schemas"]["TransferRail"];
         };
         /**
          * TransferResponse
@@ -1158,22 +1306,119 @@ export interface components {
             details?: components["schemas"]["IdempotencyConflictDetails"];
         };
         /**
-         * ListObject
-         * @description The list pattern shared by every list (Stripe-like). Each list schema extends it with `data`, the array of items (at most 500), newest first. To fetch the next page, pass `next_cursor` as `starting_after`.
+         * DecimalAmount
+         * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
+         * @example 1250.50
          */
-        ListObject: {
-            /**
-             * @description Always `list`.
-             * @constant
-             */
-            object: "list";
-            /** @description Whether more items exist after this page. */
-            has_more: boolean;
+        DecimalAmount: string;
+        /**
+         * Wallet
+         * @description One of the caller's wallets: a balance in one currency, created on first use (the first transfer received or sent in that currency).
+         */
+        Wallet: {
             /**
              * Format: uuid
-             * @description Identifier of the last item of this page, to pass as `starting_after`; `null` when `has_more` is false.
+             * @description Wallet identifier.
              */
-            next_cursor: string | null;
+            id: string;
+            currency: components["schemas"]["CurrencyCode"];
+            /**
+             * Format: int32
+             * @description Minor-unit exponent of the currency (XOF 0, EUR 2, KWD 3).
+             */
+            currency_exponent: number;
+            balance: components["schemas"]["DecimalAmount"];
+            balance_minor: components["schemas"]["MinorAmount"];
+            /**
+             * @description `frozen`: the wallet neither sends nor receives (a failed payout is still returned to it).
+             * @enum {string}
+             */
+            status: "active" | "frozen";
+            /**
+             * Format: date-time
+             * @description Creation time (RFC 3339).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Time of the last balance or status change (RFC 3339).
+             */
+            updated_at: string;
+        };
+        /**
+         * WalletList
+         * @description The caller's wallets, one per currency, by currency code. Never paginated (`has_more` is false).
+         */
+        WalletList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Wallet"][];
+        };
+        /**
+         * WalletListResponse
+         * @description Envelope of the caller's wallets.
+         */
+        WalletListResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["WalletList"];
+        };
+        /**
+         * IdempotencyKeyState
+         * @description The state of one of the caller's idempotency keys. `in_progress`: a request with this key is being processed; `completed`: it produced `resource` and answered `response_status`.
+         */
+        IdempotencyKeyState: {
+            /** @description The key. */
+            key: string;
+            /** @description operationId of the request that used the key (for example `createTransfer`). */
+            operation: string;
+            /**
+             * @description Processing state of the key.
+             * @enum {string}
+             */
+            status: "in_progress" | "completed";
+            /** @description SHA-256 (hex) of the canonical JSON of the request (object keys sorted); a replay must match it. */
+            request_hash: string;
+            /**
+             * Format: int32
+             * @description HTTP status of the stored response; `null` while `in_progress`.
+             */
+            response_status: number | null;
+            /** @description The resource the key produced; `null` while `in_progress`. */
+            resource: null | {
+                /** @description Kind of resource (`transfer`, `escrow`...). */
+                type: string;
+                /**
+                 * Format: uuid
+                 * @description Its identifier.
+                 */
+                id: string;
+                /** @description Its current status. */
+                status: string;
+                /**
+                 * Format: uri-reference
+                 * @description Relative URL to fetch it.
+                 */
+                location: string;
+            };
+            /**
+             * Format: date-time
+             * @description When the key was first used (RFC 3339).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the request completed; `null` while `in_progress`.
+             */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this time the key is forgotten and may be used again.
+             */
+            expires_at: string;
+        };
+        /**
+         * IdempotencyKeyStateResponse
+         * @description Envelope of an idempotency key's state.
+         */
+        IdempotencyKeyStateResponse: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["IdempotencyKeyState"];
         };
         /**
          * EscrowParty
@@ -1654,12 +1899,6 @@ export interface components {
          * @enum {string}
          */
         InvoiceKind: "invoice" | "quote" | "credit_note";
-        /**
-         * DecimalAmount
-         * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
-         * @example 1250.50
-         */
-        DecimalAmount: string;
         /**
          * InvoiceLineItem
          * @description One line of a billing document; `amount` is quantity x unit amount, `tax` is rounded half up to the minor unit.
@@ -2147,35 +2386,22 @@ export interface components {
         };
     };
     responses: {
+        /** @description `InternalError`: an unexpected failure. The body leaks nothing; the logs carry the details under the `X-Request-Id`. */
+        InternalError: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description Invalid request (`ValidationError`): malformed JSON, a body, parameter or header that does not match the contract, or an unknown query parameter. `details` names each bad field. */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. */
-        TooManyRequests: {
-            headers: {
-                "Retry-After": components["headers"]["RetryAfter"];
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description `InternalError`: an unexpected failure. The body leaks nothing; the logs carry the details under the `X-Request-Id`. */
-        InternalError: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -2197,6 +2423,19 @@ export interface components {
         /** @description `UnsupportedMediaType`: the request body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -2366,11 +2605,6 @@ export interface components {
     };
     parameters: {
         /**
-         * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
-         * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
-         */
-        IdempotencyKey: string;
-        /**
          * @description Maximum number of items to return (1 to 500).
          * @example 50
          */
@@ -2380,6 +2614,21 @@ export interface components {
          * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
          */
         StartingAfter: string;
+        /**
+         * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+         * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+         */
+        IdempotencyKey: string;
+        /**
+         * @description Identifier of one of the caller's transfers.
+         * @example 9b2f6e1a-4c3d-4e8f-a1b2-c3d4e5f6a7b8
+         */
+        TransferId: string;
+        /**
+         * @description An `Idempotency-Key` value the caller sent (URL-encoded): 1 to 255 printable ASCII characters.
+         * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+         */
+        IdempotencyKeyPath: string;
         /**
          * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
          * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
@@ -2414,6 +2663,11 @@ export interface components {
          */
         RequestId: string;
         /**
+         * @description Seconds to wait before retrying (RFC 9110, delay-seconds form).
+         * @example 42
+         */
+        RetryAfter: number;
+        /**
          * @description Remaining quota of the rate-limit policy that applied to this request (IETF draft-ietf-httpapi-ratelimit-headers, draft 8 format): `r` is the number of requests left, `t` the seconds until the window resets. Sent by every rate-limited route, on success and on error.
          * @example "user"; r=119; t=42
          */
@@ -2423,11 +2677,6 @@ export interface components {
          * @example "user"; q=120; w=60; pk=:ZTU5MzBhYzkwNjM0:
          */
         RateLimitPolicy: string;
-        /**
-         * @description Seconds to wait before retrying (RFC 9110, delay-seconds form).
-         * @example 42
-         */
-        RetryAfter: number;
         /**
          * @description Authentication challenge (RFC 6750).
          * @example Bearer realm="api", error="invalid_token"
@@ -2456,16 +2705,12 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description The database does not answer; same body shape as 200, with `success` false. */
             503: {
@@ -2630,6 +2875,44 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listTransfers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of transfers. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransferListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     createTransfer: {
         parameters: {
             query?: never;
@@ -2652,6 +2935,7 @@ export interface operations {
             /** @description Transfer executed (`completed`) or accepted for settlement (`pending`). */
             200: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -2663,7 +2947,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description `RecipientNotFound`: no platform user, IBAN or mobile-money number matches `recipientIdentifier`. */
+            /** @description `RecipientNotFound`: no active platform user has this e-mail address (or, with `rail: p2p`, this telephone number). Does not consume the `Idempotency-Key`. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2678,8 +2962,131 @@ export interface operations {
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The transfer is valid but cannot be made. `InsufficientFunds`: the wallet balance is too low. `SelfTransfer`: the recipient is the caller. `WalletFrozen`: the sender's or the recipient's wallet is frozen. None of them consumes the `Idempotency-Key`. */
+            /** @description The transfer is valid but cannot be made. `InsufficientFunds`: the wallet balance is too low (`details`: `currency`, `available`, `required` as decimal strings). `SelfTransfer`: the recipient is the caller. `WalletFrozen`: the sender's or the recipient's wallet is frozen (`details.party`). `SenderLocked`: the caller's account is locked. None of them consumes the `Idempotency-Key`. `IdempotencyKeyReused`: the key was already used for a transfer with a different body. */
             422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's transfers.
+                 * @example 9b2f6e1a-4c3d-4e8f-a1b2-c3d4e5f6a7b8
+                 */
+                transferId: components["parameters"]["TransferId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The transfer. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransferResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `NotFound`: the caller sent no transfer with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWallets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's wallets. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WalletListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getIdempotencyKey: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the record of this operation (an operationId such as `createTransfer`).
+                 * @example createTransfer
+                 */
+                operation?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description An `Idempotency-Key` value the caller sent (URL-encoded): 1 to 255 printable ASCII characters.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                key: components["parameters"]["IdempotencyKeyPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key's state. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdempotencyKeyStateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `IdempotencyKeyNotFound`: the caller has no unexpired key with this value. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];

@@ -14,6 +14,10 @@ import { TokenService } from './modules/auth/token-service';
 import { OrganizationAccessService } from './modules/organizations/organization-access-service';
 import { PaymentLinksService } from './modules/payment-links/payment-links-service';
 import { PaymentsService } from './modules/payment-links/payments-service';
+import { IdempotencyService } from './modules/idempotency/idempotency-service';
+import { SandboxRail } from './modules/transfers/rails';
+import { TransferService } from './modules/transfers/transfers-service';
+import { WalletService } from './modules/wallets/wallets-service';
 
 export interface ServiceDeps {
   config: Config;
@@ -30,6 +34,9 @@ export function buildServices(deps: ServiceDeps) {
   const passwords = new PasswordHasher();
   const accounts = new AccountService(knex);
   const payments = new PaymentsService(knex, accounts, deps.logger);
+  const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
+  // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
+  const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   return {
     health: new HealthService(knex, redis, loadOpenApiDocument().version),
     tokens,
@@ -42,9 +49,14 @@ export function buildServices(deps: ServiceDeps) {
     payments,
     invoices: new InvoiceService(knex, { idempotencyTtlHours: config.idempotencyTtlHours }),
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
+    idempotency,
+    payoutRail,
+    transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
+    wallets: new WalletService(knex),
     /** Stops background work (timers, workers) before the pool closes. */
     shutdown(): void {
       payments.stop();
+      payoutRail.stop();
     },
   };
 }

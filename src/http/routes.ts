@@ -6,6 +6,9 @@ import { invoiceRoutes } from '../modules/invoices/invoice-routes';
 import { networkStatusRoutes } from '../modules/network-status/network-status-routes';
 import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
 import { paymentLinksRoutes } from '../modules/payment-links/payment-links-routes';
+import { idempotencyRoutes } from '../modules/idempotency/idempotency-routes';
+import { transfersRoutes } from '../modules/transfers/transfers-routes';
+import { walletsRoutes } from '../modules/wallets/wallets-routes';
 import type { Services } from '../services';
 import type { AppDeps } from './app';
 import { contractOperation } from './request-context';
@@ -43,6 +46,7 @@ export function mountRoutes(app: Express, services: Services, deps: AppDeps): vo
   api.use(paymentLinksRoutes({ paymentLinks: services.paymentLinks, payments: services.payments, payUrl: deps.config.payUrl }));
   api.use(invoiceRoutes(services.invoices));
   api.use(networkStatusRoutes(services.networkStatus));
+  api.use(transfersRoutes(services.transfers), walletsRoutes(services.wallets), idempotencyRoutes(services.idempotency));
   // Last: contract operations nobody answered yet.
   api.use(notImplementedFallback());
   app.use('/api', api);
