@@ -148,6 +148,20 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
     expect(bad.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'starting_after' }] });
   });
 
+  it('a starting_after beyond the bigint range is a 400 ValidationError, not a database error', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    await moveMoney(account, 5n);
+    for (const cursor of ['9223372036854775808', '9999999999999999999']) {
+      const res = await request(app).get(statementUrl(org.id, account.id, { starting_after: cursor })).set(bearer(token));
+      expect(res.status, `${cursor}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'starting_after' }] });
+    }
+    // The largest bigint is a well-formed cursor of no line of this statement: the same 400.
+    const max = await request(app).get(statementUrl(org.id, account.id, { starting_after: '9223372036854775807' })).set(bearer(token));
+    expect(max.status, JSON.stringify(max.body)).toBe(400);
+    expect(max.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'starting_after' }] });
+  });
+
   it('streams CSV (format=csv or Accept: text/csv), RFC 4180, equal to the JSON statement', async () => {
     const account = await createOrgAccount(org, { currency: 'USD' });
     const from = new Date(Date.now() - 1000);

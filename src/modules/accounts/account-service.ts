@@ -18,6 +18,8 @@ import { describeCounterparty, describePosting } from './statement-lines';
 type Db = Knex | Knex.Transaction;
 
 const DAY_MS = 86_400_000;
+/** Largest PostgreSQL bigint (ledger entry ids, hence statement cursors). */
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
 /** Longest statement interval, as Wise: 469 days. */
 export const MAX_STATEMENT_DAYS = 469;
 /** Interval when `from` is absent: the 30 days before `to`. */
@@ -284,7 +286,9 @@ export class AccountService {
 
   private async cursorWithin(trx: Knex.Transaction, account: OrgAccount, interval: StatementInterval, entryId: string): Promise<StatementCursor> {
     const invalid = ValidationError.field('starting_after', 'starting_after must be the entry_id of a line of this statement (its next_cursor).');
-    if (!/^[1-9][0-9]{0,18}$/.test(entryId)) throw invalid;
+    // Entry ids are bigint: a 19-digit value above its maximum is no entry (and PostgreSQL would
+    // raise 22003 comparing it with the id column).
+    if (!/^[1-9][0-9]{0,18}$/.test(entryId) || BigInt(entryId) > MAX_BIGINT) throw invalid;
     const cursor = await accountRepository.entryCursor(trx, account.ledgerAccountId, entryId);
     if (!cursor) throw invalid;
     const at = new Date(cursor.bookedAt).getTime();
