@@ -85,10 +85,14 @@ export function createApp(deps: AppDeps): App {
   app.use(
     OpenApiValidator.middleware({
       apiSpec: document.parse() as never,
-      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true },
+      // Bodies are never coerced ({"amount": true} must not become 1); the library still
+      // coerces path and query parameters, which arrive as strings.
+      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
       validateResponses: config.validateResponses,
       validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler } },
       validateFormats: true,
+      // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.
+      ajvFormats: { mode: 'full' },
       ignoreUndocumented: false,
     }),
   );

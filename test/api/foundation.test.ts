@@ -145,3 +145,15 @@ describe('foundation: health, contract, error envelope', () => {
     }
   });
 });
+
+describe('request bodies are validated without type coercion', () => {
+  it('refuses a boolean or a numeric string where the contract wants a string or a number', async () => {
+    const app = await buildTestApp();
+    const asBoolean = await request(app).post('/api/auth/login').send({ identifier: true, password: 'x' });
+    expect(asBoolean.status).toBe(400);
+    expect((asBoolean.body.details as Array<{ field: string }>)[0]?.field).toContain('identifier');
+    const asNumber = await request(app).post('/api/auth/login').send({ identifier: 'a@b.example', password: 12345 });
+    expect(asNumber.status).toBe(400);
+    expect((asNumber.body.details as Array<{ field: string }>)[0]?.field).toContain('password');
+  });
+});

@@ -368,6 +368,23 @@ describe('quotes', () => {
   });
 });
 
+describe('impossible dates', () => {
+  it('refuses a due_date or an expires_at that does not exist with 400, never a 500', async () => {
+    const { post, customer } = await setup();
+    const base = { customer_id: customer.id, currency: 'XOF', line_items: [{ description: 'x', quantity: 1, unit_amount: '10' }] };
+    for (const due_date of ['2099-02-30', '2099-13-01', '2099-00-10']) {
+      const res = await post('/invoices', { ...base, kind: 'invoice', due_date });
+      expect(res.status, `${due_date}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body.error).toBe('ValidationError');
+    }
+    for (const expires_at of ['2099-12-31T23:59:60Z', '2099-13-45T10:00:00Z']) {
+      const res = await post('/invoices', { ...base, kind: 'quote', expires_at });
+      expect(res.status, `${expires_at}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body.error).toBe('ValidationError');
+    }
+  });
+});
+
 describe('credit notes', () => {
   const line = (unit: string) => ({ reason: 'order_change', line_items: [{ description: 'Credit', quantity: 1, unit_amount: unit }] });
 

@@ -175,7 +175,9 @@ export class InvoiceService {
     const now = this.now();
     if (input.kind === 'invoice' && input.expiresAt) throw ValidationError.field('body.expires_at', 'expires_at applies to quotes only.');
     if (input.kind === 'quote' && input.dueDate) throw ValidationError.field('body.due_date', 'due_date applies to invoices only.');
+    if (input.dueDate && !isCalendarDate(input.dueDate)) throw ValidationError.field('body.due_date', 'due_date must be a real calendar date (YYYY-MM-DD).');
     if (input.dueDate && input.dueDate < utcDate(now)) throw ValidationError.field('body.due_date', 'due_date must not be in the past.');
+    if (input.expiresAt && Number.isNaN(input.expiresAt.getTime())) throw ValidationError.field('body.expires_at', 'expires_at must be a valid date-time.');
     if (input.expiresAt && input.expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
     const fingerprint = { ...input, expiresAt: input.expiresAt?.toISOString() ?? null };
     return this.create(organizationId, 'createInvoice', { userId: actorUserId, key: idempotencyKey }, fingerprint, async (trx) => {
@@ -340,4 +342,10 @@ export class InvoiceService {
       return { ...note, exponent: currency.exponent };
     });
   }
+}
+
+/** True for an existing day written YYYY-MM-DD (2026-02-30 is not one). */
+function isCalendarDate(value: string): boolean {
+  const parsed = new Date(`${value}T00:00:00Z`);
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 10) === value;
 }
