@@ -47,6 +47,20 @@ async function main(): Promise<void> {
   const payPort = await listen(payServer, config.payPort);
   logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind }, 'listening');
 
+  // Pending bank and mobile-money transfers are handed to their rail again at start and then
+  // every minute: a restart or a failed settlement never leaves money parked in transit.
+  const resumePendingTransfers = async (): Promise<void> => {
+    try {
+      const resumed = await app.services.transfers.resumePending();
+      if (resumed) logger.info({ resumed }, 'pending transfers handed to their rail again');
+    } catch (err) {
+      logger.error({ err }, 'could not resume pending transfers');
+    }
+  };
+  await resumePendingTransfers();
+  const pendingSweep = setInterval(() => void resumePendingTransfers(), 60_000);
+  pendingSweep.unref();
+
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
@@ -65,6 +79,7 @@ async function main(): Promise<void> {
       });
     await Promise.all([closeServer(apiServer), closeServer(payServer)]);
     clearTimeout(forced);
+    clearInterval(pendingSweep);
     app.services.shutdown();
     await database.close();
     if (redis) await redis.quit().catch(() => redis.disconnect());
