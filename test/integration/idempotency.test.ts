@@ -149,6 +149,21 @@ describe('IdempotencyService.execute', () => {
     expect(await knex('idempotency_keys').where({ user_id: user.id, key }).first('status')).toEqual({ status: 'completed' });
   });
 
+  it('fences out a request whose claim was taken over: its effect rolls back', async () => {
+    const user = await createUser();
+    const key = crypto.randomUUID();
+    const error = await failure(
+      service.execute({ userId: user.id, operation: 'createTransfer', key, request: {} }, async (trx) => {
+        const outcome = await credit(user.id, 9n)(trx);
+        // What a takeover by another request (after this one's lease lapsed) does to the row.
+        await trx('idempotency_keys').where({ user_id: user.id, key }).update({ claim_token: crypto.randomUUID() });
+        return outcome;
+      }),
+    );
+    expect(error.code).toBe('ConcurrentOperation');
+    expect(await walletBalance(user.id)).toBe(0n);
+  });
+
   it('reuses an expired key, even with another request', async () => {
     const user = await createUser();
     const key = crypto.randomUUID();

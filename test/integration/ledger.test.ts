@@ -87,7 +87,9 @@ describe('postings', () => {
         ],
       }),
     );
-    expect(posting.entries.map((e) => e.amountMinor)).toEqual([-2_550n, 2_550n]);
+    // Entries are recorded in account id order (the order their balances are locked and moved).
+    expect(new Map(posting.entries.map((e) => [e.accountId, e.amountMinor]))).toEqual(new Map([[from.id, -2_550n], [to.id, 2_550n]]));
+    expect(posting.entries.map((e) => e.accountId)).toEqual([from.id, to.id].sort());
     expect(posting.balancesAfter.get(from.id)).toBe(7_450n);
     expect(posting.balancesAfter.get(to.id)).toBe(2_550n);
     expect(await balanceOf(knex, from.id)).toBe(7_450n);

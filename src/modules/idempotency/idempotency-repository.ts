@@ -116,8 +116,8 @@ export const idempotencyRepository = {
 
   /**
    * Takes over an existing key that has expired, or whose in_progress claim outlived its
-   * lease (the request that claimed it died). A claim whose effect is running holds the row
-   * lock, so this waits for it and then finds the row no longer eligible.
+   * lease (the request that claimed it died, or is stuck). The new claim token fences the
+   * old request out: its completion then updates nothing and its effect rolls back.
    */
   async takeOver(db: Db, id: string, input: ClaimInput): Promise<IdempotencyRecord | undefined> {
     const rows = await db<Row>('idempotency_keys')
@@ -140,17 +140,6 @@ export const idempotencyRepository = {
     if (operation) query.andWhere({ operation });
     const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
     return rows.map(toRecord);
-  },
-
-  /**
-   * Inside the effect's transaction: re-checks that this request still owns its claim,
-   * renews the lease and locks the row until the transaction ends.
-   */
-  async confirmClaim(trx: Knex.Transaction, id: string, claimToken: string, leaseSeconds: number): Promise<boolean> {
-    const count = await trx('idempotency_keys')
-      .where({ id, claim_token: claimToken, status: 'in_progress' })
-      .update({ locked_until: trx.raw(`now() + make_interval(secs => ?)`, [leaseSeconds]) });
-    return count > 0;
   },
 
   async complete(trx: Knex.Transaction, id: string, claimToken: string, completion: Completion): Promise<boolean> {

@@ -23,9 +23,10 @@ import { idempotencyRepository, type IdempotencyRecord } from './idempotency-rep
  * - Validate and run every check that needs no lock BEFORE calling `execute`: those refusals
  *   never touch the key.
  * - The first request claims the key (`in_progress`, a fencing token and a lease) in its own
- *   short statement, then runs the effect in ONE transaction that re-checks the claim, locks
- *   the key row and completes it with the response status, body and resource. The key, the
- *   request hash and the response therefore commit or roll back together with the effect.
+ *   short statement, then runs the effect in ONE transaction that ends by completing the key
+ *   row with the response status, body and resource, on condition that the claim token is
+ *   still its own. The completed key, its request hash and the response therefore commit or
+ *   roll back together with the effect.
  * - A later request with the same key and the same request hash: 409
  *   `IdempotencyKeyAlreadyProcessed`, `details` {resource_type, resource_id, status} and a
  *   `Location` header; while the first is still running: 409 `ConcurrentOperation`.
@@ -141,10 +142,9 @@ export class IdempotencyService {
     const claim = await this.claim({ userId: request.userId, operation: request.operation, key }, hash);
     try {
       return await withTransaction(this.knex, async (trx) => {
-        if (!(await idempotencyRepository.confirmClaim(trx, claim.id, claim.claimToken, this.leaseSeconds))) {
-          throw this.concurrent();
-        }
         const outcome = await effect(trx);
+        // Fenced by the claim token: if the lease lapsed and another request took the key
+        // over meanwhile, this updates nothing and the whole effect rolls back.
         const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, {
           responseStatus: outcome.responseStatus,
           responseBody: outcome.responseBody,

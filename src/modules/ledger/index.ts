@@ -3,6 +3,7 @@ export {
   ensureAccount,
   externalClearingAccount,
   findAccount,
+  findWallets,
   fundWallet,
   listAccounts,
   platformAccount,

@@ -85,8 +85,19 @@ function identityWhere(identity: AccountIdentity) {
 export const ledgerRepository = {
   /** Locks the accounts (SELECT ... FOR UPDATE) in id order, so concurrent postings never deadlock. */
   async lockAccounts(trx: Knex.Transaction, ids: string[]): Promise<LedgerAccount[]> {
-    const rows = await trx<AccountRow>('ledger_accounts').whereIn('id', ids).orderBy('id').forUpdate();
+    // Raw SQL: this is the hot path of every posting.
+    const { rows } = (await trx.raw('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [ids])) as { rows: AccountRow[] };
     return rows.map(toAccount);
+  },
+
+  /** The wallets of several users in one currency, by owner id (one query). */
+  async findWallets(db: Db, ownerIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
+    const { rows } = (await db.raw(
+      `SELECT * FROM ledger_accounts
+        WHERE owner_type = 'user' AND owner_id = ANY(?::uuid[]) AND currency = ? AND kind = 'wallet' AND external_ref IS NULL`,
+      [ownerIds, currency],
+    )) as { rows: AccountRow[] };
+    return new Map(rows.map((row) => [row.owner_id as string, toAccount(row)]));
   },
 
   async findAccount(db: Db, identity: AccountIdentity): Promise<LedgerAccount | undefined> {
@@ -135,37 +146,46 @@ export const ledgerRepository = {
     return count > 0;
   },
 
-  async insertPosting(
+  /**
+   * Inserts a posting and its entries in one statement (one round trip). The entries go in
+   * account id order, so the balance trigger updates (and locks) accounts in that order too.
+   */
+  async insertPostingWithEntries(
     trx: Knex.Transaction,
     posting: { kind: string; reference: string; metadata: Record<string, unknown>; reversesPostingId: string | null },
-  ): Promise<PostingRow> {
-    const [row] = await trx<PostingRow>('postings')
-      .insert({
-        kind: posting.kind,
-        reference: posting.reference,
-        metadata: JSON.stringify(posting.metadata) as unknown as Record<string, unknown>,
-        reverses_posting_id: posting.reversesPostingId,
-      })
-      .returning('*');
-    return row as PostingRow;
-  },
-
-  async insertEntries(
-    trx: Knex.Transaction,
-    postingId: string,
     entries: Array<{ accountId: string; currency: string; amountMinor: bigint }>,
-  ): Promise<Entry[]> {
-    const rows = await trx<EntryRow>('entries')
-      .insert(
-        entries.map((entry) => ({
-          posting_id: postingId,
-          account_id: entry.accountId,
-          currency: entry.currency,
-          amount_minor: entry.amountMinor.toString(),
-        })),
-      )
-      .returning('*');
-    return (rows as EntryRow[]).map(toEntry);
+  ): Promise<{ posting: PostingRow; entries: Entry[] }> {
+    const { rows } = (await trx.raw(
+      `WITH p AS (
+         INSERT INTO postings (kind, reference, metadata, reverses_posting_id) VALUES (?, ?, ?::jsonb, ?::uuid)
+         RETURNING *
+       ), e AS (
+         INSERT INTO entries (posting_id, account_id, currency, amount_minor)
+         SELECT p.id, x.account_id, x.currency, x.amount_minor
+           FROM p, unnest(?::uuid[], ?::char(3)[], ?::bigint[]) WITH ORDINALITY AS x(account_id, currency, amount_minor, n)
+          ORDER BY x.account_id, x.n
+         RETURNING *
+       )
+       SELECT row_to_json(p.*) AS posting,
+              (SELECT json_agg(json_build_object('id', e.id::text, 'posting_id', e.posting_id, 'account_id', e.account_id, 'currency', e.currency,
+                                                 'amount_minor', e.amount_minor::text, 'created_at', e.created_at) ORDER BY e.id) FROM e) AS entries
+         FROM p`,
+      [
+        posting.kind,
+        posting.reference,
+        JSON.stringify(posting.metadata),
+        posting.reversesPostingId,
+        entries.map((entry) => entry.accountId),
+        entries.map((entry) => entry.currency),
+        entries.map((entry) => entry.amountMinor.toString()),
+      ],
+    )) as { rows: Array<{ posting: PostingRow & { created_at: string }; entries: Array<EntryRow & { created_at: string }> }> };
+    const row = rows[0] as (typeof rows)[number];
+    // JSON has no dates: parse them (int8 values were cast to text in SQL, so they stay exact).
+    return {
+      posting: { ...row.posting, created_at: new Date(row.posting.created_at) },
+      entries: row.entries.map((entry) => toEntry({ ...entry, created_at: new Date(entry.created_at) })),
+    };
   },
 
   async findPosting(db: Db, id: string): Promise<{ posting: PostingRow; entries: Entry[] } | undefined> {

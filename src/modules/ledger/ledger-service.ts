@@ -24,9 +24,12 @@ import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount,
  *   (unless `options.allowFrozen`, meant for reversals that return money), with 409
  *   `DuplicatePosting` when (kind, reference) was already posted. Balances move by database
  *   trigger as the entries are inserted; the database also re-checks every rule at commit.
+ *   Two round trips: the lock, then the posting and its entries in one statement (entries
+ *   are stored, and returned, in account id order).
  * - `ensureAccount(trx, {ownerType, ownerId, currency, kind, externalRef?})`: get-or-create,
  *   race-safe (INSERT ... ON CONFLICT DO NOTHING, then SELECT).
  * - `walletOf(trx, userId, currency)`: the user's wallet in that currency, created on first use.
+ * - `findWallets(db, userIds, currency)`: existing wallets of several users, one query.
  * - `externalClearingAccount(trx, currency)`: the platform's account for money entering or
  *   leaving the platform (the only account allowed to go negative).
  * - `platformAccount(trx, kind, currency, externalRef?)`: other platform accounts (rail_transit, fees).
@@ -119,29 +122,24 @@ export async function post(trx: Knex.Transaction, input: PostingInput, options: 
     balancesAfter.set(account.id, after);
   }
 
-  let posting;
+  let recorded;
   try {
-    posting = await ledgerRepository.insertPosting(trx, {
-      kind: input.kind,
-      reference: input.reference,
-      metadata: input.metadata ?? {},
-      reversesPostingId: input.reversesPostingId ?? null,
-    });
+    recorded = await ledgerRepository.insertPostingWithEntries(
+      trx,
+      { kind: input.kind, reference: input.reference, metadata: input.metadata ?? {}, reversesPostingId: input.reversesPostingId ?? null },
+      input.entries.map((entry) => ({
+        accountId: entry.accountId,
+        currency: (byId.get(entry.accountId) as LedgerAccount).currency,
+        amountMinor: entry.amountMinor,
+      })),
+    );
   } catch (error) {
     if (isUniqueViolation(error, 'postings_kind_reference_unique')) {
       throw new ConflictError('DuplicatePosting', `The ${input.kind} posting for ${input.reference} was already recorded.`);
     }
     throw error;
   }
-  const entries = await ledgerRepository.insertEntries(
-    trx,
-    posting.id,
-    input.entries.map((entry) => ({
-      accountId: entry.accountId,
-      currency: (byId.get(entry.accountId) as LedgerAccount).currency,
-      amountMinor: entry.amountMinor,
-    })),
-  );
+  const { posting, entries } = recorded;
   return {
     id: posting.id,
     kind: posting.kind,
@@ -181,6 +179,11 @@ export function listAccounts(
   filter: Parameters<typeof ledgerRepository.listAccounts>[1],
 ): Promise<LedgerAccount[]> {
   return ledgerRepository.listAccounts(db, filter);
+}
+
+/** The existing wallets of several users in one currency, by user id, in one query (none are created). */
+export function findWallets(db: Knex | Knex.Transaction, userIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
+  return ledgerRepository.findWallets(db, userIds, currency);
 }
 
 export function findAccount(db: Knex | Knex.Transaction, identity: AccountIdentity): Promise<LedgerAccount | undefined> {

@@ -178,15 +178,17 @@ export const transfersRepository = {
     return rows.map((row) => row.id);
   },
 
-  async findUserByEmail(db: Db, email: string): Promise<UserSummary | undefined> {
-    return db<UserSummary>('users').where({ email }).first('id', 'email', 'phone', 'status');
-  },
-
-  async findUserByPhone(db: Db, phone: string): Promise<UserSummary | undefined> {
-    return db<UserSummary>('users').where({ phone }).first('id', 'email', 'phone', 'status');
-  },
-
-  async findUserById(db: Db, id: string): Promise<UserSummary | undefined> {
-    return db<UserSummary>('users').where({ id }).first('id', 'email', 'phone', 'status');
+  /** The sender and, when looked up by e-mail or phone, the recipient: one query. */
+  async findParties(db: Db, senderId: string, recipient: { email: string } | { phone: string } | null): Promise<{ sender?: UserSummary; recipient?: UserSummary }> {
+    const column = recipient === null ? null : 'email' in recipient ? 'email' : 'phone';
+    const value = recipient === null ? null : 'email' in recipient ? recipient.email : recipient.phone;
+    const { rows } = (await db.raw(
+      `SELECT id, email, phone, status, id = ?::uuid AS is_sender FROM users WHERE id = ?::uuid${column ? ` OR ${column} = ?` : ''}`,
+      column ? [senderId, senderId, value] : [senderId, senderId],
+    )) as { rows: Array<UserSummary & { is_sender: boolean }> };
+    const strip = ({ is_sender: _ignored, ...user }: UserSummary & { is_sender: boolean }): UserSummary => user;
+    const sender = rows.find((row) => row.is_sender);
+    const match = rows.find((row) => (column === 'email' ? row.email === value : column === 'phone' ? row.phone === value : false));
+    return { sender: sender && strip(sender), recipient: match && strip(match) };
   },
 };

@@ -7,7 +7,7 @@ import { withTransaction } from '../../db/transaction';
 import {
   currencies,
   externalClearingAccount,
-  findAccount,
+  findWallets,
   minorToNumber,
   parseAmount,
   platformAccount,
@@ -19,7 +19,7 @@ import {
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency-service';
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
-import { transfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus } from './transfers-repository';
+import { transfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus, type UserSummary } from './transfers-repository';
 
 export const CREATE_TRANSFER_OPERATION = 'createTransfer';
 
@@ -104,12 +104,12 @@ export class TransferService {
     const note = input.note === undefined || input.note.trim() === '' ? null : input.note;
     if (note !== null && note.length > 280) throw ValidationError.field('body.note', 'note is at most 280 characters.');
     const recipient = await this.resolveRecipient(userId, input.recipientIdentifier, input.rail);
-    await this.precheck(userId, recipient, currency.code, amountMinor, currency.exponent);
+    const wallets = await this.precheck(userId, recipient, currency.code, amountMinor, currency.exponent);
 
     const view = await this.deps.idempotency.execute(
       { userId, operation: CREATE_TRANSFER_OPERATION, key, request: { body: input } },
       async (trx) => {
-        const transfer = await this.record(trx, userId, recipient, currency.code, amountMinor, note);
+        const transfer = await this.record(trx, userId, recipient, wallets, currency.code, amountMinor, note);
         const dto = await toTransferView(trx, transfer);
         return {
           result: dto,
@@ -221,33 +221,42 @@ export class TransferService {
     }
   }
 
-  private async resolveRecipient(userId: string, raw: string, rail: TransferRail | undefined): Promise<ResolvedRecipient> {
+  /** Reads the identifier and finds the parties (one query): the rail, and who receives. */
+  private async resolveRecipient(userId: string, raw: string, rail: TransferRail | undefined): Promise<ResolvedRecipient & { sender?: UserSummary }> {
     const parsed = parseIdentifier(raw, rail);
-    if (parsed.kind === 'iban') return { rail: 'bank', type: 'iban', identifier: parsed.value, userId: null };
-    if (parsed.kind === 'phone' && rail === 'mobile_money') return { rail: 'mobile_money', type: 'msisdn', identifier: parsed.value, userId: null };
-    const user =
-      parsed.kind === 'email'
-        ? await transfersRepository.findUserByEmail(this.knex, parsed.value)
-        : await transfersRepository.findUserByPhone(this.knex, parsed.value);
+    const byUser = parsed.kind === 'email' ? { email: parsed.value } : parsed.kind === 'phone' && rail !== 'mobile_money' ? { phone: parsed.value } : null;
+    const { sender, recipient: user } = await transfersRepository.findParties(this.knex, userId, byUser);
+    if (parsed.kind === 'iban') return { rail: 'bank', type: 'iban', identifier: parsed.value, userId: null, sender };
+    if (parsed.kind === 'phone' && rail === 'mobile_money') return { rail: 'mobile_money', type: 'msisdn', identifier: parsed.value, userId: null, sender };
     if (user && user.status !== 'disabled') {
       if (user.id === userId) throw new UnprocessableError('SelfTransfer', 'You cannot send money to yourself.');
-      return { rail: 'p2p', type: 'user', identifier: parsed.value, userId: user.id };
+      return { rail: 'p2p', type: 'user', identifier: parsed.value, userId: user.id, sender };
     }
     if (parsed.kind === 'phone' && rail === undefined) {
       if (!isValidPhoneNumber(parsed.value)) {
         throw ValidationError.field('body.recipientIdentifier', 'recipientIdentifier is not a valid telephone number for its country.');
       }
-      return { rail: 'mobile_money', type: 'msisdn', identifier: parsed.value, userId: null };
+      return { rail: 'mobile_money', type: 'msisdn', identifier: parsed.value, userId: null, sender };
     }
     throw new NotFoundError('No platform user has this e-mail address or telephone number.', 'RecipientNotFound');
   }
 
-  /** Checks that need no lock, so a refusal never consumes the Idempotency-Key. */
-  private async precheck(userId: string, recipient: ResolvedRecipient, currency: string, amountMinor: bigint, exponent: number): Promise<void> {
-    const sender = await transfersRepository.findUserById(this.knex, userId);
+  /**
+   * Checks that need no lock, so a refusal never consumes the Idempotency-Key (the ledger
+   * repeats the balance and frozen checks under the lock). Returns the wallets that exist.
+   */
+  private async precheck(
+    userId: string,
+    recipient: ResolvedRecipient & { sender?: UserSummary },
+    currency: string,
+    amountMinor: bigint,
+    exponent: number,
+  ): Promise<Map<string, LedgerAccount>> {
+    const sender = recipient.sender;
     if (!sender || sender.status === 'disabled') throw new NotFoundError('Your user account no longer exists.', 'NotFound');
     if (sender.status === 'locked') throw new UnprocessableError('SenderLocked', 'Your account is locked: it cannot send money. Contact support.');
-    const wallet = await findAccount(this.knex, { ownerType: 'user', ownerId: userId, currency, kind: 'wallet' });
+    const wallets = await findWallets(this.knex, recipient.userId ? [userId, recipient.userId] : [userId], currency);
+    const wallet = wallets.get(userId);
     if (wallet?.status === 'frozen') throw walletFrozen('sender');
     const available = wallet?.balanceMinor ?? 0n;
     if (available < amountMinor) {
@@ -257,10 +266,8 @@ export class TransferService {
         required: formatMinor(amountMinor, exponent),
       });
     }
-    if (recipient.userId) {
-      const target = await findAccount(this.knex, { ownerType: 'user', ownerId: recipient.userId, currency, kind: 'wallet' });
-      if (target?.status === 'frozen') throw walletFrozen('recipient');
-    }
+    if (recipient.userId && wallets.get(recipient.userId)?.status === 'frozen') throw walletFrozen('recipient');
+    return wallets;
   }
 
   /** The effect: one posting and the transfer row, inside the idempotency transaction. */
@@ -268,14 +275,16 @@ export class TransferService {
     trx: Knex.Transaction,
     userId: string,
     recipient: ResolvedRecipient,
+    known: Map<string, LedgerAccount>,
     currency: string,
     amountMinor: bigint,
     note: string | null,
   ): Promise<Transfer> {
     const id = crypto.randomUUID();
-    const from = await walletOf(trx, userId, currency);
+    // Wallets never disappear: the ones the precheck found are used as they are.
+    const from = known.get(userId) ?? (await walletOf(trx, userId, currency));
     const to: LedgerAccount = recipient.userId
-      ? await walletOf(trx, recipient.userId, currency)
+      ? (known.get(recipient.userId) ?? (await walletOf(trx, recipient.userId, currency)))
       : await platformAccount(trx, 'rail_transit', currency, recipient.rail);
     let postingId: string;
     try {

@@ -1,0 +1,144 @@
+/**
+ * POST /api/transfers (P2P, a fresh Idempotency-Key per request, spread over many sender
+ * wallets) against pgbench's built-in TPC-B transaction (scale 10) with the same client
+ * count, on the same PostgreSQL server, in the same run. Prints both throughputs, their
+ * ratio, p50/p99 latencies and the API's peak RSS, then proves the ledger invariants held.
+ * Target (issue 4): at least 0.5 of pgbench's transactions per second, p99 under 50 ms.
+ *
+ * Needs PostgreSQL and pgbench: DATABASE_URL, or postgres://postgres@127.0.0.1:5432/postgres.
+ * Two scratch databases are created and dropped. The API runs in a child process pinned to
+ * core 0 (production settings); autocannon and pgbench run from here (`make bench` pins this
+ * script to core 1). BENCH_DURATION_S, BENCH_CONNECTIONS and BENCH_SENDERS override defaults.
+ */
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type autocannon from 'autocannon';
+import { loadConfig } from '../../src/config';
+import { withTransaction } from '../../src/db/transaction';
+import { SessionService } from '../../src/modules/auth/session-service';
+import { TokenService } from '../../src/modules/auth/token-service';
+import { fundWallet, reconcile } from '../../src/modules/ledger';
+import { BENCH_JWT_SECRET, createScratchDatabase, printResult, runAutocannon, startServerProcess } from './bench-support';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const SENDERS = Number(process.env.BENCH_SENDERS ?? 256);
+
+interface Sender {
+  id: string;
+  email: string;
+  token: string;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+/** pgbench TPC-B, scale 10, `clients` clients, on a scratch database: tps and latency percentiles. */
+function runPgbench(url: string, clients: number, durationS: number): { tps: number; p50_ms: number; p99_ms: number; transactions: number } {
+  const init = spawnSync('pgbench', ['-i', '-s', '10', '-q', url], { encoding: 'utf8' });
+  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
+  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-'));
+  const run = spawnSync(
+    'pgbench',
+    ['-c', String(clients), '-j', String(Math.min(clients, os.cpus().length)), '-T', String(durationS), '-M', 'prepared', '-l', '--log-prefix', path.join(logDir, 'tx'), url],
+    { encoding: 'utf8', cwd: logDir },
+  );
+  if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr}`);
+  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1] ?? /tps = ([\d.]+)/.exec(run.stdout)?.[1]);
+  // Per-transaction log lines: client_id transaction_no time_us script_no time_epoch time_us_of_epoch
+  const latencies: number[] = [];
+  for (const file of fs.readdirSync(logDir)) {
+    for (const line of fs.readFileSync(path.join(logDir, file), 'utf8').split('\n')) {
+      const us = Number(line.split(' ')[2]);
+      if (Number.isFinite(us) && us > 0) latencies.push(us / 1000);
+    }
+  }
+  fs.rmSync(logDir, { recursive: true, force: true });
+  latencies.sort((a, b) => a - b);
+  return { tps: Math.round(tps), p50_ms: Number(percentile(latencies, 50).toFixed(2)), p99_ms: Number(percentile(latencies, 99).toFixed(2)), transactions: latencies.length };
+}
+
+async function main(): Promise<void> {
+  const api = await createScratchDatabase('bench_transfers');
+  const tpcb = await createScratchDatabase('bench_pgbench');
+  try {
+    // Senders with a large XOF balance (funded through the ledger) and a real session each.
+    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456' });
+    const sessions = new SessionService(api.knex, new TokenService(config.jwt));
+    const run = crypto.randomBytes(3).toString('hex');
+    const rows = (await api.knex('users')
+      .insert(Array.from({ length: SENDERS }, (_, i) => ({ email: `sender-${run}-${i}@bench.example`, password_hash: 'not-a-login' })))
+      .returning(['id', 'email'])) as Array<{ id: string; email: string }>;
+    await withTransaction(api.knex, async (trx) => {
+      for (const row of rows) await fundWallet(trx, row.id, 'XOF', 1_000_000_000_000n);
+    });
+    const senders: Sender[] = [];
+    for (const row of rows) senders.push({ ...row, token: (await sessions.open({ id: row.id, is_admin: false })).access_token });
+
+    const server = await startServerProcess('scripts/bench/servers/api-server.ts', {
+      DATABASE_URL: api.url,
+      JWT_SECRET: BENCH_JWT_SECRET,
+      // e.g. BENCH_SERVER_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the API.
+      ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
+    });
+    let ours;
+    let peakRssMb = -1;
+    let next = 0;
+    const request: autocannon.Request = {
+      method: 'POST',
+      path: '/api/transfers',
+      setupRequest: (req) => {
+        // Round-robin senders, each to a different user: many wallets, little lock contention.
+        const i = next++ % SENDERS;
+        const from = senders[i] as Sender;
+        const to = senders[(i + 1 + (next % (SENDERS - 1))) % SENDERS] as Sender;
+        return {
+          ...req,
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${from.token}`,
+            'idempotency-key': crypto.randomUUID(),
+          },
+          body: JSON.stringify({ amount: 1 + (next % 100), currency: 'XOF', recipientIdentifier: to.email }),
+        };
+      },
+    };
+    try {
+      await runAutocannon({ url: server.url, duration: 3, connections: CONNECTIONS, requests: [request] }); // warm-up
+      ours = await runAutocannon({ url: server.url, duration: DURATION_S, connections: CONNECTIONS, requests: [request] });
+      peakRssMb = await server.peakRssMb();
+    } finally {
+      await server.stop();
+    }
+    const pgbench = runPgbench(tpcb.url, CONNECTIONS, DURATION_S);
+
+    const violations = await reconcile(api.knex);
+    const transfers = Number((await api.knex('transfers').count({ n: '*' }).first())?.n ?? 0);
+    printResult('transfers', {
+      connections: CONNECTIONS,
+      duration_s: DURATION_S,
+      senders: SENDERS,
+      ours: { ...ours, peak_rss_mb: peakRssMb },
+      pgbench_tpcb_scale10: pgbench,
+      ratio_tps: Number((ours.requests_per_s / pgbench.tps).toFixed(3)),
+      target_ratio: 0.5,
+      target_p99_ms: 50,
+      transfers_recorded: transfers,
+      ledger_invariant_violations: violations.length,
+    });
+    if (violations.length) process.exitCode = 1;
+  } finally {
+    await api.drop();
+    await tpcb.drop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
