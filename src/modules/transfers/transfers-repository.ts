@@ -75,19 +75,11 @@ function toTransfer(row: Row): Transfer {
   };
 }
 
-export interface NewTransfer {
-  id: string;
-  senderUserId: string;
-  rail: TransferRail;
-  status: TransferStatus;
-  currency: string;
-  amountMinor: bigint;
-  recipientType: RecipientType;
-  recipientIdentifier: string;
-  recipientUserId: string | null;
-  note: string | null;
-  postingId: string;
-}
+/** What a new transfer row is given; the rest is set by settlement. */
+export type NewTransfer = Pick<
+  Transfer,
+  'id' | 'senderUserId' | 'rail' | 'status' | 'currency' | 'amountMinor' | 'recipientType' | 'recipientIdentifier' | 'recipientUserId' | 'note' | 'postingId'
+>;
 
 export interface UserSummary {
   id: string;
