@@ -299,7 +299,7 @@ export interface paths {
         put?: never;
         /**
          * Get or create the Checkout of an account
-         * @description Returns the permanent Checkout of a destination account of the organisation, creating it when none exists (one Checkout per account, whatever the timing of concurrent calls). Embed it as an HTML link to `public_url` opening in a new window, or use `snippets.link_with_amount` with the amount and your order reference. Always check the payment status in the API before fulfilling an order. Roles: owner, admin or finance_manager. The payment links module must be open for writes.
+         * @description Returns the permanent Checkout of a destination account of the organisation, creating it when none exists (one Checkout per account, whatever the timing of concurrent calls). Embed it as an HTML link to `public_url` opening in a new window, or use `snippets.link_with_amount` with the amount and your order reference. Always check the payment status in the API before fulfilling an order. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`). While the organisation is not active, or its payment links module is locked or not enabled, the payment page refuses payments on all its links (410).
          */
         post: operations["getOrCreateCheckout"];
         delete?: never;
@@ -329,7 +329,7 @@ export interface paths {
         put?: never;
         /**
          * Create a one-off payment link
-         * @description Creates a one-off payment link to an active account of the organisation: a fixed amount, or an amount the customer chooses (optionally within bounds), a description, your reference and an expiry. The link is paid once (then `completed`); deactivate it to stop it earlier. Customers pay on `public_url`; always check the payment through `listPayments` before fulfilling an order. Roles: owner, admin or finance_manager. The payment links module must be open for writes.
+         * @description Creates a one-off payment link to an active account of the organisation: a fixed amount, or an amount the customer chooses (optionally within bounds), a description, your reference and an expiry. The link is paid once (then `completed`); deactivate it to stop it earlier. Customers pay on `public_url`; always check the payment through `listPayments` before fulfilling an order. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`). While the organisation is not active, or its payment links module is locked or not enabled, the payment page refuses payments on all its links (410).
          */
         post: operations["createPaymentLink"];
         delete?: never;
@@ -391,7 +391,7 @@ export interface paths {
         put?: never;
         /**
          * Deactivate a payment link
-         * @description Stops a payment link or Checkout from accepting payments; links are deactivated, never deleted. Deactivating an inactive link changes nothing; a `completed` link cannot be deactivated (409). Calling `getOrCreateCheckout` for its account reactivates a deactivated Checkout. Roles: owner, admin or finance_manager. The payment links module must be open for writes.
+         * @description Stops a payment link or Checkout from accepting payments; links are deactivated, never deleted. Deactivating an inactive link changes nothing; a `completed` link cannot be deactivated (409). Calling `getOrCreateCheckout` for its account reactivates a deactivated Checkout. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`).
          */
         post: operations["deactivatePaymentLink"];
         delete?: never;
@@ -422,7 +422,7 @@ export interface paths {
         put?: never;
         /**
          * Sign an amount and reference into a link
-         * @description Returns the link's `link_with_amount` filled with an amount and a reference, signed with the platform's key (`sig`) together with an expiry (`exp`): the payment page refuses the URL if the amount, the reference or the expiry is edited, and once it expires. Links created with `require_signed_amount` accept amounts from the URL only this way. Roles: owner, admin or finance_manager. The payment links module must be open for writes.
+         * @description Returns the link's `link_with_amount` filled with an amount and a reference, signed with the platform's key (`sig`) together with an expiry (`exp`): the payment page refuses the URL if the amount, the reference or the expiry is edited, and once it expires. Links created with `require_signed_amount` accept amounts from the URL only this way. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`).
          */
         post: operations["createSignedPaymentLink"];
         delete?: never;
@@ -3294,6 +3294,18 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3399,6 +3411,18 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3514,6 +3538,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3584,6 +3620,18 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -7,7 +7,16 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { DomainError, ValidationError } from '../errors';
 import { parseAmount } from '../modules/ledger';
-import { isLinkCode, issueFormToken, randomNonce, readFormToken, receiptToken, verifyAmountSignature, verifyReceiptToken } from '../modules/payment-links/link-security';
+import {
+  isLinkCode,
+  issueFormToken,
+  randomNonce,
+  readFormToken,
+  receiptToken,
+  verifyAmountSignature,
+  verifyReceiptToken,
+  type FormTokenPayload,
+} from '../modules/payment-links/link-security';
 import { PaymentRefused } from '../modules/payment-links/payment-links-errors';
 import { checkAmountForLink, checkPrintable } from '../modules/payment-links/payment-links-service';
 import type { PaymentLink } from '../modules/payment-links/payment-links-types';
@@ -46,6 +55,7 @@ const REFUSAL_STATUS: Record<PaymentRefused['reason'], { status: number; title: 
   link_busy: { status: 409, title: 'Payment in progress' },
   reference_paid: { status: 409, title: 'Order already paid' },
   account_unavailable: { status: 409, title: 'Payments unavailable' },
+  merchant_unavailable: { status: 410, title: 'Payments unavailable' },
 };
 
 function sendPage(res: Response, status: number, html: string): void {
@@ -72,6 +82,8 @@ function queryValue(req: Request, name: string): string | undefined {
 interface ResolvedTerms {
   amountMinor: bigint | null;
   reference: string | null;
+  /** The `exp` of a signed URL (Unix seconds), null when the URL was not signed. */
+  signedExpiresAt: number | null;
 }
 
 /**
@@ -100,6 +112,7 @@ function resolveTerms(req: Request, link: PaymentLink, paySecret: string, now: D
   }
 
   let amountMinor: bigint | null = null;
+  let signedExpiresAt: number | null = null;
   if (rawAmount !== undefined) {
     if (rawAmount === '{AMOUNT}') throw invalid('This link still contains the {AMOUNT} placeholder: the merchant must replace it with the amount to pay.');
     try {
@@ -118,7 +131,8 @@ function resolveTerms(req: Request, link: PaymentLink, paySecret: string, now: D
     const expiresAt = Number(exp);
     const genuine = verifyAmountSignature(paySecret, { linkId: link.id, amountMinor, reference: reference ?? '', expiresAt }, sig);
     if (!genuine) throw invalid('The amount or the reference of this link was changed: it does not match the merchant’s signature. Ask the merchant for a new link.');
-    if (expiresAt * 1000 <= now.getTime()) throw new PageError(410, 'Payment link expired', 'This signed payment link has expired: ask the merchant for a new link.');
+    if (expiresAt * 1000 <= now.getTime()) throw signedLinkExpired();
+    signedExpiresAt = expiresAt;
   } else if (link.requireSignedAmount && link.amountMinor === null) {
     throw invalid(
       amountMinor === null
@@ -126,7 +140,29 @@ function resolveTerms(req: Request, link: PaymentLink, paySecret: string, now: D
         : 'This merchant accepts only signed amounts, and this link is not signed: ask the merchant for a new link.',
     );
   }
-  return { amountMinor: amountMinor ?? link.amountMinor, reference };
+  return { amountMinor: amountMinor ?? link.amountMinor, reference, signedExpiresAt };
+}
+
+function signedLinkExpired(): PageError {
+  return new PageError(410, 'Payment link expired', 'This signed payment link has expired: ask the merchant for a new link.');
+}
+
+/**
+ * What the page checked on GET from the URL, checked again when the form is sent (the token
+ * lives FORM_TOKEN_TTL_SECONDS): the signed URL's expiry, and a link that started requiring
+ * signed amounts since refuses a form whose amount was not signed.
+ */
+function refuseStaleTerms(link: PaymentLink, token: FormTokenPayload, now: Date): void {
+  if (token.signedExpiresAt !== null && token.signedExpiresAt * 1000 <= now.getTime()) throw signedLinkExpired();
+  if (token.signedExpiresAt === null && link.requireSignedAmount && link.amountMinor === null) {
+    throw new PageError(
+      400,
+      'Invalid payment link',
+      token.amountMinor === null
+        ? 'This payment link needs an amount signed by the merchant: ask the merchant for a link to your order.'
+        : 'This merchant accepts only signed amounts, and this link is not signed: ask the merchant for a new link.',
+    );
+  }
 }
 
 /** The public customer payment page, served on PAY_PORT and addressed as PAY_URL. */
@@ -196,17 +232,18 @@ export function createPayApp(deps: PayAppDeps): Express {
 
   app.get('/pay/:code', async (req, res) => {
     const link = await services.payments.payableLink(codeOf(req));
-    const terms = resolveTerms(req, link, secret, new Date());
-    if (terms.reference !== null) await services.payments.refusePaidReference(link, terms.reference);
+    const { amountMinor, reference, signedExpiresAt } = resolveTerms(req, link, secret, new Date());
+    if (reference !== null) await services.payments.refusePaidReference(link, reference);
     const token = issueFormToken(secret, {
       linkId: link.id,
       browserId: browserId(req, res),
-      amountMinor: terms.amountMinor,
-      reference: terms.reference,
+      amountMinor,
+      reference,
       nonce: randomNonce(),
       issuedAt: Math.floor(Date.now() / 1000),
+      signedExpiresAt,
     });
-    sendPage(res, 200, paymentFormPage({ link, ...terms, token, action: `/pay/${link.code}` }));
+    sendPage(res, 200, paymentFormPage({ link, amountMinor, reference, token, action: `/pay/${link.code}` }));
   });
 
   app.post('/pay/:code', express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 }), async (req, res) => {
@@ -222,6 +259,7 @@ export function createPayApp(deps: PayAppDeps): Express {
         'This payment form has expired or was not sent from this page (cookies must be enabled). Open the payment link again.',
       );
     }
+    refuseStaleTerms(link, token, new Date());
     const view: PaymentFormView = {
       link,
       amountMinor: token.amountMinor,
@@ -260,7 +298,7 @@ export function createPayApp(deps: PayAppDeps): Express {
     }
     const payment = await services.payments.forPage(link.id, paymentId);
     if (!payment) throw new PageError(404, 'Payment not found', 'This payment does not exist.');
-    const retry = link.status === 'active' && (link.kind === 'link' || link.amountMinor !== null) ? `/pay/${link.code}` : null;
+    const retry = link.status === 'active' && link.organizationCanCollect && (link.kind === 'link' || link.amountMinor !== null) ? `/pay/${link.code}` : null;
     sendPage(res, 200, resultPage(link, payment, retry));
   });
 

@@ -355,6 +355,49 @@ describe('POST /pay/:code', () => {
     expect(await balanceOf(testKnex(), xof.ledgerAccountId)).toBe(before + 2_100n);
   });
 
+  it('refuses a form opened from a signed URL once that URL has expired (410), and takes it before', async () => {
+    const config = testConfig();
+    const signedPath = (reference: string, expiresAt: number) =>
+      `/pay/${checkout.code}?amount=600&reference=${reference}&exp=${expiresAt}&sig=${signAmount(config.paySecret, { linkId: checkout.id, amountMinor: 600n, reference, expiresAt })}`;
+    const longLived = await openPage(signedPath('SIGNED-OK', Math.floor(Date.now() / 1000) + 3600));
+    const ok = await longLived.agent.post(`/pay/${checkout.code}`).type('form').send({ token: longLived.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(ok.status, ok.text).toBe(303);
+
+    const expiresAt = Math.floor(Date.now() / 1000) + 2;
+    const { agent, token } = await openPage(signedPath('SIGNED-LATE', expiresAt));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt * 1000 - Date.now()) + 50));
+    const late = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(late.status, late.text).toBe(410);
+    expect(late.text).toContain('signed payment link has expired');
+    expect(await testKnex()('payments').where({ reference: 'SIGNED-LATE' })).toHaveLength(0);
+  });
+
+  it('refuses a form whose amount was not signed once the link requires signed amounts (400); a signed one still pays', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const own = (await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id })).body.data;
+    const typed = await openPage(`/pay/${own.code}`);
+    const unsigned = await openPage(`/pay/${own.code}?amount=300&reference=UNSIGNED-1`);
+    const signedUrl = new URL(
+      (await request(app).post(`${base(org.id)}/payment-links/${own.id}/signed-links`).set(bearer(owner)).send({ amount: 300, reference: 'SIGNED-1' })).body.data.url,
+    );
+    const signed = await openPage(`${signedUrl.pathname}${signedUrl.search}`);
+
+    const strict = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id, require_signed_amount: true });
+    expect(strict.body.data.require_signed_amount).toBe(true);
+
+    const typedRes = await typed.agent.post(`/pay/${own.code}`).type('form').send({ token: typed.token, amount: '300', method: 'mobile_money', phone: '+2250712345678' });
+    expect(typedRes.status, typedRes.text).toBe(400);
+    expect(typedRes.text).toContain('needs an amount signed by the merchant');
+    const unsignedRes = await unsigned.agent.post(`/pay/${own.code}`).type('form').send({ token: unsigned.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(unsignedRes.status, unsignedRes.text).toBe(400);
+    expect(unsignedRes.text).toContain('accepts only signed amounts');
+    expect(await testKnex()('payments').where({ link_id: own.id })).toHaveLength(0);
+
+    const signedRes = await signed.agent.post(`/pay/${own.code}`).type('form').send({ token: signed.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(signedRes.status, signedRes.text).toBe(303);
+    expect(await testKnex()('payments').where({ link_id: own.id })).toMatchObject([{ reference: 'SIGNED-1', amount_minor: '300', status: 'succeeded' }]);
+  });
+
   it('refuses a payment when the destination account became inactive', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
     const link = await createLink({ destination_account_id: account.id, amount: 100 });
@@ -363,6 +406,58 @@ describe('POST /pay/:code', () => {
     const res = await agent.post(`/pay/${link.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
     expect(res.status).toBe(409);
     expect((await request(payApp).get(`/pay/${link.code}`)).status).toBe(409);
+  });
+});
+
+describe('the payment page and the organisation behind the link', () => {
+  /** An organisation with a Checkout and a one-off link, each with a form opened while it was active. */
+  async function merchant() {
+    const organization = await createOrganization();
+    const token = await accessTokenFor(app, await createMember(organization, 'owner'));
+    const account = await createOrgAccount(organization, { currency: 'XOF' });
+    const own = (await request(app).post(`${base(organization.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data as { id: string; code: string };
+    const link = await createLink({ destination_account_id: account.id, amount: 500 }, organization, token);
+    const forms = { checkout: await openPage(`/pay/${own.code}?amount=700&reference=ORG-1`), link: await openPage(`/pay/${link.code}`) };
+    return { organization, account, codes: { checkout: own.code, link: link.code }, forms };
+  }
+
+  async function expectRefused(m: Awaited<ReturnType<typeof merchant>>, label: string): Promise<void> {
+    for (const kind of ['checkout', 'link'] as const) {
+      const page = await request(payApp).get(`/pay/${m.codes[kind]}`);
+      expect(page.status, `${label} GET ${kind}`).toBe(410);
+      expect(page.text).toContain('Payments unavailable');
+      const { agent, token } = m.forms[kind];
+      const post = await agent.post(`/pay/${m.codes[kind]}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
+      expect(post.status, `${label} POST ${kind}`).toBe(410);
+      expect(post.text).toContain('does not accept payments');
+    }
+    expect(await testKnex()('payments').where({ organization_id: m.organization.id }), label).toHaveLength(0);
+  }
+
+  it.each(['inactive', 'suspended'] as const)('refuses payments (410) on every link of a %s organisation, pages and forms opened before alike', async (status) => {
+    const m = await merchant();
+    await testKnex()('organizations').where({ id: m.organization.id }).update({ status });
+    await expectRefused(m, status);
+    // Active again: the same forms pay.
+    await testKnex()('organizations').where({ id: m.organization.id }).update({ status: 'active' });
+    const { agent, token } = m.forms.link;
+    expect((await agent.post(`/pay/${m.codes.link}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+  });
+
+  it('refuses payments (410) while the payment links module is locked or not enabled; a read-only module still takes them', async () => {
+    const locked = await merchant();
+    await testKnex()('organization_modules').where({ organization_id: locked.organization.id, module: 'payment_links' }).update({ access: 'locked' });
+    await expectRefused(locked, 'locked');
+
+    const disabled = await merchant();
+    await testKnex()('organization_modules').where({ organization_id: disabled.organization.id, module: 'payment_links' }).delete();
+    await expectRefused(disabled, 'not enabled');
+
+    const readOnly = await merchant();
+    await testKnex()('organization_modules').where({ organization_id: readOnly.organization.id, module: 'payment_links' }).update({ access: 'read_only' });
+    expect((await request(payApp).get(`/pay/${readOnly.codes.checkout}`)).status).toBe(200);
+    const { agent, token } = readOnly.forms.checkout;
+    expect((await agent.post(`/pay/${readOnly.codes.checkout}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
   });
 });
 

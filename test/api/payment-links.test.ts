@@ -132,6 +132,34 @@ describe('POST /business/organizations/{orgId}/checkout', () => {
     expect(res.body.error).toBe('FeatureUnavailable');
   });
 
+  it('answers 422 OrganizationInactive to every write of an inactive or suspended organisation; reads stay possible', async () => {
+    for (const status of ['inactive', 'suspended'] as const) {
+      const organization = await createOrganization();
+      const token = await tokenFor(organization, 'owner');
+      const account = await createOrgAccount(organization, { currency: 'XOF' });
+      const checkout = await request(app).post(`${base(organization.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id });
+      expect(checkout.status).toBe(200);
+      await testKnex()('organizations').where({ id: organization.id }).update({ status });
+
+      const writes = [
+        request(app).post(`${base(organization.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id }),
+        request(app).post(`${base(organization.id)}/payment-links`).set(bearer(token)).send({ destination_account_id: account.id, amount: 100 }),
+        request(app).post(`${base(organization.id)}/payment-links/${checkout.body.data.id}/signed-links`).set(bearer(token)).send({ amount: 100, reference: 'A' }),
+        request(app).post(`${base(organization.id)}/payment-links/${checkout.body.data.id}/deactivate`).set(bearer(token)),
+      ];
+      for (const res of await Promise.all(writes)) {
+        expect(res.status, `${status}: ${JSON.stringify(res.body)}`).toBe(422);
+        expect(res.body).toMatchObject({ success: false, error: 'OrganizationInactive' });
+      }
+      expect(await testKnex()('payment_links').where({ organization_id: organization.id })).toHaveLength(1);
+      expect((await testKnex()('payment_links').where({ id: checkout.body.data.id }).first()).status).toBe('active');
+
+      expect((await request(app).get(`${base(organization.id)}/payment-links`).set(bearer(token))).status).toBe(200);
+      expect((await request(app).get(`${base(organization.id)}/payment-links/${checkout.body.data.id}`).set(bearer(token))).status).toBe(200);
+      expect((await request(app).get(`${base(organization.id)}/payments`).set(bearer(token))).status).toBe(200);
+    }
+  });
+
   it('sets require_signed_amount when asked, and reactivates a deactivated Checkout', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
     const created = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id, require_signed_amount: true });

@@ -50,13 +50,14 @@ export const ORGANIZATION_MANAGERS: readonly Role[] = ['owner', 'admin'];
  * one line per operation.
  */
 export const ACCESS_POLICY: Readonly<Record<string, AccessRule>> = {
-  // Payment links and the Checkout
-  getOrCreateCheckout: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
+  // Payment links and the Checkout. Writes need an active organisation (422); the payment page
+  // refuses payments too while it is not active (src/modules/payment-links/payments-service.ts).
+  getOrCreateCheckout: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true, requiresActiveOrg: true },
   listPaymentLinks: { roles: FINANCIAL_ROLES, module: 'payment_links', write: false },
-  createPaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
+  createPaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true, requiresActiveOrg: true },
   getPaymentLink: { roles: FINANCIAL_ROLES, module: 'payment_links', write: false },
-  deactivatePaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
-  createSignedPaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true },
+  deactivatePaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true, requiresActiveOrg: true },
+  createSignedPaymentLink: { roles: PAYMENT_MANAGERS, module: 'payment_links', write: true, requiresActiveOrg: true },
   listPayments: { roles: FINANCIAL_ROLES, module: 'payment_links', write: false },
   getPayment: { roles: FINANCIAL_ROLES, module: 'payment_links', write: false },
   // Invoices, quotes, credit notes, customers

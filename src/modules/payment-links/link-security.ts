@@ -69,6 +69,12 @@ export interface FormTokenPayload {
   nonce: string;
   /** Unix seconds. */
   issuedAt: number;
+  /**
+   * The `exp` (Unix seconds) of the signed URL the page was opened with, null when it was not
+   * signed: the form is refused once it passes, and a link that now requires signed amounts
+   * refuses a form that was not opened from a signed URL.
+   */
+  signedExpiresAt: number | null;
 }
 
 interface WirePayload {
@@ -78,6 +84,7 @@ interface WirePayload {
   r: string | null;
   n: string;
   t: number;
+  e?: number | null;
 }
 
 export function issueFormToken(secret: string, payload: FormTokenPayload): string {
@@ -88,6 +95,7 @@ export function issueFormToken(secret: string, payload: FormTokenPayload): strin
     r: payload.reference,
     n: payload.nonce,
     t: payload.issuedAt,
+    e: payload.signedExpiresAt,
   };
   const body = Buffer.from(JSON.stringify(wire)).toString('base64url');
   return `${body}.${mac(secret, 'form-token', body)}`;
@@ -103,6 +111,7 @@ export function readFormToken(secret: string, token: string): FormTokenPayload |
     const wire = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as WirePayload;
     if (typeof wire.l !== 'string' || typeof wire.b !== 'string' || typeof wire.n !== 'string' || typeof wire.t !== 'number') return null;
     if (wire.a !== null && !/^[1-9][0-9]{0,18}$/.test(wire.a)) return null;
+    if (wire.e !== undefined && wire.e !== null && !Number.isSafeInteger(wire.e)) return null;
     return {
       linkId: wire.l,
       browserId: wire.b,
@@ -110,6 +119,7 @@ export function readFormToken(secret: string, token: string): FormTokenPayload |
       reference: wire.r ?? null,
       nonce: wire.n,
       issuedAt: wire.t,
+      signedExpiresAt: wire.e ?? null,
     };
   } catch {
     return null;

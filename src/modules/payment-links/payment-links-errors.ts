@@ -41,7 +41,9 @@ export type PayRefusal =
   | 'link_completed'
   | 'link_busy'
   | 'reference_paid'
-  | 'account_unavailable';
+  | 'account_unavailable'
+  /** The organisation is not active, or its payment links module is locked or not enabled. */
+  | 'merchant_unavailable';
 
 export class PaymentRefused extends DomainError {
   constructor(

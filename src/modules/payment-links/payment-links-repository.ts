@@ -53,6 +53,32 @@ function toLink(row: LinkRow, now = Date.now()): PaymentLink {
   };
 }
 
+/**
+ * A link as the public payment page sees it: with whether its organisation may collect
+ * payments now (active, its payment_links module enabled and not locked).
+ */
+export interface PublicPaymentLink extends PaymentLink {
+  organizationCanCollect: boolean;
+}
+
+interface PublicLinkRow extends LinkRow {
+  organization_status: string;
+  payment_links_access: string | null;
+}
+
+function toPublicLink(row: PublicLinkRow): PublicPaymentLink {
+  const canCollect = row.organization_status === 'active' && row.payment_links_access !== null && row.payment_links_access !== 'locked';
+  return { ...toLink(row), organizationCanCollect: canCollect };
+}
+
+/** selectLinks plus the organisation's status and its payment_links module access (null when not enabled). */
+function selectPublicLinks(db: Db): Knex.QueryBuilder {
+  return selectLinks(db).select(
+    'o.status as organization_status',
+    db.raw(`(SELECT om.access FROM organization_modules om WHERE om.organization_id = l.organization_id AND om.module = 'payment_links') AS payment_links_access`),
+  );
+}
+
 function selectLinks(db: Db): Knex.QueryBuilder {
   return db('payment_links as l')
     .join('organizations as o', 'o.id', 'l.organization_id')
@@ -128,14 +154,15 @@ export const paymentLinksRepository = {
   },
 
   /** For the public page only: the link a signed form token names (no organisation in scope). */
-  async findByIdForPayment(db: Db, linkId: string): Promise<PaymentLink | undefined> {
-    const row = (await selectLinks(db).where({ 'l.id': linkId }).first()) as LinkRow | undefined;
-    return row ? toLink(row) : undefined;
+  async findByIdForPayment(db: Db, linkId: string): Promise<PublicPaymentLink | undefined> {
+    const row = (await selectPublicLinks(db).where({ 'l.id': linkId }).first()) as PublicLinkRow | undefined;
+    return row ? toPublicLink(row) : undefined;
   },
 
-  async findByCode(db: Db, code: string): Promise<PaymentLink | undefined> {
-    const row = (await selectLinks(db).where({ 'l.code': code }).first()) as LinkRow | undefined;
-    return row ? toLink(row) : undefined;
+  /** For the public page only: the link behind a public code, with its organisation's standing. */
+  async findByCode(db: Db, code: string): Promise<PublicPaymentLink | undefined> {
+    const row = (await selectPublicLinks(db).where({ 'l.code': code }).first()) as PublicLinkRow | undefined;
+    return row ? toPublicLink(row) : undefined;
   },
 
   /** Locks a link row (payments on one link are serialised by it). */

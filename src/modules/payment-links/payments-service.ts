@@ -5,7 +5,7 @@ import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
 import { externalClearingAccount, post } from '../ledger';
 import { PaymentNotFound, PaymentRefused } from './payment-links-errors';
-import { paymentLinksRepository } from './payment-links-repository';
+import { paymentLinksRepository, type PublicPaymentLink } from './payment-links-repository';
 import { checkAmountForLink } from './payment-links-service';
 import type { Payment, PaymentLink, PaymentStatus } from './payment-links-types';
 import { paymentsRepository } from './payments-repository';
@@ -61,7 +61,7 @@ export class PaymentsService {
   }
 
   /** The link behind a public code, refused (404, 410, 409) when it cannot take a payment. */
-  async payableLink(code: string): Promise<PaymentLink> {
+  async payableLink(code: string): Promise<PublicPaymentLink> {
     const link = await paymentLinksRepository.findByCode(this.knex, code);
     if (!link) throw new PaymentRefused('unknown_link', 'This payment link does not exist. Check the address you were given.');
     this.refuseUnusable(link);
@@ -73,16 +73,24 @@ export class PaymentsService {
   }
 
   /** The link behind a public code whatever its status (404 when unknown). */
-  async linkForCode(code: string): Promise<PaymentLink> {
+  async linkForCode(code: string): Promise<PublicPaymentLink> {
     const link = await paymentLinksRepository.findByCode(this.knex, code);
     if (!link) throw new PaymentRefused('unknown_link', 'This payment link does not exist. Check the address you were given.');
     return link;
   }
 
-  private refuseUnusable(link: PaymentLink): void {
+  /**
+   * Refuses a link that cannot take a payment: deactivated, expired or paid, or whose
+   * organisation may not collect payments now (not active, or its payment_links module locked
+   * or not enabled).
+   */
+  private refuseUnusable(link: PublicPaymentLink): void {
     if (link.status === 'inactive') throw new PaymentRefused('link_inactive', 'This payment link has been deactivated by the merchant.');
     if (link.status === 'expired') throw new PaymentRefused('link_expired', 'This payment link has expired.');
     if (link.status === 'completed') throw new PaymentRefused('link_completed', 'This payment link has already been paid.');
+    if (!link.organizationCanCollect) {
+      throw new PaymentRefused('merchant_unavailable', `${link.organizationName} does not accept payments through this link at the moment. Contact the merchant.`);
+    }
   }
 
   /**
@@ -95,7 +103,7 @@ export class PaymentsService {
       if (!(await paymentLinksRepository.lock(trx, input.linkId))) throw new PaymentRefused('unknown_link', 'This payment link does not exist.');
       const existing = await paymentsRepository.findByNonce(trx, input.linkId, input.nonce);
       if (existing) return existing;
-      const link = (await paymentLinksRepository.findByIdForPayment(trx, input.linkId)) as PaymentLink;
+      const link = (await paymentLinksRepository.findByIdForPayment(trx, input.linkId)) as PublicPaymentLink;
       this.refuseUnusable(link);
       const account = await this.activeDestination(trx, link.organizationId, link.destinationAccountId);
       if (!account) {
