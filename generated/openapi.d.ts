@@ -134,17 +134,26 @@ export interface paths {
          *     response are stored in the same transaction as the ledger posting, so
          *     a retry never moves money twice. A retry of a processed key answers 409
          *     `IdempotencyKeyAlreadyProcessed` with the transfer in `details` and
-         *     `Location`; the same key with another body answers 422
-         *     `IdempotencyKeyReused`. Refusals (400, 404, 422) do not consume the key.
+         *     `Location`, even when the same request would now be refused (the key
+         *     is looked up before the balance and the recipient); a request still
+         *     running with the key answers 409 `ConcurrentOperation` with
+         *     `Retry-After`. The same key with another body answers 422
+         *     `IdempotencyKeyReused` (with the transfer it produced in `details` and
+         *     `Location`). Refusals (400, 404, 422) do not consume the key.
          *
          *     Refusals: 404 `RecipientNotFound` (an e-mail, or with `rail: p2p` a
          *     telephone number, that is no active platform user); 422
          *     `SelfTransfer` (p2p to oneself; a bank or mobile-money payout to one's
          *     own account or number is allowed), `InsufficientFunds` (`details`:
          *     `currency`, `available`, `required`), `WalletFrozen` (`details.party`:
-         *     `sender` or `recipient`), `SenderLocked` (the caller's account is
-         *     locked by an operator). A locked (not disabled) recipient still
-         *     receives.
+         *     `sender` or `recipient`). A locked (not disabled) recipient still
+         *     receives. An account locked by an operator cannot call the API at all
+         *     (its tokens answer 401 at once); `SenderLocked` (422) is only seen by a
+         *     request that was already authenticated when the lock happened.
+         *
+         *     `GET /transfers` lists the transfers the caller sent; incoming p2p
+         *     money shows in `GET /wallets` (and, for organisations, in account
+         *     statements).
          *
          *     ## Sandbox magic values
          *     Rails settle about 2 seconds after the request. The last four
@@ -2469,10 +2478,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry later with the same key. */
+        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key. */
         IdempotencyConflict: {
             headers: {
                 Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -2962,9 +2972,10 @@ export interface operations {
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The transfer is valid but cannot be made. `InsufficientFunds`: the wallet balance is too low (`details`: `currency`, `available`, `required` as decimal strings). `SelfTransfer`: the recipient is the caller. `WalletFrozen`: the sender's or the recipient's wallet is frozen (`details.party`). `SenderLocked`: the caller's account is locked. None of them consumes the `Idempotency-Key`. `IdempotencyKeyReused`: the key was already used for a transfer with a different body. */
+            /** @description The transfer is valid but cannot be made. `InsufficientFunds`: the wallet balance is too low (`details`: `currency`, `available`, `required` as decimal strings). `SelfTransfer`: the recipient is the caller. `WalletFrozen`: the sender's or the recipient's wallet is frozen (`details.party`). `SenderLocked`: the caller's account is locked (only in a race with the lock: a locked account's tokens answer 401). None of them consumes the `Idempotency-Key`. `IdempotencyKeyReused`: the key was already used for a transfer with a different body; `details` and `Location` name that transfer. */
             422: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];

@@ -73,8 +73,8 @@ export class ConflictError extends DomainError {
 }
 
 export class UnprocessableError extends DomainError {
-  constructor(code: string, message: string, details?: ErrorDetails) {
-    super(code, 'unprocessable', message, details);
+  constructor(code: string, message: string, details?: ErrorDetails, headers?: Record<string, string>) {
+    super(code, 'unprocessable', message, details, headers);
   }
 }
 

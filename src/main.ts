@@ -61,6 +61,19 @@ async function main(): Promise<void> {
   const pendingSweep = setInterval(() => void resumePendingTransfers(), 60_000);
   pendingSweep.unref();
 
+  // Expired idempotency keys are free for reuse already; deleting them keeps the table small.
+  const purgeExpiredKeys = async (): Promise<void> => {
+    try {
+      let purged = 0;
+      for (let batch = await app.services.idempotency.purgeExpired(); batch > 0; batch = await app.services.idempotency.purgeExpired()) purged += batch;
+      if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
+    } catch (err) {
+      logger.error({ err }, 'could not delete expired idempotency keys');
+    }
+  };
+  const keyPurge = setInterval(() => void purgeExpiredKeys(), 15 * 60_000);
+  keyPurge.unref();
+
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
@@ -80,6 +93,7 @@ async function main(): Promise<void> {
     await Promise.all([closeServer(apiServer), closeServer(payServer)]);
     clearTimeout(forced);
     clearInterval(pendingSweep);
+    clearInterval(keyPurge);
     app.services.shutdown();
     await database.close();
     if (redis) await redis.quit().catch(() => redis.disconnect());

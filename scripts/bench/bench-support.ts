@@ -57,7 +57,9 @@ function hasTaskset(): boolean {
 export async function startServerProcess(script: string, env: Record<string, string> = {}): Promise<ServerProcess> {
   const port = await freePort();
   const tsx = 'node_modules/.bin/tsx';
-  const [command, args] = hasTaskset() ? ['taskset', ['-c', '0', tsx, script]] : [tsx, [script]];
+  // BENCH_NODE_ARGS passes Node flags to the server only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const [command, args] = hasTaskset() ? ['taskset', ['-c', '0', tsx, ...nodeArgs, script]] : [tsx, [...nodeArgs, script]];
   const child = spawn(command, args, {
     env: { ...process.env, ...env, PORT: String(port), NODE_ENV: env.NODE_ENV ?? 'production' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -164,6 +164,9 @@ describe('idempotency', () => {
     const reused = await transfer(alice, { ...body, amount: 13 }, key);
     expect(reused.status).toBe(422);
     expect(reused.body.error).toBe('IdempotencyKeyReused');
+    // A client whose body serialised differently still learns what its key produced.
+    expect(reused.body.details).toEqual({ operation: 'createTransfer', resource_type: 'transfer', resource_id: first.body.data.id, status: 'completed' });
+    expect(reused.headers.location).toBe(`/api/transfers/${first.body.data.id}`);
     expect(await balances(alice)).toEqual({ EUR: '87.50' });
     // Another user may use the same key.
     await transfer(await caller({ EUR: 5_000n }), body, key).expect(200);
@@ -181,6 +184,35 @@ describe('idempotency', () => {
     expect(foreign.body.error).toBe('IdempotencyKeyNotFound');
   });
 
+  it('a replay after the transfer spent the whole balance still answers 409 with the transfer, never 422 InsufficientFunds', async () => {
+    const alice = await caller({ XOF: 1_000n });
+    const bob = await caller();
+    const key = crypto.randomUUID();
+    const body = { amount: 1_000, currency: 'XOF', recipientIdentifier: bob.user.email };
+    const first = await transfer(alice, body, key).expect(200);
+    expect(await balances(alice)).toEqual({ XOF: '0' });
+    const replay = await transfer(alice, body, key);
+    expect({ status: replay.status, error: replay.body.error }).toEqual({ status: 409, error: 'IdempotencyKeyAlreadyProcessed' });
+    expect(replay.body.details).toEqual({ resource_type: 'transfer', resource_id: first.body.data.id, status: 'completed' });
+    // The same holds when the recipient has since been disabled: the key answers first.
+    await knex('users').where({ id: bob.user.id }).update({ status: 'disabled' });
+    expect((await transfer(alice, body, key)).body.error).toBe('IdempotencyKeyAlreadyProcessed');
+    // A new key is judged on today's state.
+    expect((await transfer(alice, body)).status).toBe(404);
+    expect(await balances(alice)).toEqual({ XOF: '0' });
+  });
+
+  it('a refused request releases its key: after funding, the same key succeeds', async () => {
+    const alice = await caller({ XOF: 100n });
+    const bob = await caller();
+    const key = crypto.randomUUID();
+    const body = { amount: 500, currency: 'XOF', recipientIdentifier: bob.user.email };
+    expect((await transfer(alice, body, key)).body.error).toBe('InsufficientFunds');
+    await withTransaction(knex, (trx) => fundWallet(trx, alice.user.id, 'XOF', 400n));
+    await transfer(alice, body, key).expect(200);
+    expect(await balances(alice)).toEqual({ XOF: '0' });
+  });
+
   it('20 parallel requests with one key: exactly one 200, the rest 409, money moved once', async () => {
     const alice = await caller({ XOF: 100_000n });
     const bob = await caller();
@@ -191,10 +223,33 @@ describe('idempotency', () => {
     expect(statuses.filter((s) => s === 409)).toHaveLength(19);
     for (const r of responses.filter((x) => x.status === 409)) {
       expect(['ConcurrentOperation', 'IdempotencyKeyAlreadyProcessed']).toContain(r.body.error);
+      if (r.body.error === 'ConcurrentOperation') expect(r.headers['retry-after']).toBe('1');
     }
     expect(await balances(alice)).toEqual({ XOF: '99300' });
     expect(await balances(bob)).toEqual({ XOF: '700' });
     await expectLedgerInvariants(knex);
+  });
+
+  it('20 parallel requests with one key for the whole balance: one 200 and nineteen 409, never InsufficientFunds', async () => {
+    const alice = await caller({ XOF: 700n });
+    const bob = await caller();
+    const key = crypto.randomUUID();
+    const responses = await Promise.all(Array.from({ length: 20 }, () => transfer(alice, { amount: 700, currency: 'XOF', recipientIdentifier: bob.user.email }, key)));
+    expect(responses.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(responses.filter((r) => r.status === 409)).toHaveLength(19);
+    expect(await balances(alice)).toEqual({ XOF: '0' });
+    await expectLedgerInvariants(knex);
+  });
+});
+
+describe('note', () => {
+  it('is counted in characters, as the contract says: 280 emoji pass, 281 characters do not', async () => {
+    const alice = await caller({ XOF: 100n });
+    const bob = await caller();
+    const ok = await transfer(alice, { amount: 1, currency: 'XOF', recipientIdentifier: bob.user.email, note: '💸'.repeat(280) }).expect(200);
+    expect([...ok.body.data.note]).toHaveLength(280);
+    const tooLong = await transfer(alice, { amount: 1, currency: 'XOF', recipientIdentifier: bob.user.email, note: '💸'.repeat(281) });
+    expect({ status: tooLong.status, error: tooLong.body.error }).toEqual({ status: 400, error: 'ValidationError' });
   });
 });
 

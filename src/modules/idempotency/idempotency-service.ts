@@ -20,8 +20,11 @@ import { idempotencyRepository, type IdempotencyRecord } from './idempotency-rep
  *
  * Rules (IETF draft-ietf-httpapi-idempotency-key-header, Stripe's behaviour, and issue 4):
  * - Keys are scoped to (user, operation) and kept `ttlHours` (>= 24 h, IDEMPOTENCY_TTL_HOURS).
- * - Validate and run every check that needs no lock BEFORE calling `execute`: those refusals
- *   never touch the key.
+ * - Validate the request itself (formats, amounts) BEFORE calling `execute`: a 400 never
+ *   touches the key. Checks that depend on stored state (balances, recipients) belong INSIDE
+ *   the effect, after the claim: a replay of a processed key must answer 409 with the
+ *   resource it produced even when the same request would now be refused, and a refusal
+ *   there rolls back and releases the claim, so it does not consume the key either.
  * - The first request claims the key (`in_progress`, a fencing token and a lease) in its own
  *   short statement, then runs the effect in ONE transaction that ends by completing the key
  *   row with the response status, body and resource, on condition that the claim token is
@@ -29,9 +32,11 @@ import { idempotencyRepository, type IdempotencyRecord } from './idempotency-rep
  *   roll back together with the effect.
  * - A later request with the same key and the same request hash: 409
  *   `IdempotencyKeyAlreadyProcessed`, `details` {resource_type, resource_id, status} and a
- *   `Location` header; while the first is still running: 409 `ConcurrentOperation`.
+ *   `Location` header; while the first is still running: 409 `ConcurrentOperation` with
+ *   `Retry-After`.
  * - The same key with a different request (a different body): 422 `IdempotencyKeyReused`
- *   (the IETF draft's status for a reused key with another payload).
+ *   (the IETF draft's status for a reused key with another payload), with the same
+ *   `details` and `Location` when the key already produced a resource.
  * - When the effect throws (InsufficientFunds, a frozen wallet, a crash...) the transaction
  *   rolls back and the claim is deleted: the key was not consumed and may be retried.
  * - A request that died after claiming leaves an in_progress row; once its lease lapses
@@ -89,6 +94,8 @@ export interface IdempotencyKeyView {
 }
 
 const KEY_FORMAT = /^[\x21-\x7E]{1,255}$/;
+/** A claim is short-lived (one transaction); a second later it has usually completed. */
+const CONCURRENT_RETRY_AFTER_SECONDS = 1;
 
 /** Canonical JSON: object keys sorted at every level, so key order never changes the hash. */
 export function canonicalJson(value: unknown): string {
@@ -210,13 +217,7 @@ export class IdempotencyService {
         if (taken) return taken;
         continue; // someone else took it over or completed it: look again
       }
-      if (existing.requestHash !== hash) {
-        throw new UnprocessableError(
-          'IdempotencyKeyReused',
-          'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
-          { operation: scope.operation },
-        );
-      }
+      if (existing.requestHash !== hash) throw await this.reused(existing);
       if (existing.status === 'in_progress') throw this.concurrent();
       throw await this.alreadyProcessed(existing);
     }
@@ -224,7 +225,25 @@ export class IdempotencyService {
   }
 
   private concurrent(): ConflictError {
-    return new ConflictError('ConcurrentOperation', 'A request with this Idempotency-Key is still being processed; retry later with the same key.');
+    return new ConflictError(
+      'ConcurrentOperation',
+      'A request with this Idempotency-Key is still being processed; retry later with the same key.',
+      undefined,
+      { 'Retry-After': String(CONCURRENT_RETRY_AFTER_SECONDS) },
+    );
+  }
+
+  /** A different request under a used key; names what the key produced, if anything, so a client can recover. */
+  private async reused(record: IdempotencyRecord): Promise<UnprocessableError> {
+    const produced = record.status === 'completed' && record.resourceType && record.resourceId;
+    return new UnprocessableError(
+      'IdempotencyKeyReused',
+      'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
+      produced
+        ? { operation: record.operation, resource_type: record.resourceType, resource_id: record.resourceId, status: await this.currentStatus(record) }
+        : { operation: record.operation },
+      produced && record.resourceLocation ? { Location: record.resourceLocation } : undefined,
+    );
   }
 
   private async currentStatus(record: IdempotencyRecord): Promise<string> {

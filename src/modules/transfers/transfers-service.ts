@@ -17,11 +17,13 @@ import {
   type LedgerAccount,
 } from '../ledger';
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency-service';
-import { parseIdentifier } from './recipient';
+import { parseIdentifier, type ParsedIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
 import { transfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus, type UserSummary } from './transfers-repository';
 
 export const CREATE_TRANSFER_OPERATION = 'createTransfer';
+/** The contract's `note.maxLength`. */
+const NOTE_MAX_CHARACTERS = 280;
 
 export interface CreateTransferInput {
   amount: number | string;
@@ -98,17 +100,26 @@ export class TransferService {
   }
 
   async create(userId: string, idempotencyKey: string, input: CreateTransferInput): Promise<TransferView> {
+    // Checks of the request alone come first: a 400 never touches the key.
     const key = validateIdempotencyKey(idempotencyKey);
     const currency = await currencies.require(this.knex, input.currency, 'body.currency');
     const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
     const note = input.note === undefined || input.note.trim() === '' ? null : input.note;
-    if (note !== null && note.length > 280) throw ValidationError.field('body.note', 'note is at most 280 characters.');
-    const recipient = await this.resolveRecipient(userId, input.recipientIdentifier, input.rail);
-    const wallets = await this.precheck(userId, recipient, currency.code, amountMinor, currency.exponent);
+    // Characters, as the contract's maxLength and the database's length() count them (not UTF-16 units).
+    if (note !== null && [...note].length > NOTE_MAX_CHARACTERS) {
+      throw ValidationError.field('body.note', `note is at most ${NOTE_MAX_CHARACTERS} characters.`);
+    }
+    const identifier = parseIdentifier(input.recipientIdentifier, input.rail);
 
+    // Checks that depend on the state of the world (recipient, balance, frozen wallets) run
+    // after the key is claimed: a replay of a processed key answers 409 with the transfer it
+    // produced even when the same request would now be refused (the balance it spent is gone).
+    // A refusal here rolls back and releases the claim, so the key is not consumed.
     const view = await this.deps.idempotency.execute(
       { userId, operation: CREATE_TRANSFER_OPERATION, key, request: { body: input } },
       async (trx) => {
+        const recipient = await this.resolveRecipient(trx, userId, identifier, input.rail);
+        const wallets = await this.precheck(trx, userId, recipient, currency.code, amountMinor, currency.exponent);
         const transfer = await this.record(trx, userId, recipient, wallets, currency.code, amountMinor, note);
         const dto = await toTransferView(trx, transfer);
         return {
@@ -221,11 +232,15 @@ export class TransferService {
     }
   }
 
-  /** Reads the identifier and finds the parties (one query): the rail, and who receives. */
-  private async resolveRecipient(userId: string, raw: string, rail: TransferRail | undefined): Promise<ResolvedRecipient & { sender?: UserSummary }> {
-    const parsed = parseIdentifier(raw, rail);
+  /** Finds the parties of a parsed identifier (one query): the rail, and who receives. */
+  private async resolveRecipient(
+    db: Knex.Transaction,
+    userId: string,
+    parsed: ParsedIdentifier,
+    rail: TransferRail | undefined,
+  ): Promise<ResolvedRecipient & { sender?: UserSummary }> {
     const byUser = parsed.kind === 'email' ? { email: parsed.value } : parsed.kind === 'phone' && rail !== 'mobile_money' ? { phone: parsed.value } : null;
-    const { sender, recipient: user } = await transfersRepository.findParties(this.knex, userId, byUser);
+    const { sender, recipient: user } = await transfersRepository.findParties(db, userId, byUser);
     if (parsed.kind === 'iban') return { rail: 'bank', type: 'iban', identifier: parsed.value, userId: null, sender };
     if (parsed.kind === 'phone' && rail === 'mobile_money') return { rail: 'mobile_money', type: 'msisdn', identifier: parsed.value, userId: null, sender };
     if (user && user.status !== 'disabled') {
@@ -242,10 +257,11 @@ export class TransferService {
   }
 
   /**
-   * Checks that need no lock, so a refusal never consumes the Idempotency-Key (the ledger
-   * repeats the balance and frozen checks under the lock). Returns the wallets that exist.
+   * Checks that need no lock, with clear errors before any row is locked (the ledger repeats
+   * the balance and frozen checks under the lock). Returns the wallets that exist.
    */
   private async precheck(
+    db: Knex.Transaction,
     userId: string,
     recipient: ResolvedRecipient & { sender?: UserSummary },
     currency: string,
@@ -255,7 +271,7 @@ export class TransferService {
     const sender = recipient.sender;
     if (!sender || sender.status === 'disabled') throw new NotFoundError('Your user account no longer exists.', 'NotFound');
     if (sender.status === 'locked') throw new UnprocessableError('SenderLocked', 'Your account is locked: it cannot send money. Contact support.');
-    const wallets = await findWallets(this.knex, recipient.userId ? [userId, recipient.userId] : [userId], currency);
+    const wallets = await findWallets(db, recipient.userId ? [userId, recipient.userId] : [userId], currency);
     const wallet = wallets.get(userId);
     if (wallet?.status === 'frozen') throw walletFrozen('sender');
     const available = wallet?.balanceMinor ?? 0n;
