@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
-import { bearer, createUser } from '../support/factories';
+import { bearer, createUser, type TestUser } from '../support/factories';
 
 let app: App;
 
@@ -13,8 +13,8 @@ interface Tokens {
   session_id: string;
 }
 
-async function logIn(): Promise<Tokens & { userId: string }> {
-  const user = await createUser();
+async function logIn(existing?: TestUser): Promise<Tokens & { userId: string }> {
+  const user = existing ?? (await createUser());
   const res = await request(app).post('/api/auth/login').send({ identifier: user.email, password: user.password });
   expect(res.status).toBe(200);
   return { ...(res.body.data as Tokens), userId: user.id };
@@ -98,10 +98,50 @@ describe('POST /auth/refresh', () => {
     expect((await refresh(loggedOut.refresh_token)).body.error).toBe('InvalidRefreshToken');
   });
 
-  it('refuses the refresh token of a disabled account', async () => {
+  it('refuses a disabled account with the error the login gives it (InvalidCredentials), without rotating', async () => {
     const session = await logIn();
     await testKnex()('users').where({ id: session.userId }).update({ status: 'disabled' });
-    expect((await refresh(session.refresh_token)).body.error).toBe('InvalidRefreshToken');
+    const res = await refresh(session.refresh_token);
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ success: false, error: 'InvalidCredentials', message: 'Invalid identifier or password.' });
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
+    expect(res.body.data).toBeUndefined();
+    const rows = await testKnex()('sessions').where({ user_id: session.userId }).select('id', 'revoked_at');
+    expect(rows).toEqual([{ id: session.session_id, revoked_at: null }]);
+  });
+
+  it('refuses an account locked by an operator with AccountLocked, as the login does', async () => {
+    const user = await createUser();
+    const session = await logIn(user);
+    await testKnex()('users').where({ id: user.id }).update({ status: 'locked' });
+    const login = await request(app).post('/api/auth/login').send({ identifier: user.email, password: user.password });
+    const res = await refresh(session.refresh_token);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual(login.body);
+    expect(res.body.error).toBe('AccountLocked');
+    expect(res.headers['retry-after']).toBeUndefined();
+  });
+
+  it('refuses during a lockout after failed logins (AccountLocked + Retry-After), and works again once it ends', async () => {
+    const user = await createUser();
+    const session = await logIn(user);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await request(app).post('/api/auth/login').send({ identifier: user.email, password: 'wrong password, again' });
+    }
+    const login = await request(app).post('/api/auth/login').send({ identifier: user.email, password: user.password });
+    expect(login.body.error).toBe('AccountLocked');
+    const res = await refresh(session.refresh_token);
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('AccountLocked');
+    expect(res.body.message).toBe(login.body.message);
+    const retryAfter = Number(res.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(14 * 60);
+    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+
+    await testKnex()('users').where({ id: user.id }).update({ locked_until: testKnex().raw("now() - interval '1 second'") });
+    const after = await refresh(session.refresh_token);
+    expect(after.status).toBe(200);
+    expect((await me(after.body.data.access_token)).status).toBe(200);
   });
 
   it('validates the body against the contract', async () => {

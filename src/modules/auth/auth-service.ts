@@ -2,10 +2,10 @@ import type { Knex } from 'knex';
 import type { Config } from '../../config';
 import { withTransaction } from '../../db/transaction';
 import { UnauthorizedError } from '../../errors';
-import { AccountLockedError, InvalidCredentialsError } from './auth-errors';
+import { AccountLockedError, InvalidCredentialsError, secondsUntil } from './auth-errors';
 import { parseLoginIdentifier } from './identifier';
 import type { PasswordHasher } from './password-hasher';
-import type { IssuedTokens, SessionService } from './session-service';
+import { refusalFor, type IssuedTokens, type SessionService } from './session-service';
 import { UserRepository, type UserOrganization } from './user-repository';
 
 export interface Me {
@@ -14,10 +14,6 @@ export interface Me {
   phone: string | null;
   is_admin: boolean;
   organizations: UserOrganization[];
-}
-
-function secondsUntil(date: Date): number {
-  return Math.max(1, Math.ceil((date.getTime() - Date.now()) / 1000));
 }
 
 /** Login with lockout, and the current user. */
@@ -61,9 +57,7 @@ export class AuthService {
     if (!tokens) {
       // Locked (or disabled) by a concurrent request between the check and now.
       const current = await users.findCredentialsById(user.id);
-      if (current?.lockedUntil && current.lockedUntil.getTime() > Date.now()) throw new AccountLockedError(secondsUntil(current.lockedUntil));
-      if (current?.status === 'locked') throw new AccountLockedError();
-      throw new InvalidCredentialsError();
+      throw (current && refusalFor(current)) ?? new InvalidCredentialsError();
     }
     return tokens;
   }

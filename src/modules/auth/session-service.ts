@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { withTransaction } from '../../db/transaction';
-import { InvalidRefreshTokenError, RefreshTokenReusedError } from './auth-errors';
+import type { DomainError } from '../../errors';
+import { AccountLockedError, InvalidCredentialsError, InvalidRefreshTokenError, RefreshTokenReusedError, secondsUntil } from './auth-errors';
 import { SessionRepository } from './session-repository';
 import { TokenService } from './token-service';
 import { UserRepository } from './user-repository';
@@ -15,7 +16,20 @@ export interface IssuedTokens {
 }
 
 /** Outcome of a refresh that must be committed before it is reported. */
-type RotationOutcome = { tokens: IssuedTokens } | { error: InvalidRefreshTokenError | RefreshTokenReusedError };
+type RotationOutcome = { tokens: IssuedTokens } | { error: DomainError };
+
+/**
+ * Why a user may not get new tokens, with the error the login gives them: an operator's
+ * lock or a running lockout answers `AccountLocked`, a disabled account `InvalidCredentials`.
+ * The session is left as it is (not rotated, not revoked): once the lockout ends, the same
+ * refresh token works again.
+ */
+export function refusalFor(user: { status: string; lockedUntil: Date | null }): DomainError | undefined {
+  if (user.status === 'locked') return new AccountLockedError();
+  if (user.lockedUntil && user.lockedUntil.getTime() > Date.now()) return new AccountLockedError(secondsUntil(user.lockedUntil));
+  if (user.status !== 'active') return new InvalidCredentialsError();
+  return undefined;
+}
 
 /**
  * Opens sessions and issues the token pair for them; rotates refresh tokens and ends sessions.
@@ -66,7 +80,9 @@ export class SessionService {
       }
       if (session.expires_at.getTime() <= Date.now()) return { error: new InvalidRefreshTokenError() };
       const user = await new UserRepository(trx).findCredentialsById(session.user_id);
-      if (!user || user.status === 'disabled') return { error: new InvalidRefreshTokenError() };
+      if (!user) return { error: new InvalidRefreshTokenError() };
+      const refusal = refusalFor(user);
+      if (refusal) return { error: refusal };
       await sessions.revoke(session.id, 'rotated');
       return { tokens: await this.open({ id: user.id, is_admin: user.isAdmin }, trx, session.id) };
     });
