@@ -38,6 +38,7 @@ async function main(): Promise<void> {
   const rateLimitBackend = redis ? redisRateLimitBackend(redis) : memoryRateLimitBackend();
 
   const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
+  await app.services.ready();
   if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
   const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services });
 

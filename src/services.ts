@@ -53,6 +53,10 @@ export function buildServices(deps: ServiceDeps) {
     payoutRail,
     transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
     wallets: new WalletService(knex),
+    /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
+    async ready(): Promise<void> {
+      await passwords.ready();
+    },
     /** Stops background work (timers, workers) before the pool closes. */
     shutdown(): void {
       payments.stop();

@@ -54,5 +54,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<App> {
   const redisPromise = testRedis();
   const redis = redisPromise ? await redisPromise : undefined;
   if (!backend) backend = redis ? redisRateLimitBackend(redis, `test-${crypto.randomUUID()}:`) : memoryRateLimitBackend();
-  return createApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis });
+  const app = createApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis });
+  await app.services.ready();
+  return app;
 }

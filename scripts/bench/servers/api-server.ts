@@ -29,6 +29,7 @@ async function main(): Promise<void> {
     redis,
     rateLimitBackend: redis ? redisRateLimitBackend(redis, `bench-${Date.now()}:`) : memoryRateLimitBackend(),
   });
+  await app.services.ready();
   const server = http.createServer(app).listen(config.port, () => process.stdout.write(`LISTENING ${config.port}\n`));
   process.on('SIGTERM', () => {
     server.close(async () => {

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 
 /**
@@ -9,7 +10,23 @@ import { hash, verify } from '@node-rs/argon2';
 export const ARGON2_OPTIONS = { memoryCost: 19_456, timeCost: 2, parallelism: 1, outputLen: 32 } as const;
 
 export class PasswordHasher {
-  private dummy: Promise<string> | undefined;
+  /**
+   * The hash an unknown identifier is checked against, made at construction (about 100 ms on
+   * the thread pool) so that the first unknown-identifier login costs one verification like
+   * every other, not a hash plus a verification. `ready()` resolves once it exists.
+   */
+  private readonly dummy: Promise<string>;
+
+  constructor() {
+    this.dummy = this.hash(`dummy-${crypto.randomBytes(16).toString('hex')}`);
+    // Awaited by ready() and verifyDummy(); never an unhandled rejection in between.
+    this.dummy.catch(() => undefined);
+  }
+
+  /** Resolves once the dummy hash is made (awaited at start, before the server listens). */
+  async ready(): Promise<void> {
+    await this.dummy;
+  }
 
   hash(password: string): Promise<string> {
     return hash(password, ARGON2_OPTIONS);
@@ -26,10 +43,9 @@ export class PasswordHasher {
 
   /**
    * Burns the same time as a real verification, for an unknown identifier, so the response
-   * time does not reveal whether an account exists. The dummy hash is made once, lazily.
+   * time does not reveal whether an account exists.
    */
   async verifyDummy(password: string): Promise<void> {
-    this.dummy ??= this.hash(`dummy-${Math.random()}`);
     await this.verify(await this.dummy, password);
   }
 }
