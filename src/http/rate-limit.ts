@@ -1,5 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import { ipKeyGenerator, MemoryStore, rateLimit, type Store } from 'express-rate-limit';
+import { ipKeyGenerator, MemoryStore, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
 import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { RateLimitConfig } from '../config';
@@ -18,15 +18,86 @@ export function memoryRateLimitBackend(): RateLimitBackend {
   return { kind: 'memory', createStore: () => new MemoryStore() };
 }
 
+/** How long after a failure the store waits before loading its scripts again. */
+export const SCRIPT_RELOAD_INTERVAL_MS = 1_000;
+
+/**
+ * rate-limit-redis loads its Lua scripts once, in `init()`, and keeps the promise: when Redis
+ * is unreachable at that moment the rejection is cached and every later call fails, even
+ * after Redis is back (the API limiter would fail open and login answer 503 forever). The
+ * same happens when a NOSCRIPT reload meets an outage. This wrapper loads the scripts again
+ * (at most once per `SCRIPT_RELOAD_INTERVAL_MS`) after any failure, so the limiters recover
+ * on their own once the Redis client has reconnected. While Redis is down every call fails
+ * fast (no offline queue, see src/http/redis.ts) and each limiter applies its own policy.
+ */
+export class ReconnectingRedisStore implements Store {
+  readonly localKeys = false;
+  readonly prefix: string;
+  private readonly inner: RedisStore;
+  private options: Options | undefined;
+  private loading: Promise<void> = Promise.resolve();
+  /** When the last script load or command failed; undefined while all is well. */
+  private failedAt: number | undefined;
+
+  constructor(redis: Redis, prefix: string) {
+    this.prefix = prefix;
+    this.inner = new RedisStore({
+      prefix,
+      sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply>,
+    });
+  }
+
+  /** Not awaited by express-rate-limit: a failure here is retried by the first call. */
+  init(options: Options): void {
+    this.options = options;
+    this.load();
+  }
+
+  private load(): void {
+    const options = this.options;
+    if (!options) return;
+    this.failedAt = undefined;
+    this.loading = this.inner.init(options).catch((error: unknown) => {
+      this.failedAt = Date.now();
+      throw error;
+    });
+    // Callers await it; an outage at start must not become an unhandled rejection.
+    this.loading.catch(() => undefined);
+  }
+
+  private async run<T>(operation: () => Promise<T>): Promise<T> {
+    if (this.failedAt !== undefined && Date.now() - this.failedAt >= SCRIPT_RELOAD_INTERVAL_MS) this.load();
+    await this.loading;
+    try {
+      return await operation();
+    } catch (error) {
+      this.failedAt ??= Date.now();
+      throw error;
+    }
+  }
+
+  get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    return this.run(() => this.inner.get(key));
+  }
+
+  increment(key: string): Promise<IncrementResponse> {
+    return this.run(() => this.inner.increment(key));
+  }
+
+  decrement(key: string): Promise<void> {
+    return this.run(() => this.inner.decrement(key));
+  }
+
+  resetKey(key: string): Promise<void> {
+    return this.run(() => this.inner.resetKey(key));
+  }
+}
+
 /** `namespace` keeps separate deployments (or test runs) sharing one Redis apart. */
 export function redisRateLimitBackend(redis: Redis, namespace = ''): RateLimitBackend {
   return {
     kind: 'redis',
-    createStore: (prefix) =>
-      new RedisStore({
-        prefix: `rl:${namespace}${prefix}:`,
-        sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply>,
-      }),
+    createStore: (prefix) => new ReconnectingRedisStore(redis, `rl:${namespace}${prefix}:`),
   };
 }
 
