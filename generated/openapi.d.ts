@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Service health
-         * @description State of the service and its connectivity to the database and the cache / rate-limit store. No authentication. 200 when the database answers (`status` is `degraded` if only the cache is down); 503 with the same body shape when the database does not answer. Not rate-limited: load balancers and orchestrators poll it, and a 429 would take a healthy instance out of rotation; the dependency probes behind it run at most once per second whatever the polling rate, so polling cannot load the database.
+         * @description State of the service and its connectivity to the database and the cache / rate-limit store. No authentication. 200 when the database answers (`status` is `degraded` if only the cache is down: login then answers 503 until it is back, every other route works); 503 with the same body shape and a `Retry-After` header (seconds) when the database does not answer. Not rate-limited: load balancers and orchestrators poll it, and a 429 would take a healthy instance out of rotation; the dependency probes behind it run at most once per second whatever the polling rate, so polling cannot load the database.
          */
         get: operations["getHealth"];
         put?: never;
@@ -2722,7 +2722,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
-            /** @description The database does not answer; same body shape as 200, with `success` false. */
+            /** @description The database does not answer; same body shape as 200, with `success` false. `Retry-After` says when to ask again (seconds). */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

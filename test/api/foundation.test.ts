@@ -4,7 +4,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createKnex } from '../../src/db/database';
 import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
+import { connectRedis } from '../../src/http/redis';
 import { buildTestApp, testConfig } from '../support/app';
+import { expectResponseMatchesContract } from '../support/contract-response';
+import { testKnex } from '../support/database';
+import { freePort } from '../support/redis-server';
 
 function expectErrorEnvelope(body: unknown, error: string): void {
   expect(body).toMatchObject({ success: false, error });
@@ -38,6 +42,33 @@ describe('foundation: health, contract, error envelope', () => {
     expect(res.status).toBe(503);
     expect(res.body.success).toBe(false);
     expect(res.body.data).toMatchObject({ status: 'degraded', database: { status: 'down', latency_ms: null } });
+    expect(res.body.message).toBe('The database does not answer.');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(await expectResponseMatchesContract('get', '/health', res)).toContain('Retry-After');
+  });
+
+  it('GET /api/health stays 200 "degraded" when Redis is unreachable (login fails closed, the rest works)', async () => {
+    const port = await freePort();
+    const redis = await connectRedis(`redis://127.0.0.1:${port}`, pino({ level: 'silent' }));
+    try {
+      const config = testConfig();
+      const withoutCache = createApp({ config, knex: testKnex(), logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend(), redis });
+      const res = await request(withoutCache).get('/api/health');
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ success: true, message: 'The cache does not answer.' });
+      expect(res.body.data).toMatchObject({ status: 'degraded', database: { status: 'up' }, cache: { status: 'down', kind: 'redis', latency_ms: null } });
+      expect(res.headers['retry-after']).toBeUndefined();
+      await expectResponseMatchesContract('get', '/health', res);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('GET /api/health answers as the contract says when all is up', async () => {
+    const res = await request(app).get('/api/health');
+    expect(res.status).toBe(200);
+    expect(res.body.message).toBeUndefined();
+    await expectResponseMatchesContract('get', '/health', res);
   });
 
   it('generates an X-Request-Id, and accepts a sane one from the caller', async () => {
