@@ -216,11 +216,17 @@ export function createPayApp(deps: PayAppDeps): Express {
 
   app.use('/pay', limiter);
 
+  /**
+   * The browser id the form token is bound to, (re)set on every page view so the cookie lives
+   * as long as the newest form it protects. SameSite=Lax, not Strict: a customer coming back
+   * from a 3-D Secure or mobile-money approval page (a top-level navigation from another site)
+   * must still carry it. CSRF is still refused: the form token binds this id and is only on the
+   * page, which another site cannot read, and Lax withholds the cookie from cross-site POSTs.
+   */
   function browserId(req: Request, res: Response): string {
     const existing = readCookie(req, BROWSER_COOKIE);
-    if (existing && BROWSER_ID.test(existing)) return existing;
-    const id = crypto.randomBytes(18).toString('base64url');
-    res.cookie(BROWSER_COOKIE, id, { httpOnly: true, sameSite: 'strict', secure: secureCookie, path: '/pay', maxAge: FORM_TOKEN_TTL_SECONDS * 1000 });
+    const id = existing && BROWSER_ID.test(existing) ? existing : crypto.randomBytes(18).toString('base64url');
+    res.cookie(BROWSER_COOKIE, id, { httpOnly: true, sameSite: 'lax', secure: secureCookie, path: '/pay', maxAge: FORM_TOKEN_TTL_SECONDS * 1000 });
     return id;
   }
 

@@ -70,10 +70,36 @@ describe('GET /pay/:code', () => {
     const cookie = String(res.headers['set-cookie']);
     expect(cookie).toMatch(/pay_bid=[A-Za-z0-9_-]{24}/);
     expect(cookie).toMatch(/HttpOnly/);
-    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Path=\/pay(;|$)/);
+    expect(cookie).toMatch(/Max-Age=7200/);
     const css = await request(payApp).get('/pay/assets/pay.css');
     expect(css.status).toBe(200);
     expect(css.headers['content-type']).toMatch(/^text\/css/);
+  });
+
+  it('sets the browser cookie SameSite=Lax (it survives a return from a 3-D Secure or mobile-money page) and refreshes its lifetime on each view', async () => {
+    const agent = request.agent(payApp);
+    const first = await agent.get(`/pay/${checkout.code}?amount=100`);
+    const firstCookie = (first.headers['set-cookie'] as unknown as string[])[0] as string;
+    const id = /pay_bid=([A-Za-z0-9_-]{24})/.exec(firstCookie)?.[1];
+    expect(id).toBeDefined();
+    expect(firstCookie).toMatch(/; HttpOnly/);
+    expect(firstCookie).toMatch(/; SameSite=Lax/);
+    expect(firstCookie).not.toMatch(/SameSite=(Strict|None)/);
+    const expiresOf = (cookie: string) => Date.parse(/Expires=([^;]+)/.exec(cookie)?.[1] as string);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const second = await agent.get(`/pay/${checkout.code}?amount=200`);
+    const secondCookie = (second.headers['set-cookie'] as unknown as string[] | undefined)?.[0] as string;
+    expect(secondCookie, 'the cookie is sent again on a later view').toBeDefined();
+    expect(secondCookie).toContain(`pay_bid=${id};`);
+    expect(secondCookie).toMatch(/Max-Age=7200/);
+    expect(secondCookie).toMatch(/; SameSite=Lax/);
+    expect(expiresOf(secondCookie)).toBeGreaterThan(expiresOf(firstCookie));
+    // Both forms stay bound to the same browser: the older one still pays.
+    const older = tokenIn(first.text);
+    const paid = await agent.post(`/pay/${checkout.code}`).type('form').send({ token: older, method: 'mobile_money', phone: '+2250712345678' });
+    expect(paid.status, paid.text).toBe(303);
   });
 
   it('asks the customer for the amount when neither the link nor the URL fixes it', async () => {
