@@ -236,10 +236,12 @@ export function createPayApp(deps: PayAppDeps): Express {
     return code;
   }
 
+  // Showing the page is safe: it reads the link and validates the URL, nothing more. Whether
+  // the order (reference) is already paid or being paid is checked by the POST only, inside the
+  // payment's transaction: a GET neither reveals the payments of a reference nor changes any.
   app.get('/pay/:code', async (req, res) => {
     const link = await services.payments.payableLink(codeOf(req));
     const { amountMinor, reference, signedExpiresAt } = resolveTerms(req, link, secret, new Date());
-    if (reference !== null) await services.payments.refusePaidReference(link, reference);
     const token = issueFormToken(secret, {
       linkId: link.id,
       browserId: browserId(req, res),

@@ -1,10 +1,11 @@
 import pino from 'pino';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import { signAmount } from '../../src/modules/payment-links/link-security';
+import { paymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
@@ -249,9 +250,11 @@ describe('POST /pay/:code', () => {
     const older = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
     const { agent, token } = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
     expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
-    const fresh = await request(payApp).get(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
-    expect(fresh.status).toBe(409);
-    expect(fresh.text).toContain('already been paid');
+    // Showing the page does not probe the reference: only paying does.
+    const fresh = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
+    const again = await fresh.agent.post(`/pay/${checkout.code}`).type('form').send({ token: fresh.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(again.status).toBe(409);
+    expect(again.text).toContain('already been paid');
     const late = await older.agent.post(`/pay/${checkout.code}`).type('form').send({ token: older.token, method: 'mobile_money', phone: '+2250712345678' });
     expect(late.status).toBe(409);
     expect(await testKnex()('payments').where({ reference: 'ORDER-ONCE' })).toHaveLength(1);
@@ -343,6 +346,38 @@ describe('POST /pay/:code', () => {
     expect(first.status).toBe('succeeded');
     expect(second.postingId).toBe(first.postingId);
     expect(await testKnex()('postings').where({ kind: 'payment_link.payment', reference: id })).toHaveLength(1);
+  });
+
+  it('GET /pay/:code neither reads nor settles payments: an already paid or a due pending order still shows its page', async () => {
+    const paid = await openPage(`/pay/${checkout.code}?amount=650&reference=ORDER-GET-SAFE`);
+    expect((await paid.agent.post(`/pay/${checkout.code}`).type('form').send({ token: paid.token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+    const slow = await openPage(`/pay/${checkout.code}?amount=650&reference=ORDER-GET-SLOW`);
+    const slowRes = await slow.agent.post(`/pay/${checkout.code}`).type('form').send({ token: slow.token, method: 'mobile_money', phone: '+2250700000009' });
+    const slowId = /payments\/([0-9a-f-]{36})/.exec(slowRes.headers.location as string)?.[1] as string;
+    await testKnex()('payments').where({ id: slowId }).update({ settle_after: new Date(Date.now() - 1000) });
+
+    const calls: string[] = [];
+    const spies = Object.keys(paymentsRepository).map((name) =>
+      vi.spyOn(paymentsRepository as unknown as Record<string, (...args: unknown[]) => unknown>, name).mockImplementation(() => {
+        calls.push(name);
+        throw new Error(`paymentsRepository.${name} called by a GET`);
+      }),
+    );
+    const settle = vi.spyOn(app.services.payments, 'settle');
+    try {
+      for (const reference of ['ORDER-GET-SAFE', 'ORDER-GET-SLOW']) {
+        const page = await request(payApp).get(`/pay/${checkout.code}?amount=650&reference=${reference}`);
+        expect(page.status, page.text).toBe(200);
+        expect(page.text).toContain(reference);
+      }
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      settle.mockRestore();
+    }
+    expect(calls).toEqual([]);
+    expect(settle).not.toHaveBeenCalled();
+    expect(await testKnex()('payments').where({ id: slowId }).first()).toMatchObject({ status: 'pending' });
+    await app.services.payments.settle(slowId);
   });
 
   it('lets a one-off link be paid once, then shows it as paid (410) and completed', async () => {

@@ -140,8 +140,11 @@ export class PaymentsService {
     return payment;
   }
 
-  /** Refuses a new payment for an order (reference) of the link that is paid or being paid. */
-  async refusePaidReference(link: PaymentLink, reference: string, db: Knex | Knex.Transaction = this.knex): Promise<void> {
+  /**
+   * Refuses a new payment for an order (reference) of the link that is paid or being paid.
+   * Only inside start(): the payment page's GET never asks.
+   */
+  private async refusePaidReference(link: PaymentLink, reference: string, db: Knex.Transaction): Promise<void> {
     const open = await paymentsRepository.findOpenForReference(db, link.id, reference);
     if (open?.status === 'succeeded') {
       throw new PaymentRefused('reference_paid', `The order ${reference} has already been paid to ${link.organizationName}. Nothing more to pay.`);
