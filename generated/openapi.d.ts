@@ -1621,7 +1621,7 @@ export interface components {
              * @description A foreign-currency account of the organisation that receives the payments. An account of another organisation is refused with 400.
              */
             destination_account_id: string;
-            /** @description Optional. When true, the Checkout's page accepts an amount from the URL only when it is signed (see `createSignedPaymentLink`); when given, the setting of an existing Checkout is updated. */
+            /** @description Optional. When true, the Checkout's page accepts an amount and a reference from the URL only when they are signed together (see `createSignedPaymentLink`); the payment form refuses either once edited. When given, the setting of an existing Checkout is updated. */
             require_signed_amount?: boolean;
         };
         /**
@@ -1672,7 +1672,7 @@ export interface components {
             minimum_amount: number | null;
             /** @description Largest amount the customer may pay, or `null`. */
             maximum_amount: number | null;
-            /** @description Whether the payment page accepts an amount from the URL only when it is signed (`sig` and `exp`, see `createSignedPaymentLink`). */
+            /** @description Whether the payment page accepts an amount or a reference from the URL only when signed (`sig` and `exp` cover the amount and the reference together, see `createSignedPaymentLink`). */
             require_signed_amount: boolean;
             /** @description Text shown to the customer, or `null`. */
             description: string | null;
@@ -1751,7 +1751,7 @@ export interface components {
              * @description When the link stops accepting payments (in the future, within one year).
              */
             expires_at?: string;
-            /** @description When true, the page accepts an amount from the URL only with a valid signature (see `createSignedPaymentLink`). */
+            /** @description When true, the page accepts an amount or a reference from the URL only with a valid signature (see `createSignedPaymentLink`): the signature covers the amount and the reference together, and the payment form refuses either once edited. */
             require_signed_amount?: boolean;
         };
         /**

@@ -459,6 +459,53 @@ describe('POST /pay/:code', () => {
     expect(await testKnex()('payments').where({ link_id: own.id })).toMatchObject([{ reference: 'SIGNED-1', amount_minor: '300', status: 'succeeded' }]);
   });
 
+  it('on a link requiring signed amounts, the signature covers the reference: an edited reference or amount is refused on GET and on POST', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const strict = (await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id, require_signed_amount: true })).body
+      .data as { id: string; code: string };
+    const signed = await request(app).post(`${base(org.id)}/payment-links/${strict.id}/signed-links`).set(bearer(owner)).send({ amount: 5000, reference: 'SIGNED-REF-1' });
+    const url = new URL(signed.body.data.url);
+    const path = `${url.pathname}${url.search}`;
+
+    // GET: the URL's reference or amount edited breaks the signature.
+    const editedReference = await request(payApp).get(path.replace('reference=SIGNED-REF-1', 'reference=SIGNED-REF-2'));
+    expect(editedReference.status).toBe(400);
+    expect(editedReference.text).toContain('was changed');
+    expect((await request(payApp).get(path.replace('amount=5000', 'amount=50'))).status).toBe(400);
+
+    // POST: the form of the signed page, with an edited reference or amount, is refused.
+    const { agent, token } = await openPage(path);
+    const form = { token, method: 'mobile_money', phone: '+2250712345678' };
+    for (const edit of [{ reference: 'SIGNED-REF-2' }, { reference: '' }, { amount: '50' }, { amount: 'abc' }]) {
+      const res = await agent.post(`/pay/${strict.code}`).type('form').send({ ...form, ...edit });
+      expect(res.status, JSON.stringify(edit)).toBe(400);
+      expect(res.text).toContain('was changed');
+    }
+    const [body, mac] = token.split('.') as [string, string];
+    const payload = JSON.parse(Buffer.from(body, 'base64url').toString()) as { r: string };
+    payload.r = 'SIGNED-REF-2';
+    const tampered = `${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${mac}`;
+    expect((await agent.post(`/pay/${strict.code}`).type('form').send({ ...form, token: tampered })).status).toBe(403);
+    expect(await testKnex()('payments').where({ link_id: strict.id })).toHaveLength(0);
+
+    // The same values as the page's are not an edit; the untouched form pays the signed terms.
+    const ok = await agent.post(`/pay/${strict.code}`).type('form').send({ ...form, amount: '5000', reference: 'SIGNED-REF-1' });
+    expect(ok.status, ok.text).toBe(303);
+    expect(await testKnex()('payments').where({ link_id: strict.id })).toMatchObject([{ reference: 'SIGNED-REF-1', amount_minor: '5000' }]);
+
+    // A fixed-amount link requiring signatures refuses an unsigned reference from the URL too.
+    const fixed = await createLink({ destination_account_id: account.id, amount: 900, require_signed_amount: true });
+    const unsignedReference = await request(payApp).get(`/pay/${fixed.code}?reference=MINE`);
+    expect(unsignedReference.status).toBe(400);
+    expect(unsignedReference.text).toContain('accepts only signed amounts');
+    expect((await request(payApp).get(`/pay/${fixed.code}`)).status).toBe(200);
+    const fixedSigned = new URL(
+      (await request(app).post(`${base(org.id)}/payment-links/${fixed.id}/signed-links`).set(bearer(owner)).send({ amount: 900, reference: 'FIXED-1' })).body.data.url,
+    );
+    expect((await request(payApp).get(`${fixedSigned.pathname}${fixedSigned.search}`)).status).toBe(200);
+    expect((await request(payApp).get(`${fixedSigned.pathname}${fixedSigned.search.replace('FIXED-1', 'FIXED-2')}`)).status).toBe(400);
+  });
+
   it('refuses a payment when the destination account became inactive', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
     const link = await createLink({ destination_account_id: account.id, amount: 100 });
