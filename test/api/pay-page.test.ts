@@ -6,6 +6,7 @@ import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import { signAmount } from '../../src/modules/payment-links/link-security';
 import { paymentsRepository } from '../../src/modules/payment-links/payments-repository';
+import { PaymentsService } from '../../src/modules/payment-links/payments-service';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
@@ -603,6 +604,49 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       expect((await request(app).get(`${base(own.id)}/payments?${query}`).set(bearer(token))).status, query).toBe(400);
     }
     expect((await request(app).get(`${base(own.id)}/payments/not-a-uuid`).set(bearer(token))).status).toBe(400);
+  });
+
+  it('never settles a due payment on a read; the sweep settles them a bounded batch at a time', async () => {
+    // A payments service whose sandbox timers would fire only in an hour: only the sweep settles here.
+    const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
+    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments } });
+    try {
+      await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
+      const own = await createOrganization();
+      const token = await accessTokenFor(app, await createMember(own, 'owner'));
+      const account = await createOrgAccount(own, { currency: 'XOF' });
+      const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
+      const locations: string[] = [];
+      for (const i of [1, 2, 3]) {
+        const agent = request.agent(slowPayApp);
+        const page = await agent.get(`/pay/${ownCheckout.code}?amount=${i * 1000}&reference=SWEEP-${i}`);
+        const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
+        expect(res.status, res.text).toBe(303);
+        locations.push(res.headers.location as string);
+      }
+      const mine = () => testKnex()('payments').where({ organization_id: own.id }).orderBy('reference');
+      expect((await mine()).map((p: { status: string }) => p.status)).toEqual(['pending', 'pending', 'pending']);
+      // Due now, as after a restart that lost the timers.
+      await testKnex()('payments').where({ organization_id: own.id }).update({ settle_after: new Date(Date.now() - 1000) });
+
+      const list = await request(app).get(`${base(own.id)}/payments`).set(bearer(token));
+      expect(list.body.data.data.map((p: { status: string }) => p.status)).toEqual(['pending', 'pending', 'pending']);
+      const one = await request(app).get(`${base(own.id)}/payments/${list.body.data.data[0].id}`).set(bearer(token));
+      expect(one.body.data.status).toBe('pending');
+      expect((await request(slowPayApp).get(locations[0] as string)).text).toContain('Waiting for confirmation');
+      expect((await mine()).map((p: { status: string }) => p.status)).toEqual(['pending', 'pending', 'pending']);
+      const before = await balanceOf(testKnex(), account.ledgerAccountId);
+
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(2);
+      expect((await mine()).map((p: { status: string }) => p.status).sort()).toEqual(['pending', 'succeeded', 'succeeded']);
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(1);
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0);
+      expect((await mine()).map((p: { status: string }) => p.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+      expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(before + 6_000n);
+      expect((await request(slowPayApp).get(locations[0] as string)).text).toContain('Payment confirmed');
+    } finally {
+      slowPayments.stop();
+    }
   });
 
   it('is open to the financial roles only', async () => {
