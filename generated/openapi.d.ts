@@ -1635,8 +1635,8 @@ export interface components {
          * @description Integration extracts ready to paste.
          */
         PaymentLinkSnippets: {
-            /** @description URL template: `public_url` followed by the query parameters `amount` and `reference`, holding the placeholders `{AMOUNT}` and `{REFERENCE}` that the integrator replaces (URL-encoded) for each order. */
-            link_with_amount: string;
+            /** @description URL template: `public_url` followed by the query parameters `amount` and `reference`, holding the placeholders `{AMOUNT}` and `{REFERENCE}` that the integrator replaces (URL-encoded) for each order. `null` when the payment page would refuse every URL built from it, so that no integration ships a template that cannot work: the link is not `active` (deactivated, expired or completed), it fixes the amount or the reference itself (a one-off link with a fixed `amount` or `reference`: share `public_url`), or `require_signed_amount` is true (unsigned amounts are refused: build each order's URL with `createSignedPaymentLink`). The Checkout, while active and not requiring signatures, always has it. */
+            link_with_amount: string | null;
             /** @description An HTML link to `public_url` that opens in a new window (`target="_blank"` with `rel="noopener noreferrer"`). */
             html_button: string;
         };
