@@ -457,7 +457,7 @@ export interface paths {
          * List payments
          * @description The payments made on the organisation's links and Checkouts, newest first, with cursor pagination. Use it to check an order before fulfilling it: filter by your `reference` and look for a `succeeded` payment of the right amount. A customer returning to your site is not a payment confirmation. Roles: owner, admin, representative, director or finance_manager.
          *
-         *     Sandbox: on the payment page, a mobile-money number ending in `0001` fails with `insufficient_funds`, `0002` with `approval_rejected`, `0003` with `payer_not_found`; `0009` stays `pending` a few seconds then succeeds, `0008` stays `pending` then fails with `expired`; any other number succeeds. Test cards (any future expiry, any CVC): `4242424242424242` succeeds, `4000000000000002` fails with `card_declined`, `4000000000009995` with `insufficient_funds`, `4000000000000077` succeeds after a delay; other card numbers are refused.
+         *     Sandbox: on the payment page, a mobile-money number ending in `0001` fails with `insufficient_funds`, `0002` with `approval_rejected`, `0003` with `payer_not_found`; `0009` stays `pending` a few seconds then succeeds, `0008` stays `pending` then fails with `expired`; any other number succeeds. Test cards (any future expiry, any CVC): `4242424242424242` succeeds, `4000000000000002` fails with `card_declined`, `4000000000009995` with `insufficient_funds`, `4000000000000077` succeeds after a delay; other card numbers are refused. A delayed payment is settled by the service in the background (also after a restart, within seconds of it being due); reading it here never changes it, so poll until it leaves `pending`.
          */
         get: operations["listPayments"];
         put?: never;
@@ -1621,7 +1621,7 @@ export interface components {
              * @description A foreign-currency account of the organisation that receives the payments. An account of another organisation is refused with 400.
              */
             destination_account_id: string;
-            /** @description Optional. When true, the Checkout's page accepts an amount from the URL only when it is signed (see `createSignedPaymentLink`); when given, the setting of an existing Checkout is updated. */
+            /** @description Optional. When true, the Checkout's page accepts an amount and a reference from the URL only when they are signed together (see `createSignedPaymentLink`); the payment form refuses either once edited. When given, the setting of an existing Checkout is updated. */
             require_signed_amount?: boolean;
         };
         /**
@@ -1635,8 +1635,8 @@ export interface components {
          * @description Integration extracts ready to paste.
          */
         PaymentLinkSnippets: {
-            /** @description URL template: `public_url` followed by the query parameters `amount` and `reference`, holding the placeholders `{AMOUNT}` and `{REFERENCE}` that the integrator replaces (URL-encoded) for each order. */
-            link_with_amount: string;
+            /** @description URL template: `public_url` followed by the query parameters `amount` and `reference`, holding the placeholders `{AMOUNT}` and `{REFERENCE}` that the integrator replaces (URL-encoded) for each order. `null` when the payment page would refuse every URL built from it, so that no integration ships a template that cannot work: the link is not `active` (deactivated, expired or completed), it fixes the amount or the reference itself (a one-off link with a fixed `amount` or `reference`: share `public_url`), or `require_signed_amount` is true (unsigned amounts are refused: build each order's URL with `createSignedPaymentLink`). The Checkout, while active and not requiring signatures, always has it. */
+            link_with_amount: string | null;
             /** @description An HTML link to `public_url` that opens in a new window (`target="_blank"` with `rel="noopener noreferrer"`). */
             html_button: string;
         };
@@ -1672,7 +1672,7 @@ export interface components {
             minimum_amount: number | null;
             /** @description Largest amount the customer may pay, or `null`. */
             maximum_amount: number | null;
-            /** @description Whether the payment page accepts an amount from the URL only when it is signed (`sig` and `exp`, see `createSignedPaymentLink`). */
+            /** @description Whether the payment page accepts an amount or a reference from the URL only when signed (`sig` and `exp` cover the amount and the reference together, see `createSignedPaymentLink`). */
             require_signed_amount: boolean;
             /** @description Text shown to the customer, or `null`. */
             description: string | null;
@@ -1751,7 +1751,7 @@ export interface components {
              * @description When the link stops accepting payments (in the future, within one year).
              */
             expires_at?: string;
-            /** @description When true, the page accepts an amount from the URL only with a valid signature (see `createSignedPaymentLink`). */
+            /** @description When true, the page accepts an amount or a reference from the URL only with a valid signature (see `createSignedPaymentLink`): the signature covers the amount and the reference together, and the payment form refuses either once edited. */
             require_signed_amount?: boolean;
         };
         /**

@@ -62,6 +62,27 @@ async function main(): Promise<void> {
   const pendingSweep = setInterval(() => void resumePendingTransfers(), 60_000);
   pendingSweep.unref();
 
+  // Payments on the payment page whose sandbox decision is due are settled at start (a
+  // restart lost their timers) and then every 10 seconds, a bounded batch at a time; reads
+  // (the status API, the result page) never settle anything.
+  let paymentSweepRun: Promise<void> | undefined;
+  const sweepDuePayments = (): Promise<void> => {
+    paymentSweepRun ??= (async () => {
+      try {
+        const settled = await app.services.payments.sweepDue({ batchSize: 100 });
+        if (settled) logger.info({ settled }, 'due sandbox payments settled');
+      } catch (err) {
+        logger.error({ err }, 'could not settle due payments');
+      } finally {
+        paymentSweepRun = undefined;
+      }
+    })();
+    return paymentSweepRun;
+  };
+  await sweepDuePayments();
+  const paymentSweep = setInterval(() => void sweepDuePayments(), 10_000);
+  paymentSweep.unref();
+
   // Expired idempotency keys are free for reuse already; deleting them keeps the table small.
   const purgeExpiredKeys = async (): Promise<void> => {
     try {
@@ -94,6 +115,8 @@ async function main(): Promise<void> {
     await Promise.all([closeServer(apiServer), closeServer(payServer)]);
     clearTimeout(forced);
     clearInterval(pendingSweep);
+    clearInterval(paymentSweep);
+    await paymentSweepRun;
     clearInterval(keyPurge);
     app.services.shutdown();
     await database.close();

@@ -133,9 +133,11 @@ function resolveTerms(req: Request, link: PaymentLink, paySecret: string, now: D
     if (!genuine) throw invalid('The amount or the reference of this link was changed: it does not match the merchant’s signature. Ask the merchant for a new link.');
     if (expiresAt * 1000 <= now.getTime()) throw signedLinkExpired();
     signedExpiresAt = expiresAt;
-  } else if (link.requireSignedAmount && link.amountMinor === null) {
+  } else if (link.requireSignedAmount && (link.amountMinor === null || rawReference !== undefined)) {
+    // The signature covers the amount and the reference together: on a link that requires it,
+    // an unsigned reference is refused as an unsigned amount is (even when the amount is fixed).
     throw invalid(
-      amountMinor === null
+      amountMinor === null && link.amountMinor === null
         ? 'This payment link needs an amount signed by the merchant: ask the merchant for a link to your order.'
         : 'This merchant accepts only signed amounts, and this link is not signed: ask the merchant for a new link.',
     );
@@ -154,7 +156,7 @@ function signedLinkExpired(): PageError {
  */
 function refuseStaleTerms(link: PaymentLink, token: FormTokenPayload, now: Date): void {
   if (token.signedExpiresAt !== null && token.signedExpiresAt * 1000 <= now.getTime()) throw signedLinkExpired();
-  if (token.signedExpiresAt === null && link.requireSignedAmount && link.amountMinor === null) {
+  if (token.signedExpiresAt === null && link.requireSignedAmount && (link.amountMinor === null || token.reference !== link.reference)) {
     throw new PageError(
       400,
       'Invalid payment link',
@@ -162,6 +164,27 @@ function refuseStaleTerms(link: PaymentLink, token: FormTokenPayload, now: Date)
         ? 'This payment link needs an amount signed by the merchant: ask the merchant for a link to your order.'
         : 'This merchant accepts only signed amounts, and this link is not signed: ask the merchant for a new link.',
     );
+  }
+}
+
+/**
+ * The amount and the reference of a payment are those of the page (carried by its form token,
+ * which nobody can alter without breaking its MAC). A form that sends another amount (when the
+ * page fixed it) or any other reference was edited: it is refused, never silently corrected.
+ */
+function refuseEditedTerms(link: PaymentLink, token: FormTokenPayload, body: Record<string, unknown>): void {
+  const edited = () =>
+    new PageError(400, 'Invalid payment form', 'The amount or the reference of this payment was changed: it does not match the payment page. Open the payment link again.');
+  if (body.reference !== undefined && (typeof body.reference !== 'string' || body.reference.trim() !== (token.reference ?? ''))) throw edited();
+  if (token.amountMinor !== null && body.amount !== undefined) {
+    let sent: bigint;
+    try {
+      sent = parseAmount(typeof body.amount === 'string' ? body.amount : undefined, link.exponent, { field: 'amount' });
+    } catch (error) {
+      if (error instanceof ValidationError) throw edited();
+      throw error;
+    }
+    if (sent !== token.amountMinor) throw edited();
   }
 }
 
@@ -216,11 +239,17 @@ export function createPayApp(deps: PayAppDeps): Express {
 
   app.use('/pay', limiter);
 
+  /**
+   * The browser id the form token is bound to, (re)set on every page view so the cookie lives
+   * as long as the newest form it protects. SameSite=Lax, not Strict: a customer coming back
+   * from a 3-D Secure or mobile-money approval page (a top-level navigation from another site)
+   * must still carry it. CSRF is still refused: the form token binds this id and is only on the
+   * page, which another site cannot read, and Lax withholds the cookie from cross-site POSTs.
+   */
   function browserId(req: Request, res: Response): string {
     const existing = readCookie(req, BROWSER_COOKIE);
-    if (existing && BROWSER_ID.test(existing)) return existing;
-    const id = crypto.randomBytes(18).toString('base64url');
-    res.cookie(BROWSER_COOKIE, id, { httpOnly: true, sameSite: 'strict', secure: secureCookie, path: '/pay', maxAge: FORM_TOKEN_TTL_SECONDS * 1000 });
+    const id = existing && BROWSER_ID.test(existing) ? existing : crypto.randomBytes(18).toString('base64url');
+    res.cookie(BROWSER_COOKIE, id, { httpOnly: true, sameSite: 'lax', secure: secureCookie, path: '/pay', maxAge: FORM_TOKEN_TTL_SECONDS * 1000 });
     return id;
   }
 
@@ -230,10 +259,12 @@ export function createPayApp(deps: PayAppDeps): Express {
     return code;
   }
 
+  // Showing the page is safe: it reads the link and validates the URL, nothing more. Whether
+  // the order (reference) is already paid or being paid is checked by the POST only, inside the
+  // payment's transaction: a GET neither reveals the payments of a reference nor changes any.
   app.get('/pay/:code', async (req, res) => {
     const link = await services.payments.payableLink(codeOf(req));
     const { amountMinor, reference, signedExpiresAt } = resolveTerms(req, link, secret, new Date());
-    if (reference !== null) await services.payments.refusePaidReference(link, reference);
     const token = issueFormToken(secret, {
       linkId: link.id,
       browserId: browserId(req, res),
@@ -260,6 +291,7 @@ export function createPayApp(deps: PayAppDeps): Express {
       );
     }
     refuseStaleTerms(link, token, new Date());
+    refuseEditedTerms(link, token, body);
     const view: PaymentFormView = {
       link,
       amountMinor: token.amountMinor,

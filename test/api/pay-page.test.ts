@@ -1,10 +1,12 @@
 import pino from 'pino';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import { signAmount } from '../../src/modules/payment-links/link-security';
+import { paymentsRepository } from '../../src/modules/payment-links/payments-repository';
+import { PaymentsService } from '../../src/modules/payment-links/payments-service';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
@@ -70,10 +72,36 @@ describe('GET /pay/:code', () => {
     const cookie = String(res.headers['set-cookie']);
     expect(cookie).toMatch(/pay_bid=[A-Za-z0-9_-]{24}/);
     expect(cookie).toMatch(/HttpOnly/);
-    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Path=\/pay(;|$)/);
+    expect(cookie).toMatch(/Max-Age=7200/);
     const css = await request(payApp).get('/pay/assets/pay.css');
     expect(css.status).toBe(200);
     expect(css.headers['content-type']).toMatch(/^text\/css/);
+  });
+
+  it('sets the browser cookie SameSite=Lax (it survives a return from a 3-D Secure or mobile-money page) and refreshes its lifetime on each view', async () => {
+    const agent = request.agent(payApp);
+    const first = await agent.get(`/pay/${checkout.code}?amount=100`);
+    const firstCookie = (first.headers['set-cookie'] as unknown as string[])[0] as string;
+    const id = /pay_bid=([A-Za-z0-9_-]{24})/.exec(firstCookie)?.[1];
+    expect(id).toBeDefined();
+    expect(firstCookie).toMatch(/; HttpOnly/);
+    expect(firstCookie).toMatch(/; SameSite=Lax/);
+    expect(firstCookie).not.toMatch(/SameSite=(Strict|None)/);
+    const expiresOf = (cookie: string) => Date.parse(/Expires=([^;]+)/.exec(cookie)?.[1] as string);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const second = await agent.get(`/pay/${checkout.code}?amount=200`);
+    const secondCookie = (second.headers['set-cookie'] as unknown as string[] | undefined)?.[0] as string;
+    expect(secondCookie, 'the cookie is sent again on a later view').toBeDefined();
+    expect(secondCookie).toContain(`pay_bid=${id};`);
+    expect(secondCookie).toMatch(/Max-Age=7200/);
+    expect(secondCookie).toMatch(/; SameSite=Lax/);
+    expect(expiresOf(secondCookie)).toBeGreaterThan(expiresOf(firstCookie));
+    // Both forms stay bound to the same browser: the older one still pays.
+    const older = tokenIn(first.text);
+    const paid = await agent.post(`/pay/${checkout.code}`).type('form').send({ token: older, method: 'mobile_money', phone: '+2250712345678' });
+    expect(paid.status, paid.text).toBe(303);
   });
 
   it('asks the customer for the amount when neither the link nor the URL fixes it', async () => {
@@ -223,9 +251,11 @@ describe('POST /pay/:code', () => {
     const older = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
     const { agent, token } = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
     expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
-    const fresh = await request(payApp).get(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
-    expect(fresh.status).toBe(409);
-    expect(fresh.text).toContain('already been paid');
+    // Showing the page does not probe the reference: only paying does.
+    const fresh = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
+    const again = await fresh.agent.post(`/pay/${checkout.code}`).type('form').send({ token: fresh.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(again.status).toBe(409);
+    expect(again.text).toContain('already been paid');
     const late = await older.agent.post(`/pay/${checkout.code}`).type('form').send({ token: older.token, method: 'mobile_money', phone: '+2250712345678' });
     expect(late.status).toBe(409);
     expect(await testKnex()('payments').where({ reference: 'ORDER-ONCE' })).toHaveLength(1);
@@ -319,6 +349,38 @@ describe('POST /pay/:code', () => {
     expect(await testKnex()('postings').where({ kind: 'payment_link.payment', reference: id })).toHaveLength(1);
   });
 
+  it('GET /pay/:code neither reads nor settles payments: an already paid or a due pending order still shows its page', async () => {
+    const paid = await openPage(`/pay/${checkout.code}?amount=650&reference=ORDER-GET-SAFE`);
+    expect((await paid.agent.post(`/pay/${checkout.code}`).type('form').send({ token: paid.token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+    const slow = await openPage(`/pay/${checkout.code}?amount=650&reference=ORDER-GET-SLOW`);
+    const slowRes = await slow.agent.post(`/pay/${checkout.code}`).type('form').send({ token: slow.token, method: 'mobile_money', phone: '+2250700000009' });
+    const slowId = /payments\/([0-9a-f-]{36})/.exec(slowRes.headers.location as string)?.[1] as string;
+    await testKnex()('payments').where({ id: slowId }).update({ settle_after: new Date(Date.now() - 1000) });
+
+    const calls: string[] = [];
+    const spies = Object.keys(paymentsRepository).map((name) =>
+      vi.spyOn(paymentsRepository as unknown as Record<string, (...args: unknown[]) => unknown>, name).mockImplementation(() => {
+        calls.push(name);
+        throw new Error(`paymentsRepository.${name} called by a GET`);
+      }),
+    );
+    const settle = vi.spyOn(app.services.payments, 'settle');
+    try {
+      for (const reference of ['ORDER-GET-SAFE', 'ORDER-GET-SLOW']) {
+        const page = await request(payApp).get(`/pay/${checkout.code}?amount=650&reference=${reference}`);
+        expect(page.status, page.text).toBe(200);
+        expect(page.text).toContain(reference);
+      }
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      settle.mockRestore();
+    }
+    expect(calls).toEqual([]);
+    expect(settle).not.toHaveBeenCalled();
+    expect(await testKnex()('payments').where({ id: slowId }).first()).toMatchObject({ status: 'pending' });
+    await app.services.payments.settle(slowId);
+  });
+
   it('lets a one-off link be paid once, then shows it as paid (410) and completed', async () => {
     const link = await createLink({ destination_account_id: xof.id, amount: 2000, reference: 'INV-9' });
     const first = await openPage(`/pay/${link.code}`);
@@ -396,6 +458,53 @@ describe('POST /pay/:code', () => {
     const signedRes = await signed.agent.post(`/pay/${own.code}`).type('form').send({ token: signed.token, method: 'mobile_money', phone: '+2250712345678' });
     expect(signedRes.status, signedRes.text).toBe(303);
     expect(await testKnex()('payments').where({ link_id: own.id })).toMatchObject([{ reference: 'SIGNED-1', amount_minor: '300', status: 'succeeded' }]);
+  });
+
+  it('on a link requiring signed amounts, the signature covers the reference: an edited reference or amount is refused on GET and on POST', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const strict = (await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id, require_signed_amount: true })).body
+      .data as { id: string; code: string };
+    const signed = await request(app).post(`${base(org.id)}/payment-links/${strict.id}/signed-links`).set(bearer(owner)).send({ amount: 5000, reference: 'SIGNED-REF-1' });
+    const url = new URL(signed.body.data.url);
+    const path = `${url.pathname}${url.search}`;
+
+    // GET: the URL's reference or amount edited breaks the signature.
+    const editedReference = await request(payApp).get(path.replace('reference=SIGNED-REF-1', 'reference=SIGNED-REF-2'));
+    expect(editedReference.status).toBe(400);
+    expect(editedReference.text).toContain('was changed');
+    expect((await request(payApp).get(path.replace('amount=5000', 'amount=50'))).status).toBe(400);
+
+    // POST: the form of the signed page, with an edited reference or amount, is refused.
+    const { agent, token } = await openPage(path);
+    const form = { token, method: 'mobile_money', phone: '+2250712345678' };
+    for (const edit of [{ reference: 'SIGNED-REF-2' }, { reference: '' }, { amount: '50' }, { amount: 'abc' }]) {
+      const res = await agent.post(`/pay/${strict.code}`).type('form').send({ ...form, ...edit });
+      expect(res.status, JSON.stringify(edit)).toBe(400);
+      expect(res.text).toContain('was changed');
+    }
+    const [body, mac] = token.split('.') as [string, string];
+    const payload = JSON.parse(Buffer.from(body, 'base64url').toString()) as { r: string };
+    payload.r = 'SIGNED-REF-2';
+    const tampered = `${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${mac}`;
+    expect((await agent.post(`/pay/${strict.code}`).type('form').send({ ...form, token: tampered })).status).toBe(403);
+    expect(await testKnex()('payments').where({ link_id: strict.id })).toHaveLength(0);
+
+    // The same values as the page's are not an edit; the untouched form pays the signed terms.
+    const ok = await agent.post(`/pay/${strict.code}`).type('form').send({ ...form, amount: '5000', reference: 'SIGNED-REF-1' });
+    expect(ok.status, ok.text).toBe(303);
+    expect(await testKnex()('payments').where({ link_id: strict.id })).toMatchObject([{ reference: 'SIGNED-REF-1', amount_minor: '5000' }]);
+
+    // A fixed-amount link requiring signatures refuses an unsigned reference from the URL too.
+    const fixed = await createLink({ destination_account_id: account.id, amount: 900, require_signed_amount: true });
+    const unsignedReference = await request(payApp).get(`/pay/${fixed.code}?reference=MINE`);
+    expect(unsignedReference.status).toBe(400);
+    expect(unsignedReference.text).toContain('accepts only signed amounts');
+    expect((await request(payApp).get(`/pay/${fixed.code}`)).status).toBe(200);
+    const fixedSigned = new URL(
+      (await request(app).post(`${base(org.id)}/payment-links/${fixed.id}/signed-links`).set(bearer(owner)).send({ amount: 900, reference: 'FIXED-1' })).body.data.url,
+    );
+    expect((await request(payApp).get(`${fixedSigned.pathname}${fixedSigned.search}`)).status).toBe(200);
+    expect((await request(payApp).get(`${fixedSigned.pathname}${fixedSigned.search.replace('FIXED-1', 'FIXED-2')}`)).status).toBe(400);
   });
 
   it('refuses a payment when the destination account became inactive', async () => {
@@ -495,6 +604,49 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       expect((await request(app).get(`${base(own.id)}/payments?${query}`).set(bearer(token))).status, query).toBe(400);
     }
     expect((await request(app).get(`${base(own.id)}/payments/not-a-uuid`).set(bearer(token))).status).toBe(400);
+  });
+
+  it('never settles a due payment on a read; the sweep settles them a bounded batch at a time', async () => {
+    // A payments service whose sandbox timers would fire only in an hour: only the sweep settles here.
+    const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
+    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments } });
+    try {
+      await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
+      const own = await createOrganization();
+      const token = await accessTokenFor(app, await createMember(own, 'owner'));
+      const account = await createOrgAccount(own, { currency: 'XOF' });
+      const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
+      const locations: string[] = [];
+      for (const i of [1, 2, 3]) {
+        const agent = request.agent(slowPayApp);
+        const page = await agent.get(`/pay/${ownCheckout.code}?amount=${i * 1000}&reference=SWEEP-${i}`);
+        const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
+        expect(res.status, res.text).toBe(303);
+        locations.push(res.headers.location as string);
+      }
+      const mine = () => testKnex()('payments').where({ organization_id: own.id }).orderBy('reference');
+      expect((await mine()).map((p: { status: string }) => p.status)).toEqual(['pending', 'pending', 'pending']);
+      // Due now, as after a restart that lost the timers.
+      await testKnex()('payments').where({ organization_id: own.id }).update({ settle_after: new Date(Date.now() - 1000) });
+
+      const list = await request(app).get(`${base(own.id)}/payments`).set(bearer(token));
+      expect(list.body.data.data.map((p: { status: string }) => p.status)).toEqual(['pending', 'pending', 'pending']);
+      const one = await request(app).get(`${base(own.id)}/payments/${list.body.data.data[0].id}`).set(bearer(token));
+      expect(one.body.data.status).toBe('pending');
+      expect((await request(slowPayApp).get(locations[0] as string)).text).toContain('Waiting for confirmation');
+      expect((await mine()).map((p: { status: string }) => p.status)).toEqual(['pending', 'pending', 'pending']);
+      const before = await balanceOf(testKnex(), account.ledgerAccountId);
+
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(2);
+      expect((await mine()).map((p: { status: string }) => p.status).sort()).toEqual(['pending', 'succeeded', 'succeeded']);
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(1);
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0);
+      expect((await mine()).map((p: { status: string }) => p.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+      expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(before + 6_000n);
+      expect((await request(slowPayApp).get(locations[0] as string)).text).toContain('Payment confirmed');
+    } finally {
+      slowPayments.stop();
+    }
   });
 
   it('is open to the financial roles only', async () => {

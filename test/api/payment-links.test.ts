@@ -314,6 +314,45 @@ describe('one-off payment links', () => {
     expect((await request(app).get(`${base(other.id)}/payment-links/${theirs.body.data.id}`).set(bearer(await tokenFor(other, 'cashier')))).status).toBe(403);
   });
 
+  it('gives snippets.link_with_amount only where the page would accept it, null otherwise', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const create = async (body: Record<string, unknown>) => {
+      const res = await request(app).post(`${base(org.id)}/payment-links`).set(bearer(owner)).send({ destination_account_id: account.id, ...body });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body.data as { id: string; code: string; public_url: string; snippets: { link_with_amount: string | null; html_button: string } };
+    };
+    const template = (link: { public_url: string }) => `${link.public_url}?amount={AMOUNT}&reference={REFERENCE}`;
+
+    const open = await create({ minimum_amount: 100, maximum_amount: 900 });
+    expect(open.snippets.link_with_amount).toBe(template(open));
+    const free = await create({});
+    expect(free.snippets.link_with_amount).toBe(template(free));
+
+    for (const body of [{ amount: 500 }, { reference: 'INV-7' }, { minimum_amount: 100, require_signed_amount: true }]) {
+      const link = await create(body);
+      expect(link.snippets.link_with_amount, JSON.stringify(body)).toBeNull();
+      expect(link.snippets.html_button).toContain(link.public_url);
+    }
+
+    const deactivated = await request(app).post(`${base(org.id)}/payment-links/${open.id}/deactivate`).set(bearer(owner));
+    expect(deactivated.body.data.snippets.link_with_amount).toBeNull();
+    const expiring = await create({});
+    await testKnex()('payment_links').where({ id: expiring.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    expect((await request(app).get(`${base(org.id)}/payment-links/${expiring.id}`).set(bearer(owner))).body.data.snippets.link_with_amount).toBeNull();
+    await testKnex()('payment_links').where({ id: free.id }).update({ status: 'completed' });
+    expect((await request(app).get(`${base(org.id)}/payment-links/${free.id}`).set(bearer(owner))).body.data.snippets.link_with_amount).toBeNull();
+    const listed = await request(app).get(`${base(org.id)}/payment-links?kind=link`).set(bearer(owner));
+    const byId = new Map(listed.body.data.data.map((l: { id: string; snippets: { link_with_amount: string | null } }) => [l.id, l.snippets.link_with_amount]));
+    expect(byId.get(open.id)).toBeNull();
+
+    // A Checkout that requires signed amounts has none; once it no longer requires them, it has it again.
+    const checkoutAccount = await createOrgAccount(org, { currency: 'XOF' });
+    const strict = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: checkoutAccount.id, require_signed_amount: true });
+    expect(strict.body.data.snippets.link_with_amount).toBeNull();
+    const relaxed = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: checkoutAccount.id, require_signed_amount: false });
+    expect(relaxed.body.data.snippets.link_with_amount).toBe(template(relaxed.body.data));
+  });
+
   it('deactivates a link (idempotently), never deletes it', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
     const link = await request(app).post(`${base(org.id)}/payment-links`).set(bearer(owner)).send({ destination_account_id: account.id, amount: 100 });

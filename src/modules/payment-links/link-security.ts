@@ -58,7 +58,7 @@ export function verifyAmountSignature(secret: string, input: SignedAmount, sig: 
 
 /**
  * The payment form's token: CSRF protection and idempotency key at once. It binds the link,
- * the browser (a random id kept in a SameSite=Strict cookie), the amount (null when the
+ * the browser (a random id kept in a SameSite=Lax cookie, refreshed on each page view), the amount (null when the
  * customer types it), the reference and a nonce; the nonce is the payment's idempotency key.
  */
 export interface FormTokenPayload {

@@ -13,6 +13,16 @@ export function escapeHtml(value: string): string {
 
 const optionalNumber = (minor: bigint | null, exponent: number) => (minor === null ? null : minorToNumber(minor, exponent));
 
+/**
+ * The `{AMOUNT}`/`{REFERENCE}` template, or null when the page would refuse what it produces:
+ * the link no longer takes payments (inactive, expired, completed), fixes the amount or the
+ * reference itself, or accepts only signed amounts (use the signed-links route instead).
+ */
+function linkWithAmount(link: PaymentLink, publicUrl: string): string | null {
+  if (link.status !== 'active' || link.amountMinor !== null || link.reference !== null || link.requireSignedAmount) return null;
+  return `${publicUrl}?amount={AMOUNT}&reference={REFERENCE}`;
+}
+
 /** The API shape of a link: public URL and the integration snippets built from PAY_URL. */
 export function presentLink(link: PaymentLink, payUrl: string): ApiPaymentLink {
   const publicUrl = publicUrlOf(payUrl, link.code);
@@ -33,7 +43,7 @@ export function presentLink(link: PaymentLink, payUrl: string): ApiPaymentLink {
     status: link.status,
     public_url: publicUrl,
     snippets: {
-      link_with_amount: `${publicUrl}?amount={AMOUNT}&reference={REFERENCE}`,
+      link_with_amount: linkWithAmount(link, publicUrl),
       html_button: `<a href="${escapeHtml(publicUrl)}" target="_blank" rel="noopener noreferrer">Pay ${escapeHtml(link.organizationName)}</a>`,
     },
     expires_at: link.expiresAt ? link.expiresAt.toISOString() : null,

@@ -149,10 +149,9 @@ export const paymentsRepository = {
   },
 
   /** Ids of pending payments whose sandbox decision is due. */
-  async dueIds(db: Db, now: Date, limit: number, organizationId?: string): Promise<string[]> {
+  async dueIds(db: Db, now: Date, limit: number): Promise<string[]> {
     const query = db('payments').where('status', 'pending').andWhere('settle_after', '<=', now);
-    if (organizationId) query.andWhere('organization_id', organizationId);
-    const rows = (await query.orderBy('settle_after').limit(limit).select('id')) as Array<{ id: string }>;
+    const rows = (await query.orderBy('settle_after').orderBy('id').limit(limit).select('id')) as Array<{ id: string }>;
     return rows.map((row) => row.id);
   },
 

@@ -33,8 +33,9 @@ export const POSTING_KIND = 'payment_link.payment';
  * A payment is created `pending` (idempotently: one per form token), then settled by the
  * sandbox: `succeeded` with a ledger posting from the external clearing account to the
  * destination account's ledger account, or `failed` with a reason. Settling is one
- * transaction that locks the payment, so a payment settles once whoever triggers it (the
- * page, a timer, the status API).
+ * transaction that locks the payment, so a payment settles once whoever triggers it (its
+ * timer in the process that took it, or the sweep). Reads (the result page, the status API)
+ * never settle: they show the payment as it stands.
  */
 export class PaymentsService {
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -140,8 +141,11 @@ export class PaymentsService {
     return payment;
   }
 
-  /** Refuses a new payment for an order (reference) of the link that is paid or being paid. */
-  async refusePaidReference(link: PaymentLink, reference: string, db: Knex | Knex.Transaction = this.knex): Promise<void> {
+  /**
+   * Refuses a new payment for an order (reference) of the link that is paid or being paid.
+   * Only inside start(): the payment page's GET never asks.
+   */
+  private async refusePaidReference(link: PaymentLink, reference: string, db: Knex.Transaction): Promise<void> {
     const open = await paymentsRepository.findOpenForReference(db, link.id, reference);
     if (open?.status === 'succeeded') {
       throw new PaymentRefused('reference_paid', `The order ${reference} has already been paid to ${link.organizationName}. Nothing more to pay.`);
@@ -205,24 +209,35 @@ export class PaymentsService {
     });
   }
 
-  /** Settles every pending payment that is due (after a restart lost the timers). */
-  async settleDue(now = new Date(), limit = 100, organizationId?: string): Promise<number> {
-    const ids = await paymentsRepository.dueIds(this.knex, now, limit, organizationId);
-    for (const id of ids) await this.settle(id, now);
-    return ids.length;
+  /**
+   * The sweep: settles one bounded batch of pending payments whose sandbox decision is due,
+   * oldest due first. Run at service start (a restart lost the timers) and then on an
+   * interval (src/main.ts); reads never settle anything. A payment that fails to settle is
+   * logged and left for the next sweep; the others still settle. Returns how many settled.
+   */
+  async sweepDue(options: { now?: Date; batchSize?: number } = {}): Promise<number> {
+    const now = options.now ?? new Date();
+    const ids = await paymentsRepository.dueIds(this.knex, now, options.batchSize ?? 100);
+    let settled = 0;
+    for (const id of ids) {
+      try {
+        await this.settle(id, now);
+        settled += 1;
+      } catch (error) {
+        this.logger.error({ err: error, paymentId: id }, 'sandbox settlement failed; retried by the next sweep');
+      }
+    }
+    return settled;
   }
 
-  /** A payment of a link, for its result page (settled first when due). */
-  async forPage(linkId: string, paymentId: string): Promise<Payment | undefined> {
-    const payment = await paymentsRepository.findById(this.knex, paymentId, { linkId });
-    if (payment?.status === 'pending' && payment.settleAfter.getTime() <= Date.now()) return this.settle(payment.id);
-    return payment;
+  /** A payment of a link, for its result page (as it stands: the page never settles it). */
+  forPage(linkId: string, paymentId: string): Promise<Payment | undefined> {
+    return paymentsRepository.findById(this.knex, paymentId, { linkId });
   }
 
   async get(organizationId: string, paymentId: string): Promise<Payment> {
     const payment = await paymentsRepository.findById(this.knex, paymentId, { organizationId });
     if (!payment) throw new PaymentNotFound();
-    if (payment.status === 'pending' && payment.settleAfter.getTime() <= Date.now()) return this.settle(payment.id);
     return payment;
   }
 
@@ -233,8 +248,6 @@ export class PaymentsService {
     if (filter.startingAfter && !(await paymentsRepository.exists(this.knex, organizationId, filter.startingAfter))) {
       throw ValidationError.field('query.starting_after', 'starting_after is not a payment of this organisation.');
     }
-    // Sandbox decisions that fell due while no timer was running (a restart) are applied first.
-    await this.settleDue(new Date(), 100, organizationId);
     return paymentsRepository.list(this.knex, organizationId, { ...filter, limit: filter.limit ?? 50 });
   }
 
