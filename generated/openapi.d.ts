@@ -582,7 +582,7 @@ export interface paths {
         put?: never;
         /**
          * Finalise a draft invoice or quote
-         * @description Moves a draft invoice or quote to `open` and assigns its number, sequential per organisation, kind and year without gaps or duplicates whatever the concurrency (`INV-2026-000042`, `QUO-2026-000007`). Sets the issue date (today, UTC), the due date of an invoice (30 days later unless set) and the expiry of a quote (30 days later unless set). A document that is not a draft answers 409 `InvalidStatusTransition`; credit notes are issued directly and cannot be finalised (422 `ActionNotApplicable`). Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         * @description Moves a draft invoice or quote to `open` and assigns its number, sequential per organisation, kind and year without gaps or duplicates whatever the concurrency (`INV-2026-000042`, `QUO-2026-000007`). Sets the issue date (today, UTC), the due date of an invoice (30 days later unless set) and the expiry of a quote (30 days later unless set). A document that is not a draft answers 409 `InvalidStatusTransition`; credit notes are issued directly and cannot be finalised (422 `ActionNotApplicable`). When the year's sequence of the kind reached the format's maximum (999999999), 422 `NumberingExhausted` and the document stays a draft. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
          */
         post: operations["finalizeInvoice"];
         delete?: never;
@@ -768,7 +768,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a credit note
-         * @description Issues a credit note against an `open`, `paid` or `uncollectible` invoice (the `invoiceId` of the path), in its currency and for its customer, numbered at once (`CN-2026-000003`, status `issued`). Its total must not exceed what remains on the invoice (total less the issued credit notes): 422 `CreditNoteExceedsRemaining` otherwise. Concurrent credit notes on one invoice are serialised, so together they never exceed it. A draft or void invoice answers 409 `InvoiceNotCreditable`; a quote or credit note 422 `ActionNotApplicable`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         * @description Issues a credit note against an `open`, `paid` or `uncollectible` invoice (the `invoiceId` of the path), in its currency and for its customer, numbered at once (`CN-2026-000003`, status `issued`). Its total must not exceed what remains on the invoice (total less the issued credit notes): 422 `CreditNoteExceedsRemaining` otherwise. Concurrent credit notes on one invoice are serialised, so together they never exceed it. A draft or void invoice answers 409 `InvoiceNotCreditable`; a quote or credit note 422 `ActionNotApplicable`; no credit note number left for the year (999999999 reached) 422 `NumberingExhausted`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
          */
         post: operations["createCreditNote"];
         delete?: never;
@@ -2587,7 +2587,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (no number left for the year). With an `Idempotency-Key`: `IdempotencyKeyReused` (the key was used with another body). */
+        /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (finalising or issuing a credit note when the year's sequence of that kind reached the number format's maximum, 999999999: nothing changes; `details` gives `kind` and `year`). With an `Idempotency-Key`: `IdempotencyKeyReused` (the key was used with another body). */
         DocumentUnprocessable: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];

@@ -281,6 +281,32 @@ describe('invoice lifecycle', () => {
     expect((await post(`/invoices/${quote.id}/finalize`)).body.data.number).toBe(`QUO-${year}-000001`);
   });
 
+  it('answers 422 NumberingExhausted (never a 500) once the sequence reached the format maximum, and the document stays a draft', async () => {
+    const { org, draft, post, get } = await setup();
+    const year = new Date().getUTCFullYear();
+    await testKnex()('document_number_counters').insert([
+      { organization_id: org.id, kind: 'invoice', year, last_number: 999_999_998 },
+      { organization_id: org.id, kind: 'credit_note', year, last_number: 999_999_999 },
+    ]);
+    const last = await draft();
+    const lastRes = await post(`/invoices/${last.id}/finalize`);
+    expect(lastRes.status, JSON.stringify(lastRes.body)).toBe(200);
+    expect(lastRes.body.data.number).toBe(`INV-${year}-999999999`);
+
+    const next = await draft();
+    const refused = await post(`/invoices/${next.id}/finalize`);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(422);
+    expect(refused.body).toMatchObject({ success: false, error: 'NumberingExhausted', details: { kind: 'invoice', year } });
+    expect((await get(`/invoices/${next.id}`)).body.data).toMatchObject({ status: 'draft', number: null });
+
+    const credit = await post(`/invoices/${last.id}/credit-notes`, { reason: 'duplicate', line_items: [{ description: 'x', quantity: 1, unit_amount: '1' }] });
+    expect(credit.status, JSON.stringify(credit.body)).toBe(422);
+    expect(credit.body).toMatchObject({ error: 'NumberingExhausted', details: { kind: 'credit_note', year } });
+
+    const counters = await testKnex()('document_number_counters').where({ organization_id: org.id }).orderBy('kind').select('kind', 'last_number');
+    expect(counters.map((c) => [c.kind, Number(c.last_number)])).toEqual([['credit_note', 999_999_999], ['invoice', 999_999_999]]);
+  });
+
   it('answers 404 DocumentNotFound for a document of another organisation, and never changes it', async () => {
     const { post, get } = await setup();
     const foreign = await createDocument(await createOrganization(), { status: 'open' });
