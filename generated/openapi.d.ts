@@ -891,7 +891,7 @@ export interface paths {
         head?: never;
         /**
          * Change the network opening status
-         * @description Sets `is_open` if `version` is still the current one, atomically, and bumps `version`; every accepted change is audited. It never changes `is_visible`, publication or address. On 409 `VersionConflict`, read the status again and retry with the new `version`. Invalid data is answered with 422 on this route (not 400). The organisation must be active; roles: owner or admin. `version` never wraps: once it reaches 2147483646 (after 2,147,483,646 changes) further changes are refused with 422 `VersionExhausted` rather than restarting at 0, which could let a client holding a very old version overwrite a newer status. When the status store cannot answer in time (a lock or statement timeout), the change is not applied and the API answers 503 `StatusUnavailable` with `Retry-After`.
+         * @description Sets `is_open` if `version` is still the current one, atomically, and bumps `version`; every accepted change is audited. It never changes `is_visible`, publication or address. On 409 `VersionConflict`, read the status again and retry with the new `version`. Invalid data is answered with 422 on this route (not 400), a body that is not valid JSON included. The organisation must be active; roles: owner or admin. `version` never wraps: once it reaches 2147483646 (after 2,147,483,646 changes) further changes are refused with 422 `VersionExhausted` rather than restarting at 0, which could let a client holding a very old version overwrite a newer status. When the status store cannot answer in time (a lock or statement timeout), the change is not applied and the API answers 503 `StatusUnavailable` with `Retry-After`.
          */
         patch: operations["updateNetworkStatus"];
         trace?: never;
@@ -4461,18 +4461,6 @@ export interface operations {
                     "application/json": components["schemas"]["NetworkStatusResponse"];
                 };
             };
-            /** @description `ValidationError`: the body is not valid JSON. Any other invalid input (a body that does not match the schema, an unknown query parameter) answers 422. */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4490,7 +4478,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `ValidationError`: the body does not match the schema (missing field, wrong type, `version` out of range, additional property) or an unknown query parameter was sent; `details` names each bad field. `OrganizationInactive`: the organisation is not active. `VersionExhausted`: the version counter reached its maximum (2147483646); it never wraps, so no further change is accepted (contact support). */
+            /** @description `ValidationError`: the body is not valid JSON (`details` names `body`), does not match the schema (missing field, wrong type, `version` out of range, additional property) or an unknown query parameter was sent; `details` names each bad field. This route never answers 400. `OrganizationInactive`: the organisation is not active. `VersionExhausted`: the version counter reached its maximum (2147483646); it never wraps, so no further change is accepted (contact support). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
