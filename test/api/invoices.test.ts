@@ -181,6 +181,27 @@ describe('GET /business/organizations/{orgId}/invoices', () => {
   });
 });
 
+describe('rate limiting', () => {
+  it('answers 429 RateLimitExceeded with Retry-After on the list and on the write routes once the caller exceeds the limit', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_AUTHENTICATED: '3' } });
+    const org = await createOrganization();
+    const token = await accessTokenFor(limited, await createMember(org, 'owner'));
+    const draft = await createDocument(org, {});
+    for (let i = 0; i < 3; i += 1) expect((await request(limited).get(`${base(org.id)}/invoices`).set(bearer(token))).status).toBe(200);
+    for (const res of [
+      await request(limited).get(`${base(org.id)}/invoices`).set(bearer(token)),
+      await request(limited).post(`${base(org.id)}/invoices/${draft.id}/finalize`).set(bearer(token)),
+    ]) {
+      expect(res.status).toBe(429);
+      expect(res.body).toMatchObject({ success: false, error: 'RateLimitExceeded' });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      expect(res.headers['ratelimit']).toBeDefined();
+    }
+    // Refused before the handler: the draft was not finalised.
+    expect((await testKnex()('documents').where({ id: draft.id }).first('status')).status).toBe('draft');
+  });
+});
+
 describe('invoice lifecycle', () => {
   it('creates a draft with exact totals (bigint minor units, tax rounded half up: 0.05 EUR at 10 % is 0.01) and no number', async () => {
     const { draft } = await setup();
@@ -305,6 +326,18 @@ describe('invoice lifecycle', () => {
 
     const counters = await testKnex()('document_number_counters').where({ organization_id: org.id }).orderBy('kind').select('kind', 'last_number');
     expect(counters.map((c) => [c.kind, Number(c.last_number)])).toEqual([['credit_note', 999_999_999], ['invoice', 999_999_999]]);
+  });
+
+  it('20 parallel finalisations of distinct drafts of one organisation get 20 distinct consecutive numbers', async () => {
+    const { draft, post } = await setup();
+    const year = new Date().getUTCFullYear();
+    const drafts = [];
+    for (let i = 0; i < 20; i += 1) drafts.push(await draft());
+    const results = await Promise.all(drafts.map((d) => post(`/invoices/${d.id}/finalize`)));
+    for (const res of results) expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const numbers = results.map((r) => r.body.data.number as string).sort();
+    expect(new Set(numbers).size).toBe(20);
+    expect(numbers).toEqual(Array.from({ length: 20 }, (_, i) => `INV-${year}-${String(i + 1).padStart(6, '0')}`));
   });
 
   it('answers 404 DocumentNotFound for a document of another organisation, and never changes it', async () => {
