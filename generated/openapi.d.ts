@@ -582,7 +582,7 @@ export interface paths {
         put?: never;
         /**
          * Finalise a draft invoice or quote
-         * @description Moves a draft invoice or quote to `open` and assigns its number, sequential per organisation, kind and year without gaps or duplicates whatever the concurrency (`INV-2026-000042`, `QUO-2026-000007`). Sets the issue date (today, UTC), the due date of an invoice (30 days later unless set) and the expiry of a quote (30 days later unless set). A document that is not a draft answers 409 `InvalidStatusTransition`; credit notes are issued directly and cannot be finalised (422 `ActionNotApplicable`). Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         * @description Moves a draft invoice or quote to `open` and assigns its number, sequential per organisation, kind and year without gaps or duplicates whatever the concurrency (`INV-2026-000042`, `QUO-2026-000007`). Sets the issue date (today, UTC), the due date of an invoice (30 days later unless set) and the expiry of a quote (30 days later unless set). A document that is not a draft answers 409 `InvalidStatusTransition`; credit notes are issued directly and cannot be finalised (422 `ActionNotApplicable`). When the year's sequence of the kind reached the format's maximum (999999999), 422 `NumberingExhausted` and the document stays a draft. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
          */
         post: operations["finalizeInvoice"];
         delete?: never;
@@ -768,7 +768,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a credit note
-         * @description Issues a credit note against an `open`, `paid` or `uncollectible` invoice (the `invoiceId` of the path), in its currency and for its customer, numbered at once (`CN-2026-000003`, status `issued`). Its total must not exceed what remains on the invoice (total less the issued credit notes): 422 `CreditNoteExceedsRemaining` otherwise. Concurrent credit notes on one invoice are serialised, so together they never exceed it. A draft or void invoice answers 409 `InvoiceNotCreditable`; a quote or credit note 422 `ActionNotApplicable`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
+         * @description Issues a credit note against an `open`, `paid` or `uncollectible` invoice (the `invoiceId` of the path), in its currency and for its customer, numbered at once (`CN-2026-000003`, status `issued`). Its total must not exceed what remains on the invoice (total less the issued credit notes): 422 `CreditNoteExceedsRemaining` otherwise. Concurrent credit notes on one invoice are serialised, so together they never exceed it. A draft or void invoice answers 409 `InvoiceNotCreditable`; a quote or credit note 422 `ActionNotApplicable`; no credit note number left for the year (999999999 reached) 422 `NumberingExhausted`. Roles: owner, admin or finance_manager; the invoices module must be open for writes.
          */
         post: operations["createCreditNote"];
         delete?: never;
@@ -891,7 +891,7 @@ export interface paths {
         head?: never;
         /**
          * Change the network opening status
-         * @description Sets `is_open` if `version` is still the current one, atomically, and bumps `version`; every accepted change is audited. It never changes `is_visible`, publication or address. On 409 `VersionConflict`, read the status again and retry with the new `version`. Invalid data is answered with 422 on this route (not 400). The organisation must be active; roles: owner or admin. `version` never wraps: once it reaches 2147483646 (after 2,147,483,646 changes) further changes are refused with 422 `VersionExhausted` rather than restarting at 0, which could let a client holding a very old version overwrite a newer status. When the status store cannot answer in time (a lock or statement timeout), the change is not applied and the API answers 503 `StatusUnavailable` with `Retry-After`.
+         * @description Sets `is_open` if `version` is still the current one, atomically, and bumps `version`; every accepted change is audited. It never changes `is_visible`, publication or address. On 409 `VersionConflict`, read the status again and retry with the new `version`. Invalid data is answered with 422 on this route (not 400), a body that is not valid JSON included. The organisation must be active; roles: owner or admin. `version` never wraps: once it reaches 2147483646 (after 2,147,483,646 changes) further changes are refused with 422 `VersionExhausted` rather than restarting at 0, which could let a client holding a very old version overwrite a newer status. When the status store cannot answer in time (a lock or statement timeout), the change is not applied and the API answers 503 `StatusUnavailable` with `Retry-After`.
          */
         patch: operations["updateNetworkStatus"];
         trace?: never;
@@ -2587,7 +2587,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (no number left for the year). With an `Idempotency-Key`: `IdempotencyKeyReused` (the key was used with another body). */
+        /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (finalising or issuing a credit note when the year's sequence of that kind reached the number format's maximum, 999999999: nothing changes; `details` gives `kind` and `year`). With an `Idempotency-Key`: `IdempotencyKeyReused` (the key was used with another body). */
         DocumentUnprocessable: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -4462,18 +4462,6 @@ export interface operations {
                     "application/json": components["schemas"]["NetworkStatusResponse"];
                 };
             };
-            /** @description `ValidationError`: the body is not valid JSON. Any other invalid input (a body that does not match the schema, an unknown query parameter) answers 422. */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4491,7 +4479,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `ValidationError`: the body does not match the schema (missing field, wrong type, `version` out of range, additional property) or an unknown query parameter was sent; `details` names each bad field. `OrganizationInactive`: the organisation is not active. `VersionExhausted`: the version counter reached its maximum (2147483646); it never wraps, so no further change is accepted (contact support). */
+            /** @description `ValidationError`: the body is not valid JSON (`details` names `body`), does not match the schema (missing field, wrong type, `version` out of range, additional property) or an unknown query parameter was sent; `details` names each bad field. This route never answers 400. `OrganizationInactive`: the organisation is not active. `VersionExhausted`: the version counter reached its maximum (2147483646); it never wraps, so no further change is accepted (contact support). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -12,7 +12,7 @@ import { BUSINESS_ORGANIZATION_PREFIX, malformedOrganizationIdIsNotFound } from 
 import { buildServices, type Services } from '../services';
 import { mountRoutes } from './routes';
 import { docsRoutes } from './docs-routes';
-import { errorHandler, notFoundHandler } from './error-handler';
+import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
 import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
@@ -100,6 +100,6 @@ export function createApp(deps: AppDeps): App {
   mountRoutes(app, services, deps);
 
   app.use(notFoundHandler());
-  app.use(errorHandler(logger));
+  app.use(errorHandler(logger, validationStatusLookup(document.parse())));
   return app;
 }

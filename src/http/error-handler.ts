@@ -72,17 +72,43 @@ function messageFor(status: number, raw: string | undefined): string {
   }
 }
 
+/** The status an operation wants for its validation errors, or undefined for the usual 400. */
+export type ValidationStatusLookup = (req: { method: string; path: string; openapi?: unknown }) => number | undefined;
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+function declaredValidationStatus(operation: unknown): number | undefined {
+  const value = (operation as Record<string, unknown> | undefined)?.['x-validation-error-status'];
+  return value === 422 ? value : undefined;
+}
+
 /**
  * The status an operation wants for its validation errors instead of 400, declared in the
  * contract with the vendor extension `x-validation-error-status` (for example 422 on
  * updateNetworkStatus, as the spec requires). Read from the operation the validator matched,
- * so no handler special-cases it; a request that never reached the validator (malformed JSON)
- * keeps 400.
+ * so no handler special-cases it. A request that never reached the validator (a body that is
+ * not JSON fails in the body parser, before it) is matched against the contract's paths here,
+ * so the operation's status applies to it as well.
  */
-function validationErrorStatusOverride(req: unknown): number | undefined {
-  const schema = (req as { openapi?: { schema?: Record<string, unknown> } }).openapi?.schema;
-  const value = schema?.['x-validation-error-status'];
-  return value === 422 ? value : undefined;
+export function validationStatusLookup(document: Record<string, unknown>, basePath = '/api'): ValidationStatusLookup {
+  const routes: Array<{ method: string; pattern: RegExp; status: number }> = [];
+  const paths = (document.paths ?? {}) as Record<string, Record<string, unknown>>;
+  for (const [template, item] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(item ?? {})) {
+      const status = HTTP_METHODS.has(method) ? declaredValidationStatus(operation) : undefined;
+      if (status === undefined) continue;
+      const source = `${basePath}${template}`
+        .split(/(\{[^}/]+\})/)
+        .map((part) => (/^\{[^}/]+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('');
+      routes.push({ method: method.toUpperCase(), pattern: new RegExp(`^${source}/?$`), status });
+    }
+  }
+  return (req) => {
+    const matched = (req.openapi as { schema?: unknown } | undefined)?.schema;
+    if (matched) return declaredValidationStatus(matched);
+    return routes.find((route) => route.method === req.method && route.pattern.test(req.path))?.status;
+  };
 }
 
 export function notFoundHandler(): RequestHandler {
@@ -92,7 +118,7 @@ export function notFoundHandler(): RequestHandler {
 }
 
 /** The only writer of error responses: domain errors, validator and parser errors, the rest as 500. */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+export function errorHandler(logger: Logger, validationStatus: ValidationStatusLookup = () => undefined): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     if (res.headersSent) {
       req.log?.error({ err }, 'error after the response started');
@@ -128,7 +154,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         (req.log ?? logger).error({ err, contractDrift: isResponseValidation || undefined }, 'unhandled error');
       }
     }
-    if (status === 400 && body.error === 'ValidationError') status = validationErrorStatusOverride(req) ?? status;
+    if (status === 400 && body.error === 'ValidationError') status = validationStatus(req) ?? status;
     if (status === 401 && !headers?.['WWW-Authenticate']) headers = { ...headers, 'WWW-Authenticate': 'Bearer realm="api"' };
     for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
     res.status(status).json(body);

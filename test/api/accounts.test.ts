@@ -85,6 +85,23 @@ describe('GET /business/organizations/{orgId}/accounts', () => {
   });
 });
 
+describe('rate limiting', () => {
+  it('answers 429 RateLimitExceeded with Retry-After on the account list and the statement (JSON and CSV) once the caller exceeds the limit', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_AUTHENTICATED: '2' } });
+    const own = await createOrganization();
+    const ownToken = await accessTokenFor(limited, await createMember(own, 'owner'));
+    const account = await createOrgAccount(own, { currency: 'XOF' });
+    expect((await request(limited).get(listUrl(own.id)).set(bearer(ownToken))).status).toBe(200);
+    expect((await request(limited).get(statementUrl(own.id, account.id, {})).set(bearer(ownToken))).status).toBe(200);
+    for (const path of [listUrl(own.id), statementUrl(own.id, account.id, {}), statementUrl(own.id, account.id, { format: 'csv' })]) {
+      const res = await request(limited).get(path).set(bearer(ownToken));
+      expect(res.status, path).toBe(429);
+      expect(res.body).toMatchObject({ success: false, error: 'RateLimitExceeded' });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', () => {
   it('answers opening balance, lines with running balance, closing balance; opening + lines = closing', async () => {
     const account = await createOrgAccount(org, { currency: 'EUR' });

@@ -181,6 +181,27 @@ describe('GET /business/organizations/{orgId}/invoices', () => {
   });
 });
 
+describe('rate limiting', () => {
+  it('answers 429 RateLimitExceeded with Retry-After on the list and on the write routes once the caller exceeds the limit', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_AUTHENTICATED: '3' } });
+    const org = await createOrganization();
+    const token = await accessTokenFor(limited, await createMember(org, 'owner'));
+    const draft = await createDocument(org, {});
+    for (let i = 0; i < 3; i += 1) expect((await request(limited).get(`${base(org.id)}/invoices`).set(bearer(token))).status).toBe(200);
+    for (const res of [
+      await request(limited).get(`${base(org.id)}/invoices`).set(bearer(token)),
+      await request(limited).post(`${base(org.id)}/invoices/${draft.id}/finalize`).set(bearer(token)),
+    ]) {
+      expect(res.status).toBe(429);
+      expect(res.body).toMatchObject({ success: false, error: 'RateLimitExceeded' });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      expect(res.headers['ratelimit']).toBeDefined();
+    }
+    // Refused before the handler: the draft was not finalised.
+    expect((await testKnex()('documents').where({ id: draft.id }).first('status')).status).toBe('draft');
+  });
+});
+
 describe('invoice lifecycle', () => {
   it('creates a draft with exact totals (bigint minor units, tax rounded half up: 0.05 EUR at 10 % is 0.01) and no number', async () => {
     const { draft } = await setup();
@@ -279,6 +300,44 @@ describe('invoice lifecycle', () => {
     expect(numbers).toEqual([1, 2, 3].map((n) => `INV-${year}-00000${n}`));
     const quote = await draft({ kind: 'quote' });
     expect((await post(`/invoices/${quote.id}/finalize`)).body.data.number).toBe(`QUO-${year}-000001`);
+  });
+
+  it('answers 422 NumberingExhausted (never a 500) once the sequence reached the format maximum, and the document stays a draft', async () => {
+    const { org, draft, post, get } = await setup();
+    const year = new Date().getUTCFullYear();
+    await testKnex()('document_number_counters').insert([
+      { organization_id: org.id, kind: 'invoice', year, last_number: 999_999_998 },
+      { organization_id: org.id, kind: 'credit_note', year, last_number: 999_999_999 },
+    ]);
+    const last = await draft();
+    const lastRes = await post(`/invoices/${last.id}/finalize`);
+    expect(lastRes.status, JSON.stringify(lastRes.body)).toBe(200);
+    expect(lastRes.body.data.number).toBe(`INV-${year}-999999999`);
+
+    const next = await draft();
+    const refused = await post(`/invoices/${next.id}/finalize`);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(422);
+    expect(refused.body).toMatchObject({ success: false, error: 'NumberingExhausted', details: { kind: 'invoice', year } });
+    expect((await get(`/invoices/${next.id}`)).body.data).toMatchObject({ status: 'draft', number: null });
+
+    const credit = await post(`/invoices/${last.id}/credit-notes`, { reason: 'duplicate', line_items: [{ description: 'x', quantity: 1, unit_amount: '1' }] });
+    expect(credit.status, JSON.stringify(credit.body)).toBe(422);
+    expect(credit.body).toMatchObject({ error: 'NumberingExhausted', details: { kind: 'credit_note', year } });
+
+    const counters = await testKnex()('document_number_counters').where({ organization_id: org.id }).orderBy('kind').select('kind', 'last_number');
+    expect(counters.map((c) => [c.kind, Number(c.last_number)])).toEqual([['credit_note', 999_999_999], ['invoice', 999_999_999]]);
+  });
+
+  it('20 parallel finalisations of distinct drafts of one organisation get 20 distinct consecutive numbers', async () => {
+    const { draft, post } = await setup();
+    const year = new Date().getUTCFullYear();
+    const drafts = [];
+    for (let i = 0; i < 20; i += 1) drafts.push(await draft());
+    const results = await Promise.all(drafts.map((d) => post(`/invoices/${d.id}/finalize`)));
+    for (const res of results) expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const numbers = results.map((r) => r.body.data.number as string).sort();
+    expect(new Set(numbers).size).toBe(20);
+    expect(numbers).toEqual(Array.from({ length: 20 }, (_, i) => `INV-${year}-${String(i + 1).padStart(6, '0')}`));
   });
 
   it('answers 404 DocumentNotFound for a document of another organisation, and never changes it', async () => {

@@ -52,6 +52,17 @@ describe('GET /business/organizations/{orgId}/network-status', () => {
     expect((await request(app).get(url(org.id))).status).toBe(401);
   });
 
+  it('answers 429 RateLimitExceeded with Retry-After once the caller exceeds the limit', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_AUTHENTICATED: '3' } });
+    const org = await createOrganization();
+    const token = await accessTokenFor(limited, await createMember(org, 'owner'));
+    for (let i = 0; i < 3; i += 1) expect((await request(limited).get(url(org.id)).set(bearer(token))).status).toBe(200);
+    const res = await request(limited).get(url(org.id)).set(bearer(token));
+    expect(res.status).toBe(429);
+    expect(res.body).toMatchObject({ success: false, error: 'RateLimitExceeded' });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
   it('can_manage is false for an owner of an inactive organisation', async () => {
     const org = await createOrganization({ status: 'inactive' });
     const res = await request(app).get(url(org.id)).set(bearer(await tokenFor(org, 'owner')));
@@ -158,14 +169,51 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
     expect(await auditCount(org.id)).toBe(0);
   });
 
-  it('answers 422 for an unknown query parameter, 400 for malformed JSON', async () => {
+  it('answers 422 for an unknown query parameter and for malformed JSON (this route documents no 400)', async () => {
     const org = await createOrganization();
     const token = await tokenFor(org, 'owner');
     const query = await request(app).patch(`${url(org.id)}?force=1`).set(bearer(token)).send({ version: 0, is_open: true });
     expect(query.status).toBe(422);
-    const malformed = await request(app).patch(url(org.id)).set(bearer(token)).set('Content-Type', 'application/json').send('{"version": 0,');
-    expect(malformed.status).toBe(400);
-    expect(malformed.body.error).toBe('ValidationError');
+    for (const path of [url(org.id), `${url(org.id)}/`]) {
+      const malformed = await request(app).patch(path).set(bearer(token)).set('Content-Type', 'application/json').send('{"version": 0,');
+      expect(malformed.status, JSON.stringify(malformed.body)).toBe(422);
+      expect(malformed.body).toEqual({
+        success: false,
+        error: 'ValidationError',
+        message: 'The request body is not valid JSON.',
+        details: [{ field: 'body', message: 'malformed JSON' }],
+      });
+    }
+    expect(await auditCount(org.id)).toBe(0);
+  });
+
+  it('malformed JSON keeps 400 on operations that declare no other validation status', async () => {
+    const org = await createOrganization();
+    const token = await tokenFor(org, 'owner');
+    const other = await request(app).post(`/api/business/organizations/${org.id}/invoices`).set(bearer(token)).set('Content-Type', 'application/json').send('{"kind":');
+    expect(other.status).toBe(400);
+    expect(other.body.error).toBe('ValidationError');
+  });
+
+  it('answers 401 without a valid token and 404 for a foreign, unknown or malformed organisation id, changing nothing', async () => {
+    const org = await createOrganization();
+    await testKnex()('organization_network_status').insert({ organization_id: org.id, version: 2, is_open: false });
+    const anonymous = await request(app).patch(url(org.id)).send({ version: 2, is_open: true });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body).toMatchObject({ success: false, error: 'Unauthorized' });
+    expect(anonymous.headers['www-authenticate']).toMatch(/^Bearer/);
+    const badToken = await request(app).patch(url(org.id)).set('Authorization', 'Bearer not-a-token').send({ version: 2, is_open: true });
+    expect(badToken.status).toBe(401);
+
+    const strangerToken = await tokenFor(await createOrganization(), 'owner');
+    for (const orgId of [org.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
+      const res = await request(app).patch(url(orgId)).set(bearer(strangerToken)).send({ version: 2, is_open: true });
+      expect(res.status, orgId).toBe(404);
+      expect(res.body.success).toBe(false);
+    }
+    const row = await testKnex()('organization_network_status').where({ organization_id: org.id }).first();
+    expect(row).toMatchObject({ version: 2, is_open: false });
+    expect(await auditCount(org.id)).toBe(0);
   });
 
   it('keeps 400 for validation errors of other operations', async () => {

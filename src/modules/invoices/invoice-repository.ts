@@ -283,18 +283,22 @@ export class InvoiceRepository {
   }
 
   /**
-   * The next number of (organisation, kind, year). The upsert locks the counter row until the
-   * transaction ends, so concurrent finalisations queue, and a rollback gives the number back:
-   * numbers have neither gaps nor duplicates.
+   * The next number of (organisation, kind, year), or null when the sequence already reached
+   * `max` (the number format's largest). The upsert locks the counter row until the
+   * transaction ends (even when its WHERE refuses the update), so concurrent finalisations
+   * queue, and a rollback gives the number back: numbers have neither gaps nor duplicates.
+   * The counter never goes past `max`, so its CHECK constraint is never what refuses it.
    */
-  async nextNumber(organizationId: string, kind: DocumentKind, year: number): Promise<number> {
+  async nextNumber(organizationId: string, kind: DocumentKind, year: number, max: number): Promise<number | null> {
     const result = await this.db.raw<{ rows: Array<{ last_number: number }> }>(
       `INSERT INTO document_number_counters (organization_id, kind, year, last_number) VALUES (?, ?, ?, 1)
        ON CONFLICT (organization_id, kind, year) DO UPDATE SET last_number = document_number_counters.last_number + 1
+       WHERE document_number_counters.last_number < ?
        RETURNING last_number`,
-      [organizationId, kind, year],
+      [organizationId, kind, year, max],
     );
-    return Number(result.rows[0]?.last_number);
+    const row = result.rows[0];
+    return row ? Number(row.last_number) : null;
   }
 
   /** Newest first, `limit + 1` rows (the extra one tells whether there is more). */

@@ -82,6 +82,7 @@ export interface IdempotencyScope {
 }
 
 const DAY_MS = 86_400_000;
+/** The number format's largest sequence: nine digits (INV-2026-999999999; CHECK documents_number_format). */
 const MAX_SEQUENCE = 999_999_999;
 
 /** YYYY-MM-DD of `date` in UTC. */
@@ -210,8 +211,8 @@ export class InvoiceService {
 
   private async assignNumber(repo: InvoiceRepository, organizationId: string, kind: DocumentKind, now: Date): Promise<string> {
     const year = now.getUTCFullYear();
-    const sequence = await repo.nextNumber(organizationId, kind, year);
-    if (sequence > MAX_SEQUENCE) throw new NumberingExhaustedError(kind, year);
+    const sequence = await repo.nextNumber(organizationId, kind, year, MAX_SEQUENCE);
+    if (sequence === null) throw new NumberingExhaustedError(kind, year);
     return formatDocumentNumber(kind, year, sequence);
   }
 
