@@ -55,6 +55,10 @@ export interface Config {
     statementTimeoutMs: number;
     retryAfterSeconds: number;
   };
+  statements: {
+    /** A CSV statement whose client reads nothing for this long is cut. */
+    streamStallTimeoutMs: number;
+  };
 }
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
@@ -160,6 +164,9 @@ export function loadConfig(env: Env = process.env): Config {
       lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),
       statementTimeoutMs: integer(env, 'NETWORK_STATUS_STATEMENT_TIMEOUT_MS', 5_000, 10, 60_000),
       retryAfterSeconds: integer(env, 'NETWORK_STATUS_RETRY_AFTER_SECONDS', 1, 1, 3_600),
+    },
+    statements: {
+      streamStallTimeoutMs: integer(env, 'STATEMENT_STREAM_STALL_TIMEOUT_MS', 30_000, 100, 600_000),
     },
   };
 }

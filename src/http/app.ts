@@ -26,6 +26,8 @@ export interface AppDeps {
   redis?: Redis;
   /** Built from the others when absent. */
   services?: Services;
+  /** The services' clock (tests inject one); the system clock when absent. */
+  now?: () => Date;
 }
 
 export interface App extends Express {
@@ -46,7 +48,7 @@ const REDACTED_PATHS = [
 /** Builds the API; never listens (tests drive it through supertest). */
 export function createApp(deps: AppDeps): App {
   const { config, knex, logger } = deps;
-  const services = deps.services ?? buildServices({ config, knex, redis: deps.redis, logger });
+  const services = deps.services ?? buildServices({ config, knex, redis: deps.redis, logger, now: deps.now });
   const document = loadOpenApiDocument();
   installRouteRegexpCache();
   const app = express() as unknown as App;

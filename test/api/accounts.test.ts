@@ -7,13 +7,20 @@ import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganizat
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { moveMoney } from '../support/org-account-postings';
 import { parseCsv, statementUrl } from '../support/statements';
+import { encodeStatementCursor } from '../../src/modules/accounts/account-service';
 
 let app: App;
 let org: TestOrganization;
 let token: string;
 
+/**
+ * The app reads statements a minute after now: the entries these tests post a moment ago are
+ * past the 15-second settle margin (tested on its own below).
+ */
+const settledClock = () => new Date(Date.now() + 60_000);
+
 beforeAll(async () => {
-  app = await buildTestApp();
+  app = await buildTestApp({ now: settledClock });
   org = await createOrganization();
   token = await accessTokenFor(app, await createMember(org, 'finance_manager'));
 });
@@ -162,21 +169,93 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
     const foreignCursor = (await moveMoney(other, 1n)) && (await request(app).get(statementUrl(org.id, other.id, {})).set(bearer(token))).body.data.lines[0].entry_id;
     const bad = await request(app).get(statementUrl(org.id, account.id, { from, to, starting_after: foreignCursor })).set(bearer(token));
     expect(bad.status).toBe(400);
-    expect(bad.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'starting_after' }] });
+    expect(bad.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'query.starting_after' }] });
   });
 
-  it('a starting_after beyond the bigint range is a 400 ValidationError, not a database error', async () => {
+  it('a cursor naming an entry beyond the bigint range, a raw entry id or an altered token is a 400 ValidationError, not a database error', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
-    await moveMoney(account, 5n);
-    for (const cursor of ['9223372036854775808', '9999999999999999999']) {
-      const res = await request(app).get(statementUrl(org.id, account.id, { starting_after: cursor })).set(bearer(token));
+    const { entry_id: entryId } = ((await moveMoney(account, 5n)) && (await request(app).get(statementUrl(org.id, account.id, {})).set(bearer(token))).body.data.lines[0]) as { entry_id: string };
+    const from = new Date(Date.now() - 86_400_000);
+    const to = new Date(Date.now() + 1000);
+    const forged = (id: string) => encodeStatementCursor({ entryId: id, from, to, requestedTo: null });
+    for (const cursor of [forged('9223372036854775808'), forged('9999999999999999999'), entryId, 'djE6', '!!', forged(entryId).slice(0, -2)]) {
+      const res = await request(app).get(`${statementUrl(org.id, account.id, {})}?starting_after=${encodeURIComponent(cursor)}`).set(bearer(token));
       expect(res.status, `${cursor}: ${JSON.stringify(res.body)}`).toBe(400);
-      expect(res.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'starting_after' }] });
+      expect(res.body).toMatchObject({ success: false, error: 'ValidationError' });
+      expect(res.body.details.map((d: { field: string }) => d.field)).toContain('query.starting_after');
     }
     // The largest bigint is a well-formed cursor of no line of this statement: the same 400.
-    const max = await request(app).get(statementUrl(org.id, account.id, { starting_after: '9223372036854775807' })).set(bearer(token));
+    const max = await request(app).get(statementUrl(org.id, account.id, { starting_after: forged('9223372036854775807') })).set(bearer(token));
     expect(max.status, JSON.stringify(max.body)).toBe(400);
-    expect(max.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'starting_after' }] });
+    expect(max.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'query.starting_after' }] });
+  });
+
+  it('next_cursor is opaque and carries the interval: the next page keeps it when from/to are omitted, and a different from or to is a 400', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const from = new Date(Date.now() - 1000);
+    for (const amount of [1n, 2n, 3n]) await moveMoney(account, amount);
+    const to = new Date(Date.now() + 1000);
+    const first = await request(app).get(statementUrl(org.id, account.id, { from, to, limit: 1 })).set(bearer(token));
+    expect(first.status).toBe(200);
+    const cursor = first.body.data.next_cursor as string;
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(cursor).not.toBe(first.body.data.lines[0].entry_id);
+
+    const repeated = await request(app).get(statementUrl(org.id, account.id, { from, to, limit: 1, starting_after: cursor })).set(bearer(token));
+    const omitted = await request(app).get(statementUrl(org.id, account.id, { limit: 1, starting_after: cursor })).set(bearer(token));
+    for (const res of [repeated, omitted]) {
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.data).toMatchObject({ from: from.toISOString(), to: to.toISOString(), entry_count: 3 });
+      expect(res.body.data.lines.map((l: { amount: string }) => l.amount)).toEqual(['2']);
+    }
+    for (const [query, field] of [
+      [{ from: new Date(from.getTime() - 1), to }, 'query.from'],
+      [{ from, to: new Date(to.getTime() + 1) }, 'query.to'],
+      [{ to: new Date(to.getTime() - 1) }, 'query.to'],
+    ] as const) {
+      const res = await request(app).get(statementUrl(org.id, account.id, { ...query, limit: 1, starting_after: cursor })).set(bearer(token));
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.error).toBe('ValidationError');
+      expect(res.body.details.map((d: { field: string }) => d.field)).toEqual(['query.starting_after', field]);
+    }
+    const precise = await request(app).get(`${statementUrl(org.id, account.id, { limit: 1, starting_after: cursor })}&from=2026-01-01T00:00:00.0000001Z`).set(bearer(token));
+    expect(precise.status).toBe(400);
+    expect(precise.body.details).toEqual([expect.objectContaining({ field: 'query.from' })]);
+  });
+
+  it('to defaults to, and is capped at, now minus the 15-second settle margin (JSON and CSV); pages of a capped interval stay on it', async () => {
+    let clock = new Date(Date.now() + 5_000);
+    const clocked = await buildTestApp({ now: () => clock });
+    const own = await createOrganization();
+    const ownToken = await accessTokenFor(clocked, await createMember(own, 'owner'));
+    const account = await createOrgAccount(own, { currency: 'XOF' });
+    for (const amount of [10n, 20n, 30n]) await moveMoney(account, amount);
+    const get = (query: Parameters<typeof statementUrl>[2]) => request(clocked).get(statementUrl(own.id, account.id, query)).set(bearer(ownToken));
+    const settled = () => new Date(clock.getTime() - 15_000).toISOString();
+
+    // The entries were booked less than 15 s before the clock: not settled, not listed.
+    const byDefault = await get({});
+    expect(byDefault.status).toBe(200);
+    expect(byDefault.body.data).toMatchObject({ to: settled(), entry_count: 0, closing_balance: '0' });
+    const future = new Date(clock.getTime() + 3_600_000);
+    const capped = await get({ to: future });
+    expect(capped.body.data).toMatchObject({ to: settled(), entry_count: 0 });
+    const csv = await get({ to: future, format: 'csv' });
+    expect(parseCsv(csv.text).at(-1)?.[4]).toBe(settled());
+    const tooLate = await get({ from: new Date(clock.getTime() - 10_000) });
+    expect(tooLate.status).toBe(400);
+    expect(tooLate.body.details).toEqual([expect.objectContaining({ field: 'query.from', message: expect.stringMatching(/capped/) })]);
+
+    // A minute later they are settled; a page walk keeps its interval while the clock moves on.
+    clock = new Date(clock.getTime() + 60_000);
+    const first = await get({ to: future, limit: 2 });
+    expect(first.body.data).toMatchObject({ to: settled(), entry_count: 3, closing_balance: '60' });
+    const firstTo = first.body.data.to;
+    clock = new Date(clock.getTime() + 60_000);
+    const second = await get({ to: future, limit: 2, starting_after: first.body.data.next_cursor });
+    expect(second.status, JSON.stringify(second.body)).toBe(200);
+    expect(second.body.data).toMatchObject({ to: firstTo, entry_count: 3, has_more: false });
+    expect(second.body.data.lines.map((l: { amount: string }) => l.amount)).toEqual(['30']);
   });
 
   it('streams CSV (format=csv or Accept: text/csv), RFC 4180, equal to the JSON statement', async () => {
@@ -252,10 +331,12 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
     const ok = await request(app).get(statementUrl(org.id, account.id, { from: new Date(to.getTime() - 469 * 86_400_000), to })).set(bearer(token));
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     const cases: Array<[Record<string, string>, string]> = [
-      [{ from: new Date(to.getTime() - 469 * 86_400_000 - 1).toISOString(), to: to.toISOString() }, 'to'],
-      [{ from: '2024-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }, 'to'],
-      [{ from: to.toISOString(), to: to.toISOString() }, 'from'],
-      [{ from: '2026-06-02T00:00:00Z', to: to.toISOString() }, 'from'],
+      [{ from: new Date(to.getTime() - 469 * 86_400_000 - 1).toISOString(), to: to.toISOString() }, 'query.to'],
+      [{ from: '2024-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }, 'query.to'],
+      [{ from: to.toISOString(), to: to.toISOString() }, 'query.from'],
+      [{ from: '2026-06-02T00:00:00Z', to: to.toISOString() }, 'query.from'],
+      [{ from: '2026-05-01T00:00:00.0001Z', to: to.toISOString() }, 'query.from'],
+      [{ to: '2026-05-01T00:00:00.123456Z' }, 'query.to'],
       [{ from: 'yesterday' }, 'query.from'],
       [{ to: '2026-13-45T00:00:00Z' }, 'query.to'],
     ];

@@ -253,27 +253,55 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
     expect((await request(app).get(url(org.id)).set(bearer(token))).body.data).toMatchObject({ is_open: false, version: MAX_VERSION });
   });
 
-  // A real lock held by another transaction needs a second connection: the embedded PGlite
-  // serves exactly one, so there the lock cannot exist (the mapping is checked below instead).
-  it.runIf(databaseKind() === 'postgres')('answers 503 StatusUnavailable with Retry-After while another transaction holds the row lock (PostgreSQL)', async () => {
+  /**
+   * Makes the organisation's status row unavailable the way a lock held elsewhere does. On
+   * PostgreSQL a second connection really holds the row lock (FOR UPDATE) until released, so
+   * the PATCH's lock_timeout fires. The embedded back-end serves one connection, where a second
+   * transaction cannot exist: there a temporary trigger on that row raises the very error a
+   * lock timeout raises (SQLSTATE 55P03) when the PATCH updates it. Released either way.
+   */
+  async function holdStatusRow(organizationId: string): Promise<() => Promise<void>> {
+    if (databaseKind() === 'postgres') {
+      const trx = await testKnex().transaction();
+      await trx('organization_network_status').where({ organization_id: organizationId }).forUpdate().first();
+      return async () => {
+        await trx.rollback();
+      };
+    }
+    const name = `test_status_locked_${organizationId.replace(/-/g, '')}`;
+    await testKnex().raw(
+      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'canceling statement due to lock timeout' USING ERRCODE = '55P03'; END $$`,
+    );
+    await testKnex().raw(
+      `CREATE TRIGGER ${name} BEFORE UPDATE ON organization_network_status FOR EACH ROW WHEN (OLD.organization_id = '${organizationId}') EXECUTE FUNCTION ${name}()`,
+    );
+    return async () => {
+      await testKnex().raw(`DROP TRIGGER ${name} ON organization_network_status`);
+      await testKnex().raw(`DROP FUNCTION ${name}()`);
+    };
+  }
+
+  it('answers 503 StatusUnavailable with Retry-After while the status row is locked elsewhere, changing and auditing nothing', async () => {
     const slowApp = await buildTestApp({ env: { NETWORK_STATUS_LOCK_TIMEOUT_MS: '200', NETWORK_STATUS_RETRY_AFTER_SECONDS: '2' } });
     const org = await createOrganization();
     const token = await accessTokenFor(slowApp, await createMember(org, 'owner'));
     await testKnex()('organization_network_status').insert({ organization_id: org.id, version: 3, is_open: false });
-    const trx = await testKnex().transaction();
+    const release = await holdStatusRow(org.id);
     try {
-      await trx('organization_network_status').where({ organization_id: org.id }).forUpdate().first();
       const started = Date.now();
       const res = await request(slowApp).patch(url(org.id)).set(bearer(token)).send({ version: 3, is_open: true });
       expect(res.status, JSON.stringify(res.body)).toBe(503);
-      expect(res.body.error).toBe('StatusUnavailable');
+      expect(res.body).toEqual({ success: false, error: 'StatusUnavailable', message: expect.any(String) });
       expect(res.headers['retry-after']).toBe('2');
       expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
-      await trx.rollback();
+      await release();
     }
+    expect(await auditCount(org.id)).toBe(0);
+    expect(await testKnex()('organization_network_status').where({ organization_id: org.id }).first('version', 'is_open')).toEqual({ version: 3, is_open: false });
     const after = await request(slowApp).patch(url(org.id)).set(bearer(token)).send({ version: 3, is_open: true });
     expect(after.status).toBe(200);
+    expect(after.body.data.version).toBe(4);
     expect(await auditCount(org.id)).toBe(1);
   });
 

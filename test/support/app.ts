@@ -12,6 +12,8 @@ export interface TestAppOptions {
   /** Environment overrides, as strings, exactly as process.env would carry them. */
   env?: Record<string, string>;
   rateLimitBackend?: RateLimitBackend;
+  /** The services' clock. */
+  now?: () => Date;
 }
 
 let sharedRedis: Promise<Redis> | undefined;
@@ -54,7 +56,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<App> {
   const redisPromise = testRedis();
   const redis = redisPromise ? await redisPromise : undefined;
   if (!backend) backend = redis ? redisRateLimitBackend(redis, `test-${crypto.randomUUID()}:`) : memoryRateLimitBackend();
-  const app = createApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis });
+  const app = createApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis, now: options.now });
   await app.services.ready();
   return app;
 }

@@ -68,9 +68,9 @@ describe('statement interval', () => {
   const now = new Date('2026-11-22T12:00:00Z');
 
   it('defaults to the 30 days before now, or before `to`', () => {
-    expect(resolveInterval({}, now)).toEqual({ from: new Date(now.getTime() - 30 * DAY), to: now });
+    expect(resolveInterval({}, now)).toEqual({ from: new Date(now.getTime() - 30 * DAY), to: now, requestedTo: null });
     const to = new Date('2026-01-31T00:00:00Z');
-    expect(resolveInterval({ to: to.toISOString() }, now)).toEqual({ from: new Date(to.getTime() - 30 * DAY), to });
+    expect(resolveInterval({ to: to.toISOString() }, now)).toEqual({ from: new Date(to.getTime() - 30 * DAY), to, requestedTo: null });
   });
 
   it('accepts exactly 469 days and refuses one millisecond more, an empty or reversed interval and bad dates', () => {

@@ -22,21 +22,31 @@ function wantsCsv(req: Request, format: StatementQuery['format']): boolean {
   return req.accepts(['application/json', 'text/csv']) === 'text/csv';
 }
 
-/** Writes and, when the socket buffer is full, waits for it to drain or close (back pressure). */
-function write(res: Response, chunk: string): Promise<void> {
+/**
+ * Writes and, when the socket buffer is full, waits for it to drain or close (back pressure).
+ * A client that reads nothing for `stallTimeoutMs` is cut: the response is destroyed, so the
+ * stream stops (the sink reports aborted) and its database transaction ends.
+ */
+export function write(res: Response, chunk: string, stallTimeoutMs: number): Promise<void> {
   if (res.destroyed || res.write(chunk)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
+      clearTimeout(timer);
       res.off('drain', done);
       res.off('close', done);
       resolve();
     };
+    const timer = setTimeout(() => {
+      res.req?.log?.warn({ stallTimeoutMs }, 'statement stream cut: the client stopped reading');
+      res.destroy();
+      done();
+    }, stallTimeoutMs);
     res.on('drain', done);
     res.on('close', done);
   });
 }
 
-function csvSink(res: Response): StatementSink {
+function csvSink(res: Response, stallTimeoutMs: number): StatementSink {
   let exponent = 0;
   let currency = '';
   let to = new Date(0);
@@ -49,15 +59,15 @@ function csvSink(res: Response): StatementSink {
       res.setHeader('Content-Type', 'text/csv; charset=utf-8');
       res.setHeader('Content-Disposition', `attachment; filename="${statementFilename(account.id, interval.from, interval.to)}"`);
       res.setHeader('Cache-Control', 'no-store');
-      await write(res, csvHeader() + csvBalanceRow('opening_balance', interval.from, openingBalanceMinor, exponent, currency));
+      await write(res, csvHeader() + csvBalanceRow('opening_balance', interval.from, openingBalanceMinor, exponent, currency), stallTimeoutMs);
     },
     async lines(lines) {
       let chunk = '';
       for (const line of lines) chunk += csvLine(line, exponent, currency);
-      await write(res, chunk);
+      await write(res, chunk, stallTimeoutMs);
     },
     async end({ closingBalanceMinor }) {
-      await write(res, csvBalanceRow('closing_balance', to, closingBalanceMinor, exponent, currency));
+      await write(res, csvBalanceRow('closing_balance', to, closingBalanceMinor, exponent, currency), stallTimeoutMs);
       res.end();
     },
     aborted: () => res.destroyed || res.writableEnded,
@@ -88,7 +98,7 @@ export function accountRoutes(accounts: AccountService): Router {
         ]);
       }
       try {
-        await accounts.streamStatement(organization.id, accountId, { from: query.from, to: query.to }, csvSink(res));
+        await accounts.streamStatement(organization.id, accountId, { from: query.from, to: query.to }, csvSink(res, accounts.streamStallTimeoutMs));
       } catch (error) {
         if (!res.headersSent) throw error;
         // The CSV has started: no error envelope can follow. Cut the connection so the client

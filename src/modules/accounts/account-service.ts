@@ -31,6 +31,24 @@ export const DEFAULT_STATEMENT_PAGE = 500;
 export const STATEMENT_BATCH_SIZE = 1000;
 /** More accounts than this per organisation is not a supported shape (the list is one page). */
 export const MAX_ACCOUNTS_PER_ORGANIZATION = 500;
+/**
+ * A statement never reaches closer to now than this: an entry's created_at is its
+ * transaction's start, so a posting still in flight can later appear with a created_at in the
+ * past. Postings are short (seconds); past this margin the interval no longer changes.
+ */
+export const STATEMENT_SETTLE_MARGIN_MS = 15_000;
+/** How long a CSV stream waits for a stalled client to read before it cuts the connection. */
+export const DEFAULT_STREAM_STALL_TIMEOUT_MS = 30_000;
+/** The stream's transaction may idle this much longer than the stall timeout before PostgreSQL ends it. */
+const STREAM_IDLE_GRACE_MS = 5_000;
+
+export interface AccountServiceOptions {
+  /** The clock (tests inject one). */
+  now?: () => Date;
+  settleMarginMs?: number;
+  /** See DEFAULT_STREAM_STALL_TIMEOUT_MS; the CSV writer and the stream's transaction use it. */
+  streamStallTimeoutMs?: number;
+}
 
 export interface StatementRange {
   from?: string | Date;
@@ -39,8 +57,37 @@ export interface StatementRange {
 
 export interface StatementPageQuery extends StatementRange {
   limit?: number;
-  /** Entry id of the last line of the previous page. */
+  /** The previous page's next_cursor (opaque: see encodeStatementCursor). */
   startingAfter?: string;
+}
+
+/** What a statement cursor carries: the last line's entry and the interval of the pages. */
+export interface StatementPageCursor {
+  entryId: string;
+  from: Date;
+  to: Date;
+  /** The `to` the first page was asked with when it was capped to the settle margin. */
+  requestedTo: Date | null;
+}
+
+const CURSOR_PATTERN = /^v1:([1-9][0-9]{0,18}):(-?[0-9]{1,16}):(-?[0-9]{1,16}):(-?[0-9]{1,16})?$/;
+
+/** Opaque to clients: base64url of `v1:<entry id>:<from ms>:<to ms>:<requested to ms>`. */
+export function encodeStatementCursor(cursor: StatementPageCursor): string {
+  const raw = `v1:${cursor.entryId}:${cursor.from.getTime()}:${cursor.to.getTime()}:${cursor.requestedTo?.getTime() ?? ''}`;
+  return Buffer.from(raw, 'utf8').toString('base64url');
+}
+
+/** The cursor, or undefined when `value` is not one this API produced (or was altered). */
+export function decodeStatementCursor(value: string): StatementPageCursor | undefined {
+  if (!/^[A-Za-z0-9_-]{1,128}$/.test(value)) return undefined;
+  const match = CURSOR_PATTERN.exec(Buffer.from(value, 'base64url').toString('utf8'));
+  if (!match) return undefined;
+  const [, entryId, from, to, requestedTo] = match as unknown as [string, string, string, string, string | undefined];
+  if (BigInt(entryId) > MAX_BIGINT) return undefined;
+  const dates = [from, to, requestedTo].map((ms) => (ms === undefined ? null : new Date(Number(ms))));
+  if (dates.some((d) => d !== null && Number.isNaN(d.getTime()))) return undefined;
+  return { entryId, from: dates[0] as Date, to: dates[1] as Date, requestedTo: dates[2] ?? null };
 }
 
 export interface StatementPage extends StatementHeader {
@@ -71,34 +118,51 @@ export interface StatementSink {
   aborted(): boolean;
 }
 
-function parseInstant(value: string | Date | undefined, field: string, issues: FieldIssue[]): Date | undefined {
+/** Fractional seconds beyond milliseconds that are not all zeros (2026-01-01T00:00:00.1234Z). */
+const SUB_MILLISECOND = /\.[0-9]{3}([0-9]*)/;
+
+function parseInstant(value: string | Date | undefined, name: string, issues: FieldIssue[]): Date | undefined {
   if (value === undefined) return undefined;
+  const field = `query.${name}`;
+  if (typeof value === 'string' && /[1-9]/.test(SUB_MILLISECOND.exec(value)?.[1] ?? '')) {
+    issues.push({ field, message: `${name} is precise to the millisecond at most (three fractional digits), such as 2026-01-31T00:00:00.123Z.` });
+    return undefined;
+  }
   const date = value instanceof Date ? value : new Date(value);
   if (Number.isNaN(date.getTime())) {
-    issues.push({ field, message: `${field} must be an ISO 8601 date-time with a time zone, such as 2026-01-31T00:00:00Z.` });
+    issues.push({ field, message: `${name} must be an ISO 8601 date-time with a time zone, such as 2026-01-31T00:00:00Z.` });
     return undefined;
   }
   return date;
 }
 
+/** The interval, and the `to` that was asked for when the settle margin capped it. */
+export interface ResolvedInterval extends StatementInterval {
+  requestedTo: Date | null;
+}
+
 /**
- * The statement interval [from, to): `to` defaults to now, `from` to 30 days before `to`.
- * Refuses from >= to and intervals longer than 469 days with a 400 ValidationError.
+ * The statement interval [from, to). `settledUntil` is the latest instant a statement may
+ * cover (now minus the settle margin): `to` defaults to it and is capped at it; `from`
+ * defaults to 30 days before `to`. Refuses from >= to and intervals longer than 469 days with
+ * a 400 ValidationError (fields named `query.<name>`).
  */
-export function resolveInterval(range: StatementRange, now: Date = new Date()): StatementInterval {
+export function resolveInterval(range: StatementRange, settledUntil: Date = new Date()): ResolvedInterval {
   const issues: FieldIssue[] = [];
   const fromGiven = parseInstant(range.from, 'from', issues);
   const toGiven = parseInstant(range.to, 'to', issues);
   if (issues.length) throw new ValidationError(issues[0]?.message ?? 'Invalid interval.', issues);
-  const to = toGiven ?? now;
+  const capped = toGiven !== undefined && toGiven.getTime() > settledUntil.getTime();
+  const to = toGiven === undefined || capped ? settledUntil : toGiven;
   const from = fromGiven ?? new Date(to.getTime() - DEFAULT_STATEMENT_DAYS * DAY_MS);
   if (from.getTime() >= to.getTime()) {
-    throw ValidationError.field('from', '`from` must be earlier than `to` (the interval is [from, to)).');
+    const detail = to === settledUntil ? ` (\`to\` defaults to and is capped at ${settledUntil.toISOString()}: entries of the last seconds are not final yet)` : '';
+    throw ValidationError.field('query.from', `\`from\` must be earlier than \`to\` (the interval is [from, to))${detail}.`);
   }
   if (to.getTime() - from.getTime() > MAX_STATEMENT_DAYS * DAY_MS) {
-    throw ValidationError.field('to', `A statement covers at most ${MAX_STATEMENT_DAYS} days: shorten the interval between \`from\` and \`to\`.`);
+    throw ValidationError.field('query.to', `A statement covers at most ${MAX_STATEMENT_DAYS} days: shorten the interval between \`from\` and \`to\`.`);
   }
-  return { from, to };
+  return { from, to, requestedTo: capped ? (toGiven as Date) : null };
 }
 
 function normaliseText(value: string | null | undefined, field: string, max: number, issues: FieldIssue[], required: boolean): string | null {
@@ -156,7 +220,55 @@ function validateCreate(input: CreateOrgAccountInput) {
  * lines are read from the ledger, never stored here.
  */
 export class AccountService {
-  constructor(private readonly knex: Knex) {}
+  private readonly now: () => Date;
+  private readonly settleMarginMs: number;
+  readonly streamStallTimeoutMs: number;
+
+  constructor(
+    private readonly knex: Knex,
+    options: AccountServiceOptions = {},
+  ) {
+    this.now = options.now ?? (() => new Date());
+    this.settleMarginMs = options.settleMarginMs ?? STATEMENT_SETTLE_MARGIN_MS;
+    this.streamStallTimeoutMs = options.streamStallTimeoutMs ?? DEFAULT_STREAM_STALL_TIMEOUT_MS;
+  }
+
+  /** The latest instant a statement covers: now minus the settle margin. */
+  settledUntil(): Date {
+    return new Date(this.now().getTime() - this.settleMarginMs);
+  }
+
+  /**
+   * The interval of a JSON page: the request's, or with a cursor the cursor's (so the pages
+   * of one statement share one interval even when `to` was defaulted or capped). A from or to
+   * sent with a cursor must be the one of its first page: otherwise 400.
+   */
+  private pageInterval(query: StatementPageQuery): { interval: StatementInterval; requestedTo: Date | null; cursor?: StatementPageCursor } {
+    if (query.startingAfter === undefined) {
+      const resolved = resolveInterval(query, this.settledUntil());
+      return { interval: { from: resolved.from, to: resolved.to }, requestedTo: resolved.requestedTo };
+    }
+    const cursor = decodeStatementCursor(query.startingAfter);
+    if (!cursor) throw ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
+    const issues: FieldIssue[] = [];
+    const from = parseInstant(query.from, 'from', issues);
+    const to = parseInstant(query.to, 'to', issues);
+    if (issues.length) throw new ValidationError(issues[0]?.message ?? 'Invalid interval.', issues);
+    const mismatch: FieldIssue[] = [];
+    if (from !== undefined && from.getTime() !== cursor.from.getTime()) {
+      mismatch.push({ field: 'query.from', message: `from differs from the interval of the cursor (${cursor.from.toISOString()}).` });
+    }
+    if (to !== undefined && to.getTime() !== cursor.to.getTime() && to.getTime() !== cursor.requestedTo?.getTime()) {
+      mismatch.push({ field: 'query.to', message: `to differs from the interval of the cursor (${cursor.to.toISOString()}).` });
+    }
+    if (mismatch.length) {
+      throw new ValidationError('starting_after belongs to a statement of another interval: send the same from and to as for the first page, or none.', [
+        { field: 'query.starting_after', message: 'the cursor was issued for another interval' },
+        ...mismatch,
+      ]);
+    }
+    return { interval: { from: cursor.from, to: cursor.to }, requestedTo: cursor.requestedTo, cursor };
+  }
 
   /**
    * Creates an account and its ledger account in the caller's transaction (the seed, test
@@ -207,19 +319,16 @@ export class AccountService {
    * from one snapshot (REPEATABLE READ), so opening + every line = closing.
    */
   async statementPage(organizationId: string, accountId: string, query: StatementPageQuery): Promise<StatementPage> {
-    const interval = resolveInterval(query);
+    const { interval, requestedTo, cursor } = this.pageInterval(query);
     const limit = query.limit ?? DEFAULT_STATEMENT_PAGE;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_STATEMENT_PAGE) {
-      throw ValidationError.field('limit', `limit is an integer from 1 to ${MAX_STATEMENT_PAGE}.`);
+      throw ValidationError.field('query.limit', `limit is an integer from 1 to ${MAX_STATEMENT_PAGE}.`);
     }
     return withTransaction(
       this.knex,
       async (trx) => {
         const account = await this.getAccountForOrganization(organizationId, accountId, trx);
-        let after: StatementCursor | undefined;
-        if (query.startingAfter !== undefined) {
-          after = await this.cursorWithin(trx, account, interval, query.startingAfter);
-        }
+        const after = cursor ? await this.cursorWithin(trx, account, interval, cursor.entryId) : undefined;
         const opening = await accountRepository.balanceBefore(trx, account.ledgerAccountId, interval.from);
         const totals = await accountRepository.intervalTotals(trx, account.ledgerAccountId, interval.from, interval.to);
         let running = opening;
@@ -237,7 +346,7 @@ export class AccountService {
           entryCount: totals.count,
           lines,
           hasMore,
-          nextCursor: hasMore ? (lines[lines.length - 1]?.entryId ?? null) : null,
+          nextCursor: hasMore && lines.length > 0 ? encodeStatementCursor({ entryId: (lines[lines.length - 1] as StatementLine).entryId, ...interval, requestedTo }) : null,
         };
       },
       { isolationLevel: 'repeatable read', readOnly: true, retries: 0 },
@@ -249,12 +358,17 @@ export class AccountService {
    * STATEMENT_BATCH_SIZE rows, inside one read-only REPEATABLE READ transaction (one snapshot:
    * the closing balance is exactly opening + the lines). Memory holds one batch at a time.
    * Errors before `sink.start` (404, 400) reach the caller untouched, before anything is sent.
+   * The transaction sits idle while the sink waits for a slow client; PostgreSQL ends it
+   * (idle_in_transaction_session_timeout) should it stay idle longer than the sink's stall
+   * timeout allows, so a stuck stream never holds a connection and its snapshot.
    */
   async streamStatement(organizationId: string, accountId: string, range: StatementRange, sink: StatementSink, batchSize = STATEMENT_BATCH_SIZE): Promise<void> {
-    const interval = resolveInterval(range);
+    const { from, to } = resolveInterval(range, this.settledUntil());
+    const interval = { from, to };
     await withTransaction(
       this.knex,
       async (trx) => {
+        await trx.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.trunc(this.streamStallTimeoutMs + STREAM_IDLE_GRACE_MS)}`);
         const account = await this.getAccountForOrganization(organizationId, accountId, trx);
         const opening = await accountRepository.balanceBefore(trx, account.ledgerAccountId, interval.from);
         let rows = await accountRepository.statementBatch(trx, account.ledgerAccountId, interval, undefined, batchSize);
@@ -285,7 +399,7 @@ export class AccountService {
   }
 
   private async cursorWithin(trx: Knex.Transaction, account: OrgAccount, interval: StatementInterval, entryId: string): Promise<StatementCursor> {
-    const invalid = ValidationError.field('starting_after', 'starting_after must be the entry_id of a line of this statement (its next_cursor).');
+    const invalid = ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
     // Entry ids are bigint: a 19-digit value above its maximum is no entry (and PostgreSQL would
     // raise 22003 comparing it with the id column).
     if (!/^[1-9][0-9]{0,18}$/.test(entryId) || BigInt(entryId) > MAX_BIGINT) throw invalid;

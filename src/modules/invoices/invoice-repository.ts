@@ -162,6 +162,8 @@ export interface NewDocument {
   creditReason?: CreditNoteReason | null;
   finalizedAt?: Date | null;
   createdBy?: string | null;
+  /** The service's clock (the database's when absent). */
+  createdAt?: Date;
 }
 
 /** Columns a lifecycle step may change. */
@@ -250,6 +252,7 @@ export class InvoiceRepository {
         credit_reason: doc.creditReason ?? null,
         finalized_at: doc.finalizedAt ?? null,
         created_by: doc.createdBy ?? null,
+        ...(doc.createdAt ? { created_at: doc.createdAt, updated_at: doc.createdAt } : {}),
       })
       .returning('id');
     const id = (inserted as { id: string }).id;

@@ -197,6 +197,7 @@ export class InvoiceService {
         dueDate: input.dueDate ?? null,
         expiresAt: input.expiresAt ?? null,
         createdBy: actorUserId,
+        createdAt: now,
       });
       return { ...doc, exponent: currency.exponent };
     });
@@ -287,6 +288,7 @@ export class InvoiceService {
         totalMinor: quote.totalMinor,
         memo: quote.memo,
         createdBy: actorUserId,
+        createdAt: now,
       });
       const accepted = await repo.updateDocument(organizationId, id, { status, acceptedAt: now, invoiceId: invoice.id });
       return { document: await this.view(trx, accepted), expiredAt: undefined };
@@ -338,6 +340,7 @@ export class InvoiceService {
         creditReason: input.reason,
         finalizedAt: now,
         createdBy: actorUserId,
+        createdAt: now,
       });
       await repo.updateDocument(organizationId, invoice.id, { creditedMinor: invoice.creditedMinor + totals.totalMinor });
       return { ...note, exponent: currency.exponent };
