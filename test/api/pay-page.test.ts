@@ -4,6 +4,7 @@ import type TestAgent from 'supertest/lib/agent';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { App } from '../../src/http/app';
+import type { RateLimitBackend } from '../../src/http/rate-limit';
 import { signAmount } from '../../src/modules/payment-links/link-security';
 import { paymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { PaymentsService } from '../../src/modules/payment-links/payments-service';
@@ -25,7 +26,7 @@ const tokenIn = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1]
 
 beforeAll(async () => {
   app = await buildTestApp();
-  payApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services });
+  payApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: app.rateLimitBackend });
   org = await createOrganization({ name: 'Boutique <Awa>' });
   owner = await accessTokenFor(app, await createMember(org, 'owner'));
   xof = await createOrgAccount(org, { currency: 'XOF' });
@@ -570,6 +571,46 @@ describe('the payment page and the organisation behind the link', () => {
   });
 });
 
+describe('the payment page rate limit', () => {
+  it('counts in the injected rate-limit store (Redis with REDIS_URL) and answers 429 as a page once the POST budget is spent', async () => {
+    const env = { RATE_LIMIT_ANONYMOUS: '30' }; // POST budget: 3 per window and IP; page views: 30.
+    const inner = (await buildTestApp({ env })).rateLimitBackend;
+    const prefixes: string[] = [];
+    let increments = 0;
+    const backend: RateLimitBackend = {
+      kind: inner.kind,
+      createStore(prefix) {
+        prefixes.push(prefix);
+        const store = inner.createStore(prefix);
+        const increment = store.increment.bind(store);
+        store.increment = (key) => {
+          increments += 1;
+          return increment(key);
+        };
+        return store;
+      },
+    };
+    const limitedPay = createPayApp({ config: testConfig(env), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: backend });
+    expect(prefixes).toEqual(['pay']);
+
+    const agent = request.agent(limitedPay);
+    const page = await agent.get(`/pay/${checkout.code}?amount=100&reference=RATE-1`);
+    expect(page.status).toBe(200);
+    expect(page.headers.ratelimit).toMatch(/r=29/);
+    const form = { token: tokenIn(page.text), method: 'mobile_money', phone: '0712' };
+    for (let i = 0; i < 3; i += 1) expect((await agent.post(`/pay/${checkout.code}`).type('form').send(form)).status).toBe(400);
+    const limited = await agent.post(`/pay/${checkout.code}`).type('form').send({ ...form, phone: '+2250712345678' });
+    expect(limited.status).toBe(429);
+    expect(limited.headers['content-type']).toMatch(/^text\/html/);
+    expect(limited.text).toContain('Too many attempts');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect(increments).toBe(5);
+    expect(await testKnex()('payments').where({ reference: 'RATE-1' })).toHaveLength(0);
+    // Page views have their own, larger budget.
+    expect((await agent.get(`/pay/${checkout.code}?amount=100&reference=RATE-1`)).status).toBe(200);
+  });
+});
+
 describe('GET /business/organizations/{orgId}/payments', () => {
   it('filters by link, reference and status, pages newest first, and keeps other organisations out', async () => {
     const own = await createOrganization();
@@ -609,7 +650,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
   it('never settles a due payment on a read; the sweep settles them a bounded batch at a time', async () => {
     // A payments service whose sandbox timers would fire only in an hour: only the sweep settles here.
     const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
-    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments } });
+    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
     try {
       await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
       const own = await createOrganization();
