@@ -13,6 +13,7 @@ import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { statementUrl } from '../support/statements';
 
 let app: App;
 let payApp: Express;
@@ -230,6 +231,12 @@ describe('POST /pay/:code', () => {
     });
     const posting = await testKnex()('postings').where({ id: payment.ledger_posting_id }).first();
     expect(posting).toMatchObject({ kind: 'payment_link.payment', reference: payment.id });
+    expect(posting.metadata).toMatchObject({ payment_id: payment.id, link_id: checkout.id, reference: 'ORDER-5001', description: 'Payment received - ORDER-5001' });
+    // The destination account's statement line names the order.
+    const statement = await request(app).get(statementUrl(org.id, xof.id, {})).set(bearer(owner));
+    expect(statement.status, JSON.stringify(statement.body)).toBe(200);
+    const line = statement.body.data.lines.find((l: { posting_id: string }) => l.posting_id === payment.ledger_posting_id);
+    expect(line).toMatchObject({ posting_kind: 'payment_link.payment', description: 'Payment received - ORDER-5001', amount: '12500' });
     const one = await request(app).get(`${base(org.id)}/payments/${payment.id}`).set(bearer(owner));
     expect(one.status).toBe(200);
     expect(one.body.data).toEqual(payment);
@@ -310,6 +317,9 @@ describe('POST /pay/:code', () => {
     expect(ok.status).toBe(303);
     const payment = await testKnex()('payments').where({ link_id: bounded.id }).first();
     expect(payment).toMatchObject({ status: 'succeeded', amount_minor: '150', method: 'card', payer_last4: '4242' });
+    const posting = await testKnex()('postings').where({ id: payment.posting_id }).first();
+    expect(posting.metadata.reference).toBeUndefined();
+    expect(posting.metadata.description).toBe('Payment received');
   });
 
   it('records sandbox failures with their reason and moves no money', async () => {
