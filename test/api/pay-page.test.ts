@@ -106,6 +106,27 @@ describe('GET /pay/:code', () => {
     expect(paid.status, paid.text).toBe(303);
   });
 
+  it('HTML-escapes the description and the reference (the link\'s or the URL\'s) on the form and the result page', async () => {
+    const script = '<script>alert("x")</script>';
+    const escaped = '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;';
+    const link = await createLink({ destination_account_id: xof.id, amount: 300, description: `Order ${script} & <b>co</b>`, reference: `REF-${script}` });
+    const { agent, token, html } = await openPage(`/pay/${link.code}`);
+    expect(html).not.toContain('<script');
+    expect(html).not.toContain('<b>co</b>');
+    expect(html).toContain(`Order ${escaped} &amp; &lt;b&gt;co&lt;/b&gt;`);
+    expect(html).toContain(`REF-${escaped}`);
+    const paid = await agent.post(`/pay/${link.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(paid.status, paid.text).toBe(303);
+    const result = await agent.get(paid.headers.location as string);
+    expect(result.text).not.toContain('<script');
+    expect(result.text).toContain(`REF-${escaped}`);
+
+    const fromUrl = await request(payApp).get(`/pay/${checkout.code}?amount=100&reference=${encodeURIComponent(`A${script}"'`)}`);
+    expect(fromUrl.status).toBe(200);
+    expect(fromUrl.text).not.toContain('<script');
+    expect(fromUrl.text).toContain(`A${escaped}&quot;&#39;`);
+  });
+
   it('asks the customer for the amount when neither the link nor the URL fixes it', async () => {
     const res = await request(payApp).get(`/pay/${checkout.code}`);
     expect(res.status).toBe(200);
@@ -404,7 +425,9 @@ describe('POST /pay/:code', () => {
     expect((await request(payApp).get(`/pay/${link.code}`)).status).toBe(410);
     const api = await request(app).get(`${base(org.id)}/payment-links/${link.id}`).set(bearer(owner));
     expect(api.body.data.status).toBe('completed');
-    expect((await request(app).post(`${base(org.id)}/payment-links/${link.id}/deactivate`).set(bearer(owner))).status).toBe(409);
+    const deactivate = await request(app).post(`${base(org.id)}/payment-links/${link.id}/deactivate`).set(bearer(owner));
+    expect(deactivate.status).toBe(409);
+    expect(deactivate.body).toMatchObject({ success: false, error: 'PaymentLinkNotActive' });
     // The result page of the paying browser still answers.
     expect((await first.agent.get(paid.headers.location as string)).text).toContain('Payment confirmed');
   });
