@@ -127,6 +127,19 @@ describe('GET /pay/:code', () => {
     expect(fromUrl.text).toContain(`A${escaped}&quot;&#39;`);
   });
 
+  it('a deactivated Checkout refuses payments (410) until getOrCreateCheckout reactivates the same one: same code, its page pays again', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const created = (await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id })).body.data as { id: string; code: string };
+    expect((await request(app).post(`${base(org.id)}/payment-links/${created.id}/deactivate`).set(bearer(owner))).body.data.status).toBe('inactive');
+    expect((await request(payApp).get(`/pay/${created.code}?amount=100&reference=REACT-1`)).status).toBe(410);
+    const again = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ id: created.id, code: created.code, status: 'active' });
+    expect(await testKnex()('payment_links').where({ destination_account_id: account.id, kind: 'checkout' })).toHaveLength(1);
+    const { agent, token } = await openPage(`/pay/${created.code}?amount=100&reference=REACT-1`);
+    expect((await agent.post(`/pay/${created.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+  });
+
   it('asks the customer for the amount when neither the link nor the URL fixes it', async () => {
     const res = await request(payApp).get(`/pay/${checkout.code}`);
     expect(res.status).toBe(200);
