@@ -308,7 +308,7 @@ export interface paths {
         put?: never;
         /**
          * Get or create the Checkout of an account
-         * @description Returns the permanent Checkout of a destination account of the organisation, creating it when none exists (one Checkout per account, whatever the timing of concurrent calls). Embed it as an HTML link to `public_url` opening in a new window, or use `snippets.link_with_amount` with the amount and your order reference. Always check the payment status in the API before fulfilling an order. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`). While the organisation is not active, or its payment links module is locked or not enabled, the payment page refuses payments on all its links (410).
+         * @description Returns the permanent Checkout of a destination account of the organisation, creating it when none exists (one Checkout per account, whatever the timing of concurrent calls). A deactivated Checkout is retrieved and reactivated, never answered with an error nor replaced: the spec's "retrieve or create" promises the permanent Checkout, and its 409 is only for an inactive destination account; reactivating keeps its `id` and `code`, so the `public_url` and buttons already embedded on your site take payments again. Deactivate it (`deactivatePaymentLink`) to stop them. Embed it as an HTML link to `public_url` opening in a new window, or use `snippets.link_with_amount` with the amount and your order reference. Always check the payment status in the API before fulfilling an order. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`). While the organisation is not active, or its payment links module is locked or not enabled, the payment page refuses payments on all its links (410).
          */
         post: operations["getOrCreateCheckout"];
         delete?: never;
@@ -3276,7 +3276,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The Checkout (existing or just created). */
+            /** @description The Checkout (existing, reactivated if it was deactivated, or just created), `active`. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
   await app.services.ready();
   if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
-  const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services });
+  const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services, rateLimitBackend });
 
   const apiServer = http.createServer(app);
   const payServer = http.createServer(payApp);

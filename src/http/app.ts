@@ -32,6 +32,8 @@ export interface AppDeps {
 
 export interface App extends Express {
   services: Services;
+  /** Where its rate-limit counters live; the payment page (PAY_PORT) counts there too. */
+  rateLimitBackend: RateLimitBackend;
 }
 
 const REDACTED_PATHS = [
@@ -53,6 +55,7 @@ export function createApp(deps: AppDeps): App {
   installRouteRegexpCache();
   const app = express() as unknown as App;
   app.services = services;
+  app.rateLimitBackend = deps.rateLimitBackend;
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.set('etag', false);

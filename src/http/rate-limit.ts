@@ -1,4 +1,4 @@
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, MemoryStore, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
 import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
@@ -176,4 +176,25 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
       next();
     });
   };
+}
+
+/**
+ * The public payment page (PAY_PORT): per IP, a tenth of the anonymous budget for POST (each
+ * one may start a payment), the whole budget for page views, counted in the same store as the
+ * API's limiters (Redis when REDIS_URL is set, so every instance shares the counts). `onLimit`
+ * answers in the page's own format. Fails open like the API limiter: a store outage must not
+ * stop customers paying (the form token still guards every POST).
+ */
+export function payPageRateLimiter(backend: RateLimitBackend, config: RateLimitConfig, onLimit: (req: Request, res: Response) => void): RequestHandler {
+  return rateLimit({
+    windowMs: config.windowMs,
+    limit: (req) => (req.method === 'POST' ? Math.max(1, Math.floor(config.anonymousPerWindow / 10)) : config.anonymousPerWindow),
+    keyGenerator: (req) => `${req.method === 'POST' ? 'post' : 'view'}:${clientIp(req)}`,
+    identifier: 'pay',
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    store: backend.createStore('pay'),
+    passOnStoreError: true,
+    handler: (req, res) => onLimit(req, res),
+  });
 }

@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type Request, type Response } from 'express';
-import { MemoryStore, ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import helmet from 'helmet';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
+import { payPageRateLimiter, type RateLimitBackend } from '../http/rate-limit';
 import { DomainError, ValidationError } from '../errors';
 import { parseAmount } from '../modules/ledger';
 import {
@@ -29,6 +29,8 @@ export interface PayAppDeps {
   knex: Knex;
   logger: Logger;
   services: Services;
+  /** The API's rate-limit store backend (Redis when REDIS_URL is set): the page counts there too. */
+  rateLimitBackend: RateLimitBackend;
 }
 
 /** A form token is accepted for this long after the page was shown. */
@@ -214,16 +216,8 @@ export function createPayApp(deps: PayAppDeps): Express {
     }),
   );
 
-  const limiter = rateLimit({
-    windowMs: config.rateLimit.windowMs,
-    limit: (req) => (req.method === 'POST' ? Math.max(1, Math.floor(config.rateLimit.anonymousPerWindow / 10)) : config.rateLimit.anonymousPerWindow),
-    keyGenerator: (req) => `${req.method}:${ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown')}`,
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    store: new MemoryStore(),
-    handler: (_req, res) => {
-      sendPage(res, 429, messagePage('Too many attempts', 'Too many requests from your network. Wait a minute, then try again.'));
-    },
+  const limiter = payPageRateLimiter(deps.rateLimitBackend, config.rateLimit, (_req, res) => {
+    sendPage(res, 429, messagePage('Too many attempts', 'Too many requests from your network. Wait a minute, then try again.'));
   });
 
   app.get('/pay/assets/pay.css', (_req, res) => {

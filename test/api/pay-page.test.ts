@@ -4,6 +4,7 @@ import type TestAgent from 'supertest/lib/agent';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { App } from '../../src/http/app';
+import type { RateLimitBackend } from '../../src/http/rate-limit';
 import { signAmount } from '../../src/modules/payment-links/link-security';
 import { paymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { PaymentsService } from '../../src/modules/payment-links/payments-service';
@@ -12,6 +13,7 @@ import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { statementUrl } from '../support/statements';
 
 let app: App;
 let payApp: Express;
@@ -25,7 +27,7 @@ const tokenIn = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1]
 
 beforeAll(async () => {
   app = await buildTestApp();
-  payApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services });
+  payApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: app.rateLimitBackend });
   org = await createOrganization({ name: 'Boutique <Awa>' });
   owner = await accessTokenFor(app, await createMember(org, 'owner'));
   xof = await createOrgAccount(org, { currency: 'XOF' });
@@ -102,6 +104,40 @@ describe('GET /pay/:code', () => {
     const older = tokenIn(first.text);
     const paid = await agent.post(`/pay/${checkout.code}`).type('form').send({ token: older, method: 'mobile_money', phone: '+2250712345678' });
     expect(paid.status, paid.text).toBe(303);
+  });
+
+  it('HTML-escapes the description and the reference (the link\'s or the URL\'s) on the form and the result page', async () => {
+    const script = '<script>alert("x")</script>';
+    const escaped = '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;';
+    const link = await createLink({ destination_account_id: xof.id, amount: 300, description: `Order ${script} & <b>co</b>`, reference: `REF-${script}` });
+    const { agent, token, html } = await openPage(`/pay/${link.code}`);
+    expect(html).not.toContain('<script');
+    expect(html).not.toContain('<b>co</b>');
+    expect(html).toContain(`Order ${escaped} &amp; &lt;b&gt;co&lt;/b&gt;`);
+    expect(html).toContain(`REF-${escaped}`);
+    const paid = await agent.post(`/pay/${link.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(paid.status, paid.text).toBe(303);
+    const result = await agent.get(paid.headers.location as string);
+    expect(result.text).not.toContain('<script');
+    expect(result.text).toContain(`REF-${escaped}`);
+
+    const fromUrl = await request(payApp).get(`/pay/${checkout.code}?amount=100&reference=${encodeURIComponent(`A${script}"'`)}`);
+    expect(fromUrl.status).toBe(200);
+    expect(fromUrl.text).not.toContain('<script');
+    expect(fromUrl.text).toContain(`A${escaped}&quot;&#39;`);
+  });
+
+  it('a deactivated Checkout refuses payments (410) until getOrCreateCheckout reactivates the same one: same code, its page pays again', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const created = (await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id })).body.data as { id: string; code: string };
+    expect((await request(app).post(`${base(org.id)}/payment-links/${created.id}/deactivate`).set(bearer(owner))).body.data.status).toBe('inactive');
+    expect((await request(payApp).get(`/pay/${created.code}?amount=100&reference=REACT-1`)).status).toBe(410);
+    const again = await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ id: created.id, code: created.code, status: 'active' });
+    expect(await testKnex()('payment_links').where({ destination_account_id: account.id, kind: 'checkout' })).toHaveLength(1);
+    const { agent, token } = await openPage(`/pay/${created.code}?amount=100&reference=REACT-1`);
+    expect((await agent.post(`/pay/${created.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
   });
 
   it('asks the customer for the amount when neither the link nor the URL fixes it', async () => {
@@ -229,6 +265,12 @@ describe('POST /pay/:code', () => {
     });
     const posting = await testKnex()('postings').where({ id: payment.ledger_posting_id }).first();
     expect(posting).toMatchObject({ kind: 'payment_link.payment', reference: payment.id });
+    expect(posting.metadata).toMatchObject({ payment_id: payment.id, link_id: checkout.id, reference: 'ORDER-5001', description: 'Payment received - ORDER-5001' });
+    // The destination account's statement line names the order.
+    const statement = await request(app).get(statementUrl(org.id, xof.id, {})).set(bearer(owner));
+    expect(statement.status, JSON.stringify(statement.body)).toBe(200);
+    const line = statement.body.data.lines.find((l: { posting_id: string }) => l.posting_id === payment.ledger_posting_id);
+    expect(line).toMatchObject({ posting_kind: 'payment_link.payment', description: 'Payment received - ORDER-5001', amount: '12500' });
     const one = await request(app).get(`${base(org.id)}/payments/${payment.id}`).set(bearer(owner));
     expect(one.status).toBe(200);
     expect(one.body.data).toEqual(payment);
@@ -309,6 +351,9 @@ describe('POST /pay/:code', () => {
     expect(ok.status).toBe(303);
     const payment = await testKnex()('payments').where({ link_id: bounded.id }).first();
     expect(payment).toMatchObject({ status: 'succeeded', amount_minor: '150', method: 'card', payer_last4: '4242' });
+    const posting = await testKnex()('postings').where({ id: payment.posting_id }).first();
+    expect(posting.metadata.reference).toBeUndefined();
+    expect(posting.metadata.description).toBe('Payment received');
   });
 
   it('records sandbox failures with their reason and moves no money', async () => {
@@ -393,7 +438,9 @@ describe('POST /pay/:code', () => {
     expect((await request(payApp).get(`/pay/${link.code}`)).status).toBe(410);
     const api = await request(app).get(`${base(org.id)}/payment-links/${link.id}`).set(bearer(owner));
     expect(api.body.data.status).toBe('completed');
-    expect((await request(app).post(`${base(org.id)}/payment-links/${link.id}/deactivate`).set(bearer(owner))).status).toBe(409);
+    const deactivate = await request(app).post(`${base(org.id)}/payment-links/${link.id}/deactivate`).set(bearer(owner));
+    expect(deactivate.status).toBe(409);
+    expect(deactivate.body).toMatchObject({ success: false, error: 'PaymentLinkNotActive' });
     // The result page of the paying browser still answers.
     expect((await first.agent.get(paid.headers.location as string)).text).toContain('Payment confirmed');
   });
@@ -570,6 +617,46 @@ describe('the payment page and the organisation behind the link', () => {
   });
 });
 
+describe('the payment page rate limit', () => {
+  it('counts in the injected rate-limit store (Redis with REDIS_URL) and answers 429 as a page once the POST budget is spent', async () => {
+    const env = { RATE_LIMIT_ANONYMOUS: '30' }; // POST budget: 3 per window and IP; page views: 30.
+    const inner = (await buildTestApp({ env })).rateLimitBackend;
+    const prefixes: string[] = [];
+    let increments = 0;
+    const backend: RateLimitBackend = {
+      kind: inner.kind,
+      createStore(prefix) {
+        prefixes.push(prefix);
+        const store = inner.createStore(prefix);
+        const increment = store.increment.bind(store);
+        store.increment = (key) => {
+          increments += 1;
+          return increment(key);
+        };
+        return store;
+      },
+    };
+    const limitedPay = createPayApp({ config: testConfig(env), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: backend });
+    expect(prefixes).toEqual(['pay']);
+
+    const agent = request.agent(limitedPay);
+    const page = await agent.get(`/pay/${checkout.code}?amount=100&reference=RATE-1`);
+    expect(page.status).toBe(200);
+    expect(page.headers.ratelimit).toMatch(/r=29/);
+    const form = { token: tokenIn(page.text), method: 'mobile_money', phone: '0712' };
+    for (let i = 0; i < 3; i += 1) expect((await agent.post(`/pay/${checkout.code}`).type('form').send(form)).status).toBe(400);
+    const limited = await agent.post(`/pay/${checkout.code}`).type('form').send({ ...form, phone: '+2250712345678' });
+    expect(limited.status).toBe(429);
+    expect(limited.headers['content-type']).toMatch(/^text\/html/);
+    expect(limited.text).toContain('Too many attempts');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect(increments).toBe(5);
+    expect(await testKnex()('payments').where({ reference: 'RATE-1' })).toHaveLength(0);
+    // Page views have their own, larger budget.
+    expect((await agent.get(`/pay/${checkout.code}?amount=100&reference=RATE-1`)).status).toBe(200);
+  });
+});
+
 describe('GET /business/organizations/{orgId}/payments', () => {
   it('filters by link, reference and status, pages newest first, and keeps other organisations out', async () => {
     const own = await createOrganization();
@@ -609,7 +696,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
   it('never settles a due payment on a read; the sweep settles them a bounded batch at a time', async () => {
     // A payments service whose sandbox timers would fire only in an hour: only the sweep settles here.
     const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
-    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments } });
+    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
     try {
       await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
       const own = await createOrganization();

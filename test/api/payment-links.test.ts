@@ -366,6 +366,54 @@ describe('one-off payment links', () => {
   });
 });
 
+describe('rate limits and state conflicts on the payment-links routes', () => {
+  it('answers 429 RateLimitExceeded (envelope, Retry-After) on every payment-links and payments route once the caller spent its budget, and changes nothing', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_AUTHENTICATED: '3' } });
+    const own = await createOrganization();
+    const token = await accessTokenFor(limited, await createMember(own, 'owner'));
+    const account = await createOrgAccount(own, { currency: 'XOF' });
+    const checkout = await request(limited).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id });
+    expect(checkout.status).toBe(200);
+    const linkId = checkout.body.data.id as string;
+    for (let i = 0; i < 2; i += 1) expect((await request(limited).get(`${base(own.id)}/payment-links`).set(bearer(token))).status).toBe(200);
+
+    const unknownPayment = '00000000-0000-4000-8000-000000000000';
+    const calls: Array<[string, () => request.Test]> = [
+      ['checkout', () => request(limited).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })],
+      ['list links', () => request(limited).get(`${base(own.id)}/payment-links`).set(bearer(token))],
+      ['create link', () => request(limited).post(`${base(own.id)}/payment-links`).set(bearer(token)).send({ destination_account_id: account.id, amount: 100 })],
+      ['get link', () => request(limited).get(`${base(own.id)}/payment-links/${linkId}`).set(bearer(token))],
+      ['deactivate', () => request(limited).post(`${base(own.id)}/payment-links/${linkId}/deactivate`).set(bearer(token))],
+      ['signed link', () => request(limited).post(`${base(own.id)}/payment-links/${linkId}/signed-links`).set(bearer(token)).send({ amount: 100, reference: 'A' })],
+      ['list payments', () => request(limited).get(`${base(own.id)}/payments`).set(bearer(token))],
+      ['get payment', () => request(limited).get(`${base(own.id)}/payments/${unknownPayment}`).set(bearer(token))],
+    ];
+    for (const [label, call] of calls) {
+      const res = await call();
+      expect(res.status, label).toBe(429);
+      expect(res.body, label).toMatchObject({ success: false, error: 'RateLimitExceeded' });
+      expect(typeof res.body.message).toBe('string');
+      expect(Number(res.headers['retry-after']), label).toBeGreaterThan(0);
+    }
+    const rows = await testKnex()('payment_links').where({ organization_id: own.id });
+    expect(rows).toHaveLength(1);
+    expect(rows[0].status).toBe('active');
+    // Another caller has a budget of its own.
+    const other = await accessTokenFor(limited, await createMember(own, 'admin'));
+    expect((await request(limited).get(`${base(own.id)}/payment-links`).set(bearer(other))).status).toBe(200);
+  });
+
+  it('refuses to deactivate a completed (paid) link: 409 PaymentLinkNotActive, status unchanged', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const link = await request(app).post(`${base(org.id)}/payment-links`).set(bearer(owner)).send({ destination_account_id: account.id, amount: 100 });
+    await testKnex()('payment_links').where({ id: link.body.data.id }).update({ status: 'completed' });
+    const res = await request(app).post(`${base(org.id)}/payment-links/${link.body.data.id}/deactivate`).set(bearer(owner));
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ success: false, error: 'PaymentLinkNotActive', details: { status: 'completed' } });
+    expect((await request(app).get(`${base(org.id)}/payment-links/${link.body.data.id}`).set(bearer(owner))).body.data.status).toBe('completed');
+  });
+});
+
 describe('POST /business/organizations/{orgId}/payment-links/{linkId}/signed-links', () => {
   it('signs an amount and a reference into the link URL', async () => {
     const account = await createOrgAccount(org, { currency: 'EUR' });
