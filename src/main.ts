@@ -1,10 +1,11 @@
 import http from 'node:http';
+import type { Redis } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 import { migrateLatest, openDatabase } from './db/database';
 import { seedDemoDataIfEmpty } from './db/seed/demo-seed';
-import { createApp } from './http/app';
+import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
 import { createPayApp } from './pay/pay-app';
@@ -32,27 +33,44 @@ async function main(): Promise<void> {
   const config = readConfig();
   const logger = pino({ level: config.logLevel, redact: ['*.password', '*.token'] });
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
-  const applied = await migrateLatest(database.knex);
-  logger.info({ database: database.kind, applied }, 'database ready');
-  const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
-  const rateLimitBackend = redis ? redisRateLimitBackend(redis) : memoryRateLimitBackend();
+  // From here on a failed start closes what it opened (above all the embedded database's
+  // process) before the process exits.
+  let redis: Redis | undefined;
+  let app: App | undefined;
+  const apiServer = http.createServer();
+  const payServer = http.createServer();
+  try {
+    const applied = await migrateLatest(database.knex);
+    logger.info({ database: database.kind, applied, ...(database.embeddedPid ? { embeddedPid: database.embeddedPid } : {}) }, 'database ready');
+    redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
+    const rateLimitBackend = redis ? redisRateLimitBackend(redis) : memoryRateLimitBackend();
 
-  const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
-  await app.services.ready();
-  if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
-  const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services, rateLimitBackend });
+    app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
+    await app.services.ready();
+    if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
+    const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services, rateLimitBackend });
 
-  const apiServer = http.createServer(app);
-  const payServer = http.createServer(payApp);
-  const apiPort = await listen(apiServer, config.port);
-  const payPort = await listen(payServer, config.payPort);
-  logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind }, 'listening');
+    apiServer.on('request', app);
+    payServer.on('request', payApp);
+    const apiPort = await listen(apiServer, config.port);
+    const payPort = await listen(payServer, config.payPort);
+    logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind }, 'listening');
+  } catch (error) {
+    logger.error({ err: error }, 'start-up failed; closing what was opened');
+    apiServer.close();
+    payServer.close();
+    app?.services.shutdown();
+    redis?.disconnect();
+    await database.close().catch((closeError: unknown) => logger.error({ err: closeError }, 'could not close the database'));
+    throw error;
+  }
+  const started = app;
 
   // Pending bank and mobile-money transfers are handed to their rail again at start and then
   // every minute: a restart or a failed settlement never leaves money parked in transit.
   const resumePendingTransfers = async (): Promise<void> => {
     try {
-      const resumed = await app.services.transfers.resumePending();
+      const resumed = await started.services.transfers.resumePending();
       if (resumed) logger.info({ resumed }, 'pending transfers handed to their rail again');
     } catch (err) {
       logger.error({ err }, 'could not resume pending transfers');
@@ -69,7 +87,7 @@ async function main(): Promise<void> {
   const sweepDuePayments = (): Promise<void> => {
     paymentSweepRun ??= (async () => {
       try {
-        const settled = await app.services.payments.sweepDue({ batchSize: 100 });
+        const settled = await started.services.payments.sweepDue({ batchSize: 100 });
         if (settled) logger.info({ settled }, 'due sandbox payments settled');
       } catch (err) {
         logger.error({ err }, 'could not settle due payments');
@@ -87,7 +105,7 @@ async function main(): Promise<void> {
   const purgeExpiredKeys = async (): Promise<void> => {
     try {
       let purged = 0;
-      for (let batch = await app.services.idempotency.purgeExpired(); batch > 0; batch = await app.services.idempotency.purgeExpired()) purged += batch;
+      for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
       if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
     } catch (err) {
       logger.error({ err }, 'could not delete expired idempotency keys');
@@ -118,7 +136,7 @@ async function main(): Promise<void> {
     clearInterval(paymentSweep);
     await paymentSweepRun;
     clearInterval(keyPurge);
-    app.services.shutdown();
+    started.services.shutdown();
     await database.close();
     if (redis) await redis.quit().catch(() => redis.disconnect());
     logger.info('stopped');

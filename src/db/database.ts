@@ -8,6 +8,8 @@ export type DatabaseKind = 'postgres' | 'embedded';
 export interface Database {
   knex: Knex;
   kind: DatabaseKind;
+  /** The embedded server's process id (absent with DATABASE_URL). */
+  embeddedPid?: number;
   close(): Promise<void>;
 }
 
@@ -60,10 +62,17 @@ export async function openDatabase(options: { databaseUrl?: string; embeddedData
     embedded = await startEmbeddedPostgres(options.embeddedDataDir);
     url = embedded.url;
   }
-  const knex = createKnex(url, kind, options.poolMax);
+  let knex: Knex;
+  try {
+    knex = createKnex(url, kind, options.poolMax);
+  } catch (error) {
+    await embedded?.stop();
+    throw error;
+  }
   return {
     knex,
     kind,
+    embeddedPid: embedded?.pid,
     async close() {
       await knex.destroy();
       await embedded?.stop();

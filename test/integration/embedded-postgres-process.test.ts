@@ -1,0 +1,111 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(__dirname, '../..');
+const started: ChildProcess[] = [];
+const serverPids: number[] = [];
+
+afterAll(() => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const pid of serverPids) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+});
+
+/** Field 3 (state) and 5 (process group) of /proc/<pid>/stat; undefined once reaped. */
+function procStat(pid: number): { state: string; pgrp: number } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0] as string, pgrp: Number(fields[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Alive and not a zombie waiting to be reaped. */
+function isRunning(pid: number): boolean {
+  const stat = procStat(pid);
+  return stat !== undefined && stat.state !== 'Z' && stat.state !== 'X';
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (condition()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return condition();
+}
+
+/** Runs a TypeScript entry point in one node process (no tsx CLI wrapper in between). */
+function runTs(script: string, env: Record<string, string> = {}): { child: ChildProcess; output: () => string; line: (pattern: RegExp) => Promise<string> } {
+  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
+  delete childEnv.DATABASE_URL;
+  delete childEnv.REDIS_URL;
+  delete childEnv.VITEST;
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  let output = '';
+  const waiters: Array<() => void> = [];
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const waiter of waiters) waiter();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const line = (pattern: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within 90 s:\n${output}`)), 90_000);
+      const check = () => {
+        const found = output.split('\n').find((l) => pattern.test(l));
+        if (found) {
+          clearTimeout(timer);
+          resolve(found);
+        }
+      };
+      waiters.push(check);
+      check();
+    });
+  return { child, output: () => output, line };
+}
+
+describe('embedded PostgreSQL process', () => {
+  it('runs in its own process group and stops when its parent is killed with SIGKILL', async () => {
+    const parent = runTs('test/support/embedded-parent.ts');
+    const ready = await parent.line(/^READY \d+ /);
+    const serverPid = Number(ready.split(' ')[1]);
+    serverPids.push(serverPid);
+    expect(isRunning(serverPid)).toBe(true);
+    expect(procStat(serverPid)?.pgrp).toBe(serverPid); // leads its own group
+    expect(procStat(serverPid)?.pgrp).not.toBe(procStat(parent.child.pid as number)?.pgrp);
+
+    parent.child.kill('SIGKILL');
+    expect(await waitUntil(() => !isRunning(serverPid), 15_000)).toBe(true);
+  });
+
+  it('is stopped before the API exits when start-up fails after it was launched (port taken)', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const takenPort = (blocker.address() as net.AddressInfo).port;
+    try {
+      const api = runTs('src/main.ts', { PORT: String(takenPort), PAY_PORT: '0', EMBEDDED_DATA_DIR: 'memory://', SEED_DEMO: 'false', LOG_LEVEL: 'info' });
+      const exited = new Promise<number | null>((resolve) => api.child.once('exit', (code) => resolve(code)));
+      const ready = JSON.parse(await api.line(/"database ready"/)) as { embeddedPid: number };
+      serverPids.push(ready.embeddedPid);
+      const code = await exited;
+      // Checked the moment the API is gone: the server was stopped (and reaped) by the API
+      // itself, not left to notice later that its parent died.
+      const runningAtExit = isRunning(ready.embeddedPid);
+      const seenAtExit = procStat(ready.embeddedPid) !== undefined;
+      expect(code).toBe(1);
+      expect(api.output()).toContain('start-up failed; closing what was opened');
+      expect(api.output()).toMatch(/EADDRINUSE/);
+      expect(runningAtExit).toBe(false);
+      expect(seenAtExit).toBe(false);
+    } finally {
+      blocker.close();
+    }
+  });
+});
