@@ -266,8 +266,10 @@ describe('POST /pay/:code', () => {
     const posting = await testKnex()('postings').where({ id: payment.ledger_posting_id }).first();
     expect(posting).toMatchObject({ kind: 'payment_link.payment', reference: payment.id });
     expect(posting.metadata).toMatchObject({ payment_id: payment.id, link_id: checkout.id, reference: 'ORDER-5001', description: 'Payment received - ORDER-5001' });
-    // The destination account's statement line names the order.
-    const statement = await request(app).get(statementUrl(org.id, xof.id, {})).set(bearer(owner));
+    // The destination account's statement line names the order. Statements stop 15 s before
+    // now (the settle margin): the statement is read by an app whose clock is a minute ahead.
+    const settledApp = await buildTestApp({ now: () => new Date(Date.now() + 60_000) });
+    const statement = await request(settledApp).get(statementUrl(org.id, xof.id, {})).set(bearer(owner));
     expect(statement.status, JSON.stringify(statement.body)).toBe(200);
     const line = statement.body.data.lines.find((l: { posting_id: string }) => l.posting_id === payment.ledger_posting_id);
     expect(line).toMatchObject({ posting_kind: 'payment_link.payment', description: 'Payment received - ORDER-5001', amount: '12500' });
