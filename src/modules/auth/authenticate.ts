@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import passport from 'passport';
 import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
 import type { Config } from '../../config';
+import { prepared } from '../../db/prepared';
 import type { AuthContext } from '../../http/request-context';
 import { ACCESS_TOKEN_ALGORITHM } from './token-service';
 
@@ -36,12 +37,14 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt']): JwtStra
         done(null, false, { message: 'The access token is malformed.' });
         return;
       }
-      knex('sessions as s')
-        .join('users as u', 'u.id', 's.user_id')
-        .where('s.id', payload.sid)
-        .andWhere('s.user_id', payload.sub)
-        .first('s.id', 's.revoked_at', 's.expires_at', 'u.status', 'u.is_admin')
-        .then((row: { id: string; revoked_at: Date | null; expires_at: Date; status: string; is_admin: boolean } | undefined) => {
+      prepared(
+        'auth_session_lookup',
+        knex('sessions as s')
+          .join('users as u', 'u.id', 's.user_id')
+          .where('s.id', payload.sid)
+          .andWhere('s.user_id', payload.sub)
+          .first('s.id', 's.revoked_at', 's.expires_at', 'u.status', 'u.is_admin'),
+      ).then((row: { id: string; revoked_at: Date | null; expires_at: Date; status: string; is_admin: boolean } | undefined) => {
           if (!row || row.revoked_at || row.expires_at.getTime() <= Date.now()) {
             done(null, false, { message: 'The session has ended: log in again.' });
           } else if (row.status !== 'active') {

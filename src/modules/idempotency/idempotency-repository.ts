@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { prepared } from '../../db/prepared';
 
 type Db = Knex | Knex.Transaction;
 
@@ -105,11 +106,14 @@ const FRESH_CLAIM = (knex: Db, input: ClaimInput) => ({
 export const idempotencyRepository = {
   /** Inserts an in_progress claim unless the key exists; returns it when this call claimed the key. */
   async insertClaim(db: Db, input: ClaimInput): Promise<IdempotencyRecord | undefined> {
-    const rows = await db<Row>('idempotency_keys')
-      .insert({ user_id: input.userId, operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } as never)
-      .onConflict(['user_id', 'operation', 'key'])
-      .ignore()
-      .returning('*');
+    const rows = await prepared(
+      'idempotency_insert_claim',
+      db<Row>('idempotency_keys')
+        .insert({ user_id: input.userId, operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } as never)
+        .onConflict(['user_id', 'operation', 'key'])
+        .ignore()
+        .returning('*'),
+    );
     const row = rows[0] as Row | undefined;
     return row ? toRecord(row) : undefined;
   },
@@ -143,9 +147,9 @@ export const idempotencyRepository = {
   },
 
   async complete(trx: Knex.Transaction, id: string, claimToken: string, completion: Completion): Promise<boolean> {
-    const count = await trx('idempotency_keys')
-      .where({ id, claim_token: claimToken, status: 'in_progress' })
-      .update({
+    const count = await prepared(
+      'idempotency_complete',
+      trx('idempotency_keys').where({ id, claim_token: claimToken, status: 'in_progress' }).update({
         status: 'completed',
         response_status: completion.responseStatus,
         response_body: JSON.stringify(completion.responseBody),
@@ -154,7 +158,8 @@ export const idempotencyRepository = {
         resource_status: completion.resourceStatus,
         resource_location: completion.resourceLocation,
         completed_at: trx.fn.now(),
-      });
+      }),
+    );
     return count > 0;
   },
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { prepared } from '../../db/prepared';
 import { toBigInt } from './money';
 import type {
   AccountIdentity,
@@ -86,16 +87,19 @@ export const ledgerRepository = {
   /** Locks the accounts (SELECT ... FOR UPDATE) in id order, so concurrent postings never deadlock. */
   async lockAccounts(trx: Knex.Transaction, ids: string[]): Promise<LedgerAccount[]> {
     // Raw SQL: this is the hot path of every posting.
-    const { rows } = (await trx.raw('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [ids])) as { rows: AccountRow[] };
+    const { rows } = (await prepared('ledger_lock_accounts', trx.raw('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [ids]))) as { rows: AccountRow[] };
     return rows.map(toAccount);
   },
 
   /** The wallets of several users in one currency, by owner id (one query). */
   async findWallets(db: Db, ownerIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
-    const { rows } = (await db.raw(
-      `SELECT * FROM ledger_accounts
-        WHERE owner_type = 'user' AND owner_id = ANY(?::uuid[]) AND currency = ? AND kind = 'wallet' AND external_ref IS NULL`,
-      [ownerIds, currency],
+    const { rows } = (await prepared(
+      'ledger_find_wallets',
+      db.raw(
+        `SELECT * FROM ledger_accounts
+          WHERE owner_type = 'user' AND owner_id = ANY(?::uuid[]) AND currency = ? AND kind = 'wallet' AND external_ref IS NULL`,
+        [ownerIds, currency],
+      ),
     )) as { rows: AccountRow[] };
     return new Map(rows.map((row) => [row.owner_id as string, toAccount(row)]));
   },
@@ -155,30 +159,33 @@ export const ledgerRepository = {
     posting: { kind: string; reference: string; metadata: Record<string, unknown>; reversesPostingId: string | null },
     entries: Array<{ accountId: string; currency: string; amountMinor: bigint }>,
   ): Promise<{ posting: PostingRow; entries: Entry[] }> {
-    const { rows } = (await trx.raw(
-      `WITH p AS (
-         INSERT INTO postings (kind, reference, metadata, reverses_posting_id) VALUES (?, ?, ?::jsonb, ?::uuid)
-         RETURNING *
-       ), e AS (
-         INSERT INTO entries (posting_id, account_id, currency, amount_minor)
-         SELECT p.id, x.account_id, x.currency, x.amount_minor
-           FROM p, unnest(?::uuid[], ?::char(3)[], ?::bigint[]) WITH ORDINALITY AS x(account_id, currency, amount_minor, n)
-          ORDER BY x.account_id, x.n
-         RETURNING *
-       )
-       SELECT row_to_json(p.*) AS posting,
-              (SELECT json_agg(json_build_object('id', e.id::text, 'posting_id', e.posting_id, 'account_id', e.account_id, 'currency', e.currency,
-                                                 'amount_minor', e.amount_minor::text, 'created_at', e.created_at) ORDER BY e.id) FROM e) AS entries
-         FROM p`,
-      [
-        posting.kind,
-        posting.reference,
-        JSON.stringify(posting.metadata),
-        posting.reversesPostingId,
-        entries.map((entry) => entry.accountId),
-        entries.map((entry) => entry.currency),
-        entries.map((entry) => entry.amountMinor.toString()),
-      ],
+    const { rows } = (await prepared(
+      'ledger_insert_posting',
+      trx.raw(
+        `WITH p AS (
+           INSERT INTO postings (kind, reference, metadata, reverses_posting_id) VALUES (?, ?, ?::jsonb, ?::uuid)
+           RETURNING *
+         ), e AS (
+           INSERT INTO entries (posting_id, account_id, currency, amount_minor)
+           SELECT p.id, x.account_id, x.currency, x.amount_minor
+             FROM p, unnest(?::uuid[], ?::char(3)[], ?::bigint[]) WITH ORDINALITY AS x(account_id, currency, amount_minor, n)
+            ORDER BY x.account_id, x.n
+           RETURNING *
+         )
+         SELECT row_to_json(p.*) AS posting,
+                (SELECT json_agg(json_build_object('id', e.id::text, 'posting_id', e.posting_id, 'account_id', e.account_id, 'currency', e.currency,
+                                                   'amount_minor', e.amount_minor::text, 'created_at', e.created_at) ORDER BY e.id) FROM e) AS entries
+           FROM p`,
+        [
+          posting.kind,
+          posting.reference,
+          JSON.stringify(posting.metadata),
+          posting.reversesPostingId,
+          entries.map((entry) => entry.accountId),
+          entries.map((entry) => entry.currency),
+          entries.map((entry) => entry.amountMinor.toString()),
+        ],
+      ),
     )) as { rows: Array<{ posting: PostingRow & { created_at: string }; entries: Array<EntryRow & { created_at: string }> }> };
     const row = rows[0] as (typeof rows)[number];
     // JSON has no dates: parse them (int8 values were cast to text in SQL, so they stay exact).

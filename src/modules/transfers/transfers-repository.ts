@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { prepared } from '../../db/prepared';
 import { toBigInt } from '../ledger';
 
 type Db = Knex | Knex.Transaction;
@@ -90,8 +91,10 @@ export interface UserSummary {
 
 export const transfersRepository = {
   async insert(trx: Knex.Transaction, transfer: NewTransfer): Promise<Transfer> {
-    const [row] = await trx<Row>('transfers')
-      .insert({
+    const [row] = await prepared(
+      'transfer_insert',
+      trx<Row>('transfers')
+        .insert({
         id: transfer.id,
         sender_user_id: transfer.senderUserId,
         rail: transfer.rail,
@@ -103,8 +106,9 @@ export const transfersRepository = {
         recipient_user_id: transfer.recipientUserId,
         note: transfer.note,
         posting_id: transfer.postingId,
-      })
-      .returning('*');
+        })
+        .returning('*'),
+    );
     return toTransfer(row as Row);
   },
 
@@ -174,9 +178,12 @@ export const transfersRepository = {
   async findParties(db: Db, senderId: string, recipient: { email: string } | { phone: string } | null): Promise<{ sender?: UserSummary; recipient?: UserSummary }> {
     const column = recipient === null ? null : 'email' in recipient ? 'email' : 'phone';
     const value = recipient === null ? null : 'email' in recipient ? recipient.email : recipient.phone;
-    const { rows } = (await db.raw(
-      `SELECT id, email, phone, status, id = ?::uuid AS is_sender FROM users WHERE id = ?::uuid${column ? ` OR ${column} = ?` : ''}`,
-      column ? [senderId, senderId, value] : [senderId, senderId],
+    const { rows } = (await prepared(
+      `transfer_parties_by_${column ?? 'sender'}`,
+      db.raw(
+        `SELECT id, email, phone, status, id = ?::uuid AS is_sender FROM users WHERE id = ?::uuid${column ? ` OR ${column} = ?` : ''}`,
+        column ? [senderId, senderId, value] : [senderId, senderId],
+      ),
     )) as { rows: Array<UserSummary & { is_sender: boolean }> };
     const strip = ({ is_sender: _ignored, ...user }: UserSummary & { is_sender: boolean }): UserSummary => user;
     const sender = rows.find((row) => row.is_sender);
