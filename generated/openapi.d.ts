@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Refresh a session
-         * @description Exchanges a refresh token for a new access token and a new refresh token (rotation). The presented refresh token is single use: once rotated, the access token of the old session is refused too. Presenting a refresh token that was already rotated is treated as token theft: the whole chain of sessions it belongs to is revoked and the call answers 401 `RefreshTokenReused`. An unknown, expired or revoked refresh token answers 401 `InvalidRefreshToken`. A user who may not log in gets the login's answer: 401 `AccountLocked` for a locked account (with `Retry-After` while a lockout after failed attempts runs; the same refresh token works again once it ends) and 401 `InvalidCredentials` for a disabled account. No bearer token is needed: the refresh token is the credential. Rate-limited per IP address.
+         * @description Exchanges a refresh token for a new access token and a new refresh token (rotation). The presented refresh token is single use: once rotated, the access token of the old session is refused too. Presenting a refresh token that was already rotated is treated as token theft: the whole chain of sessions it belongs to is revoked and the call answers 401 `RefreshTokenReused`. An unknown, expired or revoked refresh token answers 401 `InvalidRefreshToken`. A user an operator locked or disabled gets the login's answer: 401 `AccountLocked` for a locked account and 401 `InvalidCredentials` for a disabled one (the session is left as it is). The lockout after failed login attempts does not stop a refresh: it guards the password, and anyone who knows an e-mail address could otherwise cut that user's sessions off. No bearer token is needed: the refresh token is the credential. Rate-limited per IP address.
          */
         post: operations["refreshSession"];
         delete?: never;
@@ -2875,11 +2875,10 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            /** @description `InvalidRefreshToken`: unknown, expired or revoked refresh token. `RefreshTokenReused`: the token was already rotated; every session of its chain is now revoked (log in again). `AccountLocked`: the account is locked (`Retry-After` gives the seconds until a lockout after failed attempts ends). `InvalidCredentials`: the account is disabled. */
+            /** @description `InvalidRefreshToken`: unknown, expired or revoked refresh token. `RefreshTokenReused`: the token was already rotated; every session of its chain is now revoked (log in again). `AccountLocked`: an operator locked the account. `InvalidCredentials`: the account is disabled. */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    "Retry-After": components["headers"]["RetryAfter"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];

@@ -5,7 +5,7 @@ import { UnauthorizedError } from '../../errors';
 import { AccountLockedError, InvalidCredentialsError, secondsUntil } from './auth-errors';
 import { parseLoginIdentifier } from './identifier';
 import type { PasswordHasher } from './password-hasher';
-import { refusalFor, type IssuedTokens, type SessionService } from './session-service';
+import { loginRefusal, type IssuedTokens, type SessionService } from './session-service';
 import { UserRepository, type UserOrganization } from './user-repository';
 
 export interface Me {
@@ -57,7 +57,7 @@ export class AuthService {
     if (!tokens) {
       // Locked (or disabled) by a concurrent request between the check and now.
       const current = await users.findCredentialsById(user.id);
-      throw (current && refusalFor(current)) ?? new InvalidCredentialsError();
+      throw (current && loginRefusal(current)) ?? new InvalidCredentialsError();
     }
     return tokens;
   }

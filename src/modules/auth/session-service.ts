@@ -19,16 +19,21 @@ export interface IssuedTokens {
 type RotationOutcome = { tokens: IssuedTokens } | { error: DomainError };
 
 /**
- * Why a user may not get new tokens, with the error the login gives them: an operator's
- * lock or a running lockout answers `AccountLocked`, a disabled account `InvalidCredentials`.
- * The session is left as it is (not rotated, not revoked): once the lockout ends, the same
- * refresh token works again.
+ * An operator's decision that stops a user getting tokens, with the error the login gives:
+ * locked answers `AccountLocked`, disabled `InvalidCredentials`. A refresh checks only this:
+ * the lockout after failed logins guards the password, and anyone knowing an e-mail address
+ * could otherwise cut that user's sessions off.
  */
-export function refusalFor(user: { status: string; lockedUntil: Date | null }): DomainError | undefined {
+export function statusRefusal(user: { status: string }): DomainError | undefined {
   if (user.status === 'locked') return new AccountLockedError();
-  if (user.lockedUntil && user.lockedUntil.getTime() > Date.now()) return new AccountLockedError(secondsUntil(user.lockedUntil));
   if (user.status !== 'active') return new InvalidCredentialsError();
   return undefined;
+}
+
+/** What a login answers a user who may not log in now: an operator's lock, a running lockout, or disabled. */
+export function loginRefusal(user: { status: string; lockedUntil: Date | null }): DomainError | undefined {
+  if (user.status !== 'locked' && user.lockedUntil && user.lockedUntil.getTime() > Date.now()) return new AccountLockedError(secondsUntil(user.lockedUntil));
+  return statusRefusal(user);
 }
 
 /**
@@ -81,7 +86,7 @@ export class SessionService {
       if (session.expires_at.getTime() <= Date.now()) return { error: new InvalidRefreshTokenError() };
       const user = await new UserRepository(trx).findCredentialsById(session.user_id);
       if (!user) return { error: new InvalidRefreshTokenError() };
-      const refusal = refusalFor(user);
+      const refusal = statusRefusal(user);
       if (refusal) return { error: refusal };
       await sessions.revoke(session.id, 'rotated');
       return { tokens: await this.open({ id: user.id, is_admin: user.isAdmin }, trx, session.id) };
