@@ -9,6 +9,7 @@ import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
 import { createPayApp } from './pay/pay-app';
+import { startBackgroundJob } from './background-job';
 
 function readConfig(): Config {
   try {
@@ -68,61 +69,38 @@ async function main(): Promise<void> {
 
   // Pending bank and mobile-money transfers are handed to their rail again at start and then
   // every minute: a restart or a failed settlement never leaves money parked in transit.
-  const resumePendingTransfers = async (): Promise<void> => {
-    try {
-      const resumed = await started.services.transfers.resumePending();
-      if (resumed) logger.info({ resumed }, 'pending transfers handed to their rail again');
-    } catch (err) {
-      logger.error({ err }, 'could not resume pending transfers');
-    }
-  };
-  await resumePendingTransfers();
-  const pendingSweep = setInterval(() => void resumePendingTransfers(), 60_000);
-  pendingSweep.unref();
-
+  const pendingTransfers = startBackgroundJob('resume pending transfers', 60_000, logger, async () => {
+    const resumed = await started.services.transfers.resumePending();
+    if (resumed) logger.info({ resumed }, 'pending transfers handed to their rail again');
+  });
   // Payments on the payment page whose sandbox decision is due are settled at start (a
   // restart lost their timers) and then every 10 seconds, a bounded batch at a time; reads
   // (the status API, the result page) never settle anything.
-  let paymentSweepRun: Promise<void> | undefined;
-  const sweepDuePayments = (): Promise<void> => {
-    paymentSweepRun ??= (async () => {
-      try {
-        const settled = await started.services.payments.sweepDue({ batchSize: 100 });
-        if (settled) logger.info({ settled }, 'due sandbox payments settled');
-      } catch (err) {
-        logger.error({ err }, 'could not settle due payments');
-      } finally {
-        paymentSweepRun = undefined;
-      }
-    })();
-    return paymentSweepRun;
-  };
-  await sweepDuePayments();
-  const paymentSweep = setInterval(() => void sweepDuePayments(), 10_000);
-  paymentSweep.unref();
-
+  const duePayments = startBackgroundJob('settle due payments', 10_000, logger, async () => {
+    const settled = await started.services.payments.sweepDue({ batchSize: 100 });
+    if (settled) logger.info({ settled }, 'due sandbox payments settled');
+  });
   // Expired idempotency keys are free for reuse already; deleting them keeps the table small.
-  const purgeExpiredKeys = async (): Promise<void> => {
-    try {
-      let purged = 0;
-      for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
-      if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
-    } catch (err) {
-      logger.error({ err }, 'could not delete expired idempotency keys');
-    }
-  };
-  const keyPurge = setInterval(() => void purgeExpiredKeys(), 15 * 60_000);
-  keyPurge.unref();
+  const keyPurge = startBackgroundJob('purge expired idempotency keys', 15 * 60_000, logger, async () => {
+    let purged = 0;
+    for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
+    if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
+  });
+  await Promise.all([pendingTransfers.runNow(), duePayments.runNow()]);
+  const jobs = [pendingTransfers, duePayments, keyPurge];
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    let timedOut!: () => void;
+    const deadline = new Promise<void>((resolve) => (timedOut = resolve));
     const forced = setTimeout(() => {
-      logger.warn('in-flight requests did not finish in time; closing connections');
+      logger.warn('in-flight work did not finish in time; closing connections');
       apiServer.closeAllConnections();
       payServer.closeAllConnections();
+      timedOut();
     }, config.shutdownTimeoutMs);
     forced.unref();
     const closeServer = (server: http.Server) =>
@@ -130,13 +108,14 @@ async function main(): Promise<void> {
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-    await Promise.all([closeServer(apiServer), closeServer(payServer)]);
+    // Requests, background runs and payment settlements in flight finish (within the same
+    // bounded time) before the pool closes under them.
+    const drained = (async () => {
+      await Promise.all([closeServer(apiServer), closeServer(payServer), ...jobs.map((job) => job.stop())]);
+      await started.services.shutdown();
+    })();
+    await Promise.race([drained, deadline]);
     clearTimeout(forced);
-    clearInterval(pendingSweep);
-    clearInterval(paymentSweep);
-    await paymentSweepRun;
-    clearInterval(keyPurge);
-    started.services.shutdown();
     await database.close();
     if (redis) await redis.quit().catch(() => redis.disconnect());
     logger.info('stopped');
