@@ -62,7 +62,10 @@ async function main(): Promise<void> {
     payServer.close();
     app?.services.shutdown();
     redis?.disconnect();
-    await database.close().catch((closeError: unknown) => logger.error({ err: closeError }, 'could not close the database'));
+    await database.close().then(
+      () => logger.info('start-up failed; the database is closed'),
+      (closeError: unknown) => logger.error({ err: closeError }, 'could not close the database'),
+    );
     throw error;
   }
   const started = app;

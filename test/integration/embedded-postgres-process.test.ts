@@ -102,6 +102,9 @@ describe('embedded PostgreSQL process', () => {
       expect(code).toBe(1);
       expect(api.output()).toContain('start-up failed; closing what was opened');
       expect(api.output()).toMatch(/EADDRINUSE/);
+      // The API closed it itself (the watchdog, which stops the server once its parent is
+      // gone, would otherwise hide a missing close).
+      expect(api.output()).toContain('start-up failed; the database is closed');
       expect(runningAtExit).toBe(false);
       expect(seenAtExit).toBe(false);
     } finally {

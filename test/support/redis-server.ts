@@ -1,5 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+
+/**
+ * Whether a redis-server binary is installed (it is on CI). `make test` on a fresh machine
+ * needs only Node, so the outage tests that start their own server run only where one exists.
+ */
+export const redisServerInstalled = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
 /** A port nobody listens on at the moment of the call. */
 export function freePort(): Promise<number> {
@@ -40,6 +46,10 @@ export class ThrowawayRedis {
           clearTimeout(timer);
           resolve();
         }
+      });
+      child.once('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
       });
       child.once('exit', (code) => {
         clearTimeout(timer);
