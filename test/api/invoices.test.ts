@@ -182,7 +182,7 @@ describe('GET /business/organizations/{orgId}/invoices', () => {
 });
 
 describe('rate limiting', () => {
-  it('answers 429 RateLimitExceeded with Retry-After on the list and on the write routes once the caller exceeds the limit', async () => {
+  it('answers 429 RateLimitExceeded with Retry-After on the list and on a write (finalize) once the caller exceeds the limit', async () => {
     const limited = await buildTestApp({ env: { RATE_LIMIT_AUTHENTICATED: '3' } });
     const org = await createOrganization();
     const token = await accessTokenFor(limited, await createMember(org, 'owner'));

@@ -281,7 +281,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
     };
   }
 
-  it('answers 503 StatusUnavailable with Retry-After while the status row is locked elsewhere, changing and auditing nothing', async () => {
+  it('answers 503 StatusUnavailable with Retry-After when the status row cannot be locked in time (PostgreSQL: a real lock held elsewhere; embedded: a trigger raising 55P03, the lock_not_available error), changing and auditing nothing', async () => {
     const slowApp = await buildTestApp({ env: { NETWORK_STATUS_LOCK_TIMEOUT_MS: '200', NETWORK_STATUS_RETRY_AFTER_SECONDS: '2' } });
     const org = await createOrganization();
     const token = await accessTokenFor(slowApp, await createMember(org, 'owner'));
