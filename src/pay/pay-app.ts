@@ -235,10 +235,13 @@ export function createPayApp(deps: PayAppDeps): Express {
 
   /**
    * The browser id the form token is bound to, (re)set on every page view so the cookie lives
-   * as long as the newest form it protects. SameSite=Lax, not Strict: a customer coming back
-   * from a 3-D Secure or mobile-money approval page (a top-level navigation from another site)
-   * must still carry it. CSRF is still refused: the form token binds this id and is only on the
-   * page, which another site cannot read, and Lax withholds the cookie from cross-site POSTs.
+   * as long as the newest form it protects. SameSite=Lax, not Strict: a customer who follows
+   * the integrator's link, or is redirected back by a GET from an approval page, arrives by a
+   * top-level cross-site navigation, which Strict would strip (the page would then mint a new
+   * id and orphan the form the customer already has). A cross-site POST return (some 3-D
+   * Secure flows) carries no Lax cookie either: such a return would need its own token. CSRF
+   * is still refused: the form token binds this id and is only on the page, which another site
+   * cannot read, and Lax withholds the cookie from cross-site POSTs.
    */
   function browserId(req: Request, res: Response): string {
     const existing = readCookie(req, BROWSER_COOKIE);
