@@ -434,9 +434,7 @@ export class AccountService {
 
   private async cursorWithin(trx: Knex.Transaction, account: OrgAccount, interval: StatementInterval, entryId: string): Promise<StatementCursor> {
     const invalid = ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
-    // Entry ids are bigint: a 19-digit value above its maximum is no entry (and PostgreSQL would
-    // raise 22003 comparing it with the id column).
-    if (!/^[1-9][0-9]{0,18}$/.test(entryId) || BigInt(entryId) > MAX_BIGINT) throw invalid;
+    // entryId comes from decodeStatementCursor: a signed, bigint-range entry id.
     const cursor = await accountRepository.entryCursor(trx, account.ledgerAccountId, entryId);
     if (!cursor) throw invalid;
     const at = new Date(cursor.bookedAt).getTime();
