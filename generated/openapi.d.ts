@@ -853,7 +853,7 @@ export interface paths {
          *
          *     **Interval.** `to` defaults to, and is capped at, now minus a settle margin of 15 seconds (a later `to` is answered with that bound; the response's `to` says which): a ledger entry is dated by the start of its transaction, so entries of postings still in flight could later appear in the last seconds; past the margin the interval is final, and a page never later gains lines. `from` defaults to 30 days before `to`. `from` must be earlier than `to`, and the interval is at most 469 days (otherwise 400 `ValidationError`). Times are ISO 8601 with a time zone, precise to the millisecond at most (more non-zero fractional digits: 400); the statement is in UTC. Error `details` name the parameters `query.from`, `query.to`, `query.limit` and `query.starting_after`.
          *
-         *     **Formats.** `format=json` (the default) answers the envelope with one page of at most `limit` lines (`starting_after` = the previous page's `next_cursor`, an opaque token that carries the statement's interval: the next pages cover the first page's interval whether `from` and `to` are repeated or omitted; a different `from` or `to` with a cursor answers 400). `format=csv`, or no `format` and an `Accept` header preferring `text/csv`, streams the whole interval as one RFC 4180 CSV file (CRLF line ends, a header row, `Content-Disposition: attachment`), read from the database in batches so that memory stays flat whatever its size; `limit` and `starting_after` are refused with CSV. CSV columns: `type` (`opening_balance`, `entry` or `closing_balance`), `entry_id`, `posting_id`, `posting_kind`, `booked_at`, `description`, `counterparty`, `amount`, `running_balance`, `currency`. The first row after the header is the opening balance (booked at `from`), the last the closing balance (booked at `to`). Text cells that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`) are prefixed with `'`. Should the database fail after the CSV has started, or the client read nothing for 30 seconds (configurable), the connection is cut: a CSV without its `closing_balance` row is incomplete.
+         *     **Formats.** `format=json` (the default) answers the envelope with one page of at most `limit` lines (`starting_after` = the previous page's `next_cursor`, an opaque token that carries the statement's interval: the next pages cover the first page's interval whether `from` and `to` are repeated or omitted; a different `from` or `to` with a cursor answers 400. The cursor is signed: one that was forged or edited, or whose interval breaks the rules above, answers 400 on `query.starting_after`). `format=csv`, or no `format` and an `Accept` header preferring `text/csv`, streams the whole interval as one RFC 4180 CSV file (CRLF line ends, a header row, `Content-Disposition: attachment`), read from the database in batches so that memory stays flat whatever its size; `limit` and `starting_after` are refused with CSV. CSV columns: `type` (`opening_balance`, `entry` or `closing_balance`), `entry_id`, `posting_id`, `posting_kind`, `booked_at`, `description`, `counterparty`, `amount`, `running_balance`, `currency`. The first row after the header is the opening balance (booked at `from`), the last the closing balance (booked at `to`). Text cells that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`) are prefixed with `'`. Should the database fail after the CSV has started, or the client read nothing for 30 seconds (configurable), the connection is cut: a CSV without its `closing_balance` row is incomplete.
          *
          *     Roles: owner, admin, representative, director or finance_manager.
          */
@@ -2284,7 +2284,7 @@ export interface components {
             lines: components["schemas"]["AccountStatementLine"][];
             /** @description Whether more lines of the interval follow this page. */
             has_more: boolean;
-            /** @description Opaque token naming this page's last line and the statement's interval, to pass as `starting_after`; `null` when `has_more` is false. */
+            /** @description Opaque signed token naming this page's last line and the statement's interval, to pass as `starting_after` (an altered token is refused); `null` when `has_more` is false. */
             next_cursor: string | null;
         };
         /**
@@ -4286,8 +4286,8 @@ export interface operations {
                  */
                 limit?: number;
                 /**
-                 * @description JSON only. `next_cursor` of the previous page, an opaque token; lines after that page's last line are returned, over the interval the cursor carries. With `from` or `to` other than the first page's: 400.
-                 * @example djE6MTA0NToxNzU5Mjc2ODAwMDAwOjE3NjE5NTUyMDAwMDA6
+                 * @description JSON only. `next_cursor` of the previous page, an opaque signed token; lines after that page's last line are returned, over the interval the cursor carries. A token this API did not issue, or altered in any way: 400. With `from` or `to` other than the first page's: 400.
+                 * @example djE6MTA0NToxNzU5Mjc2ODAwMDAwOjE3NjE5NTUyMDAwMDA6TVf58hem1fpyEprJYXoLZvKfFWTVsTM97JZLiUsWP8M
                  */
                 starting_after?: string;
             };

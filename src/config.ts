@@ -39,7 +39,7 @@ export interface Config {
   };
   idempotencyTtlHours: number;
   rateLimit: RateLimitConfig;
-  /** Secret of the payment page's CSRF tokens and signed amounts. */
+  /** Secret of the payment page's CSRF tokens and signed amounts, and of statement cursors. */
   paySecret: string;
   logLevel: LogLevel;
   bodyLimitBytes: number;

@@ -34,7 +34,7 @@ export function buildServices(deps: ServiceDeps) {
   const tokens = new TokenService(config.jwt);
   const sessions = new SessionService(knex, tokens);
   const passwords = new PasswordHasher();
-  const accounts = new AccountService(knex, { now: deps.now, streamStallTimeoutMs: config.statements.streamStallTimeoutMs });
+  const accounts = new AccountService(knex, { cursorSecret: config.paySecret, now: deps.now, streamStallTimeoutMs: config.statements.streamStallTimeoutMs });
   const payments = new PaymentsService(knex, accounts, deps.logger);
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).

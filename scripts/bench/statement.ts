@@ -114,7 +114,8 @@ async function main(): Promise<void> {
   let server: Awaited<ReturnType<typeof startServerProcess>> | undefined;
   try {
     const { orgId, token } = await createBenchMember(knex, 'accounts');
-    const account = await knex.transaction((trx) => new AccountService(knex).createAccount(trx, { organizationId: orgId, currency: 'XOF', label: 'Bench XOF' }));
+    // Only opens the account (the server signs the cursors with its own secret).
+    const account = await knex.transaction((trx) => new AccountService(knex, { cursorSecret: crypto.randomBytes(32).toString('hex') }).createAccount(trx, { organizationId: orgId, currency: 'XOF', label: 'Bench XOF' }));
 
     const start = new Date('2026-01-01T00:00:00Z');
     const fillStarted = Date.now();

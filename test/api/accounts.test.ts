@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrganization } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
@@ -10,6 +10,8 @@ import { parseCsv, statementUrl } from '../support/statements';
 import { encodeStatementCursor } from '../../src/modules/accounts/account-service';
 
 let app: App;
+/** The secret the app signs statement cursors with: lets the tests forge genuine-looking ones. */
+const cursorSecret = testConfig().paySecret;
 let org: TestOrganization;
 let token: string;
 
@@ -172,12 +174,16 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
     expect(bad.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'query.starting_after' }] });
   });
 
-  it('a cursor naming an entry beyond the bigint range, a raw entry id or an altered token is a 400 ValidationError, not a database error', async () => {
+  it('a cursor naming an entry beyond the bigint range, a raw entry id or a truncated token is a 400 ValidationError, not a database error', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
     const { entry_id: entryId } = ((await moveMoney(account, 5n)) && (await request(app).get(statementUrl(org.id, account.id, {})).set(bearer(token))).body.data.lines[0]) as { entry_id: string };
+    // A valid interval (the app's clock is a minute ahead: `to` is settled), signed with the
+    // app's secret: only the entry id is wrong.
     const from = new Date(Date.now() - 86_400_000);
     const to = new Date(Date.now() + 1000);
-    const forged = (id: string) => encodeStatementCursor({ entryId: id, from, to, requestedTo: null });
+    const forged = (id: string) => encodeStatementCursor(cursorSecret, { entryId: id, from, to, requestedTo: null });
+    const genuine = await request(app).get(statementUrl(org.id, account.id, { starting_after: forged(entryId) })).set(bearer(token));
+    expect(genuine.status, JSON.stringify(genuine.body)).toBe(200);
     for (const cursor of [forged('9223372036854775808'), forged('9999999999999999999'), entryId, 'djE6', '!!', forged(entryId).slice(0, -2)]) {
       const res = await request(app).get(`${statementUrl(org.id, account.id, {})}?starting_after=${encodeURIComponent(cursor)}`).set(bearer(token));
       expect(res.status, `${cursor}: ${JSON.stringify(res.body)}`).toBe(400);
@@ -188,6 +194,48 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
     const max = await request(app).get(statementUrl(org.id, account.id, { starting_after: forged('9223372036854775807') })).set(bearer(token));
     expect(max.status, JSON.stringify(max.body)).toBe(400);
     expect(max.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'query.starting_after' }] });
+  });
+
+  it('a cursor is signed: one with edited digits, signed with another secret, or whose interval breaks the rules is a 400', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const from = new Date(Date.now() - 1000);
+    for (const amount of [1n, 2n, 3n]) await moveMoney(account, amount);
+    const to = new Date(Date.now() + 1000);
+    const get = (cursor: string) => request(app).get(statementUrl(org.id, account.id, { limit: 1, starting_after: cursor })).set(bearer(token));
+    const first = await request(app).get(statementUrl(org.id, account.id, { from, to, limit: 1 })).set(bearer(token));
+    const cursor = first.body.data.next_cursor as string;
+    expect((await get(cursor)).status).toBe(200);
+    const entryId = first.body.data.lines[0].entry_id as string;
+
+    // The issued token with its body edited and re-encoded as valid base64url, signature kept:
+    // an earlier `from` (and a later entry), a `to` an hour later.
+    const bytes = Buffer.from(cursor, 'base64url');
+    const body = bytes.subarray(0, bytes.length - 32).toString('utf8');
+    const signature = bytes.subarray(bytes.length - 32);
+    expect(body).toBe(`v1:${entryId}:${from.getTime()}:${to.getTime()}:`);
+    const edit = (text: string) => Buffer.concat([Buffer.from(text, 'utf8'), signature]).toString('base64url');
+    const edited = [
+      edit(`v1:${entryId}:0:${to.getTime()}:`),
+      edit(`v1:${entryId}:${from.getTime()}:${to.getTime() + 3_600_000}:`),
+      edit(`v1:${BigInt(entryId) + 1n}:${from.getTime()}:${to.getTime()}:`),
+      // Signed for this very cursor, but with another secret.
+      encodeStatementCursor('another-secret-another-secret-0123456789', { entryId, from, to, requestedTo: null }),
+    ];
+    // Validly signed, but no page of this API has such an interval: `to` past the settle bound
+    // (the app's clock is 60 s ahead, so its bound is now + 45 s), from = 0 with `to` near now
+    // (longer than 469 days), and from after to.
+    const signed = (f: Date, t: Date) => encodeStatementCursor(cursorSecret, { entryId, from: f, to: t, requestedTo: null });
+    const lawless = [
+      signed(from, new Date(Date.now() + 120_000)),
+      signed(new Date(0), to),
+      signed(to, from),
+    ];
+    expect((await get(signed(from, to))).status, 'the same cursor, signed and lawful, is accepted').toBe(200);
+    for (const forged of [...edited, ...lawless]) {
+      const res = await get(forged);
+      expect(res.status, `${Buffer.from(forged, 'base64url').subarray(0, -32).toString()}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body).toMatchObject({ success: false, error: 'ValidationError', details: [{ field: 'query.starting_after' }] });
+    }
   });
 
   it('next_cursor is opaque and carries the interval: the next page keeps it when from/to are omitted, and a different from or to is a 400', async () => {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AccountService, type StatementSink } from '../../src/modules/accounts';
 import type { StatementLine } from '../../src/modules/accounts';
+import { testConfig } from '../support/app';
 import { testKnex } from '../support/database';
 import { createOrgAccount, createOrganization } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
@@ -41,7 +42,7 @@ async function idsWithin(ledgerAccountId: string, from: Date, to: Date): Promise
 describe('statement reconciliation (property)', () => {
   it('opening + entries = closing for random postings and random intervals, in the stream and in JSON pages alike', async () => {
     // Read a minute later: the postings of the run are past the settle margin.
-    const service = new AccountService(testKnex(), { now: () => new Date(Date.now() + 60_000) });
+    const service = new AccountService(testKnex(), { cursorSecret: testConfig().paySecret, now: () => new Date(Date.now() + 60_000) });
     const org = await createOrganization();
     await fc.assert(
       fc.asyncProperty(

@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { AccountService, isValidIban } from '../../src/modules/accounts';
+import { testConfig } from '../support/app';
 import { testKnex } from '../support/database';
 import { createOrgAccount, createOrganization } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
 describe('organisation accounts (service)', () => {
-  const service = () => new AccountService(testKnex());
+  const service = () => new AccountService(testKnex(), { cursorSecret: testConfig().paySecret });
 
   it('creates an account with its own org_account ledger account; several per currency', async () => {
     const org = await createOrganization();

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { hash } from '@node-rs/argon2';
 import type { App } from '../../src/http/app';
 import { AccountService } from '../../src/modules/accounts';
+import { testConfig } from './app';
 import { testKnex } from './database';
 
 export const TEST_PASSWORD = 'correct horse battery staple';
@@ -119,7 +120,7 @@ export async function createOrgAccount(
 ): Promise<TestOrgAccount> {
   const knex = testKnex();
   const account = await knex.transaction((trx) =>
-    new AccountService(knex).createAccount(trx, {
+    new AccountService(knex, { cursorSecret: testConfig().paySecret }).createAccount(trx, {
       organizationId: org.id,
       currency: overrides.currency ?? 'XOF',
       status: overrides.status ?? 'active',

@@ -14,6 +14,7 @@ import {
   type StatementLine,
 } from './account-types';
 import { describeCounterparty, describePosting } from './statement-lines';
+import { purposeMacBytes, safeEqual } from '../../signing';
 
 type Db = Knex | Knex.Transaction;
 
@@ -43,6 +44,8 @@ export const DEFAULT_STREAM_STALL_TIMEOUT_MS = 30_000;
 const STREAM_IDLE_GRACE_MS = 5_000;
 
 export interface AccountServiceOptions {
+  /** Signs the statement cursors (the configured PAY_SECRET). */
+  cursorSecret: string;
   /** The clock (tests inject one). */
   now?: () => Date;
   settleMarginMs?: number;
@@ -71,19 +74,34 @@ export interface StatementPageCursor {
 }
 
 const CURSOR_PATTERN = /^v1:([1-9][0-9]{0,18}):(-?[0-9]{1,16}):(-?[0-9]{1,16}):(-?[0-9]{1,16})?$/;
+/** The HMAC purpose of statement cursors (see src/signing.ts). */
+const CURSOR_PURPOSE = 'accounts/statement-cursor';
+const CURSOR_MAC_BYTES = 32;
+/** Longest cursor: a 76-byte body and its 32-byte signature, base64url. */
+const MAX_STATEMENT_CURSOR_LENGTH = 192;
 
-/** Opaque to clients: base64url of `v1:<entry id>:<from ms>:<to ms>:<requested to ms>`. */
-export function encodeStatementCursor(cursor: StatementPageCursor): string {
-  const raw = `v1:${cursor.entryId}:${cursor.from.getTime()}:${cursor.to.getTime()}:${cursor.requestedTo?.getTime() ?? ''}`;
-  return Buffer.from(raw, 'utf8').toString('base64url');
+/**
+ * Opaque to clients: base64url of `v1:<entry id>:<from ms>:<to ms>:<requested to ms>` followed
+ * by its HMAC-SHA256 under `secret` (PAY_SECRET), so a cursor that was forged or altered is
+ * refused rather than read.
+ */
+export function encodeStatementCursor(secret: string, cursor: StatementPageCursor): string {
+  const raw = Buffer.from(`v1:${cursor.entryId}:${cursor.from.getTime()}:${cursor.to.getTime()}:${cursor.requestedTo?.getTime() ?? ''}`, 'utf8');
+  return Buffer.concat([raw, purposeMacBytes(secret, CURSOR_PURPOSE, raw)]).toString('base64url');
 }
 
-/** The cursor, or undefined when `value` is not one this API produced (or was altered). */
-export function decodeStatementCursor(value: string): StatementPageCursor | undefined {
-  if (!/^[A-Za-z0-9_-]{1,128}$/.test(value)) return undefined;
-  const match = CURSOR_PATTERN.exec(Buffer.from(value, 'base64url').toString('utf8'));
+/** The cursor, or undefined when `value` is not one this API signed (forged, altered or truncated). */
+export function decodeStatementCursor(secret: string, value: string): StatementPageCursor | undefined {
+  if (value.length > MAX_STATEMENT_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(value)) return undefined;
+  const bytes = Buffer.from(value, 'base64url');
+  if (bytes.length <= CURSOR_MAC_BYTES) return undefined;
+  const raw = bytes.subarray(0, bytes.length - CURSOR_MAC_BYTES);
+  if (!safeEqual(purposeMacBytes(secret, CURSOR_PURPOSE, raw), bytes.subarray(raw.length))) return undefined;
+  const match = CURSOR_PATTERN.exec(raw.toString('utf8'));
   if (!match) return undefined;
   const [, entryId, from, to, requestedTo] = match as unknown as [string, string, string, string, string | undefined];
+  // Entry ids are bigint: a 19-digit value above its maximum is no entry (and PostgreSQL would
+  // raise 22003 comparing it with the id column).
   if (BigInt(entryId) > MAX_BIGINT) return undefined;
   const dates = [from, to, requestedTo].map((ms) => (ms === undefined ? null : new Date(Number(ms))));
   if (dates.some((d) => d !== null && Number.isNaN(d.getTime()))) return undefined;
@@ -165,6 +183,16 @@ export function resolveInterval(range: StatementRange, settledUntil: Date = new 
   return { from, to, requestedTo: capped ? (toGiven as Date) : null };
 }
 
+/**
+ * Whether [from, to) obeys the rules resolveInterval enforces: from before to, at most
+ * MAX_STATEMENT_DAYS long, and not past `settledUntil`.
+ */
+export function isStatementInterval(interval: StatementInterval, settledUntil: Date): boolean {
+  const from = interval.from.getTime();
+  const to = interval.to.getTime();
+  return from < to && to - from <= MAX_STATEMENT_DAYS * DAY_MS && to <= settledUntil.getTime();
+}
+
 function normaliseText(value: string | null | undefined, field: string, max: number, issues: FieldIssue[], required: boolean): string | null {
   if (value == null || value.trim() === '') {
     if (required) issues.push({ field, message: `${field} is required.` });
@@ -221,13 +249,15 @@ function validateCreate(input: CreateOrgAccountInput) {
  */
 export class AccountService {
   private readonly now: () => Date;
+  private readonly cursorSecret: string;
   private readonly settleMarginMs: number;
   readonly streamStallTimeoutMs: number;
 
   constructor(
     private readonly knex: Knex,
-    options: AccountServiceOptions = {},
+    options: AccountServiceOptions,
   ) {
+    this.cursorSecret = options.cursorSecret;
     this.now = options.now ?? (() => new Date());
     this.settleMarginMs = options.settleMarginMs ?? STATEMENT_SETTLE_MARGIN_MS;
     this.streamStallTimeoutMs = options.streamStallTimeoutMs ?? DEFAULT_STREAM_STALL_TIMEOUT_MS;
@@ -248,8 +278,12 @@ export class AccountService {
       const resolved = resolveInterval(query, this.settledUntil());
       return { interval: { from: resolved.from, to: resolved.to }, requestedTo: resolved.requestedTo };
     }
-    const cursor = decodeStatementCursor(query.startingAfter);
-    if (!cursor) throw ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
+    const cursor = decodeStatementCursor(this.cursorSecret, query.startingAfter);
+    // A genuine cursor carries an interval resolveInterval produced; checked again all the same,
+    // so no cursor, however obtained, reaches past the settle margin or the longest interval.
+    if (!cursor || !isStatementInterval(cursor, this.settledUntil())) {
+      throw ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
+    }
     const issues: FieldIssue[] = [];
     const from = parseInstant(query.from, 'from', issues);
     const to = parseInstant(query.to, 'to', issues);
@@ -346,7 +380,7 @@ export class AccountService {
           entryCount: totals.count,
           lines,
           hasMore,
-          nextCursor: hasMore && lines.length > 0 ? encodeStatementCursor({ entryId: (lines[lines.length - 1] as StatementLine).entryId, ...interval, requestedTo }) : null,
+          nextCursor: hasMore && lines.length > 0 ? encodeStatementCursor(this.cursorSecret, { entryId: (lines[lines.length - 1] as StatementLine).entryId, ...interval, requestedTo }) : null,
         };
       },
       { isolationLevel: 'repeatable read', readOnly: true, retries: 0 },
@@ -400,9 +434,7 @@ export class AccountService {
 
   private async cursorWithin(trx: Knex.Transaction, account: OrgAccount, interval: StatementInterval, entryId: string): Promise<StatementCursor> {
     const invalid = ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
-    // Entry ids are bigint: a 19-digit value above its maximum is no entry (and PostgreSQL would
-    // raise 22003 comparing it with the id column).
-    if (!/^[1-9][0-9]{0,18}$/.test(entryId) || BigInt(entryId) > MAX_BIGINT) throw invalid;
+    // entryId comes from decodeStatementCursor: a signed, bigint-range entry id.
     const cursor = await accountRepository.entryCursor(trx, account.ledgerAccountId, entryId);
     if (!cursor) throw invalid;
     const at = new Date(cursor.bookedAt).getTime();

@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
+import { purposeMac, safeEqual } from '../../signing';
 
 /**
  * The secrets of the payment links: unguessable codes, signed amounts and the payment page's
  * form tokens. Every signature is an HMAC-SHA256 under a key derived from PAY_SECRET for one
- * purpose only, compared in constant time.
+ * purpose only, compared in constant time (see src/signing.ts).
  */
 
 /** 24 random bytes (192 bits) as base64url: 32 URL-safe characters. */
@@ -21,18 +22,9 @@ export function randomNonce(): string {
   return crypto.randomBytes(18).toString('base64url');
 }
 
-function purposeKey(secret: string, purpose: string): Buffer {
-  return crypto.createHmac('sha256', secret).update(`payment-links/${purpose}`).digest();
-}
-
+/** The purposes are namespaced `payment-links/<purpose>` (the keys of signatures already issued). */
 function mac(secret: string, purpose: string, message: string): string {
-  return crypto.createHmac('sha256', purposeKey(secret, purpose)).update(message).digest('base64url');
-}
-
-function safeEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && crypto.timingSafeEqual(left, right);
+  return purposeMac(secret, `payment-links/${purpose}`, message);
 }
 
 export interface SignedAmount {
