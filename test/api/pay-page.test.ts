@@ -738,6 +738,51 @@ describe('GET /business/organizations/{orgId}/payments', () => {
     }
   });
 
+  it('pushes back a payment whose settlement fails, so a batch of failing payments never starves the others', async () => {
+    const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
+    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
+    try {
+      await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
+      const own = await createOrganization();
+      const token = await accessTokenFor(app, await createMember(own, 'owner'));
+      const account = await createOrgAccount(own, { currency: 'XOF' });
+      const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
+      for (const reference of ['BAD-1', 'BAD-2', 'BAD-3', 'GOOD-1', 'GOOD-2']) {
+        const agent = request.agent(slowPayApp);
+        const page = await agent.get(`/pay/${ownCheckout.code}?amount=1000&reference=${reference}`);
+        const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
+        expect(res.status, res.text).toBe(303);
+      }
+      // All due; the three failing ones (more than a batch) are the oldest due.
+      const now = Date.now();
+      await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'BAD-%').update({ settle_after: new Date(now - 10_000) });
+      await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'GOOD-%').update({ settle_after: new Date(now - 1_000) });
+      const mine = async () =>
+        Object.fromEntries(
+          ((await testKnex()('payments').where({ organization_id: own.id })) as Array<{ reference: string; status: string }>).map((p) => [p.reference, p.status]),
+        );
+      const bad = new Set(((await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'BAD-%')) as Array<{ id: string }>).map((p) => p.id));
+      const realSettle = slowPayments.settle.bind(slowPayments);
+      const settle = vi.spyOn(slowPayments, 'settle').mockImplementation((id, at) => (bad.has(id) ? Promise.reject(new Error('settlement broken')) : realSettle(id, at)));
+
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0); // BAD-1 and BAD-2 fail
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(1); // BAD-3 fails, GOOD-1 settles
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(1); // GOOD-2 settles
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0);
+      expect(await mine()).toEqual({ 'BAD-1': 'pending', 'BAD-2': 'pending', 'BAD-3': 'pending', 'GOOD-1': 'succeeded', 'GOOD-2': 'succeeded' });
+      // The failing ones were pushed back about a minute, not dropped: once settling works again they settle.
+      const deferred = (await testKnex()('payments').whereIn('id', [...bad])) as Array<{ settle_after: Date }>;
+      for (const p of deferred) expect(new Date(p.settle_after).getTime()).toBeGreaterThan(now + 50_000);
+      settle.mockRestore();
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0);
+      expect(await slowPayments.sweepDue({ now: new Date(Date.now() + 120_000), batchSize: 10 })).toBe(3);
+      expect(Object.values(await mine())).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded']);
+      expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(5_000n);
+    } finally {
+      await slowPayments.stop();
+    }
+  });
+
   it('is open to the financial roles only', async () => {
     for (const role of ['owner', 'admin', 'representative', 'director', 'finance_manager'] as const) {
       const token = await accessTokenFor(app, await createMember(org, role));

@@ -23,6 +23,8 @@ export interface StartPaymentInput {
 export interface PaymentsServiceOptions {
   /** How long the sandbox keeps a "delayed" payment pending. */
   sandboxDelayMs?: number;
+  /** How far the sweep pushes back a payment whose settlement failed (default 60 s). */
+  settleRetryMs?: number;
 }
 
 export const POSTING_KIND = 'payment_link.payment';
@@ -40,6 +42,7 @@ export const POSTING_KIND = 'payment_link.payment';
 export class PaymentsService {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly sandboxDelayMs: number;
+  private readonly settleRetryMs: number;
 
   constructor(
     private readonly knex: Knex,
@@ -48,6 +51,7 @@ export class PaymentsService {
     options: PaymentsServiceOptions = {},
   ) {
     this.sandboxDelayMs = options.sandboxDelayMs ?? 8_000;
+    this.settleRetryMs = options.settleRetryMs ?? 60_000;
   }
 
   /** The destination account when it can receive money now (active), else undefined. */
@@ -222,7 +226,8 @@ export class PaymentsService {
    * The sweep: settles one bounded batch of pending payments whose sandbox decision is due,
    * oldest due first. Run at service start (a restart lost the timers) and then on an
    * interval (src/main.ts); reads never settle anything. A payment that fails to settle is
-   * logged and left for the next sweep; the others still settle. Returns how many settled.
+   * logged and its settlement pushed back (settleRetryMs), so the next sweeps move on to the
+   * others instead of retrying the same failing batch forever. Returns how many settled.
    */
   async sweepDue(options: { now?: Date; batchSize?: number } = {}): Promise<number> {
     const now = options.now ?? new Date();
@@ -233,7 +238,11 @@ export class PaymentsService {
         await this.settle(id, now);
         settled += 1;
       } catch (error) {
-        this.logger.error({ err: error, paymentId: id }, 'sandbox settlement failed; retried by the next sweep');
+        const retryAt = new Date(now.getTime() + this.settleRetryMs);
+        this.logger.error({ err: error, paymentId: id, retryAt }, 'sandbox settlement failed; retried later');
+        await paymentsRepository
+          .deferSettlement(this.knex, id, retryAt)
+          .catch((deferError: unknown) => this.logger.error({ err: deferError, paymentId: id }, 'could not defer a failed sandbox settlement'));
       }
     }
     return settled;
