@@ -734,7 +734,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(before + 6_000n);
       expect((await request(slowPayApp).get(locations[0] as string)).text).toContain('Payment confirmed');
     } finally {
-      slowPayments.stop();
+      await slowPayments.stop();
     }
   });
 
@@ -780,6 +780,47 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(5_000n);
     } finally {
       await slowPayments.stop();
+    }
+  });
+
+  it('stop() resolves only once a settlement fired by a timer has finished, and schedules no more', async () => {
+    const quickPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 500 });
+    const quickPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: quickPayments }, rateLimitBackend: app.rateLimitBackend });
+    const realSettle = quickPayments.settle.bind(quickPayments);
+    let finished = 0;
+    const settle = vi.spyOn(quickPayments, 'settle').mockImplementation(async (id, at) => {
+      const payment = await realSettle(id, at);
+      finished += 1;
+      return payment;
+    });
+    // A slow commit: the settlement is still under way when the shutdown starts.
+    const markSucceeded = paymentsRepository.markSucceeded.bind(paymentsRepository);
+    const slowMark = vi.spyOn(paymentsRepository, 'markSucceeded').mockImplementation(async (trx, id, postingId) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return markSucceeded(trx, id, postingId);
+    });
+    try {
+      const agent = request.agent(quickPayApp);
+      const page = await agent.get(`/pay/${checkout.code}?amount=700&reference=ORDER-SHUTDOWN`);
+      const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
+      expect(res.status, res.text).toBe(303);
+      await vi.waitFor(() => expect(settle).toHaveBeenCalledTimes(1), { timeout: 5_000, interval: 5 });
+      expect(finished).toBe(0);
+      await quickPayments.stop();
+      expect(finished).toBe(1);
+      expect((await testKnex()('payments').where({ reference: 'ORDER-SHUTDOWN' }).first()).status).toBe('succeeded');
+
+      // Stopped: a new delayed payment gets no timer (the next start's sweep settles it).
+      const later = request.agent(quickPayApp);
+      const next = await later.get(`/pay/${checkout.code}?amount=700&reference=ORDER-AFTER-STOP`);
+      expect((await later.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(next.text), method: 'mobile_money', phone: '+2250700000009' })).status).toBe(303);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      expect(settle).toHaveBeenCalledTimes(1);
+      expect((await testKnex()('payments').where({ reference: 'ORDER-AFTER-STOP' }).first()).status).toBe('pending');
+    } finally {
+      slowMark.mockRestore();
+      await quickPayments.stop();
+      await app.services.payments.sweepDue({ now: new Date(Date.now() + 60_000) });
     }
   });
 

@@ -41,6 +41,9 @@ export const POSTING_KIND = 'payment_link.payment';
  */
 export class PaymentsService {
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Settlements under way (fired by a timer, the sweep or a payment): stop() waits for them. */
+  private readonly settling = new Set<Promise<unknown>>();
+  private stopped = false;
   private readonly sandboxDelayMs: number;
   private readonly settleRetryMs: number;
 
@@ -158,6 +161,7 @@ export class PaymentsService {
   }
 
   private scheduleSettlement(payment: Payment): void {
+    if (this.stopped) return; // the next start's sweep settles it
     const delay = Math.max(0, payment.settleAfter.getTime() - Date.now()) + 50;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
@@ -173,6 +177,17 @@ export class PaymentsService {
    * together; a one-off link becomes `completed`. Returns the payment as it now stands.
    */
   settle(paymentId: string, now = new Date()): Promise<Payment> {
+    return this.track(this.settleNow(paymentId, now));
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.settling.add(promise);
+    const forget = () => this.settling.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+
+  private settleNow(paymentId: string, now: Date): Promise<Payment> {
     return withTransaction(this.knex, async (trx) => {
       const payment = await paymentsRepository.findById(trx, paymentId, { forUpdate: true });
       if (!payment) throw new PaymentNotFound();
@@ -234,6 +249,7 @@ export class PaymentsService {
     const ids = await paymentsRepository.dueIds(this.knex, now, options.batchSize ?? 100);
     let settled = 0;
     for (const id of ids) {
+      if (this.stopped) break;
       try {
         await this.settle(id, now);
         settled += 1;
@@ -269,9 +285,15 @@ export class PaymentsService {
     return paymentsRepository.list(this.knex, organizationId, { ...filter, limit: filter.limit ?? 50 });
   }
 
-  /** Stops the sandbox timers (shutdown). */
-  stop(): void {
+  /**
+   * Shutdown: clears the sandbox timers, stops the sweep before its next payment, and resolves
+   * once every settlement already under way has finished (committed or rolled back), so the
+   * pool can be closed after it. Payments left pending are settled by the next start's sweep.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    while (this.settling.size > 0) await Promise.allSettled([...this.settling]);
   }
 }
