@@ -205,15 +205,14 @@ export class PaymentsService {
             const posting = await post(trx, {
               kind: POSTING_KIND,
               reference: payment.id,
-              // `reference` and `description` are what the destination account's statement
-              // line shows: the integrator's order reference, for reconciliation.
+              // The destination account's statement line reads "Payment received - <reference>"
+              // (describePosting): the integrator's order reference, for reconciliation.
               metadata: {
                 organization_id: payment.organizationId,
                 link_id: payment.linkId,
                 payment_id: payment.id,
                 method: payment.method,
                 ...(payment.reference !== null ? { reference: payment.reference } : {}),
-                description: payment.reference !== null ? `Payment received - ${payment.reference}` : 'Payment received',
               },
               entries: [
                 { accountId: clearing.id, amountMinor: -payment.amountMinor },
