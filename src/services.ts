@@ -59,10 +59,14 @@ export function buildServices(deps: ServiceDeps) {
     async ready(): Promise<void> {
       await passwords.ready();
     },
-    /** Stops background work (timers, workers) before the pool closes. */
-    shutdown(): void {
-      payments.stop();
+    /**
+     * Stops background work (timers, workers) and resolves once the work already under way
+     * (payment settlements, payout outcomes being reported) has finished: await it before
+     * closing the pool.
+     */
+    async shutdown(): Promise<void> {
       payoutRail.stop();
+      await Promise.all([payments.stop(), payoutRail.idle()]);
     },
   };
 }

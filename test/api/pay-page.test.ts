@@ -265,7 +265,8 @@ describe('POST /pay/:code', () => {
     });
     const posting = await testKnex()('postings').where({ id: payment.ledger_posting_id }).first();
     expect(posting).toMatchObject({ kind: 'payment_link.payment', reference: payment.id });
-    expect(posting.metadata).toMatchObject({ payment_id: payment.id, link_id: checkout.id, reference: 'ORDER-5001', description: 'Payment received - ORDER-5001' });
+    expect(posting.metadata).toMatchObject({ payment_id: payment.id, link_id: checkout.id, reference: 'ORDER-5001' });
+    expect(posting.metadata.description).toBeUndefined(); // the statement line is built from the kind and the reference
     // The destination account's statement line names the order. Statements stop 15 s before
     // now (the settle margin): the statement is read by an app whose clock is a minute ahead.
     const settledApp = await buildTestApp({ now: () => new Date(Date.now() + 60_000) });
@@ -355,7 +356,7 @@ describe('POST /pay/:code', () => {
     expect(payment).toMatchObject({ status: 'succeeded', amount_minor: '150', method: 'card', payer_last4: '4242' });
     const posting = await testKnex()('postings').where({ id: payment.posting_id }).first();
     expect(posting.metadata.reference).toBeUndefined();
-    expect(posting.metadata.description).toBe('Payment received');
+    expect(posting.metadata.description).toBeUndefined();
   });
 
   it('records sandbox failures with their reason and moves no money', async () => {
@@ -734,7 +735,93 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(before + 6_000n);
       expect((await request(slowPayApp).get(locations[0] as string)).text).toContain('Payment confirmed');
     } finally {
-      slowPayments.stop();
+      await slowPayments.stop();
+    }
+  });
+
+  it('pushes back a payment whose settlement fails, so a batch of failing payments never starves the others', async () => {
+    const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
+    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
+    try {
+      await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
+      const own = await createOrganization();
+      const token = await accessTokenFor(app, await createMember(own, 'owner'));
+      const account = await createOrgAccount(own, { currency: 'XOF' });
+      const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
+      for (const reference of ['BAD-1', 'BAD-2', 'BAD-3', 'GOOD-1', 'GOOD-2']) {
+        const agent = request.agent(slowPayApp);
+        const page = await agent.get(`/pay/${ownCheckout.code}?amount=1000&reference=${reference}`);
+        const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
+        expect(res.status, res.text).toBe(303);
+      }
+      // All due; the three failing ones (more than a batch) are the oldest due.
+      const now = Date.now();
+      await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'BAD-%').update({ settle_after: new Date(now - 10_000) });
+      await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'GOOD-%').update({ settle_after: new Date(now - 1_000) });
+      const mine = async () =>
+        Object.fromEntries(
+          ((await testKnex()('payments').where({ organization_id: own.id })) as Array<{ reference: string; status: string }>).map((p) => [p.reference, p.status]),
+        );
+      const bad = new Set(((await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'BAD-%')) as Array<{ id: string }>).map((p) => p.id));
+      const realSettle = slowPayments.settle.bind(slowPayments);
+      const settle = vi.spyOn(slowPayments, 'settle').mockImplementation((id, at) => (bad.has(id) ? Promise.reject(new Error('settlement broken')) : realSettle(id, at)));
+
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0); // BAD-1 and BAD-2 fail
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(1); // BAD-3 fails, GOOD-1 settles
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(1); // GOOD-2 settles
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0);
+      expect(await mine()).toEqual({ 'BAD-1': 'pending', 'BAD-2': 'pending', 'BAD-3': 'pending', 'GOOD-1': 'succeeded', 'GOOD-2': 'succeeded' });
+      // The failing ones were pushed back about a minute, not dropped: once settling works again they settle.
+      const deferred = (await testKnex()('payments').whereIn('id', [...bad])) as Array<{ settle_after: Date }>;
+      for (const p of deferred) expect(new Date(p.settle_after).getTime()).toBeGreaterThan(now + 50_000);
+      settle.mockRestore();
+      expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0);
+      expect(await slowPayments.sweepDue({ now: new Date(Date.now() + 120_000), batchSize: 10 })).toBe(3);
+      expect(Object.values(await mine())).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded']);
+      expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(5_000n);
+    } finally {
+      await slowPayments.stop();
+    }
+  });
+
+  it('stop() resolves only once a settlement fired by a timer has finished, and schedules no more', async () => {
+    const quickPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 500 });
+    const quickPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: quickPayments }, rateLimitBackend: app.rateLimitBackend });
+    const realSettle = quickPayments.settle.bind(quickPayments);
+    let finished = 0;
+    const settle = vi.spyOn(quickPayments, 'settle').mockImplementation(async (id, at) => {
+      const payment = await realSettle(id, at);
+      finished += 1;
+      return payment;
+    });
+    // A slow commit: the settlement is still under way when the shutdown starts.
+    const markSucceeded = paymentsRepository.markSucceeded.bind(paymentsRepository);
+    const slowMark = vi.spyOn(paymentsRepository, 'markSucceeded').mockImplementation(async (trx, id, postingId) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return markSucceeded(trx, id, postingId);
+    });
+    try {
+      const agent = request.agent(quickPayApp);
+      const page = await agent.get(`/pay/${checkout.code}?amount=700&reference=ORDER-SHUTDOWN`);
+      const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
+      expect(res.status, res.text).toBe(303);
+      await vi.waitFor(() => expect(settle).toHaveBeenCalledTimes(1), { timeout: 5_000, interval: 5 });
+      expect(finished).toBe(0);
+      await quickPayments.stop();
+      expect(finished).toBe(1);
+      expect((await testKnex()('payments').where({ reference: 'ORDER-SHUTDOWN' }).first()).status).toBe('succeeded');
+
+      // Stopped: a new delayed payment gets no timer (the next start's sweep settles it).
+      const later = request.agent(quickPayApp);
+      const next = await later.get(`/pay/${checkout.code}?amount=700&reference=ORDER-AFTER-STOP`);
+      expect((await later.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(next.text), method: 'mobile_money', phone: '+2250700000009' })).status).toBe(303);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      expect(settle).toHaveBeenCalledTimes(1);
+      expect((await testKnex()('payments').where({ reference: 'ORDER-AFTER-STOP' }).first()).status).toBe('pending');
+    } finally {
+      slowMark.mockRestore();
+      await quickPayments.stop();
+      await app.services.payments.sweepDue({ now: new Date(Date.now() + 60_000) });
     }
   });
 

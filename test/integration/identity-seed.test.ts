@@ -30,7 +30,7 @@ async function inRolledBackSeed(check: (trx: Knex.Transaction, services: Service
     await check(trx, services);
   } finally {
     await trx.rollback();
-    services.shutdown();
+    await services.shutdown();
   }
 }
 

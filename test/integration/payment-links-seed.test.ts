@@ -29,7 +29,7 @@ describe('payment links demo seed step', () => {
       expect(links.every((l) => l.status === 'active')).toBe(true);
     } finally {
       await trx.rollback();
-      services.shutdown();
+      await services.shutdown();
     }
   });
 });

@@ -19,7 +19,7 @@ async function inRolledBackSeed(check: (trx: Knex.Transaction) => Promise<void>)
     await check(trx);
   } finally {
     await trx.rollback();
-    services.shutdown();
+    await services.shutdown();
   }
 }
 

@@ -48,6 +48,8 @@ describe('CSV cells', () => {
 describe('statement lines', () => {
   it('describes a posting by its own description, else its kind and business reference', () => {
     expect(describePosting({ posting_kind: 'payment.received', meta_description: null, meta_reference: 'ORDER-1' })).toBe('Payment received - ORDER-1');
+    expect(describePosting({ posting_kind: 'payment_link.payment', meta_description: null, meta_reference: 'ORDER-5001' })).toBe('Payment received - ORDER-5001');
+    expect(describePosting({ posting_kind: 'payment_link.payment', meta_description: null, meta_reference: null })).toBe('Payment received');
     expect(describePosting({ posting_kind: 'payout.bank', meta_description: '  Salary\u0000 run ', meta_reference: 'x' })).toBe('Salary run');
     expect(describePosting({ posting_kind: 'x', meta_description: 'a'.repeat(500), meta_reference: null })).toHaveLength(200);
   });

@@ -15,16 +15,21 @@ export function humanizeKind(kind: string): string {
   return words ? words.charAt(0).toUpperCase() + words.slice(1) : 'Ledger posting';
 }
 
+/** Statement labels of posting kinds whose words alone would read badly. */
+const POSTING_KIND_LABELS: Record<string, string> = {
+  'payment_link.payment': 'Payment received',
+};
+
 /**
  * What a statement line says: the posting's own `metadata.description` when it has one,
- * otherwise its kind in words, followed by the business reference (`metadata.reference`)
- * when there is one.
+ * otherwise its kind's label (POSTING_KIND_LABELS, else the kind in words), followed by the
+ * business reference (`metadata.reference`) when there is one.
  */
 export function describePosting(row: Pick<StatementRow, 'posting_kind' | 'meta_description' | 'meta_reference'>): string {
   const own = cleanText(row.meta_description);
   if (own) return own;
   const reference = cleanText(row.meta_reference, 100);
-  const label = humanizeKind(row.posting_kind);
+  const label = POSTING_KIND_LABELS[row.posting_kind] ?? humanizeKind(row.posting_kind);
   return reference ? `${label} - ${reference}` : label;
 }
 

@@ -155,6 +155,14 @@ export const paymentsRepository = {
     return rows.map((row) => row.id);
   },
 
+  /**
+   * Moves a pending payment's settlement to `until` (its own statement, outside any settle
+   * transaction): a payment whose settlement keeps failing no longer comes first in every sweep.
+   */
+  async deferSettlement(db: Db, paymentId: string, until: Date): Promise<void> {
+    await db('payments').where({ id: paymentId, status: 'pending' }).update({ settle_after: until, updated_at: db.fn.now() });
+  },
+
   async markSucceeded(trx: Db, paymentId: string, postingId: string): Promise<void> {
     await trx('payments').where({ id: paymentId, status: 'pending' }).update({ status: 'succeeded', posting_id: postingId, completed_at: trx.fn.now(), updated_at: trx.fn.now() });
   },

@@ -23,6 +23,8 @@ export interface StartPaymentInput {
 export interface PaymentsServiceOptions {
   /** How long the sandbox keeps a "delayed" payment pending. */
   sandboxDelayMs?: number;
+  /** How far the sweep pushes back a payment whose settlement failed (default 60 s). */
+  settleRetryMs?: number;
 }
 
 export const POSTING_KIND = 'payment_link.payment';
@@ -39,7 +41,11 @@ export const POSTING_KIND = 'payment_link.payment';
  */
 export class PaymentsService {
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Settlements under way (fired by a timer, the sweep or a payment): stop() waits for them. */
+  private readonly settling = new Set<Promise<unknown>>();
+  private stopped = false;
   private readonly sandboxDelayMs: number;
+  private readonly settleRetryMs: number;
 
   constructor(
     private readonly knex: Knex,
@@ -48,6 +54,7 @@ export class PaymentsService {
     options: PaymentsServiceOptions = {},
   ) {
     this.sandboxDelayMs = options.sandboxDelayMs ?? 8_000;
+    this.settleRetryMs = options.settleRetryMs ?? 60_000;
   }
 
   /** The destination account when it can receive money now (active), else undefined. */
@@ -154,6 +161,7 @@ export class PaymentsService {
   }
 
   private scheduleSettlement(payment: Payment): void {
+    if (this.stopped) return; // the next start's sweep settles it
     const delay = Math.max(0, payment.settleAfter.getTime() - Date.now()) + 50;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
@@ -169,6 +177,17 @@ export class PaymentsService {
    * together; a one-off link becomes `completed`. Returns the payment as it now stands.
    */
   settle(paymentId: string, now = new Date()): Promise<Payment> {
+    return this.track(this.settleNow(paymentId, now));
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.settling.add(promise);
+    const forget = () => this.settling.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+
+  private settleNow(paymentId: string, now: Date): Promise<Payment> {
     return withTransaction(this.knex, async (trx) => {
       const payment = await paymentsRepository.findById(trx, paymentId, { forUpdate: true });
       if (!payment) throw new PaymentNotFound();
@@ -186,15 +205,14 @@ export class PaymentsService {
             const posting = await post(trx, {
               kind: POSTING_KIND,
               reference: payment.id,
-              // `reference` and `description` are what the destination account's statement
-              // line shows: the integrator's order reference, for reconciliation.
+              // The destination account's statement line reads "Payment received - <reference>"
+              // (describePosting): the integrator's order reference, for reconciliation.
               metadata: {
                 organization_id: payment.organizationId,
                 link_id: payment.linkId,
                 payment_id: payment.id,
                 method: payment.method,
                 ...(payment.reference !== null ? { reference: payment.reference } : {}),
-                description: payment.reference !== null ? `Payment received - ${payment.reference}` : 'Payment received',
               },
               entries: [
                 { accountId: clearing.id, amountMinor: -payment.amountMinor },
@@ -222,18 +240,24 @@ export class PaymentsService {
    * The sweep: settles one bounded batch of pending payments whose sandbox decision is due,
    * oldest due first. Run at service start (a restart lost the timers) and then on an
    * interval (src/main.ts); reads never settle anything. A payment that fails to settle is
-   * logged and left for the next sweep; the others still settle. Returns how many settled.
+   * logged and its settlement pushed back (settleRetryMs), so the next sweeps move on to the
+   * others instead of retrying the same failing batch forever. Returns how many settled.
    */
   async sweepDue(options: { now?: Date; batchSize?: number } = {}): Promise<number> {
     const now = options.now ?? new Date();
     const ids = await paymentsRepository.dueIds(this.knex, now, options.batchSize ?? 100);
     let settled = 0;
     for (const id of ids) {
+      if (this.stopped) break;
       try {
         await this.settle(id, now);
         settled += 1;
       } catch (error) {
-        this.logger.error({ err: error, paymentId: id }, 'sandbox settlement failed; retried by the next sweep');
+        const retryAt = new Date(now.getTime() + this.settleRetryMs);
+        this.logger.error({ err: error, paymentId: id, retryAt }, 'sandbox settlement failed; retried later');
+        await paymentsRepository
+          .deferSettlement(this.knex, id, retryAt)
+          .catch((deferError: unknown) => this.logger.error({ err: deferError, paymentId: id }, 'could not defer a failed sandbox settlement'));
       }
     }
     return settled;
@@ -260,9 +284,15 @@ export class PaymentsService {
     return paymentsRepository.list(this.knex, organizationId, { ...filter, limit: filter.limit ?? 50 });
   }
 
-  /** Stops the sandbox timers (shutdown). */
-  stop(): void {
+  /**
+   * Shutdown: clears the sandbox timers, stops the sweep before its next payment, and resolves
+   * once every settlement already under way has finished (committed or rolled back), so the
+   * pool can be closed after it. Payments left pending are settled by the next start's sweep.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    while (this.settling.size > 0) await Promise.allSettled([...this.settling]);
   }
 }
