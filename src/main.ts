@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     logger.error({ err: error }, 'start-up failed; closing what was opened');
     apiServer.close();
     payServer.close();
-    app?.services.shutdown();
+    await app?.services.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
     redis?.disconnect();
     await database.close().then(
       () => logger.info('start-up failed; the database is closed'),
