@@ -19,7 +19,7 @@ async function main(): Promise<void> {
       const seeded = await seedDemoDataIfEmpty(database.knex, services);
       process.stdout.write(seeded ? 'demo data seeded\n' : 'database not empty: nothing seeded (use --force)\n');
     }
-    services.shutdown();
+    await services.shutdown();
   } finally {
     await database.close();
   }

@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const server = http.createServer(app).listen(config.port, () => process.stdout.write(`LISTENING ${config.port}\n`));
   process.on('SIGTERM', () => {
     server.close(async () => {
-      app.services.shutdown();
+      await app.services.shutdown();
       await database.close();
       await redis?.quit();
       process.exit(0);
