@@ -660,6 +660,29 @@ describe('the payment page rate limit', () => {
   });
 });
 
+/**
+ * A payments service whose sandbox timers would fire only in an hour (only the sweep settles),
+ * its payment page, and a fresh organisation's Checkout; `pay` pays it and returns the result URL.
+ */
+async function sweepSetup() {
+  const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
+  const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
+  // Earlier tests' payments are settled first, so each sweep here sees only this test's.
+  await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
+  const own = await createOrganization();
+  const token = await accessTokenFor(app, await createMember(own, 'owner'));
+  const account = await createOrgAccount(own, { currency: 'XOF' });
+  const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
+  const pay = async (amount: number, reference: string): Promise<string> => {
+    const agent = request.agent(slowPayApp);
+    const page = await agent.get(`/pay/${ownCheckout.code}?amount=${amount}&reference=${reference}`);
+    const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
+    expect(res.status, res.text).toBe(303);
+    return res.headers.location as string;
+  };
+  return { slowPayments, slowPayApp, own, token, account, pay };
+}
+
 describe('GET /business/organizations/{orgId}/payments', () => {
   it('filters by link, reference and status, pages newest first, and keeps other organisations out', async () => {
     const own = await createOrganization();
@@ -697,23 +720,10 @@ describe('GET /business/organizations/{orgId}/payments', () => {
   });
 
   it('never settles a due payment on a read; the sweep settles them a bounded batch at a time', async () => {
-    // A payments service whose sandbox timers would fire only in an hour: only the sweep settles here.
-    const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
-    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
+    const { slowPayments, slowPayApp, own, token, account, pay } = await sweepSetup();
     try {
-      await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
-      const own = await createOrganization();
-      const token = await accessTokenFor(app, await createMember(own, 'owner'));
-      const account = await createOrgAccount(own, { currency: 'XOF' });
-      const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
       const locations: string[] = [];
-      for (const i of [1, 2, 3]) {
-        const agent = request.agent(slowPayApp);
-        const page = await agent.get(`/pay/${ownCheckout.code}?amount=${i * 1000}&reference=SWEEP-${i}`);
-        const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
-        expect(res.status, res.text).toBe(303);
-        locations.push(res.headers.location as string);
-      }
+      for (const i of [1, 2, 3]) locations.push(await pay(i * 1000, `SWEEP-${i}`));
       const mine = () => testKnex()('payments').where({ organization_id: own.id }).orderBy('reference');
       expect((await mine()).map((p: { status: string }) => p.status)).toEqual(['pending', 'pending', 'pending']);
       // Due now, as after a restart that lost the timers.
@@ -740,20 +750,9 @@ describe('GET /business/organizations/{orgId}/payments', () => {
   });
 
   it('pushes back a payment whose settlement fails, so a batch of failing payments never starves the others', async () => {
-    const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
-    const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
+    const { slowPayments, own, account, pay } = await sweepSetup();
     try {
-      await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
-      const own = await createOrganization();
-      const token = await accessTokenFor(app, await createMember(own, 'owner'));
-      const account = await createOrgAccount(own, { currency: 'XOF' });
-      const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
-      for (const reference of ['BAD-1', 'BAD-2', 'BAD-3', 'GOOD-1', 'GOOD-2']) {
-        const agent = request.agent(slowPayApp);
-        const page = await agent.get(`/pay/${ownCheckout.code}?amount=1000&reference=${reference}`);
-        const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
-        expect(res.status, res.text).toBe(303);
-      }
+      for (const reference of ['BAD-1', 'BAD-2', 'BAD-3', 'GOOD-1', 'GOOD-2']) await pay(1000, reference);
       // All due; the three failing ones (more than a batch) are the oldest due.
       const now = Date.now();
       await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'BAD-%').update({ settle_after: new Date(now - 10_000) });
