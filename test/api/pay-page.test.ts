@@ -6,7 +6,7 @@ import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import type { RateLimitBackend } from '../../src/http/rate-limit';
 import { signAmount } from '../../src/modules/payment-links/link-security';
-import { paymentsRepository } from '../../src/modules/payment-links/payments-repository';
+import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { PaymentsService } from '../../src/modules/payment-links/payments-service';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
@@ -406,10 +406,11 @@ describe('POST /pay/:code', () => {
     await testKnex()('payments').where({ id: slowId }).update({ settle_after: new Date(Date.now() - 1000) });
 
     const calls: string[] = [];
-    const spies = Object.keys(paymentsRepository).map((name) =>
-      vi.spyOn(paymentsRepository as unknown as Record<string, (...args: unknown[]) => unknown>, name).mockImplementation(() => {
+    const methods = Object.getOwnPropertyNames(PaymentsRepository.prototype).filter((name) => name !== 'constructor');
+    const spies = methods.map((name) =>
+      vi.spyOn(PaymentsRepository.prototype as unknown as Record<string, (...args: unknown[]) => unknown>, name).mockImplementation(() => {
         calls.push(name);
-        throw new Error(`paymentsRepository.${name} called by a GET`);
+        throw new Error(`PaymentsRepository.${name} called by a GET`);
       }),
     );
     const settle = vi.spyOn(app.services.payments, 'settle');
@@ -794,10 +795,10 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       return payment;
     });
     // A slow commit: the settlement is still under way when the shutdown starts.
-    const markSucceeded = paymentsRepository.markSucceeded.bind(paymentsRepository);
-    const slowMark = vi.spyOn(paymentsRepository, 'markSucceeded').mockImplementation(async (trx, id, postingId) => {
+    const markSucceeded = PaymentsRepository.prototype.markSucceeded;
+    const slowMark = vi.spyOn(PaymentsRepository.prototype, 'markSucceeded').mockImplementation(async function (this: PaymentsRepository, id, postingId) {
       await new Promise((resolve) => setTimeout(resolve, 300));
-      return markSucceeded(trx, id, postingId);
+      return markSucceeded.call(this, id, postingId);
     });
     try {
       const agent = request.agent(quickPayApp);

@@ -16,3 +16,4 @@ export {
 export { currencies, CurrencyRepository, type Currency } from './currency-repository';
 export { formatMinor, minorToNumber, parseAmount, toBigInt, MAX_MINOR } from './money';
 export type * from './ledger-types';
+export { LedgerReadModel, type AccountEntry, type Counterparty, type EntryPosition, type EntryTotals } from './ledger-read-model';
