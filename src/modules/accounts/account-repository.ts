@@ -1,14 +1,15 @@
 import type { Knex } from 'knex';
-import { toBigInt } from '../ledger';
 import type { HolderType, OrgAccount, OrgAccountStatus } from './account-types';
 
 type Db = Knex | Knex.Transaction;
+
+/** An account as stored here; its balance, ledger status and currency exponent are the ledger's. */
+export type AccountRecord = Omit<OrgAccount, 'exponent' | 'balanceMinor' | 'ledgerStatus'>;
 
 interface AccountRow {
   id: string;
   organization_id: string;
   currency: string;
-  exponent: number | string;
   status: OrgAccountStatus;
   holder_type: HolderType;
   label: string;
@@ -16,18 +17,15 @@ interface AccountRow {
   account_number: string | null;
   iban: string | null;
   ledger_account_id: string;
-  balance_minor: string | number;
-  ledger_status: 'active' | 'frozen';
   created_at: Date;
   updated_at: Date;
 }
 
-function toAccount(row: AccountRow): OrgAccount {
+function toRecord(row: AccountRow): AccountRecord {
   return {
     id: row.id,
     organizationId: row.organization_id,
     currency: row.currency.trim(),
-    exponent: Number(row.exponent),
     status: row.status,
     holderType: row.holder_type,
     label: row.label,
@@ -35,50 +33,16 @@ function toAccount(row: AccountRow): OrgAccount {
     accountNumber: row.account_number,
     iban: row.iban,
     ledgerAccountId: row.ledger_account_id,
-    balanceMinor: toBigInt(row.balance_minor),
-    ledgerStatus: row.ledger_status,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
 }
 
-function accountsQuery(db: Db) {
-  return db('organization_accounts as oa')
-    .join('ledger_accounts as la', 'la.id', 'oa.ledger_account_id')
-    .join('currencies as c', 'c.code', 'oa.currency')
-    .select(
-      'oa.id',
-      'oa.organization_id',
-      'oa.currency',
-      'c.exponent',
-      'oa.status',
-      'oa.holder_type',
-      'oa.label',
-      'oa.bank_name',
-      'oa.account_number',
-      'oa.iban',
-      'oa.ledger_account_id',
-      'la.balance_minor',
-      'la.status as ledger_status',
-      'oa.created_at',
-      'oa.updated_at',
-    );
-}
+const ACCOUNT_COLUMNS = ['id', 'organization_id', 'currency', 'status', 'holder_type', 'label', 'bank_name', 'account_number', 'iban', 'ledger_account_id', 'created_at', 'updated_at'];
 
-export interface NewAccountRow {
-  id: string;
-  organizationId: string;
-  currency: string;
-  status: OrgAccountStatus;
-  holderType: HolderType;
-  label: string;
-  bankName: string | null;
-  accountNumber: string | null;
-  iban: string | null;
-  ledgerAccountId: string;
-}
+export type NewAccountRow = Pick<OrgAccount, 'id' | 'organizationId' | 'currency' | 'status' | 'holderType' | 'label' | 'bankName' | 'accountNumber' | 'iban' | 'ledgerAccountId'>;
 
-/** Knex queries of organisation accounts (balances come from their ledger accounts). */
+/** Knex queries of the organisation_accounts table. */
 export class AccountRepository {
   constructor(private readonly db: Db) {}
 
@@ -98,23 +62,24 @@ export class AccountRepository {
   }
 
   /** The account when it belongs to the organisation; undefined when unknown or foreign. */
-  async findForOrganization(organizationId: string, accountId: string, options: { forUpdate?: boolean } = {}): Promise<OrgAccount | undefined> {
-    const query = accountsQuery(this.db).where({ 'oa.id': accountId, 'oa.organization_id': organizationId });
-    if (options.forUpdate) query.forUpdate('oa');
-    const row = (await query.first()) as AccountRow | undefined;
-    return row ? toAccount(row) : undefined;
+  async findForOrganization(organizationId: string, accountId: string, options: { forUpdate?: boolean } = {}): Promise<AccountRecord | undefined> {
+    const query = this.db('organization_accounts').where({ id: accountId, organization_id: organizationId });
+    if (options.forUpdate) query.forUpdate();
+    const row = (await query.first(ACCOUNT_COLUMNS)) as AccountRow | undefined;
+    return row ? toRecord(row) : undefined;
   }
 
   /** The organisation's accounts, newest first. */
-  async listForOrganization(organizationId: string, limit: number): Promise<OrgAccount[]> {
-    const rows = (await accountsQuery(this.db)
-      .where('oa.organization_id', organizationId)
+  async listForOrganization(organizationId: string, limit: number): Promise<AccountRecord[]> {
+    const rows = (await this.db('organization_accounts')
+      .where('organization_id', organizationId)
       .orderBy([
-        { column: 'oa.created_at', order: 'desc' },
-        { column: 'oa.id', order: 'desc' },
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
       ])
-      .limit(limit)) as AccountRow[];
-    return rows.map(toAccount);
+      .limit(limit)
+      .select(ACCOUNT_COLUMNS)) as AccountRow[];
+    return rows.map(toRecord);
   }
 
   /** The labels of the organisation accounts behind these ledger accounts, by ledger account id. */

@@ -4,8 +4,8 @@ import { systemClock, type Clock } from '../../clock';
 import { setLocal, withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError, type FieldIssue } from '../../errors';
 import { isUuid } from '../../ids';
-import { currencies, ensureAccount } from '../ledger';
-import { AccountRepository } from './account-repository';
+import { currencies, ensureAccount, LedgerReadModel } from '../ledger';
+import { AccountRepository, type AccountRecord } from './account-repository';
 import type { CreateOrgAccountInput, OrgAccount, StatementInterval } from './account-types';
 import { validateNewAccount } from './account-validation';
 import { decodeStatementCursor, encodeStatementCursor, type StatementPageCursor } from './statement-cursor';
@@ -114,8 +114,8 @@ export class AccountService {
   }
 
   /**
-   * Creates an account and its ledger account in the caller's transaction (the seed, test
-   * factories, and later an account-opening flow). Validates every field (400 ValidationError).
+   * Creates an account and its ledger account in the caller's transaction (the demo seed, test
+   * factories). Validates every field (400 ValidationError).
    */
   async createAccount(trx: Knex.Transaction, input: CreateOrgAccountInput): Promise<OrgAccount> {
     const fields = validateNewAccount(input);
@@ -132,13 +132,28 @@ export class AccountService {
     await accounts.insert({ id, organizationId: input.organizationId, currency: currency.code, ledgerAccountId: ledger.id, ...fields });
     const created = await accounts.findForOrganization(input.organizationId, id);
     if (!created) throw new Error(`organisation account ${id} vanished after its insert`);
-    return created;
+    return (await this.withLedger(trx, [created]))[0] as OrgAccount;
+  }
+
+  /** The accounts with their ledger accounts' balances and statuses and their currency's exponent. */
+  private async withLedger(db: Db, records: AccountRecord[]): Promise<OrgAccount[]> {
+    const states = await new LedgerReadModel(db).accountStates(records.map((record) => record.ledgerAccountId));
+    const accounts: OrgAccount[] = [];
+    for (const record of records) {
+      const state = states.get(record.ledgerAccountId);
+      // organization_accounts.ledger_account_id references ledger_accounts: never missing.
+      if (!state) throw new Error(`the ledger account of organisation account ${record.id} does not exist`);
+      const { exponent } = await currencies.require(db, record.currency);
+      accounts.push({ ...record, exponent, balanceMinor: state.balanceMinor, ledgerStatus: state.status });
+    }
+    return accounts;
   }
 
   /** The account when it belongs to the organisation, otherwise undefined (unknown or foreign alike). */
-  findAccountForOrganization(organizationId: string, accountId: string, db: Db = this.knex, options: { forUpdate?: boolean } = {}): Promise<OrgAccount | undefined> {
-    if (!isUuid(accountId)) return Promise.resolve(undefined);
-    return new AccountRepository(db).findForOrganization(organizationId, accountId, options);
+  async findAccountForOrganization(organizationId: string, accountId: string, db: Db = this.knex, options: { forUpdate?: boolean } = {}): Promise<OrgAccount | undefined> {
+    if (!isUuid(accountId)) return undefined;
+    const record = await new AccountRepository(db).findForOrganization(organizationId, accountId, options);
+    return record ? (await this.withLedger(db, [record]))[0] : undefined;
   }
 
   /**
@@ -153,8 +168,8 @@ export class AccountService {
   }
 
   /** The organisation's accounts with their ledger balances, newest first. */
-  listAccounts(organizationId: string): Promise<OrgAccount[]> {
-    return new AccountRepository(this.knex).listForOrganization(organizationId, MAX_ACCOUNTS_PER_ORGANIZATION);
+  async listAccounts(organizationId: string): Promise<OrgAccount[]> {
+    return this.withLedger(this.knex, await new AccountRepository(this.knex).listForOrganization(organizationId, MAX_ACCOUNTS_PER_ORGANIZATION));
   }
 
   /**

@@ -1,16 +1,9 @@
 import { ValidationError, type FieldIssue } from '../../errors';
 import { checkIban } from '../../iban';
-import { ACCOUNT_STATUSES, HOLDER_TYPES, type CreateOrgAccountInput, type HolderType, type OrgAccountStatus } from './account-types';
+import { ACCOUNT_STATUSES, HOLDER_TYPES, type CreateOrgAccountInput, type OrgAccount } from './account-types';
 
-/** The fields of a new account, trimmed and normalised. */
-export interface ValidAccountFields {
-  status: OrgAccountStatus;
-  holderType: HolderType;
-  label: string;
-  bankName: string | null;
-  accountNumber: string | null;
-  iban: string | null;
-}
+/** The fields of a new account a caller chooses, trimmed and normalised. */
+export type ValidAccountFields = Pick<OrgAccount, 'status' | 'holderType' | 'label' | 'bankName' | 'accountNumber' | 'iban'>;
 
 function normaliseText(value: string | null | undefined, field: string, max: number, issues: FieldIssue[], required: boolean): string | null {
   if (value == null || value.trim() === '') {

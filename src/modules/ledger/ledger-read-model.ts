@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { toBigInt } from './money';
-import type { AccountKind, OwnerType } from './ledger-types';
+import type { AccountKind, AccountStatus, OwnerType } from './ledger-types';
 
 type Db = Knex | Knex.Transaction;
 
@@ -31,6 +31,12 @@ export interface AccountEntry extends EntryPosition {
   counterpartyText: string | null;
   /** The other account of the posting on the opposite side with the largest amount; null when none. */
   counterparty: Counterparty | null;
+}
+
+/** What a ledger account holds now. */
+export interface AccountState {
+  balanceMinor: bigint;
+  status: AccountStatus;
 }
 
 export interface EntryTotals {
@@ -90,6 +96,15 @@ function toEntry(row: EntryRow): AccountEntry {
  */
 export class LedgerReadModel {
   constructor(private readonly db: Db) {}
+
+  /** The balance and status of each ledger account, by id (unknown ids are absent), in one query. */
+  async accountStates(accountIds: readonly string[]): Promise<Map<string, AccountState>> {
+    if (accountIds.length === 0) return new Map();
+    const rows = (await this.db('ledger_accounts')
+      .whereIn('id', [...new Set(accountIds)])
+      .select('id', 'balance_minor', 'status')) as Array<{ id: string; balance_minor: string | number; status: AccountStatus }>;
+    return new Map(rows.map((row) => [row.id, { balanceMinor: toBigInt(row.balance_minor), status: row.status }]));
+  }
 
   /** Sum of the account's entries booked before `before` (an opening balance). */
   async balanceBefore(accountId: string, before: Date): Promise<bigint> {

@@ -10,7 +10,7 @@ import {
 } from './organization-errors';
 import { OrganizationRepository } from './organization-repository';
 
-/** Applies one access rule to one caller and organisation (the order is the spec's). */
+/** Applies one access rule to one caller and organisation, in the order access-policy.ts lists. */
 export class OrganizationAccessService {
   constructor(private readonly knex: Knex) {}
 
