@@ -12,6 +12,7 @@
  * the defaults.
  */
 import type { Knex } from 'knex';
+import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
 import { InvoiceService } from '../../src/modules/invoices/invoice-service';
 import { printResult, runAutocannon, startServerProcess, BENCH_JWT_SECRET, createBenchMember, createScratchDatabase } from './bench-support';
 
@@ -87,7 +88,7 @@ async function explainList(knex: Knex, orgId: string, startingAfter?: string): P
     if (/^select/i.test(query.sql) && query.sql.includes('order by')) captured.push({ sql: query.sql, bindings: query.bindings ?? [] });
   };
   knex.on('query', listener);
-  await new InvoiceService(knex).listDocuments(orgId, { limit: 50, startingAfter });
+  await new InvoiceService(knex, { idempotency: new IdempotencyService(knex, { ttlHours: 24 }) }).listDocuments(orgId, { limit: 50, startingAfter });
   knex.removeListener('query', listener);
   const query = captured[0];
   if (!query) throw new Error('the list query was not captured');

@@ -91,3 +91,8 @@ export async function migrateLatest(knex: Knex): Promise<string[]> {
   const [, applied] = (await knex.migrate.latest()) as [number, string[]];
   return applied;
 }
+
+/** One round trip to the database (the health probe). */
+export async function ping(db: Knex | Knex.Transaction): Promise<void> {
+  await db.raw('SELECT 1');
+}
