@@ -2,3 +2,4 @@
 export { AccountService, resolveInterval, isValidIban, MAX_STATEMENT_DAYS, DEFAULT_STATEMENT_DAYS, MAX_STATEMENT_PAGE, DEFAULT_STATEMENT_PAGE } from './account-service';
 export type { StatementPage, StatementPageQuery, StatementRange, StatementSink, StatementSummary } from './account-service';
 export type * from './account-types';
+export { accountHandlers } from './account-handlers';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { AccessRule, OrganizationContext } from './access-policy';
+import type { AccessRule, AuthorizedOrganization } from '../../contract';
 import {
   FeatureUnavailableError,
   InsufficientRoleError,
@@ -19,7 +19,7 @@ export function isUuid(value: string): boolean {
 export class OrganizationAccessService {
   constructor(private readonly knex: Knex) {}
 
-  async authorize(organizationId: string, userId: string, rule: AccessRule): Promise<OrganizationContext> {
+  async authorize(organizationId: string, userId: string, rule: AccessRule): Promise<AuthorizedOrganization> {
     if (!isUuid(organizationId)) throw new OrganizationNotFoundError();
     const organization = await new OrganizationRepository(this.knex).findForMember(organizationId.toLowerCase(), userId);
     if (!organization) throw new OrganizationNotFoundError();

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import type { ModuleAccess, ModuleName, OrganizationContext, Role } from './access-policy';
+import type { AuthorizedOrganization, ModuleAccess, ModuleName, Role } from '../../contract';
 
 interface MembershipRow {
   id: string;
   name: string;
-  status: OrganizationContext['status'];
+  status: AuthorizedOrganization['status'];
   role: Role;
   modules: Partial<Record<ModuleName, ModuleAccess>> | string | null;
 }
@@ -16,7 +16,7 @@ export class OrganizationRepository {
    * The organisation, the user's active membership in it and its modules, in one query;
    * undefined when the organisation does not exist or the user is not an active member.
    */
-  async findForMember(organizationId: string, userId: string): Promise<OrganizationContext | undefined> {
+  async findForMember(organizationId: string, userId: string): Promise<AuthorizedOrganization | undefined> {
     const row = await this.db('organizations as o')
       .join('memberships as m', (join) => {
         join.on('m.organization_id', 'o.id').andOnVal('m.user_id', userId).andOnVal('m.status', 'active');
@@ -34,6 +34,6 @@ export class OrganizationRepository {
       );
     if (!row) return undefined;
     const modules = typeof row.modules === 'string' ? (JSON.parse(row.modules) as MembershipRow['modules']) : row.modules;
-    return { id: row.id, name: row.name, status: row.status, role: row.role, moduleAccess: (modules ?? {}) as OrganizationContext['moduleAccess'] };
+    return { id: row.id, name: row.name, status: row.status, role: row.role, moduleAccess: (modules ?? {}) as AuthorizedOrganization['moduleAccess'] };
   }
 }

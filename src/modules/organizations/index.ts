@@ -1,0 +1,11 @@
+/** Public face of the organizations module: membership, roles and the x-access check. */
+export { accessRuleFor, roleAllowed } from './access-policy';
+export { OrganizationAccessService, isUuid } from './organization-access-service';
+export {
+  FeatureUnavailableError,
+  InsufficientRoleError,
+  ModuleLockedError,
+  OrganizationInactiveError,
+  OrganizationNotFoundError,
+  ORGANIZATION_NOT_FOUND_MESSAGE,
+} from './organization-errors';

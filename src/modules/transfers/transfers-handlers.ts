@@ -1,0 +1,14 @@
+import type { Handlers } from '../../contract';
+import type { TransferService } from './transfers-service';
+
+/** POST /transfers, GET /transfers, GET /transfers/{transferId}. */
+export function transfersHandlers(transfers: TransferService): Handlers<'createTransfer' | 'listTransfers' | 'getTransfer'> {
+  return {
+    async createTransfer({ caller, headers, body }) {
+      const data = await transfers.create(caller.userId, headers['Idempotency-Key'], body);
+      return { data, headers: { Location: `/api/transfers/${data.id}` } };
+    },
+    listTransfers: async ({ caller, query }) => ({ data: await transfers.list(caller.userId, { limit: query.limit ?? 50, startingAfter: query.starting_after }) }),
+    getTransfer: async ({ caller, path }) => ({ data: await transfers.get(caller.userId, path.transferId) }),
+  };
+}
