@@ -12,7 +12,8 @@ import {
 } from './link-security';
 import { PaymentRefused } from './payment-links-errors';
 import { checkAmountForLink, checkPrintable } from './payment-links-service';
-import type { Payment, PaymentLink, PublicPaymentLink } from './payment-links-types';
+import type { PublicPaymentLink } from './payment-links-repository';
+import type { Payment, PaymentLink } from './payment-links-types';
 import type { PaymentsService } from './payments-service';
 import { readSandboxPayer } from './sandbox';
 
