@@ -42,3 +42,6 @@ export const OPERATIONS = {
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;
+
+/** info.version of the contract. */
+export const CONTRACT_VERSION = "1.0.0";

@@ -74,5 +74,8 @@ ${lines.join('\n')}
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;
+
+/** info.version of the contract. */
+export const CONTRACT_VERSION = ${JSON.stringify((doc.info as Json).version)};
 `;
 fs.writeFileSync(path.join(outDir, 'operations.ts'), source);

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from './config';
-import { loadOpenApiDocument } from './http/openapi-document';
+import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
@@ -10,7 +10,7 @@ import { IdempotencyService } from './modules/idempotency';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OrganizationAccessService } from './modules/organizations';
-import { PaymentLinksService, PaymentsService } from './modules/payment-links';
+import { PaymentLinksService, PaymentPageService, PaymentsService } from './modules/payment-links';
 import { SandboxRail, TransferService } from './modules/transfers';
 import { WalletService } from './modules/wallets';
 
@@ -35,7 +35,7 @@ export function buildServices(deps: ServiceDeps) {
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   return {
-    health: new HealthService(knex, redis, loadOpenApiDocument().version),
+    health: new HealthService(knex, redis, CONTRACT_VERSION),
     tokens,
     sessions,
     passwords,
@@ -44,6 +44,7 @@ export function buildServices(deps: ServiceDeps) {
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret }),
     payments,
+    paymentPage: new PaymentPageService(payments, { paySecret: config.paySecret }),
     invoices: new InvoiceService(knex, { idempotencyTtlHours: config.idempotencyTtlHours }),
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
     idempotency,

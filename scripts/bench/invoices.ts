@@ -11,7 +11,7 @@
  * the defaults.
  */
 import type { Knex } from 'knex';
-import { InvoiceService } from '../../src/modules/invoices/invoice-service';
+import { InvoiceService } from '../../src/modules/invoices';
 import { printResult, runAutocannon, startServerProcess, BENCH_JWT_SECRET, createBenchMember, createScratchDatabase } from './bench-support';
 
 const DOCUMENTS = Number(process.env.BENCH_DOCUMENTS ?? 100_000);

@@ -5,9 +5,9 @@
  * This folder imports nothing but generated/: modules and the HTTP adapter both stand on it.
  */
 import type { components, operations } from '../../generated/openapi';
-import { OPERATIONS, type OperationId } from '../../generated/operations';
+import { CONTRACT_VERSION, OPERATIONS, type OperationId } from '../../generated/operations';
 
-export { OPERATIONS, type OperationId };
+export { CONTRACT_VERSION, OPERATIONS, type OperationId };
 export type { components, operations };
 export type Schemas = components['schemas'];
 

@@ -1,5 +1,4 @@
-import { escapeHtml, formatMoney } from '../modules/payment-links/payment-links-presenter';
-import type { Payment, PaymentLink } from '../modules/payment-links/payment-links-types';
+import { escapeHtml, formatMoney, type Payment, type PaymentLink } from '../modules/payment-links';
 import { formatMinor } from '../modules/ledger';
 
 /**

@@ -13,7 +13,7 @@ import {
   findDemoOrganizationId,
   findDemoUserId,
   seedIdentity,
-} from '../../src/db/seed/identity-seed';
+} from '../../src/seed/identity-seed';
 import { accessRuleFor, OrganizationAccessService } from '../../src/modules/organizations';
 import { buildServices, type Services } from '../../src/services';
 import { testConfig } from '../support/app';

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/errors';
-import { checkIban, makeIban } from '../../src/modules/transfers/iban';
-import { SANDBOX_MAGIC, sandboxOutcome } from '../../src/modules/transfers/rails';
-import { parseIdentifier } from '../../src/modules/transfers/recipient';
+import { checkIban, makeIban, SANDBOX_MAGIC, sandboxOutcome, parseIdentifier } from '../../src/modules/transfers';
 
 describe('IBAN', () => {
   it('accepts valid IBANs in any spacing and case, and refuses bad checksums and lengths', () => {

@@ -3,3 +3,6 @@ export { AccountService, resolveInterval, isValidIban, MAX_STATEMENT_DAYS, DEFAU
 export type { StatementPage, StatementPageQuery, StatementRange, StatementSink, StatementSummary } from './account-service';
 export type * from './account-types';
 export { accountHandlers } from './account-handlers';
+export { encodeStatementCursor } from './account-service';
+export { csvCell, csvLine, maskAccountNumber, maskIban, neutraliseFormula, statementFilename } from './account-presenter';
+export { describeCounterparty, describePosting } from './statement-lines';

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
-import { IdempotencyService } from '../idempotency/idempotency-service';
+import { IdempotencyService } from '../idempotency';
 import { currencies, formatMinor } from '../ledger';
 import { computeTotals, type LineItemInput } from './invoice-amounts';
 import {

@@ -2,3 +2,9 @@
 export { PaymentLinksService } from './payment-links-service';
 export { PaymentsService } from './payments-service';
 export { paymentLinksHandlers } from './payment-links-handlers';
+export { FORM_TOKEN_TTL_SECONDS, PaymentPageError, PaymentPageService, type PaymentForm, type PaymentPageProblem, type PaymentReceipt } from './payment-page-service';
+export { PaymentRefused } from './payment-links-errors';
+export { escapeHtml, formatMoney } from './payment-links-presenter';
+export type { Payment, PaymentLink } from './payment-links-types';
+export { insertDemoLinks } from './demo-links';
+export { signAmount } from './link-security';

@@ -16,7 +16,7 @@ import {
   formatMinor,
   type LedgerAccount,
 } from '../ledger';
-import { validateIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency-service';
+import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
 import { parseIdentifier, type ParsedIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
 import { transfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus, type UserSummary } from './transfers-repository';
