@@ -27,6 +27,7 @@ lint: install
 	bash scripts/lint-openapi.sh
 	npx --no-install tsc --noEmit
 	npx --no-install eslint --max-warnings=0 .
+	npx --no-install dpdm --no-warning --no-tree --exit-code circular:1 'src/**/*.ts'
 
 build: install
 	npx --no-install tsc -p tsconfig.build.json

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 import { migrateLatest, openDatabase } from './db/database';
-import { seedDemoDataIfEmpty } from './db/seed/demo-seed';
+import { seedDemoDataIfEmpty } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
     await app.services.ready();
     if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
-    const payApp = createPayApp({ config, logger, services: app.services, rateLimitBackend });
+    const payApp = createPayApp({ config, logger, paymentPage: app.services.paymentPage, rateLimitBackend });
 
     apiServer.on('request', app);
     payServer.on('request', payApp);

@@ -6,8 +6,7 @@ import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import { loadConfig } from '../../src/config';
 import { createKnex, migrateLatest } from '../../src/db/database';
-import { SessionService } from '../../src/modules/auth/session-service';
-import { TokenService } from '../../src/modules/auth/token-service';
+import { SessionService, TokenService } from '../../src/modules/auth';
 
 export interface LoadResult {
   requests_per_s: number;

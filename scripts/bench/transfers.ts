@@ -19,8 +19,7 @@ import path from 'node:path';
 import type autocannon from 'autocannon';
 import { loadConfig } from '../../src/config';
 import { withTransaction } from '../../src/db/transaction';
-import { SessionService } from '../../src/modules/auth/session-service';
-import { TokenService } from '../../src/modules/auth/token-service';
+import { SessionService, TokenService } from '../../src/modules/auth';
 import { fundWallet, reconcile } from '../../src/modules/ledger';
 import { BENCH_JWT_SECRET, createScratchDatabase, printResult, runAutocannon, startServerProcess } from './bench-support';
 

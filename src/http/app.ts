@@ -6,15 +6,14 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
-import { authenticate, bearerAuthSecurityHandler } from '../modules/auth/authenticate';
-import { healthHandler } from '../modules/health/health-routes';
-import { BUSINESS_ORGANIZATION_PREFIX, malformedOrganizationIdIsNotFound } from '../modules/organizations/organization-access';
+import { buildHandlers, NOT_IMPLEMENTED } from '../handlers';
+import { authenticate, bearerAuthSecurityHandler } from '../modules/auth';
 import { buildServices, type Services } from '../services';
-import { mountRoutes } from './routes';
 import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
+import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, operationRoute } from './mount-operations';
 import { loadOpenApiDocument } from './openapi-document';
-import { apiRateLimiter, type RateLimitBackend } from './rate-limit';
+import { apiRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
 import { installRouteRegexpCache } from './route-regexp-cache';
 
@@ -66,11 +65,13 @@ export function createApp(deps: AppDeps): App {
     res.setHeader('X-Request-Id', id);
     next();
   };
+  const handlers = buildHandlers(services, { payUrl: config.payUrl });
+  const streamStallTimeoutMs = config.statements.streamStallTimeoutMs;
   const securityHeaders = helmet();
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
   app.use(assignRequestId);
   // Not rate-limited: see the getHealth description in the contract.
-  app.get('/api/health', securityHeaders, healthHandler(services.health));
+  app.get('/api/health', securityHeaders, operationRoute('getHealth', handlers.getHealth, streamStallTimeoutMs));
   app.use(
     pinoHttp({
       logger,
@@ -86,7 +87,7 @@ export function createApp(deps: AppDeps): App {
   app.use('/api', authenticate(knex, config.jwt));
   app.use('/api', rateLimiter);
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
-  app.use(`/api${BUSINESS_ORGANIZATION_PREFIX}`, malformedOrganizationIdIsNotFound());
+  app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
   app.use(
     OpenApiValidator.middleware({
       apiSpec: document.parse() as never,
@@ -102,7 +103,17 @@ export function createApp(deps: AppDeps): App {
     }),
   );
 
-  mountRoutes(app, services, deps);
+  app.use(
+    '/api',
+    mountOperations({
+      handlers,
+      notImplemented: NOT_IMPLEMENTED,
+      organizationAccess: services.organizationAccess,
+      before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
+      except: ['getHealth'],
+      streamStallTimeoutMs,
+    }),
+  );
 
   app.use(notFoundHandler());
   app.use(errorHandler(logger, validationStatusLookup(document.parse())));

@@ -3,7 +3,7 @@ import { ipKeyGenerator, MemoryStore, rateLimit, type ClientRateLimitInfo, type 
 import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { RateLimitConfig } from '../config';
-import { loginIdentifierKey } from '../modules/auth/identifier';
+import { loginIdentifierKey } from '../modules/auth';
 
 /**
  * Where the counters live: Redis when REDIS_URL is set (shared by every instance),

@@ -1,12 +1,9 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { OrganizationContext } from '../modules/organizations/access-policy';
+import type { AuthorizedOrganization, Caller } from '../contract';
 
-export interface AuthContext {
-  userId: string;
-  sessionId: string;
-  isAdmin: boolean;
-}
+/** The authenticated caller set by the authenticate middleware. */
+export type AuthContext = Caller;
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -14,16 +11,9 @@ declare module 'express-serve-static-core' {
     auth?: AuthContext;
     /** Why a presented bearer token was refused; reported only on routes that need one. */
     authFailure?: string;
-    /** Set by the organisation access policy on Business routes (src/modules/organizations). */
-    organization?: OrganizationContext;
+    /** Set on Business routes once the operation's x-access rule let the caller through. */
+    organization?: AuthorizedOrganization;
   }
-}
-
-/** The contract operation express-openapi-validator matched for this request, if any. */
-export function contractOperation(req: unknown): { operationId: string; pathParams: Record<string, string> } | undefined {
-  const openapi = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
-  const operationId = openapi?.schema?.operationId;
-  return operationId ? { operationId, pathParams: openapi?.pathParams ?? {} } : undefined;
 }
 
 const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_JWT_SECRET } from '../../src/config';
-import { DEMO_PASSWORD, DEMO_USERS } from '../../src/db/seed/identity-seed';
+import { DEMO_PASSWORD, DEMO_USERS } from '../../src/seed/identity-seed';
 
 const ROOT = path.resolve(__dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');

@@ -13,9 +13,8 @@ import {
   findDemoOrganizationId,
   findDemoUserId,
   seedIdentity,
-} from '../../src/db/seed/identity-seed';
-import { ACCESS_POLICY } from '../../src/modules/organizations/access-policy';
-import { OrganizationAccessService } from '../../src/modules/organizations/organization-access-service';
+} from '../../src/seed/identity-seed';
+import { accessRuleFor, OrganizationAccessService } from '../../src/modules/organizations';
 import { buildServices, type Services } from '../../src/services';
 import { testConfig } from '../support/app';
 import { testKnex } from '../support/database';
@@ -69,10 +68,10 @@ describe('identity demo seed step', () => {
       const other = await findDemoOrganizationId(trx, DEMO_OTHER_ORGANIZATION_NAME);
       const locked = await findDemoOrganizationId(trx, DEMO_LOCKED_ORGANIZATION_NAME);
       const inactive = await findDemoOrganizationId(trx, DEMO_INACTIVE_ORGANIZATION_NAME);
-      await expect(access.authorize(demo, owner, ACCESS_POLICY.getOrCreateCheckout!)).resolves.toMatchObject({ role: 'owner' });
-      await expect(access.authorize(other, owner, ACCESS_POLICY.listPaymentLinks!)).rejects.toMatchObject({ code: 'NotFound' });
-      await expect(access.authorize(locked, owner, ACCESS_POLICY.getOrCreateCheckout!)).rejects.toMatchObject({ code: 'ModuleLocked' });
-      await expect(access.authorize(inactive, owner, ACCESS_POLICY.updateNetworkStatus!)).rejects.toMatchObject({ code: 'OrganizationInactive' });
+      await expect(access.authorize(demo, owner, accessRuleFor('getOrCreateCheckout')!)).resolves.toMatchObject({ role: 'owner' });
+      await expect(access.authorize(other, owner, accessRuleFor('listPaymentLinks')!)).rejects.toMatchObject({ code: 'NotFound' });
+      await expect(access.authorize(locked, owner, accessRuleFor('getOrCreateCheckout')!)).rejects.toMatchObject({ code: 'ModuleLocked' });
+      await expect(access.authorize(inactive, owner, accessRuleFor('updateNetworkStatus')!)).rejects.toMatchObject({ code: 'OrganizationInactive' });
       const demoUsers = await trx('users').whereIn('email', DEMO_USERS.map((u) => u.email)).pluck('id');
       const strangers = await trx('memberships').where({ organization_id: other }).whereIn('user_id', demoUsers).count<{ count: string }[]>('* as count');
       expect(Number(strangers[0]?.count)).toBe(0);

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { findDemoOrganizationId, seedIdentity } from '../../src/db/seed/identity-seed';
-import { DEMO_CUSTOMERS, DEMO_OPEN_QUOTE_EXPIRES_AT, demoClock, seedInvoices } from '../../src/db/seed/invoices-seed';
+import { findDemoOrganizationId, seedIdentity } from '../../src/seed/identity-seed';
+import { DEMO_CUSTOMERS, DEMO_OPEN_QUOTE_EXPIRES_AT, demoClock, seedInvoices } from '../../src/seed/invoices-seed';
 import { InvoiceRepository } from '../../src/modules/invoices/invoice-repository';
-import { seedNetworkStatus } from '../../src/db/seed/network-status-seed';
+import { seedNetworkStatus } from '../../src/seed/network-status-seed';
 import { buildServices } from '../../src/services';
 import { testConfig } from '../support/app';
 import { testKnex } from '../support/database';

@@ -1,8 +1,8 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { seedOrganizationAccounts } from '../../src/db/seed/accounts-seed';
-import { findDemoOrganizationId, seedIdentity } from '../../src/db/seed/identity-seed';
-import { seedPaymentLinks } from '../../src/db/seed/payment-links-seed';
+import { seedOrganizationAccounts } from '../../src/seed/accounts-seed';
+import { findDemoOrganizationId, seedIdentity } from '../../src/seed/identity-seed';
+import { seedPaymentLinks } from '../../src/seed/payment-links-seed';
 import { buildServices } from '../../src/services';
 import { testConfig } from '../support/app';
 import { testKnex } from '../support/database';

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { DEMO_OUTSIDER_EMAIL, DEMO_USERS, seedIdentity } from '../../src/db/seed/identity-seed';
-import { seedWallets } from '../../src/db/seed/wallets-seed';
+import { DEMO_OUTSIDER_EMAIL, DEMO_USERS, seedIdentity } from '../../src/seed/identity-seed';
+import { seedWallets } from '../../src/seed/wallets-seed';
 import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
 import { buildServices } from '../../src/services';
 import { testConfig } from '../support/app';

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { csvCell, csvLine, maskAccountNumber, maskIban, neutraliseFormula, statementFilename } from '../../src/modules/accounts/account-presenter';
-import { describeCounterparty, describePosting } from '../../src/modules/accounts/statement-lines';
-import { MAX_STATEMENT_DAYS, resolveInterval } from '../../src/modules/accounts';
 import type { AccountKind } from '../../src/modules/ledger';
+import { csvCell, csvLine, maskAccountNumber, maskIban, neutraliseFormula, statementFilename, describeCounterparty, describePosting, MAX_STATEMENT_DAYS, resolveInterval } from '../../src/modules/accounts';
 
 const DAY = 86_400_000;
 

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { InvoiceService } from '../../modules/invoices/invoice-service';
-import type { Services } from '../../services';
+import { InvoiceService } from '../modules/invoices';
+import type { Services } from '../services';
 import { DEMO_ORGANIZATION_NAME, DEMO_OTHER_ORGANIZATION_NAME, DEMO_USERS, findDemoOrganizationId, findDemoUserId } from './identity-seed';
 
 export const DEMO_CUSTOMERS = [

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Services } from '../../services';
+import type { Services } from '../services';
 import { seedOrganizationAccounts } from './accounts-seed';
 import { seedIdentity } from './identity-seed';
 import { seedInvoices } from './invoices-seed';
@@ -14,12 +14,12 @@ import { seedWallets } from './wallets-seed';
 export type SeedStep = (trx: Knex.Transaction, services: Services) => Promise<void>;
 
 const STEPS: SeedStep[] = [
-  seedIdentity, // first: users and organisations (src/db/seed/identity-seed.ts)
-  seedOrganizationAccounts, // organisation accounts with ledger postings (src/db/seed/accounts-seed.ts)
-  seedInvoices, // customers, invoices, quotes and credit notes of every status (src/db/seed/invoices-seed.ts)
-  seedNetworkStatus, // the demo organisation's audited opening status (src/db/seed/network-status-seed.ts)
-  seedPaymentLinks, // Checkouts and one-off links of the demo organisation (src/db/seed/payment-links-seed.ts)
-  seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/db/seed/wallets-seed.ts)
+  seedIdentity, // first: users and organisations (src/seed/identity-seed.ts)
+  seedOrganizationAccounts, // organisation accounts with ledger postings (src/seed/accounts-seed.ts)
+  seedInvoices, // customers, invoices, quotes and credit notes of every status (src/seed/invoices-seed.ts)
+  seedNetworkStatus, // the demo organisation's audited opening status (src/seed/network-status-seed.ts)
+  seedPaymentLinks, // Checkouts and one-off links of the demo organisation (src/seed/payment-links-seed.ts)
+  seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/seed/wallets-seed.ts)
 ];
 
 export async function seedDemoData(knex: Knex, services: Services): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Services } from '../../services';
+import type { Services } from '../services';
 import { DEMO_ORGANIZATION_NAME, DEMO_USERS, findDemoOrganizationId, findDemoUserId } from './identity-seed';
 
 /**

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
-import { generateLinkCode } from '../../modules/payment-links/link-security';
-import { PaymentLinksRepository } from '../../modules/payment-links/payment-links-repository';
+import { insertDemoLinks } from '../modules/payment-links';
 import { DEMO_ACCOUNTS } from './accounts-seed';
 import { DEMO_ORGANIZATION_NAME, findDemoOrganizationId } from './identity-seed';
 
@@ -21,36 +20,5 @@ export async function seedPaymentLinks(trx: Knex.Transaction): Promise<void> {
   const createdBy = owner?.user_id ?? null;
   const xof = await demoAccount(trx, organizationId, DEMO_ACCOUNTS.xof);
   const eur = await demoAccount(trx, organizationId, DEMO_ACCOUNTS.eur);
-  const base = { organizationId, createdBy };
-  const links = new PaymentLinksRepository(trx);
-  await links.insertCheckoutIfAbsent({ ...base, kind: 'checkout', code: generateLinkCode(), destinationAccountId: xof.id, currency: xof.currency });
-  await links.insertCheckoutIfAbsent({
-    ...base,
-    kind: 'checkout',
-    code: generateLinkCode(),
-    destinationAccountId: eur.id,
-    currency: eur.currency,
-    requireSignedAmount: true,
-  });
-  await links.insertLink({
-    ...base,
-    kind: 'link',
-    code: generateLinkCode(),
-    destinationAccountId: xof.id,
-    currency: xof.currency,
-    amountMinor: 15_000n,
-    description: 'Delivery fee',
-    reference: 'ORDER-2001',
-    expiresAt: new Date(Date.now() + 30 * 86_400_000),
-  });
-  await links.insertLink({
-    ...base,
-    kind: 'link',
-    code: generateLinkCode(),
-    destinationAccountId: xof.id,
-    currency: xof.currency,
-    minimumAmountMinor: 1_000n,
-    maximumAmountMinor: 500_000n,
-    description: 'Donation to the community fund',
-  });
+  await insertDemoLinks(trx, { organizationId, createdBy, xof, eur });
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { externalClearingAccount, post } from '../../modules/ledger';
-import type { CreateOrgAccountInput } from '../../modules/accounts';
-import type { Services } from '../../services';
+import { externalClearingAccount, post } from '../modules/ledger';
+import type { CreateOrgAccountInput } from '../modules/accounts';
+import type { Services } from '../services';
 import { DEMO_ORGANIZATION_NAME, DEMO_OTHER_ORGANIZATION_NAME, findDemoOrganizationId } from './identity-seed';
 
 /** Labels of the demo organisation's accounts (other seed steps find them by label). */

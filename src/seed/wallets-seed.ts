@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { fundWallet } from '../../modules/ledger';
+import { fundWallet } from '../modules/ledger';
 import { DEMO_OUTSIDER_EMAIL, DEMO_USERS } from './identity-seed';
 
 /** What every demo user starts with, in minor units: 1,000,000 XOF and 1,000.00 EUR. */

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
-import type { ModuleAccess, ModuleName, Role } from '../../modules/organizations/access-policy';
-import { MODULES } from '../../modules/organizations/access-policy';
-import type { Services } from '../../services';
+import { MODULES, type ModuleAccess, type ModuleName, type Role } from '../contract';
+import type { Services } from '../services';
 
 /** Local demo data only (the README lists these logins). */
 export const DEMO_PASSWORD = 'demo-password';

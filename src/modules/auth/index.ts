@@ -1,0 +1,8 @@
+/** Public face of the auth module: identities, sessions, tokens and the bearer-token check. */
+export { AuthService } from './auth-service';
+export { authHandlers } from './auth-handlers';
+export { authenticate, bearerAuthSecurityHandler } from './authenticate';
+export { loginIdentifierKey } from './identifier';
+export { ARGON2_OPTIONS, PasswordHasher } from './password-hasher';
+export { SessionService } from './session-service';
+export { TokenService } from './token-service';
