@@ -10,7 +10,7 @@ import { PaymentsRepository } from '../../src/modules/payment-links/payments-rep
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
-import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization } from '../support/factories';
+import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization, businessPath } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
 import { statementUrl } from '../support/statements';
 
@@ -21,7 +21,7 @@ let owner: string;
 let xof: TestOrgAccount;
 let checkout: { id: string; code: string; public_url: string };
 
-const base = (orgId: string) => `/api/business/organizations/${orgId}`;
+const base = businessPath;
 const tokenIn = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1] as string;
 
 beforeAll(async () => {

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import {
   DEMO_INACTIVE_ORGANIZATION_NAME,
@@ -15,27 +14,11 @@ import {
   seedIdentity,
 } from '../../src/seed/identity-seed';
 import { accessRuleFor, OrganizationAccessService } from '../../src/modules/organizations';
-import { buildServices, type Services } from '../../src/services';
-import { testConfig } from '../support/app';
-import { testKnex } from '../support/database';
-
-/** Runs the step in a transaction that is always rolled back: the run's database keeps no demo rows. */
-async function inRolledBackSeed(check: (trx: Knex.Transaction, services: Services) => Promise<void>): Promise<void> {
-  const knex = testKnex();
-  const services = buildServices({ config: testConfig(), knex, logger: pino({ level: 'silent' }) });
-  const trx = await knex.transaction();
-  try {
-    await seedIdentity(trx, services);
-    await check(trx, services);
-  } finally {
-    await trx.rollback();
-    await services.shutdown();
-  }
-}
+import { inRolledBackSeed } from '../support/seed';
 
 describe('identity demo seed step', () => {
   it('creates one argon2id user per role in "Demo Trading SARL", all modules open', async () => {
-    await inRolledBackSeed(async (trx, services) => {
+    await inRolledBackSeed([seedIdentity], async (trx, services) => {
       const orgId = await findDemoOrganizationId(trx);
       const org = await trx('organizations').where({ id: orgId }).first('name', 'status');
       expect(org).toEqual({ name: DEMO_ORGANIZATION_NAME, status: 'active' });
@@ -61,7 +44,7 @@ describe('identity demo seed step', () => {
   });
 
   it('makes the 404, 423 and 422 paths reachable for the demo owner', async () => {
-    await inRolledBackSeed(async (trx) => {
+    await inRolledBackSeed([seedIdentity], async (trx) => {
       const access = new OrganizationAccessService(trx as unknown as Knex);
       const owner = await findDemoUserId(trx, 'owner@demo.example');
       const demo = await findDemoOrganizationId(trx);
