@@ -58,6 +58,9 @@ export interface Config {
   statements: {
     /** A CSV statement whose client reads nothing for this long is cut. */
     streamStallTimeoutMs: number;
+    /** CSV statements streaming at once per user (beyond: 429) and in total (beyond: 503). */
+    streamsPerUser: number;
+    streamsTotal: number;
   };
 }
 
@@ -167,6 +170,8 @@ export function loadConfig(env: Env = process.env): Config {
     },
     statements: {
       streamStallTimeoutMs: integer(env, 'STATEMENT_STREAM_STALL_TIMEOUT_MS', 30_000, 100, 600_000),
+      streamsPerUser: integer(env, 'STATEMENT_STREAMS_PER_USER', 2, 1, 100),
+      streamsTotal: integer(env, 'STATEMENT_STREAMS_TOTAL', 4, 1, 1_000),
     },
   };
 }

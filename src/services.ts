@@ -18,6 +18,10 @@ import { IdempotencyService } from './modules/idempotency/idempotency-service';
 import { SandboxRail } from './modules/transfers/rails';
 import { TransferService } from './modules/transfers/transfers-service';
 import { WalletService } from './modules/wallets/wallets-service';
+import { StreamBudget } from './stream-budget';
+
+/** Retry-After of a refused statement download: a stream usually ends within seconds. */
+const STREAM_RETRY_AFTER_SECONDS = 5;
 
 export interface ServiceDeps {
   config: Config;
@@ -34,7 +38,12 @@ export function buildServices(deps: ServiceDeps) {
   const tokens = new TokenService(config.jwt);
   const sessions = new SessionService(knex, tokens);
   const passwords = new PasswordHasher();
-  const accounts = new AccountService(knex, { cursorSecret: config.paySecret, now: deps.now, streamStallTimeoutMs: config.statements.streamStallTimeoutMs });
+  const accounts = new AccountService(knex, {
+    cursorSecret: config.paySecret,
+    now: deps.now,
+    streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
+    streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
+  });
   const payments = new PaymentsService(knex, accounts, deps.logger);
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).

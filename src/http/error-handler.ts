@@ -28,6 +28,18 @@ const CODE_BY_STATUS: Record<number, string> = {
   415: 'UnsupportedMediaType',
 };
 
+/** Retry-After of a 503 when no database connection was free in time. */
+export const POOL_EXHAUSTED_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * No database connection could be had in time (knex's acquire timeout), or PostgreSQL refused
+ * a new one: the service is overloaded, not broken, so the client may retry.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { name?: unknown; code?: unknown } | null;
+  return e?.name === 'KnexTimeoutError' || e?.code === '53300' || e?.code === '57P03';
+}
+
 interface ErrorBody {
   success: false;
   error: string;
@@ -134,6 +146,11 @@ export function errorHandler(logger: Logger, validationStatus: ValidationStatusL
       body = { success: false, error: err.code, message: err.message };
       if (err.details) body.details = err.details;
       headers = err.headers;
+    } else if (isDatabaseUnavailable(err)) {
+      status = 503;
+      body = { success: false, error: 'ServiceUnavailable', message: 'The service is overloaded: retry after the time in Retry-After.' };
+      headers = { 'Retry-After': String(POOL_EXHAUSTED_RETRY_AFTER_SECONDS) };
+      (req.log ?? logger).warn({ err }, 'no database connection available');
     } else {
       const e = (err ?? {}) as HttpLikeError;
       const raw = e.status ?? e.statusCode;

@@ -98,7 +98,9 @@ export function accountRoutes(accounts: AccountService): Router {
         ]);
       }
       try {
-        await accounts.streamStatement(organization.id, accountId, { from: query.from, to: query.to }, csvSink(res, accounts.streamStallTimeoutMs));
+        await accounts.streams.run(req.auth?.userId ?? organization.id, () =>
+          accounts.streamStatement(organization.id, accountId, { from: query.from, to: query.to }, csvSink(res, accounts.streamStallTimeoutMs)),
+        );
       } catch (error) {
         if (!res.headersSent) throw error;
         // The CSV has started: no error envelope can follow. Cut the connection so the client

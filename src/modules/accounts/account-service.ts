@@ -15,6 +15,7 @@ import {
 } from './account-types';
 import { describeCounterparty, describePosting } from './statement-lines';
 import { purposeMacBytes, safeEqual } from '../../signing';
+import { StreamBudget, type StreamBudgetLimits } from '../../stream-budget';
 
 type Db = Knex | Knex.Transaction;
 
@@ -40,8 +41,7 @@ export const MAX_ACCOUNTS_PER_ORGANIZATION = 500;
 export const STATEMENT_SETTLE_MARGIN_MS = 15_000;
 /** How long a CSV stream waits for a stalled client to read before it cuts the connection. */
 export const DEFAULT_STREAM_STALL_TIMEOUT_MS = 30_000;
-/** The stream's transaction may idle this much longer than the stall timeout before PostgreSQL ends it. */
-const STREAM_IDLE_GRACE_MS = 5_000;
+export const DEFAULT_STREAM_LIMITS: StreamBudgetLimits = { perCaller: 2, total: 4, retryAfterSeconds: 5 };
 
 export interface AccountServiceOptions {
   /** Signs the statement cursors (the configured PAY_SECRET). */
@@ -49,8 +49,10 @@ export interface AccountServiceOptions {
   /** The clock (tests inject one). */
   now?: () => Date;
   settleMarginMs?: number;
-  /** See DEFAULT_STREAM_STALL_TIMEOUT_MS; the CSV writer and the stream's transaction use it. */
+  /** See DEFAULT_STREAM_STALL_TIMEOUT_MS; the CSV writer uses it. */
   streamStallTimeoutMs?: number;
+  /** How many CSV statements may stream at once, per caller and in total. */
+  streams?: StreamBudget;
 }
 
 export interface StatementRange {
@@ -252,6 +254,7 @@ export class AccountService {
   private readonly cursorSecret: string;
   private readonly settleMarginMs: number;
   readonly streamStallTimeoutMs: number;
+  readonly streams: StreamBudget;
 
   constructor(
     private readonly knex: Knex,
@@ -261,6 +264,7 @@ export class AccountService {
     this.now = options.now ?? (() => new Date());
     this.settleMarginMs = options.settleMarginMs ?? STATEMENT_SETTLE_MARGIN_MS;
     this.streamStallTimeoutMs = options.streamStallTimeoutMs ?? DEFAULT_STREAM_STALL_TIMEOUT_MS;
+    this.streams = options.streams ?? new StreamBudget(DEFAULT_STREAM_LIMITS);
   }
 
   /** The latest instant a statement covers: now minus the settle margin. */
@@ -389,47 +393,51 @@ export class AccountService {
 
   /**
    * Streams the whole statement of the interval to `sink` in keyset batches of
-   * STATEMENT_BATCH_SIZE rows, inside one read-only REPEATABLE READ transaction (one snapshot:
-   * the closing balance is exactly opening + the lines). Memory holds one batch at a time.
-   * Errors before `sink.start` (404, 400) reach the caller untouched, before anything is sent.
-   * The transaction sits idle while the sink waits for a slow client; PostgreSQL ends it
-   * (idle_in_transaction_session_timeout) should it stay idle longer than the sink's stall
-   * timeout allows, so a stuck stream never holds a connection and its snapshot.
+   * STATEMENT_BATCH_SIZE rows. Memory holds one batch at a time. Errors before `sink.start`
+   * (404, 400) reach the caller untouched, before anything is sent.
+   * A database connection is held only while a batch is read, never while the sink waits for
+   * a slow client, so stalled downloads cannot exhaust the pool. No snapshot is needed for
+   * the lines to add up: the interval ends before the settle margin, and ledger entries are
+   * immutable, so every batch (and the opening balance) reads a part of history that no
+   * longer changes.
    */
   async streamStatement(organizationId: string, accountId: string, range: StatementRange, sink: StatementSink, batchSize = STATEMENT_BATCH_SIZE): Promise<void> {
     const { from, to } = resolveInterval(range, this.settledUntil());
     const interval = { from, to };
-    await withTransaction(
+    const { account, opening, first } = await withTransaction(
       this.knex,
       async (trx) => {
-        await trx.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.trunc(this.streamStallTimeoutMs + STREAM_IDLE_GRACE_MS)}`);
-        const account = await this.getAccountForOrganization(organizationId, accountId, trx);
-        const opening = await accountRepository.balanceBefore(trx, account.ledgerAccountId, interval.from);
-        let rows = await accountRepository.statementBatch(trx, account.ledgerAccountId, interval, undefined, batchSize);
-        await sink.start({ account, interval, openingBalanceMinor: opening });
-        let running = opening;
-        let credits = 0n;
-        let debits = 0n;
-        let count = 0;
-        while (rows.length > 0) {
-          if (sink.aborted()) return;
-          const lines = this.toLines(rows, organizationId, running);
-          for (const line of lines) {
-            if (line.amountMinor > 0n) credits += line.amountMinor;
-            else debits += line.amountMinor;
-          }
-          count += lines.length;
-          const last = lines[lines.length - 1] as StatementLine;
-          running = last.runningBalanceMinor;
-          await sink.lines(lines);
-          if (rows.length < batchSize) break;
-          rows = await accountRepository.statementBatch(trx, account.ledgerAccountId, interval, { bookedAt: last.bookedAt, entryId: last.entryId }, batchSize);
-        }
-        if (sink.aborted()) return;
-        await sink.end({ closingBalanceMinor: running, totalCreditsMinor: credits, totalDebitsMinor: debits, entryCount: count });
+        const found = await this.getAccountForOrganization(organizationId, accountId, trx);
+        return {
+          account: found,
+          opening: await accountRepository.balanceBefore(trx, found.ledgerAccountId, interval.from),
+          first: await accountRepository.statementBatch(trx, found.ledgerAccountId, interval, undefined, batchSize),
+        };
       },
       { isolationLevel: 'repeatable read', readOnly: true, retries: 0 },
     );
+    await sink.start({ account, interval, openingBalanceMinor: opening });
+    let rows = first;
+    let running = opening;
+    let credits = 0n;
+    let debits = 0n;
+    let count = 0;
+    while (rows.length > 0) {
+      if (sink.aborted()) return;
+      const lines = this.toLines(rows, organizationId, running);
+      for (const line of lines) {
+        if (line.amountMinor > 0n) credits += line.amountMinor;
+        else debits += line.amountMinor;
+      }
+      count += lines.length;
+      const last = lines[lines.length - 1] as StatementLine;
+      running = last.runningBalanceMinor;
+      await sink.lines(lines);
+      if (rows.length < batchSize || sink.aborted()) break;
+      rows = await accountRepository.statementBatch(this.knex, account.ledgerAccountId, interval, { bookedAt: last.bookedAt, entryId: last.entryId }, batchSize);
+    }
+    if (sink.aborted()) return;
+    await sink.end({ closingBalanceMinor: running, totalCreditsMinor: credits, totalDebitsMinor: debits, entryCount: count });
   }
 
   private async cursorWithin(trx: Knex.Transaction, account: OrgAccount, interval: StatementInterval, entryId: string): Promise<StatementCursor> {
