@@ -6,9 +6,11 @@ import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'pass
 import type { Config } from '../../config';
 import { prepared } from '../../db/prepared';
 import type { AuthContext } from '../../http/request-context';
-import { ACCESS_TOKEN_ALGORITHM } from './token-service';
+import { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, accessTokenTimeProblem } from './token-service';
 
 interface JwtPayload {
+  iat?: number;
+  exp?: number;
   sub?: string;
   sid?: string;
   adm?: boolean;
@@ -30,13 +32,15 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt']): JwtStra
       algorithms: [ACCESS_TOKEN_ALGORITHM],
       issuer: jwtConfig.issuer,
       audience: jwtConfig.audience,
-      jsonWebTokenOptions: { clockTolerance: 5 },
+      jsonWebTokenOptions: { clockTolerance: ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS },
     },
     (payload: JwtPayload, done: VerifiedCallback) => {
       if (!payload.sub || !payload.sid || !UUID.test(payload.sub) || !UUID.test(payload.sid)) {
         done(null, false, { message: 'The access token is malformed.' });
         return;
       }
+      const timeProblem = accessTokenTimeProblem(payload, jwtConfig.accessTtlSeconds);
+      if (timeProblem) return done(null, false, { message: timeProblem });
       prepared(
         'auth_session_lookup',
         knex('sessions as s')
@@ -84,7 +88,7 @@ function describeFailure(info: unknown): string {
   if (name === 'TokenExpiredError') return 'The access token has expired: refresh it or log in again.';
   if (info instanceof Error && info.message === 'No auth token') return 'The Authorization header must be "Bearer <access token>".';
   const message = (info as { message?: string } | undefined)?.message;
-  if (message && /session|disabled|locked|malformed/.test(message)) return message;
+  if (message && /session|disabled|locked|malformed|access token (has|is|lives)/.test(message)) return message;
   return 'The access token is invalid.';
 }
 
