@@ -13,6 +13,7 @@ import { buildServices, type Services } from '../services';
 import { mountRoutes } from './routes';
 import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
+import { refuseInexactNumbers } from './exact-json-numbers';
 import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
@@ -80,7 +81,7 @@ export function createApp(deps: AppDeps): App {
     }),
   );
   app.use(securityHeaders);
-  app.use(express.json({ limit: config.bodyLimitBytes, strict: true }));
+  app.use(express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
 
   app.use('/api', docsRoutes(document));
   app.use('/api', authenticate(knex, config.jwt));
