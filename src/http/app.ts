@@ -14,6 +14,7 @@ import { mountRoutes } from './routes';
 import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
 import { refuseInexactNumbers } from './exact-json-numbers';
+import { strictPaths } from './strict-paths';
 import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
@@ -70,6 +71,13 @@ export function createApp(deps: AppDeps): App {
   const securityHeaders = helmet();
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
   app.use(assignRequestId);
+  app.use(strictPaths());
+  // What answers a bearer token is the caller's own data (or an error about it): no cache,
+  // shared or private, may keep it.
+  app.use((req, res, next) => {
+    if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   // Not rate-limited: see the getHealth description in the contract.
   app.get('/api/health', securityHeaders, healthHandler(services.health));
   app.use(
