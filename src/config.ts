@@ -26,6 +26,8 @@ export interface Config {
   /** Directory of the embedded PostgreSQL when DATABASE_URL is unset. */
   embeddedDataDir: string;
   redisUrl: string | undefined;
+  /** Declares that exactly one instance runs, so in-memory rate-limit counters are the whole count. */
+  singleInstance: boolean;
   jwt: {
     secret: string;
     issuer: string;
@@ -124,6 +126,20 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
   return value;
 }
 
+/**
+ * Without Redis every instance counts rate limits on its own, so N instances allow N times
+ * the configured limits. Production therefore needs REDIS_URL, unless SINGLE_INSTANCE says
+ * only one instance runs.
+ */
+function sharedRateLimitStore(env: Env, nodeEnv: NodeEnv): { redisUrl: string | undefined; singleInstance: boolean } {
+  const redisUrl = url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']);
+  const singleInstance = boolean(env, 'SINGLE_INSTANCE', false);
+  if (nodeEnv === 'production' && !redisUrl && !singleInstance) {
+    throw new ConfigError('REDIS_URL must be set in production (without it each instance counts rate limits alone); set SINGLE_INSTANCE=true if exactly one instance runs');
+  }
+  return { redisUrl, singleInstance };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', 'development', ['development', 'test', 'production']);
   const payPort = integer(env, 'PAY_PORT', 8081, 0, 65535);
@@ -135,7 +151,6 @@ export function loadConfig(env: Env = process.env): Config {
     payUrl: payUrl.replace(/\/+$/, ''),
     databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
     embeddedDataDir: env.EMBEDDED_DATA_DIR || './.data/pg',
-    redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
     jwt: {
       secret: secret(env, 'JWT_SECRET', DEFAULT_JWT_SECRET, nodeEnv),
       issuer: env.JWT_ISSUER || 'fintech-platform',
@@ -173,5 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
       streamsPerUser: integer(env, 'STATEMENT_STREAMS_PER_USER', 2, 1, 100),
       streamsTotal: integer(env, 'STATEMENT_STREAMS_TOTAL', 4, 1, 1_000),
     },
+    // Last: the secrets' own errors come first.
+    ...sharedRateLimitStore(env, nodeEnv),
   };
 }
