@@ -5,6 +5,7 @@
 
 export type NodeEnv = 'development' | 'test' | 'production';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type LogFormat = 'auto' | 'json' | 'pretty';
 
 export interface RateLimitConfig {
   /** Window length in milliseconds, shared by every limiter. */
@@ -44,6 +45,8 @@ export interface Config {
   /** Secret of the payment page's CSRF tokens and signed amounts, and of statement cursors. */
   paySecret: string;
   logLevel: LogLevel;
+  /** `auto`: human-readable lines in development at a terminal, JSON otherwise. */
+  logFormat: LogFormat;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
   trustProxy: number;
@@ -173,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),
+    logFormat: oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 100 * 1024, 1024, 10 * 1024 * 1024),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 120_000),
     trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),

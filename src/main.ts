@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { Redis } from 'ioredis';
 import type { AddressInfo } from 'node:net';
-import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
+import { createLogger } from './logger';
 import { migrateLatest, openDatabase } from './db/database';
 import { seedDemoDataIfEmpty } from './db/seed/demo-seed';
 import { createApp, type App } from './http/app';
@@ -32,7 +32,7 @@ function listen(server: http.Server, port: number): Promise<number> {
 
 async function main(): Promise<void> {
   const config = readConfig();
-  const logger = pino({ level: config.logLevel, redact: ['*.password', '*.token'] });
+  const logger = createLogger(config);
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
   // From here on a failed start closes what it opened (above all the embedded database's
   // process) before the process exits.

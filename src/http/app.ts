@@ -85,6 +85,9 @@ export function createApp(deps: AppDeps): App {
       logger,
       genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      // The status is what matters of a response; its headers (the security headers above all)
+      // would be the same kilobyte on every line.
+      serializers: { res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }) },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     }),
   );
