@@ -1346,7 +1346,7 @@ export interface components {
              * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            error: "IdempotencyKeyAlreadyProcessedError";
+            error: "IdempotencyKeyAlreadyProcessed";
             message: components["schemas"]["ErrorMessage"];
             details: components["schemas"]["IdempotencyConflictDetails"];
         };
@@ -1364,7 +1364,7 @@ export interface components {
              * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            error: "ConcurrentOperationError";
+            error: "ConcurrentOperation";
             message: components["schemas"]["ErrorMessage"];
         };
         /**
@@ -1392,7 +1392,7 @@ export interface components {
              * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            error: "InsufficientFundsError";
+            error: "InsufficientFunds";
             message: components["schemas"]["ErrorMessage"];
             /** @description The balance that was short. */
             details: {
@@ -1420,7 +1420,7 @@ export interface components {
              * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            error: "WalletFrozenError";
+            error: "WalletFrozen";
             message: components["schemas"]["ErrorMessage"];
             /** @description Whose wallet is frozen. */
             details: {
@@ -1445,7 +1445,7 @@ export interface components {
              * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            error: "IdempotencyKeyReusedError";
+            error: "IdempotencyKeyReused";
             message: components["schemas"]["ErrorMessage"];
             /** @description What the key was used for. */
             details: {
@@ -1476,7 +1476,7 @@ export interface components {
              * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            error: "TransferRefusedError";
+            error: "SelfTransfer" | "SenderLocked";
             message: components["schemas"]["ErrorMessage"];
         };
         /**
