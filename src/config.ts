@@ -22,6 +22,8 @@ export interface Config {
   nodeEnv: NodeEnv;
   port: number;
   payPort: number;
+  /** Prometheus /metrics: its own port (0: not served) and address (loopback by default). */
+  metrics: { port: number; host: string };
   payUrl: string;
   databaseUrl: string | undefined;
   /** Directory of the embedded PostgreSQL when DATABASE_URL is unset. */
@@ -150,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     nodeEnv,
     port: integer(env, 'PORT', 8080, 0, 65535),
+    metrics: { port: integer(env, 'METRICS_PORT', 9464, 0, 65535), host: env.METRICS_HOST || '127.0.0.1' },
     payPort,
     payUrl: payUrl.replace(/\/+$/, ''),
     databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),

@@ -15,6 +15,8 @@ import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
 import { refuseInexactNumbers } from './exact-json-numbers';
 import { strictPaths } from './strict-paths';
+import type { Metrics } from './metrics';
+import { operationMatcher } from './operation-matcher';
 import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
@@ -30,6 +32,8 @@ export interface AppDeps {
   services?: Services;
   /** The services' clock (tests inject one); the system clock when absent. */
   now?: () => Date;
+  /** Prometheus metrics; none are kept when absent. */
+  metrics?: Metrics;
 }
 
 export interface App extends Express {
@@ -70,6 +74,7 @@ export function createApp(deps: AppDeps): App {
   };
   const securityHeaders = helmet();
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
+  if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
   app.use(assignRequestId);
   app.use(strictPaths());
   // What answers a bearer token is the caller's own data (or an error about it): no cache,

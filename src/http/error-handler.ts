@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { DomainError, type ErrorCategory, type ErrorDetails, type FieldIssue } from '../errors';
+import { operationMatcher } from './operation-matcher';
 
 const STATUS_BY_CATEGORY: Record<ErrorCategory, number> = {
   invalid: 400,
@@ -87,8 +88,6 @@ function messageFor(status: number, raw: string | undefined): string {
 /** The status an operation wants for its validation errors, or undefined for the usual 400. */
 export type ValidationStatusLookup = (req: { method: string; path: string; openapi?: unknown }) => number | undefined;
 
-const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
-
 function declaredValidationStatus(operation: unknown): number | undefined {
   const value = (operation as Record<string, unknown> | undefined)?.['x-validation-error-status'];
   return value === 422 ? value : undefined;
@@ -103,23 +102,10 @@ function declaredValidationStatus(operation: unknown): number | undefined {
  * so the operation's status applies to it as well.
  */
 export function validationStatusLookup(document: Record<string, unknown>, basePath = '/api'): ValidationStatusLookup {
-  const routes: Array<{ method: string; pattern: RegExp; status: number }> = [];
-  const paths = (document.paths ?? {}) as Record<string, Record<string, unknown>>;
-  for (const [template, item] of Object.entries(paths)) {
-    for (const [method, operation] of Object.entries(item ?? {})) {
-      const status = HTTP_METHODS.has(method) ? declaredValidationStatus(operation) : undefined;
-      if (status === undefined) continue;
-      const source = `${basePath}${template}`
-        .split(/(\{[^}/]+\})/)
-        .map((part) => (/^\{[^}/]+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-        .join('');
-      routes.push({ method: method.toUpperCase(), pattern: new RegExp(`^${source}/?$`), status });
-    }
-  }
+  const match = operationMatcher(document, basePath);
   return (req) => {
     const matched = (req.openapi as { schema?: unknown } | undefined)?.schema;
-    if (matched) return declaredValidationStatus(matched);
-    return routes.find((route) => route.method === req.method && route.pattern.test(req.path))?.status;
+    return declaredValidationStatus(matched ?? match(req.method, req.path));
   };
 }
 
