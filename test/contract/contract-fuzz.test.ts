@@ -91,7 +91,6 @@ describe('contract fuzzer', () => {
             const value = others[parameter.name] as string | undefined;
             if (value === undefined) continue;
             if (parameter.in === 'query') query.set(parameter.name, value);
-            // eslint-disable-next-line no-control-regex
             else if (parameter.in === 'header' && /^[\x20-\x7E]*$/.test(value)) headers[parameter.name] = value;
           }
           const search = [query.toString(), extra].filter(Boolean).join('&');
