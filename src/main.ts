@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => accounts.streams.inUse);
     await app.services.ready();
     if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
-    const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services, rateLimitBackend });
+    const payApp = createPayApp({ config, logger, services: app.services, rateLimitBackend });
 
     apiServer.on('request', app);
     payServer.on('request', payApp);
