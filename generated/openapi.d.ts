@@ -853,7 +853,7 @@ export interface paths {
          *
          *     **Interval.** `to` defaults to, and is capped at, now minus a settle margin of 15 seconds (a later `to` is answered with that bound; the response's `to` says which): a ledger entry is dated by the start of its transaction, so entries of postings still in flight could later appear in the last seconds; past the margin the interval is final, and a page never later gains lines. `from` defaults to 30 days before `to`. `from` must be earlier than `to`, and the interval is at most 469 days (otherwise 400 `ValidationError`). Times are ISO 8601 with a time zone, precise to the millisecond at most (more non-zero fractional digits: 400); the statement is in UTC. Error `details` name the parameters `query.from`, `query.to`, `query.limit` and `query.starting_after`.
          *
-         *     **Formats.** `format=json` (the default) answers the envelope with one page of at most `limit` lines (`starting_after` = the previous page's `next_cursor`, an opaque token that carries the statement's interval: the next pages cover the first page's interval whether `from` and `to` are repeated or omitted; a different `from` or `to` with a cursor answers 400. The cursor is signed: one that was forged or edited, or whose interval breaks the rules above, answers 400 on `query.starting_after`). `format=csv`, or no `format` and an `Accept` header preferring `text/csv`, streams the whole interval as one RFC 4180 CSV file (CRLF line ends, a header row, `Content-Disposition: attachment`), read from the database in batches so that memory stays flat whatever its size; `limit` and `starting_after` are refused with CSV. CSV columns: `type` (`opening_balance`, `entry` or `closing_balance`), `entry_id`, `posting_id`, `posting_kind`, `booked_at`, `description`, `counterparty`, `amount`, `running_balance`, `currency`. The first row after the header is the opening balance (booked at `from`), the last the closing balance (booked at `to`). Text cells that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`) are prefixed with `'`. Should the database fail after the CSV has started, or the client read nothing for 30 seconds (configurable), the connection is cut: a CSV without its `closing_balance` row is incomplete.
+         *     **Formats.** `format=json` (the default) answers the envelope with one page of at most `limit` lines (`starting_after` = the previous page's `next_cursor`, an opaque token that carries the statement's interval: the next pages cover the first page's interval whether `from` and `to` are repeated or omitted; a different `from` or `to` with a cursor answers 400. The cursor is signed: one that was forged or edited, or whose interval breaks the rules above, answers 400 on `query.starting_after`). `format=csv`, or no `format` and an `Accept` header preferring `text/csv`, streams the whole interval as one RFC 4180 CSV file (CRLF line ends, a header row, `Content-Disposition: attachment`), read from the database in batches so that memory stays flat whatever its size; `limit` and `starting_after` are refused with CSV. CSV columns: `type` (`opening_balance`, `entry` or `closing_balance`), `entry_id`, `posting_id`, `posting_kind`, `booked_at`, `description`, `counterparty`, `amount`, `running_balance`, `currency`. The first row after the header is the opening balance (booked at `from`), the last the closing balance (booked at `to`). Every cell is quoted (`"` inside a cell is doubled), and a cell that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return; amounts aside) is prefixed with `'`, as OWASP advises. Should the database fail after the CSV has started, or the client read nothing for 30 seconds (configurable), the connection is cut: a CSV without its `closing_balance` row is incomplete.
          *
          *     Roles: owner, admin, representative, director or finance_manager.
          */
@@ -1024,21 +1024,6 @@ export interface components {
             password: string;
         };
         /**
-         * SuccessEnvelope
-         * @description Envelope of every successful response. `data` holds the payload of the operation; each operation narrows it to a concrete schema.
-         */
-        SuccessEnvelope: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            /** @description Payload of the operation (narrowed by each operation). */
-            data: unknown;
-            /** @description Optional human-readable text. */
-            message?: string;
-        };
-        /**
          * AuthTokens
          * @description A new session: a short-lived JWT access token and an opaque refresh token. Keep both on your server; never put them in website code, URLs or logs.
          */
@@ -1069,11 +1054,22 @@ export interface components {
             session_id: string;
         };
         /**
+         * EnvelopeMessage
+         * @description Optional human-readable text of an envelope.
+         */
+        EnvelopeMessage: string;
+        /**
          * LoginResponse
          * @description Envelope of a successful login.
          */
-        LoginResponse: components["schemas"]["SuccessEnvelope"] & {
+        LoginResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["AuthTokens"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * LogoutResult
@@ -1095,8 +1091,14 @@ export interface components {
          * LogoutResponse
          * @description Envelope of a successful logout.
          */
-        LogoutResponse: components["schemas"]["SuccessEnvelope"] & {
+        LogoutResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["LogoutResult"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * RefreshSessionRequest
@@ -1159,8 +1161,14 @@ export interface components {
          * MeResponse
          * @description Envelope of the current user.
          */
-        MeResponse: components["schemas"]["SuccessEnvelope"] & {
+        MeResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Me"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * ListObject
@@ -1265,8 +1273,14 @@ export interface components {
          * TransferListResponse
          * @description Envelope of a page of transfers.
          */
-        TransferListResponse: components["schemas"]["SuccessEnvelope"] & {
+        TransferListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["TransferList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreateTransferRequest
@@ -1286,9 +1300,20 @@ export interface components {
          * TransferResponse
          * @description Envelope of a transfer.
          */
-        TransferResponse: components["schemas"]["SuccessEnvelope"] & {
+        TransferResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Transfer"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * ErrorMessage
+         * @description Human-readable description of the error (may change; branch on `error`).
+         */
+        ErrorMessage: string;
         /**
          * IdempotencyConflictDetails
          * @description The resource that an already processed `Idempotency-Key` produced, so a client that lost the first response can recover it. Present with `IdempotencyKeyAlreadyProcessed`.
@@ -1308,18 +1333,157 @@ export interface components {
             status: string;
         };
         /**
-         * IdempotencyConflictError
-         * @description Error envelope of a 409 on an idempotent operation. With `IdempotencyKeyAlreadyProcessed`, `details` names the resource the key produced; with `ConcurrentOperation` there are no details.
+         * IdempotencyKeyAlreadyProcessedError
+         * @description The Idempotency-Key already produced a resource; `details` names it (fetch it instead of retrying).
          */
-        IdempotencyConflictError: components["schemas"]["ErrorEnvelope"] & {
-            details?: components["schemas"]["IdempotencyConflictDetails"];
+        IdempotencyKeyAlreadyProcessedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyAlreadyProcessed";
+            message: components["schemas"]["ErrorMessage"];
+            details: components["schemas"]["IdempotencyConflictDetails"];
         };
+        /**
+         * ConcurrentOperationError
+         * @description A request with the same Idempotency-Key is still being processed; retry after `Retry-After` seconds with the same key.
+         */
+        ConcurrentOperationError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ConcurrentOperation";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * IdempotencyConflictError
+         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
+         */
+        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * DecimalAmount
          * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
          * @example 1250.50
          */
         DecimalAmount: string;
+        /**
+         * InsufficientFundsError
+         * @description The balance does not cover the operation; `details` gives the currency, what is available and what was required (decimal strings).
+         */
+        InsufficientFundsError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InsufficientFunds";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The balance that was short. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The ledger account that was short (when not the caller's wallet).
+                 */
+                account_id?: string;
+                currency: components["schemas"]["CurrencyCode"];
+                available: components["schemas"]["DecimalAmount"];
+                required: components["schemas"]["DecimalAmount"];
+            };
+        };
+        /**
+         * WalletFrozenError
+         * @description A wallet of the transfer is frozen; `details.party` says whose.
+         */
+        WalletFrozenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "WalletFrozen";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description Whose wallet is frozen. */
+            details: {
+                /**
+                 * @description The sender's or the recipient's wallet.
+                 * @enum {string}
+                 */
+                party: "sender" | "recipient";
+            };
+        };
+        /**
+         * IdempotencyKeyReusedError
+         * @description The Idempotency-Key was already used with a different request; `details` names the operation and, when the key produced one, the resource.
+         */
+        IdempotencyKeyReusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyReused";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description What the key was used for. */
+            details: {
+                /** @description The operationId the key was used with. */
+                operation: string;
+                /** @description Kind of resource the key produced, if any. */
+                resource_type?: string;
+                /**
+                 * Format: uuid
+                 * @description Identifier of that resource.
+                 */
+                resource_id?: string;
+                /** @description Current status of that resource. */
+                status?: string;
+            };
+        };
+        /**
+         * TransferRefusedError
+         * @description A transfer refused without details: `SelfTransfer` (the recipient is the caller) or `SenderLocked` (the caller's account is locked).
+         */
+        TransferRefusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "SelfTransfer" | "SenderLocked";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * TransferUnprocessableError
+         * @description Error envelope of a 422 on a transfer, discriminated by `error`; each error that carries `details` has its own schema.
+         */
+        TransferUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["WalletFrozenError"] | components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["TransferRefusedError"];
         /**
          * Wallet
          * @description One of the caller's wallets: a balance in one currency, created on first use (the first transfer received or sent in that currency).
@@ -1365,8 +1529,14 @@ export interface components {
          * WalletListResponse
          * @description Envelope of the caller's wallets.
          */
-        WalletListResponse: components["schemas"]["SuccessEnvelope"] & {
+        WalletListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["WalletList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * IdempotencyKeyState
@@ -1426,8 +1596,14 @@ export interface components {
          * IdempotencyKeyStateResponse
          * @description Envelope of an idempotency key's state.
          */
-        IdempotencyKeyStateResponse: components["schemas"]["SuccessEnvelope"] & {
+        IdempotencyKeyStateResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["IdempotencyKeyState"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * EscrowParty
@@ -1504,8 +1680,14 @@ export interface components {
          * EscrowListResponse
          * @description Envelope of a list of escrow transactions.
          */
-        EscrowListResponse: components["schemas"]["SuccessEnvelope"] & {
+        EscrowListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["EscrowList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreateEscrowRequest
@@ -1537,8 +1719,14 @@ export interface components {
          * EscrowResponse
          * @description Envelope of an escrow transaction.
          */
-        EscrowResponse: components["schemas"]["SuccessEnvelope"] & {
+        EscrowResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Escrow"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * Tontine
@@ -1608,8 +1796,14 @@ export interface components {
          * TontineListResponse
          * @description Envelope of a list of tontines.
          */
-        TontineListResponse: components["schemas"]["SuccessEnvelope"] & {
+        TontineListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["TontineList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * GetOrCreateCheckoutRequest
@@ -1709,8 +1903,14 @@ export interface components {
          * PaymentLinkResponse
          * @description Envelope of a payment link or Checkout.
          */
-        PaymentLinkResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentLinkResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["PaymentLink"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * PaymentLinkList
@@ -1723,8 +1923,14 @@ export interface components {
          * PaymentLinkListResponse
          * @description Envelope of a list of payment links.
          */
-        PaymentLinkListResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentLinkListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["PaymentLinkList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreatePaymentLinkRequest
@@ -1801,8 +2007,14 @@ export interface components {
          * SignedPaymentLinkResponse
          * @description Envelope of a signed payment link URL.
          */
-        SignedPaymentLinkResponse: components["schemas"]["SuccessEnvelope"] & {
+        SignedPaymentLinkResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["SignedPaymentLink"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * PaymentStatus
@@ -1886,15 +2098,27 @@ export interface components {
          * PaymentListResponse
          * @description Envelope of a list of payments.
          */
-        PaymentListResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["PaymentList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * PaymentResponse
          * @description Envelope of a payment.
          */
-        PaymentResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Payment"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * InvoiceStatus
@@ -2045,8 +2269,14 @@ export interface components {
          * InvoiceListResponse
          * @description Envelope of a list of billing documents.
          */
-        InvoiceListResponse: components["schemas"]["SuccessEnvelope"] & {
+        InvoiceListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["InvoiceList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * InvoiceLineItemInput
@@ -2107,8 +2337,14 @@ export interface components {
          * InvoiceResponse
          * @description Envelope of one billing document.
          */
-        InvoiceResponse: components["schemas"]["SuccessEnvelope"] & {
+        InvoiceResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Invoice"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreateCreditNoteRequest
@@ -2165,8 +2401,14 @@ export interface components {
          * CustomerResponse
          * @description Envelope of one customer.
          */
-        CustomerResponse: components["schemas"]["SuccessEnvelope"] & {
+        CustomerResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Customer"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * Account
@@ -2216,8 +2458,14 @@ export interface components {
          * AccountListResponse
          * @description Envelope of a list of accounts.
          */
-        AccountListResponse: components["schemas"]["SuccessEnvelope"] & {
+        AccountListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["AccountList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * AccountStatementLine
@@ -2291,8 +2539,14 @@ export interface components {
          * AccountStatementResponse
          * @description Envelope of an account statement (JSON format).
          */
-        AccountStatementResponse: components["schemas"]["SuccessEnvelope"] & {
+        AccountStatementResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["AccountStatement"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * NetworkStatus
@@ -2325,8 +2579,14 @@ export interface components {
          * NetworkStatusResponse
          * @description Envelope of the network opening status.
          */
-        NetworkStatusResponse: components["schemas"]["SuccessEnvelope"] & {
+        NetworkStatusResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["NetworkStatus"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * UpdateNetworkStatusRequest
@@ -2390,8 +2650,14 @@ export interface components {
          * NetworkStatusHistoryResponse
          * @description Envelope of a page of the opening status audit trail.
          */
-        NetworkStatusHistoryResponse: components["schemas"]["SuccessEnvelope"] & {
+        NetworkStatusHistoryResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["NetworkStatusHistory"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
     };
     responses: {
@@ -2441,7 +2707,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. */
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -2454,7 +2720,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `ServiceUnavailable`: a dependency needed to serve the request safely is unavailable (for example the rate-limit store: login fails closed rather than open). Retry after `Retry-After` seconds. */
+        /** @description `ServiceUnavailable`: the service is overloaded or a dependency needed to serve the request safely is unavailable: no database connection was free in time, too many CSV statements are streaming at once, or the rate-limit store does not answer (login fails closed rather than open). Nothing was changed; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -2478,7 +2744,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key. */
+        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
         IdempotencyConflict: {
             headers: {
                 Location: components["headers"]["Location"];
@@ -2608,7 +2874,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
             };
         };
         /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. */
@@ -2704,8 +2970,8 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
-         * @description Identifier of the request, echoed from the request header when it is a safe token of at most 128 characters, generated otherwise. Quote it when contacting support; the logs carry it.
-         * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+         * @description Identifier of the request: the request's own `X-Request-Id` when it is 8 to 64 letters, digits, `.`, `:` or `-` (starting with a letter or digit), otherwise one the service makes (`req_` and a UUID; ids the service makes always contain `_`, so they never collide with a caller's). Quote it when contacting support; the logs and audit records carry it.
+         * @example req_6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
          */
         RequestId: string;
         /**
@@ -2845,6 +3111,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     refreshSession: {
@@ -2892,6 +3159,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getMe: {
@@ -2919,6 +3187,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTransfers: {
@@ -2957,6 +3226,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createTransfer: {
@@ -3018,11 +3288,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["TransferUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getTransfer: {
@@ -3068,6 +3339,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWallets: {
@@ -3095,6 +3367,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getIdempotencyKey: {
@@ -3146,6 +3419,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEscrows: {
@@ -3185,6 +3459,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createEscrow: {
@@ -3251,6 +3526,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTontines: {
@@ -3290,6 +3566,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getOrCreateCheckout: {
@@ -3334,6 +3611,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPaymentLinks: {
@@ -3385,6 +3663,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createPaymentLink: {
@@ -3429,6 +3708,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPaymentLink: {
@@ -3480,6 +3760,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deactivatePaymentLink: {
@@ -3535,6 +3816,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createSignedPaymentLink: {
@@ -3596,6 +3878,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPayments: {
@@ -3657,6 +3940,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPayment: {
@@ -3708,6 +3992,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listInvoices: {
@@ -3780,6 +4065,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createInvoice: {
@@ -3830,6 +4116,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getInvoice: {
@@ -3870,6 +4157,7 @@ export interface operations {
             404: components["responses"]["DocumentNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     finalizeInvoice: {
@@ -3913,6 +4201,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     payInvoice: {
@@ -3956,6 +4245,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     markInvoiceUncollectible: {
@@ -3999,6 +4289,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     voidInvoice: {
@@ -4042,6 +4333,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     acceptQuote: {
@@ -4085,6 +4377,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelQuote: {
@@ -4128,6 +4421,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createCreditNote: {
@@ -4183,6 +4477,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createCustomer: {
@@ -4225,6 +4520,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listAccounts: {
@@ -4260,6 +4556,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getAccountStatement: {
@@ -4343,6 +4640,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getNetworkStatus: {
@@ -4378,6 +4676,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateNetworkStatus: {
@@ -4499,6 +4798,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

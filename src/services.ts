@@ -14,6 +14,10 @@ import { OrganizationAccessService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService } from './modules/payment-links';
 import { SandboxRail, TransferService } from './modules/transfers';
 import { WalletService } from './modules/wallets';
+import { StreamBudget } from './stream-budget';
+
+/** Retry-After of a refused statement download: a stream usually ends within seconds. */
+const STREAM_RETRY_AFTER_SECONDS = 5;
 
 export interface ServiceDeps {
   config: Config;
@@ -31,7 +35,12 @@ export function buildServices(deps: ServiceDeps) {
   const tokens = new TokenService(config.jwt);
   const sessions = new SessionService(knex, tokens, clock);
   const passwords = new PasswordHasher();
-  const accounts = new AccountService(knex, { cursorSecret: config.paySecret, clock, streamStallTimeoutMs: config.statements.streamStallTimeoutMs });
+  const accounts = new AccountService(knex, {
+    cursorSecret: config.paySecret,
+    clock,
+    streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
+    streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
+  });
   const payments = new PaymentsService(knex, accounts, deps.logger, { clock });
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).

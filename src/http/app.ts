@@ -12,6 +12,10 @@ import { buildServices, type Services } from '../services';
 import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
 import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, operationRoute } from './mount-operations';
+import { refuseInexactNumbers } from './exact-json-numbers';
+import { strictPaths } from './strict-paths';
+import type { Metrics } from './metrics';
+import { operationMatcher } from './operation-matcher';
 import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
@@ -27,6 +31,8 @@ export interface AppDeps {
   services?: Services;
   /** The services' clock (tests inject one); the system clock when absent. */
   now?: () => Date;
+  /** Prometheus metrics; none are kept when absent. */
+  metrics?: Metrics;
 }
 
 export interface App extends Express {
@@ -69,7 +75,15 @@ export function createApp(deps: AppDeps): App {
   const streamStallTimeoutMs = config.statements.streamStallTimeoutMs;
   const securityHeaders = helmet();
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
+  if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
   app.use(assignRequestId);
+  app.use(strictPaths());
+  // What answers a bearer token is the caller's own data (or an error about it): no cache,
+  // shared or private, may keep it.
+  app.use((req, res, next) => {
+    if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   // Not rate-limited: see the getHealth description in the contract.
   app.get('/api/health', securityHeaders, operationRoute('getHealth', handlers.getHealth, streamStallTimeoutMs));
   app.use(
@@ -77,11 +91,14 @@ export function createApp(deps: AppDeps): App {
       logger,
       genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      // The status is what matters of a response; its headers (the security headers above all)
+      // would be the same kilobyte on every line.
+      serializers: { res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }) },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     }),
   );
   app.use(securityHeaders);
-  app.use(express.json({ limit: config.bodyLimitBytes, strict: true }));
+  app.use(express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
 
   app.use('/api', docsRoutes(document));
   app.use('/api', authenticate(knex, config.jwt));

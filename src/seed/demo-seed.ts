@@ -22,16 +22,27 @@ const STEPS: SeedStep[] = [
   seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/seed/wallets-seed.ts)
 ];
 
+/** The advisory lock instances starting together take before they look at the database (any fixed number). */
+const SEED_LOCK_KEY = 7_305_110_001;
+
 export async function seedDemoData(knex: Knex, services: Services): Promise<void> {
   await knex.transaction(async (trx) => {
     for (const step of STEPS) await step(trx, services);
   });
 }
 
-/** Seeds once: returns false when the database already has users. */
+/**
+ * Seeds once: returns false when the database already has users. Instances that start
+ * together on an empty database queue on a transaction-scoped advisory lock, so one seeds
+ * and the others then find its users (the lock ends with the transaction, also on the
+ * embedded server whose one session outlives connections).
+ */
 export async function seedDemoDataIfEmpty(knex: Knex, services: Services): Promise<boolean> {
-  const row = await knex('users').first<{ id: string } | undefined>('id');
-  if (row) return false;
-  await seedDemoData(knex, services);
-  return true;
+  return knex.transaction(async (trx) => {
+    await trx.raw('SELECT pg_advisory_xact_lock(?::bigint)', [SEED_LOCK_KEY]);
+    const row = await trx('users').first<{ id: string } | undefined>('id');
+    if (row) return false;
+    for (const step of STEPS) await step(trx, services);
+    return true;
+  });
 }

@@ -24,7 +24,7 @@ export async function seedNetworkStatus(trx: Knex.Transaction, _services: Servic
       before_version: version,
       after_is_open: after,
       after_version: version + 1,
-      request_id: `demo-seed-${version + 1}`,
+      request_id: `seed_demo_${version + 1}`,
     })),
   );
   await trx('organization_network_status').insert({

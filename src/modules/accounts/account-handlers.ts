@@ -41,7 +41,7 @@ export function accountHandlers(accounts: AccountService): Handlers<'listAccount
       const list = await accounts.listAccounts(organization.id);
       return { data: { object: 'list', data: list.map(presentAccount), has_more: false, next_cursor: null } };
     },
-    async getAccountStatement({ organization, path, query, accepts }) {
+    async getAccountStatement({ caller, organization, path, query, accepts }) {
       // CSV when `format=csv`, or when `format` is absent and the Accept header prefers text/csv.
       const csv = query.format ? query.format === 'csv' : accepts(['application/json', 'text/csv']) === 'text/csv';
       // The representation depends on Accept when `format` is absent.
@@ -54,7 +54,10 @@ export function accountHandlers(accounts: AccountService): Handlers<'listAccount
         }
         return {
           headers: vary,
-          stream: (out) => accounts.streamStatement(organization.id, path.accountId, { from: query.from, to: query.to }, csvSink(out)),
+          // A bounded number of downloads per caller and in total (429/503 beyond): slow readers
+          // can never hold the whole pool.
+          stream: (out) =>
+            accounts.streams.run(caller.userId, () => accounts.streamStatement(organization.id, path.accountId, { from: query.from, to: query.to }, csvSink(out))),
         };
       }
       const page = await accounts.statementPage(organization.id, path.accountId, {
