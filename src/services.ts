@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { AccountService } from './modules/accounts';
+import { EscrowService } from './modules/escrows';
 import { HealthService } from './modules/health/health-service';
 import { InvoiceService } from './modules/invoices/invoice-service';
 import { NetworkStatusService } from './modules/network-status/network-status-service';
@@ -55,6 +56,7 @@ export function buildServices(deps: ServiceDeps) {
     payoutRail,
     transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
     wallets: new WalletService(knex),
+    escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, now: deps.now, logger: deps.logger }),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

@@ -2,6 +2,8 @@ import { Router, type Express } from 'express';
 import { NotImplementedError } from '../errors';
 import { accountRoutes } from '../modules/accounts/account-routes';
 import { authRoutes } from '../modules/auth/auth-routes';
+import { escrowHandlers } from '../modules/escrows';
+import { escrowRoutes } from '../modules/escrows/escrow-routes';
 import { invoiceRoutes } from '../modules/invoices/invoice-routes';
 import { networkStatusRoutes } from '../modules/network-status/network-status-routes';
 import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
@@ -20,8 +22,6 @@ import { contractOperation } from './request-context';
  * policy; test/api/not-implemented.test.ts checks these.
  */
 export const NOT_IMPLEMENTED_OPERATIONS = [
-  { method: 'get', path: '/escrows', operationId: 'listEscrows' },
-  { method: 'post', path: '/escrows', operationId: 'createEscrow' },
   { method: 'get', path: '/tontines', operationId: 'listTontines' },
 ] as const;
 
@@ -47,6 +47,7 @@ export function mountRoutes(app: Express, services: Services, deps: AppDeps): vo
   api.use(invoiceRoutes(services.invoices));
   api.use(networkStatusRoutes(services.networkStatus));
   api.use(transfersRoutes(services.transfers), walletsRoutes(services.wallets), idempotencyRoutes(services.idempotency));
+  api.use(escrowRoutes(escrowHandlers(services.escrows)));
   // Last: contract operations nobody answered yet.
   api.use(notImplementedFallback());
   app.use('/api', api);
