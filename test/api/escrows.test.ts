@@ -8,7 +8,7 @@ import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser, uniquePhone, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance, walletBalance } from '../support/escrows';
+import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests, walletBalance } from '../support/escrows';
 
 const knex = testKnex();
 let app: App;
@@ -19,6 +19,7 @@ const advance = (seconds: number) => {
 };
 const THREE_DAYS = 259_200;
 
+serializeEscrowReleaseTests();
 beforeAll(async () => {
   app = await buildTestApp({ now: () => clock });
 });

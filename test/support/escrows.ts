@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
-import { expect } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
+import { databaseKind } from './database';
 import { HELD_STATUSES } from '../../src/modules/escrows';
 
 /** Balance (minor units) of a user's wallet in one currency; 0 when it does not exist yet. */
@@ -94,4 +96,24 @@ async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<
 async function platformHolding(knex: Knex.Transaction, currency: string): Promise<bigint> {
   const row = await knex('ledger_accounts').where({ owner_type: 'platform', kind: 'escrow_holding', currency }).first('balance_minor');
   return row ? BigInt(row.balance_minor as string) : 0n;
+}
+
+/**
+ * The automatic release sweeps every due escrow of the database, whoever created it, at the
+ * clock of the service that runs it. Test files that run it (or keep delivered escrows whose
+ * state they assert) take this lock for their whole run, so on real PostgreSQL, where files
+ * run in parallel on one database, one file's sweep never releases another file's escrows
+ * mid-test. The embedded back-end runs files one after another: nothing to do there.
+ */
+export function serializeEscrowReleaseTests(): void {
+  let client: pg.Client | undefined;
+  beforeAll(async () => {
+    if (databaseKind() !== 'postgres') return;
+    client = new pg.Client({ connectionString: inject('databaseUrl') });
+    await client.connect();
+    await client.query(`SELECT pg_advisory_lock(hashtext('escrow release tests'))`);
+  });
+  afterAll(async () => {
+    await client?.end();
+  });
 }
