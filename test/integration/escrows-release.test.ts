@@ -17,7 +17,7 @@ const AMOUNT = 500_000n;
 const THREE_DAYS_MS = 259_200_000;
 const knex = testKnex();
 let app: App;
-let clock = new Date();
+const clock = new Date();
 
 serializeEscrowReleaseTests();
 beforeAll(async () => {
