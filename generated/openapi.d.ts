@@ -1670,9 +1670,9 @@ export interface components {
         EscrowParty: {
             /**
              * Format: uuid
-             * @description The platform user; `null` while an invited counterparty has no account.
+             * @description The platform user.
              */
-            user_id: string | null;
+            user_id: string;
             /** @description The party's e-mail or telephone number. */
             identifier: string;
         };

@@ -58,7 +58,7 @@ export function buildServices(deps: ServiceDeps) {
     payoutRail,
     transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
     wallets: new WalletService(knex),
-    escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, now: deps.now, logger: deps.logger }),
+    escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, clock, logger: deps.logger }),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

@@ -26,7 +26,7 @@ beforeAll(async () => {
 
 /** Another API instance's escrow service, with its own clock (the release job runs there). */
 function instanceAt(now: Date): EscrowService {
-  return new EscrowService({ knex, idempotency: app.services.idempotency, feeBps: 100, now: () => now });
+  return new EscrowService({ knex, idempotency: app.services.idempotency, feeBps: 100, clock: () => now });
 }
 
 interface Party {

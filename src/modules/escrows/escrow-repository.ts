@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
+import { ValidationError } from '../../errors';
 import { toBigInt } from '../ledger';
 import type { FeePayer } from './escrow-fee';
 import type { EscrowStatus } from './escrow-lifecycle';
@@ -235,14 +237,9 @@ export interface EscrowListFilter {
   partyUserId?: string;
   role?: 'buyer' | 'seller';
   status?: EscrowStatus;
-  limit: number;
-  startingAfter?: string;
 }
 
-const NEWEST_FIRST = [
-  { column: 'created_at', order: 'desc' as const },
-  { column: 'id', order: 'desc' as const },
-];
+const ESCROWS = new Keyset({ table: 'escrows', alias: 'e', noun: 'an escrow of this list' });
 
 /** Knex queries of the escrows table. */
 export class EscrowRepository {
@@ -295,32 +292,27 @@ export class EscrowRepository {
     await this.db('escrows').where({ id, status: 'delivered' }).update({ auto_release_at: at });
   }
 
-  /** Newest first; `startingAfter` must be in the same scope (checked by `contains`). */
-  async list(filter: EscrowListFilter): Promise<Escrow[]> {
-    const query = this.scoped(filter);
-    if (filter.startingAfter) {
-      // Compared in SQL: created_at has microseconds that a JS Date would lose.
-      query.andWhereRaw('(created_at, id) < (SELECT e.created_at, e.id FROM escrows e WHERE e.id = ?)', [filter.startingAfter]);
+  /**
+   * One page, newest first (`limit + 1` rows: see toPage). A party's list is "buyer or
+   * seller", which a keyset equality scope cannot say, so the cursor is checked here first.
+   */
+  async page(filter: EscrowListFilter, request: PageRequest): Promise<Escrow[]> {
+    if (request.startingAfter !== undefined && !(await this.scoped({ partyUserId: filter.partyUserId }).andWhere('e.id', request.startingAfter).first('e.id'))) {
+      throw ValidationError.field('query.starting_after', 'starting_after is not an escrow of this list: pass the next_cursor of a previous page.');
     }
-    const rows = await query.orderBy(NEWEST_FIRST).limit(filter.limit);
+    const rows = await ESCROWS.paginate(this.db, this.scoped(filter).select('e.*'), {}, request);
     return (rows as Row[]).map(toEscrow);
   }
 
-  /** Whether `id` is an escrow the list of `filter` may continue after (a party's own escrow). */
-  async contains(filter: Pick<EscrowListFilter, 'partyUserId'>, id: string): Promise<boolean> {
-    const row = await this.scoped(filter).andWhere({ id }).first('id');
-    return row !== undefined;
-  }
-
-  private scoped(filter: Pick<EscrowListFilter, 'partyUserId' | 'role' | 'status'>): Knex.QueryBuilder {
-    const query = this.db('escrows');
+  private scoped(filter: EscrowListFilter): Knex.QueryBuilder {
+    const query = this.db('escrows as e');
     const party = filter.partyUserId;
     if (party !== undefined) {
-      if (filter.role === 'buyer') query.where({ buyer_user_id: party });
-      else if (filter.role === 'seller') query.where({ seller_user_id: party });
-      else query.where((qb) => qb.where({ buyer_user_id: party }).orWhere({ seller_user_id: party }));
+      if (filter.role === 'buyer') query.where('e.buyer_user_id', party);
+      else if (filter.role === 'seller') query.where('e.seller_user_id', party);
+      else query.where((qb) => qb.where('e.buyer_user_id', party).orWhere('e.seller_user_id', party));
     }
-    if (filter.status) query.andWhere({ status: filter.status });
+    if (filter.status) query.andWhere('e.status', filter.status);
     return query;
   }
 

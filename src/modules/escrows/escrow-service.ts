@@ -2,7 +2,9 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { DomainError, ForbiddenError, UnprocessableError, ValidationError } from '../../errors';
+import { toPage, type Page } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
+import type { Clock } from '../../clock';
 import { EventRepository } from '../events';
 import { currencies, ensureAccount, parseAmount, platformAccount, post, walletOf, type EntryInput } from '../ledger';
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency-service';
@@ -44,12 +46,7 @@ const OPERATION_OF: Record<EscrowAction, string> = {
   resolve: 'resolveEscrow',
 };
 
-export interface EscrowPage {
-  object: 'list';
-  data: EscrowView[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+export type EscrowPage = Page<EscrowView>;
 
 export interface EscrowListOptions {
   status?: EscrowStatus;
@@ -63,7 +60,7 @@ export interface EscrowServiceDeps {
   idempotency: IdempotencyService;
   /** ESCROW_FEE_BPS: the fee rate agreed by escrows created from now on. */
   feeBps: number;
-  now?: () => Date;
+  clock: Clock;
   logger?: Pick<Logger, 'error'>;
   /** After a failed automatic release, the job tries that escrow again this much later. */
   releaseRetryMs?: number;
@@ -106,13 +103,13 @@ function feeOf(escrow: Escrow): EscrowFee {
  */
 export class EscrowService {
   private readonly knex: Knex;
-  private readonly now: () => Date;
+  private readonly now: Clock;
   private readonly releaseRetryMs: number;
 
   constructor(private readonly deps: EscrowServiceDeps) {
     if (!Number.isInteger(deps.feeBps) || deps.feeBps < 0 || deps.feeBps > 10_000) throw new RangeError('the escrow fee is 0 to 10000 basis points');
     this.knex = deps.knex;
-    this.now = deps.now ?? (() => new Date());
+    this.now = deps.clock;
     this.releaseRetryMs = deps.releaseRetryMs ?? 60_000;
     deps.idempotency.registerResourceStatus('escrow', (db, id) => new EscrowRepository(db).statusOf(id));
   }
@@ -411,14 +408,9 @@ export class EscrowService {
   }
 
   private async page(caller: EscrowCaller, options: EscrowListOptions & { partyUserId?: string }): Promise<EscrowPage> {
-    const repository = new EscrowRepository(this.knex);
-    if (options.startingAfter && !(await repository.contains({ partyUserId: options.partyUserId }, options.startingAfter))) {
-      throw ValidationError.field('query.starting_after', 'starting_after must be the id of an escrow of this list (a next_cursor).');
-    }
-    const rows = await repository.list({ ...options, limit: options.limit + 1 });
-    const hasMore = rows.length > options.limit;
-    const data = await presentEscrows(this.knex, hasMore ? rows.slice(0, options.limit) : rows, caller, this.now());
-    return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+    const rows = await new EscrowRepository(this.knex).page(options, { limit: options.limit, startingAfter: options.startingAfter });
+    const page = toPage(rows, options.limit);
+    return { ...page, data: await presentEscrows(this.knex, page.data, caller, this.now()) };
   }
 
   private async presentOne(db: Knex | Knex.Transaction, escrow: Escrow, caller: EscrowCaller): Promise<EscrowView> {
