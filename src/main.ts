@@ -98,8 +98,14 @@ async function main(): Promise<void> {
     for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
     if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
   }, onJobRun);
-  await Promise.all([pendingTransfers.runNow(), duePayments.runNow()]);
-  const jobs = [pendingTransfers, duePayments, keyPurge];
+  // Delivered escrows whose inspection period ended without a dispute are released to the
+  // seller, a bounded batch per run; instances running it at once skip each other's rows.
+  const escrowRelease = startBackgroundJob('release escrows after inspection', config.escrows.releaseIntervalMs, logger, async () => {
+    const released = await started.services.escrows.releaseDue({ batchSize: config.escrows.releaseBatchSize });
+    if (released) logger.info({ released }, 'escrows released after their inspection period');
+  }, onJobRun);
+  await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), escrowRelease.runNow()]);
+  const jobs = [pendingTransfers, duePayments, keyPurge, escrowRelease];
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
