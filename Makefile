@@ -3,12 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench clean
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench mutation clean
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
 	@echo "make test   run the whole test suite (embedded database unless DATABASE_URL is set)"
-	@echo "other targets: install generate check-generated lint build migrate seed bench clean"
+	@echo "other targets: install generate check-generated lint build migrate seed bench mutation clean"
 
 # Installs dependencies when missing or when package-lock.json changed.
 $(NPM_STAMP): package.json package-lock.json
@@ -46,5 +46,12 @@ test: install
 bench: install
 	npx --no-install tsx scripts/bench/run.ts
 
+# Mutation testing of the critical core (stryker.config.mjs); HTML report under
+# test-artifacts/mutation/. MUTATE=path narrows it to one file; INCREMENTAL=1 re-tests only
+# the mutants whose code or tests changed since the last run.
+mutation: install
+	npx --no-install stryker run $(if $(MUTATE),--mutate $(MUTATE)) $(if $(INCREMENTAL),--incremental)
+	@node scripts/mutation/score.mjs
+
 clean:
-	rm -rf dist .data test-artifacts
+	rm -rf dist .data test-artifacts .stryker-tmp

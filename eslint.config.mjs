@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'generated/**', 'coverage/**', 'test-artifacts/**', '.data/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'generated/**', 'coverage/**', 'test-artifacts/**', '.data/**', '.stryker-tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
