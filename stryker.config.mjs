@@ -48,7 +48,7 @@ const EQUIVALENT_MUTANTS = [];
 export default {
   packageManager: 'npm',
   testRunner: 'vitest',
-  vitest: { configFile: 'vitest.config.mts' },
+  vitest: { configFile: 'vitest.mutation.config.mts' },
   checkers: ['typescript'],
   // The checker compiles the application only (src and generated): faster per mutant.
   tsconfigFile: 'tsconfig.mutation.json',

@@ -2,6 +2,9 @@
 // `mutation score: NN.N%` (Stryker's definition: killed and timed-out mutants over every
 // mutant that was tested or had no test; ignored and non-compiling mutants do not count).
 import fs from 'node:fs';
+import process from 'node:process';
+
+const print = (line) => process.stdout.write(`${line}\n`);
 
 const reportPath = process.argv[2] ?? 'test-artifacts/mutation/mutation.json';
 const report = JSON.parse(fs.readFileSync(reportPath, 'utf8'));
@@ -19,6 +22,6 @@ for (const [file, { mutants }] of Object.entries(report.files).sort(([a], [b]) =
   const ignored = count(new Set(['Ignored']));
   detectedTotal += detected;
   validTotal += detected + undetected;
-  console.log(`${percent(detected, detected + undetected).padStart(7)}  ${file}  (${detected} detected, ${undetected} undetected, ${ignored} ignored)`);
+  print(`${percent(detected, detected + undetected).padStart(7)}  ${file}  (${detected} detected, ${undetected} undetected, ${ignored} ignored)`);
 }
-console.log(`mutation score: ${validTotal === 0 ? '0.0' : ((100 * detectedTotal) / validTotal).toFixed(1)}%`);
+print(`mutation score: ${validTotal === 0 ? '0.0' : ((100 * detectedTotal) / validTotal).toFixed(1)}%`);
