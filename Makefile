@@ -47,8 +47,8 @@ bench: install
 	npx --no-install tsx scripts/bench/run.ts
 
 # Mutation testing of the critical core (stryker.config.mjs); HTML report under
-# test-artifacts/mutation/. MUTATE=path narrows it to one file; INCREMENTAL=1 re-tests only
-# the mutants whose code or tests changed since the last run.
+# test-artifacts/mutation/. MUTATE=path narrows it to one file, MUTATION_TESTS=a.test.ts,b.test.ts
+# to some test files; INCREMENTAL=1 re-tests only the mutants whose code or tests changed.
 mutation: install
 	npx --no-install stryker run $(if $(MUTATE),--mutate $(MUTATE)) $(if $(INCREMENTAL),--incremental)
 	@node scripts/mutation/score.mjs
