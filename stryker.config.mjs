@@ -15,12 +15,12 @@ const CRITICAL_CORE = [
 ];
 
 /**
- * Mutants that cannot change behaviour, each with the reason. Matched by file name and the
- * exact source text of the smallest syntax node whose every mutant is equivalent; they are
- * reported as "ignored" with this reason and left out of the score (see
- * scripts/mutation/equivalent-mutants.mjs).
+ * Mutants that cannot change behaviour, each with the reason. Matched by file name, mutator,
+ * the original code and its replacement (as the report shows them), so an entry survives a
+ * move of its file. scripts/mutation/score.mjs leaves them out of the score and lists them;
+ * the HTML report still shows them as survivors.
  */
-const EQUIVALENT_MUTANTS = [];
+export const EQUIVALENT_MUTANTS = [];
 
 export default {
   packageManager: 'npm',
@@ -37,15 +37,14 @@ export default {
   // The machine is shared: one test runner, one checker.
   concurrency: 1,
   timeoutMS: 20_000,
+  // The first run starts the database and runs every test once: slow on a busy machine.
+  dryRunTimeoutMinutes: 30,
   mutate: CRITICAL_CORE,
-  plugins: ['@stryker-mutator/vitest-runner', '@stryker-mutator/typescript-checker', './scripts/mutation/equivalent-mutants.mjs'],
-  ignorers: ['equivalent-mutants'],
-  equivalentMutants: EQUIVALENT_MUTANTS,
+  plugins: ['@stryker-mutator/vitest-runner', '@stryker-mutator/typescript-checker'],
   reporters: ['html', 'json', 'clear-text', 'progress'],
   htmlReporter: { fileName: 'test-artifacts/mutation/index.html' },
   jsonReporter: { fileName: 'test-artifacts/mutation/mutation.json' },
   incrementalFile: 'test-artifacts/mutation/incremental.json',
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
-  warnings: { unknownOptions: false },
 };
