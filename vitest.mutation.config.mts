@@ -27,12 +27,7 @@ const CORE_TESTS = [
 // Every test file runs in a fresh module graph, so mutants in code that runs at import
 // (constants, patterns, the access table) are really loaded. On the embedded back-end that
 // means a new pool per file on the one server (test/support/database.ts).
-export default mergeConfig(
-  base,
-  defineConfig({
-    test: {
-      include: process.env.MUTATION_TESTS ? process.env.MUTATION_TESTS.split(',') : CORE_TESTS,
-      isolate: true,
-    },
-  }),
-);
+const config = mergeConfig(base, defineConfig({ test: { isolate: true } }));
+// Set, not merged: mergeConfig would append these to the base config's include.
+config.test = { ...config.test, include: process.env.MUTATION_TESTS ? process.env.MUTATION_TESTS.split(',') : CORE_TESTS };
+export default config;
