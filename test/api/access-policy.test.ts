@@ -196,6 +196,18 @@ describe('organisation membership: 404, and the same 404 whatever the reason', (
     }
   });
 
+  it('reads the orgId as a whole UUID in any case: anything around it is a 404', async () => {
+    const org = await createOrganization();
+    const token = await memberToken(org, 'owner');
+    const upper = await send('listPaymentLinks', org.id.toUpperCase(), token);
+    expect(upper.status, JSON.stringify(upper.body)).toBe(200);
+    for (const orgId of [`x${org.id}`, `${org.id}x`, `${org.id}0`, org.id.slice(1), org.id.replace(/-/g, '')]) {
+      const res = await send('listPaymentLinks', orgId, token);
+      expect(res.status, orgId).toBe(404);
+      expect(res.body, orgId).toEqual(NOT_FOUND_BODY);
+    }
+  });
+
   it('without a token, 401 comes first, even for a malformed orgId', async () => {
     for (const [operationId] of entries) {
       for (const orgId of [crypto.randomUUID(), 'not-a-uuid']) {
