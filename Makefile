@@ -50,8 +50,7 @@ bench: install
 # test-artifacts/mutation/. MUTATE=path narrows it to one file, MUTATION_TESTS=a.test.ts,b.test.ts
 # to some test files; INCREMENTAL=1 re-tests only the mutants whose code or tests changed.
 mutation: install
-	npx --no-install stryker run $(if $(MUTATE),--mutate $(MUTATE)) $(if $(INCREMENTAL),--incremental)
-	@node scripts/mutation/score.mjs
+	npx --no-install tsx scripts/mutation/run.ts $(if $(MUTATE),--mutate $(MUTATE)) $(if $(INCREMENTAL),--incremental)
 
 clean:
 	rm -rf dist .data test-artifacts .stryker-tmp
