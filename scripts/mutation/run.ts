@@ -4,7 +4,7 @@
  * once per mutant; without this each run would create and migrate its own database), removes
  * the database and prints the scores (scripts/mutation/score.mjs). Arguments go to Stryker.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import knexFactory from 'knex';
 import { createKnex, migrateLatest } from '../../src/db/database';
@@ -36,11 +36,18 @@ async function main(): Promise<number> {
   try {
     const knex = createKnex(url, kind, 1);
     await migrateLatest(knex).finally(() => knex.destroy());
-    const stryker = spawnSync('npx', ['--no-install', 'stryker', 'run', ...process.argv.slice(2)], {
+    const stryker = spawn('npx', ['--no-install', 'stryker', 'run', ...process.argv.slice(2)], {
       stdio: 'inherit',
       env: { ...process.env, TEST_DATABASE_URL: url, TEST_DATABASE_KIND: kind },
     });
-    if (stryker.status !== 0) return stryker.status ?? 1;
+    // Stopped (Ctrl-C, kill): stop Stryker too, then still remove the database.
+    const stop = () => stryker.kill('SIGTERM');
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    const status = await new Promise<number>((resolve) => stryker.on('close', (code) => resolve(code ?? 1)));
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    if (status !== 0) return status;
   } finally {
     await remove();
   }
