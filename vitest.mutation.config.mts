@@ -13,6 +13,7 @@ const CORE_TESTS = [
   'test/unit/organization-access.test.ts',
   'test/unit/invoice-domain.test.ts',
   'test/integration/ledger.test.ts',
+  'test/integration/money-paths-property.test.ts',
   'test/integration/idempotency.test.ts',
   'test/integration/transfers-service.test.ts',
   'test/api/access-policy.test.ts',
