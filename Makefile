@@ -3,12 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz clean
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation clean
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
 	@echo "make test   run the whole test suite (embedded database unless DATABASE_URL is set)"
-	@echo "other targets: install generate check-generated lint build migrate seed bench fuzz clean"
+	@echo "other targets: install generate check-generated lint build migrate seed bench fuzz mutation clean"
 
 # Installs dependencies when missing or when package-lock.json changed.
 $(NPM_STAMP): package.json package-lock.json
@@ -51,5 +51,11 @@ bench: install
 fuzz: install
 	FUZZ_RUNS=$${FUZZ_RUNS:-200} npx --no-install vitest run test/contract/contract-fuzz.test.ts
 
+# Mutation testing of the critical core (stryker.config.mjs); HTML report under
+# test-artifacts/mutation/. MUTATE=path narrows it to one file, MUTATION_TESTS=a.test.ts,b.test.ts
+# to some test files; INCREMENTAL=1 re-tests only the mutants whose code or tests changed.
+mutation: install
+	npx --no-install tsx scripts/mutation/run.ts $(if $(MUTATE),--mutate $(MUTATE)) $(if $(INCREMENTAL),--incremental)
+
 clean:
-	rm -rf dist .data test-artifacts
+	rm -rf dist .data test-artifacts .stryker-tmp

@@ -34,6 +34,17 @@ async function setup() {
   return { org, token, customer, get, post, draft };
 }
 
+/** An ISO timestamp taken while the request ran (the service's clock, between `before` and `after`). */
+function expectStampedDuring(timestamp: unknown, before: number, after: number): number {
+  expect(typeof timestamp, String(timestamp)).toBe('string');
+  const at = Date.parse(timestamp as string);
+  expect(at, String(timestamp)).toBeGreaterThanOrEqual(before);
+  expect(at, String(timestamp)).toBeLessThanOrEqual(after);
+  return at;
+}
+
+const DAY_MS = 86_400_000;
+
 beforeAll(async () => {
   app = await buildTestApp();
 });
@@ -237,13 +248,16 @@ describe('invoice lifecycle', () => {
     expect(paidDraft.status).toBe(409);
     expect(paidDraft.body).toMatchObject({ error: 'InvalidStatusTransition', details: { status: 'draft', action: 'pay' } });
 
+    let before = Date.now();
     const open = await post(`/invoices/${doc.id}/finalize`);
     expect(open.status, JSON.stringify(open.body)).toBe(200);
     expect(open.body.data.status).toBe('open');
     expect(open.body.data.number).toMatch(new RegExp(`^INV-${new Date().getUTCFullYear()}-000001$`));
     expect(open.body.data.issue_date).toBe(new Date().toISOString().slice(0, 10));
-    expect(open.body.data.due_date).not.toBeNull();
-    expect(open.body.data.status_transitions.finalized_at).not.toBeNull();
+    const finalizedAt = expectStampedDuring(open.body.data.status_transitions.finalized_at, before, Date.now());
+    // Without a due date of its own, an invoice is due 30 days after it was issued.
+    expect(open.body.data.due_date).toBe(new Date(finalizedAt + 30 * DAY_MS).toISOString().slice(0, 10));
+    expect(open.body.data.status_transitions).toMatchObject({ paid_at: null, voided_at: null, marked_uncollectible_at: null });
 
     expect((await post(`/invoices/${doc.id}/finalize`)).status).toBe(409);
     const accept = await post(`/invoices/${doc.id}/accept`);
@@ -251,10 +265,12 @@ describe('invoice lifecycle', () => {
     expect(accept.body.error).toBe('ActionNotApplicable');
     expect((await post(`/invoices/${doc.id}/cancel`)).body.error).toBe('ActionNotApplicable');
 
+    before = Date.now();
     const paid = await post(`/invoices/${doc.id}/pay`);
     expect(paid.status).toBe(200);
     expect(paid.body.data).toMatchObject({ status: 'paid', amount_due: '0' });
-    expect(paid.body.data.status_transitions.paid_at).not.toBeNull();
+    expectStampedDuring(paid.body.data.status_transitions.paid_at, before, Date.now());
+    expect(paid.body.data.status_transitions.finalized_at).toBe(open.body.data.status_transitions.finalized_at);
     for (const action of ['pay', 'void', 'mark-uncollectible', 'finalize']) {
       const res = await post(`/invoices/${doc.id}/${action}`);
       expect(res.status, action).toBe(409);
@@ -272,11 +288,16 @@ describe('invoice lifecycle', () => {
 
     const b = await draft();
     await post(`/invoices/${b.id}/finalize`);
-    await post(`/invoices/${b.id}/mark-uncollectible`);
+    const beforeMark = Date.now();
+    const marked = await post(`/invoices/${b.id}/mark-uncollectible`);
+    const markedAt = expectStampedDuring(marked.body.data.status_transitions.marked_uncollectible_at, beforeMark, Date.now());
+    expect(marked.body.data.status_transitions.voided_at).toBeNull();
+    const beforeVoid = Date.now();
     const voided = await post(`/invoices/${b.id}/void`);
     expect(voided.body.data).toMatchObject({ status: 'void', amount_due: '0' });
-    expect(voided.body.data.status_transitions.voided_at).not.toBeNull();
-    expect(voided.body.data.status_transitions.marked_uncollectible_at).not.toBeNull();
+    expectStampedDuring(voided.body.data.status_transitions.voided_at, Math.max(beforeVoid, markedAt), Date.now());
+    expect(voided.body.data.status_transitions.marked_uncollectible_at).toBe(marked.body.data.status_transitions.marked_uncollectible_at);
+    expect(voided.body.data.status_transitions.paid_at).toBeNull();
 
     const c = await draft();
     expect((await post(`/invoices/${c.id}/void`)).status).toBe(409);
@@ -369,9 +390,12 @@ describe('quotes', () => {
   it('draft -> open -> accepted creates the draft invoice with the same lines', async () => {
     const { draft, post, get } = await setup();
     const quote = await draft({ kind: 'quote' });
+    const before = Date.now();
     const open = await post(`/invoices/${quote.id}/finalize`);
     expect(open.body.data.status).toBe('open');
-    expect(open.body.data.expires_at).not.toBeNull();
+    // Without an expiry of its own, a quote expires 30 days after it was finalised, to the millisecond.
+    const finalizedAt = expectStampedDuring(open.body.data.status_transitions.finalized_at, before, Date.now());
+    expect(open.body.data.expires_at).toBe(new Date(finalizedAt + 30 * DAY_MS).toISOString());
     const accepted = await post(`/invoices/${quote.id}/accept`);
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
     expect(accepted.body.data.status).toBe('accepted');
@@ -390,9 +414,10 @@ describe('quotes', () => {
     expect((await post(`/invoices/${a.id}/cancel`)).body.data.status).toBe('canceled');
     const b = await draft({ kind: 'quote' });
     await post(`/invoices/${b.id}/finalize`);
+    const before = Date.now();
     const canceled = await post(`/invoices/${b.id}/cancel`);
     expect(canceled.body.data.status).toBe('canceled');
-    expect(canceled.body.data.status_transitions.canceled_at).not.toBeNull();
+    expectStampedDuring(canceled.body.data.status_transitions.canceled_at, before, Date.now());
     expect((await post(`/invoices/${b.id}/accept`)).status).toBe(409);
   });
 

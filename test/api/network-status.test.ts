@@ -251,6 +251,35 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
     expect((await request(app).get(url(org.id)).set(bearer(token))).body.data).toMatchObject({ is_open: false, version: MAX_VERSION });
   });
 
+  it('a stale PATCH at the last version 2147483646 answers 409 VersionConflict (not 422) while the counter is below it', async () => {
+    const org = await createOrganization();
+    const token = await memberToken(app, org, 'owner');
+    const never = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 2147483646, is_open: true });
+    expect(never.status).toBe(409);
+    expect(never.body).toMatchObject({ success: false, error: 'VersionConflict', message: expect.stringMatching(/read it again/) });
+    await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: true });
+    const stale = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 2147483646, is_open: false });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({ success: false, error: 'VersionConflict' });
+    expect((await request(app).get(url(org.id)).set(bearer(token))).body.data).toMatchObject({ is_open: true, version: 1 });
+    expect(await auditCount(org.id)).toBe(1);
+  });
+
+  it('at the exhausted counter the refusal names the maximum', async () => {
+    const org = await createOrganization();
+    const token = await memberToken(app, org, 'admin');
+    await testKnex()('organization_network_status').insert({ organization_id: org.id, version: 2147483646, is_open: true });
+    const exhausted = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 2147483646, is_open: false });
+    expect(exhausted.status).toBe(422);
+    expect(exhausted.body).toEqual({
+      success: false,
+      error: 'VersionExhausted',
+      message: 'The status version reached its maximum (2147483646) and never wraps; no further change is accepted.',
+      details: { max_version: 2147483646 },
+    });
+    expect(await auditCount(org.id)).toBe(0);
+  });
+
   /**
    * Makes the organisation's status row unavailable the way a lock held elsewhere does. On
    * PostgreSQL a second connection really holds the row lock (FOR UPDATE) until released, so

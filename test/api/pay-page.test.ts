@@ -278,6 +278,35 @@ describe('POST /pay/:code', () => {
     expect(one.body.data).toEqual(payment);
   });
 
+  it('opens a receipt only with its own token: missing, forged or another payment\'s token answer 404', async () => {
+    const pay = async (reference: string) => {
+      const { agent, token } = await openPage(`/pay/${checkout.code}?amount=1500&reference=${reference}`);
+      const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
+      expect(res.status, res.text).toBe(303);
+      const location = new URL(res.headers.location as string, 'http://pay.test');
+      return { path: location.pathname, t: location.searchParams.get('t') as string };
+    };
+    const first = await pay('RECEIPT-1');
+    const second = await pay('RECEIPT-2');
+    expect(first.t).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const genuine = await request(payApp).get(`${first.path}?t=${first.t}`);
+    expect(genuine.status).toBe(200);
+    expect(genuine.text).toContain('RECEIPT-1');
+    const flipped = `${first.t[0] === 'A' ? 'B' : 'A'}${first.t.slice(1)}`;
+    for (const [what, query] of [
+      ['no token', ''],
+      ['an empty token', '?t='],
+      ['a forged token', `?t=${flipped}`],
+      ['a truncated token', `?t=${first.t.slice(0, -1)}`],
+      ["another payment's token", `?t=${second.t}`],
+    ] as const) {
+      const res = await request(payApp).get(`${first.path}${query}`);
+      expect(res.status, what).toBe(404);
+      expect(res.text, what).toContain('This payment does not exist.');
+      expect(res.text, what).not.toContain('RECEIPT-1');
+    }
+  });
+
   it('never creates two payments for a double submit of one form', async () => {
     const before = await balanceOf(testKnex(), xof.ledgerAccountId);
     const { agent, token } = await openPage(`/pay/${checkout.code}?amount=3000&reference=ORDER-DOUBLE`);

@@ -8,7 +8,7 @@ import { makeIban } from '../../src/iban';
 import { SandboxRail, TransferService, type CreateTransferInput } from '../../src/modules/transfers';
 import { testKnex } from '../support/database';
 import { createUser, uniquePhone } from '../support/factories';
-import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { balanceOf, expectLedgerInvariants, postingEntries } from '../support/ledger-invariants';
 
 const knex = testKnex();
 // Outcomes are reported only when a test calls rail.settleAll().
@@ -126,12 +126,20 @@ describe('rail transfers (sandbox)', () => {
     expect(transfer).toMatchObject({ status: 'pending', rail: 'bank', amount_minor: '15025', recipient: { identifier: iban, type: 'iban' } });
     expect(transfer.recipient).not.toHaveProperty('user_id');
     expect(await wallet(alice.id, 'EUR')).toBe(84_975n);
-    const posting = await knex('postings').where({ kind: 'transfer.bank', reference: transfer.id }).first();
-    expect(posting).toBeDefined();
+    // Out of the sender's wallet into the bank rail's transit account, to the cent.
+    expect(await postingEntries(knex, 'transfer.bank', transfer.id)).toEqual([
+      { account: 'rail_transit', owner: null, currency: 'EUR', amount: 15_025n },
+      { account: 'wallet', owner: alice.id, currency: 'EUR', amount: -15_025n },
+    ]);
+    expect(await postingEntries(knex, 'transfer.settlement', transfer.id)).toEqual([]);
     await settleAll();
     const settled = await transfers.get(alice.id, transfer.id);
     expect(settled).toMatchObject({ status: 'completed', failure_code: null });
-    expect(await knex('postings').where({ kind: 'transfer.settlement', reference: transfer.id }).first()).toBeDefined();
+    // Settled: out of transit to the outside world, the same amount.
+    expect(await postingEntries(knex, 'transfer.settlement', transfer.id)).toEqual([
+      { account: 'external_clearing', owner: null, currency: 'EUR', amount: 15_025n },
+      { account: 'rail_transit', owner: null, currency: 'EUR', amount: -15_025n },
+    ]);
     expect(await wallet(alice.id, 'EUR')).toBe(84_975n);
     await expectLedgerInvariants(knex);
   });

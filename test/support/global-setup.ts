@@ -16,6 +16,14 @@ declare module 'vitest' {
  * DATABASE_URL is set (so parallel runs never share rows), an in-memory PGlite otherwise.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // A database made ready by the caller (the mutation run, which runs the tests once per
+  // mutant): used as it is, and left to the caller to remove.
+  const prepared = process.env.TEST_DATABASE_URL;
+  if (prepared) {
+    project.provide('databaseUrl', prepared);
+    project.provide('databaseKind', process.env.TEST_DATABASE_KIND === 'embedded' ? 'embedded' : 'postgres');
+    return async () => undefined;
+  }
   const serverUrl = process.env.DATABASE_URL;
   if (serverUrl) {
     const name = `test_run_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;

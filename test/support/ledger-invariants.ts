@@ -24,3 +24,30 @@ export async function balanceOf(knex: Knex, accountId: string): Promise<bigint> 
   if (!row) throw new Error(`no ledger account ${accountId}`);
   return BigInt(row.balance_minor as string);
 }
+
+export interface PostedEntry {
+  /** The account's kind: wallet, rail_transit, external_clearing, org_account... */
+  account: string;
+  /** Its owner (a user or an organisation), null for platform accounts. */
+  owner: string | null;
+  currency: string;
+  /** Signed minor units: negative debits, positive credits. */
+  amount: bigint;
+}
+
+/** The entries of the posting (kind, reference), ordered by account kind then amount; [] when there is none. */
+export async function postingEntries(knex: Knex, kind: string, reference: string): Promise<PostedEntry[]> {
+  const rows = await knex('entries as e')
+    .join('postings as p', 'p.id', 'e.posting_id')
+    .join('ledger_accounts as a', 'a.id', 'e.account_id')
+    .where({ 'p.kind': kind, 'p.reference': reference })
+    .select('a.kind as account', 'a.owner_id as owner', 'e.currency', 'e.amount_minor');
+  return rows
+    .map((row: { account: string; owner: string | null; currency: string; amount_minor: string | number }) => ({
+      account: row.account,
+      owner: row.owner,
+      currency: row.currency,
+      amount: BigInt(row.amount_minor),
+    }))
+    .sort((a, b) => a.account.localeCompare(b.account) || (a.amount < b.amount ? -1 : a.amount > b.amount ? 1 : 0));
+}

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/errors';
-import { MAX_MINOR, formatMinor, minorToNumber, parseAmount } from '../../src/modules/ledger';
+import { MAX_MINOR, formatMinor, minorToNumber, parseAmount, toBigInt } from '../../src/modules/ledger';
 
 function rejection(fn: () => unknown): ValidationError {
   try {
@@ -96,6 +96,110 @@ describe('parseAmount', () => {
   });
 });
 
+describe('parseAmount at its edges', () => {
+  /** The one field issue of the refusal, exactly. */
+  const issue = (fn: () => unknown) => {
+    const error = rejection(fn);
+    expect(error.code).toBe('ValidationError');
+    expect(error.details).toHaveLength(1);
+    expect((error.details as Array<{ field: string; message: string }>)[0]?.message).toBe(error.message);
+    return (error.details as Array<{ field: string; message: string }>)[0];
+  };
+
+  it('bounds the exponent of scientific notation before building any digits', () => {
+    // Without the bound, '1e999999999' would build a billion-character string.
+    expect(issue(() => parseAmount('1e999999999', 0))).toEqual({ field: 'amount', message: 'amount is out of range.' });
+    expect(issue(() => parseAmount('1e-999999999', 2))).toEqual({ field: 'amount', message: 'amount is out of range.' });
+    expect(issue(() => parseAmount('1e99999999999999999999', 0))).toEqual({ field: 'amount', message: 'amount is out of range.' });
+    // 400 is the last exponent read; beyond it the value is refused whatever its digits.
+    expect(issue(() => parseAmount('0e401', 0, { positive: false }))).toEqual({ field: 'amount', message: 'amount is out of range.' });
+    expect(issue(() => parseAmount('0e-401', 0, { positive: false }))).toEqual({ field: 'amount', message: 'amount is out of range.' });
+    expect(parseAmount('0e400', 0, { positive: false })).toBe(0n);
+    expect(parseAmount('0e-400', 0, { positive: false })).toBe(0n);
+    expect(issue(() => parseAmount('1e400', 0))).toEqual({ field: 'amount', message: 'amount is too large.' });
+    expect(issue(() => parseAmount('1e-400', 2))).toEqual({ field: 'amount', message: 'amount has more than 2 decimal places, finer than the currency allows.' });
+  });
+
+  it('anchors both number patterns at both ends', () => {
+    const notDecimal = { field: 'amount', message: 'amount must be a decimal number such as "12.50".' };
+    for (const text of ['x1e2', '1e2abc', 'x12', '12x', '12.5.1', '1e', 'e2', '1e2.5', '.5', '12.', '1 000', '--5', '+-5', '0x10']) {
+      expect(issue(() => parseAmount(text, 2)), text).toEqual(notDecimal);
+    }
+  });
+
+  it('places the decimal point of scientific notation exactly', () => {
+    expect(parseAmount('5e-1', 1)).toBe(5n); // point at the very start: 0.5
+    expect(parseAmount('5e-2', 2)).toBe(5n); // 0.05
+    expect(parseAmount('5e0', 0)).toBe(5n); // point at the very end
+    expect(parseAmount('5e2', 0)).toBe(500n); // zeros appended
+    expect(parseAmount('1.25e1', 1)).toBe(125n); // point inside the digits: 12.5
+    expect(parseAmount('12.5e-1', 3)).toBe(1250n); // 1.25
+    expect(parseAmount('15E+1', 0)).toBe(150n);
+    expect(parseAmount('2.50e1', 0)).toBe(25n);
+    expect(parseAmount(' 7.5 ', 1)).toBe(75n);
+  });
+
+  it('reads signs: a negative zero is zero, a plus sign is nothing', () => {
+    expect(parseAmount('-0', 2, { positive: false })).toBe(0n);
+    expect(parseAmount('-0.00', 2, { positive: false })).toBe(0n);
+    expect(parseAmount(-0, 2, { positive: false })).toBe(0n);
+    expect(issue(() => parseAmount('-0', 2))).toEqual({ field: 'amount', message: 'amount must be greater than zero.' });
+    expect(issue(() => parseAmount('-0.01', 2, { positive: false }))).toEqual({ field: 'amount', message: 'amount must not be negative.' });
+    expect(parseAmount('+5', 0)).toBe(5n);
+    expect(parseAmount('+1.5', 1)).toBe(15n);
+  });
+
+  it('takes JSON numbers up to 2^53 - 1 minor units and no further; strings and bigints further', () => {
+    const tooLargeForJson = { field: 'amount', message: 'amount is too large to be represented exactly as a JSON number.' };
+    expect(parseAmount(Number.MAX_SAFE_INTEGER, 0)).toBe(9_007_199_254_740_991n);
+    expect(issue(() => parseAmount(Number.MAX_SAFE_INTEGER + 1, 0))).toEqual(tooLargeForJson);
+    expect(parseAmount(90071992547409.9, 2)).toBe(9_007_199_254_740_990n);
+    expect(issue(() => parseAmount(90071992547409.92, 2))).toEqual(tooLargeForJson);
+    expect(parseAmount('9007199254740992', 0)).toBe(9_007_199_254_740_992n);
+    expect(parseAmount(9_007_199_254_740_993n, 0)).toBe(9_007_199_254_740_993n);
+    expect(issue(() => parseAmount(MAX_MINOR + 1n, 0))).toEqual({ field: 'amount', message: 'amount is too large.' });
+  });
+
+  it('names the field and the currency rule in every refusal', () => {
+    expect(issue(() => parseAmount(1.5, 0, { field: 'price' }))).toEqual({
+      field: 'price',
+      message: 'price must be a whole number in this currency (it has no minor unit).',
+    });
+    expect(issue(() => parseAmount('1.0001', 3, { field: 'price' }))).toEqual({
+      field: 'price',
+      message: 'price has more than 3 decimal places, finer than the currency allows.',
+    });
+    expect(issue(() => parseAmount(Number.NaN, 2, { field: 'price' }))).toEqual({ field: 'price', message: 'price must be a finite number.' });
+    expect(issue(() => parseAmount(true, 2, { field: 'price' }))).toEqual({ field: 'price', message: 'price must be a number.' });
+    expect(issue(() => parseAmount('   ', 2, { field: 'price' }))).toEqual({ field: 'price', message: 'price must be a decimal number such as "12.50".' });
+  });
+
+  it('reads strings of up to 64 characters', () => {
+    expect(parseAmount(`${'0'.repeat(63)}1`, 0)).toBe(1n);
+    expect(parseAmount(`  ${'0'.repeat(63)}1  `, 0)).toBe(1n);
+    expect(issue(() => parseAmount(`${'0'.repeat(64)}1`, 0))).toEqual({ field: 'amount', message: 'amount must be a decimal number such as "12.50".' });
+  });
+
+  it('accepts currency exponents 0 to 18 only', () => {
+    expect(parseAmount('1', 18)).toBe(10n ** 18n);
+    for (const exponent of [-1, 19, 1.5, Number.NaN]) {
+      expect(() => parseAmount('1', exponent), String(exponent)).toThrow(new RangeError(`bad currency exponent ${exponent}`));
+    }
+  });
+});
+
+describe('toBigInt', () => {
+  it('reads bigint columns as pg returns them, and refuses unsafe numbers', () => {
+    expect(toBigInt('9223372036854775807')).toBe(MAX_MINOR);
+    expect(toBigInt('-42')).toBe(-42n);
+    expect(toBigInt(42)).toBe(42n);
+    expect(toBigInt(7n)).toBe(7n);
+    expect(toBigInt(Number.MAX_SAFE_INTEGER)).toBe(9_007_199_254_740_991n);
+    expect(() => toBigInt(Number.MAX_SAFE_INTEGER + 1)).toThrow(new RangeError(`unsafe integer ${Number.MAX_SAFE_INTEGER + 1}`));
+    expect(() => toBigInt(1.5)).toThrow(RangeError);
+  });
+});
+
 describe('formatMinor', () => {
   it('pads and signs', () => {
     expect(formatMinor(0n, 2)).toBe('0.00');
@@ -106,5 +210,17 @@ describe('formatMinor', () => {
     expect(formatMinor(1n, 3)).toBe('0.001');
     expect(minorToNumber(1050n, 2)).toBe(10.5);
     expect(minorToNumber(MAX_MINOR, 0)).toBeGreaterThan(9e18);
+  });
+
+  it('keeps the sign and the padding of small and negative amounts in every exponent', () => {
+    expect(formatMinor(-5n, 0)).toBe('-5');
+    expect(formatMinor(-5n, 2)).toBe('-0.05');
+    expect(formatMinor(-100n, 2)).toBe('-1.00');
+    expect(formatMinor(0n, 0)).toBe('0');
+    expect(formatMinor(123n, 3)).toBe('0.123');
+    expect(formatMinor(1234n, 3)).toBe('1.234');
+    expect(formatMinor(MAX_MINOR, 2)).toBe('92233720368547758.07');
+    expect(minorToNumber(-1050n, 2)).toBe(-10.5);
+    expect(minorToNumber(5n, 3)).toBe(0.005);
   });
 });

@@ -1,0 +1,34 @@
+import { defineConfig, mergeConfig } from 'vitest/config';
+import base from './vitest.config.mts';
+
+/**
+ * The tests of the critical core (per-test coverage then runs, for each mutant, only those
+ * that reach it). Suites of other concerns (rate limits, seeds, statements, browser) are left
+ * out to keep the run short. MUTATION_TESTS (comma-separated paths) narrows it further.
+ */
+const CORE_TESTS = [
+  'test/unit/money.test.ts',
+  'test/unit/recipient.test.ts',
+  'test/unit/link-security.test.ts',
+  'test/unit/organization-access.test.ts',
+  'test/unit/invoice-domain.test.ts',
+  'test/integration/ledger.test.ts',
+  'test/integration/money-paths-property.test.ts',
+  'test/integration/idempotency.test.ts',
+  'test/integration/transfers-service.test.ts',
+  'test/api/access-policy.test.ts',
+  'test/api/network-status.test.ts',
+  'test/api/idempotency.test.ts',
+  'test/api/transfers.test.ts',
+  'test/api/invoices.test.ts',
+  'test/api/payment-links.test.ts',
+  'test/api/pay-page.test.ts',
+];
+
+// Every test file runs in a fresh module graph, so mutants in code that runs at import
+// (constants, patterns, the access table) are really loaded. On the embedded back-end that
+// means a new pool per file on the one server (test/support/database.ts).
+const config = mergeConfig(base, defineConfig({ test: { isolate: true } }));
+// Set, not merged: mergeConfig would append these to the base config's include.
+config.test = { ...config.test, include: process.env.MUTATION_TESTS ? process.env.MUTATION_TESTS.split(',') : CORE_TESTS };
+export default config;
