@@ -390,7 +390,7 @@ export interface paths {
         put?: never;
         /**
          * Leave a tontine
-         * @description A member other than the organizer leaves a `forming` tontine (to take part again, they need a new invitation). Once started, nobody leaves: 409 `InvalidTontineState`. The organizer cannot leave (422 `OrganizerCannotLeave`): they cancel instead.
+         * @description A member other than the organizer leaves a `forming` tontine (to take part again, they need a new invitation). Once started, nobody leaves: 409 `InvalidTontineState`. The organizer cannot leave (422 `OrganizerCannotLeave`): they cancel instead. Answers the tontine as the one who left last sees it (`role: former_member`, no allowed action); afterwards it answers them 404 like any non-member.
          */
         post: operations["leaveTontine"];
         delete?: never;
@@ -1875,10 +1875,10 @@ export interface components {
             name: string;
             status: components["schemas"]["TontineStatus"];
             /**
-             * @description The caller's role in the tontine. `invited` (an open invitation, not a member yet) appears only on `GET /tontines/{tontineId}`, so an invited user can read the terms and the commitment before joining.
+             * @description The caller's role in the tontine. `invited` (an open invitation, not a member yet) appears only on `GET /tontines/{tontineId}`, so an invited user can read the terms and the commitment before joining. `former_member` appears only in the answer to `leave`.
              * @enum {string}
              */
-            role: "organizer" | "member" | "invited";
+            role: "organizer" | "member" | "invited" | "former_member";
             currency: components["schemas"]["CurrencyCode"];
             /** @description Contribution per member and per cycle, in major units. */
             contribution_amount: number;

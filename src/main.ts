@@ -89,8 +89,15 @@ async function main(): Promise<void> {
     for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
     if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
   });
-  await Promise.all([pendingTransfers.runNow(), duePayments.runNow()]);
-  const jobs = [pendingTransfers, duePayments, keyPurge];
+  // Tontine contributions still unpaid when their cycle falls due become `late` (every
+  // minute; safe with several instances: each run locks its tontines with SKIP LOCKED).
+  const lateContributions = startBackgroundJob('mark late tontine contributions', 60_000, logger, async () => {
+    let marked = 0;
+    for (let batch = await started.services.tontines.markLateContributions(); batch > 0; batch = await started.services.tontines.markLateContributions()) marked += batch;
+    if (marked) logger.info({ marked }, 'late tontine contributions marked');
+  });
+  await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), lateContributions.runNow()]);
+  const jobs = [pendingTransfers, duePayments, keyPurge, lateContributions];
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {

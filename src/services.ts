@@ -15,6 +15,7 @@ import { OrganizationAccessService } from './modules/organizations/organization-
 import { PaymentLinksService } from './modules/payment-links/payment-links-service';
 import { PaymentsService } from './modules/payment-links/payments-service';
 import { IdempotencyService } from './modules/idempotency/idempotency-service';
+import { TontineService } from './modules/tontines';
 import { SandboxRail } from './modules/transfers/rails';
 import { TransferService } from './modules/transfers/transfers-service';
 import { WalletService } from './modules/wallets/wallets-service';
@@ -55,6 +56,7 @@ export function buildServices(deps: ServiceDeps) {
     payoutRail,
     transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
     wallets: new WalletService(knex),
+    tontines: new TontineService({ knex, idempotency, now: deps.now }),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

@@ -7,6 +7,7 @@ import { networkStatusRoutes } from '../modules/network-status/network-status-ro
 import { BUSINESS_ORGANIZATION_PREFIX, organizationAccess } from '../modules/organizations/organization-access';
 import { paymentLinksRoutes } from '../modules/payment-links/payment-links-routes';
 import { idempotencyRoutes } from '../modules/idempotency/idempotency-routes';
+import { tontineHandlers, tontineRoutes } from '../modules/tontines';
 import { transfersRoutes } from '../modules/transfers/transfers-routes';
 import { walletsRoutes } from '../modules/wallets/wallets-routes';
 import type { Services } from '../services';
@@ -22,7 +23,6 @@ import { contractOperation } from './request-context';
 export const NOT_IMPLEMENTED_OPERATIONS = [
   { method: 'get', path: '/escrows', operationId: 'listEscrows' },
   { method: 'post', path: '/escrows', operationId: 'createEscrow' },
-  { method: 'get', path: '/tontines', operationId: 'listTontines' },
 ] as const;
 
 /** A request the validator matched to a contract operation that no router answered: 501. */
@@ -47,6 +47,7 @@ export function mountRoutes(app: Express, services: Services, deps: AppDeps): vo
   api.use(invoiceRoutes(services.invoices));
   api.use(networkStatusRoutes(services.networkStatus));
   api.use(transfersRoutes(services.transfers), walletsRoutes(services.wallets), idempotencyRoutes(services.idempotency));
+  api.use(tontineRoutes(tontineHandlers(services.tontines)));
   // Last: contract operations nobody answered yet.
   api.use(notImplementedFallback());
   app.use('/api', api);
