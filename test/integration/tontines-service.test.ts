@@ -1,0 +1,213 @@
+import crypto from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '../../src/errors';
+import { withTransaction } from '../../src/db/transaction';
+import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
+import { fundWallet } from '../../src/modules/ledger';
+import { TontineService, type TontineView } from '../../src/modules/tontines';
+import { databaseKind, testKnex } from '../support/database';
+import { createUser, type TestUser } from '../support/factories';
+import { expectLedgerInvariants } from '../support/ledger-invariants';
+import { poolBalance, walletBalance } from '../support/tontines';
+
+const knex = testKnex();
+const DAY_MS = 86_400_000;
+
+/** A service on the run's database with a clock the test moves. */
+function serviceWithClock(startMs: number) {
+  const clock = { nowMs: startMs };
+  const service = new TontineService({ knex, idempotency: new IdempotencyService(knex, { ttlHours: 24 }), now: () => new Date(clock.nowMs) });
+  return { service, clock };
+}
+
+async function fundedUsers(balances: readonly bigint[]): Promise<TestUser[]> {
+  const users: TestUser[] = [];
+  for (const balance of balances) {
+    const user = await createUser();
+    if (balance > 0n) await withTransaction(knex, (trx) => fundWallet(trx, user.id, 'XOF', balance));
+    users.push(user);
+  }
+  return users;
+}
+
+/** A started tontine of `users` (the first organizes), weekly, `amount` XOF, in join order. */
+async function startedTontine(service: TontineService, users: readonly TestUser[], amount: number): Promise<TontineView> {
+  const [organizer, ...others] = users as [TestUser, ...TestUser[]];
+  const created = await service.create(organizer.id, { name: 'Property circle', currency: 'XOF', contribution_amount: amount, frequency: 'weekly', max_members: users.length, payout_order: 'join_order' });
+  for (const member of others) {
+    await service.invite(organizer.id, created.id, member.email as string);
+    await service.join(member.id, created.id);
+  }
+  return service.start(organizer.id, created.id);
+}
+
+async function errorCode(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    if (error instanceof DomainError) return error.code;
+    throw error;
+  }
+}
+
+describe('late marking (background job)', () => {
+  it('marks the unpaid contributions of a due cycle late, once; a late member still pays and the payout waits for the whole pot', async () => {
+    const start = Date.UTC(2027, 0, 4, 9, 0, 0);
+    const { service, clock } = serviceWithClock(start);
+    const users = await fundedUsers([10_000n, 10_000n, 10_000n]);
+    const [a, b, c] = users as [TestUser, TestUser, TestUser];
+    const tontine = await startedTontine(service, users, 1000);
+    expect(tontine.next_payout_at).toBe(new Date(start + 7 * DAY_MS).toISOString());
+    await service.contribute(a.id, tontine.id, crypto.randomUUID(), undefined);
+
+    clock.nowMs = start + 7 * DAY_MS - 1;
+    expect(await service.markLateContributions()).toBe(0);
+    clock.nowMs = start + 7 * DAY_MS;
+    expect(await service.markLateContributions()).toBe(2);
+    expect(await service.markLateContributions()).toBe(0);
+    const view = await service.get(a.id, tontine.id);
+    expect(view.current_contributions?.map((k) => [k.user_id, k.status])).toEqual([
+      [a.id, 'paid'],
+      [b.id, 'late'],
+      [c.id, 'late'],
+    ]);
+    const lateEvents = await knex('events').where({ subject_id: tontine.id, type: 'tontine.contributions_late' }).select('actor_user_id', 'payload');
+    expect(lateEvents).toEqual([{ actor_user_id: null, payload: { cycle: 1, user_ids: expect.arrayContaining([b.id, c.id]) } }]);
+
+    clock.nowMs = start + 9 * DAY_MS;
+    const afterB = await service.contribute(b.id, tontine.id, crypto.randomUUID(), {});
+    expect(afterB.current_cycle).toBe(1);
+    expect(afterB.pool_balance).toBe('2000');
+    const afterC = await service.contribute(c.id, tontine.id, crypto.randomUUID(), undefined);
+    expect(afterC).toMatchObject({ current_cycle: 2, pool_balance: '0', next_payout_at: new Date(start + 14 * DAY_MS).toISOString() });
+    expect(afterC.current_contributions?.map((k) => k.status)).toEqual(['pending', 'pending', 'pending']);
+    expect(await walletBalance(a.id, 'XOF')).toBe(12_000n);
+    const paidEvents = await knex('events').where({ subject_id: tontine.id, type: 'tontine.contribution_paid' }).select('payload');
+    expect(paidEvents.map((e: { payload: { late: boolean } }) => e.payload.late)).toEqual([false, true, true]);
+  });
+
+  it('is safe with several instances at once, and skips a tontine another transaction holds instead of waiting', async () => {
+    const start = Date.UTC(2027, 1, 1);
+    const { service, clock } = serviceWithClock(start);
+    const tontines: TontineView[] = [];
+    for (let i = 0; i < 3; i += 1) tontines.push(await startedTontine(service, await fundedUsers([0n, 0n]), 500));
+    clock.nowMs = start + 8 * DAY_MS;
+    const other = serviceWithClock(clock.nowMs).service;
+    const ids = tontines.map((t) => t.id);
+    if (databaseKind() === 'postgres') {
+      // Another instance (or a contribution) holds the first tontine: the job passes it by.
+      const holder = await knex.transaction();
+      try {
+        await holder('tontines').where({ id: ids[0] }).forUpdate().first();
+        const marked = await Promise.race([service.markLateContributions(), new Promise<string>((resolve) => setTimeout(() => resolve('waited'), 5_000))]);
+        expect(marked).toBeGreaterThanOrEqual(4);
+        const statuses = await knex('tontine_contributions').where({ tontine_id: ids[0] }).pluck('status');
+        expect(statuses).toEqual(['pending', 'pending']);
+      } finally {
+        await holder.commit();
+      }
+    }
+    const counts = await Promise.all([service.markLateContributions(), other.markLateContributions(), service.markLateContributions()]);
+    const late = await knex('tontine_contributions').whereIn('tontine_id', ids).andWhere({ status: 'late' }).count<{ count: string }[]>('* as count');
+    expect(Number(late[0]?.count)).toBe(6);
+    const events = await knex('events').whereIn('subject_id', ids).andWhere({ type: 'tontine.contributions_late' }).select('subject_id');
+    expect(events.map((e: { subject_id: string }) => e.subject_id).sort()).toEqual([...ids].sort());
+    expect(counts.reduce((sum, n) => sum + n, 0)).toBe(databaseKind() === 'postgres' ? 2 : 6);
+  });
+});
+
+type Command = { kind: 'pay'; member: number; replay: boolean } | { kind: 'advance'; days: number } | { kind: 'markLate' } | { kind: 'cancel' };
+
+const commandArbitrary: fc.Arbitrary<Command> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('pay' as const), member: fc.integer({ min: 0, max: 2 }), replay: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), days: fc.integer({ min: 1, max: 9 }) }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'markLate' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'cancel' as const }) },
+);
+
+describe('tontine money (property)', () => {
+  it('over random interleavings of contributions, replays, late marking and cancellation, the pool holds exactly the open cycle and no money is created or lost', async () => {
+    const amount = 100n;
+    await fc.assert(
+      fc.asyncProperty(fc.bigInt({ min: 0n, max: 450n }), fc.array(commandArbitrary, { minLength: 1, maxLength: 22 }), async (poorBalance, commands) => {
+        const start = Date.UTC(2027, 2, 1);
+        const { service, clock } = serviceWithClock(start);
+        const initial = [5_000n, 5_000n, poorBalance];
+        const users = await fundedUsers(initial);
+        const n = users.length;
+        const tontine = await startedTontine(service, users, Number(amount));
+        const beneficiaries = (tontine.cycles ?? []).map((cycle) => cycle.beneficiary_user_id);
+        const dueAt = (tontine.cycles ?? []).map((cycle) => new Date(cycle.due_at).getTime());
+
+        // The model: what the contract says must have happened.
+        const model = { status: 'active' as string, cycle: 1, paid: new Set<number>(), late: new Set<number>(), wallet: [...initial], usedKeys: [] as Array<{ member: number; key: string; succeeded: boolean }> };
+        for (const command of commands) {
+          if (command.kind === 'pay') {
+            const earlier = command.replay ? model.usedKeys.filter((k) => k.member === command.member).at(-1) : undefined;
+            const key = earlier?.key ?? crypto.randomUUID();
+            const outcome = await errorCode(service.contribute(users[command.member]!.id, tontine.id, key, undefined));
+            let expected: string;
+            if (earlier?.succeeded) expected = 'IdempotencyKeyAlreadyProcessed';
+            else if (model.status !== 'active') expected = 'InvalidTontineState';
+            else if (model.paid.has(command.member)) expected = 'ContributionAlreadyPaid';
+            else if (model.wallet[command.member]! < amount) expected = 'InsufficientFunds';
+            else expected = 'ok';
+            expect(outcome).toBe(expected);
+            if (!earlier) model.usedKeys.push({ member: command.member, key, succeeded: outcome === 'ok' });
+            else if (outcome === 'ok') earlier.succeeded = true;
+            if (outcome === 'ok') {
+              model.wallet[command.member]! -= amount;
+              model.paid.add(command.member);
+              model.late.delete(command.member);
+              if (model.paid.size === n) {
+                const beneficiary = users.findIndex((u) => u.id === beneficiaries[model.cycle - 1]);
+                model.wallet[beneficiary]! += amount * BigInt(n);
+                model.paid.clear();
+                model.late.clear();
+                if (model.cycle === n) model.status = 'completed';
+                else model.cycle += 1;
+              }
+            }
+          } else if (command.kind === 'advance') {
+            clock.nowMs += command.days * DAY_MS;
+          } else if (command.kind === 'markLate') {
+            await service.markLateContributions();
+            if (model.status === 'active' && clock.nowMs >= dueAt[model.cycle - 1]!) {
+              for (let m = 0; m < n; m += 1) if (!model.paid.has(m)) model.late.add(m);
+            }
+          } else {
+            const outcome = await errorCode(service.cancel(users[0]!.id, tontine.id));
+            expect(outcome).toBe(model.status === 'active' ? 'ok' : 'InvalidTontineState');
+            if (outcome === 'ok') {
+              for (const m of model.paid) model.wallet[m]! += amount;
+              model.paid.clear();
+              model.status = 'canceled';
+            }
+          }
+
+          // After every step: the pool invariant, conservation, and each member's money and status.
+          const pool = await poolBalance(tontine.id);
+          expect(pool).toBe(model.status === 'active' ? amount * BigInt(model.paid.size) : 0n);
+          const wallets: bigint[] = [];
+          for (const user of users) wallets.push(await walletBalance(user.id, 'XOF'));
+          expect(wallets).toEqual(model.wallet);
+          expect(wallets.reduce((sum, w) => sum + w, 0n) + pool).toBe(initial.reduce((sum, w) => sum + w, 0n));
+          const view = await service.get(users[0]!.id, tontine.id);
+          expect(view.status).toBe(model.status);
+          if (model.status === 'active') {
+            expect(view.current_cycle).toBe(model.cycle);
+            expect(view.current_contributions?.map((k) => k.status)).toEqual(users.map((_, m) => (model.paid.has(m) ? 'paid' : model.late.has(m) ? 'late' : 'pending')));
+          }
+        }
+        if (model.status === 'completed') {
+          // N contributions paid and N x contribution received by everyone: back where they started.
+          expect(model.wallet).toEqual(initial);
+        }
+      }),
+      { numRuns: databaseKind() === 'embedded' ? 12 : 20 },
+    );
+    await expectLedgerInvariants(knex);
+  });
+});
