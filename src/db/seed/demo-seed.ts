@@ -5,6 +5,7 @@ import { seedIdentity } from './identity-seed';
 import { seedInvoices } from './invoices-seed';
 import { seedNetworkStatus } from './network-status-seed';
 import { seedPaymentLinks } from './payment-links-seed';
+import { seedTontines } from './tontines-seed';
 import { seedWallets } from './wallets-seed';
 
 /**
@@ -20,6 +21,7 @@ const STEPS: SeedStep[] = [
   seedNetworkStatus, // the demo organisation's audited opening status (src/db/seed/network-status-seed.ts)
   seedPaymentLinks, // Checkouts and one-off links of the demo organisation (src/db/seed/payment-links-seed.ts)
   seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/db/seed/wallets-seed.ts)
+  seedTontines, // after the wallets: a forming, an active and a completed tontine (src/db/seed/tontines-seed.ts)
 ];
 
 export async function seedDemoData(knex: Knex, services: Services): Promise<void> {
