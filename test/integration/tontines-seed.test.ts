@@ -1,22 +1,13 @@
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { seedIdentity } from '../../src/db/seed/identity-seed';
 import { DEMO_TONTINES, seedTontines } from '../../src/db/seed/tontines-seed';
 import { seedWallets } from '../../src/db/seed/wallets-seed';
 import { ledgerRepository } from '../../src/modules/ledger/ledger-repository';
-import { buildServices } from '../../src/services';
-import { testConfig } from '../support/app';
-import { testKnex } from '../support/database';
+import { inRolledBackSeed } from '../support/rolled-back-seed';
 
 describe('tontines demo seed step', () => {
   it('leaves a forming tontine with an open invitation, an active one mid-way and a completed one among the demo users (rolled back afterwards)', async () => {
-    const knex = testKnex();
-    const services = buildServices({ config: testConfig(), knex, logger: pino({ level: 'silent' }) });
-    const trx = await knex.transaction();
-    try {
-      await seedIdentity(trx, services);
-      await seedWallets(trx);
-      await seedTontines(trx);
+    await inRolledBackSeed([seedIdentity, seedWallets, seedTontines], async (trx) => {
       const rows = (await trx('tontines as t')
         .join('ledger_accounts as a', 'a.id', 't.pool_account_id')
         .whereIn('t.name', Object.values(DEMO_TONTINES))
@@ -33,9 +24,6 @@ describe('tontines demo seed step', () => {
       const payouts = await trx('tontine_cycles').where({ tontine_id: byName.get(DEMO_TONTINES.completed)?.id, status: 'paid_out' }).count<{ count: string }[]>('* as count');
       expect(Number(payouts[0]?.count)).toBe(3);
       expect(await ledgerRepository.invariantViolations(trx)).toEqual([]);
-    } finally {
-      await trx.rollback();
-      await services.shutdown();
-    }
+    });
   });
 });

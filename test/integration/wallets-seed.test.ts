@@ -1,31 +1,15 @@
 import type { Knex } from 'knex';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { DEMO_OUTSIDER_EMAIL, DEMO_USERS, seedIdentity } from '../../src/db/seed/identity-seed';
 import { seedWallets } from '../../src/db/seed/wallets-seed';
 import { ledgerRepository } from '../../src/modules/ledger/ledger-repository';
-import { buildServices } from '../../src/services';
-import { testConfig } from '../support/app';
-import { testKnex } from '../support/database';
+import { inRolledBackSeed } from '../support/rolled-back-seed';
 
-/** Runs the steps in a transaction that is always rolled back: the run's database keeps no demo rows. */
-async function inRolledBackSeed(check: (trx: Knex.Transaction) => Promise<void>): Promise<void> {
-  const knex = testKnex();
-  const services = buildServices({ config: testConfig(), knex, logger: pino({ level: 'silent' }) });
-  const trx = await knex.transaction();
-  try {
-    await seedIdentity(trx, services);
-    await seedWallets(trx);
-    await check(trx);
-  } finally {
-    await trx.rollback();
-    await services.shutdown();
-  }
-}
+const inWalletsSeed = (check: (trx: Knex.Transaction) => Promise<void>) => inRolledBackSeed([seedIdentity, seedWallets], check);
 
 describe('wallets demo seed step', () => {
   it('funds each demo user with 1,000,000 XOF and 1,000 EUR through postings from external clearing', async () => {
-    await inRolledBackSeed(async (trx) => {
+    await inWalletsSeed(async (trx) => {
       const emails = [...DEMO_USERS.map((u) => u.email), DEMO_OUTSIDER_EMAIL];
       const wallets = (await trx('ledger_accounts as a')
         .join('users as u', 'u.id', 'a.owner_id')

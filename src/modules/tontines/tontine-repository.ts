@@ -116,20 +116,8 @@ function toContribution(row: ContributionRow): Contribution {
   return { id: row.id, cycleNumber: row.cycle_number, userId: row.user_id, status: row.status, postingId: row.posting_id, paidAt: row.paid_at };
 }
 
-export interface NewTontine {
-  id: string;
-  name: string;
-  organizerUserId: string;
-  currency: string;
-  contributionMinor: bigint;
-  frequency: TontineFrequency;
-  maxMembers: number;
-  payoutOrder: PayoutOrder;
-  seedCommitment: string;
-  drawSeed: string;
-  poolAccountId: string;
-  createdAt: Date;
-}
+/** A new tontine: `forming`, no cycle yet. */
+export type NewTontine = Omit<Tontine, 'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt'>;
 
 export interface TontineListFilter {
   userId: string;
