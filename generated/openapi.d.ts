@@ -1508,7 +1508,7 @@ export interface components {
              * @description Kind of resource the key produced.
              * @enum {string}
              */
-            resource_type: "transfer" | "escrow";
+            resource_type: "transfer" | "escrow" | "tontine_contribution";
             /**
              * Format: uuid
              * @description Identifier of that resource.

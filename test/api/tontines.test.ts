@@ -257,6 +257,13 @@ describe('contributions', () => {
       message: expect.any(String),
       details: { resource_type: 'tontine_contribution', resource_id: expect.any(String), status: 'paid' },
     });
+    const state = await request(app).get(`/api/idempotency-keys/${key}`).set(organizer.auth).expect(200);
+    expect(state.body.data).toMatchObject({
+      operation: 'contributeToTontine',
+      status: 'completed',
+      response_status: 200,
+      resource: { type: 'tontine_contribution', id: replay.body.details.resource_id, status: 'paid', location: `/api/tontines/${tontine.id}` },
+    });
     const twice = await contribute(app, tontine.id, organizer);
     expect({ status: twice.status, error: twice.body.error, details: twice.body.details }).toEqual({ status: 409, error: 'ContributionAlreadyPaid', details: { cycle: 1 } });
     const elsewhere = await createTontine(app, organizer);
@@ -292,7 +299,8 @@ describe('contributions', () => {
     expect(afterCycle1.body.data.cycles[0]).toMatchObject({ status: 'paid_out', collected: '6000', paid_out_at: expect.any(String) });
     expect(afterCycle1.body.data.members[0]).toMatchObject({ received: true, position: 1 });
     expect(await walletBalance(organizer.user.id, 'XOF')).toBe(14_000n);
-    await contribute(app, tontine.id, second).expect(200);
+    const refundedKey = crypto.randomUUID();
+    await contribute(app, tontine.id, second, refundedKey).expect(200);
     await contribute(app, tontine.id, third).expect(200);
     expect(await poolBalance(tontine.id)).toBe(4_000n);
 
@@ -303,6 +311,9 @@ describe('contributions', () => {
     expect(await poolBalance(tontine.id)).toBe(0n);
     expect([await walletBalance(organizer.user.id, 'XOF'), await walletBalance(second.user.id, 'XOF'), await walletBalance(third.user.id, 'XOF')]).toEqual([14_000n, 8_000n, 8_000n]);
     expect((await contribute(app, tontine.id, organizer)).body.details).toEqual({ status: 'canceled', action: 'contribute', allowed_actions: [] });
+    // A replay reports the contribution as it is now.
+    const refundedReplay = await contribute(app, tontine.id, second, refundedKey);
+    expect(refundedReplay.body.details).toMatchObject({ resource_type: 'tontine_contribution', status: 'refunded' });
     const types = await eventTypes(tontine.id);
     expect(types.filter((t) => t === 'tontine.contribution_refunded')).toHaveLength(2);
     expect(types.at(-1)).toBe('tontine.canceled');
