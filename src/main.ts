@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
     await app.services.ready();
     if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
-    const payApp = createPayApp({ config, knex: database.knex, logger, services: app.services, rateLimitBackend });
+    const payApp = createPayApp({ config, logger, services: app.services, rateLimitBackend });
 
     apiServer.on('request', app);
     payServer.on('request', payApp);

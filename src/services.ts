@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
 import { loadOpenApiDocument } from './http/openapi-document';
 import { AccountService } from './modules/accounts';
@@ -25,32 +26,33 @@ export interface ServiceDeps {
   knex: Knex;
   logger: Logger;
   redis?: Redis;
-  /** The clock of the services that take one (tests inject it). */
-  now?: () => Date;
+  /** The clock of every service (tests inject one); the system clock when absent. */
+  now?: Clock;
 }
 
 /** The composition of every service; one place to see what depends on what. */
 export function buildServices(deps: ServiceDeps) {
   const { config, knex, redis } = deps;
+  const clock = deps.now ?? systemClock;
   const tokens = new TokenService(config.jwt);
-  const sessions = new SessionService(knex, tokens);
+  const sessions = new SessionService(knex, tokens, clock);
   const passwords = new PasswordHasher();
-  const accounts = new AccountService(knex, { cursorSecret: config.paySecret, now: deps.now, streamStallTimeoutMs: config.statements.streamStallTimeoutMs });
-  const payments = new PaymentsService(knex, accounts, deps.logger);
+  const accounts = new AccountService(knex, { cursorSecret: config.paySecret, clock, streamStallTimeoutMs: config.statements.streamStallTimeoutMs });
+  const payments = new PaymentsService(knex, accounts, deps.logger, { clock });
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   return {
-    health: new HealthService(knex, redis, loadOpenApiDocument().version),
+    health: new HealthService(knex, redis, loadOpenApiDocument().version, clock),
     tokens,
     sessions,
     passwords,
-    auth: new AuthService(knex, passwords, sessions, config.login),
+    auth: new AuthService(knex, passwords, sessions, config.login, clock),
     organizationAccess: new OrganizationAccessService(knex),
     accounts,
-    paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret }),
+    paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,
-    invoices: new InvoiceService(knex, { idempotencyTtlHours: config.idempotencyTtlHours }),
+    invoices: new InvoiceService(knex, { idempotency, clock }),
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
     idempotency,
     payoutRail,

@@ -40,6 +40,14 @@ async function main(): Promise<void> {
       ratio_rps: Number((ourResult.requests_per_s / bareResult.requests_per_s).toFixed(3)),
       ratio_rps_per_round: ourRounds.map((r, i) => Number((r.requests_per_s / (bareRounds[i] as LoadResult).requests_per_s).toFixed(3))),
       target_ratio: 0.8,
+      targets: [
+        {
+          benchmark: 'health',
+          measured: `${Number((ourResult.requests_per_s / bareResult.requests_per_s).toFixed(3))}x a bare HTTP server`,
+          target: '>= 0.8x a bare HTTP server',
+          met: ourResult.requests_per_s / bareResult.requests_per_s >= 0.8,
+        },
+      ],
     });
   } finally {
     await ours.stop();

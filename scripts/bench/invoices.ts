@@ -1,7 +1,8 @@
 /**
  * GET /business/organizations/{orgId}/invoices?limit=50 on an organisation with 100,000
  * documents: requests per second and latency percentiles with autocannon, first page and a
- * deep page (starting_after in the middle), and the query plan of the list query (it must
+ * deep page (starting_after in the middle), against the health route of the same server in
+ * the same run (target: at least 0.15x its requests/s, p99 under 100 ms), and the query plan of the list query (it must
  * be an index scan of documents_list_index, never a sort of the organisation's rows).
  *
  * Needs PostgreSQL: DATABASE_URL, or postgres://postgres@127.0.0.1:5432/postgres. A scratch
@@ -11,6 +12,7 @@
  * the defaults.
  */
 import type { Knex } from 'knex';
+import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
 import { InvoiceService } from '../../src/modules/invoices/invoice-service';
 import { printResult, runAutocannon, startServerProcess, BENCH_JWT_SECRET, createBenchMember, createScratchDatabase } from './bench-support';
 
@@ -86,7 +88,7 @@ async function explainList(knex: Knex, orgId: string, startingAfter?: string): P
     if (/^select/i.test(query.sql) && query.sql.includes('order by')) captured.push({ sql: query.sql, bindings: query.bindings ?? [] });
   };
   knex.on('query', listener);
-  await new InvoiceService(knex).listDocuments(orgId, { limit: 50, startingAfter });
+  await new InvoiceService(knex, { idempotency: new IdempotencyService(knex, { ttlHours: 24 }) }).listDocuments(orgId, { limit: 50, startingAfter });
   knex.removeListener('query', listener);
   const query = captured[0];
   if (!query) throw new Error('the list query was not captured');
@@ -133,17 +135,32 @@ async function main(): Promise<void> {
     if (probe.status !== 200 || body.data?.data?.length !== 50 || !body.data.has_more) throw new Error(`unexpected answer ${probe.status}: ${JSON.stringify(body).slice(0, 300)}`);
 
     await runAutocannon({ url: first, headers, duration: 2, connections: CONNECTIONS });
+    // The health route of the same server, in the same run: the yardstick of the ratio.
+    const health = `${server.url}/api/health`;
+    await runAutocannon({ url: health, duration: 2, connections: CONNECTIONS });
+    const healthResult = await runAutocannon({ url: health, duration: DURATION_S, connections: CONNECTIONS });
     const firstResult = await runAutocannon({ url: first, headers, duration: DURATION_S, connections: CONNECTIONS });
     const deepResult = await runAutocannon({ url: deep, headers, duration: DURATION_S, connections: CONNECTIONS });
+    const ratio = Number((firstResult.requests_per_s / Math.max(1, healthResult.requests_per_s)).toFixed(3));
     printResult('invoices', {
       documents: count,
       fill_ms: fillMs,
       connections: CONNECTIONS,
       duration_s: DURATION_S,
+      health: healthResult,
       list_limit_50: firstResult,
       list_limit_50_deep_page: deepResult,
+      ratio_rps_vs_health: ratio,
       server_peak_rss_mb: await server.peakRssMb(),
       explain: plans,
+      targets: [
+        {
+          benchmark: 'invoices',
+          measured: `${ratio}x health, p99 ${firstResult.p99_ms} ms`,
+          target: '>= 0.15x health, p99 < 100 ms',
+          met: ratio >= 0.15 && firstResult.p99_ms < 100 && firstResult.non_2xx === 0 && firstResult.errors === 0,
+        },
+      ],
     });
     if (!plans.first_page.uses_list_index || plans.first_page.sorts) throw new Error('the list query does not use documents_list_index');
   } finally {

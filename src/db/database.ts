@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
+import { isolatePreparedStatements } from './prepared';
 
 export type DatabaseKind = 'postgres' | 'embedded';
 
@@ -47,7 +48,13 @@ export function createKnex(url: string, kind: DatabaseKind, poolMax = 10): Knex 
     client: 'pg',
     connection: { connectionString: url, application_name: 'fintech-platform-api' },
     // PGlite serves one connection at a time: a larger pool would interleave sessions.
-    pool: kind === 'embedded' ? { min: 1, max: 1 } : { min: 0, max: poolMax },
+    pool: {
+      ...(kind === 'embedded' ? { min: 1, max: 1 } : { min: 0, max: poolMax }),
+      afterCreate(connection: unknown, done: (error: Error | null, connection: unknown) => void) {
+        isolatePreparedStatements(connection);
+        done(null, connection);
+      },
+    },
     acquireConnectionTimeout: 10_000,
     migrations: { migrationSource: new DirectoryMigrationSource(MIGRATIONS_DIRECTORY), tableName: 'knex_migrations' },
   });
@@ -83,4 +90,9 @@ export async function openDatabase(options: { databaseUrl?: string; embeddedData
 export async function migrateLatest(knex: Knex): Promise<string[]> {
   const [, applied] = (await knex.migrate.latest()) as [number, string[]];
   return applied;
+}
+
+/** One round trip to the database (the health probe). */
+export async function ping(db: Knex | Knex.Transaction): Promise<void> {
+  await db.raw('SELECT 1');
 }

@@ -1,3 +1,6 @@
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+
 /**
  * Names a hot-path query so that node-postgres prepares it once per connection: PostgreSQL
  * then skips parsing it, and planning it once a generic plan is chosen, on every later run
@@ -6,4 +9,53 @@
  */
 export function prepared<Query extends { options(options: Readonly<Record<string, unknown>>): Query }>(name: string, query: Query): Query {
   return query.options({ name });
+}
+
+interface QueryConfig {
+  name?: string;
+  text: string;
+  values?: unknown[];
+}
+
+interface RawConnection {
+  query(config: QueryConfig): Promise<{ rows: unknown[] }>;
+}
+
+interface ConnectionSource {
+  acquireConnection(): Promise<RawConnection>;
+  releaseConnection(connection: RawConnection): Promise<unknown>;
+}
+
+/**
+ * Runs one named statement on the raw `pg` connection of `db` (the transaction's own
+ * connection, or one borrowed from the pool and given back), with `$1`-style parameters and
+ * none of knex's query building: the hot money paths are one such call each.
+ */
+export async function queryPrepared<Row>(db: Knex | Knex.Transaction, name: string, text: string, values: unknown[]): Promise<Row[]> {
+  const source = db.client as ConnectionSource;
+  const connection = await source.acquireConnection();
+  try {
+    return (await connection.query({ name, text, values })).rows as Row[];
+  } finally {
+    await source.releaseConnection(connection);
+  }
+}
+
+/**
+ * The embedded server keeps ONE session for every connection, so a statement prepared by
+ * an earlier connection (or by another pool) is still there when a new connection, whose
+ * pg client knows nothing of it, prepares the same name ("prepared statement ... already
+ * exists"). Every connection therefore gives its statement names its own suffix: a new
+ * connection never meets a name it did not prepare itself. Installed as the pool's
+ * `afterCreate` hook on both back-ends (harmless on a real server, where sessions are per
+ * connection).
+ */
+export function isolatePreparedStatements(connection: unknown): void {
+  const client = connection as { query: (config: unknown, ...rest: unknown[]) => unknown };
+  const suffix = `@${crypto.randomBytes(4).toString('hex')}`;
+  const query = client.query.bind(client);
+  client.query = (config: unknown, ...rest: unknown[]) => {
+    const named = config !== null && typeof config === 'object' && typeof (config as QueryConfig).name === 'string';
+    return query(named ? { ...(config as QueryConfig), name: (config as QueryConfig).name + suffix } : config, ...rest);
+  };
 }

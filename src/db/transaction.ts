@@ -49,3 +49,13 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   const e = error as { code?: unknown; constraint?: unknown } | null;
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
+
+/**
+ * Sets PostgreSQL settings for the rest of the transaction only (set_config(..., true), as SET
+ * LOCAL): timeouts that bound one use case, such as `lock_timeout` or
+ * `idle_in_transaction_session_timeout` (milliseconds when given a number).
+ */
+export async function setLocal(trx: Knex.Transaction, settings: Record<string, string | number>): Promise<void> {
+  const entries = Object.entries(settings);
+  await trx.raw(`SELECT ${entries.map(() => 'set_config(?, ?, true)').join(', ')}`, entries.flatMap(([name, value]) => [name, typeof value === 'number' ? `${Math.trunc(value)}ms` : value]));
+}

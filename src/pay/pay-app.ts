@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type Request, type Response } from 'express';
 import helmet from 'helmet';
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { payPageRateLimiter, type RateLimitBackend } from '../http/rate-limit';
@@ -26,7 +25,6 @@ import { PAY_CSS, messagePage, paymentFormPage, resultPage, type PaymentFormView
 
 export interface PayAppDeps {
   config: Config;
-  knex: Knex;
   logger: Logger;
   services: Services;
   /** The API's rate-limit store backend (Redis when REDIS_URL is set): the page counts there too. */

@@ -1,6 +1,5 @@
 import { escapeHtml, formatMoney } from '../modules/payment-links/payment-links-presenter';
 import type { Payment, PaymentLink } from '../modules/payment-links/payment-links-types';
-import { formatMinor } from '../modules/ledger';
 
 /**
  * The payment page's HTML: server-rendered, plain HTML and CSS (no script at all, no CDN),
@@ -177,8 +176,4 @@ ${payment.reference !== null ? `<dt>Reference</dt><dd id="paid-reference">${h(pa
     `<h1>Waiting for confirmation</h1>\n<div class="pending" role="status" id="status" data-status="pending">Approve the payment on your phone. This page refreshes by itself.</div>\n${details}\n${notice}`,
     { refreshSeconds: 2 },
   );
-}
-
-export function amountLabel(link: PaymentLink, minor: bigint): string {
-  return `${formatMinor(minor, link.exponent)} ${link.currency}`;
 }

@@ -7,7 +7,7 @@ import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganizat
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { moveMoney } from '../support/org-account-postings';
 import { parseCsv, statementUrl } from '../support/statements';
-import { encodeStatementCursor } from '../../src/modules/accounts/account-service';
+import { encodeStatementCursor } from '../../src/modules/accounts/statement-cursor';
 
 let app: App;
 /** The secret the app signs statement cursors with: lets the tests forge genuine-looking ones. */

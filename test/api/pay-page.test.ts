@@ -6,7 +6,7 @@ import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import type { RateLimitBackend } from '../../src/http/rate-limit';
 import { signAmount } from '../../src/modules/payment-links/link-security';
-import { paymentsRepository } from '../../src/modules/payment-links/payments-repository';
+import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { PaymentsService } from '../../src/modules/payment-links/payments-service';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
@@ -27,7 +27,7 @@ const tokenIn = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1]
 
 beforeAll(async () => {
   app = await buildTestApp();
-  payApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: app.rateLimitBackend });
+  payApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: app.rateLimitBackend });
   org = await createOrganization({ name: 'Boutique <Awa>' });
   owner = await accessTokenFor(app, await createMember(org, 'owner'));
   xof = await createOrgAccount(org, { currency: 'XOF' });
@@ -406,10 +406,11 @@ describe('POST /pay/:code', () => {
     await testKnex()('payments').where({ id: slowId }).update({ settle_after: new Date(Date.now() - 1000) });
 
     const calls: string[] = [];
-    const spies = Object.keys(paymentsRepository).map((name) =>
-      vi.spyOn(paymentsRepository as unknown as Record<string, (...args: unknown[]) => unknown>, name).mockImplementation(() => {
+    const methods = Object.getOwnPropertyNames(PaymentsRepository.prototype).filter((name) => name !== 'constructor');
+    const spies = methods.map((name) =>
+      vi.spyOn(PaymentsRepository.prototype as unknown as Record<string, (...args: unknown[]) => unknown>, name).mockImplementation(() => {
         calls.push(name);
-        throw new Error(`paymentsRepository.${name} called by a GET`);
+        throw new Error(`PaymentsRepository.${name} called by a GET`);
       }),
     );
     const settle = vi.spyOn(app.services.payments, 'settle');
@@ -639,7 +640,7 @@ describe('the payment page rate limit', () => {
         return store;
       },
     };
-    const limitedPay = createPayApp({ config: testConfig(env), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: backend });
+    const limitedPay = createPayApp({ config: testConfig(env), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: backend });
     expect(prefixes).toEqual(['pay']);
 
     const agent = request.agent(limitedPay);
@@ -666,7 +667,7 @@ describe('the payment page rate limit', () => {
  */
 async function sweepSetup() {
   const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
-  const slowPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
+  const slowPayApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
   // Earlier tests' payments are settled first, so each sweep here sees only this test's.
   await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
   const own = await createOrganization();
@@ -785,7 +786,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
 
   it('stop() resolves only once a settlement fired by a timer has finished, and schedules no more', async () => {
     const quickPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 500 });
-    const quickPayApp = createPayApp({ config: testConfig(), knex: testKnex(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: quickPayments }, rateLimitBackend: app.rateLimitBackend });
+    const quickPayApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: quickPayments }, rateLimitBackend: app.rateLimitBackend });
     const realSettle = quickPayments.settle.bind(quickPayments);
     let finished = 0;
     const settle = vi.spyOn(quickPayments, 'settle').mockImplementation(async (id, at) => {
@@ -794,10 +795,10 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       return payment;
     });
     // A slow commit: the settlement is still under way when the shutdown starts.
-    const markSucceeded = paymentsRepository.markSucceeded.bind(paymentsRepository);
-    const slowMark = vi.spyOn(paymentsRepository, 'markSucceeded').mockImplementation(async (trx, id, postingId) => {
+    const markSucceeded = PaymentsRepository.prototype.markSucceeded;
+    const slowMark = vi.spyOn(PaymentsRepository.prototype, 'markSucceeded').mockImplementation(async function (this: PaymentsRepository, id, postingId) {
       await new Promise((resolve) => setTimeout(resolve, 300));
-      return markSucceeded(trx, id, postingId);
+      return markSucceeded.call(this, id, postingId);
     });
     try {
       const agent = request.agent(quickPayApp);

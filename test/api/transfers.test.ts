@@ -145,6 +145,30 @@ describe('POST /transfers refusals', () => {
   });
 });
 
+describe('sessions', () => {
+  it('a logged-out session or a locked account stops moving money at once: 401, nothing moves, the key stays free', async () => {
+    const alice = await caller({ XOF: 1_000n });
+    const bob = await caller();
+    const key = crypto.randomUUID();
+    await request(app).post('/api/auth/logout').set(alice.auth).expect(200);
+    const ended = await transfer(alice, { amount: 100, currency: 'XOF', recipientIdentifier: bob.user.email }, key);
+    expect(ended.status).toBe(401);
+    expect(ended.body).toMatchObject({ success: false, error: 'Unauthorized', message: 'The session has ended: log in again.' });
+    expect(ended.headers['www-authenticate']).toBe('Bearer realm="api"');
+
+    const carol = await caller({ XOF: 1_000n });
+    await knex('users').where({ id: carol.user.id }).update({ status: 'locked' });
+    const locked = await transfer(carol, { amount: 100, currency: 'XOF', recipientIdentifier: bob.user.email }, key);
+    expect(locked.status).toBe(401);
+    expect(locked.body).toMatchObject({ success: false, error: 'Unauthorized', message: 'The account is locked.' });
+    await knex('users').where({ id: carol.user.id }).update({ status: 'active' });
+
+    expect(await knex('transfers').whereIn('sender_user_id', [alice.user.id, carol.user.id])).toEqual([]);
+    expect(await knex('idempotency_keys').where({ key })).toEqual([]);
+    expect(await balances(carol)).toEqual({ XOF: '1000' });
+  });
+});
+
 describe('idempotency', () => {
   it('a replay answers 409 IdempotencyKeyAlreadyProcessed with the transfer; another body 422; the key can be inspected', async () => {
     const alice = await caller({ EUR: 10_000n });

@@ -32,7 +32,7 @@ beforeAll(async () => {
   payUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // The API and the payment page share the services, as in src/main.ts; PAY_URL is the real address.
   app = await buildTestApp({ env: { PAY_URL: payUrl } });
-  server.on('request', createPayApp({ config: testConfig({ PAY_URL: payUrl }), knex: testKnex(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: app.rateLimitBackend }));
+  server.on('request', createPayApp({ config: testConfig({ PAY_URL: payUrl }), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: app.rateLimitBackend }));
 });
 
 afterAll(async () => {

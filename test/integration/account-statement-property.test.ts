@@ -42,7 +42,7 @@ async function idsWithin(ledgerAccountId: string, from: Date, to: Date): Promise
 describe('statement reconciliation (property)', () => {
   it('opening + entries = closing for random postings and random intervals, in the stream and in JSON pages alike', async () => {
     // Read a minute later: the postings of the run are past the settle margin.
-    const service = new AccountService(testKnex(), { cursorSecret: testConfig().paySecret, now: () => new Date(Date.now() + 60_000) });
+    const service = new AccountService(testKnex(), { cursorSecret: testConfig().paySecret, clock: () => new Date(Date.now() + 60_000) });
     const org = await createOrganization();
     await fc.assert(
       fc.asyncProperty(

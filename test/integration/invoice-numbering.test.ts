@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/clock';
+import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
 import { InvoiceRepository } from '../../src/modules/invoices/invoice-repository';
 import { InvoiceService } from '../../src/modules/invoices/invoice-service';
 import { testKnex } from '../support/database';
@@ -6,10 +8,11 @@ import { createMember, createOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
 
 const line = { description: 'Service', quantity: 1, unit_amount: '1000' };
+const invoiceService = (clock?: Clock) => new InvoiceService(testKnex(), { idempotency: new IdempotencyService(testKnex(), { ttlHours: 24 }), clock });
 
 describe('document numbering', () => {
   it('assigns gapless, unique numbers to concurrent finalisations of one organisation and kind', async () => {
-    const service = new InvoiceService(testKnex());
+    const service = invoiceService();
     const org = await createOrganization();
     const user = await createMember(org, 'owner');
     const customer = await createCustomer(org);
@@ -23,7 +26,7 @@ describe('document numbering', () => {
   });
 
   it('a finalisation that fails after taking a number gives it back (the counter rolls back with it): no gap', async () => {
-    const service = new InvoiceService(testKnex());
+    const service = invoiceService();
     const org = await createOrganization();
     const user = await createMember(org, 'owner');
     const customer = await createCustomer(org);
@@ -39,14 +42,14 @@ describe('document numbering', () => {
     ).rejects.toThrow('boom');
     // A refused finalisation (expired quote) takes none either.
     const b = await service.createDocument(org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line], expiresAt: new Date(Date.now() + 60_000) });
-    const late = new InvoiceService(testKnex(), { now: () => new Date(Date.now() + 120_000) });
+    const late = invoiceService(() => new Date(Date.now() + 120_000));
     await expect(late.finalize(org.id, b.id)).rejects.toMatchObject({ code: 'QuoteExpired' });
     const c = await service.createDocument(org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line] });
     expect((await service.finalize(org.id, c.id)).number).toBe(`QUO-${year}-000002`);
   });
 
   it('keeps separate sequences per organisation', async () => {
-    const service = new InvoiceService(testKnex());
+    const service = invoiceService();
     const year = new Date().getUTCFullYear();
     for (let i = 0; i < 2; i += 1) {
       const org = await createOrganization();

@@ -36,6 +36,17 @@ async function sqlError(promise: Promise<unknown>): Promise<{ code?: string; mes
   throw new Error('expected the statement to fail');
 }
 
+/** Calls the database's posting function directly, bypassing the ledger service. */
+function ledgerPostSql(reference: string, entries: Array<[accountId: string, amountMinor: string]>) {
+  return knex.raw('SELECT * FROM ledger_post(?, ?, ?::jsonb, NULL, ?::uuid[], ?::bigint[], false)', [
+    'test.raw',
+    reference,
+    '{}',
+    entries.map(([accountId]) => accountId),
+    entries.map(([, amountMinor]) => amountMinor),
+  ]);
+}
+
 describe('ledger accounts', () => {
   it('creates a wallet once per user and currency, even when asked concurrently', async () => {
     const userId = someone();
@@ -119,8 +130,10 @@ describe('postings', () => {
         post(trx, { kind: 'test.move', reference: crypto.randomUUID(), entries: [{ accountId: from.id, amountMinor: -100n }, { accountId: to.id, amountMinor: 99n }] }),
       ),
     ).rejects.toThrow(/does not balance/);
-    // Bypassing the service: the deferred constraint trigger refuses the commit.
+    // Bypassing the service: the database's posting function refuses it too...
     const reference = crypto.randomUUID();
+    expect((await sqlError(ledgerPostSql(reference, [[from.id, '-100'], [to.id, '99']]))).message).toMatch(/does not balance/);
+    // ...and rows written around it are refused outright.
     const error = await sqlError(
       knex.transaction(async (trx) => {
         const [p] = await trx('postings').insert({ kind: 'test.raw', reference }).returning('id');
@@ -130,11 +143,11 @@ describe('postings', () => {
         ]);
       }),
     );
-    expect(error.message).toMatch(/does not balance/);
+    expect(error).toMatchObject({ code: '42501', message: expect.stringMatching(/only through ledger_post/) });
     expect(await knex('postings').where({ reference }).first()).toBeUndefined();
     expect(await balanceOf(knex, from.id)).toBe(500n);
-    // A posting without entries is refused as well.
-    expect((await sqlError(knex('postings').insert({ kind: 'test.raw', reference: crypto.randomUUID() }))).message).toMatch(/fewer than two entries/);
+    // A posting without two entries is refused as well.
+    expect((await sqlError(ledgerPostSql(crypto.randomUUID(), [[from.id, '-100']]))).message).toMatch(/fewer than two entries/);
   });
 
   it('refuses a posting across currencies that does not balance per currency', async () => {
@@ -145,17 +158,16 @@ describe('postings', () => {
         post(trx, { kind: 'test.move', reference: crypto.randomUUID(), entries: [{ accountId: eur.id, amountMinor: -100n }, { accountId: usd.id, amountMinor: 100n }] }),
       ),
     ).rejects.toThrow(/does not balance in/);
-    // An entry in another currency than its account's is refused by the composite foreign key.
+    // The posting function takes each entry's currency from its account: the same posting, sent
+    // straight to the database, still does not balance per currency.
+    expect((await sqlError(ledgerPostSql(crypto.randomUUID(), [[eur.id, '-100'], [usd.id, '100']]))).message).toMatch(/does not balance in/);
+    // An entry written directly, in another currency than its account's, never gets in.
     const error = await sqlError(
       knex.transaction(async (trx) => {
-        const [p] = await trx('postings').insert({ kind: 'test.raw', reference: crypto.randomUUID() }).returning('id');
-        await trx('entries').insert([
-          { posting_id: p.id, account_id: eur.id, currency: 'USD', amount_minor: '-100' },
-          { posting_id: p.id, account_id: usd.id, currency: 'USD', amount_minor: '100' },
-        ]);
+        await trx('entries').insert({ posting_id: crypto.randomUUID(), account_id: eur.id, currency: 'USD', amount_minor: '-100' });
       }),
     );
-    expect(error.code).toBe('23503');
+    expect(error.code).toBe('42501');
   });
 
   it('keeps entries and postings immutable', async () => {
@@ -183,19 +195,23 @@ describe('postings', () => {
       (await sqlError(knex('ledger_accounts').insert({ owner_type: 'user', owner_id: someone(), currency: 'KES', kind: 'wallet', balance_minor: '5' })))
         .message,
     ).toMatch(/zero balance/);
-    // A raw, balanced posting that overdraws a wallet hits the non-negative CHECK.
+    // Straight to the posting function, a balanced posting that overdraws a wallet is refused and writes nothing...
     const clearing = await withTransaction(knex, (trx) => externalClearingAccount(trx, 'KES'));
+    const reference = crypto.randomUUID();
+    const { rows } = await ledgerPostSql(reference, [[wallet.id, '-301'], [clearing.id, '301']]);
+    expect(rows[0]).toMatchObject({ refusal: 'InsufficientFunds', refusal_detail: { account_id: wallet.id, available: '300', required: '301' }, posting_id: null });
+    expect(await knex('postings').where({ reference }).first()).toBeUndefined();
+    // ...and the non-negative CHECK stays the last line of defence under the posting function.
     const error = await sqlError(
       knex.transaction(async (trx) => {
-        const [p] = await trx('postings').insert({ kind: 'test.raw', reference: crypto.randomUUID() }).returning('id');
-        await trx('entries').insert([
-          { posting_id: p.id, account_id: wallet.id, currency: 'KES', amount_minor: '-301' },
-          { posting_id: p.id, account_id: clearing.id, currency: 'KES', amount_minor: '301' },
-        ]);
+        await trx.raw("SELECT set_config('ledger.posting', 'on', true)");
+        await trx('ledger_accounts').where({ id: wallet.id }).update({ balance_minor: '-1' });
       }),
     );
     expect(error.constraint).toBe('ledger_accounts_non_negative');
     expect(await balanceOf(knex, wallet.id)).toBe(300n);
+    // Ledger accounts are never deleted: entries point at them.
+    expect((await sqlError(knex('ledger_accounts').where({ id: wallet.id }).del())).message).toMatch(/never deleted/);
   });
 
   it('posts one (kind, reference) only once', async () => {

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { AccountService, isValidIban } from '../../src/modules/accounts';
+import { isValidIban } from '../../src/iban';
+import { AccountService } from '../../src/modules/accounts';
 import { testConfig } from '../support/app';
 import { testKnex } from '../support/database';
 import { createOrgAccount, createOrganization } from '../support/factories';
@@ -45,6 +46,10 @@ describe('organisation accounts (service)', () => {
     await expect(
       knex.transaction((trx) => service().createAccount(trx, { organizationId: org.id, currency: 'EUR', label: 'x', iban: 'FR7630006000011234567890188' })),
     ).rejects.toMatchObject({ code: 'ValidationError' });
+    // Right check digits, wrong length for the country (a German IBAN has 22 characters): refused too.
+    await expect(
+      knex.transaction((trx) => service().createAccount(trx, { organizationId: org.id, currency: 'EUR', label: 'x', iban: 'DE51370400440532013000123' })),
+    ).rejects.toMatchObject({ code: 'ValidationError', details: [expect.objectContaining({ field: 'iban' })] });
     await expect(knex.transaction((trx) => service().createAccount(trx, { organizationId: org.id, currency: 'EUR', label: '' }))).rejects.toMatchObject({ code: 'ValidationError' });
     expect(isValidIban('GB82WEST12345698765432')).toBe(true);
     expect(isValidIban('GB82WEST12345698765431')).toBe(false);

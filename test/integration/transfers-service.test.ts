@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
-import { makeIban } from '../../src/modules/transfers/iban';
+import { makeIban } from '../../src/iban';
 import { SandboxRail } from '../../src/modules/transfers/rails';
 import { TransferService, type CreateTransferInput } from '../../src/modules/transfers/transfers-service';
 import { testKnex } from '../support/database';

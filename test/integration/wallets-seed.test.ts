@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { DEMO_OUTSIDER_EMAIL, DEMO_USERS, seedIdentity } from '../../src/db/seed/identity-seed';
 import { seedWallets } from '../../src/db/seed/wallets-seed';
-import { ledgerRepository } from '../../src/modules/ledger/ledger-repository';
+import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
 import { inRolledBackSeed } from '../support/rolled-back-seed';
 
 const inWalletsSeed = (check: (trx: Knex.Transaction) => Promise<void>) => inRolledBackSeed([seedIdentity, seedWallets], check);
@@ -26,7 +26,7 @@ describe('wallets demo seed step', () => {
       expect(fundings).toHaveLength(emails.length * 2 * 2);
       expect(new Set(fundings.map((f) => f.kind))).toEqual(new Set(['wallet.funding']));
       expect(fundings.filter((f) => f.account_kind === 'external_clearing').every((f) => BigInt(f.amount_minor) < 0n)).toBe(true);
-      expect(await ledgerRepository.invariantViolations(trx)).toEqual([]);
+      expect(await new LedgerRepository(trx).invariantViolations()).toEqual([]);
     });
   });
 });

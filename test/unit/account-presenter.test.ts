@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { csvCell, csvLine, maskAccountNumber, maskIban, neutraliseFormula, statementFilename } from '../../src/modules/accounts/account-presenter';
 import { describeCounterparty, describePosting } from '../../src/modules/accounts/statement-lines';
 import { MAX_STATEMENT_DAYS, resolveInterval } from '../../src/modules/accounts';
+import type { AccountKind } from '../../src/modules/ledger';
 
 const DAY = 86_400_000;
 
@@ -47,22 +48,32 @@ describe('CSV cells', () => {
 
 describe('statement lines', () => {
   it('describes a posting by its own description, else its kind and business reference', () => {
-    expect(describePosting({ posting_kind: 'payment.received', meta_description: null, meta_reference: 'ORDER-1' })).toBe('Payment received - ORDER-1');
-    expect(describePosting({ posting_kind: 'payment_link.payment', meta_description: null, meta_reference: 'ORDER-5001' })).toBe('Payment received - ORDER-5001');
-    expect(describePosting({ posting_kind: 'payment_link.payment', meta_description: null, meta_reference: null })).toBe('Payment received');
-    expect(describePosting({ posting_kind: 'payout.bank', meta_description: '  Salary\u0000 run ', meta_reference: 'x' })).toBe('Salary run');
-    expect(describePosting({ posting_kind: 'x', meta_description: 'a'.repeat(500), meta_reference: null })).toHaveLength(200);
+    const posting = (postingKind: string, description: string | null, reference: string | null) => ({ postingKind, description, reference });
+    expect(describePosting(posting('payment.received', null, 'ORDER-1'))).toBe('Payment received - ORDER-1');
+    expect(describePosting(posting('payment_link.payment', null, 'ORDER-5001'))).toBe('Payment received - ORDER-5001');
+    expect(describePosting(posting('payment_link.payment', null, null))).toBe('Payment received');
+    expect(describePosting(posting('payout.bank', '  Salary\u0000 run ', 'x'))).toBe('Salary run');
+    expect(describePosting(posting('x', 'a'.repeat(500), null))).toHaveLength(200);
   });
 
   it('names the counterparty without personal data', () => {
-    const base = { meta_counterparty: null, counterparty_external_ref: null, counterparty_org_id: null, counterparty_org_name: null, counterparty_account_label: null };
-    expect(describeCounterparty({ ...base, counterparty_kind: 'external_clearing' }, 'org')).toBe('External payment network');
-    expect(describeCounterparty({ ...base, counterparty_kind: 'wallet' }, 'org')).toBe('Platform wallet');
-    expect(describeCounterparty({ ...base, counterparty_kind: 'org_account', counterparty_org_id: 'org', counterparty_org_name: 'Us', counterparty_account_label: 'EUR' }, 'org')).toBe('EUR');
-    expect(describeCounterparty({ ...base, counterparty_kind: 'org_account', counterparty_org_id: 'other', counterparty_org_name: 'Them SA', counterparty_account_label: 'Secret' }, 'org')).toBe('Them SA');
-    expect(describeCounterparty({ ...base, counterparty_kind: 'rail_transit', counterparty_external_ref: 'mtn' }, 'org')).toBe('Payout rail (mtn)');
-    expect(describeCounterparty({ ...base, counterparty_kind: 'wallet', meta_counterparty: 'Card customer' }, 'org')).toBe('Card customer');
-    expect(describeCounterparty({ ...base, counterparty_kind: null }, 'org')).toBeNull();
+    const noNames = { organizationName: null, accountLabel: null };
+    const platform = (kind: AccountKind, externalRef: string | null = null, counterpartyText: string | null = null) => ({
+      counterpartyText,
+      counterparty: { ledgerAccountId: 'la', kind, ownerType: 'platform' as const, ownerId: null, externalRef },
+    });
+    const orgAccount = (ownerId: string) => ({
+      counterpartyText: null,
+      counterparty: { ledgerAccountId: 'la', kind: 'org_account' as const, ownerType: 'organization' as const, ownerId, externalRef: 'acc' },
+    });
+    expect(describeCounterparty(platform('external_clearing'), noNames, 'org')).toBe('External payment network');
+    expect(describeCounterparty(platform('wallet'), noNames, 'org')).toBe('Platform wallet');
+    expect(describeCounterparty(orgAccount('org'), { organizationName: 'Us', accountLabel: 'EUR' }, 'org')).toBe('EUR');
+    expect(describeCounterparty(orgAccount('other'), { organizationName: 'Them SA', accountLabel: 'Secret' }, 'org')).toBe('Them SA');
+    expect(describeCounterparty(orgAccount('other'), noNames, 'org')).toBe('Organisation account');
+    expect(describeCounterparty(platform('rail_transit', 'mtn'), noNames, 'org')).toBe('Payout rail (mtn)');
+    expect(describeCounterparty(platform('wallet', null, 'Card customer'), noNames, 'org')).toBe('Card customer');
+    expect(describeCounterparty({ counterpartyText: null, counterparty: null }, noNames, 'org')).toBeNull();
   });
 });
 

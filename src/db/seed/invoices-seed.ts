@@ -43,10 +43,10 @@ const lines = (description: string, quantity: number, unitAmount: string, taxRat
  * ordered times over the last days; the open quote never expires. "Other Company SA" gets one
  * customer and one open invoice (foreign ids for the 404 cases).
  */
-export async function seedInvoices(trx: Knex.Transaction, _services: Services): Promise<void> {
+export async function seedInvoices(trx: Knex.Transaction, services: Services): Promise<void> {
   // Bound to the seed's transaction: withTransaction joins it. The demo clock spreads the
   // documents over the last days instead of stamping them all with the seed's instant.
-  const invoices = new InvoiceService(trx as unknown as Knex, { now: demoClock(new Date()) });
+  const invoices = new InvoiceService(trx as unknown as Knex, { idempotency: services.idempotency, clock: demoClock(new Date()) });
   const orgId = await findDemoOrganizationId(trx, DEMO_ORGANIZATION_NAME);
   const ownerId = await findDemoUserId(trx, DEMO_USERS[0]!.email);
   const customers = [];

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { generateLinkCode } from '../../modules/payment-links/link-security';
-import { paymentLinksRepository } from '../../modules/payment-links/payment-links-repository';
+import { PaymentLinksRepository } from '../../modules/payment-links/payment-links-repository';
 import { DEMO_ACCOUNTS } from './accounts-seed';
 import { DEMO_ORGANIZATION_NAME, findDemoOrganizationId } from './identity-seed';
 
@@ -22,8 +22,9 @@ export async function seedPaymentLinks(trx: Knex.Transaction): Promise<void> {
   const xof = await demoAccount(trx, organizationId, DEMO_ACCOUNTS.xof);
   const eur = await demoAccount(trx, organizationId, DEMO_ACCOUNTS.eur);
   const base = { organizationId, createdBy };
-  await paymentLinksRepository.insertCheckoutIfAbsent(trx, { ...base, kind: 'checkout', code: generateLinkCode(), destinationAccountId: xof.id, currency: xof.currency });
-  await paymentLinksRepository.insertCheckoutIfAbsent(trx, {
+  const links = new PaymentLinksRepository(trx);
+  await links.insertCheckoutIfAbsent({ ...base, kind: 'checkout', code: generateLinkCode(), destinationAccountId: xof.id, currency: xof.currency });
+  await links.insertCheckoutIfAbsent({
     ...base,
     kind: 'checkout',
     code: generateLinkCode(),
@@ -31,7 +32,7 @@ export async function seedPaymentLinks(trx: Knex.Transaction): Promise<void> {
     currency: eur.currency,
     requireSignedAmount: true,
   });
-  await paymentLinksRepository.insertLink(trx, {
+  await links.insertLink({
     ...base,
     kind: 'link',
     code: generateLinkCode(),
@@ -42,7 +43,7 @@ export async function seedPaymentLinks(trx: Knex.Transaction): Promise<void> {
     reference: 'ORDER-2001',
     expiresAt: new Date(Date.now() + 30 * 86_400_000),
   });
-  await paymentLinksRepository.insertLink(trx, {
+  await links.insertLink({
     ...base,
     kind: 'link',
     code: generateLinkCode(),

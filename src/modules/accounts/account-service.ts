@@ -1,30 +1,21 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import { systemClock, type Clock } from '../../clock';
+import { setLocal, withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError, type FieldIssue } from '../../errors';
-import { withTransaction } from '../../db/transaction';
-import { currencies, ensureAccount } from '../ledger';
-import { accountRepository, type StatementCursor } from './account-repository';
-import {
-  ACCOUNT_STATUSES,
-  HOLDER_TYPES,
-  type CreateOrgAccountInput,
-  type OrgAccount,
-  type StatementHeader,
-  type StatementInterval,
-  type StatementLine,
-} from './account-types';
-import { describeCounterparty, describePosting } from './statement-lines';
-import { purposeMacBytes, safeEqual } from '../../signing';
+import { isUuid } from '../../ids';
+import { currencies, ensureAccount, LedgerReadModel } from '../ledger';
+import { AccountRepository, type AccountRecord } from './account-repository';
+import type { CreateOrgAccountInput, OrgAccount, StatementInterval } from './account-types';
+import { validateNewAccount } from './account-validation';
+import { decodeStatementCursor, encodeStatementCursor, type StatementPageCursor } from './statement-cursor';
+import { isStatementInterval, parseRange, resolveInterval, type StatementRange } from './statement-interval';
+import { StatementReader, type StatementPageContent, type StatementSink, type StatementSummary } from './statement-reader';
+
+export type { StatementRange, StatementSink, StatementSummary };
 
 type Db = Knex | Knex.Transaction;
 
-const DAY_MS = 86_400_000;
-/** Largest PostgreSQL bigint (ledger entry ids, hence statement cursors). */
-const MAX_BIGINT = 9_223_372_036_854_775_807n;
-/** Longest statement interval, as Wise: 469 days. */
-export const MAX_STATEMENT_DAYS = 469;
-/** Interval when `from` is absent: the 30 days before `to`. */
-export const DEFAULT_STATEMENT_DAYS = 30;
 /** JSON statements are pages of at most this many lines (CSV streams the whole interval). */
 export const MAX_STATEMENT_PAGE = 1000;
 export const DEFAULT_STATEMENT_PAGE = 500;
@@ -42,20 +33,15 @@ export const STATEMENT_SETTLE_MARGIN_MS = 15_000;
 export const DEFAULT_STREAM_STALL_TIMEOUT_MS = 30_000;
 /** The stream's transaction may idle this much longer than the stall timeout before PostgreSQL ends it. */
 const STREAM_IDLE_GRACE_MS = 5_000;
+const READ_SNAPSHOT = { isolationLevel: 'repeatable read', readOnly: true, retries: 0 } as const;
 
 export interface AccountServiceOptions {
   /** Signs the statement cursors (the configured PAY_SECRET). */
   cursorSecret: string;
-  /** The clock (tests inject one). */
-  now?: () => Date;
+  clock?: Clock;
   settleMarginMs?: number;
   /** See DEFAULT_STREAM_STALL_TIMEOUT_MS; the CSV writer and the stream's transaction use it. */
   streamStallTimeoutMs?: number;
-}
-
-export interface StatementRange {
-  from?: string | Date;
-  to?: string | Date;
 }
 
 export interface StatementPageQuery extends StatementRange {
@@ -64,183 +50,11 @@ export interface StatementPageQuery extends StatementRange {
   startingAfter?: string;
 }
 
-/** What a statement cursor carries: the last line's entry and the interval of the pages. */
-export interface StatementPageCursor {
-  entryId: string;
-  from: Date;
-  to: Date;
-  /** The `to` the first page was asked with when it was capped to the settle margin. */
-  requestedTo: Date | null;
-}
-
-const CURSOR_PATTERN = /^v1:([1-9][0-9]{0,18}):(-?[0-9]{1,16}):(-?[0-9]{1,16}):(-?[0-9]{1,16})?$/;
-/** The HMAC purpose of statement cursors (see src/signing.ts). */
-const CURSOR_PURPOSE = 'accounts/statement-cursor';
-const CURSOR_MAC_BYTES = 32;
-/** Longest cursor: a 76-byte body and its 32-byte signature, base64url. */
-const MAX_STATEMENT_CURSOR_LENGTH = 192;
-
-/**
- * Opaque to clients: base64url of `v1:<entry id>:<from ms>:<to ms>:<requested to ms>` followed
- * by its HMAC-SHA256 under `secret` (PAY_SECRET), so a cursor that was forged or altered is
- * refused rather than read.
- */
-export function encodeStatementCursor(secret: string, cursor: StatementPageCursor): string {
-  const raw = Buffer.from(`v1:${cursor.entryId}:${cursor.from.getTime()}:${cursor.to.getTime()}:${cursor.requestedTo?.getTime() ?? ''}`, 'utf8');
-  return Buffer.concat([raw, purposeMacBytes(secret, CURSOR_PURPOSE, raw)]).toString('base64url');
-}
-
-/** The cursor, or undefined when `value` is not one this API signed (forged, altered or truncated). */
-export function decodeStatementCursor(secret: string, value: string): StatementPageCursor | undefined {
-  if (value.length > MAX_STATEMENT_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(value)) return undefined;
-  const bytes = Buffer.from(value, 'base64url');
-  if (bytes.length <= CURSOR_MAC_BYTES) return undefined;
-  const raw = bytes.subarray(0, bytes.length - CURSOR_MAC_BYTES);
-  if (!safeEqual(purposeMacBytes(secret, CURSOR_PURPOSE, raw), bytes.subarray(raw.length))) return undefined;
-  const match = CURSOR_PATTERN.exec(raw.toString('utf8'));
-  if (!match) return undefined;
-  const [, entryId, from, to, requestedTo] = match as unknown as [string, string, string, string, string | undefined];
-  // Entry ids are bigint: a 19-digit value above its maximum is no entry (and PostgreSQL would
-  // raise 22003 comparing it with the id column).
-  if (BigInt(entryId) > MAX_BIGINT) return undefined;
-  const dates = [from, to, requestedTo].map((ms) => (ms === undefined ? null : new Date(Number(ms))));
-  if (dates.some((d) => d !== null && Number.isNaN(d.getTime()))) return undefined;
-  return { entryId, from: dates[0] as Date, to: dates[1] as Date, requestedTo: dates[2] ?? null };
-}
-
-export interface StatementPage extends StatementHeader {
-  closingBalanceMinor: bigint;
-  totalCreditsMinor: bigint;
-  totalDebitsMinor: bigint;
-  entryCount: number;
-  lines: StatementLine[];
-  hasMore: boolean;
+export interface StatementPage extends StatementPageContent {
   nextCursor: string | null;
 }
 
-export interface StatementSummary {
-  closingBalanceMinor: bigint;
-  totalCreditsMinor: bigint;
-  totalDebitsMinor: bigint;
-  entryCount: number;
-}
-
-/**
- * Where a streamed statement goes (the HTTP handler writes CSV). Every method may wait (back
- * pressure); `aborted()` true stops the stream (the client went away).
- */
-export interface StatementSink {
-  start(header: StatementHeader): Promise<void>;
-  lines(lines: StatementLine[]): Promise<void>;
-  end(summary: StatementSummary): Promise<void>;
-  aborted(): boolean;
-}
-
-/** Fractional seconds beyond milliseconds that are not all zeros (2026-01-01T00:00:00.1234Z). */
-const SUB_MILLISECOND = /\.[0-9]{3}([0-9]*)/;
-
-function parseInstant(value: string | Date | undefined, name: string, issues: FieldIssue[]): Date | undefined {
-  if (value === undefined) return undefined;
-  const field = `query.${name}`;
-  if (typeof value === 'string' && /[1-9]/.test(SUB_MILLISECOND.exec(value)?.[1] ?? '')) {
-    issues.push({ field, message: `${name} is precise to the millisecond at most (three fractional digits), such as 2026-01-31T00:00:00.123Z.` });
-    return undefined;
-  }
-  const date = value instanceof Date ? value : new Date(value);
-  if (Number.isNaN(date.getTime())) {
-    issues.push({ field, message: `${name} must be an ISO 8601 date-time with a time zone, such as 2026-01-31T00:00:00Z.` });
-    return undefined;
-  }
-  return date;
-}
-
-/** The interval, and the `to` that was asked for when the settle margin capped it. */
-export interface ResolvedInterval extends StatementInterval {
-  requestedTo: Date | null;
-}
-
-/**
- * The statement interval [from, to). `settledUntil` is the latest instant a statement may
- * cover (now minus the settle margin): `to` defaults to it and is capped at it; `from`
- * defaults to 30 days before `to`. Refuses from >= to and intervals longer than 469 days with
- * a 400 ValidationError (fields named `query.<name>`).
- */
-export function resolveInterval(range: StatementRange, settledUntil: Date = new Date()): ResolvedInterval {
-  const issues: FieldIssue[] = [];
-  const fromGiven = parseInstant(range.from, 'from', issues);
-  const toGiven = parseInstant(range.to, 'to', issues);
-  if (issues.length) throw new ValidationError(issues[0]?.message ?? 'Invalid interval.', issues);
-  const capped = toGiven !== undefined && toGiven.getTime() > settledUntil.getTime();
-  const to = toGiven === undefined || capped ? settledUntil : toGiven;
-  const from = fromGiven ?? new Date(to.getTime() - DEFAULT_STATEMENT_DAYS * DAY_MS);
-  if (from.getTime() >= to.getTime()) {
-    const detail = to === settledUntil ? ` (\`to\` defaults to and is capped at ${settledUntil.toISOString()}: entries of the last seconds are not final yet)` : '';
-    throw ValidationError.field('query.from', `\`from\` must be earlier than \`to\` (the interval is [from, to))${detail}.`);
-  }
-  if (to.getTime() - from.getTime() > MAX_STATEMENT_DAYS * DAY_MS) {
-    throw ValidationError.field('query.to', `A statement covers at most ${MAX_STATEMENT_DAYS} days: shorten the interval between \`from\` and \`to\`.`);
-  }
-  return { from, to, requestedTo: capped ? (toGiven as Date) : null };
-}
-
-/**
- * Whether [from, to) obeys the rules resolveInterval enforces: from before to, at most
- * MAX_STATEMENT_DAYS long, and not past `settledUntil`.
- */
-export function isStatementInterval(interval: StatementInterval, settledUntil: Date): boolean {
-  const from = interval.from.getTime();
-  const to = interval.to.getTime();
-  return from < to && to - from <= MAX_STATEMENT_DAYS * DAY_MS && to <= settledUntil.getTime();
-}
-
-function normaliseText(value: string | null | undefined, field: string, max: number, issues: FieldIssue[], required: boolean): string | null {
-  if (value == null || value.trim() === '') {
-    if (required) issues.push({ field, message: `${field} is required.` });
-    return null;
-  }
-  const text = value.trim();
-  // eslint-disable-next-line no-control-regex
-  if (/[\x00-\x1F\x7F]/.test(text)) issues.push({ field, message: `${field} must not contain control characters.` });
-  if (text.length > max) issues.push({ field, message: `${field} is at most ${max} characters.` });
-  return text;
-}
-
-/** ISO 13616 check: move the first four characters to the end, letters to numbers, mod 97 = 1. */
-export function isValidIban(iban: string): boolean {
-  if (!/^[A-Z]{2}[0-9]{2}[0-9A-Z]{11,30}$/.test(iban)) return false;
-  const rearranged = iban.slice(4) + iban.slice(0, 4);
-  let remainder = 0;
-  for (const char of rearranged) {
-    const code = char.charCodeAt(0);
-    const digits = code >= 65 ? String(code - 55) : char;
-    for (const digit of digits) remainder = (remainder * 10 + Number(digit)) % 97;
-  }
-  return remainder === 1;
-}
-
-function validateCreate(input: CreateOrgAccountInput) {
-  const issues: FieldIssue[] = [];
-  const status = input.status ?? 'active';
-  if (!ACCOUNT_STATUSES.includes(status)) issues.push({ field: 'status', message: `status is one of ${ACCOUNT_STATUSES.join(', ')}.` });
-  const holderType = input.holderType ?? 'business';
-  if (!HOLDER_TYPES.includes(holderType)) issues.push({ field: 'holder_type', message: `holder_type is one of ${HOLDER_TYPES.join(', ')}.` });
-  const label = normaliseText(input.label, 'label', 100, issues, true) as string;
-  const bankName = normaliseText(input.bankName, 'bank_name', 140, issues, false);
-  let accountNumber: string | null = null;
-  if (input.accountNumber != null && input.accountNumber.trim() !== '') {
-    accountNumber = input.accountNumber.replace(/[\s-]+/g, '').toUpperCase();
-    if (!/^[0-9A-Z]{4,34}$/.test(accountNumber)) {
-      issues.push({ field: 'account_number', message: 'account_number is 4 to 34 letters or digits.' });
-    }
-  }
-  let iban: string | null = null;
-  if (input.iban != null && input.iban.trim() !== '') {
-    iban = input.iban.replace(/\s+/g, '').toUpperCase();
-    if (!isValidIban(iban)) issues.push({ field: 'iban', message: 'iban is not a valid IBAN (format or check digits).' });
-  }
-  if (issues.length) throw new ValidationError(issues[0]?.message ?? 'Invalid account.', issues);
-  return { status, holderType, label, bankName, accountNumber, iban };
-}
+const INVALID_CURSOR = 'starting_after must be the next_cursor of a previous page of this statement.';
 
 /**
  * Organisation (foreign-currency) accounts and their statements. Each account has its own
@@ -248,7 +62,7 @@ function validateCreate(input: CreateOrgAccountInput) {
  * lines are read from the ledger, never stored here.
  */
 export class AccountService {
-  private readonly now: () => Date;
+  private readonly clock: Clock;
   private readonly cursorSecret: string;
   private readonly settleMarginMs: number;
   readonly streamStallTimeoutMs: number;
@@ -258,14 +72,14 @@ export class AccountService {
     options: AccountServiceOptions,
   ) {
     this.cursorSecret = options.cursorSecret;
-    this.now = options.now ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
     this.settleMarginMs = options.settleMarginMs ?? STATEMENT_SETTLE_MARGIN_MS;
     this.streamStallTimeoutMs = options.streamStallTimeoutMs ?? DEFAULT_STREAM_STALL_TIMEOUT_MS;
   }
 
   /** The latest instant a statement covers: now minus the settle margin. */
   settledUntil(): Date {
-    return new Date(this.now().getTime() - this.settleMarginMs);
+    return new Date(this.clock().getTime() - this.settleMarginMs);
   }
 
   /**
@@ -281,13 +95,8 @@ export class AccountService {
     const cursor = decodeStatementCursor(this.cursorSecret, query.startingAfter);
     // A genuine cursor carries an interval resolveInterval produced; checked again all the same,
     // so no cursor, however obtained, reaches past the settle margin or the longest interval.
-    if (!cursor || !isStatementInterval(cursor, this.settledUntil())) {
-      throw ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
-    }
-    const issues: FieldIssue[] = [];
-    const from = parseInstant(query.from, 'from', issues);
-    const to = parseInstant(query.to, 'to', issues);
-    if (issues.length) throw new ValidationError(issues[0]?.message ?? 'Invalid interval.', issues);
+    if (!cursor || !isStatementInterval(cursor, this.settledUntil())) throw ValidationError.field('query.starting_after', INVALID_CURSOR);
+    const { from, to } = parseRange(query);
     const mismatch: FieldIssue[] = [];
     if (from !== undefined && from.getTime() !== cursor.from.getTime()) {
       mismatch.push({ field: 'query.from', message: `from differs from the interval of the cursor (${cursor.from.toISOString()}).` });
@@ -305,11 +114,11 @@ export class AccountService {
   }
 
   /**
-   * Creates an account and its ledger account in the caller's transaction (the seed, test
-   * factories, and later an account-opening flow). Validates every field (400 ValidationError).
+   * Creates an account and its ledger account in the caller's transaction (the demo seed, test
+   * factories). Validates every field (400 ValidationError).
    */
   async createAccount(trx: Knex.Transaction, input: CreateOrgAccountInput): Promise<OrgAccount> {
-    const fields = validateCreate(input);
+    const fields = validateNewAccount(input);
     const currency = await currencies.require(trx, input.currency, 'currency');
     const id = crypto.randomUUID();
     const ledger = await ensureAccount(trx, {
@@ -319,16 +128,32 @@ export class AccountService {
       kind: 'org_account',
       externalRef: id,
     });
-    await accountRepository.insert(trx, { id, organizationId: input.organizationId, currency: currency.code, ledgerAccountId: ledger.id, ...fields });
-    const created = await accountRepository.findForOrganization(trx, input.organizationId, id);
+    const accounts = new AccountRepository(trx);
+    await accounts.insert({ id, organizationId: input.organizationId, currency: currency.code, ledgerAccountId: ledger.id, ...fields });
+    const created = await accounts.findForOrganization(input.organizationId, id);
     if (!created) throw new Error(`organisation account ${id} vanished after its insert`);
-    return created;
+    return (await this.withLedger(trx, [created]))[0] as OrgAccount;
+  }
+
+  /** The accounts with their ledger accounts' balances and statuses and their currency's exponent. */
+  private async withLedger(db: Db, records: AccountRecord[]): Promise<OrgAccount[]> {
+    const states = await new LedgerReadModel(db).accountStates(records.map((record) => record.ledgerAccountId));
+    const accounts: OrgAccount[] = [];
+    for (const record of records) {
+      const state = states.get(record.ledgerAccountId);
+      // organization_accounts.ledger_account_id references ledger_accounts: never missing.
+      if (!state) throw new Error(`the ledger account of organisation account ${record.id} does not exist`);
+      const { exponent } = await currencies.require(db, record.currency);
+      accounts.push({ ...record, exponent, balanceMinor: state.balanceMinor, ledgerStatus: state.status });
+    }
+    return accounts;
   }
 
   /** The account when it belongs to the organisation, otherwise undefined (unknown or foreign alike). */
-  findAccountForOrganization(organizationId: string, accountId: string, db: Db = this.knex, options: { forUpdate?: boolean } = {}): Promise<OrgAccount | undefined> {
-    if (!isUuid(accountId)) return Promise.resolve(undefined);
-    return accountRepository.findForOrganization(db, organizationId, accountId, options);
+  async findAccountForOrganization(organizationId: string, accountId: string, db: Db = this.knex, options: { forUpdate?: boolean } = {}): Promise<OrgAccount | undefined> {
+    if (!isUuid(accountId)) return undefined;
+    const record = await new AccountRepository(db).findForOrganization(organizationId, accountId, options);
+    return record ? (await this.withLedger(db, [record]))[0] : undefined;
   }
 
   /**
@@ -343,8 +168,8 @@ export class AccountService {
   }
 
   /** The organisation's accounts with their ledger balances, newest first. */
-  listAccounts(organizationId: string): Promise<OrgAccount[]> {
-    return accountRepository.listForOrganization(this.knex, organizationId, MAX_ACCOUNTS_PER_ORGANIZATION);
+  async listAccounts(organizationId: string): Promise<OrgAccount[]> {
+    return this.withLedger(this.knex, await new AccountRepository(this.knex).listForOrganization(organizationId, MAX_ACCOUNTS_PER_ORGANIZATION));
   }
 
   /**
@@ -358,33 +183,17 @@ export class AccountService {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_STATEMENT_PAGE) {
       throw ValidationError.field('query.limit', `limit is an integer from 1 to ${MAX_STATEMENT_PAGE}.`);
     }
-    return withTransaction(
+    const page = await withTransaction(
       this.knex,
       async (trx) => {
         const account = await this.getAccountForOrganization(organizationId, accountId, trx);
-        const after = cursor ? await this.cursorWithin(trx, account, interval, cursor.entryId) : undefined;
-        const opening = await accountRepository.balanceBefore(trx, account.ledgerAccountId, interval.from);
-        const totals = await accountRepository.intervalTotals(trx, account.ledgerAccountId, interval.from, interval.to);
-        let running = opening;
-        if (after) running += await accountRepository.sumThrough(trx, account.ledgerAccountId, interval.from, after);
-        const rows = await accountRepository.statementBatch(trx, account.ledgerAccountId, interval, after, limit + 1);
-        const hasMore = rows.length > limit;
-        const lines = this.toLines(rows.slice(0, limit), organizationId, running);
-        return {
-          account,
-          interval,
-          openingBalanceMinor: opening,
-          closingBalanceMinor: opening + totals.creditsMinor + totals.debitsMinor,
-          totalCreditsMinor: totals.creditsMinor,
-          totalDebitsMinor: totals.debitsMinor,
-          entryCount: totals.count,
-          lines,
-          hasMore,
-          nextCursor: hasMore && lines.length > 0 ? encodeStatementCursor(this.cursorSecret, { entryId: (lines[lines.length - 1] as StatementLine).entryId, ...interval, requestedTo }) : null,
-        };
+        return new StatementReader(trx, account).page(interval, cursor?.entryId, limit);
       },
-      { isolationLevel: 'repeatable read', readOnly: true, retries: 0 },
+      READ_SNAPSHOT,
     );
+    const last = page.lines[page.lines.length - 1];
+    const nextCursor = page.hasMore && last ? encodeStatementCursor(this.cursorSecret, { entryId: last.entryId, ...interval, requestedTo }) : null;
+    return { ...page, nextCursor };
   }
 
   /**
@@ -398,69 +207,14 @@ export class AccountService {
    */
   async streamStatement(organizationId: string, accountId: string, range: StatementRange, sink: StatementSink, batchSize = STATEMENT_BATCH_SIZE): Promise<void> {
     const { from, to } = resolveInterval(range, this.settledUntil());
-    const interval = { from, to };
     await withTransaction(
       this.knex,
       async (trx) => {
-        await trx.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.trunc(this.streamStallTimeoutMs + STREAM_IDLE_GRACE_MS)}`);
+        await setLocal(trx, { idle_in_transaction_session_timeout: this.streamStallTimeoutMs + STREAM_IDLE_GRACE_MS });
         const account = await this.getAccountForOrganization(organizationId, accountId, trx);
-        const opening = await accountRepository.balanceBefore(trx, account.ledgerAccountId, interval.from);
-        let rows = await accountRepository.statementBatch(trx, account.ledgerAccountId, interval, undefined, batchSize);
-        await sink.start({ account, interval, openingBalanceMinor: opening });
-        let running = opening;
-        let credits = 0n;
-        let debits = 0n;
-        let count = 0;
-        while (rows.length > 0) {
-          if (sink.aborted()) return;
-          const lines = this.toLines(rows, organizationId, running);
-          for (const line of lines) {
-            if (line.amountMinor > 0n) credits += line.amountMinor;
-            else debits += line.amountMinor;
-          }
-          count += lines.length;
-          const last = lines[lines.length - 1] as StatementLine;
-          running = last.runningBalanceMinor;
-          await sink.lines(lines);
-          if (rows.length < batchSize) break;
-          rows = await accountRepository.statementBatch(trx, account.ledgerAccountId, interval, { bookedAt: last.bookedAt, entryId: last.entryId }, batchSize);
-        }
-        if (sink.aborted()) return;
-        await sink.end({ closingBalanceMinor: running, totalCreditsMinor: credits, totalDebitsMinor: debits, entryCount: count });
+        await new StatementReader(trx, account).stream({ from, to }, sink, batchSize);
       },
-      { isolationLevel: 'repeatable read', readOnly: true, retries: 0 },
+      READ_SNAPSHOT,
     );
   }
-
-  private async cursorWithin(trx: Knex.Transaction, account: OrgAccount, interval: StatementInterval, entryId: string): Promise<StatementCursor> {
-    const invalid = ValidationError.field('query.starting_after', 'starting_after must be the next_cursor of a previous page of this statement.');
-    // entryId comes from decodeStatementCursor: a signed, bigint-range entry id.
-    const cursor = await accountRepository.entryCursor(trx, account.ledgerAccountId, entryId);
-    if (!cursor) throw invalid;
-    const at = new Date(cursor.bookedAt).getTime();
-    if (at < interval.from.getTime() || at >= interval.to.getTime()) throw invalid;
-    return cursor;
-  }
-
-  private toLines(rows: Awaited<ReturnType<typeof accountRepository.statementBatch>>, organizationId: string, openingMinor: bigint): StatementLine[] {
-    let running = openingMinor;
-    return rows.map((row) => {
-      const amountMinor = BigInt(row.amount_minor);
-      running += amountMinor;
-      return {
-        entryId: row.id,
-        postingId: row.posting_id,
-        postingKind: row.posting_kind,
-        bookedAt: row.booked_at,
-        description: describePosting(row),
-        counterparty: describeCounterparty(row, organizationId),
-        amountMinor,
-        runningBalanceMinor: running,
-      };
-    });
-  }
-}
-
-function isUuid(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 }

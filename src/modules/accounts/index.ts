@@ -1,4 +1,5 @@
 /** Public face of the accounts module: import from here. */
-export { AccountService, resolveInterval, isValidIban, MAX_STATEMENT_DAYS, DEFAULT_STATEMENT_DAYS, MAX_STATEMENT_PAGE, DEFAULT_STATEMENT_PAGE } from './account-service';
+export { AccountService, MAX_STATEMENT_PAGE, DEFAULT_STATEMENT_PAGE } from './account-service';
 export type { StatementPage, StatementPageQuery, StatementRange, StatementSink, StatementSummary } from './account-service';
+export { resolveInterval, MAX_STATEMENT_DAYS, DEFAULT_STATEMENT_DAYS } from './statement-interval';
 export type * from './account-types';

@@ -1,4 +1,4 @@
-import type { StatementRow } from './account-repository';
+import type { AccountEntry } from '../ledger';
 
 /** Removes control characters and caps the length of text coming from posting metadata. */
 export function cleanText(value: string | null | undefined, max = 200): string | null {
@@ -25,11 +25,11 @@ const POSTING_KIND_LABELS: Record<string, string> = {
  * otherwise its kind's label (POSTING_KIND_LABELS, else the kind in words), followed by the
  * business reference (`metadata.reference`) when there is one.
  */
-export function describePosting(row: Pick<StatementRow, 'posting_kind' | 'meta_description' | 'meta_reference'>): string {
-  const own = cleanText(row.meta_description);
+export function describePosting(entry: Pick<AccountEntry, 'postingKind' | 'description' | 'reference'>): string {
+  const own = cleanText(entry.description);
   if (own) return own;
-  const reference = cleanText(row.meta_reference, 100);
-  const label = POSTING_KIND_LABELS[row.posting_kind] ?? humanizeKind(row.posting_kind);
+  const reference = cleanText(entry.reference, 100);
+  const label = POSTING_KIND_LABELS[entry.postingKind] ?? humanizeKind(entry.postingKind);
   return reference ? `${label} - ${reference}` : label;
 }
 
@@ -42,32 +42,29 @@ const KIND_LABELS: Record<string, string> = {
   fees: 'Fees',
 };
 
+/** How the counterparty's owner may be named: its organisation's name, the label of its organisation account. */
+export interface CounterpartyNames {
+  organizationName: string | null;
+  accountLabel: string | null;
+}
+
 /**
  * The other side of the posting, named without exposing personal data: the posting's own
  * `metadata.counterparty` when it has one; an account of the same organisation by its label;
  * another organisation by its name; platform accounts by their role.
  */
-export function describeCounterparty(
-  row: Pick<
-    StatementRow,
-    | 'meta_counterparty'
-    | 'counterparty_kind'
-    | 'counterparty_external_ref'
-    | 'counterparty_org_id'
-    | 'counterparty_org_name'
-    | 'counterparty_account_label'
-  >,
-  organizationId: string,
-): string | null {
-  const own = cleanText(row.meta_counterparty);
+export function describeCounterparty(entry: Pick<AccountEntry, 'counterpartyText' | 'counterparty'>, names: CounterpartyNames, organizationId: string): string | null {
+  const own = cleanText(entry.counterpartyText);
   if (own) return own;
-  if (!row.counterparty_kind) return null;
-  if (row.counterparty_kind === 'org_account' || row.counterparty_org_id) {
-    if (row.counterparty_org_id === organizationId && row.counterparty_account_label) return cleanText(row.counterparty_account_label);
-    return cleanText(row.counterparty_org_name) ?? 'Organisation account';
+  const other = entry.counterparty;
+  if (!other) return null;
+  const otherOrganizationId = other.ownerType === 'organization' ? other.ownerId : null;
+  if (other.kind === 'org_account' || otherOrganizationId) {
+    if (otherOrganizationId === organizationId && names.accountLabel) return cleanText(names.accountLabel);
+    return cleanText(names.organizationName) ?? 'Organisation account';
   }
-  if (row.counterparty_kind === 'rail_transit' && row.counterparty_external_ref) {
-    return `Payout rail (${cleanText(row.counterparty_external_ref, 60)})`;
+  if (other.kind === 'rail_transit' && other.externalRef) {
+    return `Payout rail (${cleanText(other.externalRef, 60)})`;
   }
-  return KIND_LABELS[row.counterparty_kind] ?? humanizeKind(row.counterparty_kind);
+  return KIND_LABELS[other.kind] ?? humanizeKind(other.kind);
 }

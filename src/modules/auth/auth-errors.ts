@@ -7,9 +7,9 @@ export class InvalidCredentialsError extends UnauthorizedError {
   }
 }
 
-/** Whole seconds until `date`, at least 1 (for Retry-After). */
-export function secondsUntil(date: Date): number {
-  return Math.max(1, Math.ceil((date.getTime() - Date.now()) / 1000));
+/** Whole seconds from `now` until `date`, at least 1 (for Retry-After). */
+export function secondsUntil(date: Date, now: Date): number {
+  return Math.max(1, Math.ceil((date.getTime() - now.getTime()) / 1000));
 }
 
 /** Too many failed attempts; `retryAfterSeconds` is absent for an administrative lock. */

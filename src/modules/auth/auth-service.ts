@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { systemClock, type Clock } from '../../clock';
 import type { Config } from '../../config';
 import { withTransaction } from '../../db/transaction';
 import { UnauthorizedError } from '../../errors';
@@ -23,6 +24,7 @@ export class AuthService {
     private readonly passwords: PasswordHasher,
     private readonly sessions: SessionService,
     private readonly login: Config['login'],
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /**
@@ -39,12 +41,13 @@ export class AuthService {
       throw new InvalidCredentialsError();
     }
     if (user.status === 'locked') throw new AccountLockedError();
-    if (user.lockedUntil && user.lockedUntil.getTime() > Date.now()) throw new AccountLockedError(secondsUntil(user.lockedUntil));
+    const now = this.clock();
+    if (user.lockedUntil && user.lockedUntil.getTime() > now.getTime()) throw new AccountLockedError(secondsUntil(user.lockedUntil, now));
 
     const valid = await this.passwords.verify(user.passwordHash, password);
     if (!valid) {
       const lockedUntil = await users.recordFailedLogin(user.id, this.login.maxFailedAttempts, this.login.lockMinutes);
-      if (lockedUntil) throw new AccountLockedError(secondsUntil(lockedUntil));
+      if (lockedUntil) throw new AccountLockedError(secondsUntil(lockedUntil, this.clock()));
       throw new InvalidCredentialsError();
     }
     // A disabled account answers like a wrong password: it reveals nothing either way.
@@ -57,7 +60,7 @@ export class AuthService {
     if (!tokens) {
       // Locked (or disabled) by a concurrent request between the check and now.
       const current = await users.findCredentialsById(user.id);
-      throw (current && loginRefusal(current)) ?? new InvalidCredentialsError();
+      throw (current && loginRefusal(current, this.clock())) ?? new InvalidCredentialsError();
     }
     return tokens;
   }

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import type { Knex } from 'knex';
 import passport from 'passport';
 import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
@@ -17,9 +17,22 @@ interface JwtPayload {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
+ * Operations that check the session themselves, in the same database statement as their
+ * effect (POST /transfers: `transfer_create` refuses a revoked or expired session and a user
+ * who is not active, with the same 401s): for them the token is verified here but the session
+ * is not looked up a second time. Each MUST hand `req.auth.sessionId` to its statement.
+ */
+export const SESSION_CHECKED_BY_OPERATION: ReadonlyArray<{ method: string; path: string }> = [{ method: 'POST', path: '/api/transfers' }];
+
+function checksSessionItself(req: Request): boolean {
+  return SESSION_CHECKED_BY_OPERATION.some((operation) => operation.method === req.method && operation.path === req.originalUrl.split('?')[0]);
+}
+
+/**
  * passport-jwt checks the signature with the algorithm pinned, the issuer, the audience and
  * the expiry; then the session must still be live in the database, so a logout or a
- * revoked session refuses the token at once rather than when the JWT expires.
+ * revoked session refuses the token at once rather than when the JWT expires (checked here,
+ * or by the operation's own statement: SESSION_CHECKED_BY_OPERATION).
  */
 export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt']): JwtStrategy {
   return new JwtStrategy(
@@ -31,10 +44,15 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt']): JwtStra
       issuer: jwtConfig.issuer,
       audience: jwtConfig.audience,
       jsonWebTokenOptions: { clockTolerance: 5 },
+      passReqToCallback: true,
     },
-    (payload: JwtPayload, done: VerifiedCallback) => {
+    (req: Request, payload: JwtPayload, done: VerifiedCallback) => {
       if (!payload.sub || !payload.sid || !UUID.test(payload.sub) || !UUID.test(payload.sid)) {
         done(null, false, { message: 'The access token is malformed.' });
+        return;
+      }
+      if (checksSessionItself(req)) {
+        done(null, { userId: payload.sub, sessionId: payload.sid, isAdmin: payload.adm === true } satisfies AuthContext);
         return;
       }
       prepared(

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import type { DomainError } from '../../errors';
 import { AccountLockedError, InvalidCredentialsError, InvalidRefreshTokenError, RefreshTokenReusedError, secondsUntil } from './auth-errors';
@@ -31,8 +32,8 @@ export function statusRefusal(user: { status: string }): DomainError | undefined
 }
 
 /** What a login answers a user who may not log in now: an operator's lock, a running lockout, or disabled. */
-export function loginRefusal(user: { status: string; lockedUntil: Date | null }): DomainError | undefined {
-  if (user.status !== 'locked' && user.lockedUntil && user.lockedUntil.getTime() > Date.now()) return new AccountLockedError(secondsUntil(user.lockedUntil));
+export function loginRefusal(user: { status: string; lockedUntil: Date | null }, now: Date): DomainError | undefined {
+  if (user.status !== 'locked' && user.lockedUntil && user.lockedUntil.getTime() > now.getTime()) return new AccountLockedError(secondsUntil(user.lockedUntil, now));
   return statusRefusal(user);
 }
 
@@ -45,6 +46,7 @@ export class SessionService {
   constructor(
     private readonly knex: Knex,
     private readonly tokens: TokenService,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async open(user: { id: string; is_admin: boolean }, trx: Knex | Knex.Transaction = this.knex, rotatedFrom?: string): Promise<IssuedTokens> {
@@ -52,7 +54,7 @@ export class SessionService {
     const session = await new SessionRepository(trx).create({
       userId: user.id,
       refreshTokenHash: refresh.hash,
-      expiresAt: new Date(Date.now() + this.tokens.refreshTtlSeconds * 1000),
+      expiresAt: new Date(this.clock().getTime() + this.tokens.refreshTtlSeconds * 1000),
       rotatedFrom,
     });
     return {
@@ -83,7 +85,7 @@ export class SessionService {
         }
         return { error: new InvalidRefreshTokenError() };
       }
-      if (session.expires_at.getTime() <= Date.now()) return { error: new InvalidRefreshTokenError() };
+      if (session.expires_at.getTime() <= this.clock().getTime()) return { error: new InvalidRefreshTokenError() };
       const user = await new UserRepository(trx).findCredentialsById(session.user_id);
       if (!user) return { error: new InvalidRefreshTokenError() };
       const refusal = statusRefusal(user);

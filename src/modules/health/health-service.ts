@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
+import { systemClock, type Clock } from '../../clock';
+import { ping } from '../../db/database';
 
 export interface ComponentHealth {
   status: 'up' | 'down';
@@ -41,18 +43,21 @@ async function probe(check: () => Promise<unknown>): Promise<ComponentHealth> {
  * into a database round trip. Concurrent callers share the probe in flight.
  */
 export class HealthService {
-  private readonly startedAt = Date.now();
+  private readonly startedAt: number;
   private latest: { at: number; probes: Promise<[ComponentHealth, ComponentHealth]> } | undefined;
 
   constructor(
     private readonly knex: Knex,
     private readonly redis: Redis | undefined,
     private readonly version: string,
+    private readonly clock: Clock = systemClock,
     private readonly cacheMs = 1_000,
-  ) {}
+  ) {
+    this.startedAt = clock().getTime();
+  }
 
   async check(): Promise<Health> {
-    const now = Date.now();
+    const now = this.clock().getTime();
     if (!this.latest || now - this.latest.at >= this.cacheMs) this.latest = { at: now, probes: this.probe() };
     const [database, cache] = await this.latest.probes;
     return {
@@ -66,7 +71,7 @@ export class HealthService {
 
   private probe(): Promise<[ComponentHealth, ComponentHealth]> {
     return Promise.all([
-      probe(() => this.knex.raw('SELECT 1')),
+      probe(() => ping(this.knex)),
       this.redis ? probe(() => (this.redis as Redis).ping()) : Promise.resolve<ComponentHealth>({ status: 'up', latency_ms: 0 }),
     ]);
   }

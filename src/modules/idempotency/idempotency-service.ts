@@ -138,6 +138,11 @@ export class IdempotencyService {
     this.leaseSeconds = options.leaseSeconds ?? 60;
   }
 
+  /** How long a key lives and how long an in_progress claim holds it (for operations that claim keys in the database). */
+  get terms(): { ttlHours: number; leaseSeconds: number } {
+    return { ttlHours: this.ttlHours, leaseSeconds: this.leaseSeconds };
+  }
+
   /** Lets replays of `resourceType` report the resource's current status. */
   registerResourceStatus(resourceType: string, reader: ResourceStatusReader): void {
     this.statusReaders.set(resourceType, reader);
@@ -224,7 +229,8 @@ export class IdempotencyService {
     throw this.concurrent();
   }
 
-  private concurrent(): ConflictError {
+  /** 409 ConcurrentOperation: the key is held by a request still running. */
+  concurrent(): ConflictError {
     return new ConflictError(
       'ConcurrentOperation',
       'A request with this Idempotency-Key is still being processed; retry later with the same key.',
@@ -236,14 +242,7 @@ export class IdempotencyService {
   /** A different request under a used key; names what the key produced, if anything, so a client can recover. */
   private async reused(record: IdempotencyRecord): Promise<UnprocessableError> {
     const produced = record.status === 'completed' && record.resourceType && record.resourceId;
-    return new UnprocessableError(
-      'IdempotencyKeyReused',
-      'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
-      produced
-        ? { operation: record.operation, resource_type: record.resourceType, resource_id: record.resourceId, status: await this.currentStatus(record) }
-        : { operation: record.operation },
-      produced && record.resourceLocation ? { Location: record.resourceLocation } : undefined,
-    );
+    return keyReused(record.operation, produced ? { ...(record as ProducedRecord), status: await this.currentStatus(record) } : undefined);
   }
 
   private async currentStatus(record: IdempotencyRecord): Promise<string> {
@@ -253,11 +252,39 @@ export class IdempotencyService {
   }
 
   private async alreadyProcessed(record: IdempotencyRecord): Promise<ConflictError> {
-    return new ConflictError(
-      'IdempotencyKeyAlreadyProcessed',
-      'This Idempotency-Key was already processed; details name the resource it produced (fetch it instead of retrying).',
-      { resource_type: record.resourceType, resource_id: record.resourceId, status: await this.currentStatus(record) },
-      record.resourceLocation ? { Location: record.resourceLocation } : undefined,
-    );
+    return keyAlreadyProcessed({ ...(record as ProducedRecord), status: await this.currentStatus(record) });
   }
+}
+
+/** What a completed key produced, as a replay reports it. */
+export interface ProducedResource {
+  resourceType: string;
+  resourceId: string;
+  /** The resource's current status. */
+  status: string;
+  resourceLocation: string | null;
+}
+
+type ProducedRecord = IdempotencyRecord & { resourceType: string; resourceId: string };
+
+/** 409 IdempotencyKeyAlreadyProcessed, naming the resource the key produced and its Location. */
+export function keyAlreadyProcessed(produced: ProducedResource): ConflictError {
+  return new ConflictError(
+    'IdempotencyKeyAlreadyProcessed',
+    'This Idempotency-Key was already processed; details name the resource it produced (fetch it instead of retrying).',
+    { resource_type: produced.resourceType, resource_id: produced.resourceId, status: produced.status },
+    produced.resourceLocation ? { Location: produced.resourceLocation } : undefined,
+  );
+}
+
+/** 422 IdempotencyKeyReused, naming what the key produced when it produced something. */
+export function keyReused(operation: string, produced?: ProducedResource): UnprocessableError {
+  return new UnprocessableError(
+    'IdempotencyKeyReused',
+    'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
+    produced
+      ? { operation, resource_type: produced.resourceType, resource_id: produced.resourceId, status: produced.status }
+      : { operation },
+    produced?.resourceLocation ? { Location: produced.resourceLocation } : undefined,
+  );
 }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
 import { toBigInt } from '../ledger';
 import type { BillingDocument, CreditNoteReason, Customer, DocumentKind, DocumentStatus, LineItem } from './invoice-types';
 
@@ -64,7 +65,7 @@ const DOCUMENT_COLUMNS = [
  * expiry needs no background job and no write on the read path; writes read the stored
  * status (`asOf` absent) and persist the expiry themselves.
  */
-function documentColumns(knex: Db, alias: string, asOf?: Date): Array<string | Knex.Raw> {
+function documentColumns(knex: Db, alias: string, asOf?: Date | Knex.Raw): Array<string | Knex.Raw> {
   const a = (column: string) => `${alias}.${column}`;
   const stored = [a('status'), a('canceled_at')];
   const effective = asOf
@@ -183,17 +184,16 @@ export interface DocumentChange {
   canceledAt?: Date;
 }
 
-export interface DocumentListQuery {
+export interface DocumentListQuery extends PageRequest {
   organizationId: string;
   kind?: DocumentKind;
   status?: DocumentStatus;
   customerId?: string;
-  limit: number;
-  /** Id of the last document of the previous page (already known to belong to the organisation). */
-  startingAfter?: string;
   /** Quotes expired at this time are shown (and filtered) as canceled. */
   asOf: Date;
 }
+
+const DOCUMENTS = new Keyset({ table: 'documents', alias: 'd', noun: 'a document of this organization' });
 
 function changeToRow(change: DocumentChange): Record<string, unknown> {
   const row: Record<string, unknown> = {};
@@ -260,21 +260,17 @@ export class InvoiceRepository {
   }
 
   /**
-   * The document of this organisation as of now (an expired open quote reads as canceled);
-   * `forUpdate` locks its row until the transaction ends and returns the stored status.
+   * The document of this organisation as of `asOf` (the database's now() when absent): an
+   * expired open quote reads as canceled. `forUpdate` locks its row until the transaction ends
+   * and returns the stored status.
    */
-  async findDocument(organizationId: string, id: string, options: { forUpdate?: boolean } = {}): Promise<BillingDocument | undefined> {
+  async findDocument(organizationId: string, id: string, options: { forUpdate?: boolean; asOf?: Date } = {}): Promise<BillingDocument | undefined> {
     const query = this.db('documents')
       .where({ organization_id: organizationId, id })
-      .first(documentColumns(this.db, 'documents', options.forUpdate ? undefined : new Date()));
+      .first(documentColumns(this.db, 'documents', options.forUpdate ? undefined : (options.asOf ?? this.db.fn.now())));
     if (options.forUpdate) query.forUpdate();
     const row = (await query) as DocumentRow | undefined;
     return row ? toDocument(row) : undefined;
-  }
-
-  async documentExists(organizationId: string, id: string): Promise<boolean> {
-    const row = await this.db('documents').where({ organization_id: organizationId, id }).first('id');
-    return Boolean(row);
   }
 
   async updateDocument(organizationId: string, id: string, change: DocumentChange): Promise<BillingDocument> {
@@ -304,13 +300,9 @@ export class InvoiceRepository {
     return row ? Number(row.last_number) : null;
   }
 
-  /** Newest first, `limit + 1` rows (the extra one tells whether there is more). */
+  /** Newest first, `limit + 1` rows (the extra one tells whether there is more); 400 when the cursor is not one of the organisation's documents. */
   async list(query: DocumentListQuery): Promise<BillingDocument[]> {
-    const q = this.db('documents as d')
-      .where('d.organization_id', query.organizationId)
-      .select(documentColumns(this.db, 'd', query.asOf))
-      .orderBy([{ column: 'd.created_at', order: 'desc' }, { column: 'd.id', order: 'desc' }])
-      .limit(query.limit + 1);
+    const q = this.db('documents as d').where('d.organization_id', query.organizationId).select(documentColumns(this.db, 'd', query.asOf));
     if (query.kind) q.andWhere('d.kind', query.kind);
     if (query.status === 'canceled') {
       q.andWhere((w) => w.where('d.status', 'canceled').orWhere((e) => e.where({ 'd.kind': 'quote', 'd.status': 'open' }).andWhere('d.expires_at', '<=', query.asOf)));
@@ -320,16 +312,7 @@ export class InvoiceRepository {
       q.andWhere('d.status', query.status);
     }
     if (query.customerId) q.andWhere('d.customer_id', query.customerId);
-    if (query.startingAfter) {
-      // The cursor's position is read in SQL: a timestamptz keeps microseconds a JS Date would lose.
-      q.andWhere(
-        this.db.raw('(d.created_at, d.id) < (SELECT c.created_at, c.id FROM documents c WHERE c.id = ? AND c.organization_id = ?)', [
-          query.startingAfter,
-          query.organizationId,
-        ]),
-      );
-    }
-    const rows = (await q) as DocumentRow[];
+    const rows = await DOCUMENTS.rows<DocumentRow>(this.db, q, { organization_id: query.organizationId }, query);
     return rows.map(toDocument);
   }
 }

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
+import { systemClock, type Clock } from '../../clock';
 import { ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
-import { IdempotencyService } from '../idempotency/idempotency-service';
+import type { IdempotencyService } from '../idempotency/idempotency-service';
 import { currencies, formatMinor } from '../ledger';
 import { computeTotals, type LineItemInput } from './invoice-amounts';
 import {
@@ -67,12 +68,11 @@ export interface CreateCreditNoteInput {
 }
 
 export interface InvoiceServiceOptions {
-  /** The clock (tests move it). */
-  now?: () => Date;
+  /** Records the Idempotency-Key of a creation together with the document. */
+  idempotency: IdempotencyService;
+  clock?: Clock;
   /** Days from finalisation to an invoice's default due date and a quote's default expiry. */
   defaultTermDays?: number;
-  /** How long an Idempotency-Key of a creation is kept (IDEMPOTENCY_TTL_HOURS, >= 24). */
-  idempotencyTtlHours?: number;
 }
 
 /** The optional Idempotency-Key of a creation and who sent it. */
@@ -96,17 +96,17 @@ export function utcDate(date: Date): string {
  * a document is locked (FOR UPDATE) before it changes, an invoice before its credit notes.
  */
 export class InvoiceService {
-  private readonly now: () => Date;
+  private readonly now: Clock;
   private readonly termDays: number;
   private readonly idempotency: IdempotencyService;
 
   constructor(
     private readonly knex: Knex,
-    options: InvoiceServiceOptions = {},
+    options: InvoiceServiceOptions,
   ) {
-    this.now = options.now ?? (() => new Date());
+    this.now = options.clock ?? systemClock;
     this.termDays = options.defaultTermDays ?? 30;
-    this.idempotency = new IdempotencyService(knex, { ttlHours: options.idempotencyTtlHours ?? 24 });
+    this.idempotency = options.idempotency;
   }
 
   /**
@@ -147,7 +147,7 @@ export class InvoiceService {
   }
 
   async getDocument(organizationId: string, id: string): Promise<DocumentView> {
-    const doc = await new InvoiceRepository(this.knex).findDocument(organizationId, id);
+    const doc = await new InvoiceRepository(this.knex).findDocument(organizationId, id, { asOf: this.now() });
     if (!doc) throw new DocumentNotFoundError();
     return this.view(this.knex, doc);
   }
@@ -163,11 +163,7 @@ export class InvoiceService {
         `A ${input.kind} is never ${input.status}: use one of ${STATUSES_BY_KIND[input.kind].join(', ')}.`,
       );
     }
-    const repo = new InvoiceRepository(this.knex);
-    if (input.startingAfter && !(await repo.documentExists(organizationId, input.startingAfter))) {
-      throw ValidationError.field('query.starting_after', 'starting_after is not a document of this organization: pass the next_cursor of a previous page.');
-    }
-    const rows = await repo.list({ organizationId, ...input, asOf: new Date() });
+    const rows = await new InvoiceRepository(this.knex).list({ organizationId, ...input, asOf: this.now() });
     const documents = await Promise.all(rows.map((doc) => this.view(this.knex, doc)));
     return { documents, limit: input.limit };
   }

@@ -11,8 +11,8 @@ export {
   reconcile,
   setAccountStatus,
   walletOf,
-  type PostOptions,
 } from './ledger-service';
-export { currencies, CurrencyRepository, type Currency } from './currency-repository';
+export { currencies, type Currency } from './currency-repository';
 export { formatMinor, minorToNumber, parseAmount, toBigInt, MAX_MINOR } from './money';
 export type * from './ledger-types';
+export { LedgerReadModel, type AccountEntry, type AccountState, type EntryPosition } from './ledger-read-model';

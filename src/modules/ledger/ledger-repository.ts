@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { prepared } from '../../db/prepared';
+import { prepared, queryPrepared } from '../../db/prepared';
 import { toBigInt } from './money';
 import type {
   AccountIdentity,
@@ -82,41 +82,57 @@ function identityWhere(identity: AccountIdentity) {
   };
 }
 
-/** Knex queries of the ledger tables. Only the ledger service calls these. */
-export const ledgerRepository = {
-  /** Locks the accounts (SELECT ... FOR UPDATE) in id order, so concurrent postings never deadlock. */
-  async lockAccounts(trx: Knex.Transaction, ids: string[]): Promise<LedgerAccount[]> {
-    // Raw SQL: this is the hot path of every posting.
-    const { rows } = (await prepared('ledger_lock_accounts', trx.raw('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [ids]))) as { rows: AccountRow[] };
-    return rows.map(toAccount);
-  },
+/** What `ledger_post` answers: a refusal (nothing written), or the posting it wrote. */
+export type PostingResult =
+  | { refusal: 'AccountFrozen'; detail: { account_id: string; owner_id: string | null } }
+  | { refusal: 'InsufficientFunds'; detail: { account_id: string; owner_id: string | null; currency: string; available: string; required: string } }
+  | { refusal: null; posting: PostingRow; entries: Entry[]; balancesAfter: Map<string, bigint> };
+
+interface LedgerPostRow {
+  refusal: 'AccountFrozen' | 'InsufficientFunds' | null;
+  refusal_detail: never;
+  posting_id: string;
+  created_at: Date;
+  entry_ids: string[];
+  entry_accounts: string[];
+  entry_currencies: string[];
+  entry_amounts: string[];
+  balance_accounts: string[];
+  balances: string[];
+}
+
+const LEDGER_POST_SQL = 'SELECT * FROM ledger_post($1, $2, $3::jsonb, $4::uuid, $5::uuid[], $6::bigint[], $7)';
+
+/** Queries of the ledger tables, bound to a database handle or a transaction. Only the ledger service builds one. */
+export class LedgerRepository {
+  constructor(private readonly db: Db) {}
 
   /** The wallets of several users in one currency, by owner id (one query). */
-  async findWallets(db: Db, ownerIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
+  async findWallets(ownerIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
     const { rows } = (await prepared(
       'ledger_find_wallets',
-      db.raw(
+      this.db.raw(
         `SELECT * FROM ledger_accounts
           WHERE owner_type = 'user' AND owner_id = ANY(?::uuid[]) AND currency = ? AND kind = 'wallet' AND external_ref IS NULL`,
         [ownerIds, currency],
       ),
     )) as { rows: AccountRow[] };
     return new Map(rows.map((row) => [row.owner_id as string, toAccount(row)]));
-  },
+  }
 
-  async findAccount(db: Db, identity: AccountIdentity): Promise<LedgerAccount | undefined> {
-    const row = await db<AccountRow>('ledger_accounts').where(identityWhere(identity)).first();
+  async findAccount(identity: AccountIdentity): Promise<LedgerAccount | undefined> {
+    const row = await this.db<AccountRow>('ledger_accounts').where(identityWhere(identity)).first();
     return row ? toAccount(row) : undefined;
-  },
+  }
 
-  async findAccountById(db: Db, id: string): Promise<LedgerAccount | undefined> {
-    const row = await db<AccountRow>('ledger_accounts').where({ id }).first();
+  async findAccountById(id: string): Promise<LedgerAccount | undefined> {
+    const row = await this.db<AccountRow>('ledger_accounts').where({ id }).first();
     return row ? toAccount(row) : undefined;
-  },
+  }
 
   /** Inserts the account unless one with the same identity exists (race-safe); returns the new row or nothing. */
-  async insertAccountIfAbsent(db: Db, identity: AccountIdentity, allowNegative: boolean): Promise<LedgerAccount | undefined> {
-    const rows = await db<AccountRow>('ledger_accounts')
+  async insertAccountIfAbsent(identity: AccountIdentity, allowNegative: boolean): Promise<LedgerAccount | undefined> {
+    const rows = await this.db<AccountRow>('ledger_accounts')
       .insert({
         owner_type: identity.ownerType,
         owner_id: identity.ownerId,
@@ -130,86 +146,78 @@ export const ledgerRepository = {
       .returning('*');
     const row = rows[0] as AccountRow | undefined;
     return row ? toAccount(row) : undefined;
-  },
+  }
 
   async listAccounts(
-    db: Db,
     filter: { ownerType: OwnerType; ownerId: string | null; kind?: AccountKind; currency?: string },
   ): Promise<LedgerAccount[]> {
-    const query = db<AccountRow>('ledger_accounts').where({ owner_type: filter.ownerType });
+    const query = this.db<AccountRow>('ledger_accounts').where({ owner_type: filter.ownerType });
     if (filter.ownerId === null) query.whereNull('owner_id');
     else query.where('owner_id', filter.ownerId);
     if (filter.kind) query.where('kind', filter.kind);
     if (filter.currency) query.where('currency', filter.currency);
     const rows = await query.orderBy([{ column: 'currency' }, { column: 'kind' }, { column: 'created_at' }, { column: 'id' }]);
     return rows.map(toAccount);
-  },
+  }
 
-  async setAccountStatus(db: Db, id: string, status: AccountStatus): Promise<boolean> {
-    const count = await db('ledger_accounts').where({ id }).update({ status, updated_at: db.fn.now() });
+  async setAccountStatus(id: string, status: AccountStatus): Promise<boolean> {
+    const count = await this.db('ledger_accounts').where({ id }).update({ status, updated_at: this.db.fn.now() });
     return count > 0;
-  },
+  }
 
   /**
-   * Inserts a posting and its entries in one statement (one round trip). The entries go in
-   * account id order, so the balance trigger updates (and locks) accounts in that order too.
+   * Records one posting through the database's `ledger_post` (one round trip): it locks the
+   * touched accounts in id order, checks the posting balances per currency, refuses a frozen
+   * account or a balance that may not go negative (an answer, not an error: nothing is
+   * written and the transaction goes on), then moves the balances and writes the posting and
+   * its entries (stored, and returned, in account id order).
    */
-  async insertPostingWithEntries(
-    trx: Knex.Transaction,
-    posting: { kind: string; reference: string; metadata: Record<string, unknown>; reversesPostingId: string | null },
-    entries: Array<{ accountId: string; currency: string; amountMinor: bigint }>,
-  ): Promise<{ posting: PostingRow; entries: Entry[] }> {
-    const { rows } = (await prepared(
-      'ledger_insert_posting',
-      trx.raw(
-        `WITH p AS (
-           INSERT INTO postings (kind, reference, metadata, reverses_posting_id) VALUES (?, ?, ?::jsonb, ?::uuid)
-           RETURNING *
-         ), e AS (
-           INSERT INTO entries (posting_id, account_id, currency, amount_minor)
-           SELECT p.id, x.account_id, x.currency, x.amount_minor
-             FROM p, unnest(?::uuid[], ?::char(3)[], ?::bigint[]) WITH ORDINALITY AS x(account_id, currency, amount_minor, n)
-            ORDER BY x.account_id, x.n
-           RETURNING *
-         )
-         SELECT row_to_json(p.*) AS posting,
-                (SELECT json_agg(json_build_object('id', e.id::text, 'posting_id', e.posting_id, 'account_id', e.account_id, 'currency', e.currency,
-                                                   'amount_minor', e.amount_minor::text, 'created_at', e.created_at) ORDER BY e.id) FROM e) AS entries
-           FROM p`,
-        [
-          posting.kind,
-          posting.reference,
-          JSON.stringify(posting.metadata),
-          posting.reversesPostingId,
-          entries.map((entry) => entry.accountId),
-          entries.map((entry) => entry.currency),
-          entries.map((entry) => entry.amountMinor.toString()),
-        ],
-      ),
-    )) as { rows: Array<{ posting: PostingRow & { created_at: string }; entries: Array<EntryRow & { created_at: string }> }> };
-    const row = rows[0] as (typeof rows)[number];
-    // JSON has no dates: parse them (int8 values were cast to text in SQL, so they stay exact).
+  async post(
+    posting: { kind: string; reference: string; metadata: Record<string, unknown>; reversesPostingId: string | null; allowFrozen: boolean },
+    entries: Array<{ accountId: string; amountMinor: bigint }>,
+  ): Promise<PostingResult> {
+    const [row] = await queryPrepared<LedgerPostRow>(this.db, 'ledger_post', LEDGER_POST_SQL, [
+      posting.kind,
+      posting.reference,
+      JSON.stringify(posting.metadata),
+      posting.reversesPostingId,
+      entries.map((entry) => entry.accountId),
+      entries.map((entry) => entry.amountMinor.toString()),
+      posting.allowFrozen,
+    ]);
+    const result = row as LedgerPostRow;
+    if (result.refusal) return { refusal: result.refusal, detail: result.refusal_detail } as PostingResult;
+    const createdAt = result.created_at;
     return {
-      posting: { ...row.posting, created_at: new Date(row.posting.created_at) },
-      entries: row.entries.map((entry) => toEntry({ ...entry, created_at: new Date(entry.created_at) })),
+      refusal: null,
+      posting: { id: result.posting_id, kind: posting.kind, reference: posting.reference, metadata: posting.metadata, reverses_posting_id: posting.reversesPostingId, created_at: createdAt },
+      entries: result.entry_ids.map((id, i) => ({
+        id: String(id),
+        postingId: result.posting_id,
+        accountId: result.entry_accounts[i] as string,
+        currency: result.entry_currencies[i] as string,
+        amountMinor: toBigInt(result.entry_amounts[i] as string),
+        createdAt,
+      })),
+      balancesAfter: new Map(result.balance_accounts.map((id, i) => [id, toBigInt(result.balances[i] as string)])),
     };
-  },
+  }
 
-  async findPosting(db: Db, id: string): Promise<{ posting: PostingRow; entries: Entry[] } | undefined> {
-    const posting = await db<PostingRow>('postings').where({ id }).first();
+  async findPosting(id: string): Promise<{ posting: PostingRow; entries: Entry[] } | undefined> {
+    const posting = await this.db<PostingRow>('postings').where({ id }).first();
     if (!posting) return undefined;
-    const entries = await db<EntryRow>('entries').where({ posting_id: id }).orderBy('id');
+    const entries = await this.db<EntryRow>('entries').where({ posting_id: id }).orderBy('id');
     return { posting, entries: entries.map(toEntry) };
-  },
+  }
 
-  async findPostingByReference(db: Db, kind: string, reference: string): Promise<PostingRow | undefined> {
-    return db<PostingRow>('postings').where({ kind, reference }).first();
-  },
+  async findPostingByReference(kind: string, reference: string): Promise<PostingRow | undefined> {
+    return this.db<PostingRow>('postings').where({ kind, reference }).first();
+  }
 
   /** Every invariant violation over the whole ledger, read from one snapshot. */
-  async invariantViolations(db: Db): Promise<InvariantViolation[]> {
+  async invariantViolations(): Promise<InvariantViolation[]> {
     const violations: InvariantViolation[] = [];
-    const currencies = await db('entries')
+    const currencies = await this.db('entries')
       .select('currency')
       .sum({ total: 'amount_minor' })
       .groupBy('currency')
@@ -217,7 +225,7 @@ export const ledgerRepository = {
     for (const row of currencies as Array<{ currency: string; total: string }>) {
       violations.push({ kind: 'currency_unbalanced', currency: row.currency, sumMinor: toBigInt(row.total) });
     }
-    const postings = await db('entries')
+    const postings = await this.db('entries')
       .select('posting_id', 'currency')
       .sum({ total: 'amount_minor' })
       .groupBy('posting_id', 'currency')
@@ -225,7 +233,7 @@ export const ledgerRepository = {
     for (const row of postings as Array<{ posting_id: string; currency: string; total: string }>) {
       violations.push({ kind: 'posting_unbalanced', postingId: row.posting_id, currency: row.currency, sumMinor: toBigInt(row.total) });
     }
-    const mismatches = await db.raw(`
+    const mismatches = await this.db.raw(`
       SELECT a.id, a.balance_minor, coalesce(e.total, 0) AS total
         FROM ledger_accounts a
         LEFT JOIN (SELECT account_id, sum(amount_minor) AS total FROM entries GROUP BY account_id) e ON e.account_id = a.id
@@ -238,10 +246,10 @@ export const ledgerRepository = {
         entriesSumMinor: toBigInt(row.total),
       });
     }
-    const negatives = await db<AccountRow>('ledger_accounts').where('allow_negative', false).andWhere('balance_minor', '<', 0);
+    const negatives = await this.db<AccountRow>('ledger_accounts').where('allow_negative', false).andWhere('balance_minor', '<', 0);
     for (const row of negatives) {
       violations.push({ kind: 'negative_balance', accountId: row.id, balanceMinor: toBigInt(row.balance_minor) });
     }
     return violations;
-  },
-};
+  }
+}

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { ConflictError, UnprocessableError } from '../../errors';
 import { isUniqueViolation, withTransaction } from '../../db/transaction';
 import { currencies } from './currency-repository';
-import { ledgerRepository } from './ledger-repository';
+import { LedgerRepository } from './ledger-repository';
 import { MAX_MINOR, formatMinor } from './money';
 import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount, Posting, PostingInput } from './ledger-types';
 
@@ -22,10 +22,10 @@ import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount,
  *   deadlocks between postings), refuses with 422 `InsufficientFunds` when an account that
  *   may not go negative would, with 409 `AccountFrozen` when a touched account is frozen
  *   (unless `options.allowFrozen`, meant for reversals that return money), with 409
- *   `DuplicatePosting` when (kind, reference) was already posted. Balances move by database
- *   trigger as the entries are inserted; the database also re-checks every rule at commit.
- *   Two round trips: the lock, then the posting and its entries in one statement (entries
- *   are stored, and returned, in account id order).
+ *   `DuplicatePosting` when (kind, reference) was already posted. One round trip: the
+ *   database function `ledger_post` (the only writer of postings, entries and balances)
+ *   locks, checks once per posting, moves the balances and writes the entries (stored, and
+ *   returned, in account id order). A refusal writes nothing and leaves the transaction usable.
  * - `ensureAccount(trx, {ownerType, ownerId, currency, kind, externalRef?})`: get-or-create,
  *   race-safe (INSERT ... ON CONFLICT DO NOTHING, then SELECT).
  * - `walletOf(trx, userId, currency)`: the user's wallet in that currency, created on first use.
@@ -50,12 +50,12 @@ export async function ensureAccount(trx: Knex.Transaction | Knex, identity: Acco
     throw new TypeError('a platform account has no owner id; every other account has one');
   }
   await currencies.require(trx, identity.currency);
-  const existing = await ledgerRepository.findAccount(trx, identity);
+  const existing = await new LedgerRepository(trx).findAccount(identity);
   if (existing) return existing;
-  const inserted = await ledgerRepository.insertAccountIfAbsent(trx, identity, PLATFORM_ALLOW_NEGATIVE.has(identity.kind));
+  const inserted = await new LedgerRepository(trx).insertAccountIfAbsent(identity, PLATFORM_ALLOW_NEGATIVE.has(identity.kind));
   if (inserted) return inserted;
   // Another transaction created it between our read and our insert (and has committed).
-  const raced = await ledgerRepository.findAccount(trx, identity);
+  const raced = await new LedgerRepository(trx).findAccount(identity);
   if (!raced) throw new Error(`ledger account ${JSON.stringify(identity)} vanished after a conflicting insert`);
   return raced;
 }
@@ -80,66 +80,48 @@ export function platformAccount(
 export async function post(trx: Knex.Transaction, input: PostingInput, options: PostOptions = {}): Promise<Posting> {
   if (!(trx as Knex.Transaction).isTransaction) throw new TypeError('ledger.post must run inside a transaction');
   if (input.entries.length < 2) throw new TypeError('a posting needs at least two entries');
-  const deltas = new Map<string, bigint>();
   for (const entry of input.entries) {
     if (typeof entry.amountMinor !== 'bigint') throw new TypeError('entry amounts are bigint minor units');
     if (entry.amountMinor === 0n) throw new TypeError('an entry amount is never zero');
     if (entry.amountMinor > MAX_MINOR || -entry.amountMinor > MAX_MINOR) throw new TypeError('entry amount out of range');
-    deltas.set(entry.accountId, (deltas.get(entry.accountId) ?? 0n) + entry.amountMinor);
   }
-
-  const accounts = await ledgerRepository.lockAccounts(trx, [...deltas.keys()]);
-  const byId = new Map(accounts.map((account) => [account.id, account]));
-  for (const id of deltas.keys()) if (!byId.has(id)) throw new TypeError(`unknown ledger account ${id}`);
-
-  const sums = new Map<string, bigint>();
-  for (const entry of input.entries) {
-    const currency = (byId.get(entry.accountId) as LedgerAccount).currency;
-    sums.set(currency, (sums.get(currency) ?? 0n) + entry.amountMinor);
-  }
-  for (const [currency, sum] of sums) {
-    if (sum !== 0n) throw new TypeError(`posting ${input.kind}/${input.reference} does not balance in ${currency} (sum ${sum})`);
-  }
-
-  const balancesAfter = new Map<string, bigint>();
-  for (const account of accounts) {
-    const delta = deltas.get(account.id) as bigint;
-    if (account.status === 'frozen' && !options.allowFrozen) {
-      throw new ConflictError('AccountFrozen', 'A ledger account of this operation is frozen: no money can move in or out of it.', {
-        account_id: account.id,
-      });
-    }
-    const after = account.balanceMinor + delta;
-    if (after < 0n && !account.allowNegative) {
-      const { exponent } = await currencies.require(trx, account.currency);
-      throw new UnprocessableError('InsufficientFunds', `Insufficient funds: the ${account.currency} balance does not cover this operation.`, {
-        account_id: account.id,
-        currency: account.currency,
-        available: formatMinor(account.balanceMinor, exponent),
-        required: formatMinor(-delta, exponent),
-      });
-    }
-    balancesAfter.set(account.id, after);
-  }
-
-  let recorded;
+  let result;
   try {
-    recorded = await ledgerRepository.insertPostingWithEntries(
-      trx,
-      { kind: input.kind, reference: input.reference, metadata: input.metadata ?? {}, reversesPostingId: input.reversesPostingId ?? null },
-      input.entries.map((entry) => ({
-        accountId: entry.accountId,
-        currency: (byId.get(entry.accountId) as LedgerAccount).currency,
-        amountMinor: entry.amountMinor,
-      })),
+    result = await new LedgerRepository(trx).post(
+      {
+        kind: input.kind,
+        reference: input.reference,
+        metadata: input.metadata ?? {},
+        reversesPostingId: input.reversesPostingId ?? null,
+        allowFrozen: options.allowFrozen ?? false,
+      },
+      input.entries,
     );
   } catch (error) {
     if (isUniqueViolation(error, 'postings_kind_reference_unique')) {
       throw new ConflictError('DuplicatePosting', `The ${input.kind} posting for ${input.reference} was already recorded.`);
     }
+    // ledger_post's programming errors (unbalanced, unknown account): the caller's bug, not the client's.
+    const code = (error as { code?: unknown }).code;
+    if (code === 'LDG01' || code === 'LDG02' || code === 'LDG05') throw new TypeError((error as Error).message);
     throw error;
   }
-  const { posting, entries } = recorded;
+  if (result.refusal === 'AccountFrozen') {
+    throw new ConflictError('AccountFrozen', 'A ledger account of this operation is frozen: no money can move in or out of it.', {
+      account_id: result.detail.account_id,
+    });
+  }
+  if (result.refusal === 'InsufficientFunds') {
+    const { account_id: accountId, currency, available, required } = result.detail;
+    const { exponent } = await currencies.require(trx, currency);
+    throw new UnprocessableError('InsufficientFunds', `Insufficient funds: the ${currency} balance does not cover this operation.`, {
+      account_id: accountId,
+      currency,
+      available: formatMinor(BigInt(available), exponent),
+      required: formatMinor(BigInt(required), exponent),
+    });
+  }
+  const { posting, entries, balancesAfter } = result;
   return {
     id: posting.id,
     kind: posting.kind,
@@ -176,23 +158,23 @@ export async function fundWallet(
 
 export function listAccounts(
   db: Knex | Knex.Transaction,
-  filter: Parameters<typeof ledgerRepository.listAccounts>[1],
+  filter: Parameters<LedgerRepository['listAccounts']>[0],
 ): Promise<LedgerAccount[]> {
-  return ledgerRepository.listAccounts(db, filter);
+  return new LedgerRepository(db).listAccounts(filter);
 }
 
 /** The existing wallets of several users in one currency, by user id, in one query (none are created). */
 export function findWallets(db: Knex | Knex.Transaction, userIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
-  return ledgerRepository.findWallets(db, userIds, currency);
+  return new LedgerRepository(db).findWallets(userIds, currency);
 }
 
 export function findAccount(db: Knex | Knex.Transaction, identity: AccountIdentity): Promise<LedgerAccount | undefined> {
-  return ledgerRepository.findAccount(db, identity);
+  return new LedgerRepository(db).findAccount(identity);
 }
 
 /** Freezes or unfreezes an account: a frozen account takes part in no posting (except reversals). */
 export function setAccountStatus(db: Knex | Knex.Transaction, accountId: string, status: AccountStatus): Promise<boolean> {
-  return ledgerRepository.setAccountStatus(db, accountId, status);
+  return new LedgerRepository(db).setAccountStatus(accountId, status);
 }
 
 /**
@@ -201,7 +183,7 @@ export function setAccountStatus(db: Knex | Knex.Transaction, accountId: string,
  * that may not go negative is negative. Returns the violations (none when healthy).
  */
 export function reconcile(knex: Knex): Promise<InvariantViolation[]> {
-  return withTransaction(knex, (trx) => ledgerRepository.invariantViolations(trx), {
+  return withTransaction(knex, (trx) => new LedgerRepository(trx).invariantViolations(), {
     isolationLevel: 'repeatable read',
     readOnly: true,
   });

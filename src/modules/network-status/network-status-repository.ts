@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
 
 type Db = Knex | Knex.Transaction;
 
@@ -58,16 +59,11 @@ const toChange = (row: ChangeRow): NetworkStatusChange => ({
   createdAt: row.created_at,
 });
 
+/** An organisation's versions are unique: the history pages by version, newest first. */
+const CHANGES = new Keyset({ table: 'network_status_changes', alias: 'n', orderBy: ['after_version'], noun: 'a change of this organization' });
+
 export class NetworkStatusRepository {
   constructor(private readonly db: Db) {}
-
-  /** Bounds how long this transaction's statements may wait for a lock or run (SET LOCAL). */
-  async setLocalTimeouts(lockTimeoutMs: number, statementTimeoutMs: number): Promise<void> {
-    await this.db.raw(`SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)`, [
-      `${lockTimeoutMs}ms`,
-      `${statementTimeoutMs}ms`,
-    ]);
-  }
 
   async find(organizationId: string): Promise<NetworkStatusRecord> {
     const row = (await this.db('organization_network_status')
@@ -138,24 +134,12 @@ export class NetworkStatusRepository {
     return toChange(row as ChangeRow);
   }
 
-  async changeExists(organizationId: string, id: string): Promise<boolean> {
-    return Boolean(await this.db('network_status_changes').where({ organization_id: organizationId, id }).first('id'));
-  }
-
-  /** Newest change first (by version), `limit + 1` rows. */
-  async listChanges(organizationId: string, limit: number, startingAfter?: string): Promise<NetworkStatusChange[]> {
-    const q = this.db<ChangeRow>('network_status_changes as n')
+  /** Newest change first (by version), `limit + 1` rows; 400 when the cursor is not one of the organisation's changes. */
+  async listChanges(organizationId: string, page: PageRequest): Promise<NetworkStatusChange[]> {
+    const query = this.db('network_status_changes as n')
       .where('n.organization_id', organizationId)
-      .select('n.id', 'n.actor_user_id', 'n.before_is_open', 'n.before_version', 'n.after_is_open', 'n.after_version', 'n.request_id', 'n.created_at')
-      .orderBy('n.after_version', 'desc')
-      .limit(limit + 1);
-    if (startingAfter) {
-      q.andWhere(
-        'n.after_version',
-        '<',
-        this.db.raw('(SELECT c.after_version FROM network_status_changes c WHERE c.id = ? AND c.organization_id = ?)', [startingAfter, organizationId]),
-      );
-    }
-    return ((await q) as ChangeRow[]).map(toChange);
+      .select('n.id', 'n.actor_user_id', 'n.before_is_open', 'n.before_version', 'n.after_is_open', 'n.after_version', 'n.request_id', 'n.created_at');
+    const rows = await CHANGES.rows<ChangeRow>(this.db, query, { organization_id: organizationId }, page);
+    return rows.map(toChange);
   }
 }

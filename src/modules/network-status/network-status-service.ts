@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
-import { withTransaction } from '../../db/transaction';
+import { setLocal, withTransaction } from '../../db/transaction';
 import { roleAllowed, type Role } from '../organizations/access-policy';
 import { StatusUnavailableError, VersionConflictError, VersionExhaustedError } from './network-status-errors';
 import { NetworkStatusRepository, type NetworkStatusChange, type NetworkStatusRecord } from './network-status-repository';
@@ -73,7 +73,7 @@ export class NetworkStatusService {
         this.knex,
         async (trx) => {
           const repo = new NetworkStatusRepository(trx);
-          await repo.setLocalTimeouts(this.options.lockTimeoutMs, this.options.statementTimeoutMs);
+          await setLocal(trx, { lock_timeout: this.options.lockTimeoutMs, statement_timeout: this.options.statementTimeoutMs });
           if (input.version === MAX_VERSION) {
             const current = await repo.find(organization.id);
             throw current.version === MAX_VERSION ? new VersionExhaustedError(MAX_VERSION) : new VersionConflictError();
@@ -94,11 +94,7 @@ export class NetworkStatusService {
   }
 
   /** The audit trail, newest change first; a cursor that is not a change of this organisation is a 400. */
-  async history(organizationId: string, limit: number, startingAfter?: string): Promise<NetworkStatusChange[]> {
-    const repo = new NetworkStatusRepository(this.knex);
-    if (startingAfter && !(await repo.changeExists(organizationId, startingAfter))) {
-      throw ValidationError.field('query.starting_after', 'starting_after is not a change of this organization: pass the next_cursor of a previous page.');
-    }
-    return repo.listChanges(organizationId, limit, startingAfter);
+  history(organizationId: string, limit: number, startingAfter?: string): Promise<NetworkStatusChange[]> {
+    return new NetworkStatusRepository(this.knex).listChanges(organizationId, { limit, startingAfter });
   }
 }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isUuid } from '../../ids';
 import type { AccessRule, OrganizationContext } from './access-policy';
 import {
   FeatureUnavailableError,
@@ -9,13 +10,7 @@ import {
 } from './organization-errors';
 import { OrganizationRepository } from './organization-repository';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
-
-/** Applies one access rule to one caller and organisation (the order is the spec's). */
+/** Applies one access rule to one caller and organisation, in the order access-policy.ts lists. */
 export class OrganizationAccessService {
   constructor(private readonly knex: Knex) {}
 

@@ -3,7 +3,7 @@ import { UnauthorizedError } from '../../errors';
 import { contractOperation } from '../../http/request-context';
 import { accessRuleFor } from './access-policy';
 import type { OrganizationAccessService } from './organization-access-service';
-import { isUuid } from './organization-access-service';
+import { isUuid } from '../../ids';
 import { OrganizationNotFoundError } from './organization-errors';
 
 /** The Business prefix every operation of ACCESS_POLICY lives under (relative to /api). */

@@ -1,12 +1,27 @@
 import type { Knex } from 'knex';
 import type { ModuleAccess, ModuleName, OrganizationContext, Role } from './access-policy';
 
-interface MembershipRow {
+/** What other modules may read of an organisation: its name, its status and its modules' access. */
+export type OrganizationProfile = Omit<OrganizationContext, 'role'>;
+
+interface ProfileRow {
   id: string;
   name: string;
   status: OrganizationContext['status'];
-  role: Role;
   modules: Partial<Record<ModuleName, ModuleAccess>> | string | null;
+}
+
+interface MembershipRow extends ProfileRow {
+  role: Role;
+}
+
+/** The organisation's modules and their access, as one JSON object (`{}` when none is enabled). */
+const MODULES_JSON = `(SELECT coalesce(json_object_agg(om.module, om.access), '{}'::json)
+   FROM organization_modules om WHERE om.organization_id = o.id) AS modules`;
+
+function moduleAccessOf(row: ProfileRow): OrganizationContext['moduleAccess'] {
+  const modules = typeof row.modules === 'string' ? (JSON.parse(row.modules) as ProfileRow['modules']) : row.modules;
+  return (modules ?? {}) as OrganizationContext['moduleAccess'];
 }
 
 export class OrganizationRepository {
@@ -27,13 +42,18 @@ export class OrganizationRepository {
         'o.name',
         'o.status',
         'm.role',
-        this.db.raw(
-          `(SELECT coalesce(json_object_agg(om.module, om.access), '{}'::json)
-              FROM organization_modules om WHERE om.organization_id = o.id) AS modules`,
-        ),
+        this.db.raw(MODULES_JSON),
       );
     if (!row) return undefined;
-    const modules = typeof row.modules === 'string' ? (JSON.parse(row.modules) as MembershipRow['modules']) : row.modules;
-    return { id: row.id, name: row.name, status: row.status, role: row.role, moduleAccess: (modules ?? {}) as OrganizationContext['moduleAccess'] };
+    return { id: row.id, name: row.name, status: row.status, role: row.role, moduleAccess: moduleAccessOf(row) };
+  }
+
+  /** The profiles of the organisations, by id (unknown ids are absent), in one query. */
+  async findProfiles(organizationIds: readonly string[]): Promise<Map<string, OrganizationProfile>> {
+    if (organizationIds.length === 0) return new Map();
+    const rows = (await this.db('organizations as o')
+      .whereIn('o.id', [...new Set(organizationIds)])
+      .select('o.id', 'o.name', 'o.status', this.db.raw(MODULES_JSON))) as ProfileRow[];
+    return new Map(rows.map((row) => [row.id, { id: row.id, name: row.name, status: row.status, moduleAccess: moduleAccessOf(row) }]));
   }
 }

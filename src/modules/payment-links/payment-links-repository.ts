@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
 import { toBigInt } from '../ledger';
 import type { PaymentLink, PaymentLinkKind, PaymentLinkStatus } from './payment-links-types';
 
@@ -7,7 +8,6 @@ type Db = Knex | Knex.Transaction;
 interface LinkRow {
   id: string;
   organization_id: string;
-  organization_name: string;
   kind: PaymentLinkKind;
   code: string;
   destination_account_id: string;
@@ -19,21 +19,25 @@ interface LinkRow {
   description: string | null;
   reference: string | null;
   require_signed_amount: boolean;
-  status: PaymentLinkStatus;
+  status: StoredLinkStatus;
   expires_at: Date | null;
   created_by: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
+/** The statuses a link row holds; `expired` is derived from expires_at when the link is read (see link-views.ts). */
+export type StoredLinkStatus = Exclude<PaymentLinkStatus, 'expired'>;
+
+/** A link as stored: without its organisation's name and with its stored status. */
+export type LinkRecord = Omit<PaymentLink, 'organizationName' | 'status'> & { status: StoredLinkStatus };
+
 const optionalBigInt = (value: string | null): bigint | null => (value === null ? null : toBigInt(value));
 
-function toLink(row: LinkRow, now = Date.now()): PaymentLink {
-  const expired = row.status === 'active' && row.expires_at !== null && row.expires_at.getTime() <= now;
+function toRecord(row: LinkRow): LinkRecord {
   return {
     id: row.id,
     organizationId: row.organization_id,
-    organizationName: row.organization_name,
     kind: row.kind,
     code: row.code,
     destinationAccountId: row.destination_account_id,
@@ -45,7 +49,7 @@ function toLink(row: LinkRow, now = Date.now()): PaymentLink {
     description: row.description,
     reference: row.reference,
     requireSignedAmount: row.require_signed_amount,
-    status: expired ? 'expired' : row.status,
+    status: row.status,
     expiresAt: row.expires_at,
     createdBy: row.created_by,
     createdAt: row.created_at,
@@ -53,38 +57,11 @@ function toLink(row: LinkRow, now = Date.now()): PaymentLink {
   };
 }
 
-/**
- * A link as the public payment page sees it: with whether its organisation may collect
- * payments now (active, its payment_links module enabled and not locked).
- */
-export interface PublicPaymentLink extends PaymentLink {
-  organizationCanCollect: boolean;
-}
-
-interface PublicLinkRow extends LinkRow {
-  organization_status: string;
-  payment_links_access: string | null;
-}
-
-function toPublicLink(row: PublicLinkRow): PublicPaymentLink {
-  const canCollect = row.organization_status === 'active' && row.payment_links_access !== null && row.payment_links_access !== 'locked';
-  return { ...toLink(row), organizationCanCollect: canCollect };
-}
-
-/** selectLinks plus the organisation's status and its payment_links module access (null when not enabled). */
-function selectPublicLinks(db: Db): Knex.QueryBuilder {
-  return selectLinks(db).select(
-    'o.status as organization_status',
-    db.raw(`(SELECT om.access FROM organization_modules om WHERE om.organization_id = l.organization_id AND om.module = 'payment_links') AS payment_links_access`),
-  );
-}
-
 function selectLinks(db: Db): Knex.QueryBuilder {
-  return db('payment_links as l')
-    .join('organizations as o', 'o.id', 'l.organization_id')
-    .join('currencies as c', 'c.code', 'l.currency')
-    .select('l.*', 'o.name as organization_name', 'c.exponent');
+  return db('payment_links as l').join('currencies as c', 'c.code', 'l.currency').select('l.*', 'c.exponent');
 }
+
+const LINKS = new Keyset({ table: 'payment_links', alias: 'l', noun: 'a payment link of this organisation' });
 
 export interface NewLink {
   organizationId: string;
@@ -121,84 +98,79 @@ function linkColumns(link: NewLink): Record<string, unknown> {
   };
 }
 
-export interface ListLinksFilter {
+export interface ListLinksFilter extends PageRequest {
   kind?: PaymentLinkKind;
-  limit: number;
-  startingAfter?: string;
 }
 
-export const paymentLinksRepository = {
+/** Knex queries of payment links and Checkouts. */
+export class PaymentLinksRepository {
+  constructor(private readonly db: Db) {}
+
   /** Creates the account's Checkout unless one exists; returns the new id, or null when one existed. */
-  async insertCheckoutIfAbsent(trx: Db, link: NewLink): Promise<string | null> {
-    const rows = (await trx('payment_links')
+  async insertCheckoutIfAbsent(link: NewLink): Promise<string | null> {
+    const rows = (await this.db('payment_links')
       .insert(linkColumns({ ...link, kind: 'checkout' }))
-      .onConflict(trx.raw(`(destination_account_id) WHERE kind = 'checkout'`))
+      .onConflict(this.db.raw(`(destination_account_id) WHERE kind = 'checkout'`))
       .ignore()
       .returning('id')) as Array<{ id: string }>;
     return rows[0]?.id ?? null;
-  },
+  }
 
-  async insertLink(trx: Db, link: NewLink): Promise<string> {
-    const [row] = (await trx('payment_links').insert(linkColumns(link)).returning('id')) as Array<{ id: string }>;
+  async insertLink(link: NewLink): Promise<string> {
+    const [row] = (await this.db('payment_links').insert(linkColumns(link)).returning('id')) as Array<{ id: string }>;
     return (row as { id: string }).id;
-  },
+  }
 
-  async findCheckoutForAccount(db: Db, destinationAccountId: string): Promise<PaymentLink | undefined> {
-    const row = (await selectLinks(db).where({ 'l.destination_account_id': destinationAccountId, 'l.kind': 'checkout' }).first()) as LinkRow | undefined;
-    return row ? toLink(row) : undefined;
-  },
+  async findCheckoutForAccount(destinationAccountId: string): Promise<LinkRecord | undefined> {
+    return this.findOne({ 'l.destination_account_id': destinationAccountId, 'l.kind': 'checkout' });
+  }
 
-  async findById(db: Db, organizationId: string, linkId: string): Promise<PaymentLink | undefined> {
-    const row = (await selectLinks(db).where({ 'l.id': linkId, 'l.organization_id': organizationId }).first()) as LinkRow | undefined;
-    return row ? toLink(row) : undefined;
-  },
+  async findById(organizationId: string, linkId: string): Promise<LinkRecord | undefined> {
+    return this.findOne({ 'l.id': linkId, 'l.organization_id': organizationId });
+  }
 
   /** For the public page only: the link a signed form token names (no organisation in scope). */
-  async findByIdForPayment(db: Db, linkId: string): Promise<PublicPaymentLink | undefined> {
-    const row = (await selectPublicLinks(db).where({ 'l.id': linkId }).first()) as PublicLinkRow | undefined;
-    return row ? toPublicLink(row) : undefined;
-  },
+  async findByIdForPayment(linkId: string): Promise<LinkRecord | undefined> {
+    return this.findOne({ 'l.id': linkId });
+  }
 
-  /** For the public page only: the link behind a public code, with its organisation's standing. */
-  async findByCode(db: Db, code: string): Promise<PublicPaymentLink | undefined> {
-    const row = (await selectPublicLinks(db).where({ 'l.code': code }).first()) as PublicLinkRow | undefined;
-    return row ? toPublicLink(row) : undefined;
-  },
+  /** For the public page only: the link behind a public code. */
+  async findByCode(code: string): Promise<LinkRecord | undefined> {
+    return this.findOne({ 'l.code': code });
+  }
+
+  private async findOne(where: Record<string, string>): Promise<LinkRecord | undefined> {
+    const row = (await selectLinks(this.db).where(where).first()) as LinkRow | undefined;
+    return row ? toRecord(row) : undefined;
+  }
 
   /** Locks a link row (payments on one link are serialised by it). */
-  async lock(trx: Knex.Transaction, linkId: string): Promise<boolean> {
-    const row = await trx('payment_links').where({ id: linkId }).forUpdate().first('id');
+  async lock(linkId: string): Promise<boolean> {
+    const row = await this.db('payment_links').where({ id: linkId }).forUpdate().first('id');
     return row !== undefined;
-  },
+  }
 
-  /** Newest first; `limit + 1` rows so the caller knows whether more exist. */
-  async list(db: Db, organizationId: string, filter: ListLinksFilter): Promise<PaymentLink[]> {
-    const query = selectLinks(db).where('l.organization_id', organizationId);
+  /** Newest first, `limit + 1` rows; 400 when the cursor is not one of the organisation's links. */
+  async list(organizationId: string, filter: ListLinksFilter): Promise<LinkRecord[]> {
+    const query = selectLinks(this.db).where('l.organization_id', organizationId);
     if (filter.kind) query.andWhere('l.kind', filter.kind);
-    if (filter.startingAfter) {
-      query.andWhereRaw('(l.created_at, l.id) < (SELECT p.created_at, p.id FROM payment_links p WHERE p.id = ? AND p.organization_id = ?)', [
-        filter.startingAfter,
-        organizationId,
-      ]);
-    }
-    const rows = (await query.orderBy([{ column: 'l.created_at', order: 'desc' }, { column: 'l.id', order: 'desc' }]).limit(filter.limit + 1)) as LinkRow[];
-    const now = Date.now();
-    return rows.map((row) => toLink(row, now));
-  },
+    const rows = await LINKS.rows<LinkRow>(this.db, query, { organization_id: organizationId }, filter);
+    return rows.map(toRecord);
+  }
 
-  async exists(db: Db, organizationId: string, linkId: string): Promise<boolean> {
-    return (await db('payment_links').where({ id: linkId, organization_id: organizationId }).first('id')) !== undefined;
-  },
+  async exists(organizationId: string, linkId: string): Promise<boolean> {
+    return LINKS.cursorInScope(this.db, { organization_id: organizationId }, linkId);
+  }
 
-  async setStatus(trx: Db, linkId: string, status: 'active' | 'inactive' | 'completed'): Promise<void> {
-    const changes: Record<string, unknown> = { status, updated_at: trx.fn.now() };
-    if (status === 'inactive') changes.deactivated_at = trx.fn.now();
-    if (status === 'completed') changes.completed_at = trx.fn.now();
+  async setStatus(linkId: string, status: StoredLinkStatus): Promise<void> {
+    const changes: Record<string, unknown> = { status, updated_at: this.db.fn.now() };
+    if (status === 'inactive') changes.deactivated_at = this.db.fn.now();
+    if (status === 'completed') changes.completed_at = this.db.fn.now();
     if (status === 'active') changes.deactivated_at = null;
-    await trx('payment_links').where({ id: linkId }).update(changes);
-  },
+    await this.db('payment_links').where({ id: linkId }).update(changes);
+  }
 
-  async setRequireSignedAmount(trx: Db, linkId: string, value: boolean): Promise<void> {
-    await trx('payment_links').where({ id: linkId }).update({ require_signed_amount: value, updated_at: trx.fn.now() });
-  },
-};
+  async setRequireSignedAmount(linkId: string, value: boolean): Promise<void> {
+    await this.db('payment_links').where({ id: linkId }).update({ require_signed_amount: value, updated_at: this.db.fn.now() });
+  }
+}

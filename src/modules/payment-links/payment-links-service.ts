@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
@@ -10,7 +11,8 @@ import {
   PaymentLinkNotActive,
   PaymentLinkNotFound,
 } from './payment-links-errors';
-import { paymentLinksRepository, type ListLinksFilter } from './payment-links-repository';
+import { linkView, linkViews } from './link-views';
+import { PaymentLinksRepository, type LinkRecord } from './payment-links-repository';
 import { maxMinorFor, type PaymentLink, type PaymentLinkKind } from './payment-links-types';
 
 export interface CreateLinkInput {
@@ -78,8 +80,12 @@ export class PaymentLinksService {
   constructor(
     private readonly knex: Knex,
     private readonly accounts: AccountService,
-    private readonly options: { payUrl: string; paySecret: string },
-  ) {}
+    private readonly options: { payUrl: string; paySecret: string; clock?: Clock },
+  ) {
+    this.clock = options.clock ?? systemClock;
+  }
+
+  private readonly clock: Clock;
 
   /** The organisation's account (400 when it is not the organisation's), which must be active (409). */
   private async destination(trx: Knex.Transaction, organizationId: string, accountId: string): Promise<OrgAccount> {
@@ -102,8 +108,9 @@ export class PaymentLinksService {
    */
   getOrCreateCheckout(organizationId: string, userId: string, input: { destinationAccountId: string; requireSignedAmount?: boolean }): Promise<PaymentLink> {
     return withTransaction(this.knex, async (trx) => {
+      const links = new PaymentLinksRepository(trx);
       const account = await this.destination(trx, organizationId, input.destinationAccountId);
-      await paymentLinksRepository.insertCheckoutIfAbsent(trx, {
+      await links.insertCheckoutIfAbsent({
         organizationId,
         kind: 'checkout',
         code: generateLinkCode(),
@@ -112,22 +119,24 @@ export class PaymentLinksService {
         requireSignedAmount: input.requireSignedAmount ?? false,
         createdBy: userId,
       });
-      let checkout = await paymentLinksRepository.findCheckoutForAccount(trx, account.id);
+      let checkout = await links.findCheckoutForAccount(account.id);
       if (!checkout) throw new Error(`the Checkout of account ${account.id} vanished after a conflicting insert`);
-      if (checkout.status === 'inactive') await paymentLinksRepository.setStatus(trx, checkout.id, 'active');
+      if (checkout.status === 'inactive') await links.setStatus(checkout.id, 'active');
       if (input.requireSignedAmount !== undefined && input.requireSignedAmount !== checkout.requireSignedAmount) {
-        await paymentLinksRepository.setRequireSignedAmount(trx, checkout.id, input.requireSignedAmount);
+        await links.setRequireSignedAmount(checkout.id, input.requireSignedAmount);
       }
       if (checkout.status === 'inactive' || (input.requireSignedAmount !== undefined && input.requireSignedAmount !== checkout.requireSignedAmount)) {
-        checkout = (await paymentLinksRepository.findCheckoutForAccount(trx, account.id)) as PaymentLink;
+        checkout = (await links.findCheckoutForAccount(account.id)) as LinkRecord;
       }
-      return checkout;
+      return linkView(trx, checkout, this.clock());
     });
   }
 
   /** A one-off link: a fixed amount, or an amount the customer chooses within optional bounds. */
-  createLink(organizationId: string, userId: string, input: CreateLinkInput, now = new Date()): Promise<PaymentLink> {
+  createLink(organizationId: string, userId: string, input: CreateLinkInput): Promise<PaymentLink> {
+    const now = this.clock();
     return withTransaction(this.knex, async (trx) => {
+      const links = new PaymentLinksRepository(trx);
       const account = await this.destination(trx, organizationId, input.destinationAccountId);
       const { exponent } = account;
       const max = maxMinorFor(exponent);
@@ -155,7 +164,7 @@ export class PaymentLinksService {
           throw ValidationError.field('body.expires_at', 'expires_at must be within one year.');
         }
       }
-      const id = await paymentLinksRepository.insertLink(trx, {
+      const id = await links.insertLink({
         organizationId,
         kind: 'link',
         code: generateLinkCode(),
@@ -170,34 +179,34 @@ export class PaymentLinksService {
         expiresAt,
         createdBy: userId,
       });
-      return (await paymentLinksRepository.findById(trx, organizationId, id)) as PaymentLink;
+      return linkView(trx, (await links.findById(organizationId, id)) as LinkRecord, now);
     });
   }
 
   async getLink(organizationId: string, linkId: string): Promise<PaymentLink> {
-    const link = await paymentLinksRepository.findById(this.knex, organizationId, linkId);
+    const link = await new PaymentLinksRepository(this.knex).findById(organizationId, linkId);
     if (!link) throw new PaymentLinkNotFound();
-    return link;
+    return linkView(this.knex, link, this.clock());
   }
 
+  /** Newest first, `limit + 1` links (see toPage); 400 when the cursor is not one of the organisation's links. */
   async listLinks(organizationId: string, filter: { kind?: PaymentLinkKind; limit?: number; startingAfter?: string }): Promise<PaymentLink[]> {
-    const query: ListLinksFilter = { kind: filter.kind, limit: filter.limit ?? 50, startingAfter: filter.startingAfter };
-    if (query.startingAfter && !(await paymentLinksRepository.exists(this.knex, organizationId, query.startingAfter))) {
-      throw ValidationError.field('query.starting_after', 'starting_after is not a payment link of this organisation.');
-    }
-    return paymentLinksRepository.list(this.knex, organizationId, query);
+    const now = this.clock();
+    const records = await new PaymentLinksRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? 50 });
+    return linkViews(this.knex, records, now);
   }
 
   /** Links are deactivated, never deleted. Deactivating an inactive link changes nothing. */
   deactivate(organizationId: string, linkId: string): Promise<PaymentLink> {
     return withTransaction(this.knex, async (trx) => {
-      if (!(await paymentLinksRepository.exists(trx, organizationId, linkId))) throw new PaymentLinkNotFound();
-      await paymentLinksRepository.lock(trx, linkId);
-      const link = (await paymentLinksRepository.findById(trx, organizationId, linkId)) as PaymentLink;
+      const links = new PaymentLinksRepository(trx);
+      if (!(await links.exists(organizationId, linkId))) throw new PaymentLinkNotFound();
+      await links.lock(linkId);
+      const link = await linkView(trx, (await links.findById(organizationId, linkId)) as LinkRecord, this.clock());
       if (link.status === 'completed') throw new PaymentLinkNotActive(link.status);
       if (link.status === 'inactive') return link;
-      await paymentLinksRepository.setStatus(trx, linkId, 'inactive');
-      return (await paymentLinksRepository.findById(trx, organizationId, linkId)) as PaymentLink;
+      await links.setStatus(linkId, 'inactive');
+      return linkView(trx, (await links.findById(organizationId, linkId)) as LinkRecord, this.clock());
     });
   }
 
@@ -205,7 +214,8 @@ export class PaymentLinksService {
    * A tamper-proof `link_with_amount`: the amount, the reference and an expiry signed with
    * PAY_SECRET (`sig`, `exp`); the payment page refuses the URL once any of them is edited.
    */
-  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput, now = new Date()): Promise<SignedAmountLink> {
+  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput): Promise<SignedAmountLink> {
+    const now = this.clock();
     const link = await this.getLink(organizationId, linkId);
     if (link.status !== 'active') throw new PaymentLinkNotActive(link.status);
     const amountMinor = parseAmount(input.amount, link.exponent, { field: 'body.amount' });

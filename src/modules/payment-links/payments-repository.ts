@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
 import { toBigInt } from '../ledger';
 import type { Payment, PaymentMethod, PaymentStatus } from './payment-links-types';
 
@@ -71,17 +72,20 @@ export interface NewPayment {
   formNonce: string;
 }
 
-export interface ListPaymentsFilter {
+export interface ListPaymentsFilter extends PageRequest {
   linkId?: string;
   reference?: string;
   status?: PaymentStatus;
-  limit: number;
-  startingAfter?: string;
 }
 
-export const paymentsRepository = {
-  async insert(trx: Db, payment: NewPayment): Promise<string> {
-    const [row] = (await trx('payments')
+const PAYMENTS = new Keyset({ table: 'payments', alias: 'p', noun: 'a payment of this organisation' });
+
+/** Knex queries of the payments made on payment links. */
+export class PaymentsRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(payment: NewPayment): Promise<string> {
+    const [row] = (await this.db('payments')
       .insert({
         organization_id: payment.organizationId,
         link_id: payment.linkId,
@@ -98,76 +102,69 @@ export const paymentsRepository = {
       })
       .returning('id')) as Array<{ id: string }>;
     return (row as { id: string }).id;
-  },
+  }
 
-  async findByNonce(db: Db, linkId: string, formNonce: string): Promise<Payment | undefined> {
-    const row = (await selectPayments(db).where({ 'p.link_id': linkId, 'p.form_nonce': formNonce }).first()) as PaymentRow | undefined;
-    return row ? toPayment(row) : undefined;
-  },
+  async findByNonce(linkId: string, formNonce: string): Promise<Payment | undefined> {
+    return this.findOne(selectPayments(this.db).where({ 'p.link_id': linkId, 'p.form_nonce': formNonce }));
+  }
 
-  async findById(db: Db, paymentId: string, options: { organizationId?: string; linkId?: string; forUpdate?: boolean } = {}): Promise<Payment | undefined> {
-    if (options.forUpdate) await db('payments').where({ id: paymentId }).forUpdate().first('id');
-    const query = selectPayments(db).where('p.id', paymentId);
+  async findById(paymentId: string, options: { organizationId?: string; linkId?: string; forUpdate?: boolean } = {}): Promise<Payment | undefined> {
+    if (options.forUpdate) await this.db('payments').where({ id: paymentId }).forUpdate().first('id');
+    const query = selectPayments(this.db).where('p.id', paymentId);
     if (options.organizationId) query.andWhere('p.organization_id', options.organizationId);
     if (options.linkId) query.andWhere('p.link_id', options.linkId);
-    const row = (await query.first()) as PaymentRow | undefined;
-    return row ? toPayment(row) : undefined;
-  },
+    return this.findOne(query);
+  }
 
   /** The payment of a one-off link that is pending or succeeded, if any. */
-  async findOpenForLink(db: Db, linkId: string): Promise<Payment | undefined> {
-    const row = (await selectPayments(db).where('p.link_id', linkId).whereIn('p.status', ['pending', 'succeeded']).first()) as PaymentRow | undefined;
-    return row ? toPayment(row) : undefined;
-  },
+  async findOpenForLink(linkId: string): Promise<Payment | undefined> {
+    return this.findOne(selectPayments(this.db).where('p.link_id', linkId).whereIn('p.status', ['pending', 'succeeded']));
+  }
 
   /** The payment of an order (link and reference) that is pending or succeeded, if any. */
-  async findOpenForReference(db: Db, linkId: string, reference: string): Promise<Payment | undefined> {
-    const row = (await selectPayments(db)
-      .where({ 'p.link_id': linkId, 'p.reference': reference })
-      .whereIn('p.status', ['pending', 'succeeded'])
-      .first()) as PaymentRow | undefined;
+  async findOpenForReference(linkId: string, reference: string): Promise<Payment | undefined> {
+    return this.findOne(selectPayments(this.db).where({ 'p.link_id': linkId, 'p.reference': reference }).whereIn('p.status', ['pending', 'succeeded']));
+  }
+
+  private async findOne(query: Knex.QueryBuilder): Promise<Payment | undefined> {
+    const row = (await query.first()) as PaymentRow | undefined;
     return row ? toPayment(row) : undefined;
-  },
+  }
 
-  async exists(db: Db, organizationId: string, paymentId: string): Promise<boolean> {
-    return (await db('payments').where({ id: paymentId, organization_id: organizationId }).first('id')) !== undefined;
-  },
-
-  async list(db: Db, organizationId: string, filter: ListPaymentsFilter): Promise<Payment[]> {
-    const query = selectPayments(db).where('p.organization_id', organizationId);
+  /** Newest first, `limit + 1` rows; 400 when the cursor is not one of the organisation's payments. */
+  async list(organizationId: string, filter: ListPaymentsFilter): Promise<Payment[]> {
+    const query = selectPayments(this.db).where('p.organization_id', organizationId);
     if (filter.linkId) query.andWhere('p.link_id', filter.linkId);
     if (filter.reference !== undefined) query.andWhere('p.reference', filter.reference);
     if (filter.status) query.andWhere('p.status', filter.status);
-    if (filter.startingAfter) {
-      query.andWhereRaw('(p.created_at, p.id) < (SELECT q.created_at, q.id FROM payments q WHERE q.id = ? AND q.organization_id = ?)', [
-        filter.startingAfter,
-        organizationId,
-      ]);
-    }
-    const rows = (await query.orderBy([{ column: 'p.created_at', order: 'desc' }, { column: 'p.id', order: 'desc' }]).limit(filter.limit + 1)) as PaymentRow[];
+    const rows = await PAYMENTS.rows<PaymentRow>(this.db, query, { organization_id: organizationId }, filter);
     return rows.map(toPayment);
-  },
+  }
 
   /** Ids of pending payments whose sandbox decision is due. */
-  async dueIds(db: Db, now: Date, limit: number): Promise<string[]> {
-    const query = db('payments').where('status', 'pending').andWhere('settle_after', '<=', now);
+  async dueIds(now: Date, limit: number): Promise<string[]> {
+    const query = this.db('payments').where('status', 'pending').andWhere('settle_after', '<=', now);
     const rows = (await query.orderBy('settle_after').orderBy('id').limit(limit).select('id')) as Array<{ id: string }>;
     return rows.map((row) => row.id);
-  },
+  }
 
   /**
    * Moves a pending payment's settlement to `until` (its own statement, outside any settle
    * transaction): a payment whose settlement keeps failing no longer comes first in every sweep.
    */
-  async deferSettlement(db: Db, paymentId: string, until: Date): Promise<void> {
-    await db('payments').where({ id: paymentId, status: 'pending' }).update({ settle_after: until, updated_at: db.fn.now() });
-  },
+  async deferSettlement(paymentId: string, until: Date): Promise<void> {
+    await this.db('payments').where({ id: paymentId, status: 'pending' }).update({ settle_after: until, updated_at: this.db.fn.now() });
+  }
 
-  async markSucceeded(trx: Db, paymentId: string, postingId: string): Promise<void> {
-    await trx('payments').where({ id: paymentId, status: 'pending' }).update({ status: 'succeeded', posting_id: postingId, completed_at: trx.fn.now(), updated_at: trx.fn.now() });
-  },
+  async markSucceeded(paymentId: string, postingId: string): Promise<void> {
+    await this.db('payments')
+      .where({ id: paymentId, status: 'pending' })
+      .update({ status: 'succeeded', posting_id: postingId, completed_at: this.db.fn.now(), updated_at: this.db.fn.now() });
+  }
 
-  async markFailed(trx: Db, paymentId: string, reason: string): Promise<void> {
-    await trx('payments').where({ id: paymentId, status: 'pending' }).update({ status: 'failed', failure_reason: reason, completed_at: trx.fn.now(), updated_at: trx.fn.now() });
-  },
-};
+  async markFailed(paymentId: string, reason: string): Promise<void> {
+    await this.db('payments')
+      .where({ id: paymentId, status: 'pending' })
+      .update({ status: 'failed', failure_reason: reason, completed_at: this.db.fn.now(), updated_at: this.db.fn.now() });
+  }
+}

@@ -1,14 +1,16 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
 import { externalClearingAccount, post } from '../ledger';
 import { PaymentNotFound, PaymentRefused } from './payment-links-errors';
-import { paymentLinksRepository, type PublicPaymentLink } from './payment-links-repository';
+import { publicLinkView, type PublicPaymentLink } from './link-views';
+import { PaymentLinksRepository, type LinkRecord } from './payment-links-repository';
 import { checkAmountForLink } from './payment-links-service';
 import type { Payment, PaymentLink, PaymentStatus } from './payment-links-types';
-import { paymentsRepository } from './payments-repository';
+import { PaymentsRepository } from './payments-repository';
 import type { SandboxPayer } from './sandbox';
 
 export interface StartPaymentInput {
@@ -25,6 +27,7 @@ export interface PaymentsServiceOptions {
   sandboxDelayMs?: number;
   /** How far the sweep pushes back a payment whose settlement failed (default 60 s). */
   settleRetryMs?: number;
+  clock?: Clock;
 }
 
 export const POSTING_KIND = 'payment_link.payment';
@@ -46,6 +49,7 @@ export class PaymentsService {
   private stopped = false;
   private readonly sandboxDelayMs: number;
   private readonly settleRetryMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly knex: Knex,
@@ -53,6 +57,7 @@ export class PaymentsService {
     private readonly logger: Logger,
     options: PaymentsServiceOptions = {},
   ) {
+    this.clock = options.clock ?? systemClock;
     this.sandboxDelayMs = options.sandboxDelayMs ?? 8_000;
     this.settleRetryMs = options.settleRetryMs ?? 60_000;
   }
@@ -70,8 +75,7 @@ export class PaymentsService {
 
   /** The link behind a public code, refused (404, 410, 409) when it cannot take a payment. */
   async payableLink(code: string): Promise<PublicPaymentLink> {
-    const link = await paymentLinksRepository.findByCode(this.knex, code);
-    if (!link) throw new PaymentRefused('unknown_link', 'This payment link does not exist. Check the address you were given.');
+    const link = await this.linkForCode(code);
     this.refuseUnusable(link);
     const account = await this.activeDestination(this.knex, link.organizationId, link.destinationAccountId);
     if (!account) {
@@ -82,9 +86,9 @@ export class PaymentsService {
 
   /** The link behind a public code whatever its status (404 when unknown). */
   async linkForCode(code: string): Promise<PublicPaymentLink> {
-    const link = await paymentLinksRepository.findByCode(this.knex, code);
+    const link = await new PaymentLinksRepository(this.knex).findByCode(code);
     if (!link) throw new PaymentRefused('unknown_link', 'This payment link does not exist. Check the address you were given.');
-    return link;
+    return publicLinkView(this.knex, link, this.clock());
   }
 
   /**
@@ -108,10 +112,12 @@ export class PaymentsService {
    */
   async start(input: StartPaymentInput): Promise<Payment> {
     const payment = await withTransaction(this.knex, async (trx) => {
-      if (!(await paymentLinksRepository.lock(trx, input.linkId))) throw new PaymentRefused('unknown_link', 'This payment link does not exist.');
-      const existing = await paymentsRepository.findByNonce(trx, input.linkId, input.nonce);
+      const links = new PaymentLinksRepository(trx);
+      const payments = new PaymentsRepository(trx);
+      if (!(await links.lock(input.linkId))) throw new PaymentRefused('unknown_link', 'This payment link does not exist.');
+      const existing = await payments.findByNonce(input.linkId, input.nonce);
       if (existing) return existing;
-      const link = (await paymentLinksRepository.findByIdForPayment(trx, input.linkId)) as PublicPaymentLink;
+      const link = await publicLinkView(trx, (await links.findByIdForPayment(input.linkId)) as LinkRecord, this.clock());
       this.refuseUnusable(link);
       const account = await this.activeDestination(trx, link.organizationId, link.destinationAccountId);
       if (!account) {
@@ -121,12 +127,12 @@ export class PaymentsService {
       if (input.reference !== null && input.reference.length > 128) throw ValidationError.field('reference', 'The reference is too long.');
       const oneOff = link.kind === 'link';
       if (oneOff) {
-        const open = await paymentsRepository.findOpenForLink(trx, link.id);
+        const open = await payments.findOpenForLink(link.id);
         if (open?.status === 'succeeded') throw new PaymentRefused('link_completed', 'This payment link has already been paid.');
         if (open) throw new PaymentRefused('link_busy', 'A payment on this link is already in progress. Wait for its result before trying again.');
       }
-      if (input.reference !== null) await this.refusePaidReference(link, input.reference, trx);
-      const id = await paymentsRepository.insert(trx, {
+      if (input.reference !== null) await this.refusePaidReference(link, input.reference, payments);
+      const id = await payments.insert({
         organizationId: link.organizationId,
         linkId: link.id,
         oneOff,
@@ -137,13 +143,13 @@ export class PaymentsService {
         method: input.payer.method,
         payerLast4: input.payer.last4,
         sandboxOutcome: input.payer.decision.outcome,
-        settleAfter: new Date(Date.now() + (input.payer.decision.delayed ? this.sandboxDelayMs : 0)),
+        settleAfter: new Date(this.clock().getTime() + (input.payer.decision.delayed ? this.sandboxDelayMs : 0)),
         formNonce: input.nonce,
       });
-      return (await paymentsRepository.findById(trx, id)) as Payment;
+      return (await payments.findById(id)) as Payment;
     });
     if (payment.status !== 'pending') return payment;
-    if (payment.settleAfter.getTime() <= Date.now()) return this.settle(payment.id);
+    if (payment.settleAfter.getTime() <= this.clock().getTime()) return this.settle(payment.id);
     this.scheduleSettlement(payment);
     return payment;
   }
@@ -152,8 +158,8 @@ export class PaymentsService {
    * Refuses a new payment for an order (reference) of the link that is paid or being paid.
    * Only inside start(): the payment page's GET never asks.
    */
-  private async refusePaidReference(link: PaymentLink, reference: string, db: Knex.Transaction): Promise<void> {
-    const open = await paymentsRepository.findOpenForReference(db, link.id, reference);
+  private async refusePaidReference(link: PaymentLink, reference: string, payments: PaymentsRepository): Promise<void> {
+    const open = await payments.findOpenForReference(link.id, reference);
     if (open?.status === 'succeeded') {
       throw new PaymentRefused('reference_paid', `The order ${reference} has already been paid to ${link.organizationName}. Nothing more to pay.`);
     }
@@ -162,7 +168,7 @@ export class PaymentsService {
 
   private scheduleSettlement(payment: Payment): void {
     if (this.stopped) return; // the next start's sweep settles it
-    const delay = Math.max(0, payment.settleAfter.getTime() - Date.now()) + 50;
+    const delay = Math.max(0, payment.settleAfter.getTime() - this.clock().getTime()) + 50;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       this.settle(payment.id).catch((error: unknown) => this.logger.error({ err: error, paymentId: payment.id }, 'sandbox settlement failed'));
@@ -176,7 +182,7 @@ export class PaymentsService {
    * posting (external clearing -> destination account) and the payment's status commit
    * together; a one-off link becomes `completed`. Returns the payment as it now stands.
    */
-  settle(paymentId: string, now = new Date()): Promise<Payment> {
+  settle(paymentId: string, now = this.clock()): Promise<Payment> {
     return this.track(this.settleNow(paymentId, now));
   }
 
@@ -189,15 +195,16 @@ export class PaymentsService {
 
   private settleNow(paymentId: string, now: Date): Promise<Payment> {
     return withTransaction(this.knex, async (trx) => {
-      const payment = await paymentsRepository.findById(trx, paymentId, { forUpdate: true });
+      const payments = new PaymentsRepository(trx);
+      const payment = await payments.findById(paymentId, { forUpdate: true });
       if (!payment) throw new PaymentNotFound();
       if (payment.status !== 'pending' || payment.settleAfter.getTime() > now.getTime()) return payment;
       if (payment.sandboxOutcome.startsWith('failed:')) {
-        await paymentsRepository.markFailed(trx, payment.id, payment.sandboxOutcome.slice('failed:'.length));
+        await payments.markFailed(payment.id, payment.sandboxOutcome.slice('failed:'.length));
       } else {
         const account = await this.activeDestination(trx, payment.organizationId, payment.destinationAccountId, true);
         if (!account) {
-          await paymentsRepository.markFailed(trx, payment.id, 'destination_unavailable');
+          await payments.markFailed(payment.id, 'destination_unavailable');
         } else {
           const clearing = await externalClearingAccount(trx, payment.currency);
           let postingId: string | null = null;
@@ -225,14 +232,14 @@ export class PaymentsService {
             if (!(error instanceof DomainError && error.code === 'AccountFrozen')) throw error;
           }
           if (postingId) {
-            await paymentsRepository.markSucceeded(trx, payment.id, postingId);
-            if (payment.oneOff) await paymentLinksRepository.setStatus(trx, payment.linkId, 'completed');
+            await payments.markSucceeded(payment.id, postingId);
+            if (payment.oneOff) await new PaymentLinksRepository(trx).setStatus(payment.linkId, 'completed');
           } else {
-            await paymentsRepository.markFailed(trx, payment.id, 'destination_unavailable');
+            await payments.markFailed(payment.id, 'destination_unavailable');
           }
         }
       }
-      return (await paymentsRepository.findById(trx, payment.id)) as Payment;
+      return (await payments.findById(payment.id)) as Payment;
     });
   }
 
@@ -244,8 +251,9 @@ export class PaymentsService {
    * others instead of retrying the same failing batch forever. Returns how many settled.
    */
   async sweepDue(options: { now?: Date; batchSize?: number } = {}): Promise<number> {
-    const now = options.now ?? new Date();
-    const ids = await paymentsRepository.dueIds(this.knex, now, options.batchSize ?? 100);
+    const now = options.now ?? this.clock();
+    const payments = new PaymentsRepository(this.knex);
+    const ids = await payments.dueIds(now, options.batchSize ?? 100);
     let settled = 0;
     for (const id of ids) {
       if (this.stopped) break;
@@ -255,8 +263,8 @@ export class PaymentsService {
       } catch (error) {
         const retryAt = new Date(now.getTime() + this.settleRetryMs);
         this.logger.error({ err: error, paymentId: id, retryAt }, 'sandbox settlement failed; retried later');
-        await paymentsRepository
-          .deferSettlement(this.knex, id, retryAt)
+        await payments
+          .deferSettlement(id, retryAt)
           .catch((deferError: unknown) => this.logger.error({ err: deferError, paymentId: id }, 'could not defer a failed sandbox settlement'));
       }
     }
@@ -265,11 +273,11 @@ export class PaymentsService {
 
   /** A payment of a link, for its result page (as it stands: the page never settles it). */
   forPage(linkId: string, paymentId: string): Promise<Payment | undefined> {
-    return paymentsRepository.findById(this.knex, paymentId, { linkId });
+    return new PaymentsRepository(this.knex).findById(paymentId, { linkId });
   }
 
   async get(organizationId: string, paymentId: string): Promise<Payment> {
-    const payment = await paymentsRepository.findById(this.knex, paymentId, { organizationId });
+    const payment = await new PaymentsRepository(this.knex).findById(paymentId, { organizationId });
     if (!payment) throw new PaymentNotFound();
     return payment;
   }
@@ -278,10 +286,7 @@ export class PaymentsService {
     organizationId: string,
     filter: { linkId?: string; reference?: string; status?: PaymentStatus; limit?: number; startingAfter?: string },
   ): Promise<Payment[]> {
-    if (filter.startingAfter && !(await paymentsRepository.exists(this.knex, organizationId, filter.startingAfter))) {
-      throw ValidationError.field('query.starting_after', 'starting_after is not a payment of this organisation.');
-    }
-    return paymentsRepository.list(this.knex, organizationId, { ...filter, limit: filter.limit ?? 50 });
+    return new PaymentsRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? 50 });
   }
 
   /**

@@ -46,15 +46,6 @@ export const TEST_CARDS: Record<string, SandboxDecision> = {
   '4000000000000077': { outcome: 'succeeded', delayed: true },
 };
 
-export const FAILURE_REASONS = [
-  'insufficient_funds',
-  'approval_rejected',
-  'payer_not_found',
-  'expired',
-  'card_declined',
-  'destination_unavailable',
-] as const;
-
 export interface PayerInput {
   method?: unknown;
   phone?: unknown;

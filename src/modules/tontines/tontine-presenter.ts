@@ -1,3 +1,4 @@
+import type { Page } from '../../db/keyset';
 import { formatMinor, minorToNumber } from '../ledger';
 import type { TontineAction, TontineRole } from './tontine-lifecycle';
 import type { Contribution, Cycle, Member, Tontine } from './tontine-repository';
@@ -61,12 +62,7 @@ export interface ContributionView {
   paid_at: string | null;
 }
 
-export interface TontinePage {
-  object: 'list';
-  data: TontineView[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+export type TontinePage = Page<TontineView>;
 
 const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
 

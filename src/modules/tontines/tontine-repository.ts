@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
 import { toBigInt } from '../ledger';
 import type { PayoutOrder, TontineFrequency, TontineStatus } from './tontine-lifecycle';
 
@@ -119,12 +120,13 @@ function toContribution(row: ContributionRow): Contribution {
 /** A new tontine: `forming`, no cycle yet. */
 export type NewTontine = Omit<Tontine, 'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt'>;
 
-export interface TontineListFilter {
+export interface TontineListFilter extends PageRequest {
   userId: string;
   status?: TontineStatus;
-  limit: number;
-  startingAfter?: string;
 }
+
+/** Tontines are listed through their members: the caller's membership is checked by `isListedFor`, not by a column of the table. */
+const TONTINES = new Keyset({ table: 'tontines', alias: 't', noun: 'one of your tontines in this list' });
 
 /** The tontine tables (tontines, members, invitations, cycles, contributions). */
 export class TontineRepository {
@@ -168,12 +170,10 @@ export class TontineRepository {
     await this.db('tontines').where({ id }).update(row);
   }
 
-  /** The tontines `userId` is a member of, newest first, one keyset page (`limit` rows). */
+  /** The tontines `userId` is a member of, newest first: one keyset page (`limit + 1` rows at most, see toPage). */
   async listForUser(filter: TontineListFilter): Promise<TontineListing[]> {
     const query = this.db('tontines as t')
-      .join('tontine_members as m', function joinCaller() {
-        this.on('m.tontine_id', '=', 't.id');
-      })
+      .join('tontine_members as m', 'm.tontine_id', 't.id')
       .where('m.user_id', filter.userId)
       .select(
         't.*',
@@ -182,13 +182,7 @@ export class TontineRepository {
         this.db.raw(`(SELECT c.due_at FROM tontine_cycles c WHERE c.tontine_id = t.id AND c.number = t.current_cycle AND t.status = 'active') AS current_due_at`),
       );
     if (filter.status) query.andWhere('t.status', filter.status);
-    if (filter.startingAfter) {
-      // Compared in SQL: created_at may carry microseconds that a JS Date would lose.
-      query.andWhereRaw('(t.created_at, t.id) < (SELECT s.created_at, s.id FROM tontines s WHERE s.id = ?)', [filter.startingAfter]);
-    }
-    const rows = (await query.orderBy([{ column: 't.created_at', order: 'desc' }, { column: 't.id', order: 'desc' }]).limit(filter.limit)) as Array<
-      TontineRow & { role: MemberRole; member_count: number; current_due_at: Date | null }
-    >;
+    const rows = (await TONTINES.paginate(this.db, query, {}, filter)) as Array<TontineRow & { role: MemberRole; member_count: number; current_due_at: Date | null }>;
     return rows.map((row) => ({ ...toTontine(row), role: row.role, memberCount: row.member_count, currentDueAt: row.current_due_at }));
   }
 

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { DomainError, UnprocessableError, ValidationError } from '../../errors';
+import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
 import { parseLoginIdentifier, UserRepository } from '../auth';
 import { EventRepository } from '../events';
@@ -114,15 +115,13 @@ export class TontineService {
   async list(userId: string, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
     const repo = new TontineRepository(this.knex);
     if (options.startingAfter && !(await repo.isListedFor(options.startingAfter, userId, options.status))) {
-      throw ValidationError.field('query.starting_after', 'starting_after must be the id of one of your tontines in this list (a next_cursor).');
+      throw ValidationError.field('query.starting_after', 'starting_after is not one of your tontines in this list: pass the next_cursor of a previous page.');
     }
-    const rows = await repo.listForUser({ userId, status: options.status, limit: options.limit + 1, startingAfter: options.startingAfter });
-    const hasMore = rows.length > options.limit;
-    const page = hasMore ? rows.slice(0, options.limit) : rows;
+    const rows = await repo.listForUser({ userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
     const exponents = new Map<string, number>();
-    for (const row of page) if (!exponents.has(row.currency)) exponents.set(row.currency, (await currencies.require(this.knex, row.currency)).exponent);
-    const data = page.map((row) => summaryView(row, { role: row.role, memberCount: row.memberCount, currentDueAt: row.currentDueAt, exponent: exponents.get(row.currency) ?? 0 }));
-    return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+    for (const row of rows) if (!exponents.has(row.currency)) exponents.set(row.currency, (await currencies.require(this.knex, row.currency)).exponent);
+    const views = rows.map((row) => summaryView(row, { role: row.role, memberCount: row.memberCount, currentDueAt: row.currentDueAt, exponent: exponents.get(row.currency) ?? 0 }));
+    return toPage(views, options.limit);
   }
 
   async invite(userId: string, id: string, identifier: string): Promise<TontineView> {

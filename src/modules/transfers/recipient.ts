@@ -1,6 +1,6 @@
 import { isValidPhoneNumber } from 'libphonenumber-js';
 import { ValidationError } from '../../errors';
-import { checkIban, looksLikeIban } from './iban';
+import { checkIban, looksLikeIban } from '../../iban';
 import type { TransferRail } from './transfers-repository';
 
 /** What a `recipientIdentifier` is, before looking anybody up. */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { prepared } from '../../db/prepared';
+import { queryPrepared } from '../../db/prepared';
 import { toBigInt } from '../ledger';
 
 type Db = Knex | Knex.Transaction;
@@ -76,85 +76,98 @@ function toTransfer(row: Row): Transfer {
   };
 }
 
-/** What a new transfer row is given; the rest is set by settlement. */
-export type NewTransfer = Pick<
-  Transfer,
-  'id' | 'senderUserId' | 'rail' | 'status' | 'currency' | 'amountMinor' | 'recipientType' | 'recipientIdentifier' | 'recipientUserId' | 'note' | 'postingId'
->;
-
-export interface UserSummary {
-  id: string;
-  email: string | null;
-  phone: string | null;
-  status: 'active' | 'locked' | 'disabled';
+/** What `transfer_create` needs: the caller, the key, and the request as parsed in Node. */
+export interface TransferRequest {
+  /** When given, the session must still be live and its user active (else SQLSTATE TRF01/TRF02). */
+  sessionId: string | null;
+  userId: string;
+  operation: string;
+  key: string;
+  requestHash: string;
+  leaseSeconds: number;
+  ttlHours: number;
+  currency: string;
+  amountMinor: bigint;
+  note: string | null;
+  identifier: { kind: 'email' | 'phone' | 'iban'; value: string };
+  rail: TransferRail | null;
+  /** Whether the identifier is a valid telephone number for its country (a phone without a rail may go to mobile money). */
+  phoneValid: boolean;
 }
 
-export const transfersRepository = {
-  async insert(trx: Knex.Transaction, transfer: NewTransfer): Promise<Transfer> {
-    const [row] = await prepared(
-      'transfer_insert',
-      trx<Row>('transfers')
-        .insert({
-        id: transfer.id,
-        sender_user_id: transfer.senderUserId,
-        rail: transfer.rail,
-        status: transfer.status,
-        currency: transfer.currency,
-        amount_minor: transfer.amountMinor.toString(),
-        recipient_type: transfer.recipientType,
-        recipient_identifier: transfer.recipientIdentifier,
-        recipient_user_id: transfer.recipientUserId,
-        note: transfer.note,
-        posting_id: transfer.postingId,
-        })
-        .returning('*'),
-    );
+const TRANSFER_CREATE_SQL = 'SELECT * FROM transfer_create($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9::bigint, $10, $11, $12, $13, $14)';
+
+/** Queries of the transfers table, bound to a database handle or a transaction. */
+export class TransfersRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * The whole of POST /transfers in one prepared statement (`transfer_create`, one
+   * transaction): session, idempotency key, recipient, wallets, posting, transfer row and
+   * completed key. Refusals come back as SQLSTATEs (TRF01...TRF12, see the migration).
+   */
+  async create(request: TransferRequest): Promise<Transfer> {
+    const [row] = await queryPrepared<Row>(this.db, 'transfer_create', TRANSFER_CREATE_SQL, [
+      request.sessionId,
+      request.userId,
+      request.operation,
+      request.key,
+      request.requestHash,
+      request.leaseSeconds,
+      request.ttlHours,
+      request.currency,
+      request.amountMinor.toString(),
+      request.note,
+      request.identifier.kind,
+      request.identifier.value,
+      request.rail,
+      request.phoneValid,
+    ]);
     return toTransfer(row as Row);
-  },
+  }
 
-  async findById(db: Db, id: string): Promise<Transfer | undefined> {
-    const row = await db<Row>('transfers').where({ id }).first();
+  async findById(id: string): Promise<Transfer | undefined> {
+    const row = await this.db<Row>('transfers').where({ id }).first();
     return row ? toTransfer(row) : undefined;
-  },
+  }
 
-  async lockById(trx: Knex.Transaction, id: string): Promise<Transfer | undefined> {
-    const row = await trx<Row>('transfers').where({ id }).forUpdate().first();
+  async lockById(id: string): Promise<Transfer | undefined> {
+    const row = await this.db<Row>('transfers').where({ id }).forUpdate().first();
     return row ? toTransfer(row) : undefined;
-  },
+  }
 
-  async findOwn(db: Db, senderUserId: string, id: string): Promise<Transfer | undefined> {
-    const row = await db<Row>('transfers').where({ id, sender_user_id: senderUserId }).first();
+  async findOwn(senderUserId: string, id: string): Promise<Transfer | undefined> {
+    const row = await this.db<Row>('transfers').where({ id, sender_user_id: senderUserId }).first();
     return row ? toTransfer(row) : undefined;
-  },
+  }
 
-  async statusOf(db: Db, id: string): Promise<TransferStatus | undefined> {
-    const row = await db<Row>('transfers').where({ id }).first('status');
+  async statusOf(id: string): Promise<TransferStatus | undefined> {
+    const row = await this.db<Row>('transfers').where({ id }).first('status');
     return row?.status;
-  },
+  }
 
   /** Newest first; `startingAfter` must be one of the sender's transfers (checked by the caller). */
-  async listBySender(db: Db, senderUserId: string, limit: number, startingAfter?: string): Promise<Transfer[]> {
-    const query = db<Row>('transfers').where({ sender_user_id: senderUserId });
+  async listBySender(senderUserId: string, limit: number, startingAfter?: string): Promise<Transfer[]> {
+    const query = this.db<Row>('transfers').where({ sender_user_id: senderUserId });
     if (startingAfter) {
       // Compared in SQL: created_at has microseconds that a JS Date would lose.
       query.andWhereRaw('(created_at, id) < (SELECT t.created_at, t.id FROM transfers t WHERE t.id = ?)', [startingAfter]);
     }
     const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
     return rows.map(toTransfer);
-  },
+  }
 
-  async markSubmitted(db: Db, id: string, railReference: string): Promise<void> {
-    await db('transfers')
+  async markSubmitted(id: string, railReference: string): Promise<void> {
+    await this.db('transfers')
       .where({ id, status: 'pending' })
-      .update({ rail_reference: railReference, submitted_at: db.raw('coalesce(submitted_at, now())'), updated_at: db.fn.now() });
-  },
+      .update({ rail_reference: railReference, submitted_at: this.db.raw('coalesce(submitted_at, now())'), updated_at: this.db.fn.now() });
+  }
 
   async markSettled(
-    trx: Knex.Transaction,
     id: string,
     settlement: { status: 'completed' | 'failed'; postingId: string; railReference: string; failureCode?: string; failureReason?: string },
   ): Promise<Transfer> {
-    const [row] = await trx<Row>('transfers')
+    const [row] = await this.db<Row>('transfers')
       .where({ id, status: 'pending' })
       .update({
         status: settlement.status,
@@ -162,32 +175,15 @@ export const transfersRepository = {
         rail_reference: settlement.railReference,
         failure_code: settlement.failureCode ?? null,
         failure_reason: settlement.failureReason ?? null,
-        settled_at: trx.fn.now(),
-        updated_at: trx.fn.now(),
+        settled_at: this.db.fn.now(),
+        updated_at: this.db.fn.now(),
       } as never)
       .returning('*');
     return toTransfer(row as Row);
-  },
+  }
 
-  async pendingIds(db: Db, limit: number): Promise<string[]> {
-    const rows = await db<Row>('transfers').where({ status: 'pending' }).orderBy('created_at').limit(limit).select('id');
+  async pendingIds(limit: number): Promise<string[]> {
+    const rows = await this.db<Row>('transfers').where({ status: 'pending' }).orderBy('created_at').limit(limit).select('id');
     return rows.map((row) => row.id);
-  },
-
-  /** The sender and, when looked up by e-mail or phone, the recipient: one query. */
-  async findParties(db: Db, senderId: string, recipient: { email: string } | { phone: string } | null): Promise<{ sender?: UserSummary; recipient?: UserSummary }> {
-    const column = recipient === null ? null : 'email' in recipient ? 'email' : 'phone';
-    const value = recipient === null ? null : 'email' in recipient ? recipient.email : recipient.phone;
-    const { rows } = (await prepared(
-      `transfer_parties_by_${column ?? 'sender'}`,
-      db.raw(
-        `SELECT id, email, phone, status, id = ?::uuid AS is_sender FROM users WHERE id = ?::uuid${column ? ` OR ${column} = ?` : ''}`,
-        column ? [senderId, senderId, value] : [senderId, senderId],
-      ),
-    )) as { rows: Array<UserSummary & { is_sender: boolean }> };
-    const strip = ({ is_sender: _ignored, ...user }: UserSummary & { is_sender: boolean }): UserSummary => user;
-    const sender = rows.find((row) => row.is_sender);
-    const match = rows.find((row) => (column === 'email' ? row.email === value : column === 'phone' ? row.phone === value : false));
-    return { sender: sender && strip(sender), recipient: match && strip(match) };
-  },
-};
+  }
+}

@@ -21,7 +21,8 @@ export function transfersRoutes(transfers: TransferService): Router {
 
   router.post('/transfers', async (req, res) => {
     const body = req.body as CreateTransferBody;
-    const data: TransferData = await transfers.create(callerOf(req), req.get('Idempotency-Key') ?? '', body);
+    // The session id goes along: transfer_create checks the session in the transfer's own statement.
+    const data: TransferData = await transfers.create({ userId: callerOf(req), sessionId: req.auth?.sessionId }, req.get('Idempotency-Key') ?? '', body);
     res.setHeader('Location', `/api/transfers/${data.id}`);
     sendData(res, 200, data);
   });

@@ -1,25 +1,19 @@
-import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isValidPhoneNumber } from 'libphonenumber-js';
 import type { Logger } from 'pino';
-import { DomainError, NotFoundError, UnprocessableError, ValidationError } from '../../errors';
-import { withTransaction } from '../../db/transaction';
+import { NotFoundError, UnauthorizedError, UnprocessableError, ValidationError } from '../../errors';
+import { isRetryableDatabaseError, withTransaction } from '../../db/transaction';
+import { currencies, externalClearingAccount, formatMinor, minorToNumber, parseAmount, platformAccount, post, walletOf, type Currency } from '../ledger';
 import {
-  currencies,
-  externalClearingAccount,
-  findWallets,
-  minorToNumber,
-  parseAmount,
-  platformAccount,
-  post,
-  walletOf,
-  formatMinor,
-  type LedgerAccount,
-} from '../ledger';
-import { validateIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency-service';
-import { parseIdentifier, type ParsedIdentifier } from './recipient';
+  keyAlreadyProcessed,
+  keyReused,
+  requestHash,
+  validateIdempotencyKey,
+  type IdempotencyService,
+} from '../idempotency/idempotency-service';
+import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
-import { transfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus, type UserSummary } from './transfers-repository';
+import { TransfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus } from './transfers-repository';
 
 export const CREATE_TRANSFER_OPERATION = 'createTransfer';
 /** The contract's `note.maxLength`. */
@@ -56,12 +50,11 @@ export interface TransferPage {
   next_cursor: string | null;
 }
 
-interface ResolvedRecipient {
-  rail: TransferRail;
-  type: RecipientType;
-  identifier: string;
-  userId: string | null;
-}
+/** Who asks: a user id (trusted callers, tests), or the authenticated caller, whose session the database checks in the same statement. */
+export type TransferCaller = string | { userId: string; sessionId?: string };
+
+/** Attempts of the one-statement transfer when PostgreSQL aborts it for a deadlock or a serialization failure. */
+const CREATE_ATTEMPTS = 4;
 
 export interface TransferServiceDeps {
   knex: Knex;
@@ -96,10 +89,12 @@ export class TransferService {
     deps.rail.onOutcome(async (transferId, outcome) => {
       await this.settle(transferId, outcome);
     });
-    deps.idempotency.registerResourceStatus('transfer', (db, id) => transfersRepository.statusOf(db, id));
+    deps.idempotency.registerResourceStatus('transfer', (db, id) => new TransfersRepository(db).statusOf(id));
   }
 
-  async create(userId: string, idempotencyKey: string, input: CreateTransferInput): Promise<TransferView> {
+  async create(caller: TransferCaller, idempotencyKey: string, input: CreateTransferInput): Promise<TransferView> {
+    const userId = typeof caller === 'string' ? caller : caller.userId;
+    const sessionId = typeof caller === 'string' ? null : (caller.sessionId ?? null);
     // Checks of the request alone come first: a 400 never touches the key.
     const key = validateIdempotencyKey(idempotencyKey);
     const currency = await currencies.require(this.knex, input.currency, 'body.currency');
@@ -111,25 +106,36 @@ export class TransferService {
     }
     const identifier = parseIdentifier(input.recipientIdentifier, input.rail);
 
-    // Checks that depend on the state of the world (recipient, balance, frozen wallets) run
-    // after the key is claimed: a replay of a processed key answers 409 with the transfer it
-    // produced even when the same request would now be refused (the balance it spent is gone).
-    // A refusal here rolls back and releases the claim, so the key is not consumed.
-    const view = await this.deps.idempotency.execute(
-      { userId, operation: CREATE_TRANSFER_OPERATION, key, request: { body: input } },
-      async (trx) => {
-        const recipient = await this.resolveRecipient(trx, userId, identifier, input.rail);
-        const wallets = await this.precheck(trx, userId, recipient, currency.code, amountMinor, currency.exponent);
-        const transfer = await this.record(trx, userId, recipient, wallets, currency.code, amountMinor, note);
-        const dto = await toTransferView(trx, transfer);
-        return {
-          result: dto,
-          responseStatus: 200,
-          responseBody: dto,
-          resource: { type: 'transfer', id: transfer.id, status: transfer.status, location: `/api/transfers/${transfer.id}` },
-        };
-      },
-    );
+    // Everything else is one statement (transfer_create): the key is claimed in the same
+    // transaction as the effect, so checks that depend on the state of the world (recipient,
+    // balance, frozen wallets) run after it: a replay of a processed key answers 409 with the
+    // transfer it produced even when the same request would now be refused, and a refusal
+    // rolls back without consuming the key.
+    const request = {
+      sessionId,
+      userId,
+      operation: CREATE_TRANSFER_OPERATION,
+      key,
+      requestHash: requestHash({ body: input }),
+      ...this.deps.idempotency.terms,
+      currency: currency.code,
+      amountMinor,
+      note,
+      identifier,
+      rail: input.rail ?? null,
+      phoneValid: identifier.kind === 'phone' && input.rail === undefined ? isValidPhoneNumber(identifier.value) : true,
+    };
+    let transfer: Transfer;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        transfer = await new TransfersRepository(this.knex).create(request);
+        break;
+      } catch (error) {
+        if (attempt < CREATE_ATTEMPTS && isRetryableDatabaseError(error)) continue;
+        throw this.refusal(error, currency);
+      }
+    }
+    const view = toView(transfer, currency);
     if (view.status === 'pending') {
       // After commit, outside the request's critical path: a slow rail never holds a lock.
       const dispatch = this.dispatch(view.id).finally(() => this.dispatching.delete(dispatch));
@@ -139,16 +145,16 @@ export class TransferService {
   }
 
   async get(userId: string, id: string): Promise<TransferView> {
-    const transfer = await transfersRepository.findOwn(this.knex, userId, id);
+    const transfer = await new TransfersRepository(this.knex).findOwn(userId, id);
     if (!transfer) throw new NotFoundError('No transfer of yours has this id.');
     return toTransferView(this.knex, transfer);
   }
 
   async list(userId: string, options: { limit: number; startingAfter?: string }): Promise<TransferPage> {
-    if (options.startingAfter && !(await transfersRepository.findOwn(this.knex, userId, options.startingAfter))) {
+    if (options.startingAfter && !(await new TransfersRepository(this.knex).findOwn(userId, options.startingAfter))) {
       throw ValidationError.field('query.starting_after', 'starting_after must be the id of one of your transfers (a next_cursor).');
     }
-    const rows = await transfersRepository.listBySender(this.knex, userId, options.limit + 1, options.startingAfter);
+    const rows = await new TransfersRepository(this.knex).listBySender(userId, options.limit + 1, options.startingAfter);
     const hasMore = rows.length > options.limit;
     const page = hasMore ? rows.slice(0, options.limit) : rows;
     const data = await Promise.all(page.map((transfer) => toTransferView(this.knex, transfer)));
@@ -161,7 +167,8 @@ export class TransferService {
    */
   async settle(transferId: string, outcome: PayoutOutcome): Promise<Transfer | undefined> {
     return withTransaction(this.knex, async (trx) => {
-      const transfer = await transfersRepository.lockById(trx, transferId);
+      const transfers = new TransfersRepository(trx);
+      const transfer = await transfers.lockById(transferId);
       if (!transfer || transfer.status !== 'pending') return transfer;
       const transit = await platformAccount(trx, 'rail_transit', transfer.currency, transfer.rail);
       if (outcome.status === 'completed') {
@@ -175,7 +182,7 @@ export class TransferService {
             { accountId: clearing.id, amountMinor: transfer.amountMinor },
           ],
         });
-        return transfersRepository.markSettled(trx, transfer.id, { status: 'completed', postingId: posting.id, railReference: outcome.railReference });
+        return transfers.markSettled(transfer.id, { status: 'completed', postingId: posting.id, railReference: outcome.railReference });
       }
       const wallet = await walletOf(trx, transfer.senderUserId, transfer.currency);
       const posting = await post(
@@ -192,7 +199,7 @@ export class TransferService {
         },
         { allowFrozen: true },
       );
-      return transfersRepository.markSettled(trx, transfer.id, {
+      return transfers.markSettled(transfer.id, {
         status: 'failed',
         postingId: posting.id,
         railReference: outcome.railReference,
@@ -209,14 +216,15 @@ export class TransferService {
 
   /** Hands every pending transfer to its rail again (at start-up: a rail's submit is idempotent). */
   async resumePending(limit = 1000): Promise<number> {
-    const ids = await transfersRepository.pendingIds(this.knex, limit);
+    const ids = await new TransfersRepository(this.knex).pendingIds(limit);
     for (const id of ids) await this.dispatch(id);
     return ids.length;
   }
 
   private async dispatch(transferId: string): Promise<void> {
     try {
-      const transfer = await transfersRepository.findById(this.knex, transferId);
+      const transfers = new TransfersRepository(this.knex);
+      const transfer = await transfers.findById(transferId);
       if (!transfer || transfer.status !== 'pending' || transfer.rail === 'p2p') return;
       const { railReference } = await this.deps.rail.submit({
         transferId: transfer.id,
@@ -225,119 +233,59 @@ export class TransferService {
         amountMinor: transfer.amountMinor,
         recipient: transfer.recipientIdentifier,
       });
-      await transfersRepository.markSubmitted(this.knex, transfer.id, railReference);
+      await transfers.markSubmitted(transfer.id, railReference);
     } catch (error) {
       // The transfer stays pending (its money in the transit account); resumePending retries.
       this.logger?.error({ err: error, transferId }, 'could not hand a transfer to its rail');
     }
   }
 
-  /** Finds the parties of a parsed identifier (one query): the rail, and who receives. */
-  private async resolveRecipient(
-    db: Knex.Transaction,
-    userId: string,
-    parsed: ParsedIdentifier,
-    rail: TransferRail | undefined,
-  ): Promise<ResolvedRecipient & { sender?: UserSummary }> {
-    const byUser = parsed.kind === 'email' ? { email: parsed.value } : parsed.kind === 'phone' && rail !== 'mobile_money' ? { phone: parsed.value } : null;
-    const { sender, recipient: user } = await transfersRepository.findParties(db, userId, byUser);
-    if (parsed.kind === 'iban') return { rail: 'bank', type: 'iban', identifier: parsed.value, userId: null, sender };
-    if (parsed.kind === 'phone' && rail === 'mobile_money') return { rail: 'mobile_money', type: 'msisdn', identifier: parsed.value, userId: null, sender };
-    if (user && user.status !== 'disabled') {
-      if (user.id === userId) throw new UnprocessableError('SelfTransfer', 'You cannot send money to yourself.');
-      return { rail: 'p2p', type: 'user', identifier: parsed.value, userId: user.id, sender };
-    }
-    if (parsed.kind === 'phone' && rail === undefined) {
-      if (!isValidPhoneNumber(parsed.value)) {
-        throw ValidationError.field('body.recipientIdentifier', 'recipientIdentifier is not a valid telephone number for its country.');
+  /** The domain error of a transfer_create refusal (SQLSTATEs TRF01...TRF12); other errors pass through. */
+  private refusal(error: unknown, currency: Currency): unknown {
+    const { code, detail } = error as { code?: string; detail?: string };
+    const details = (): Record<string, string | null> => JSON.parse(detail ?? '{}') as Record<string, string | null>;
+    switch (code) {
+      case 'TRF01':
+        return new UnauthorizedError('The session has ended: log in again.');
+      case 'TRF02':
+        return new UnauthorizedError(`The account is ${detail ?? 'not active'}.`);
+      case 'TRF03':
+        return this.deps.idempotency.concurrent();
+      case 'TRF04': {
+        const d = details();
+        return keyAlreadyProcessed({ resourceType: String(d.resource_type), resourceId: String(d.resource_id), status: String(d.resource_status), resourceLocation: d.location ?? null });
       }
-      return { rail: 'mobile_money', type: 'msisdn', identifier: parsed.value, userId: null, sender };
-    }
-    throw new NotFoundError('No platform user has this e-mail address or telephone number.', 'RecipientNotFound');
-  }
-
-  /**
-   * Checks that need no lock, with clear errors before any row is locked (the ledger repeats
-   * the balance and frozen checks under the lock). Returns the wallets that exist.
-   */
-  private async precheck(
-    db: Knex.Transaction,
-    userId: string,
-    recipient: ResolvedRecipient & { sender?: UserSummary },
-    currency: string,
-    amountMinor: bigint,
-    exponent: number,
-  ): Promise<Map<string, LedgerAccount>> {
-    const sender = recipient.sender;
-    if (!sender || sender.status === 'disabled') throw new NotFoundError('Your user account no longer exists.', 'NotFound');
-    if (sender.status === 'locked') throw new UnprocessableError('SenderLocked', 'Your account is locked: it cannot send money. Contact support.');
-    const wallets = await findWallets(db, recipient.userId ? [userId, recipient.userId] : [userId], currency);
-    const wallet = wallets.get(userId);
-    if (wallet?.status === 'frozen') throw walletFrozen('sender');
-    const available = wallet?.balanceMinor ?? 0n;
-    if (available < amountMinor) {
-      throw new UnprocessableError('InsufficientFunds', `Insufficient funds: your ${currency} wallet does not cover this transfer.`, {
-        currency,
-        available: formatMinor(available, exponent),
-        required: formatMinor(amountMinor, exponent),
-      });
-    }
-    if (recipient.userId && wallets.get(recipient.userId)?.status === 'frozen') throw walletFrozen('recipient');
-    return wallets;
-  }
-
-  /** The effect: one posting and the transfer row, inside the idempotency transaction. */
-  private async record(
-    trx: Knex.Transaction,
-    userId: string,
-    recipient: ResolvedRecipient,
-    known: Map<string, LedgerAccount>,
-    currency: string,
-    amountMinor: bigint,
-    note: string | null,
-  ): Promise<Transfer> {
-    const id = crypto.randomUUID();
-    // Wallets never disappear: the ones the precheck found are used as they are.
-    const from = known.get(userId) ?? (await walletOf(trx, userId, currency));
-    const to: LedgerAccount = recipient.userId
-      ? (known.get(recipient.userId) ?? (await walletOf(trx, recipient.userId, currency)))
-      : await platformAccount(trx, 'rail_transit', currency, recipient.rail);
-    let postingId: string;
-    try {
-      const posting = await post(trx, {
-        kind: `transfer.${recipient.rail}`,
-        reference: id,
-        metadata: { transfer_id: id, sender_user_id: userId, rail: recipient.rail },
-        entries: [
-          { accountId: from.id, amountMinor: -amountMinor },
-          { accountId: to.id, amountMinor },
-        ],
-      });
-      postingId = posting.id;
-    } catch (error) {
-      if (error instanceof DomainError && error.code === 'AccountFrozen') {
-        throw walletFrozen((error.details as { account_id?: string } | undefined)?.account_id === from.id ? 'sender' : 'recipient');
+      case 'TRF05': {
+        const d = details();
+        const produced = d.status === 'completed' && d.resource_type && d.resource_id;
+        return keyReused(
+          String(d.operation),
+          produced ? { resourceType: String(d.resource_type), resourceId: String(d.resource_id), status: String(d.resource_status ?? 'unknown'), resourceLocation: d.location ?? null } : undefined,
+        );
       }
-      if (error instanceof DomainError && error.code === 'InsufficientFunds') {
-        // Same error, without the internal ledger account id.
-        const { available, required } = error.details as { available: string; required: string };
-        throw new UnprocessableError('InsufficientFunds', error.message, { currency, available, required });
+      case 'TRF06':
+        return new NotFoundError('No platform user has this e-mail address or telephone number.', 'RecipientNotFound');
+      case 'TRF07':
+        return new UnprocessableError('SelfTransfer', 'You cannot send money to yourself.');
+      case 'TRF08':
+        return ValidationError.field('body.recipientIdentifier', 'recipientIdentifier is not a valid telephone number for its country.');
+      case 'TRF09':
+        return new NotFoundError('Your user account no longer exists.', 'NotFound');
+      case 'TRF10':
+        return new UnprocessableError('SenderLocked', 'Your account is locked: it cannot send money. Contact support.');
+      case 'TRF11':
+        return walletFrozen(details().party === 'sender' ? 'sender' : 'recipient');
+      case 'TRF12': {
+        const d = details();
+        return new UnprocessableError('InsufficientFunds', `Insufficient funds: your ${currency.code} wallet does not cover this transfer.`, {
+          currency: currency.code,
+          available: formatMinor(BigInt(d.available ?? '0'), currency.exponent),
+          required: formatMinor(BigInt(d.required ?? '0'), currency.exponent),
+        });
       }
-      throw error;
+      default:
+        return error;
     }
-    return transfersRepository.insert(trx, {
-      id,
-      senderUserId: userId,
-      rail: recipient.rail,
-      status: recipient.rail === 'p2p' ? 'completed' : 'pending',
-      currency,
-      amountMinor,
-      recipientType: recipient.type,
-      recipientIdentifier: recipient.identifier,
-      recipientUserId: recipient.userId,
-      note,
-      postingId,
-    });
   }
 }
 
@@ -350,7 +298,10 @@ function walletFrozen(party: 'sender' | 'recipient'): UnprocessableError {
 }
 
 export async function toTransferView(db: Knex | Knex.Transaction, transfer: Transfer): Promise<TransferView> {
-  const currency = await currencies.require(db, transfer.currency);
+  return toView(transfer, await currencies.require(db, transfer.currency));
+}
+
+function toView(transfer: Transfer, currency: Currency): TransferView {
   const recipient: TransferView['recipient'] = { identifier: transfer.recipientIdentifier, type: transfer.recipientType };
   if (transfer.recipientUserId) recipient.user_id = transfer.recipientUserId;
   return {

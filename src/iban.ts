@@ -1,7 +1,8 @@
 /**
- * IBAN checks (ISO 13616): format, the country's length where the SWIFT registry (or the
- * widely used "partial IBAN" list of West and Central Africa) knows it, and the mod-97
- * checksum.
+ * The one IBAN check of the platform (ISO 13616): format, the country's length where the
+ * SWIFT registry (or the widely used "partial IBAN" list of West and Central Africa) knows it,
+ * and the mod-97 checksum (the rearranged number modulo 97 is 1). Transfer recipients and
+ * organisation accounts both use it.
  */
 
 const LENGTHS: Record<string, number> = {
@@ -39,6 +40,7 @@ export function ibanMod97(iban: string): number {
   return remainder;
 }
 
+/** The IBAN in its stored form (compact, upper case) when it is valid, or why it is not. */
 export function checkIban(raw: string): IbanCheck {
   const iban = compactIban(raw);
   if (!/^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$/.test(iban)) {
@@ -50,6 +52,10 @@ export function checkIban(raw: string): IbanCheck {
   }
   if (ibanMod97(iban) !== 1) return { valid: false, reason: 'the IBAN check digits are wrong (mod-97 checksum failed): check for a typo' };
   return { valid: true, iban };
+}
+
+export function isValidIban(raw: string): boolean {
+  return checkIban(raw).valid;
 }
 
 /** The IBAN of `country` + `bban` with its check digits computed (sandbox examples, tests). */

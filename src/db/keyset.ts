@@ -1,0 +1,96 @@
+import type { Knex } from 'knex';
+import { ValidationError } from '../errors';
+
+type Db = Knex | Knex.Transaction;
+
+/** One page of a list, as every list operation answers it (the contract's list object). */
+export interface Page<T> {
+  object: 'list';
+  data: T[];
+  has_more: boolean;
+  /** The id of the page's last item when more follow: the next request's `starting_after`. */
+  next_cursor: string | null;
+}
+
+/** At most `limit` items, after the item `startingAfter` (the previous page's next_cursor). */
+export interface PageRequest {
+  limit: number;
+  startingAfter?: string;
+}
+
+/** Columns of the listed table and the values that bound one list: `{ organization_id: orgId }`. */
+export type KeysetScope = Record<string, string | number | boolean>;
+
+export interface KeysetOptions {
+  /** The listed table; its `id` column is the cursor. */
+  table: string;
+  /** The table's alias in the list query: `db('payments as p')` -> `p`. */
+  alias: string;
+  /** The order, newest first: columns, most significant first, the last unique in a scope (default created_at, id). */
+  orderBy?: readonly string[];
+  /** What a row is, for the 400 of a foreign cursor: `a payment of this organisation`. */
+  noun: string;
+}
+
+const CURSOR_ALIAS = 'keyset_cursor';
+
+/**
+ * Keyset (cursor) pagination of one table, newest first: a page resumes strictly after the
+ * cursor row's position, read in SQL (a timestamptz keeps microseconds a JS Date would lose),
+ * so rows inserted meanwhile never shift or repeat a page. A repository declares one Keyset
+ * per listed table and calls `rows` from its list query:
+ *
+ *   const PAYMENTS = new Keyset({ table: 'payments', alias: 'p', noun: 'a payment of this organisation' });
+ *   const rows = await PAYMENTS.rows(db, db('payments as p').where(...), { organization_id: orgId }, request);
+ *   // the handler answers toPage(rows.map(present), request.limit)
+ */
+export class Keyset {
+  private readonly orderBy: readonly string[];
+
+  constructor(private readonly options: KeysetOptions) {
+    this.orderBy = options.orderBy ?? ['created_at', 'id'];
+  }
+
+  /** True when `id` is a row of the scope (a cursor this list may resume from). */
+  async cursorInScope(db: Db, scope: KeysetScope, id: string): Promise<boolean> {
+    return (await db(this.options.table).where({ ...scope, id }).first('id')) !== undefined;
+  }
+
+  /** 400 `query.starting_after` unless `startingAfter` is a row of the scope. */
+  async requireCursor(db: Db, scope: KeysetScope, startingAfter: string): Promise<void> {
+    if (!(await this.cursorInScope(db, scope, startingAfter))) {
+      throw ValidationError.field('query.starting_after', `starting_after is not ${this.options.noun}: pass the next_cursor of a previous page.`);
+    }
+  }
+
+  /**
+   * Restricts `query` (which reads the table under its alias) to the rows after the cursor,
+   * newest first, `limit + 1` of them: the extra row tells toPage whether more follow. The
+   * cursor must already be known to be in the scope (see `rows`).
+   */
+  paginate(db: Db, query: Knex.QueryBuilder, scope: KeysetScope, request: PageRequest): Knex.QueryBuilder {
+    const { alias, table } = this.options;
+    if (request.startingAfter !== undefined) {
+      const position = db(`${table} as ${CURSOR_ALIAS}`)
+        .select(this.orderBy.map((column) => `${CURSOR_ALIAS}.${column}`))
+        .where(`${CURSOR_ALIAS}.id`, request.startingAfter)
+        .andWhere(Object.fromEntries(Object.entries(scope).map(([column, value]) => [`${CURSOR_ALIAS}.${column}`, value])));
+      const columns = this.orderBy.map((column) => `${alias}.${column}`);
+      query.andWhere(db.raw(`(${columns.map(() => '??').join(', ')}) < ?`, [...columns, position]));
+    }
+    return query.orderBy(this.orderBy.map((column) => ({ column: `${alias}.${column}`, order: 'desc' }))).limit(request.limit + 1);
+  }
+
+  /** Checks the cursor (400 when foreign), then runs the page's query: `limit + 1` rows at most. */
+  async rows<Row>(db: Db, query: Knex.QueryBuilder, scope: KeysetScope, request: PageRequest): Promise<Row[]> {
+    if (request.startingAfter !== undefined) await this.requireCursor(db, scope, request.startingAfter);
+    return (await this.paginate(db, query, scope, request)) as Row[];
+  }
+}
+
+/** The page of `rows` fetched by Keyset.rows (`limit + 1` at most): the extra row only says that more follow. */
+export function toPage<T extends { id: string }>(rows: T[], limit: number): Page<T> {
+  const hasMore = rows.length > limit;
+  const data = hasMore ? rows.slice(0, limit) : rows;
+  return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+}

@@ -1,0 +1,132 @@
+import type { Knex } from 'knex';
+import { ValidationError } from '../../errors';
+import { LedgerReadModel, type AccountEntry, type EntryPosition } from '../ledger';
+import { OrganizationRepository } from '../organizations';
+import { AccountRepository } from './account-repository';
+import type { OrgAccount, StatementHeader, StatementInterval, StatementLine } from './account-types';
+import { describeCounterparty, describePosting } from './statement-lines';
+
+export interface StatementSummary {
+  closingBalanceMinor: bigint;
+  totalCreditsMinor: bigint;
+  totalDebitsMinor: bigint;
+  entryCount: number;
+}
+
+/** One JSON page: the interval's balances and totals, and its lines after the cursor. */
+export interface StatementPageContent extends StatementHeader, StatementSummary {
+  lines: StatementLine[];
+  hasMore: boolean;
+}
+
+/**
+ * Where a streamed statement goes (the HTTP handler writes CSV). Every method may wait (back
+ * pressure); `aborted()` true stops the stream (the client went away).
+ */
+export interface StatementSink {
+  start(header: StatementHeader): Promise<void>;
+  lines(lines: StatementLine[]): Promise<void>;
+  end(summary: StatementSummary): Promise<void>;
+  aborted(): boolean;
+}
+
+const INVALID_CURSOR = 'starting_after must be the next_cursor of a previous page of this statement.';
+
+/**
+ * Reads one account's statement inside the caller's read-only REPEATABLE READ transaction:
+ * the ledger's entries through the ledger read model, the counterparties' names through the
+ * organisations module and this module's accounts.
+ */
+export class StatementReader {
+  private readonly ledger: LedgerReadModel;
+
+  constructor(
+    private readonly trx: Knex.Transaction,
+    private readonly account: OrgAccount,
+  ) {
+    this.ledger = new LedgerReadModel(trx);
+  }
+
+  /** Up to `limit` lines after the cursor entry (`afterEntryId`, a signed, bigint-range entry id), each with its running balance. */
+  async page(interval: StatementInterval, afterEntryId: string | undefined, limit: number): Promise<StatementPageContent> {
+    const ledgerAccountId = this.account.ledgerAccountId;
+    const after = afterEntryId === undefined ? undefined : await this.positionWithin(interval, afterEntryId);
+    const opening = await this.ledger.balanceBefore(ledgerAccountId, interval.from);
+    const totals = await this.ledger.totals(ledgerAccountId, interval.from, interval.to);
+    const running = after ? opening + (await this.ledger.sumThrough(ledgerAccountId, interval.from, after)) : opening;
+    const entries = await this.ledger.entries(ledgerAccountId, interval, after, limit + 1);
+    return {
+      account: this.account,
+      interval,
+      openingBalanceMinor: opening,
+      closingBalanceMinor: opening + totals.creditsMinor + totals.debitsMinor,
+      totalCreditsMinor: totals.creditsMinor,
+      totalDebitsMinor: totals.debitsMinor,
+      entryCount: totals.count,
+      lines: await this.toLines(entries.slice(0, limit), running),
+      hasMore: entries.length > limit,
+    };
+  }
+
+  /** Every line of the interval to `sink`, `batchSize` entries at a time (memory holds one batch). */
+  async stream(interval: StatementInterval, sink: StatementSink, batchSize: number): Promise<void> {
+    const ledgerAccountId = this.account.ledgerAccountId;
+    const opening = await this.ledger.balanceBefore(ledgerAccountId, interval.from);
+    let entries = await this.ledger.entries(ledgerAccountId, interval, undefined, batchSize);
+    await sink.start({ account: this.account, interval, openingBalanceMinor: opening });
+    let running = opening;
+    let credits = 0n;
+    let debits = 0n;
+    let count = 0;
+    while (entries.length > 0) {
+      if (sink.aborted()) return;
+      const lines = await this.toLines(entries, running);
+      for (const line of lines) {
+        if (line.amountMinor > 0n) credits += line.amountMinor;
+        else debits += line.amountMinor;
+      }
+      count += lines.length;
+      const last = lines[lines.length - 1] as StatementLine;
+      running = last.runningBalanceMinor;
+      await sink.lines(lines);
+      if (entries.length < batchSize) break;
+      entries = await this.ledger.entries(ledgerAccountId, interval, { bookedAt: last.bookedAt, entryId: last.entryId }, batchSize);
+    }
+    if (sink.aborted()) return;
+    await sink.end({ closingBalanceMinor: running, totalCreditsMinor: credits, totalDebitsMinor: debits, entryCount: count });
+  }
+
+  /** The cursor entry's position; 400 unless it is an entry of this account inside the interval. */
+  private async positionWithin(interval: StatementInterval, entryId: string): Promise<EntryPosition> {
+    const position = await this.ledger.entryPosition(this.account.ledgerAccountId, entryId);
+    const at = position ? new Date(position.bookedAt).getTime() : NaN;
+    if (!position || at < interval.from.getTime() || at >= interval.to.getTime()) throw ValidationError.field('query.starting_after', INVALID_CURSOR);
+    return position;
+  }
+
+  private async toLines(entries: AccountEntry[], openingMinor: bigint): Promise<StatementLine[]> {
+    const counterparties = entries.flatMap((entry) => (entry.counterparty ? [entry.counterparty] : []));
+    const organizationIds = counterparties.flatMap((c) => (c.ownerType === 'organization' && c.ownerId !== null ? [c.ownerId] : []));
+    const organizations = await new OrganizationRepository(this.trx).findProfiles(organizationIds);
+    const labels = await new AccountRepository(this.trx).labelsByLedgerAccount(counterparties.map((c) => c.ledgerAccountId));
+    let running = openingMinor;
+    return entries.map((entry) => {
+      running += entry.amountMinor;
+      const other = entry.counterparty;
+      const names = {
+        organizationName: other?.ownerType === 'organization' && other.ownerId !== null ? (organizations.get(other.ownerId)?.name ?? null) : null,
+        accountLabel: other ? (labels.get(other.ledgerAccountId) ?? null) : null,
+      };
+      return {
+        entryId: entry.entryId,
+        postingId: entry.postingId,
+        postingKind: entry.postingKind,
+        bookedAt: entry.bookedAt,
+        description: describePosting(entry),
+        counterparty: describeCounterparty(entry, names, this.account.organizationId),
+        amountMinor: entry.amountMinor,
+        runningBalanceMinor: running,
+      };
+    });
+  }
+}
