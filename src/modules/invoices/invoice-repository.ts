@@ -144,28 +144,13 @@ const toCustomer = (row: CustomerRow): Customer => ({
   createdAt: row.created_at,
 });
 
-export interface NewDocument {
-  organizationId: string;
-  kind: DocumentKind;
-  status: DocumentStatus;
-  number?: string | null;
-  customerId: string | null;
-  currency: string;
-  lineItems: LineItem[];
-  subtotalMinor: bigint;
-  taxMinor: bigint;
-  totalMinor: bigint;
-  memo?: string | null;
-  issueDate?: string | null;
-  dueDate?: string | null;
-  expiresAt?: Date | null;
-  invoiceId?: string | null;
-  creditReason?: CreditNoteReason | null;
-  finalizedAt?: Date | null;
-  createdBy?: string | null;
-  /** The service's clock (the database's when absent). */
-  createdAt?: Date;
-}
+export type NewDocument = Pick<BillingDocument, 'organizationId' | 'kind' | 'status' | 'customerId' | 'currency' | 'lineItems' | 'subtotalMinor' | 'taxMinor' | 'totalMinor'> &
+  Partial<Pick<BillingDocument, 'number' | 'memo' | 'issueDate' | 'dueDate' | 'expiresAt' | 'invoiceId' | 'creditReason'>> & {
+    finalizedAt?: Date | null;
+    createdBy?: string | null;
+    /** The service's clock (the database's when absent). */
+    createdAt?: Date;
+  };
 
 /** Columns a lifecycle step may change. */
 export interface DocumentChange {
