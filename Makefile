@@ -3,12 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench clean
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz clean
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
 	@echo "make test   run the whole test suite (embedded database unless DATABASE_URL is set)"
-	@echo "other targets: install generate check-generated lint build migrate seed bench clean"
+	@echo "other targets: install generate check-generated lint build migrate seed bench fuzz clean"
 
 # Installs dependencies when missing or when package-lock.json changed.
 $(NPM_STAMP): package.json package-lock.json
@@ -27,6 +27,7 @@ lint: install
 	bash scripts/lint-openapi.sh
 	npx --no-install tsc --noEmit
 	npx --no-install eslint --max-warnings=0 .
+	npx --no-install dpdm --no-warning --no-tree --exit-code circular:1 'src/**/*.ts'
 
 build: install
 	npx --no-install tsc -p tsconfig.build.json
@@ -45,6 +46,10 @@ test: install
 
 bench: install
 	npx --no-install tsx scripts/bench/run.ts
+
+# The contract fuzzer with many requests per operation (make test runs a few).
+fuzz: install
+	FUZZ_RUNS=$${FUZZ_RUNS:-200} npx --no-install vitest run test/contract/contract-fuzz.test.ts
 
 clean:
 	rm -rf dist .data test-artifacts

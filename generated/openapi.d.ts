@@ -1063,7 +1063,7 @@ export interface paths {
          *
          *     **Interval.** `to` defaults to, and is capped at, now minus a settle margin of 15 seconds (a later `to` is answered with that bound; the response's `to` says which): a ledger entry is dated by the start of its transaction, so entries of postings still in flight could later appear in the last seconds; past the margin the interval is final, and a page never later gains lines. `from` defaults to 30 days before `to`. `from` must be earlier than `to`, and the interval is at most 469 days (otherwise 400 `ValidationError`). Times are ISO 8601 with a time zone, precise to the millisecond at most (more non-zero fractional digits: 400); the statement is in UTC. Error `details` name the parameters `query.from`, `query.to`, `query.limit` and `query.starting_after`.
          *
-         *     **Formats.** `format=json` (the default) answers the envelope with one page of at most `limit` lines (`starting_after` = the previous page's `next_cursor`, an opaque token that carries the statement's interval: the next pages cover the first page's interval whether `from` and `to` are repeated or omitted; a different `from` or `to` with a cursor answers 400. The cursor is signed: one that was forged or edited, or whose interval breaks the rules above, answers 400 on `query.starting_after`). `format=csv`, or no `format` and an `Accept` header preferring `text/csv`, streams the whole interval as one RFC 4180 CSV file (CRLF line ends, a header row, `Content-Disposition: attachment`), read from the database in batches so that memory stays flat whatever its size; `limit` and `starting_after` are refused with CSV. CSV columns: `type` (`opening_balance`, `entry` or `closing_balance`), `entry_id`, `posting_id`, `posting_kind`, `booked_at`, `description`, `counterparty`, `amount`, `running_balance`, `currency`. The first row after the header is the opening balance (booked at `from`), the last the closing balance (booked at `to`). Text cells that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`) are prefixed with `'`. Should the database fail after the CSV has started, or the client read nothing for 30 seconds (configurable), the connection is cut: a CSV without its `closing_balance` row is incomplete.
+         *     **Formats.** `format=json` (the default) answers the envelope with one page of at most `limit` lines (`starting_after` = the previous page's `next_cursor`, an opaque token that carries the statement's interval: the next pages cover the first page's interval whether `from` and `to` are repeated or omitted; a different `from` or `to` with a cursor answers 400. The cursor is signed: one that was forged or edited, or whose interval breaks the rules above, answers 400 on `query.starting_after`). `format=csv`, or no `format` and an `Accept` header preferring `text/csv`, streams the whole interval as one RFC 4180 CSV file (CRLF line ends, a header row, `Content-Disposition: attachment`), read from the database in batches so that memory stays flat whatever its size; `limit` and `starting_after` are refused with CSV. CSV columns: `type` (`opening_balance`, `entry` or `closing_balance`), `entry_id`, `posting_id`, `posting_kind`, `booked_at`, `description`, `counterparty`, `amount`, `running_balance`, `currency`. The first row after the header is the opening balance (booked at `from`), the last the closing balance (booked at `to`). Every cell is quoted (`"` inside a cell is doubled), and a cell that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return; amounts aside) is prefixed with `'`, as OWASP advises. Should the database fail after the CSV has started, or the client read nothing for 30 seconds (configurable), the connection is cut: a CSV without its `closing_balance` row is incomplete.
          *
          *     Roles: owner, admin, representative, director or finance_manager.
          */
@@ -1234,21 +1234,6 @@ export interface components {
             password: string;
         };
         /**
-         * SuccessEnvelope
-         * @description Envelope of every successful response. `data` holds the payload of the operation; each operation narrows it to a concrete schema.
-         */
-        SuccessEnvelope: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            /** @description Payload of the operation (narrowed by each operation). */
-            data: unknown;
-            /** @description Optional human-readable text. */
-            message?: string;
-        };
-        /**
          * AuthTokens
          * @description A new session: a short-lived JWT access token and an opaque refresh token. Keep both on your server; never put them in website code, URLs or logs.
          */
@@ -1279,11 +1264,22 @@ export interface components {
             session_id: string;
         };
         /**
+         * EnvelopeMessage
+         * @description Optional human-readable text of an envelope.
+         */
+        EnvelopeMessage: string;
+        /**
          * LoginResponse
          * @description Envelope of a successful login.
          */
-        LoginResponse: components["schemas"]["SuccessEnvelope"] & {
+        LoginResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["AuthTokens"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * LogoutResult
@@ -1305,8 +1301,14 @@ export interface components {
          * LogoutResponse
          * @description Envelope of a successful logout.
          */
-        LogoutResponse: components["schemas"]["SuccessEnvelope"] & {
+        LogoutResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["LogoutResult"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * RefreshSessionRequest
@@ -1369,8 +1371,14 @@ export interface components {
          * MeResponse
          * @description Envelope of the current user.
          */
-        MeResponse: components["schemas"]["SuccessEnvelope"] & {
+        MeResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Me"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * ListObject
@@ -1475,8 +1483,14 @@ export interface components {
          * TransferListResponse
          * @description Envelope of a page of transfers.
          */
-        TransferListResponse: components["schemas"]["SuccessEnvelope"] & {
+        TransferListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["TransferList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreateTransferRequest
@@ -1496,9 +1510,20 @@ export interface components {
          * TransferResponse
          * @description Envelope of a transfer.
          */
-        TransferResponse: components["schemas"]["SuccessEnvelope"] & {
+        TransferResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Transfer"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * ErrorMessage
+         * @description Human-readable description of the error (may change; branch on `error`).
+         */
+        ErrorMessage: string;
         /**
          * IdempotencyConflictDetails
          * @description The resource that an already processed `Idempotency-Key` produced, so a client that lost the first response can recover it. Present with `IdempotencyKeyAlreadyProcessed`.
@@ -1518,18 +1543,157 @@ export interface components {
             status: string;
         };
         /**
-         * IdempotencyConflictError
-         * @description Error envelope of a 409 on an idempotent operation. With `IdempotencyKeyAlreadyProcessed`, `details` names the resource the key produced; with `ConcurrentOperation` there are no details.
+         * IdempotencyKeyAlreadyProcessedError
+         * @description The Idempotency-Key already produced a resource; `details` names it (fetch it instead of retrying).
          */
-        IdempotencyConflictError: components["schemas"]["ErrorEnvelope"] & {
-            details?: components["schemas"]["IdempotencyConflictDetails"];
+        IdempotencyKeyAlreadyProcessedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyAlreadyProcessed";
+            message: components["schemas"]["ErrorMessage"];
+            details: components["schemas"]["IdempotencyConflictDetails"];
         };
+        /**
+         * ConcurrentOperationError
+         * @description A request with the same Idempotency-Key is still being processed; retry after `Retry-After` seconds with the same key.
+         */
+        ConcurrentOperationError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ConcurrentOperation";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * IdempotencyConflictError
+         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
+         */
+        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * DecimalAmount
          * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
          * @example 1250.50
          */
         DecimalAmount: string;
+        /**
+         * InsufficientFundsError
+         * @description The balance does not cover the operation; `details` gives the currency, what is available and what was required (decimal strings).
+         */
+        InsufficientFundsError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InsufficientFunds";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The balance that was short. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The ledger account that was short (when not the caller's wallet).
+                 */
+                account_id?: string;
+                currency: components["schemas"]["CurrencyCode"];
+                available: components["schemas"]["DecimalAmount"];
+                required: components["schemas"]["DecimalAmount"];
+            };
+        };
+        /**
+         * WalletFrozenError
+         * @description A wallet of the transfer is frozen; `details.party` says whose.
+         */
+        WalletFrozenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "WalletFrozen";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description Whose wallet is frozen. */
+            details: {
+                /**
+                 * @description The sender's or the recipient's wallet.
+                 * @enum {string}
+                 */
+                party: "sender" | "recipient";
+            };
+        };
+        /**
+         * IdempotencyKeyReusedError
+         * @description The Idempotency-Key was already used with a different request; `details` names the operation and, when the key produced one, the resource.
+         */
+        IdempotencyKeyReusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyReused";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description What the key was used for. */
+            details: {
+                /** @description The operationId the key was used with. */
+                operation: string;
+                /** @description Kind of resource the key produced, if any. */
+                resource_type?: string;
+                /**
+                 * Format: uuid
+                 * @description Identifier of that resource.
+                 */
+                resource_id?: string;
+                /** @description Current status of that resource. */
+                status?: string;
+            };
+        };
+        /**
+         * TransferRefusedError
+         * @description A transfer refused without details: `SelfTransfer` (the recipient is the caller) or `SenderLocked` (the caller's account is locked).
+         */
+        TransferRefusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "SelfTransfer" | "SenderLocked";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * TransferUnprocessableError
+         * @description Error envelope of a 422 on a transfer, discriminated by `error`; each error that carries `details` has its own schema.
+         */
+        TransferUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["WalletFrozenError"] | components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["TransferRefusedError"];
         /**
          * Wallet
          * @description One of the caller's wallets: a balance in one currency, created on first use (the first transfer received or sent in that currency).
@@ -1575,8 +1739,14 @@ export interface components {
          * WalletListResponse
          * @description Envelope of the caller's wallets.
          */
-        WalletListResponse: components["schemas"]["SuccessEnvelope"] & {
+        WalletListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["WalletList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * IdempotencyKeyState
@@ -1636,8 +1806,14 @@ export interface components {
          * IdempotencyKeyStateResponse
          * @description Envelope of an idempotency key's state.
          */
-        IdempotencyKeyStateResponse: components["schemas"]["SuccessEnvelope"] & {
+        IdempotencyKeyStateResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["IdempotencyKeyState"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * EscrowParty
@@ -1714,8 +1890,14 @@ export interface components {
          * EscrowListResponse
          * @description Envelope of a list of escrow transactions.
          */
-        EscrowListResponse: components["schemas"]["SuccessEnvelope"] & {
+        EscrowListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["EscrowList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreateEscrowRequest
@@ -1747,8 +1929,14 @@ export interface components {
          * EscrowResponse
          * @description Envelope of an escrow transaction.
          */
-        EscrowResponse: components["schemas"]["SuccessEnvelope"] & {
+        EscrowResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Escrow"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * TontineStatus
@@ -1968,8 +2156,14 @@ export interface components {
          * TontineListResponse
          * @description Envelope of a list of tontines.
          */
-        TontineListResponse: components["schemas"]["SuccessEnvelope"] & {
+        TontineListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["TontineList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreateTontineRequest
@@ -1993,8 +2187,14 @@ export interface components {
          * TontineResponse
          * @description Envelope of one tontine.
          */
-        TontineResponse: components["schemas"]["SuccessEnvelope"] & {
+        TontineResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Tontine"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * InviteToTontineRequest
@@ -2107,8 +2307,14 @@ export interface components {
          * PaymentLinkResponse
          * @description Envelope of a payment link or Checkout.
          */
-        PaymentLinkResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentLinkResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["PaymentLink"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * PaymentLinkList
@@ -2121,8 +2327,14 @@ export interface components {
          * PaymentLinkListResponse
          * @description Envelope of a list of payment links.
          */
-        PaymentLinkListResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentLinkListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["PaymentLinkList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreatePaymentLinkRequest
@@ -2199,8 +2411,14 @@ export interface components {
          * SignedPaymentLinkResponse
          * @description Envelope of a signed payment link URL.
          */
-        SignedPaymentLinkResponse: components["schemas"]["SuccessEnvelope"] & {
+        SignedPaymentLinkResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["SignedPaymentLink"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * PaymentStatus
@@ -2284,15 +2502,27 @@ export interface components {
          * PaymentListResponse
          * @description Envelope of a list of payments.
          */
-        PaymentListResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["PaymentList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * PaymentResponse
          * @description Envelope of a payment.
          */
-        PaymentResponse: components["schemas"]["SuccessEnvelope"] & {
+        PaymentResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Payment"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * InvoiceStatus
@@ -2443,8 +2673,14 @@ export interface components {
          * InvoiceListResponse
          * @description Envelope of a list of billing documents.
          */
-        InvoiceListResponse: components["schemas"]["SuccessEnvelope"] & {
+        InvoiceListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["InvoiceList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * InvoiceLineItemInput
@@ -2505,8 +2741,14 @@ export interface components {
          * InvoiceResponse
          * @description Envelope of one billing document.
          */
-        InvoiceResponse: components["schemas"]["SuccessEnvelope"] & {
+        InvoiceResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Invoice"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * CreateCreditNoteRequest
@@ -2563,8 +2805,14 @@ export interface components {
          * CustomerResponse
          * @description Envelope of one customer.
          */
-        CustomerResponse: components["schemas"]["SuccessEnvelope"] & {
+        CustomerResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["Customer"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * Account
@@ -2614,8 +2862,14 @@ export interface components {
          * AccountListResponse
          * @description Envelope of a list of accounts.
          */
-        AccountListResponse: components["schemas"]["SuccessEnvelope"] & {
+        AccountListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["AccountList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * AccountStatementLine
@@ -2689,8 +2943,14 @@ export interface components {
          * AccountStatementResponse
          * @description Envelope of an account statement (JSON format).
          */
-        AccountStatementResponse: components["schemas"]["SuccessEnvelope"] & {
+        AccountStatementResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["AccountStatement"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * NetworkStatus
@@ -2723,8 +2983,14 @@ export interface components {
          * NetworkStatusResponse
          * @description Envelope of the network opening status.
          */
-        NetworkStatusResponse: components["schemas"]["SuccessEnvelope"] & {
+        NetworkStatusResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["NetworkStatus"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * UpdateNetworkStatusRequest
@@ -2788,8 +3054,14 @@ export interface components {
          * NetworkStatusHistoryResponse
          * @description Envelope of a page of the opening status audit trail.
          */
-        NetworkStatusHistoryResponse: components["schemas"]["SuccessEnvelope"] & {
+        NetworkStatusHistoryResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
             data: components["schemas"]["NetworkStatusHistory"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
     };
     responses: {
@@ -2839,7 +3111,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. */
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -2852,7 +3124,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `ServiceUnavailable`: a dependency needed to serve the request safely is unavailable (for example the rate-limit store: login fails closed rather than open). Retry after `Retry-After` seconds. */
+        /** @description `ServiceUnavailable`: the service is overloaded or a dependency needed to serve the request safely is unavailable: no database connection was free in time, too many CSV statements are streaming at once, or the rate-limit store does not answer (login fails closed rather than open). Nothing was changed; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -2876,7 +3148,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key. */
+        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
         IdempotencyConflict: {
             headers: {
                 Location: components["headers"]["Location"];
@@ -3042,7 +3314,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
             };
         };
         /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. */
@@ -3143,8 +3415,8 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
-         * @description Identifier of the request, echoed from the request header when it is a safe token of at most 128 characters, generated otherwise. Quote it when contacting support; the logs carry it.
-         * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+         * @description Identifier of the request: the request's own `X-Request-Id` when it is 8 to 64 letters, digits, `.`, `:` or `-` (starting with a letter or digit), otherwise one the service makes (`req_` and a UUID; ids the service makes always contain `_`, so they never collide with a caller's). Quote it when contacting support; the logs and audit records carry it.
+         * @example req_6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
          */
         RequestId: string;
         /**
@@ -3284,6 +3556,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     refreshSession: {
@@ -3331,6 +3604,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getMe: {
@@ -3358,6 +3632,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTransfers: {
@@ -3396,6 +3671,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createTransfer: {
@@ -3457,11 +3733,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["TransferUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getTransfer: {
@@ -3507,6 +3784,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWallets: {
@@ -3534,6 +3812,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getIdempotencyKey: {
@@ -3585,6 +3864,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEscrows: {
@@ -3624,6 +3904,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createEscrow: {
@@ -3690,6 +3971,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTontines: {
@@ -3733,6 +4015,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createTontine: {
@@ -3767,6 +4050,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getTontine: {
@@ -3801,6 +4085,7 @@ export interface operations {
             404: components["responses"]["TontineNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     inviteToTontine: {
@@ -3854,6 +4139,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     joinTontine: {
@@ -3895,6 +4181,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     leaveTontine: {
@@ -3948,6 +4235,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     startTontine: {
@@ -4002,6 +4290,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     contributeToTontine: {
@@ -4076,6 +4365,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelTontine: {
@@ -4118,6 +4408,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getOrCreateCheckout: {
@@ -4162,6 +4453,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPaymentLinks: {
@@ -4213,6 +4505,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createPaymentLink: {
@@ -4257,6 +4550,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPaymentLink: {
@@ -4308,6 +4602,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deactivatePaymentLink: {
@@ -4363,6 +4658,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createSignedPaymentLink: {
@@ -4424,6 +4720,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPayments: {
@@ -4485,6 +4782,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPayment: {
@@ -4536,6 +4834,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listInvoices: {
@@ -4608,6 +4907,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createInvoice: {
@@ -4658,6 +4958,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getInvoice: {
@@ -4698,6 +4999,7 @@ export interface operations {
             404: components["responses"]["DocumentNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     finalizeInvoice: {
@@ -4741,6 +5043,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     payInvoice: {
@@ -4784,6 +5087,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     markInvoiceUncollectible: {
@@ -4827,6 +5131,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     voidInvoice: {
@@ -4870,6 +5175,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     acceptQuote: {
@@ -4913,6 +5219,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelQuote: {
@@ -4956,6 +5263,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createCreditNote: {
@@ -5011,6 +5319,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createCustomer: {
@@ -5053,6 +5362,7 @@ export interface operations {
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listAccounts: {
@@ -5088,6 +5398,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getAccountStatement: {
@@ -5171,6 +5482,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getNetworkStatus: {
@@ -5206,6 +5518,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     updateNetworkStatus: {
@@ -5327,6 +5640,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

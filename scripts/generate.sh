@@ -10,6 +10,7 @@
 #   DIR/openapi.bundled.yaml  one-file contract (the validator and /api/openapi.yaml)
 #   DIR/openapi.bundled.json  the same, as JSON (/api/openapi.json)
 #   DIR/openapi.d.ts          openapi-typescript types: paths, components, operations['createTransfer']...
+#   DIR/operations.ts         the operation map: id, method, path, security, x-access (scripts/generate-operations.ts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,3 +63,6 @@ done
 
 echo "== openapi-typescript -> $OUT/openapi.d.ts"
 npx --no-install openapi-typescript "$OUT/openapi.bundled.yaml" --redocly scripts/typegen.redocly.yaml -o "$OUT/openapi.d.ts"
+
+echo "== operation map -> $OUT/operations.ts"
+npx --no-install tsx scripts/generate-operations.ts "$OUT"

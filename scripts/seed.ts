@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { loadConfig } from '../src/config';
 import { migrateLatest, openDatabase } from '../src/db/database';
-import { seedDemoData, seedDemoDataIfEmpty } from '../src/db/seed/demo-seed';
+import { seedDemoData, seedDemoDataIfEmpty } from '../src/seed/demo-seed';
 import { buildServices } from '../src/services';
 
 /** `make seed`: the local demo data. `--force` seeds even when users exist (fails on duplicates). */

@@ -12,13 +12,24 @@ export interface BackgroundJob {
  * next tick tries again; `stop()` waits for the run in progress, so a shutdown never closes
  * the database pool under it.
  */
-export function startBackgroundJob(name: string, everyMs: number, logger: Pick<Logger, 'error'>, work: () => Promise<void>): BackgroundJob {
+export function startBackgroundJob(
+  name: string,
+  everyMs: number,
+  logger: Pick<Logger, 'error'>,
+  work: () => Promise<void>,
+  /** Told the outcome of every run (metrics). */
+  onRun?: (job: string, outcome: 'success' | 'failure') => void,
+): BackgroundJob {
   let running: Promise<void> | undefined;
   let stopped = false;
   const runNow = (): Promise<void> => {
     if (stopped) return running ?? Promise.resolve();
     running ??= work()
-      .catch((err: unknown) => logger.error({ err, job: name }, `background job "${name}" failed; the next run tries again`))
+      .then(() => onRun?.(name, 'success'))
+      .catch((err: unknown) => {
+        onRun?.(name, 'failure');
+        logger.error({ err, job: name }, `background job "${name}" failed; the next run tries again`);
+      })
       .finally(() => {
         running = undefined;
       });

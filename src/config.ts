@@ -5,6 +5,7 @@
 
 export type NodeEnv = 'development' | 'test' | 'production';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type LogFormat = 'auto' | 'json' | 'pretty';
 
 export interface RateLimitConfig {
   /** Window length in milliseconds, shared by every limiter. */
@@ -21,11 +22,15 @@ export interface Config {
   nodeEnv: NodeEnv;
   port: number;
   payPort: number;
+  /** Prometheus /metrics: its own port (0: not served) and address (loopback by default). */
+  metrics: { port: number; host: string };
   payUrl: string;
   databaseUrl: string | undefined;
   /** Directory of the embedded PostgreSQL when DATABASE_URL is unset. */
   embeddedDataDir: string;
   redisUrl: string | undefined;
+  /** Declares that exactly one instance runs, so in-memory rate-limit counters are the whole count. */
+  singleInstance: boolean;
   jwt: {
     secret: string;
     issuer: string;
@@ -42,6 +47,8 @@ export interface Config {
   /** Secret of the payment page's CSRF tokens and signed amounts, and of statement cursors. */
   paySecret: string;
   logLevel: LogLevel;
+  /** `auto`: human-readable lines in development at a terminal, JSON otherwise. */
+  logFormat: LogFormat;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
   trustProxy: number;
@@ -58,6 +65,9 @@ export interface Config {
   statements: {
     /** A CSV statement whose client reads nothing for this long is cut. */
     streamStallTimeoutMs: number;
+    /** CSV statements streaming at once per user (beyond: 429) and in total (beyond: 503). */
+    streamsPerUser: number;
+    streamsTotal: number;
   };
 }
 
@@ -121,6 +131,20 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
   return value;
 }
 
+/**
+ * Without Redis every instance counts rate limits on its own, so N instances allow N times
+ * the configured limits. Production therefore needs REDIS_URL, unless SINGLE_INSTANCE says
+ * only one instance runs.
+ */
+function sharedRateLimitStore(env: Env, nodeEnv: NodeEnv): { redisUrl: string | undefined; singleInstance: boolean } {
+  const redisUrl = url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']);
+  const singleInstance = boolean(env, 'SINGLE_INSTANCE', false);
+  if (nodeEnv === 'production' && !redisUrl && !singleInstance) {
+    throw new ConfigError('REDIS_URL must be set in production (without it each instance counts rate limits alone); set SINGLE_INSTANCE=true if exactly one instance runs');
+  }
+  return { redisUrl, singleInstance };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', 'development', ['development', 'test', 'production']);
   const payPort = integer(env, 'PAY_PORT', 8081, 0, 65535);
@@ -128,11 +152,11 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     nodeEnv,
     port: integer(env, 'PORT', 8080, 0, 65535),
+    metrics: { port: integer(env, 'METRICS_PORT', 9464, 0, 65535), host: env.METRICS_HOST || '127.0.0.1' },
     payPort,
     payUrl: payUrl.replace(/\/+$/, ''),
     databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
     embeddedDataDir: env.EMBEDDED_DATA_DIR || './.data/pg',
-    redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
     jwt: {
       secret: secret(env, 'JWT_SECRET', DEFAULT_JWT_SECRET, nodeEnv),
       issuer: env.JWT_ISSUER || 'fintech-platform',
@@ -155,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),
+    logFormat: oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 100 * 1024, 1024, 10 * 1024 * 1024),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 120_000),
     trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
@@ -167,6 +192,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     statements: {
       streamStallTimeoutMs: integer(env, 'STATEMENT_STREAM_STALL_TIMEOUT_MS', 30_000, 100, 600_000),
+      streamsPerUser: integer(env, 'STATEMENT_STREAMS_PER_USER', 2, 1, 100),
+      streamsTotal: integer(env, 'STATEMENT_STREAMS_TOTAL', 4, 1, 1_000),
     },
+    // Last: the secrets' own errors come first.
+    ...sharedRateLimitStore(env, nodeEnv),
   };
 }

@@ -1,13 +1,14 @@
 import http from 'node:http';
 import type { Redis } from 'ioredis';
 import type { AddressInfo } from 'node:net';
-import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
+import { createLogger } from './logger';
 import { migrateLatest, openDatabase } from './db/database';
-import { seedDemoDataIfEmpty } from './db/seed/demo-seed';
+import { seedDemoDataIfEmpty } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
+import { Metrics, metricsAddress, startMetricsServer } from './http/metrics';
 import { createPayApp } from './pay/pay-app';
 import { startBackgroundJob } from './background-job';
 
@@ -32,7 +33,7 @@ function listen(server: http.Server, port: number): Promise<number> {
 
 async function main(): Promise<void> {
   const config = readConfig();
-  const logger = pino({ level: config.logLevel, redact: ['*.password', '*.token'] });
+  const logger = createLogger(config);
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
   // From here on a failed start closes what it opened (above all the embedded database's
   // process) before the process exits.
@@ -40,26 +41,33 @@ async function main(): Promise<void> {
   let app: App | undefined;
   const apiServer = http.createServer();
   const payServer = http.createServer();
+  const metrics = new Metrics({ defaultMetrics: true });
+  metrics.observePool(database.knex);
+  let metricsServer: http.Server | undefined;
   try {
     const applied = await migrateLatest(database.knex);
     logger.info({ database: database.kind, applied, ...(database.embeddedPid ? { embeddedPid: database.embeddedPid } : {}) }, 'database ready');
     redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
     const rateLimitBackend = redis ? redisRateLimitBackend(redis) : memoryRateLimitBackend();
 
-    app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis });
+    app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis, metrics });
+    const accounts = app.services.accounts;
+    metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => accounts.streams.inUse);
     await app.services.ready();
     if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
-    const payApp = createPayApp({ config, logger, services: app.services, rateLimitBackend });
+    const payApp = createPayApp({ config, logger, paymentPage: app.services.paymentPage, rateLimitBackend });
 
     apiServer.on('request', app);
     payServer.on('request', payApp);
     const apiPort = await listen(apiServer, config.port);
     const payPort = await listen(payServer, config.payPort);
-    logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind }, 'listening');
+    if (config.metrics.port) metricsServer = await startMetricsServer(metrics, config.metrics);
+    logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsServer ? metricsAddress(metricsServer) : 'off' }, 'listening');
   } catch (error) {
     logger.error({ err: error }, 'start-up failed; closing what was opened');
     apiServer.close();
     payServer.close();
+    metricsServer?.close();
     await app?.services.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
     redis?.disconnect();
     await database.close().then(
@@ -69,33 +77,34 @@ async function main(): Promise<void> {
     throw error;
   }
   const started = app;
+  const onJobRun = (job: string, outcome: 'success' | 'failure') => metrics.jobRun(job, outcome);
 
   // Pending bank and mobile-money transfers are handed to their rail again at start and then
   // every minute: a restart or a failed settlement never leaves money parked in transit.
   const pendingTransfers = startBackgroundJob('resume pending transfers', 60_000, logger, async () => {
     const resumed = await started.services.transfers.resumePending();
     if (resumed) logger.info({ resumed }, 'pending transfers handed to their rail again');
-  });
+  }, onJobRun);
   // Payments on the payment page whose sandbox decision is due are settled at start (a
   // restart lost their timers) and then every 10 seconds, a bounded batch at a time; reads
   // (the status API, the result page) never settle anything.
   const duePayments = startBackgroundJob('settle due payments', 10_000, logger, async () => {
     const settled = await started.services.payments.sweepDue({ batchSize: 100 });
     if (settled) logger.info({ settled }, 'due sandbox payments settled');
-  });
+  }, onJobRun);
   // Expired idempotency keys are free for reuse already; deleting them keeps the table small.
   const keyPurge = startBackgroundJob('purge expired idempotency keys', 15 * 60_000, logger, async () => {
     let purged = 0;
     for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
     if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
-  });
+  }, onJobRun);
   // Tontine contributions still unpaid when their cycle falls due become `late` (every
   // minute; safe with several instances: each run locks its tontines with SKIP LOCKED).
   const lateContributions = startBackgroundJob('mark late tontine contributions', 60_000, logger, async () => {
     let marked = 0;
     for (let batch = await started.services.tontines.markLateContributions(); batch > 0; batch = await started.services.tontines.markLateContributions()) marked += batch;
     if (marked) logger.info({ marked }, 'late tontine contributions marked');
-  });
+  }, onJobRun);
   await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), lateContributions.runNow()]);
   const jobs = [pendingTransfers, duePayments, keyPurge, lateContributions];
 
@@ -122,6 +131,7 @@ async function main(): Promise<void> {
     // bounded time) before the pool closes under them.
     const drained = (async () => {
       await Promise.all([closeServer(apiServer), closeServer(payServer), ...jobs.map((job) => job.stop())]);
+      metricsServer?.close();
       await started.services.shutdown();
     })();
     await Promise.race([drained, deadline]);

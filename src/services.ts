@@ -3,23 +3,22 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
-import { loadOpenApiDocument } from './http/openapi-document';
+import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
-import { HealthService } from './modules/health/health-service';
-import { InvoiceService } from './modules/invoices/invoice-service';
-import { NetworkStatusService } from './modules/network-status/network-status-service';
-import { AuthService } from './modules/auth/auth-service';
-import { PasswordHasher } from './modules/auth/password-hasher';
-import { SessionService } from './modules/auth/session-service';
-import { TokenService } from './modules/auth/token-service';
-import { OrganizationAccessService } from './modules/organizations/organization-access-service';
-import { PaymentLinksService } from './modules/payment-links/payment-links-service';
-import { PaymentsService } from './modules/payment-links/payments-service';
-import { IdempotencyService } from './modules/idempotency/idempotency-service';
+import { AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
+import { HealthService } from './modules/health';
+import { IdempotencyService } from './modules/idempotency';
+import { InvoiceService } from './modules/invoices';
+import { NetworkStatusService } from './modules/network-status';
+import { OrganizationAccessService } from './modules/organizations';
+import { PaymentLinksService, PaymentPageService, PaymentsService } from './modules/payment-links';
 import { TontineService } from './modules/tontines';
-import { SandboxRail } from './modules/transfers/rails';
-import { TransferService } from './modules/transfers/transfers-service';
-import { WalletService } from './modules/wallets/wallets-service';
+import { SandboxRail, TransferService } from './modules/transfers';
+import { WalletService } from './modules/wallets';
+import { StreamBudget } from './stream-budget';
+
+/** Retry-After of a refused statement download: a stream usually ends within seconds. */
+const STREAM_RETRY_AFTER_SECONDS = 5;
 
 export interface ServiceDeps {
   config: Config;
@@ -37,13 +36,18 @@ export function buildServices(deps: ServiceDeps) {
   const tokens = new TokenService(config.jwt);
   const sessions = new SessionService(knex, tokens, clock);
   const passwords = new PasswordHasher();
-  const accounts = new AccountService(knex, { cursorSecret: config.paySecret, clock, streamStallTimeoutMs: config.statements.streamStallTimeoutMs });
+  const accounts = new AccountService(knex, {
+    cursorSecret: config.paySecret,
+    clock,
+    streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
+    streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
+  });
   const payments = new PaymentsService(knex, accounts, deps.logger, { clock });
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   return {
-    health: new HealthService(knex, redis, loadOpenApiDocument().version, clock),
+    health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
     sessions,
     passwords,
@@ -52,6 +56,7 @@ export function buildServices(deps: ServiceDeps) {
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,
+    paymentPage: new PaymentPageService(payments, { paySecret: config.paySecret }),
     invoices: new InvoiceService(knex, { idempotency, clock }),
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
     idempotency,

@@ -6,8 +6,7 @@ import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import { loadConfig } from '../../src/config';
 import { createKnex, migrateLatest } from '../../src/db/database';
-import { SessionService } from '../../src/modules/auth/session-service';
-import { TokenService } from '../../src/modules/auth/token-service';
+import { SessionService, TokenService } from '../../src/modules/auth';
 
 export interface LoadResult {
   requests_per_s: number;
@@ -61,7 +60,7 @@ export async function startServerProcess(script: string, env: Record<string, str
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const [command, args] = hasTaskset() ? ['taskset', ['-c', '0', tsx, ...nodeArgs, script]] : [tsx, [...nodeArgs, script]];
   const child = spawn(command, args, {
-    env: { ...process.env, ...env, PORT: String(port), NODE_ENV: env.NODE_ENV ?? 'production' },
+    env: { SINGLE_INSTANCE: 'true', ...process.env, ...env, PORT: String(port), NODE_ENV: env.NODE_ENV ?? 'production' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -159,7 +158,7 @@ export async function createBenchMember(knex: Knex, module: string): Promise<{ o
   const [user] = (await knex('users').insert({ email: `bench-${Date.now()}@bench.example`, password_hash: 'not-a-login' }).returning('id')) as Array<{ id: string }>;
   const userId = (user as { id: string }).id;
   await knex('memberships').insert({ organization_id: orgId, user_id: userId, role: 'finance_manager' });
-  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456' });
+  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
   const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
   return { orgId, userId, token };
 }

@@ -12,8 +12,8 @@
  * the defaults.
  */
 import type { Knex } from 'knex';
-import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
-import { InvoiceService } from '../../src/modules/invoices/invoice-service';
+import { IdempotencyService } from '../../src/modules/idempotency';
+import { InvoiceService } from '../../src/modules/invoices';
 import { printResult, runAutocannon, startServerProcess, BENCH_JWT_SECRET, createBenchMember, createScratchDatabase } from './bench-support';
 
 const DOCUMENTS = Number(process.env.BENCH_DOCUMENTS ?? 100_000);

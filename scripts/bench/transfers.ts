@@ -19,8 +19,7 @@ import path from 'node:path';
 import type autocannon from 'autocannon';
 import { loadConfig } from '../../src/config';
 import { withTransaction } from '../../src/db/transaction';
-import { SessionService } from '../../src/modules/auth/session-service';
-import { TokenService } from '../../src/modules/auth/token-service';
+import { SessionService, TokenService } from '../../src/modules/auth';
 import { fundWallet, reconcile } from '../../src/modules/ledger';
 import { BENCH_JWT_SECRET, createScratchDatabase, printResult, runAutocannon, startServerProcess } from './bench-support';
 
@@ -69,7 +68,7 @@ async function main(): Promise<void> {
   const tpcb = await createScratchDatabase('bench_pgbench');
   try {
     // Senders with a large XOF balance (funded through the ledger) and a real session each.
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456' });
+    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
     const sessions = new SessionService(api.knex, new TokenService(config.jwt));
     const run = crypto.randomBytes(3).toString('hex');
     const rows = (await api.knex('users')

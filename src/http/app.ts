@@ -6,15 +6,18 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
-import { authenticate, bearerAuthSecurityHandler } from '../modules/auth/authenticate';
-import { healthHandler } from '../modules/health/health-routes';
-import { BUSINESS_ORGANIZATION_PREFIX, malformedOrganizationIdIsNotFound } from '../modules/organizations/organization-access';
+import { buildHandlers, NOT_IMPLEMENTED } from '../handlers';
+import { authenticate, bearerAuthSecurityHandler } from '../modules/auth';
 import { buildServices, type Services } from '../services';
-import { mountRoutes } from './routes';
 import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
+import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, operationRoute } from './mount-operations';
+import { refuseInexactNumbers } from './exact-json-numbers';
+import { strictPaths } from './strict-paths';
+import type { Metrics } from './metrics';
+import { operationMatcher } from './operation-matcher';
 import { loadOpenApiDocument } from './openapi-document';
-import { apiRateLimiter, type RateLimitBackend } from './rate-limit';
+import { apiRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
 import { installRouteRegexpCache } from './route-regexp-cache';
 
@@ -28,6 +31,8 @@ export interface AppDeps {
   services?: Services;
   /** The services' clock (tests inject one); the system clock when absent. */
   now?: () => Date;
+  /** Prometheus metrics; none are kept when absent. */
+  metrics?: Metrics;
 }
 
 export interface App extends Express {
@@ -66,27 +71,40 @@ export function createApp(deps: AppDeps): App {
     res.setHeader('X-Request-Id', id);
     next();
   };
+  const handlers = buildHandlers(services, { payUrl: config.payUrl });
+  const streamStallTimeoutMs = config.statements.streamStallTimeoutMs;
   const securityHeaders = helmet();
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
+  if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
   app.use(assignRequestId);
+  app.use(strictPaths());
+  // What answers a bearer token is the caller's own data (or an error about it): no cache,
+  // shared or private, may keep it.
+  app.use((req, res, next) => {
+    if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   // Not rate-limited: see the getHealth description in the contract.
-  app.get('/api/health', securityHeaders, healthHandler(services.health));
+  app.get('/api/health', securityHeaders, operationRoute('getHealth', handlers.getHealth, streamStallTimeoutMs));
   app.use(
     pinoHttp({
       logger,
       genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      // The status is what matters of a response; its headers (the security headers above all)
+      // would be the same kilobyte on every line.
+      serializers: { res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }) },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     }),
   );
   app.use(securityHeaders);
-  app.use(express.json({ limit: config.bodyLimitBytes, strict: true }));
+  app.use(express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
 
   app.use('/api', docsRoutes(document));
   app.use('/api', authenticate(knex, config.jwt));
   app.use('/api', rateLimiter);
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
-  app.use(`/api${BUSINESS_ORGANIZATION_PREFIX}`, malformedOrganizationIdIsNotFound());
+  app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
   app.use(
     OpenApiValidator.middleware({
       apiSpec: document.parse() as never,
@@ -102,7 +120,17 @@ export function createApp(deps: AppDeps): App {
     }),
   );
 
-  mountRoutes(app, services, deps);
+  app.use(
+    '/api',
+    mountOperations({
+      handlers,
+      notImplemented: NOT_IMPLEMENTED,
+      organizationAccess: services.organizationAccess,
+      before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
+      except: ['getHealth'],
+      streamStallTimeoutMs,
+    }),
+  );
 
   app.use(notFoundHandler());
   app.use(errorHandler(logger, validationStatusLookup(document.parse())));

@@ -17,7 +17,7 @@ const DOCS_PAGE = `<!doctype html>
 </body>
 </html>`;
 
-const INIT_SCRIPT = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#swagger-ui', deepLinking: true });`;
+const INIT_SCRIPT = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#swagger-ui', deepLinking: true, showExtensions: true });`;
 
 /** The contract and an offline reference page (swagger-ui-dist assets served from here, no CDN). */
 export function docsRoutes(document: OpenApiDocument): Router {

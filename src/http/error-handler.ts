@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { DomainError, type ErrorCategory, type ErrorDetails, type FieldIssue } from '../errors';
+import { operationMatcher } from './operation-matcher';
 
 const STATUS_BY_CATEGORY: Record<ErrorCategory, number> = {
   invalid: 400,
@@ -27,6 +28,18 @@ const CODE_BY_STATUS: Record<number, string> = {
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
 };
+
+/** Retry-After of a 503 when no database connection was free in time. */
+export const POOL_EXHAUSTED_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * No database connection could be had in time (knex's acquire timeout), or PostgreSQL refused
+ * a new one: the service is overloaded, not broken, so the client may retry.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { name?: unknown; code?: unknown } | null;
+  return e?.name === 'KnexTimeoutError' || e?.code === '53300' || e?.code === '57P03';
+}
 
 interface ErrorBody {
   success: false;
@@ -75,8 +88,6 @@ function messageFor(status: number, raw: string | undefined): string {
 /** The status an operation wants for its validation errors, or undefined for the usual 400. */
 export type ValidationStatusLookup = (req: { method: string; path: string; openapi?: unknown }) => number | undefined;
 
-const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
-
 function declaredValidationStatus(operation: unknown): number | undefined {
   const value = (operation as Record<string, unknown> | undefined)?.['x-validation-error-status'];
   return value === 422 ? value : undefined;
@@ -91,23 +102,10 @@ function declaredValidationStatus(operation: unknown): number | undefined {
  * so the operation's status applies to it as well.
  */
 export function validationStatusLookup(document: Record<string, unknown>, basePath = '/api'): ValidationStatusLookup {
-  const routes: Array<{ method: string; pattern: RegExp; status: number }> = [];
-  const paths = (document.paths ?? {}) as Record<string, Record<string, unknown>>;
-  for (const [template, item] of Object.entries(paths)) {
-    for (const [method, operation] of Object.entries(item ?? {})) {
-      const status = HTTP_METHODS.has(method) ? declaredValidationStatus(operation) : undefined;
-      if (status === undefined) continue;
-      const source = `${basePath}${template}`
-        .split(/(\{[^}/]+\})/)
-        .map((part) => (/^\{[^}/]+\}$/.test(part) ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-        .join('');
-      routes.push({ method: method.toUpperCase(), pattern: new RegExp(`^${source}/?$`), status });
-    }
-  }
+  const match = operationMatcher(document, basePath);
   return (req) => {
     const matched = (req.openapi as { schema?: unknown } | undefined)?.schema;
-    if (matched) return declaredValidationStatus(matched);
-    return routes.find((route) => route.method === req.method && route.pattern.test(req.path))?.status;
+    return declaredValidationStatus(matched ?? match(req.method, req.path));
   };
 }
 
@@ -134,6 +132,11 @@ export function errorHandler(logger: Logger, validationStatus: ValidationStatusL
       body = { success: false, error: err.code, message: err.message };
       if (err.details) body.details = err.details;
       headers = err.headers;
+    } else if (isDatabaseUnavailable(err)) {
+      status = 503;
+      body = { success: false, error: 'ServiceUnavailable', message: 'The service is overloaded: retry after the time in Retry-After.' };
+      headers = { 'Retry-After': String(POOL_EXHAUSTED_RETRY_AFTER_SECONDS) };
+      (req.log ?? logger).warn({ err }, 'no database connection available');
     } else {
       const e = (err ?? {}) as HttpLikeError;
       const raw = e.status ?? e.statusCode;

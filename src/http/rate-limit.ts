@@ -3,7 +3,8 @@ import { ipKeyGenerator, MemoryStore, rateLimit, type ClientRateLimitInfo, type 
 import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { RateLimitConfig } from '../config';
-import { loginIdentifierKey } from '../modules/auth/identifier';
+import { loginIdentifierKey } from '../modules/auth';
+import { RATE_LIMITED_BY } from './metrics';
 
 /**
  * Where the counters live: Redis when REDIS_URL is set (shared by every instance),
@@ -134,6 +135,7 @@ export function apiRateLimiter(backend: RateLimitBackend, config: RateLimitConfi
     store: backend.createStore('api'),
     passOnStoreError: true,
     handler: (_req, res, _next, options) => {
+      res.locals[RATE_LIMITED_BY] = 'api';
       res.status(options.statusCode).json(rateLimited('Too many requests: wait for the time in Retry-After, then retry.'));
     },
   });
@@ -158,6 +160,7 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
     store: backend.createStore('login'),
     passOnStoreError: false,
     handler: (_req, res, _next, options) => {
+      res.locals[RATE_LIMITED_BY] = 'login';
       res.status(options.statusCode).json(rateLimited('Too many login attempts: wait for the time in Retry-After, then retry.'));
     },
   });

@@ -1,12 +1,9 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { OrganizationContext } from '../modules/organizations/access-policy';
+import type { AuthorizedOrganization, Caller } from '../contract';
 
-export interface AuthContext {
-  userId: string;
-  sessionId: string;
-  isAdmin: boolean;
-}
+/** The authenticated caller set by the authenticate middleware. */
+export type AuthContext = Caller;
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -14,9 +11,24 @@ declare module 'express-serve-static-core' {
     auth?: AuthContext;
     /** Why a presented bearer token was refused; reported only on routes that need one. */
     authFailure?: string;
-    /** Set by the organisation access policy on Business routes (src/modules/organizations). */
-    organization?: OrganizationContext;
+    /** Set on Business routes once the operation's x-access rule let the caller through. */
+    organization?: AuthorizedOrganization;
   }
+}
+
+/**
+ * A caller's X-Request-Id is echoed when it is 8 to 64 letters, digits, `.`, `:` or `-`
+ * (starting with a letter or digit). Ids this service makes contain `_` (`req_<uuid>`, the
+ * seed's `seed_...`), which a caller's id never does, so a caller can never pass a request
+ * off as another one in the logs or in audit records (network-status history).
+ */
+export const CALLER_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9.:-]{7,63}$/;
+
+/** The caller's X-Request-Id when it is acceptable, otherwise a new one. */
+export function requestIdFor(req: IncomingMessage): string {
+  const supplied = req.headers['x-request-id'];
+  if (typeof supplied === 'string' && CALLER_REQUEST_ID.test(supplied)) return supplied;
+  return `req_${crypto.randomUUID()}`;
 }
 
 /** The contract operation express-openapi-validator matched for this request, if any. */
@@ -24,13 +36,4 @@ export function contractOperation(req: unknown): { operationId: string; pathPara
   const openapi = (req as { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } }).openapi;
   const operationId = openapi?.schema?.operationId;
   return operationId ? { operationId, pathParams: openapi?.pathParams ?? {} } : undefined;
-}
-
-const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
-
-/** Accepts a caller's X-Request-Id when it is sane, otherwise makes one. */
-export function requestIdFor(req: IncomingMessage): string {
-  const supplied = req.headers['x-request-id'];
-  if (typeof supplied === 'string' && ACCEPTED_REQUEST_ID.test(supplied)) return supplied;
-  return crypto.randomUUID();
 }

@@ -1,5 +1,4 @@
-import { escapeHtml, formatMoney } from '../modules/payment-links/payment-links-presenter';
-import type { Payment, PaymentLink } from '../modules/payment-links/payment-links-types';
+import { escapeHtml, formatMoney, type Payment, type PaymentLink } from '../modules/payment-links';
 
 /**
  * The payment page's HTML: server-rendered, plain HTML and CSS (no script at all, no CDN),

@@ -2,17 +2,21 @@ import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
-import { ACCESS_POLICY, ROLES, type AccessRule, type Role } from '../../src/modules/organizations/access-policy';
-import { ORGANIZATION_NOT_FOUND_MESSAGE } from '../../src/modules/organizations/organization-errors';
+import { ROLES, type Role } from '../../src/contract';
+import { ORGANIZATION_NOT_FOUND_MESSAGE } from '../../src/modules/organizations';
 import { buildTestApp } from '../support/app';
-import { contractOperations, contractRequest } from '../support/contract-requests';
-import { accessTokenFor, addMember, bearer, createMember, createOrganization, createUser, type TestOrganization } from '../support/factories';
+import { contractOperations, contractRequest, type AccessRule } from '../support/contract-requests';
+import { accessTokenFor, addMember, bearer, createMember, createOrganization, createUser, type TestOrganization, memberToken } from '../support/factories';
 
 const BUSINESS_PREFIX = '/business/organizations/{orgId}';
 const NOT_FOUND_BODY = { success: false, error: 'NotFound', message: ORGANIZATION_NOT_FOUND_MESSAGE };
 const POLICY_ERRORS = ['InsufficientRole', 'FeatureUnavailable', 'ModuleLocked', 'OrganizationInactive'];
 
-const entries = Object.entries(ACCESS_POLICY) as Array<[string, AccessRule]>;
+/** The x-access rules, read from the contract document the API serves. */
+const ACCESS_POLICY: Record<string, AccessRule> = Object.fromEntries(
+  contractOperations().flatMap((op) => (op.access ? [[op.operationId, op.access] as const] : [])),
+);
+const entries = Object.entries(ACCESS_POLICY);
 const writes = entries.filter(([, rule]) => rule.write);
 const reads = entries.filter(([, rule]) => !rule.write);
 
@@ -33,16 +37,12 @@ function expectPassedPolicy(res: request.Response): void {
   expect(res.body).not.toEqual(NOT_FOUND_BODY);
 }
 
-async function memberToken(org: { id: string }, role: Role): Promise<string> {
-  return accessTokenFor(app, await createMember(org, role));
-}
-
 beforeAll(async () => {
   app = await buildTestApp();
 });
 
-describe('the access policy table', () => {
-  it('has a rule for every contract operation under /business/organizations/{orgId}, and only those', () => {
+describe('the x-access rules of the contract', () => {
+  it('has a rule on every contract operation under /business/organizations/{orgId}, and only those', () => {
     const business = contractOperations().filter((op) => op.path.startsWith(`${BUSINESS_PREFIX}/`));
     expect(business.length).toBeGreaterThan(0);
     expect(business.map((op) => op.operationId).filter((id) => !(id in ACCESS_POLICY))).toEqual([]);
@@ -68,7 +68,7 @@ describe('role-by-route matrix (every operation of the table, every role)', () =
 
   beforeAll(async () => {
     org = await createOrganization();
-    for (const role of ROLES) tokens.set(role, await memberToken(org, role));
+    for (const role of ROLES) tokens.set(role, await memberToken(app, org, role));
   });
 
   for (const [operationId, rule] of entries) {
@@ -94,7 +94,7 @@ describe('organisation membership: 404, and the same 404 whatever the reason', (
     it(`${operationId}: foreign, non-existent and malformed orgId answer exactly alike`, async () => {
       const mine = await createOrganization();
       const foreign = await createOrganization();
-      const token = await memberToken(mine, role);
+      const token = await memberToken(app, mine, role);
       await createMember(foreign, 'owner');
       const foreignRes = await send(operationId, foreign.id, token);
       const missingRes = await send(operationId, crypto.randomUUID(), token);
@@ -137,7 +137,7 @@ describe('modules', () => {
 
     it(`${operationId}: module ${rule.module} not enabled -> 403 FeatureUnavailable`, async () => {
       const org = await createOrganization({ modules: { [rule.module]: null } });
-      const res = await send(operationId, org.id, await memberToken(org, role));
+      const res = await send(operationId, org.id, await memberToken(app, org, role));
       expect(res.status).toBe(403);
       expect(res.body).toMatchObject({ success: false, error: 'FeatureUnavailable' });
     });
@@ -146,7 +146,7 @@ describe('modules', () => {
       const denied = ROLES.find((r) => !rule.roles.includes(r));
       if (!denied) return;
       const org = await createOrganization({ modules: { [rule.module]: null } });
-      const res = await send(operationId, org.id, await memberToken(org, denied));
+      const res = await send(operationId, org.id, await memberToken(app, org, denied));
       expect(res.status).toBe(403);
       expect(res.body.error).toBe('InsufficientRole');
     });
@@ -156,7 +156,7 @@ describe('modules', () => {
     const role = rule.roles[0] as Role;
     it.each(['locked', 'read_only'] as const)(`${operationId}: a write to a %s module -> 423 ModuleLocked`, async (access) => {
       const org = await createOrganization({ modules: { [rule.module]: access } });
-      const res = await send(operationId, org.id, await memberToken(org, role));
+      const res = await send(operationId, org.id, await memberToken(app, org, role));
       expect(res.status).toBe(423);
       expect(res.body).toMatchObject({ success: false, error: 'ModuleLocked' });
     });
@@ -166,7 +166,7 @@ describe('modules', () => {
     const role = rule.roles[0] as Role;
     it(`${operationId}: reading a locked module is allowed`, async () => {
       const org = await createOrganization({ modules: { [rule.module]: 'locked' } });
-      expectPassedPolicy(await send(operationId, org.id, await memberToken(org, role)));
+      expectPassedPolicy(await send(operationId, org.id, await memberToken(app, org, role)));
     });
   }
 });
@@ -177,7 +177,7 @@ describe('organisation status', () => {
     for (const status of ['inactive', 'suspended'] as const) {
       it(`${operationId} on a ${status} organisation: ${rule.requiresActiveOrg ? '422 OrganizationInactive' : 'passes the policy'}`, async () => {
         const org = await createOrganization({ status });
-        const res = await send(operationId, org.id, await memberToken(org, role));
+        const res = await send(operationId, org.id, await memberToken(app, org, role));
         if (rule.requiresActiveOrg) {
           expect(res.status).toBe(422);
           expect(res.body).toMatchObject({ success: false, error: 'OrganizationInactive' });

@@ -7,7 +7,7 @@ import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganizat
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { moveMoney } from '../support/org-account-postings';
 import { parseCsv, statementUrl } from '../support/statements';
-import { encodeStatementCursor } from '../../src/modules/accounts/statement-cursor';
+import { encodeStatementCursor } from '../../src/modules/accounts';
 
 let app: App;
 /** The secret the app signs statement cursors with: lets the tests forge genuine-looking ones. */
@@ -328,6 +328,8 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
     }
     expect(viaAccept.text).toBe(viaFormat.text);
     expect(viaFormat.text.endsWith('\r\n')).toBe(true);
+    // Every cell is quoted, so no `,` or `;` inside a value can open another cell.
+    expect(viaFormat.text.split('\r\n').filter(Boolean).every((row) => row.startsWith('"') && row.endsWith('"'))).toBe(true);
     const rows = parseCsv(viaFormat.text);
     expect(rows[0]).toEqual(['type', 'entry_id', 'posting_id', 'posting_kind', 'booked_at', 'description', 'counterparty', 'amount', 'running_balance', 'currency']);
     const records = rows.slice(1).map((cells) => Object.fromEntries((rows[0] as string[]).map((name, i) => [name, cells[i]])));

@@ -73,11 +73,21 @@ describe('foundation: health, contract, error envelope', () => {
 
   it('generates an X-Request-Id, and accepts a sane one from the caller', async () => {
     const generated = await request(app).get('/api/health');
-    expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(generated.headers['x-request-id']).toMatch(/^req_[0-9a-f-]{36}$/);
     const supplied = await request(app).get('/api/health').set('X-Request-Id', 'client-req-0001');
     expect(supplied.headers['x-request-id']).toBe('client-req-0001');
     const hostile = await request(app).get('/api/health').set('X-Request-Id', 'bad id <script>alert(1)</script>');
     expect(hostile.headers['x-request-id']).not.toContain('script');
+  });
+
+  it('refuses a caller X-Request-Id that is too long, too short, or in the form of the ids the service makes', async () => {
+    for (const supplied of ['x'.repeat(65), 'short', 'req_6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b', 'seed_demo_1', '-leading-dash', 'abc def ghi']) {
+      const res = await request(app).get('/api/health').set('X-Request-Id', supplied);
+      expect(res.headers['x-request-id'], supplied).not.toBe(supplied);
+      expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f-]{36}$/);
+    }
+    const longest = 'a'.repeat(64);
+    expect((await request(app).get('/api/health').set('X-Request-Id', longest)).headers['x-request-id']).toBe(longest);
   });
 
   it('sends the IETF rate-limit headers on API routes', async () => {

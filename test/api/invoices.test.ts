@@ -3,21 +3,17 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
-import { accessTokenFor, bearer, createMember, createOrganization, type Role, type TestOrganization } from '../support/factories';
+import { accessTokenFor, bearer, businessPath, createMember, createOrganization, memberToken } from '../support/factories';
 import { createCustomer, createDocument } from '../support/invoice-factories';
 
 let app: App;
 
-const base = (orgId: string) => `/api/business/organizations/${orgId}`;
-
-async function tokenFor(org: TestOrganization, role: Role): Promise<string> {
-  return accessTokenFor(app, await createMember(org, role));
-}
+const base = businessPath;
 
 /** An organisation with an owner, a customer and a helper to call its routes. */
 async function setup() {
   const org = await createOrganization();
-  const token = await tokenFor(org, 'owner');
+  const token = await memberToken(app, org, 'owner');
   const customer = await createCustomer(org);
   const get = (path: string) => request(app).get(`${base(org.id)}${path}`).set(bearer(token));
   const post = (path: string, body?: object) => {
@@ -166,16 +162,16 @@ describe('GET /business/organizations/{orgId}/invoices', () => {
   it('answers 401 without a token, 404 for a foreign organisation, 403 for a cashier', async () => {
     const { org } = await setup();
     expect((await request(app).get(`${base(org.id)}/invoices`)).status).toBe(401);
-    const outsider = await tokenFor(await createOrganization(), 'owner');
+    const outsider = await memberToken(app, await createOrganization(), 'owner');
     const foreign = await request(app).get(`${base(org.id)}/invoices`).set(bearer(outsider));
     expect(foreign.status).toBe(404);
     expect(foreign.body.error).toBe('NotFound');
-    const cashier = await tokenFor(org, 'cashier');
+    const cashier = await memberToken(app, org, 'cashier');
     const forbidden = await request(app).get(`${base(org.id)}/invoices`).set(bearer(cashier));
     expect(forbidden.status).toBe(403);
     expect(forbidden.body.error).toBe('InsufficientRole');
     for (const role of ['owner', 'admin', 'representative', 'director', 'finance_manager'] as const) {
-      const res = await request(app).get(`${base(org.id)}/invoices`).set(bearer(await tokenFor(org, role)));
+      const res = await request(app).get(`${base(org.id)}/invoices`).set(bearer(await memberToken(app, org, role)));
       expect(res.status, role).toBe(200);
     }
   });
@@ -359,11 +355,11 @@ describe('invoice lifecycle', () => {
     const { org, customer } = await setup();
     const body = { kind: 'invoice', customer_id: customer.id, currency: 'XOF', line_items: [{ description: 'x', quantity: 1, unit_amount: '10' }] };
     for (const role of ['representative', 'director', 'cashier'] as const) {
-      const res = await request(app).post(`${base(org.id)}/invoices`).set(bearer(await tokenFor(org, role))).send(body);
+      const res = await request(app).post(`${base(org.id)}/invoices`).set(bearer(await memberToken(app, org, role))).send(body);
       expect(res.status, role).toBe(403);
     }
     for (const role of ['admin', 'finance_manager'] as const) {
-      const res = await request(app).post(`${base(org.id)}/invoices`).set(bearer(await tokenFor(org, role))).send(body);
+      const res = await request(app).post(`${base(org.id)}/invoices`).set(bearer(await memberToken(app, org, role))).send(body);
       expect(res.status, role).toBe(201);
     }
   });

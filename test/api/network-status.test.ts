@@ -1,18 +1,14 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
-import { MAX_VERSION, NetworkStatusService, isStoreTimeout } from '../../src/modules/network-status/network-status-service';
+import { MAX_VERSION, NetworkStatusService, isStoreTimeout } from '../../src/modules/network-status';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
-import { accessTokenFor, bearer, createMember, createOrganization, type Role, type TestOrganization } from '../support/factories';
+import { accessTokenFor, bearer, createMember, createOrganization, memberToken } from '../support/factories';
 
 let app: App;
 
 const url = (orgId: string) => `/api/business/organizations/${orgId}/network-status`;
-
-async function tokenFor(org: TestOrganization, role: Role): Promise<string> {
-  return accessTokenFor(app, await createMember(org, role));
-}
 
 async function auditCount(orgId: string): Promise<number> {
   const row = await testKnex()('network_status_changes').where({ organization_id: orgId }).count<{ count: string }[]>('* as count');
@@ -33,7 +29,7 @@ describe('GET /business/organizations/{orgId}/network-status', () => {
       ['director', false],
       ['finance_manager', false],
     ] as const) {
-      const res = await request(app).get(url(org.id)).set(bearer(await tokenFor(org, role)));
+      const res = await request(app).get(url(org.id)).set(bearer(await memberToken(app, org, role)));
       expect(res.status, role).toBe(200);
       expect(res.body).toEqual({
         success: true,
@@ -44,10 +40,10 @@ describe('GET /business/organizations/{orgId}/network-status', () => {
 
   it('refuses cashiers (403), strangers (404) and anonymous callers (401)', async () => {
     const org = await createOrganization();
-    const cashier = await request(app).get(url(org.id)).set(bearer(await tokenFor(org, 'cashier')));
+    const cashier = await request(app).get(url(org.id)).set(bearer(await memberToken(app, org, 'cashier')));
     expect(cashier.status).toBe(403);
     expect(cashier.body.error).toBe('InsufficientRole');
-    const stranger = await request(app).get(url(org.id)).set(bearer(await tokenFor(await createOrganization(), 'owner')));
+    const stranger = await request(app).get(url(org.id)).set(bearer(await memberToken(app, await createOrganization(), 'owner')));
     expect(stranger.status).toBe(404);
     expect((await request(app).get(url(org.id))).status).toBe(401);
   });
@@ -65,7 +61,7 @@ describe('GET /business/organizations/{orgId}/network-status', () => {
 
   it('can_manage is false for an owner of an inactive organisation', async () => {
     const org = await createOrganization({ status: 'inactive' });
-    const res = await request(app).get(url(org.id)).set(bearer(await tokenFor(org, 'owner')));
+    const res = await request(app).get(url(org.id)).set(bearer(await memberToken(app, org, 'owner')));
     expect(res.status).toBe(200);
     expect(res.body.data.can_manage).toBe(false);
   });
@@ -103,7 +99,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 
   it('works on an organisation that never had a status (version 0)', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'admin');
+    const token = await memberToken(app, org, 'admin');
     const res = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: false });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ is_open: false, version: 1, is_visible: false });
@@ -111,7 +107,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 
   it('answers 409 VersionConflict for a stale version, changing nothing and auditing nothing', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'owner');
+    const token = await memberToken(app, org, 'owner');
     await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: true });
     for (const version of [0, 2, 7]) {
       const res = await request(app).patch(url(org.id)).set(bearer(token)).send({ version, is_open: false });
@@ -126,7 +122,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 
   it('50 concurrent PATCHes with the same version: exactly one 200, the rest 409, the version moves by one, one audit record', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'owner');
+    const token = await memberToken(app, org, 'owner');
     await request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: false });
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => request(app).patch(url(org.id)).set(bearer(token)).send({ version: 1, is_open: i % 2 === 0 })),
@@ -143,7 +139,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 
   it('concurrent first changes (version 0, no row yet) also let exactly one through', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'admin');
+    const token = await memberToken(app, org, 'admin');
     const results = await Promise.all(Array.from({ length: 20 }, () => request(app).patch(url(org.id)).set(bearer(token)).send({ version: 0, is_open: true })));
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.status === 409)).toHaveLength(19);
@@ -161,7 +157,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
     ['a string is_open', { version: 0, is_open: 'yes' }, 'body.is_open'],
   ])('answers 422 ValidationError (not 400) for %s', async (_name, body, field) => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'owner');
+    const token = await memberToken(app, org, 'owner');
     const res = await request(app).patch(url(org.id)).set(bearer(token)).send(body);
     expect(res.status, JSON.stringify(res.body)).toBe(422);
     expect(res.body).toMatchObject({ success: false, error: 'ValidationError' });
@@ -171,25 +167,27 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 
   it('answers 422 for an unknown query parameter and for malformed JSON (this route documents no 400)', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'owner');
+    const token = await memberToken(app, org, 'owner');
     const query = await request(app).patch(`${url(org.id)}?force=1`).set(bearer(token)).send({ version: 0, is_open: true });
     expect(query.status).toBe(422);
-    for (const path of [url(org.id), `${url(org.id)}/`]) {
-      const malformed = await request(app).patch(path).set(bearer(token)).set('Content-Type', 'application/json').send('{"version": 0,');
-      expect(malformed.status, JSON.stringify(malformed.body)).toBe(422);
-      expect(malformed.body).toEqual({
-        success: false,
-        error: 'ValidationError',
-        message: 'The request body is not valid JSON.',
-        details: [{ field: 'body', message: 'malformed JSON' }],
-      });
-    }
+    const malformed = await request(app).patch(url(org.id)).set(bearer(token)).set('Content-Type', 'application/json').send('{"version": 0,');
+    expect(malformed.status, JSON.stringify(malformed.body)).toBe(422);
+    expect(malformed.body).toEqual({
+      success: false,
+      error: 'ValidationError',
+      message: 'The request body is not valid JSON.',
+      details: [{ field: 'body', message: 'malformed JSON' }],
+    });
+    // Routing is strict: with a trailing slash the path is another, unknown one.
+    const slashed = await request(app).patch(`${url(org.id)}/`).set(bearer(token)).set('Content-Type', 'application/json').send('{"version": 0,');
+    expect(slashed.status).toBe(404);
+    expect(slashed.body).toMatchObject({ success: false, error: 'NotFound' });
     expect(await auditCount(org.id)).toBe(0);
   });
 
   it('malformed JSON keeps 400 on operations that declare no other validation status', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'owner');
+    const token = await memberToken(app, org, 'owner');
     const other = await request(app).post(`/api/business/organizations/${org.id}/invoices`).set(bearer(token)).set('Content-Type', 'application/json').send('{"kind":');
     expect(other.status).toBe(400);
     expect(other.body.error).toBe('ValidationError');
@@ -205,7 +203,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
     const badToken = await request(app).patch(url(org.id)).set('Authorization', 'Bearer not-a-token').send({ version: 2, is_open: true });
     expect(badToken.status).toBe(401);
 
-    const strangerToken = await tokenFor(await createOrganization(), 'owner');
+    const strangerToken = await memberToken(app, await createOrganization(), 'owner');
     for (const orgId of [org.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
       const res = await request(app).patch(url(orgId)).set(bearer(strangerToken)).send({ version: 2, is_open: true });
       expect(res.status, orgId).toBe(404);
@@ -218,13 +216,13 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 
   it('keeps 400 for validation errors of other operations', async () => {
     const org = await createOrganization();
-    const res = await request(app).get(`/api/business/organizations/${org.id}/invoices?limit=0`).set(bearer(await tokenFor(org, 'owner')));
+    const res = await request(app).get(`/api/business/organizations/${org.id}/invoices?limit=0`).set(bearer(await memberToken(app, org, 'owner')));
     expect(res.status).toBe(400);
   });
 
   it('answers 422 OrganizationInactive for an inactive organisation', async () => {
     const org = await createOrganization({ status: 'inactive' });
-    const res = await request(app).patch(url(org.id)).set(bearer(await tokenFor(org, 'owner'))).send({ version: 0, is_open: true });
+    const res = await request(app).patch(url(org.id)).set(bearer(await memberToken(app, org, 'owner'))).send({ version: 0, is_open: true });
     expect(res.status).toBe(422);
     expect(res.body.error).toBe('OrganizationInactive');
   });
@@ -232,7 +230,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
   it('only owners and admins may change it', async () => {
     const org = await createOrganization();
     for (const role of ['representative', 'director', 'finance_manager', 'cashier'] as const) {
-      const res = await request(app).patch(url(org.id)).set(bearer(await tokenFor(org, role))).send({ version: 0, is_open: true });
+      const res = await request(app).patch(url(org.id)).set(bearer(await memberToken(app, org, role))).send({ version: 0, is_open: true });
       expect(res.status, role).toBe(403);
     }
     expect(await auditCount(org.id)).toBe(0);
@@ -240,7 +238,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 
   it('never wraps: at version 2147483646 a change answers 422 VersionExhausted', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'owner');
+    const token = await memberToken(app, org, 'owner');
     await testKnex()('organization_network_status').insert({ organization_id: org.id, version: MAX_VERSION - 1, is_open: true });
     const last = await request(app).patch(url(org.id)).set(bearer(token)).send({ version: MAX_VERSION - 1, is_open: false });
     expect(last.status).toBe(200);
@@ -323,7 +321,7 @@ describe('PATCH /business/organizations/{orgId}/network-status', () => {
 describe('GET /business/organizations/{orgId}/network-status/history', () => {
   it('pages newest first with a cursor, for owners and admins only', async () => {
     const org = await createOrganization();
-    const token = await tokenFor(org, 'owner');
+    const token = await memberToken(app, org, 'owner');
     for (let v = 0; v < 5; v += 1) {
       expect((await request(app).patch(url(org.id)).set(bearer(token)).send({ version: v, is_open: v % 2 === 0 })).status).toBe(200);
     }
@@ -334,14 +332,14 @@ describe('GET /business/organizations/{orgId}/network-status/history', () => {
     expect(rest.body.data.data.map((c: { after: { version: number } }) => c.after.version)).toEqual([3, 2, 1]);
     expect(rest.body.data.has_more).toBe(false);
 
-    const admin = await request(app).get(`${url(org.id)}/history`).set(bearer(await tokenFor(org, 'admin')));
+    const admin = await request(app).get(`${url(org.id)}/history`).set(bearer(await memberToken(app, org, 'admin')));
     expect(admin.status).toBe(200);
     for (const role of ['representative', 'director', 'finance_manager', 'cashier'] as const) {
-      const res = await request(app).get(`${url(org.id)}/history`).set(bearer(await tokenFor(org, role)));
+      const res = await request(app).get(`${url(org.id)}/history`).set(bearer(await memberToken(app, org, role)));
       expect(res.status, role).toBe(403);
     }
     const other = await createOrganization();
-    const foreignCursor = await request(app).get(`${url(org.id)}/history?starting_after=${first.body.data.data[0].id}`).set(bearer(await tokenFor(other, 'owner')));
+    const foreignCursor = await request(app).get(`${url(org.id)}/history?starting_after=${first.body.data.data[0].id}`).set(bearer(await memberToken(app, other, 'owner')));
     expect(foreignCursor.status).toBe(404);
     const badCursor = await request(app).get(`${url(org.id)}/history?starting_after=00000000-0000-4000-8000-000000000000`).set(bearer(token));
     expect(badCursor.status).toBe(400);

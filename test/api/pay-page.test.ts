@@ -5,13 +5,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import type { RateLimitBackend } from '../../src/http/rate-limit';
-import { signAmount } from '../../src/modules/payment-links/link-security';
+import { signAmount, PaymentPageService, PaymentsService } from '../../src/modules/payment-links';
 import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
-import { PaymentsService } from '../../src/modules/payment-links/payments-service';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
 import { testKnex } from '../support/database';
-import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization } from '../support/factories';
+import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization, businessPath } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
 import { statementUrl } from '../support/statements';
 
@@ -22,12 +21,12 @@ let owner: string;
 let xof: TestOrgAccount;
 let checkout: { id: string; code: string; public_url: string };
 
-const base = (orgId: string) => `/api/business/organizations/${orgId}`;
+const base = businessPath;
 const tokenIn = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1] as string;
 
 beforeAll(async () => {
   app = await buildTestApp();
-  payApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: app.rateLimitBackend });
+  payApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), paymentPage: app.services.paymentPage, rateLimitBackend: app.rateLimitBackend });
   org = await createOrganization({ name: 'Boutique <Awa>' });
   owner = await accessTokenFor(app, await createMember(org, 'owner'));
   xof = await createOrgAccount(org, { currency: 'XOF' });
@@ -640,7 +639,7 @@ describe('the payment page rate limit', () => {
         return store;
       },
     };
-    const limitedPay = createPayApp({ config: testConfig(env), logger: pino({ level: 'silent' }), services: app.services, rateLimitBackend: backend });
+    const limitedPay = createPayApp({ config: testConfig(env), logger: pino({ level: 'silent' }), paymentPage: app.services.paymentPage, rateLimitBackend: backend });
     expect(prefixes).toEqual(['pay']);
 
     const agent = request.agent(limitedPay);
@@ -667,7 +666,7 @@ describe('the payment page rate limit', () => {
  */
 async function sweepSetup() {
   const slowPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 });
-  const slowPayApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: slowPayments }, rateLimitBackend: app.rateLimitBackend });
+  const slowPayApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), paymentPage: new PaymentPageService(slowPayments, { paySecret: testConfig().paySecret }), rateLimitBackend: app.rateLimitBackend });
   // Earlier tests' payments are settled first, so each sweep here sees only this test's.
   await app.services.payments.sweepDue({ now: new Date(Date.now() + 7_200_000), batchSize: 10_000 });
   const own = await createOrganization();
@@ -786,7 +785,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
 
   it('stop() resolves only once a settlement fired by a timer has finished, and schedules no more', async () => {
     const quickPayments = new PaymentsService(testKnex(), app.services.accounts, pino({ level: 'silent' }), { sandboxDelayMs: 500 });
-    const quickPayApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), services: { ...app.services, payments: quickPayments }, rateLimitBackend: app.rateLimitBackend });
+    const quickPayApp = createPayApp({ config: testConfig(), logger: pino({ level: 'silent' }), paymentPage: new PaymentPageService(quickPayments, { paySecret: testConfig().paySecret }), rateLimitBackend: app.rateLimitBackend });
     const realSettle = quickPayments.settle.bind(quickPayments);
     let finished = 0;
     const settle = vi.spyOn(quickPayments, 'settle').mockImplementation(async (id, at) => {

@@ -3,15 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
-import {
-  accessTokenFor,
-  bearer,
-  createMember,
-  createOrgAccount,
-  createOrganization,
-  type Role,
-  type TestOrganization,
-} from '../support/factories';
+import { accessTokenFor, bearer, businessPath, createMember, createOrgAccount, createOrganization, memberToken, type TestOrganization } from '../support/factories';
 
 let app: App;
 let org: TestOrganization;
@@ -23,11 +15,7 @@ beforeAll(async () => {
   owner = await accessTokenFor(app, await createMember(org, 'owner'));
 });
 
-const base = (orgId: string) => `/api/business/organizations/${orgId}`;
-
-async function tokenFor(organization: TestOrganization, role: Role): Promise<string> {
-  return accessTokenFor(app, await createMember(organization, role));
-}
+const base = businessPath;
 
 describe('POST /business/organizations/{orgId}/checkout', () => {
   it('creates the Checkout of an account once and returns the same one afterwards, with its public URL and snippets', async () => {
@@ -99,15 +87,15 @@ describe('POST /business/organizations/{orgId}/checkout', () => {
   it('lets owner, admin and finance_manager in; refuses the other roles (403), foreign callers (404), no token (401)', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });
     for (const role of ['owner', 'admin', 'finance_manager'] as const) {
-      const res = await request(app).post(`${base(org.id)}/checkout`).set(bearer(await tokenFor(org, role))).send({ destination_account_id: account.id });
+      const res = await request(app).post(`${base(org.id)}/checkout`).set(bearer(await memberToken(app, org, role))).send({ destination_account_id: account.id });
       expect(res.status, role).toBe(200);
     }
     for (const role of ['representative', 'director', 'cashier'] as const) {
-      const res = await request(app).post(`${base(org.id)}/checkout`).set(bearer(await tokenFor(org, role))).send({ destination_account_id: account.id });
+      const res = await request(app).post(`${base(org.id)}/checkout`).set(bearer(await memberToken(app, org, role))).send({ destination_account_id: account.id });
       expect(res.status, role).toBe(403);
       expect(res.body.error).toBe('InsufficientRole');
     }
-    const stranger = await tokenFor(await createOrganization(), 'owner');
+    const stranger = await memberToken(app, await createOrganization(), 'owner');
     const foreign = await request(app).post(`${base(org.id)}/checkout`).set(bearer(stranger)).send({ destination_account_id: account.id });
     expect(foreign.status).toBe(404);
     const anonymous = await request(app).post(`${base(org.id)}/checkout`).send({ destination_account_id: account.id });
@@ -118,16 +106,16 @@ describe('POST /business/organizations/{orgId}/checkout', () => {
     for (const access of ['locked', 'read_only'] as const) {
       const locked = await createOrganization({ modules: { payment_links: access } });
       const account = await createOrgAccount(locked, { currency: 'XOF' });
-      const res = await request(app).post(`${base(locked.id)}/checkout`).set(bearer(await tokenFor(locked, 'owner'))).send({ destination_account_id: account.id });
+      const res = await request(app).post(`${base(locked.id)}/checkout`).set(bearer(await memberToken(app, locked, 'owner'))).send({ destination_account_id: account.id });
       expect(res.status, access).toBe(423);
       expect(res.body.error).toBe('ModuleLocked');
       // Reads stay possible.
-      const list = await request(app).get(`${base(locked.id)}/payment-links`).set(bearer(await tokenFor(locked, 'owner')));
+      const list = await request(app).get(`${base(locked.id)}/payment-links`).set(bearer(await memberToken(app, locked, 'owner')));
       expect(list.status).toBe(200);
     }
     const without = await createOrganization({ modules: { payment_links: null } });
     const account = await createOrgAccount(without, { currency: 'XOF' });
-    const res = await request(app).post(`${base(without.id)}/checkout`).set(bearer(await tokenFor(without, 'owner'))).send({ destination_account_id: account.id });
+    const res = await request(app).post(`${base(without.id)}/checkout`).set(bearer(await memberToken(app, without, 'owner'))).send({ destination_account_id: account.id });
     expect(res.status).toBe(403);
     expect(res.body.error).toBe('FeatureUnavailable');
   });
@@ -135,7 +123,7 @@ describe('POST /business/organizations/{orgId}/checkout', () => {
   it('answers 422 OrganizationInactive to every write of an inactive or suspended organisation; reads stay possible', async () => {
     for (const status of ['inactive', 'suspended'] as const) {
       const organization = await createOrganization();
-      const token = await tokenFor(organization, 'owner');
+      const token = await memberToken(app, organization, 'owner');
       const account = await createOrgAccount(organization, { currency: 'XOF' });
       const checkout = await request(app).post(`${base(organization.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id });
       expect(checkout.status).toBe(200);
@@ -175,7 +163,7 @@ describe('POST /business/organizations/{orgId}/checkout', () => {
 describe('GET /business/organizations/{orgId}/payment-links', () => {
   it('lists the organisation links newest first, filters by kind and pages with starting_after', async () => {
     const own = await createOrganization();
-    const token = await tokenFor(own, 'owner');
+    const token = await memberToken(app, own, 'owner');
     const account = await createOrgAccount(own, { currency: 'XOF' });
     const checkout = await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id });
     const links: string[] = [];
@@ -186,9 +174,9 @@ describe('GET /business/organizations/{orgId}/payment-links', () => {
     }
     // Someone else's links never show.
     const other = await createOrganization();
-    await request(app).post(`${base(other.id)}/checkout`).set(bearer(await tokenFor(other, 'owner'))).send({ destination_account_id: (await createOrgAccount(other)).id });
+    await request(app).post(`${base(other.id)}/checkout`).set(bearer(await memberToken(app, other, 'owner'))).send({ destination_account_id: (await createOrgAccount(other)).id });
 
-    const all = await request(app).get(`${base(own.id)}/payment-links`).set(bearer(await tokenFor(own, 'representative')));
+    const all = await request(app).get(`${base(own.id)}/payment-links`).set(bearer(await memberToken(app, own, 'representative')));
     expect(all.status).toBe(200);
     expect(all.body.data.data.map((l: { id: string }) => l.id)).toEqual([...links].reverse().concat(checkout.body.data.id));
     expect(all.body.data).toMatchObject({ object: 'list', has_more: false, next_cursor: null });
@@ -215,12 +203,12 @@ describe('GET /business/organizations/{orgId}/payment-links', () => {
 
   it('is open to the financial roles only', async () => {
     for (const role of ['owner', 'admin', 'representative', 'director', 'finance_manager'] as const) {
-      expect((await request(app).get(`${base(org.id)}/payment-links`).set(bearer(await tokenFor(org, role)))).status, role).toBe(200);
+      expect((await request(app).get(`${base(org.id)}/payment-links`).set(bearer(await memberToken(app, org, role)))).status, role).toBe(200);
     }
-    const cashier = await request(app).get(`${base(org.id)}/payment-links`).set(bearer(await tokenFor(org, 'cashier')));
+    const cashier = await request(app).get(`${base(org.id)}/payment-links`).set(bearer(await memberToken(app, org, 'cashier')));
     expect(cashier.status).toBe(403);
     expect((await request(app).get(`${base(org.id)}/payment-links`)).status).toBe(401);
-    expect((await request(app).get(`${base(org.id)}/payment-links`).set(bearer(await tokenFor(await createOrganization(), 'owner')))).status).toBe(404);
+    expect((await request(app).get(`${base(org.id)}/payment-links`).set(bearer(await memberToken(app, await createOrganization(), 'owner')))).status).toBe(404);
   });
 });
 
@@ -297,7 +285,7 @@ describe('one-off payment links', () => {
 
   it('get and deactivate answer 404 for a link of another organisation; roles apply', async () => {
     const other = await createOrganization();
-    const otherToken = await tokenFor(other, 'owner');
+    const otherToken = await memberToken(app, other, 'owner');
     const account = await createOrgAccount(other, { currency: 'XOF' });
     const theirs = await request(app).post(`${base(other.id)}/payment-links`).set(bearer(otherToken)).send({ destination_account_id: account.id, amount: 100 });
     const get = await request(app).get(`${base(org.id)}/payment-links/${theirs.body.data.id}`).set(bearer(owner));
@@ -308,10 +296,10 @@ describe('one-off payment links', () => {
     expect((await request(app).get(`${base(other.id)}/payment-links/${theirs.body.data.id}`).set(bearer(otherToken))).body.data.status).toBe('active');
     expect((await request(app).get(`${base(org.id)}/payment-links/not-a-uuid`).set(bearer(owner))).status).toBe(400);
 
-    const director = await tokenFor(other, 'director');
+    const director = await memberToken(app, other, 'director');
     expect((await request(app).post(`${base(other.id)}/payment-links`).set(bearer(director)).send({ destination_account_id: account.id, amount: 1 })).status).toBe(403);
     expect((await request(app).post(`${base(other.id)}/payment-links/${theirs.body.data.id}/deactivate`).set(bearer(director))).status).toBe(403);
-    expect((await request(app).get(`${base(other.id)}/payment-links/${theirs.body.data.id}`).set(bearer(await tokenFor(other, 'cashier')))).status).toBe(403);
+    expect((await request(app).get(`${base(other.id)}/payment-links/${theirs.body.data.id}`).set(bearer(await memberToken(app, other, 'cashier')))).status).toBe(403);
   });
 
   it('gives snippets.link_with_amount only where the page would accept it, null otherwise', async () => {

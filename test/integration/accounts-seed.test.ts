@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEMO_ACCOUNTS, seedOrganizationAccounts } from '../../src/db/seed/accounts-seed';
-import { DEMO_ORGANIZATION_NAME, DEMO_OTHER_ORGANIZATION_NAME } from '../../src/db/seed/identity-seed';
+import { DEMO_ACCOUNTS, seedOrganizationAccounts } from '../../src/seed/accounts-seed';
+import { DEMO_ORGANIZATION_NAME, DEMO_OTHER_ORGANIZATION_NAME } from '../../src/seed/identity-seed';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_JWT_SECRET } from '../../src/config';
-import { DEMO_PASSWORD, DEMO_USERS } from '../../src/db/seed/identity-seed';
+import { DEMO_PASSWORD, DEMO_USERS } from '../../src/seed/identity-seed';
 
 const ROOT = path.resolve(__dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
@@ -22,7 +22,7 @@ interface Started {
 
 /** `make run` as a child process on its own embedded database, ports chosen by the OS. */
 function start(env: Record<string, string>, dataDir: string): Promise<Started> {
-  const childEnv: Record<string, string | undefined> = { ...process.env, ...env, PORT: '0', PAY_PORT: '0', EMBEDDED_DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  const childEnv: Record<string, string | undefined> = { ...process.env, ...env, PORT: '0', PAY_PORT: '0', METRICS_PORT: '0', EMBEDDED_DATA_DIR: dataDir, LOG_LEVEL: 'info' };
   delete childEnv.DATABASE_URL; // always the embedded database, whatever the test run uses
   delete childEnv.REDIS_URL;
   delete childEnv.VITEST;
@@ -82,7 +82,8 @@ function tempDir(): string {
   return path.join(dir, 'pg');
 }
 
-const PRODUCTION_SECRETS = { JWT_SECRET: 'p'.repeat(48), PAY_SECRET: 'q'.repeat(48) };
+// One instance (no Redis here): production otherwise requires REDIS_URL.
+const PRODUCTION_SECRETS = { JWT_SECRET: 'p'.repeat(48), PAY_SECRET: 'q'.repeat(48), SINGLE_INSTANCE: 'true' };
 
 describe('starting the service', () => {
   it('a development start seeds the demo data once: every demo user logs in and GET /me lists Demo Trading SARL', async () => {

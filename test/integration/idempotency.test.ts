@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConflictError, UnprocessableError, ValidationError } from '../../src/errors';
 import { fundWallet, walletOf } from '../../src/modules/ledger';
-import { IdempotencyService, canonicalJson, requestHash } from '../../src/modules/idempotency/idempotency-service';
+import { IdempotencyService, canonicalJson, requestHash } from '../../src/modules/idempotency';
 import { testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';

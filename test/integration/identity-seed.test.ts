@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import {
   DEMO_INACTIVE_ORGANIZATION_NAME,
@@ -13,30 +12,13 @@ import {
   findDemoOrganizationId,
   findDemoUserId,
   seedIdentity,
-} from '../../src/db/seed/identity-seed';
-import { ACCESS_POLICY } from '../../src/modules/organizations/access-policy';
-import { OrganizationAccessService } from '../../src/modules/organizations/organization-access-service';
-import { buildServices, type Services } from '../../src/services';
-import { testConfig } from '../support/app';
-import { testKnex } from '../support/database';
-
-/** Runs the step in a transaction that is always rolled back: the run's database keeps no demo rows. */
-async function inRolledBackSeed(check: (trx: Knex.Transaction, services: Services) => Promise<void>): Promise<void> {
-  const knex = testKnex();
-  const services = buildServices({ config: testConfig(), knex, logger: pino({ level: 'silent' }) });
-  const trx = await knex.transaction();
-  try {
-    await seedIdentity(trx, services);
-    await check(trx, services);
-  } finally {
-    await trx.rollback();
-    await services.shutdown();
-  }
-}
+} from '../../src/seed/identity-seed';
+import { accessRuleFor, OrganizationAccessService } from '../../src/modules/organizations';
+import { inRolledBackSeed } from '../support/seed';
 
 describe('identity demo seed step', () => {
   it('creates one argon2id user per role in "Demo Trading SARL", all modules open', async () => {
-    await inRolledBackSeed(async (trx, services) => {
+    await inRolledBackSeed([seedIdentity], async (trx, services) => {
       const orgId = await findDemoOrganizationId(trx);
       const org = await trx('organizations').where({ id: orgId }).first('name', 'status');
       expect(org).toEqual({ name: DEMO_ORGANIZATION_NAME, status: 'active' });
@@ -62,17 +44,17 @@ describe('identity demo seed step', () => {
   });
 
   it('makes the 404, 423 and 422 paths reachable for the demo owner', async () => {
-    await inRolledBackSeed(async (trx) => {
+    await inRolledBackSeed([seedIdentity], async (trx) => {
       const access = new OrganizationAccessService(trx as unknown as Knex);
       const owner = await findDemoUserId(trx, 'owner@demo.example');
       const demo = await findDemoOrganizationId(trx);
       const other = await findDemoOrganizationId(trx, DEMO_OTHER_ORGANIZATION_NAME);
       const locked = await findDemoOrganizationId(trx, DEMO_LOCKED_ORGANIZATION_NAME);
       const inactive = await findDemoOrganizationId(trx, DEMO_INACTIVE_ORGANIZATION_NAME);
-      await expect(access.authorize(demo, owner, ACCESS_POLICY.getOrCreateCheckout!)).resolves.toMatchObject({ role: 'owner' });
-      await expect(access.authorize(other, owner, ACCESS_POLICY.listPaymentLinks!)).rejects.toMatchObject({ code: 'NotFound' });
-      await expect(access.authorize(locked, owner, ACCESS_POLICY.getOrCreateCheckout!)).rejects.toMatchObject({ code: 'ModuleLocked' });
-      await expect(access.authorize(inactive, owner, ACCESS_POLICY.updateNetworkStatus!)).rejects.toMatchObject({ code: 'OrganizationInactive' });
+      await expect(access.authorize(demo, owner, accessRuleFor('getOrCreateCheckout')!)).resolves.toMatchObject({ role: 'owner' });
+      await expect(access.authorize(other, owner, accessRuleFor('listPaymentLinks')!)).rejects.toMatchObject({ code: 'NotFound' });
+      await expect(access.authorize(locked, owner, accessRuleFor('getOrCreateCheckout')!)).rejects.toMatchObject({ code: 'ModuleLocked' });
+      await expect(access.authorize(inactive, owner, accessRuleFor('updateNetworkStatus')!)).rejects.toMatchObject({ code: 'OrganizationInactive' });
       const demoUsers = await trx('users').whereIn('email', DEMO_USERS.map((u) => u.email)).pluck('id');
       const strangers = await trx('memberships').where({ organization_id: other }).whereIn('user_id', demoUsers).count<{ count: string }[]>('* as count');
       expect(Number(strangers[0]?.count)).toBe(0);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock';
 import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
 import { InvoiceRepository } from '../../src/modules/invoices/invoice-repository';
-import { InvoiceService } from '../../src/modules/invoices/invoice-service';
+import { InvoiceService } from '../../src/modules/invoices';
 import { testKnex } from '../support/database';
 import { createMember, createOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';

@@ -1,33 +1,13 @@
-import type { Knex } from 'knex';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { findDemoOrganizationId, seedIdentity } from '../../src/db/seed/identity-seed';
-import { DEMO_CUSTOMERS, DEMO_OPEN_QUOTE_EXPIRES_AT, demoClock, seedInvoices } from '../../src/db/seed/invoices-seed';
+import { findDemoOrganizationId, seedIdentity } from '../../src/seed/identity-seed';
+import { DEMO_CUSTOMERS, DEMO_OPEN_QUOTE_EXPIRES_AT, demoClock, seedInvoices } from '../../src/seed/invoices-seed';
 import { InvoiceRepository } from '../../src/modules/invoices/invoice-repository';
-import { seedNetworkStatus } from '../../src/db/seed/network-status-seed';
-import { buildServices } from '../../src/services';
-import { testConfig } from '../support/app';
-import { testKnex } from '../support/database';
-
-/** Runs the steps in a transaction that is always rolled back: the run's database keeps no demo rows. */
-async function inRolledBackSeed(check: (trx: Knex.Transaction) => Promise<void>): Promise<void> {
-  const knex = testKnex();
-  const services = buildServices({ config: testConfig(), knex, logger: pino({ level: 'silent' }) });
-  const trx = await knex.transaction();
-  try {
-    await seedIdentity(trx, services);
-    await seedInvoices(trx, services);
-    await seedNetworkStatus(trx, services);
-    await check(trx);
-  } finally {
-    await trx.rollback();
-    await services.shutdown();
-  }
-}
+import { seedNetworkStatus } from '../../src/seed/network-status-seed';
+import { inRolledBackSeed } from '../support/seed';
 
 describe('invoices and network-status demo seed steps', () => {
   it('give "Demo Trading SARL" customers, every kind in every status, and an audited open status', async () => {
-    await inRolledBackSeed(async (trx) => {
+    await inRolledBackSeed([seedIdentity, seedInvoices, seedNetworkStatus], async (trx) => {
       const orgId = await findDemoOrganizationId(trx);
       const customers = await trx('customers').where({ organization_id: orgId });
       expect(customers).toHaveLength(DEMO_CUSTOMERS.length);
@@ -49,7 +29,7 @@ describe('invoices and network-status demo seed steps', () => {
 
   it('stamp the demo documents with distinct past times, in the order they were made (a demo clock)', async () => {
     const seededAt = Date.now();
-    await inRolledBackSeed(async (trx) => {
+    await inRolledBackSeed([seedIdentity, seedInvoices, seedNetworkStatus], async (trx) => {
       const orgId = await findDemoOrganizationId(trx);
       const rows = (await trx('documents').where({ organization_id: orgId }).select('number', 'kind', 'created_at', 'finalized_at')) as Array<{
         number: string | null;
@@ -73,7 +53,7 @@ describe('invoices and network-status demo seed steps', () => {
   });
 
   it('keep the demo open quote open whatever the date', async () => {
-    await inRolledBackSeed(async (trx) => {
+    await inRolledBackSeed([seedIdentity, seedInvoices, seedNetworkStatus], async (trx) => {
       const orgId = await findDemoOrganizationId(trx);
       const quotes = await trx('documents').where({ organization_id: orgId, kind: 'quote', status: 'open' }).select('id', 'expires_at');
       expect(quotes).toHaveLength(1);

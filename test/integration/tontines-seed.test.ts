@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { seedIdentity } from '../../src/db/seed/identity-seed';
-import { DEMO_TONTINES, seedTontines } from '../../src/db/seed/tontines-seed';
-import { seedWallets } from '../../src/db/seed/wallets-seed';
+import { seedIdentity } from '../../src/seed/identity-seed';
+import { DEMO_TONTINES, seedTontines } from '../../src/seed/tontines-seed';
+import { seedWallets } from '../../src/seed/wallets-seed';
 import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
-import { inRolledBackSeed } from '../support/rolled-back-seed';
+import { inRolledBackSeed } from '../support/seed';
 
 describe('tontines demo seed step', () => {
   it('leaves a forming tontine with an open invitation, an active one mid-way and a completed one among the demo users (rolled back afterwards)', async () => {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/errors';
 import { withTransaction } from '../../src/db/transaction';
-import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
+import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet } from '../../src/modules/ledger';
 import { TontineService, type TontineView } from '../../src/modules/tontines';
 import { databaseKind, testKnex } from '../support/database';

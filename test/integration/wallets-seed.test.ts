@@ -1,15 +1,12 @@
-import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
-import { DEMO_OUTSIDER_EMAIL, DEMO_USERS, seedIdentity } from '../../src/db/seed/identity-seed';
-import { seedWallets } from '../../src/db/seed/wallets-seed';
+import { DEMO_OUTSIDER_EMAIL, DEMO_USERS, seedIdentity } from '../../src/seed/identity-seed';
+import { seedWallets } from '../../src/seed/wallets-seed';
 import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
-import { inRolledBackSeed } from '../support/rolled-back-seed';
-
-const inWalletsSeed = (check: (trx: Knex.Transaction) => Promise<void>) => inRolledBackSeed([seedIdentity, seedWallets], check);
+import { inRolledBackSeed } from '../support/seed';
 
 describe('wallets demo seed step', () => {
   it('funds each demo user with 1,000,000 XOF and 1,000 EUR through postings from external clearing', async () => {
-    await inWalletsSeed(async (trx) => {
+    await inRolledBackSeed([seedIdentity, seedWallets], async (trx) => {
       const emails = [...DEMO_USERS.map((u) => u.email), DEMO_OUTSIDER_EMAIL];
       const wallets = (await trx('ledger_accounts as a')
         .join('users as u', 'u.id', 'a.owner_id')

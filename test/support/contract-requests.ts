@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import type { Role } from '../../src/contract';
 import { loadOpenApiDocument } from '../../src/http/openapi-document';
 
 /**
@@ -13,6 +14,16 @@ export interface ContractOperation {
   /** The contract path, e.g. /business/organizations/{orgId}/checkout */
   path: string;
   security: unknown[] | undefined;
+  /** The operation's `x-access` rule (Business operations). */
+  access: AccessRule | undefined;
+}
+
+/** An `x-access` rule as the contract writes it. */
+export interface AccessRule {
+  roles: Role[];
+  module: string;
+  write: boolean;
+  requiresActiveOrg?: boolean;
 }
 
 export interface ContractRequest {
@@ -44,7 +55,10 @@ export function contractOperations(): ContractOperation[] {
   for (const [path, item] of Object.entries(doc.paths as Json)) {
     for (const method of METHODS) {
       const op = (item as Json)[method] as Json | undefined;
-      if (op) operations.push({ operationId: op.operationId as string, method, path, security: op.security as unknown[] | undefined });
+      if (op) {
+        const access = op['x-access'] as AccessRule | undefined;
+        operations.push({ operationId: op.operationId as string, method, path, security: op.security as unknown[] | undefined, access });
+      }
     }
   }
   return operations;

@@ -4,6 +4,7 @@ import type { App } from '../../src/http/app';
 import { AccountService } from '../../src/modules/accounts';
 import { testConfig } from './app';
 import { testKnex } from './database';
+import { MODULES, type ModuleAccess, type ModuleName, type Role } from '../../src/contract';
 
 export const TEST_PASSWORD = 'correct horse battery staple';
 
@@ -48,11 +49,8 @@ export async function createUser(
   return { ...(row as Omit<TestUser, 'password'>), password: TEST_PASSWORD };
 }
 
-export type ModuleName = 'payment_links' | 'invoices' | 'accounts' | 'network_status';
-export type ModuleAccess = 'open' | 'read_only' | 'locked';
-export type Role = 'owner' | 'admin' | 'representative' | 'director' | 'finance_manager' | 'cashier';
-
-export const ALL_MODULES: ModuleName[] = ['payment_links', 'invoices', 'accounts', 'network_status'];
+export type { ModuleAccess, ModuleName, Role };
+export const ALL_MODULES: readonly ModuleName[] = MODULES;
 
 export interface TestOrganization {
   id: string;
@@ -90,6 +88,16 @@ export async function createMember(org: { id: string }, role: Role): Promise<Tes
 export async function accessTokenFor(app: App, user: { id: string; is_admin: boolean }): Promise<string> {
   const tokens = await app.services.sessions.open(user);
   return tokens.access_token;
+}
+
+/** An access token of a new active member of `org` with `role`. */
+export async function memberToken(app: App, org: { id: string }, role: Role): Promise<string> {
+  return accessTokenFor(app, await createMember(org, role));
+}
+
+/** The API path of an organisation's Business routes. */
+export function businessPath(orgId: string): string {
+  return `/api/business/organizations/${orgId}`;
 }
 
 export function bearer(token: string): { Authorization: string } {

@@ -44,7 +44,7 @@ export async function moveMoney(
 export async function bulkCredit(
   account: { ledgerAccountId: string; currency: string },
   count: number,
-  options: { start: Date; stepMs: number; amountMinor: bigint; chunk?: number },
+  options: { start: Date; stepMs: number; amountMinor: bigint; chunk?: number; description?: string },
 ): Promise<void> {
   const knex = testKnex();
   const clearing = await externalClearingAccount(knex, account.currency);
@@ -64,8 +64,9 @@ export async function bulkCredit(
       await trx.raw("SELECT set_config('ledger.posting', 'on', true)");
       await trx.raw(
         `INSERT INTO postings (id, kind, reference, metadata, created_at)
-           SELECT id, 'test.bulk_credit', ? || ':' || g, jsonb_build_object('reference', 'BULK-' || g), at FROM bulk_postings`,
-        [batch],
+           SELECT id, 'test.bulk_credit', ? || ':' || g,
+                  jsonb_strip_nulls(jsonb_build_object('reference', 'BULK-' || g, 'description', ?::text)), at FROM bulk_postings`,
+        [batch, options.description ?? null],
       );
       await trx.raw(
         `INSERT INTO entries (posting_id, account_id, currency, amount_minor, created_at)

@@ -1,4 +1,6 @@
+import path from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
+import { browserSkippedNotice } from './browser';
 
 /** CI reads the last line of the run: `N passed, N failed, N skipped`. */
 export default class SummaryReporter implements Reporter {
@@ -6,8 +8,13 @@ export default class SummaryReporter implements Reporter {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    const skippedBrowserFiles: string[] = [];
     for (const module of testModules) {
       let failedHere = 0;
+      const browserFile = /[\\/]test[\\/]browser[\\/]/.test(module.moduleId);
+      if (browserFile && [...module.children.allTests()].every((test) => test.result().state === 'skipped')) {
+        skippedBrowserFiles.push(path.relative(process.cwd(), module.moduleId));
+      }
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed += 1;
@@ -19,6 +26,7 @@ export default class SummaryReporter implements Reporter {
       failed += failedHere;
     }
     failed += unhandledErrors.length;
+    if (skippedBrowserFiles.length) process.stdout.write(`\n${browserSkippedNotice(skippedBrowserFiles)}\n`);
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }
 }

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { csvCell, csvLine, maskAccountNumber, maskIban, neutraliseFormula, statementFilename } from '../../src/modules/accounts/account-presenter';
-import { describeCounterparty, describePosting } from '../../src/modules/accounts/statement-lines';
-import { MAX_STATEMENT_DAYS, resolveInterval } from '../../src/modules/accounts';
 import type { AccountKind } from '../../src/modules/ledger';
+import { csvCell, csvLine, maskAccountNumber, maskIban, neutraliseFormula, statementFilename, describeCounterparty, describePosting, MAX_STATEMENT_DAYS, resolveInterval } from '../../src/modules/accounts';
 
 const DAY = 86_400_000;
 
@@ -22,23 +20,24 @@ describe('masking', () => {
 });
 
 describe('CSV cells', () => {
-  it('quotes commas, quotes and line breaks (RFC 4180) and leaves the rest alone', () => {
-    expect(csvCell('plain')).toBe('plain');
+  it('quotes every cell and doubles inner quotes (RFC 4180)', () => {
+    expect(csvCell('plain')).toBe('"plain"');
     expect(csvCell('a,b')).toBe('"a,b"');
+    expect(csvCell('x;=1+2')).toBe('"x;=1+2"');
     expect(csvCell('say "hi"')).toBe('"say ""hi"""');
     expect(csvCell('a\r\nb')).toBe('"a\r\nb"');
-    expect(csvCell(null)).toBe('');
+    expect(csvCell(null)).toBe('""');
   });
 
   it('neutralises text a spreadsheet would run as a formula, but never amounts', () => {
-    for (const text of ['=1+1', '+1', '-1', '@SUM(A1)', '\tx']) expect(neutraliseFormula(text)).toBe(`'${text}`);
-    expect(neutraliseFormula('Payment')).toBe('Payment');
+    for (const text of ['=1+1', '+1 555', '-cmd', '@SUM(A1)', '\tx', '\rx', '-', '+']) expect(neutraliseFormula(text)).toBe(`'${text}`);
+    for (const text of ['Payment', '-1.50', '0', '12', 'x;=1+2']) expect(neutraliseFormula(text)).toBe(text);
     const line = csvLine(
-      { entryId: '1', postingId: 'p', postingKind: 'k', bookedAt: 't', description: '=cmd', counterparty: null, amountMinor: -150n, runningBalanceMinor: -5n },
+      { entryId: '1', postingId: 'p', postingKind: '@k', bookedAt: 't', description: '=cmd', counterparty: null, amountMinor: -150n, runningBalanceMinor: -5n },
       2,
       'EUR',
     );
-    expect(line).toBe("entry,1,p,k,t,'=cmd,,-1.50,-0.05,EUR\r\n");
+    expect(line).toBe(`"entry","1","p","'@k","t","'=cmd","","-1.50","-0.05","EUR"\r\n`);
   });
 
   it('names the file after the account and the interval', () => {

@@ -46,6 +46,7 @@ describe('config', () => {
       NODE_ENV: 'production',
       JWT_SECRET: 'x'.repeat(40),
       PAY_SECRET: 'y'.repeat(40),
+      REDIS_URL: 'redis://127.0.0.1:6379',
       SEED_DEMO: 'true',
     });
     expect(config.seedDemo).toBe(false);

@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeTotals, taxOf } from '../../src/modules/invoices/invoice-amounts';
-import { LIFECYCLE, nextStatus } from '../../src/modules/invoices/invoice-lifecycle';
-import { STATUSES_BY_KIND, amountDue, formatDocumentNumber, type DocumentKind } from '../../src/modules/invoices/invoice-types';
+import { computeTotals, taxOf, LIFECYCLE, nextStatus, STATUSES_BY_KIND, amountDue, formatDocumentNumber, type DocumentKind } from '../../src/modules/invoices';
 
 describe('invoice amounts', () => {
   it('rounds tax half up in integers', () => {

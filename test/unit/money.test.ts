@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/errors';
-import { MAX_MINOR, formatMinor, minorToNumber, parseAmount } from '../../src/modules/ledger/money';
+import { MAX_MINOR, formatMinor, minorToNumber, parseAmount } from '../../src/modules/ledger';
 
 function rejection(fn: () => unknown): ValidationError {
   try {

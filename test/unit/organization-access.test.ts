@@ -1,26 +1,24 @@
 import crypto from 'node:crypto';
 import type { Request, Response } from 'express';
 import { describe, expect, it, vi } from 'vitest';
-import { organizationAccess } from '../../src/modules/organizations/organization-access';
-import { OrganizationAccessService } from '../../src/modules/organizations/organization-access-service';
-import { ACCESS_POLICY } from '../../src/modules/organizations/access-policy';
+import { organizationAccessCheck } from '../../src/http/mount-operations';
+import { accessRuleFor, OrganizationAccessService } from '../../src/modules/organizations';
 import { testKnex } from '../support/database';
 import { createMember, createOrganization } from '../support/factories';
 
-function fakeRequest(operationId: string | undefined, orgId: string): Request {
+function fakeRequest(orgId: string, auth = true): Request {
   return {
-    openapi: operationId ? { schema: { operationId }, pathParams: { orgId } } : undefined,
     params: { orgId },
-    auth: { userId: crypto.randomUUID(), sessionId: crypto.randomUUID(), isAdmin: false },
+    auth: auth ? { userId: crypto.randomUUID(), sessionId: crypto.randomUUID(), isAdmin: false } : undefined,
     log: { error: vi.fn() },
   } as unknown as Request;
 }
 
-describe('organisation access middleware', () => {
-  it('fails closed for a Business operation missing from ACCESS_POLICY, and logs why', async () => {
+describe('organisation access check of the mount', () => {
+  it('fails closed for a Business operation without an x-access rule, and logs why', async () => {
     const authorize = vi.fn();
-    const middleware = organizationAccess({ authorize } as unknown as OrganizationAccessService);
-    const req = fakeRequest('someNewBusinessOperation', crypto.randomUUID());
+    const middleware = organizationAccessCheck('someNewBusinessOperation', { authorize } as unknown as OrganizationAccessService);
+    const req = fakeRequest(crypto.randomUUID());
     const next = vi.fn();
     await expect(Promise.resolve(middleware(req, {} as Response, next))).rejects.toThrow(/no access rule/);
     expect(next).not.toHaveBeenCalled();
@@ -28,11 +26,13 @@ describe('organisation access middleware', () => {
     expect((req.log.error as unknown as ReturnType<typeof vi.fn>).mock.calls[0]?.[0]).toEqual({ operationId: 'someNewBusinessOperation' });
   });
 
-  it('refuses a request no contract operation matched', async () => {
-    const middleware = organizationAccess({ authorize: vi.fn() } as unknown as OrganizationAccessService);
+  it('refuses a request without an authenticated caller', async () => {
+    const authorize = vi.fn();
+    const middleware = organizationAccessCheck('listInvoices', { authorize } as unknown as OrganizationAccessService);
     const next = vi.fn();
-    await expect(Promise.resolve(middleware(fakeRequest(undefined, crypto.randomUUID()), {} as Response, next))).rejects.toMatchObject({ code: 'NotFound' });
+    await expect(Promise.resolve(middleware(fakeRequest(crypto.randomUUID(), false), {} as Response, next))).rejects.toMatchObject({ code: 'Unauthorized' });
     expect(next).not.toHaveBeenCalled();
+    expect(authorize).not.toHaveBeenCalled();
   });
 
   it('resolves organisation, membership and modules in one query', async () => {
@@ -43,7 +43,7 @@ describe('organisation access middleware', () => {
     const listener = (q: { sql: string }) => queries.push(q.sql);
     testKnex().on('query', listener);
     try {
-      const context = await service.authorize(org.id, user.id, ACCESS_POLICY.listInvoices!);
+      const context = await service.authorize(org.id, user.id, accessRuleFor('listInvoices')!);
       expect(context).toEqual({
         id: org.id,
         name: org.name,

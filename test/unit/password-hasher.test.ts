@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PasswordHasher } from '../../src/modules/auth/password-hasher';
+import { PasswordHasher } from '../../src/modules/auth';
 
 afterEach(() => {
   vi.restoreAllMocks();

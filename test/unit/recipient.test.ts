@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/errors';
-import { SANDBOX_MAGIC, sandboxOutcome } from '../../src/modules/transfers/rails';
-import { parseIdentifier } from '../../src/modules/transfers/recipient';
+import { SANDBOX_MAGIC, sandboxOutcome, parseIdentifier } from '../../src/modules/transfers';
 
 describe('parseIdentifier', () => {
   it('reads e-mails, E.164 numbers and IBANs', () => {

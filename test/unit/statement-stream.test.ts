@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Response } from 'express';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { write } from '../../src/modules/accounts/account-routes';
+import { write } from '../../src/http/stream';
 
 /** A response whose socket buffer is full: write() answers false until someone reads. */
 function stalledResponse() {

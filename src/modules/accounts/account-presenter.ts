@@ -79,20 +79,30 @@ export function presentLine(line: StatementLine, exponent: number): ApiStatement
 
 export const CSV_COLUMNS = ['type', 'entry_id', 'posting_id', 'posting_kind', 'booked_at', 'description', 'counterparty', 'amount', 'running_balance', 'currency'] as const;
 
-/** Quotes a cell when it holds a comma, a quote or a line break; doubles inner quotes. */
+/**
+ * Every cell is quoted (inner quotes doubled), so no separator a spreadsheet might assume
+ * (`,` or `;`) or line break inside a value can start another cell or row.
+ */
 export function csvCell(value: string | null): string {
-  if (value == null) return '';
-  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+  return `"${(value ?? '').replace(/"/g, '""')}"`;
 }
 
-/** Text a spreadsheet would run as a formula gets a leading apostrophe (OWASP CSV injection). */
+/** An amount as this API writes it: never a formula, whatever its sign. */
+const PLAIN_NUMBER = /^-?[0-9]+(\.[0-9]+)?$/;
+
+/**
+ * A cell a spreadsheet would run as a formula (leading `=`, `+`, `-`, `@`, tab or carriage
+ * return) gets a leading apostrophe, as OWASP advises for CSV injection; plain numbers stay
+ * as they are, so amounts keep their sign.
+ */
 export function neutraliseFormula(value: string | null): string | null {
-  if (value == null) return null;
+  if (value == null || PLAIN_NUMBER.test(value)) return value;
   return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
 }
 
+/** One CSV record: every cell neutralised, then quoted. */
 export function csvRow(cells: Array<string | null>): string {
-  return `${cells.map(csvCell).join(',')}\r\n`;
+  return `${cells.map((cell) => csvCell(neutraliseFormula(cell))).join(',')}\r\n`;
 }
 
 export function csvHeader(): string {
@@ -106,8 +116,8 @@ export function csvLine(line: StatementLine, exponent: number, currency: string)
     line.postingId,
     line.postingKind,
     line.bookedAt,
-    neutraliseFormula(line.description),
-    neutraliseFormula(line.counterparty),
+    line.description,
+    line.counterparty,
     formatMinor(line.amountMinor, exponent),
     formatMinor(line.runningBalanceMinor, exponent),
     currency,

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
-import { setLocal, withTransaction } from '../../db/transaction';
+import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError, type FieldIssue } from '../../errors';
 import { isUuid } from '../../ids';
 import { currencies, ensureAccount, LedgerReadModel } from '../ledger';
@@ -11,6 +11,7 @@ import { validateNewAccount } from './account-validation';
 import { decodeStatementCursor, encodeStatementCursor, type StatementPageCursor } from './statement-cursor';
 import { isStatementInterval, parseRange, resolveInterval, type StatementRange } from './statement-interval';
 import { StatementReader, type StatementPageContent, type StatementSink, type StatementSummary } from './statement-reader';
+import { StreamBudget, type StreamBudgetLimits } from '../../stream-budget';
 
 export type { StatementRange, StatementSink, StatementSummary };
 
@@ -31,8 +32,7 @@ export const MAX_ACCOUNTS_PER_ORGANIZATION = 500;
 export const STATEMENT_SETTLE_MARGIN_MS = 15_000;
 /** How long a CSV stream waits for a stalled client to read before it cuts the connection. */
 export const DEFAULT_STREAM_STALL_TIMEOUT_MS = 30_000;
-/** The stream's transaction may idle this much longer than the stall timeout before PostgreSQL ends it. */
-const STREAM_IDLE_GRACE_MS = 5_000;
+export const DEFAULT_STREAM_LIMITS: StreamBudgetLimits = { perCaller: 2, total: 4, retryAfterSeconds: 5 };
 const READ_SNAPSHOT = { isolationLevel: 'repeatable read', readOnly: true, retries: 0 } as const;
 
 export interface AccountServiceOptions {
@@ -40,8 +40,10 @@ export interface AccountServiceOptions {
   cursorSecret: string;
   clock?: Clock;
   settleMarginMs?: number;
-  /** See DEFAULT_STREAM_STALL_TIMEOUT_MS; the CSV writer and the stream's transaction use it. */
+  /** See DEFAULT_STREAM_STALL_TIMEOUT_MS; the CSV writer uses it. */
   streamStallTimeoutMs?: number;
+  /** How many CSV statements may stream at once, per caller and in total. */
+  streams?: StreamBudget;
 }
 
 export interface StatementPageQuery extends StatementRange {
@@ -66,6 +68,7 @@ export class AccountService {
   private readonly cursorSecret: string;
   private readonly settleMarginMs: number;
   readonly streamStallTimeoutMs: number;
+  readonly streams: StreamBudget;
 
   constructor(
     private readonly knex: Knex,
@@ -75,6 +78,7 @@ export class AccountService {
     this.clock = options.clock ?? systemClock;
     this.settleMarginMs = options.settleMarginMs ?? STATEMENT_SETTLE_MARGIN_MS;
     this.streamStallTimeoutMs = options.streamStallTimeoutMs ?? DEFAULT_STREAM_STALL_TIMEOUT_MS;
+    this.streams = options.streams ?? new StreamBudget(DEFAULT_STREAM_LIMITS);
   }
 
   /** The latest instant a statement covers: now minus the settle margin. */
@@ -198,23 +202,16 @@ export class AccountService {
 
   /**
    * Streams the whole statement of the interval to `sink` in keyset batches of
-   * STATEMENT_BATCH_SIZE rows, inside one read-only REPEATABLE READ transaction (one snapshot:
-   * the closing balance is exactly opening + the lines). Memory holds one batch at a time.
-   * Errors before `sink.start` (404, 400) reach the caller untouched, before anything is sent.
-   * The transaction sits idle while the sink waits for a slow client; PostgreSQL ends it
-   * (idle_in_transaction_session_timeout) should it stay idle longer than the sink's stall
-   * timeout allows, so a stuck stream never holds a connection and its snapshot.
+   * STATEMENT_BATCH_SIZE rows; memory holds one batch at a time. Errors before `sink.start`
+   * (404, 400) reach the caller untouched, before anything is sent. A database connection is
+   * held only while a batch is read, never while the sink waits for a slow client, so stalled
+   * downloads cannot exhaust the pool. No snapshot is needed for the lines to add up: the
+   * interval ends before the settle margin and ledger entries are immutable, so every batch
+   * (and the opening balance) reads a part of history that no longer changes.
    */
   async streamStatement(organizationId: string, accountId: string, range: StatementRange, sink: StatementSink, batchSize = STATEMENT_BATCH_SIZE): Promise<void> {
     const { from, to } = resolveInterval(range, this.settledUntil());
-    await withTransaction(
-      this.knex,
-      async (trx) => {
-        await setLocal(trx, { idle_in_transaction_session_timeout: this.streamStallTimeoutMs + STREAM_IDLE_GRACE_MS });
-        const account = await this.getAccountForOrganization(organizationId, accountId, trx);
-        await new StatementReader(trx, account).stream({ from, to }, sink, batchSize);
-      },
-      READ_SNAPSHOT,
-    );
+    const account = await this.getAccountForOrganization(organizationId, accountId);
+    await new StatementReader(this.knex, account).stream({ from, to }, sink, batchSize);
   }
 }

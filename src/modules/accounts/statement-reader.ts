@@ -33,7 +33,8 @@ export interface StatementSink {
 const INVALID_CURSOR = 'starting_after must be the next_cursor of a previous page of this statement.';
 
 /**
- * Reads one account's statement inside the caller's read-only REPEATABLE READ transaction:
+ * Reads one account's statement on `db`: a JSON page inside the caller's read-only REPEATABLE
+ * READ transaction; a stream on the pool, one short query per batch:
  * the ledger's entries through the ledger read model, the counterparties' names through the
  * organisations module and this module's accounts.
  */
@@ -41,10 +42,10 @@ export class StatementReader {
   private readonly ledger: LedgerReadModel;
 
   constructor(
-    private readonly trx: Knex.Transaction,
+    private readonly db: Knex | Knex.Transaction,
     private readonly account: OrgAccount,
   ) {
-    this.ledger = new LedgerReadModel(trx);
+    this.ledger = new LedgerReadModel(db);
   }
 
   /** Up to `limit` lines after the cursor entry (`afterEntryId`, a signed, bigint-range entry id), each with its running balance. */
@@ -107,8 +108,8 @@ export class StatementReader {
   private async toLines(entries: AccountEntry[], openingMinor: bigint): Promise<StatementLine[]> {
     const counterparties = entries.flatMap((entry) => (entry.counterparty ? [entry.counterparty] : []));
     const organizationIds = counterparties.flatMap((c) => (c.ownerType === 'organization' && c.ownerId !== null ? [c.ownerId] : []));
-    const organizations = await new OrganizationRepository(this.trx).findProfiles(organizationIds);
-    const labels = await new AccountRepository(this.trx).labelsByLedgerAccount(counterparties.map((c) => c.ledgerAccountId));
+    const organizations = await new OrganizationRepository(this.db).findProfiles(organizationIds);
+    const labels = await new AccountRepository(this.db).labelsByLedgerAccount(counterparties.map((c) => c.ledgerAccountId));
     let running = openingMinor;
     return entries.map((entry) => {
       running += entry.amountMinor;

@@ -6,13 +6,14 @@ import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'pass
 import type { Config } from '../../config';
 import { prepared } from '../../db/prepared';
 import type { AuthContext } from '../../http/request-context';
-import { ACCESS_TOKEN_ALGORITHM } from './token-service';
+import { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, accessTokenTimeProblem } from './token-service';
 
 interface JwtPayload {
   sub?: string;
   sid?: string;
   adm?: boolean;
   exp?: number;
+  iat?: number;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -45,13 +46,13 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt'], verified
       algorithms: [ACCESS_TOKEN_ALGORITHM],
       issuer: jwtConfig.issuer,
       audience: jwtConfig.audience,
-      jsonWebTokenOptions: { clockTolerance: 5 },
+      jsonWebTokenOptions: { clockTolerance: ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS },
       passReqToCallback: true,
     },
     (req: Request, payload: JwtPayload, done: VerifiedCallback) => {
       const token = extract(req);
       if (token) verified.remember(token, payload);
-      checkSession(knex, req, payload, done);
+      checkSession(knex, req, payload, done, jwtConfig.accessTtlSeconds);
     },
   );
 }
@@ -84,9 +85,14 @@ export class VerifiedTokens {
   }
 }
 
-function checkSession(knex: Knex, req: Request, payload: JwtPayload, done: VerifiedCallback): void {
+function checkSession(knex: Knex, req: Request, payload: JwtPayload, done: VerifiedCallback, accessTtlSeconds: number): void {
   if (!payload.sub || !payload.sid || !UUID.test(payload.sub) || !UUID.test(payload.sid)) {
     done(null, false, { message: 'The access token is malformed.' });
+    return;
+  }
+  const timeProblem = accessTokenTimeProblem(payload, accessTtlSeconds);
+  if (timeProblem) {
+    done(null, false, { message: timeProblem });
     return;
   }
   if (checksSessionItself(req)) {
@@ -137,7 +143,7 @@ export function authenticate(knex: Knex, jwtConfig: Config['jwt']): RequestHandl
     };
     const token = BEARER.exec(header)?.[1];
     const payload = token === undefined ? undefined : verified.recall(token);
-    if (payload) checkSession(knex, req, payload, conclude as VerifiedCallback);
+    if (payload) checkSession(knex, req, payload, conclude as VerifiedCallback, jwtConfig.accessTtlSeconds);
     else authenticator.authenticate('jwt', { session: false }, conclude)(req, res, next);
   };
 }
@@ -147,7 +153,7 @@ function describeFailure(info: unknown): string {
   if (name === 'TokenExpiredError') return 'The access token has expired: refresh it or log in again.';
   if (info instanceof Error && info.message === 'No auth token') return 'The Authorization header must be "Bearer <access token>".';
   const message = (info as { message?: string } | undefined)?.message;
-  if (message && /session|disabled|locked|malformed/.test(message)) return message;
+  if (message && /session|disabled|locked|malformed|access token (has|is|lives)/.test(message)) return message;
   return 'The access token is invalid.';
 }
 

@@ -96,6 +96,8 @@ export interface IdempotencyKeyView {
 const KEY_FORMAT = /^[\x21-\x7E]{1,255}$/;
 /** A claim is short-lived (one transaction); a second later it has usually completed. */
 const CONCURRENT_RETRY_AFTER_SECONDS = 1;
+/** A claim older than this is taken for abandoned (its request died): Retry-After then says when its lease lapses. */
+const PRESUMED_ABANDONED_AFTER_MS = 5_000;
 
 /** Canonical JSON: object keys sorted at every level, so key order never changes the hash. */
 export function canonicalJson(value: unknown): string {
@@ -223,20 +225,32 @@ export class IdempotencyService {
         continue; // someone else took it over or completed it: look again
       }
       if (existing.requestHash !== hash) throw await this.reused(existing);
-      if (existing.status === 'in_progress') throw this.concurrent();
+      if (existing.status === 'in_progress') throw this.concurrent(this.retryAfterSeconds(existing, now));
       throw await this.alreadyProcessed(existing);
     }
     throw this.concurrent();
   }
 
-  /** 409 ConcurrentOperation: the key is held by a request still running. */
-  concurrent(): ConflictError {
+  /** 409 ConcurrentOperation: the key is held by a request still running (or, once older, abandoned). */
+  concurrent(retryAfterSeconds = CONCURRENT_RETRY_AFTER_SECONDS): ConflictError {
     return new ConflictError(
       'ConcurrentOperation',
       'A request with this Idempotency-Key is still being processed; retry later with the same key.',
       undefined,
-      { 'Retry-After': String(CONCURRENT_RETRY_AFTER_SECONDS) },
+      { 'Retry-After': String(retryAfterSeconds) },
     );
+  }
+
+  /**
+   * A young claim is most likely a live request that completes within a second; an older one
+   * most likely belongs to a request that died, and can be taken over only when its lease
+   * lapses: Retry-After says when.
+   */
+  private retryAfterSeconds(claim: IdempotencyRecord, now: number): number {
+    const leaseLeftMs = claim.lockedUntil.getTime() - now;
+    const claimedAt = claim.lockedUntil.getTime() - this.leaseSeconds * 1000;
+    if (now - claimedAt < PRESUMED_ABANDONED_AFTER_MS) return CONCURRENT_RETRY_AFTER_SECONDS;
+    return Math.max(CONCURRENT_RETRY_AFTER_SECONDS, Math.ceil(leaseLeftMs / 1000));
   }
 
   /** A different request under a used key; names what the key produced, if anything, so a client can recover. */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
-import type { IdempotencyService } from '../idempotency/idempotency-service';
+import type { IdempotencyService } from '../idempotency';
 import { currencies, formatMinor } from '../ledger';
 import { computeTotals, type LineItemInput } from './invoice-amounts';
 import {

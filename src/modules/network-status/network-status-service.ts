@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
 import { setLocal, withTransaction } from '../../db/transaction';
-import { roleAllowed, type Role } from '../organizations/access-policy';
+import type { Role } from '../../contract';
+import { roleAllowed } from '../organizations';
 import { StatusUnavailableError, VersionConflictError, VersionExhaustedError } from './network-status-errors';
 import { NetworkStatusRepository, type NetworkStatusChange, type NetworkStatusRecord } from './network-status-repository';
 

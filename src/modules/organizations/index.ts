@@ -1,2 +1,12 @@
-/** Public face of the organisations module: import from here. */
+/** Public face of the organizations module: membership, roles and the x-access check. */
+export { accessRuleFor, roleAllowed } from './access-policy';
+export { OrganizationAccessService } from './organization-access-service';
+export {
+  FeatureUnavailableError,
+  InsufficientRoleError,
+  ModuleLockedError,
+  OrganizationInactiveError,
+  OrganizationNotFoundError,
+  ORGANIZATION_NOT_FOUND_MESSAGE,
+} from './organization-errors';
 export { OrganizationRepository, type OrganizationProfile } from './organization-repository';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { isUuid } from '../../ids';
-import type { AccessRule, OrganizationContext } from './access-policy';
+import type { AccessRule, AuthorizedOrganization } from '../../contract';
 import {
   FeatureUnavailableError,
   InsufficientRoleError,
@@ -14,7 +14,7 @@ import { OrganizationRepository } from './organization-repository';
 export class OrganizationAccessService {
   constructor(private readonly knex: Knex) {}
 
-  async authorize(organizationId: string, userId: string, rule: AccessRule): Promise<OrganizationContext> {
+  async authorize(organizationId: string, userId: string, rule: AccessRule): Promise<AuthorizedOrganization> {
     if (!isUuid(organizationId)) throw new OrganizationNotFoundError();
     const organization = await new OrganizationRepository(this.knex).findForMember(organizationId.toLowerCase(), userId);
     if (!organization) throw new OrganizationNotFoundError();

@@ -1,5 +1,5 @@
 import { ForbiddenError, LockedError, NotFoundError, UnprocessableError } from '../../errors';
-import type { ModuleName } from './access-policy';
+import type { ModuleName } from '../../contract';
 
 export const ORGANIZATION_NOT_FOUND_MESSAGE = 'Organization not found.';
 

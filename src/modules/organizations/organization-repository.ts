@@ -1,13 +1,14 @@
 import type { Knex } from 'knex';
-import type { ModuleAccess, ModuleName, OrganizationContext, Role } from './access-policy';
+import type { AuthorizedOrganization, ModuleAccess, ModuleName, Role } from '../../contract';
 
 /** What other modules may read of an organisation: its name, its status and its modules' access. */
-export type OrganizationProfile = Omit<OrganizationContext, 'role'>;
+export type OrganizationProfile = Omit<AuthorizedOrganization, 'role'>;
 
 interface ProfileRow {
   id: string;
   name: string;
-  status: OrganizationContext['status'];
+  status: AuthorizedOrganization['status'];
+  role: Role;
   modules: Partial<Record<ModuleName, ModuleAccess>> | string | null;
 }
 
@@ -19,9 +20,9 @@ interface MembershipRow extends ProfileRow {
 const MODULES_JSON = `(SELECT coalesce(json_object_agg(om.module, om.access), '{}'::json)
    FROM organization_modules om WHERE om.organization_id = o.id) AS modules`;
 
-function moduleAccessOf(row: ProfileRow): OrganizationContext['moduleAccess'] {
+function moduleAccessOf(row: ProfileRow): AuthorizedOrganization['moduleAccess'] {
   const modules = typeof row.modules === 'string' ? (JSON.parse(row.modules) as ProfileRow['modules']) : row.modules;
-  return (modules ?? {}) as OrganizationContext['moduleAccess'];
+  return (modules ?? {}) as AuthorizedOrganization['moduleAccess'];
 }
 
 export class OrganizationRepository {
@@ -31,7 +32,7 @@ export class OrganizationRepository {
    * The organisation, the user's active membership in it and its modules, in one query;
    * undefined when the organisation does not exist or the user is not an active member.
    */
-  async findForMember(organizationId: string, userId: string): Promise<OrganizationContext | undefined> {
+  async findForMember(organizationId: string, userId: string): Promise<AuthorizedOrganization | undefined> {
     const row = await this.db('organizations as o')
       .join('memberships as m', (join) => {
         join.on('m.organization_id', 'o.id').andOnVal('m.user_id', userId).andOnVal('m.status', 'active');

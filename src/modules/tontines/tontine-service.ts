@@ -5,7 +5,7 @@ import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
 import { parseLoginIdentifier, UserRepository } from '../auth';
 import { EventRepository } from '../events';
-import { validateIdempotencyKey, type IdempotencyService } from '../idempotency/idempotency-service';
+import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
 import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf } from '../ledger';
 import { drawOrder, newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';

@@ -10,7 +10,7 @@ import {
   requestHash,
   validateIdempotencyKey,
   type IdempotencyService,
-} from '../idempotency/idempotency-service';
+} from '../idempotency';
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
 import { TransfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus } from './transfers-repository';

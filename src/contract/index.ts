@@ -1,0 +1,137 @@
+/**
+ * The contract as code: the generated operation map and the types a module's handlers are
+ * written against. A handler is a plain function from the operation's typed input to one of
+ * the results the contract allows; src/http/mount-operations.ts turns it into a route.
+ * This folder imports nothing but generated/: modules and the HTTP adapter both stand on it.
+ */
+import type { components, operations } from '../../generated/openapi';
+import { CONTRACT_VERSION, OPERATIONS, type OperationId } from '../../generated/operations';
+
+export { CONTRACT_VERSION, OPERATIONS, type OperationId };
+export type { components, operations };
+export type Schemas = components['schemas'];
+
+export type Role = components['schemas']['OrganizationRole'];
+export const ROLES = ['owner', 'admin', 'representative', 'director', 'finance_manager', 'cashier'] as const satisfies readonly Role[];
+
+type Operation<Id extends OperationId> = (typeof OPERATIONS)[Id];
+
+export type ModuleName = NonNullable<{ [Id in OperationId]: Operation<Id>['access'] }[OperationId]>['module'];
+
+/** The `x-access` rule of a Business operation (see the contract). */
+export interface AccessRule {
+  /** Roles allowed on the operation. */
+  readonly roles: readonly Role[];
+  /** The module the operation belongs to; it must be enabled for the organisation. */
+  readonly module: ModuleName;
+  /** A write needs the module open (read_only or locked: 423). */
+  readonly write: boolean;
+  /** The organisation must be active (otherwise 422 OrganizationInactive). */
+  readonly requiresActiveOrg: boolean;
+}
+export type ModuleAccess = 'open' | 'read_only' | 'locked';
+
+/** The authenticated caller (a bearer token whose session is live). */
+export interface Caller {
+  userId: string;
+  sessionId: string;
+  isAdmin: boolean;
+}
+
+/** The organisation of a Business route once its `x-access` rule let the caller through. */
+export interface AuthorizedOrganization {
+  id: string;
+  name: string;
+  status: 'active' | 'inactive' | 'suspended';
+  /** The caller's role (an active membership). */
+  role: Role;
+  /** Enabled modules and their access; a module absent here is not enabled. */
+  moduleAccess: Partial<Record<ModuleName, ModuleAccess>>;
+}
+
+type Part<T> = [NonNullable<T>] extends [never] ? Record<never, never> : NonNullable<T>;
+type JsonBody<T> = NonNullable<T> extends { content: { 'application/json': infer Body } } ? Body : undefined;
+
+/** What a handler of `Id` receives: everything the contract lets the request carry, validated. */
+export type HandlerInput<Id extends OperationId> = {
+  path: Part<operations[Id]['parameters']['path']>;
+  query: Part<operations[Id]['parameters']['query']>;
+  headers: Part<operations[Id]['parameters']['header']>;
+  body: JsonBody<operations[Id]['requestBody']>;
+  /** The request id (X-Request-Id), for audit trails. */
+  requestId: string;
+  /** Content negotiation: which of `types` the Accept header prefers, false when none. */
+  accepts(types: string[]): string | false;
+} & (Operation<Id>['secured'] extends true ? { caller: Caller } : { caller?: undefined }) &
+  (Operation<Id>['access'] extends null ? { organization?: undefined } : { organization: AuthorizedOrganization });
+
+type Responses<Id extends OperationId> = operations[Id]['responses'];
+type DataStatus<Id extends OperationId> = Operation<Id>['statuses'][number] & keyof Responses<Id>;
+type DefaultStatus<Id extends OperationId> = Operation<Id>['statuses'][0];
+
+/** Headers the pipeline sets itself (request id, rate limits): a handler never names them. */
+type PipelineHeader = 'X-Request-Id' | 'RateLimit' | 'RateLimit-Policy';
+type DocumentedHeaders<R> = R extends { headers: infer H }
+  ? { [K in keyof H as string extends K ? never : K extends PipelineHeader ? never : K]: H[K] extends number ? number | string : string }
+  : Record<never, never>;
+/** Documented headers (required ones must be given) and any other header, such as Cache-Control. */
+type HeadersPart<R> = Record<never, never> extends DocumentedHeaders<R>
+  ? { headers?: DocumentedHeaders<R> & Record<string, string | number> }
+  : { headers: DocumentedHeaders<R> & Record<string, string | number> };
+
+type StatusPart<Id extends OperationId, S> = S extends DefaultStatus<Id> ? { status?: S } : { status: S };
+
+type JsonResult<Id extends OperationId, S extends DataStatus<Id>> = Responses<Id>[S] extends {
+  content: { 'application/json': { data: infer Data } };
+}
+  ? StatusPart<Id, S> & HeadersPart<Responses<Id>[S]> & { data: Data; message?: string; stream?: undefined }
+  : never;
+
+/**
+ * A body written in chunks (the CSV statement). `start` sends the status and headers, so an
+ * error thrown before it still becomes an error envelope; after it, the connection is cut.
+ */
+export interface ChunkWriter {
+  start(headers: Record<string, string>): void;
+  /** Resolves when the chunk is taken (back pressure); a stalled client is cut. */
+  write(chunk: string): Promise<void>;
+  end(): void;
+  /** The client went away or the response was cut: stop producing. */
+  aborted(): boolean;
+}
+type StreamResult<Id extends OperationId, S extends DataStatus<Id>> = Responses<Id>[S] extends { content: infer Content }
+  ? Exclude<keyof Content, 'application/json'> extends never
+    ? never
+    : StatusPart<Id, S> & { headers?: Record<string, string>; stream: (out: ChunkWriter) => Promise<void>; data?: undefined }
+  : never;
+
+/** What a handler of `Id` may answer: a status the contract documents with a body of its shape. */
+export type HandlerResult<Id extends OperationId> = { [S in DataStatus<Id>]: JsonResult<Id, S> | StreamResult<Id, S> }[DataStatus<Id>];
+
+export type Handler<Id extends OperationId> = (input: HandlerInput<Id>) => Promise<HandlerResult<Id>>;
+
+/** A module's handlers, keyed by operationId. */
+export type Handlers<Id extends OperationId> = { [K in Id]: Handler<K> };
+
+/** The page shape every list of the contract shares. */
+export interface ListPage<T> {
+  object: 'list';
+  data: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+/** Builds a cursor page from `limit + 1` rows fetched newest first. */
+export function toListPage<T extends { id: string }>(rows: T[], limit: number): ListPage<T> {
+  const hasMore = rows.length > limit;
+  const data = hasMore ? rows.slice(0, limit) : rows;
+  return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+}
+
+/** Every module an `x-access` rule names (the compiler checks the list is complete). */
+export const MODULES = ['payment_links', 'invoices', 'accounts', 'network_status'] as const satisfies readonly ModuleName[];
+type Missing<All, Listed> = Exclude<All, Listed> extends never ? true : Exclude<All, Listed>;
+const modulesComplete: Missing<ModuleName, (typeof MODULES)[number]> = true;
+const rolesComplete: Missing<Role, (typeof ROLES)[number]> = true;
+void modulesComplete;
+void rolesComplete;

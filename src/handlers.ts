@@ -1,0 +1,39 @@
+import type { Handler, OperationId } from './contract';
+import { accountHandlers } from './modules/accounts';
+import { authHandlers } from './modules/auth';
+import { healthHandlers } from './modules/health';
+import { idempotencyHandlers } from './modules/idempotency';
+import { invoiceHandlers } from './modules/invoices';
+import { networkStatusHandlers } from './modules/network-status';
+import { paymentLinksHandlers } from './modules/payment-links';
+import { tontineHandlers } from './modules/tontines';
+import { transfersHandlers } from './modules/transfers';
+import { walletsHandlers } from './modules/wallets';
+import type { Services } from './services';
+
+/**
+ * Contract operations without a handler yet: they answer 501 NotImplemented (after
+ * authentication and, for Business routes, their x-access rule). Adding a module's handlers =
+ * one spread line in buildHandlers and its operations removed from this list.
+ */
+export const NOT_IMPLEMENTED = ['listEscrows', 'createEscrow'] as const satisfies readonly OperationId[];
+
+type Implemented = Exclude<OperationId, (typeof NOT_IMPLEMENTED)[number]>;
+
+/** One handler per implemented contract operation: the compiler names any that is missing. */
+export type ContractHandlers = { [Id in Implemented]: Handler<Id> };
+
+export function buildHandlers(services: Services, options: { payUrl: string }): ContractHandlers {
+  return {
+    ...healthHandlers(services.health),
+    ...authHandlers(services.auth, services.sessions),
+    ...transfersHandlers(services.transfers),
+    ...walletsHandlers(services.wallets),
+    ...idempotencyHandlers(services.idempotency),
+    ...paymentLinksHandlers(services.paymentLinks, services.payments, options.payUrl),
+    ...invoiceHandlers(services.invoices),
+    ...accountHandlers(services.accounts),
+    ...networkStatusHandlers(services.networkStatus),
+    ...tontineHandlers(services.tontines),
+  };
+}

@@ -1,0 +1,157 @@
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { isUuid } from '../ids';
+import { OPERATIONS, type ChunkWriter, type Handler, type OperationId } from '../contract';
+import { NotImplementedError, UnauthorizedError } from '../errors';
+import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
+import { write } from './stream';
+
+/** Every Business operation lives under this path; each needs an `x-access` rule. */
+export const BUSINESS_PATH = '/business/organizations/{orgId}';
+
+/** Handlers for some operations; the mount refuses to start without one for each it mounts. */
+export type OperationHandlers = Partial<{ [Id in OperationId]: Handler<Id> }>;
+
+export interface MountOptions {
+  handlers: OperationHandlers;
+  /** Contract operations without a handler yet: they answer 501 NotImplemented (after access checks). */
+  notImplemented: readonly OperationId[];
+  organizationAccess: OrganizationAccessService;
+  /** Extra middleware in front of an operation (the login rate limiter). */
+  before?: Partial<Record<OperationId, RequestHandler[]>>;
+  /** Operations mounted elsewhere (health, ahead of the pipeline). */
+  except?: readonly OperationId[];
+  /** A streamed body whose client reads nothing for this long is cut. */
+  streamStallTimeoutMs: number;
+}
+
+type AnyResult = {
+  status?: number;
+  data?: unknown;
+  message?: string;
+  headers?: Record<string, string | number>;
+  stream?: (out: ChunkWriter) => Promise<void>;
+};
+type AnyHandler = (input: unknown) => Promise<AnyResult>;
+
+/** Contract path to Express path: /transfers/{transferId} -> /transfers/:transferId */
+export function expressPath(contractPath: string): string {
+  return contractPath.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
+}
+
+/**
+ * Applies the operation's `x-access` rule and sets `req.organization`. A Business operation
+ * without a rule fails closed (500, logged), never let through.
+ */
+export function organizationAccessCheck(operationId: string, service: OrganizationAccessService): RequestHandler {
+  const rule = accessRuleFor(operationId);
+  return async (req, _res, next) => {
+    if (!req.auth) throw new UnauthorizedError();
+    if (!rule) {
+      req.log?.error({ operationId }, 'Business operation has no x-access rule in the contract: refused');
+      throw new Error(`operation ${operationId} has no access rule`);
+    }
+    const orgId = req.params.orgId;
+    req.organization = await service.authorize(typeof orgId === 'string' ? orgId : '', req.auth.userId, rule);
+    next();
+  };
+}
+
+function inputOf(req: Request, operationId: OperationId) {
+  const headers: Record<string, string> = {};
+  for (const name of OPERATIONS[operationId].headers as readonly string[]) {
+    const value = req.get(name);
+    if (value !== undefined) headers[name] = value;
+  }
+  return {
+    path: req.params,
+    query: req.query,
+    headers,
+    body: req.body as unknown,
+    requestId: (req as { id?: string }).id ?? '',
+    accepts: (types: string[]) => req.accepts(types),
+    caller: req.auth,
+    organization: req.organization,
+  };
+}
+
+function setHeaders(res: Response, headers: Record<string, string | number> | undefined): void {
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (name.toLowerCase() === 'vary') res.vary(String(value));
+    else res.setHeader(name, String(value));
+  }
+}
+
+async function sendStream(req: Request, res: Response, status: number, produce: NonNullable<AnyResult['stream']>, stallTimeoutMs: number): Promise<void> {
+  const out: ChunkWriter = {
+    start(headers) {
+      res.status(status);
+      setHeaders(res, headers);
+    },
+    write: (chunk) => write(res, chunk, stallTimeoutMs),
+    end: () => res.end(),
+    aborted: () => res.destroyed || res.writableEnded,
+  };
+  try {
+    await produce(out);
+  } catch (error) {
+    if (!res.headersSent) throw error;
+    // The body has started: no error envelope can follow. Cut the connection so the client
+    // sees a truncated body, never a complete-looking one.
+    req.log?.error({ err: error }, 'stream failed after the response started');
+    res.destroy();
+  }
+}
+
+/** The route answering one operation: input from the request, result into the envelope. */
+export function operationRoute(operationId: OperationId, handler: ((input: never) => Promise<unknown>) | undefined, streamStallTimeoutMs: number): RequestHandler {
+  const operation = OPERATIONS[operationId];
+  const defaultStatus = operation.statuses[0] as number;
+  return async (req, res) => {
+    if (operation.secured && !req.auth) throw new UnauthorizedError();
+    if (!handler) throw new NotImplementedError(operationId);
+    const result = await (handler as unknown as AnyHandler)(inputOf(req, operationId));
+    const status = result.status ?? defaultStatus;
+    setHeaders(res, result.headers);
+    if (result.stream) {
+      await sendStream(req, res, status, result.stream, streamStallTimeoutMs);
+      return;
+    }
+    const body = { success: status < 400, data: result.data, ...(result.message === undefined ? {} : { message: result.message }) };
+    res.status(status).json(body);
+  };
+}
+
+/**
+ * Walks the contract and mounts every operation: its path and method, the `x-access` rule of
+ * Business operations, the caller, the handler and the envelope. Errors go to the error handler.
+ */
+export function mountOperations(options: MountOptions): Router {
+  const router = Router();
+  const notImplemented = new Set<string>(options.notImplemented);
+  const except = new Set<string>(options.except ?? []);
+  for (const operationId of Object.keys(OPERATIONS) as OperationId[]) {
+    if (except.has(operationId)) continue;
+    const operation = OPERATIONS[operationId];
+    const handler = options.handlers[operationId] as ((input: never) => Promise<unknown>) | undefined;
+    if (!handler && !notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has no handler`);
+    if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
+    const chain: RequestHandler[] = [...(options.before?.[operationId] ?? [])];
+    if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
+    chain.push(operationRoute(operationId, handler, options.streamStallTimeoutMs));
+    router[operation.method](expressPath(operation.path), ...chain);
+  }
+  return router;
+}
+
+/**
+ * Runs before the validator (which would answer 400 for a path parameter that is not a UUID):
+ * an authenticated caller gets the same 404 for a malformed orgId as for a foreign one.
+ * Without a valid token it stays out of the way so the validator answers 401 first.
+ */
+export function malformedOrganizationIdIsNotFound(): RequestHandler {
+  return (req, _res, next) => {
+    const orgId = req.params.orgId;
+    if (req.auth && typeof orgId === 'string' && !isUuid(orgId)) throw new OrganizationNotFoundError();
+    next();
+  };
+}

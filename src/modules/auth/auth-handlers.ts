@@ -1,0 +1,15 @@
+import type { Handlers } from '../../contract';
+import type { AuthService } from './auth-service';
+import type { SessionService } from './session-service';
+
+const NO_STORE = { 'Cache-Control': 'no-store' };
+
+/** POST /auth/login, /auth/refresh, /auth/logout and GET /me. */
+export function authHandlers(auth: AuthService, sessions: SessionService): Handlers<'login' | 'refreshSession' | 'logout' | 'getMe'> {
+  return {
+    login: async ({ body }) => ({ data: await auth.logIn(body.identifier, body.password), headers: NO_STORE }),
+    refreshSession: async ({ body }) => ({ data: await sessions.refresh(body.refresh_token), headers: NO_STORE }),
+    logout: async ({ caller }) => ({ data: await sessions.logout(caller.sessionId), message: 'Logged out.' }),
+    getMe: async ({ caller }) => ({ data: await auth.me(caller.userId) }),
+  };
+}

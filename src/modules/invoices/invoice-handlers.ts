@@ -1,0 +1,73 @@
+import { toListPage, type Handlers } from '../../contract';
+import { presentCustomer, presentDocument } from './invoice-presenter';
+import type { InvoiceService } from './invoice-service';
+
+type InvoiceOperation =
+  | 'listInvoices'
+  | 'createInvoice'
+  | 'getInvoice'
+  | 'finalizeInvoice'
+  | 'payInvoice'
+  | 'markInvoiceUncollectible'
+  | 'voidInvoice'
+  | 'cancelQuote'
+  | 'acceptQuote'
+  | 'createCreditNote'
+  | 'createCustomer';
+
+/** Invoices, quotes, credit notes and customers (the organisation is the authorised one, never the path's). */
+export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOperation> {
+  return {
+    async listInvoices({ organization, query }) {
+      const limit = query.limit ?? 50;
+      const page = await invoices.listDocuments(organization.id, {
+        kind: query.kind,
+        status: query.status,
+        customerId: query.customer_id,
+        limit,
+        startingAfter: query.starting_after,
+      });
+      return { data: toListPage(page.documents.map(presentDocument), limit) };
+    },
+    async createInvoice({ organization, caller, body, headers }) {
+      const created = await invoices.createDocument(
+        organization.id,
+        caller.userId,
+        {
+          kind: body.kind,
+          customerId: body.customer_id,
+          currency: body.currency,
+          lineItems: body.line_items,
+          memo: body.memo,
+          dueDate: body.due_date,
+          expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+        },
+        headers['Idempotency-Key'] || undefined,
+      );
+      return { data: presentDocument(created) };
+    },
+    getInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.getDocument(organization.id, path.invoiceId)) }),
+    finalizeInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.finalize(organization.id, path.invoiceId)) }),
+    payInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'pay')) }),
+    markInvoiceUncollectible: async ({ organization, path }) => ({
+      data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'mark_uncollectible')),
+    }),
+    voidInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'void')) }),
+    cancelQuote: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'cancel')) }),
+    acceptQuote: async ({ organization, path, caller }) => ({ data: presentDocument(await invoices.acceptQuote(organization.id, path.invoiceId, caller.userId)) }),
+    async createCreditNote({ organization, path, caller, body, headers }) {
+      const note = await invoices.createCreditNote(
+        organization.id,
+        path.invoiceId,
+        caller.userId,
+        { reason: body.reason, lineItems: body.line_items, memo: body.memo },
+        headers['Idempotency-Key'] || undefined,
+      );
+      return { data: presentDocument(note) };
+    },
+    async createCustomer({ organization, body }) {
+      const customer = await invoices.createCustomer(organization.id, { name: body.name, email: body.email, phone: body.phone });
+      return { data: presentCustomer(customer) };
+    },
+  };
+}

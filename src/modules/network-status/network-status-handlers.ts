@@ -1,0 +1,41 @@
+import { toListPage, type Handlers, type Schemas } from '../../contract';
+import type { NetworkStatusChange } from './network-status-repository';
+import type { NetworkStatusService, NetworkStatusView } from './network-status-service';
+
+function present(view: NetworkStatusView): Schemas['NetworkStatus'] {
+  return {
+    is_open: view.isOpen,
+    is_visible: view.isVisible,
+    version: view.version,
+    can_manage: view.canManage,
+    updated_at: view.updatedAt ? view.updatedAt.toISOString() : null,
+    updated_by: view.updatedBy,
+  };
+}
+
+function presentChange(change: NetworkStatusChange): Schemas['NetworkStatusChange'] {
+  return {
+    id: change.id,
+    actor_user_id: change.actorUserId,
+    before: { is_open: change.before.isOpen, version: change.before.version },
+    after: { is_open: change.after.isOpen, version: change.after.version },
+    request_id: change.requestId,
+    created_at: change.createdAt.toISOString(),
+  };
+}
+
+/** GET and PATCH of the opening status, and its audit trail. */
+export function networkStatusHandlers(networkStatus: NetworkStatusService): Handlers<'getNetworkStatus' | 'updateNetworkStatus' | 'getNetworkStatusHistory'> {
+  return {
+    getNetworkStatus: async ({ organization }) => ({ data: present(await networkStatus.get(organization)) }),
+    async updateNetworkStatus({ organization, caller, body, requestId }) {
+      const view = await networkStatus.update(organization, caller.userId, { version: body.version, isOpen: body.is_open }, requestId || null);
+      return { data: present(view) };
+    },
+    async getNetworkStatusHistory({ organization, query }) {
+      const limit = query.limit ?? 50;
+      const changes = await networkStatus.history(organization.id, limit, query.starting_after);
+      return { data: toListPage(changes.map(presentChange), limit) };
+    },
+  };
+}

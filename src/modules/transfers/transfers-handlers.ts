@@ -1,0 +1,15 @@
+import type { Handlers } from '../../contract';
+import type { TransferService } from './transfers-service';
+
+/** POST /transfers, GET /transfers, GET /transfers/{transferId}. */
+export function transfersHandlers(transfers: TransferService): Handlers<'createTransfer' | 'listTransfers' | 'getTransfer'> {
+  return {
+    async createTransfer({ caller, headers, body }) {
+      // The session id goes along: transfer_create checks the session in the transfer's own statement.
+      const data = await transfers.create({ userId: caller.userId, sessionId: caller.sessionId }, headers['Idempotency-Key'], body);
+      return { data, headers: { Location: `/api/transfers/${data.id}` } };
+    },
+    listTransfers: async ({ caller, query }) => ({ data: await transfers.list(caller.userId, { limit: query.limit ?? 50, startingAfter: query.starting_after }) }),
+    getTransfer: async ({ caller, path }) => ({ data: await transfers.get(caller.userId, path.transferId) }),
+  };
+}

@@ -1,0 +1,3 @@
+/** Public face of the wallets module. */
+export { WalletService } from './wallets-service';
+export { walletsHandlers } from './wallets-handlers';
