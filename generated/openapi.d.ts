@@ -256,15 +256,243 @@ export interface paths {
         };
         /**
          * List escrow transactions
-         * @description The escrow transactions in which the caller is buyer or seller, newest first, with cursor pagination. Not implemented yet: answers 501 `NotImplemented`.
+         * @description The escrow transactions in which the caller is buyer or seller, newest first, with cursor pagination: pass the `next_cursor` of a page as `starting_after` to get the next one (a `starting_after` that is not one of the caller's escrows is a 400 `ValidationError`). Filter with `status` and `role`.
          */
         get: operations["listEscrows"];
         put?: never;
         /**
          * Create an escrow transaction
-         * @description Opens an escrow transaction between the caller (buyer or seller) and a counterparty. The transaction starts `awaiting_funding`: the buyer then funds it, the platform holds the money until the buyer accepts delivery or the inspection period ends. Requires an `Idempotency-Key`. Not implemented yet: answers 501 `NotImplemented`.
+         * @description Opens an escrow transaction between the caller (buyer or seller, `role`) and a counterparty, a platform user named by e-mail or telephone number. The transaction starts `awaiting_funding`: the buyer then funds it, the platform holds the money until the buyer accepts delivery or the inspection period ends, and the platform's fee (`fee_payer`, see `EscrowFee`) is agreed now at the current rate. Amount and currency follow the rules of transfers. Requires an `Idempotency-Key`.
          */
         post: operations["createEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an escrow transaction
+         * @description One escrow transaction, for one of its parties or a platform administrator; anyone else gets 404 exactly as for an unknown id. `allowed_actions` says what the caller may do now; `history` lists every event.
+         */
+        get: operations["getEscrow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}/fund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fund an escrow
+         * @description The buyer pays the amount plus the buyer's share of the fee from its wallet into the platform's escrow holding account for the currency: `awaiting_funding` -> `funded`. A wallet that does not cover it answers 422 `InsufficientFunds` and changes nothing. Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState` (with the current status and the caller's allowed actions); a role that may never take this action 403 `InsufficientRole`; a caller who is not a party 404.
+         */
+        post: operations["fundEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}/deliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Declare delivery
+         * @description The seller declares the goods or service delivered: `funded` -> `delivered`. The inspection period starts: `inspection_ends_at` is now plus `inspection_period_seconds`; without a dispute before it, the money is released to the seller automatically. Another status answers 409 `InvalidEscrowState` (with the current status and the caller's allowed actions); a role that may never take this action 403 `InsufficientRole`; a caller who is not a party 404.
+         */
+        post: operations["deliverEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept and release
+         * @description The buyer accepts (`funded` or `delivered`): the holding account pays the seller the amount less the seller's share of the fee, and the fee goes to the platform's fee account, once: -> `released` (`accepted_at` and `released_at` are set). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState` (with the current status and the caller's allowed actions); a role that may never take this action 403 `InsufficientRole`; a caller who is not a party 404.
+         */
+        post: operations["acceptEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}/dispute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dispute
+         * @description The buyer objects (`funded`, or `delivered` before `inspection_ends_at`): -> `disputed`. Nothing is released automatically any more; the seller may still refund, and a platform administrator resolves the dispute. Another status answers 409 `InvalidEscrowState` (with the current status and the caller's allowed actions); a role that may never take this action 403 `InsufficientRole`; a caller who is not a party 404.
+         */
+        post: operations["disputeEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund the buyer
+         * @description The seller gives the money back (`funded`, `delivered` or `disputed`): everything the buyer paid returns to the buyer's wallet, fee share included; no fee is charged: -> `refunded`. Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState` (with the current status and the caller's allowed actions); a role that may never take this action 403 `InsufficientRole`; a caller who is not a party 404.
+         */
+        post: operations["refundEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel
+         * @description Either party cancels an escrow that is still `awaiting_funding` (no money has moved): -> `canceled`. Another status answers 409 `InvalidEscrowState` (with the current status and the caller's allowed actions); a role that may never take this action 403 `InsufficientRole`; a caller who is not a party 404.
+         */
+        post: operations["cancelEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/escrows/{escrowId}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve a dispute
+         * @description A platform administrator decides a `disputed` escrow: `release` pays the seller as an acceptance would; `refund` returns everything the buyer paid, fee share included; `split` pays the seller `seller_amount` less the seller's share of the fee on `seller_amount` and refunds the rest of what the buyer paid (see `ResolveEscrowRequest`). -> `released` or `refunded`, with the resolution recorded. Only administrators (403 `InsufficientRole` for the parties). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState`.
+         */
+        post: operations["resolveEscrow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/escrows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every escrow transaction (administrators)
+         * @description Every escrow transaction of the platform, whoever its parties, newest first, with cursor pagination (`starting_after`: a `next_cursor` of this list); filter with `status`, for example `status=disputed` for the disputes to resolve. Platform administrators only: anyone else gets 403 `InsufficientRole`.
+         */
+        get: operations["listAllEscrows"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1816,21 +2044,106 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * EscrowStatus
+         * @description `awaiting_funding` when created; `funded` once the buyer's money is held by the platform; `delivered` when the seller declares delivery (the inspection period starts); `disputed` when the buyer objects; `released` to the seller (by the buyer's acceptance, the end of the inspection period or a resolution) or `refunded` to the buyer; `canceled` before funding. `accepted` names a release in progress: the platform releases in the same transaction as the acceptance, so it is never shown today.
+         * @enum {string}
+         */
+        EscrowStatus: "awaiting_funding" | "funded" | "delivered" | "accepted" | "disputed" | "released" | "refunded" | "canceled";
+        /**
          * EscrowParty
          * @description One party of an escrow transaction.
          */
         EscrowParty: {
             /**
              * Format: uuid
-             * @description The platform user; `null` while an invited counterparty has no account.
+             * @description The platform user.
              */
-            user_id: string | null;
+            user_id: string;
             /** @description The party's e-mail or telephone number. */
             identifier: string;
         };
         /**
+         * EscrowFee
+         * @description The platform's fee, agreed at creation: `rate_bps` basis points of the amount (ESCROW_FEE_BPS, 100 = 1 %), rounded half up to the currency's minor unit. `payer` `buyer`: the buyer pays it on top of the amount when funding; `seller`: it is deducted from what the seller receives; `split`: half each, the odd minor unit on the buyer. The fee is charged once, only when money is released to the seller; a refund returns everything the buyer paid, its fee share included. A split resolution charges the fee on `seller_amount` only, shared the same way.
+         */
+        EscrowFee: {
+            /**
+             * Format: int32
+             * @description Fee rate in basis points of the amount.
+             */
+            rate_bps: number;
+            /**
+             * @description Who pays the fee.
+             * @enum {string}
+             */
+            payer: "buyer" | "seller" | "split";
+            /** @description The fee on the whole amount, in major units. */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            buyer_share_minor: components["schemas"]["MinorAmount"];
+            seller_share_minor: components["schemas"]["MinorAmount"];
+        };
+        /**
+         * EscrowAction
+         * @description An action on an escrow, named like its route (`POST /escrows/{escrowId}/{action}`).
+         * @enum {string}
+         */
+        EscrowAction: "fund" | "deliver" | "accept" | "dispute" | "refund" | "cancel" | "resolve";
+        /**
+         * EscrowResolution
+         * @description How a platform administrator resolved the dispute.
+         */
+        EscrowResolution: {
+            /**
+             * @description Released to the seller, refunded to the buyer, or split.
+             * @enum {string}
+             */
+            outcome: "release" | "refund" | "split";
+            /** @description With `split`, the part of the amount given to the seller (minor units); otherwise `null`. */
+            seller_amount_minor: string | null;
+            /** @description The administrator's note, or `null`. */
+            note: string | null;
+            /**
+             * Format: uuid
+             * @description The administrator who resolved it.
+             */
+            resolved_by_user_id: string | null;
+        };
+        /**
+         * EscrowSettlement
+         * @description Where the held money went when the escrow was released or refunded (in minor units): what the seller received, what went back to the buyer and the fee charged. The three add up to what the buyer paid in.
+         */
+        EscrowSettlement: {
+            to_seller_minor: components["schemas"]["MinorAmount"];
+            to_buyer_minor: components["schemas"]["MinorAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+        };
+        /**
+         * EscrowHistoryEntry
+         * @description One event of an escrow (who did what, when), oldest first. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.accepted`, `escrow.disputed`, `escrow.resolved`, `escrow.released`, `escrow.refunded`, `escrow.canceled`.
+         */
+        EscrowHistoryEntry: {
+            /** @description What happened. */
+            type: string;
+            /**
+             * @description Who acted (`platform` for the automatic release).
+             * @enum {string}
+             */
+            actor_role: "buyer" | "seller" | "administrator" | "platform";
+            /**
+             * Format: uuid
+             * @description The user who acted; `null` when the platform did.
+             */
+            actor_user_id: string | null;
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+        };
+        /**
          * Escrow
-         * @description An escrow transaction.
+         * @description An escrow transaction, as the caller sees it: `role` and `allowed_actions` are the caller's, the timestamps of each step are `null` until it happens, and `history` lists every event.
          */
         Escrow: {
             /**
@@ -1838,19 +2151,15 @@ export interface components {
              * @description Escrow transaction identifier.
              */
             id: string;
+            status: components["schemas"]["EscrowStatus"];
             /**
-             * @description `awaiting_funding` when created; `funded` once the buyer's money is held; `delivered` when the seller declares delivery (the inspection period starts); `accepted` by the buyer or at the end of the inspection period; `disputed` when the buyer objects; `released` to the seller or `refunded` to the buyer at the end; `canceled` before funding.
+             * @description The caller's role in this transaction (`administrator`: a platform administrator who is not a party).
              * @enum {string}
              */
-            status: "awaiting_funding" | "funded" | "delivered" | "accepted" | "disputed" | "released" | "refunded" | "canceled";
-            /**
-             * @description The caller's role in this transaction.
-             * @enum {string}
-             */
-            role: "buyer" | "seller";
+            role: "buyer" | "seller" | "administrator";
             buyer: components["schemas"]["EscrowParty"];
             seller: components["schemas"]["EscrowParty"];
-            /** @description Amount held, in major units. */
+            /** @description Amount held, in major units (the fee is separate, see `fee`). */
             amount: number;
             amount_minor: components["schemas"]["MinorAmount"];
             currency: components["schemas"]["CurrencyCode"];
@@ -1860,14 +2169,67 @@ export interface components {
             reference: string | null;
             /**
              * Format: int32
-             * @description Inspection period in seconds.
+             * @description Inspection period in seconds, counted from delivery.
              */
             inspection_period_seconds: number;
+            fee: components["schemas"]["EscrowFee"];
+            /** @description What the caller may do now (each is `POST /escrows/{escrowId}/{action}`); empty when nothing. */
+            allowed_actions: components["schemas"]["EscrowAction"][];
+            /** @description The seller's tracking reference given at delivery, or `null`. */
+            tracking_reference: string | null;
+            /** @description The seller's note given at delivery, or `null`. */
+            delivery_note: string | null;
+            /** @description The buyer's reason for the dispute, or `null`. */
+            dispute_reason: string | null;
+            /** @description How an administrator resolved the dispute, or `null`. */
+            resolution: components["schemas"]["EscrowResolution"] | null;
+            /** @description Where the money went once released or refunded, or `null`. */
+            settlement: components["schemas"]["EscrowSettlement"] | null;
             /**
              * Format: date-time
              * @description When the buyer's money was secured; `null` before.
              */
             funded_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the seller declared delivery.
+             */
+            delivered_at: string | null;
+            /**
+             * Format: date-time
+             * @description End of the inspection period (delivery + `inspection_period_seconds`): without a dispute before it, the money is released automatically.
+             */
+            inspection_ends_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the buyer accepted, or the inspection period ended without dispute.
+             */
+            accepted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the buyer disputed.
+             */
+            disputed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When an administrator resolved the dispute.
+             */
+            resolved_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the money was released to the seller.
+             */
+            released_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the money went back to the buyer.
+             */
+            refunded_at: string | null;
+            /**
+             * Format: date-time
+             * @description When a party canceled it (before funding).
+             */
+            canceled_at: string | null;
             /**
              * Format: date-time
              * @description Creation time.
@@ -1878,6 +2240,8 @@ export interface components {
              * @description Time of the last change.
              */
             updated_at: string;
+            /** @description Every event of the transaction, oldest first. */
+            history: components["schemas"]["EscrowHistoryEntry"][];
         };
         /**
          * EscrowList
@@ -1909,9 +2273,9 @@ export interface components {
              * @enum {string}
              */
             role: "buyer" | "seller";
-            /** @description E-mail or telephone number of the other party (a platform user). */
+            /** @description E-mail or E.164 telephone number of the other party, a platform user (unknown: 404 `CounterpartyNotFound`; the caller: 422 `SelfEscrow`). */
             counterparty_identifier: string;
-            /** @description Amount held in escrow, in major units of `currency`. */
+            /** @description Amount held in escrow, in major units of `currency`. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
             amount: number;
             currency: components["schemas"]["CurrencyCode"];
             /** @description What is being sold (goods, service, domain name...). */
@@ -1924,6 +2288,12 @@ export interface components {
             inspection_period_seconds: number;
             /** @description Optional reference of the caller (order number...). */
             reference?: string;
+            /**
+             * @description Who pays the platform's fee (see `EscrowFee`): the buyer on top of the amount (default), the seller out of what it receives, or half each (the odd minor unit on the buyer).
+             * @default buyer
+             * @enum {string}
+             */
+            fee_payer: "buyer" | "seller" | "split";
         };
         /**
          * EscrowResponse
@@ -1937,6 +2307,44 @@ export interface components {
             success: true;
             data: components["schemas"]["Escrow"];
             message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * EscrowActionRequest
+         * @description The body of an action that takes no parameters: `{}`, or no body at all.
+         */
+        EscrowActionRequest: Record<string, never>;
+        /**
+         * DeliverEscrowRequest
+         * @description The seller's declaration of delivery (every field optional; no body is accepted too).
+         */
+        DeliverEscrowRequest: {
+            /** @description Carrier tracking number or other proof of delivery. */
+            tracking_reference?: string;
+            /** @description A note for the buyer. */
+            note?: string;
+        };
+        /**
+         * DisputeEscrowRequest
+         * @description The buyer's objection.
+         */
+        DisputeEscrowRequest: {
+            /** @description Why the buyer disputes the transaction (not blank). */
+            reason: string;
+        };
+        /**
+         * ResolveEscrowRequest
+         * @description A platform administrator's decision on a dispute. `release` pays the seller as an acceptance would (the fee charged); `refund` returns everything the buyer paid, fee share included; `split` gives the seller `seller_amount` (more than zero, less than the amount) less the seller's share of the fee on `seller_amount`, and refunds the rest of what the buyer paid (the buyer's share of the fee is also computed on `seller_amount` only).
+         */
+        ResolveEscrowRequest: {
+            /**
+             * @description The decision.
+             * @enum {string}
+             */
+            outcome: "release" | "refund" | "split";
+            /** @description With `split` only (required there): the part of the amount that goes to the seller, in major units of the escrow's currency. */
+            seller_amount?: number;
+            /** @description The administrator's note, shown to both parties. */
+            note?: string;
         };
         /**
          * TontineStatus
@@ -3162,10 +3570,63 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
-        /** @description `NotImplemented`: the operation is part of the contract but not built yet. */
-        NotImplemented: {
+        /** @description `NotFound`: no escrow has this id, or the caller is neither one of its parties nor a platform administrator (both answer exactly the same). */
+        EscrowNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `InsufficientRole`: the caller's role in the escrow may never take this action (a seller funding, a buyer refunding, a party resolving a dispute). */
+        EscrowForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now; `details` names the current `status`, the `action` and the caller's `allowed_actions`. `IdempotencyKeyAlreadyProcessed`: the key already produced this action; `details` gives the escrow and its current status, `Location` points at it. `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds. */
+        EscrowActionConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `InsufficientFunds`: the buyer's wallet does not cover the amount plus the buyer's fee share (nothing changed; `details` gives `available` and `required`). `WalletFrozen`: a party's wallet in the currency is frozen (`details.party`). `IdempotencyKeyReused`: the key was already used for this operation with a different request. */
+        EscrowUnprocessable: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now (it was already released, disputed after the inspection period...). `details` names the current `status`, the `action` and the caller's `allowed_actions`. Read the escrow again before retrying. */
+        EscrowStateConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -3381,6 +3842,21 @@ export interface components {
          * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
          */
         IdempotencyKeyPath: string;
+        /**
+         * @description Only escrows in this status.
+         * @example disputed
+         */
+        EscrowStatusFilter: components["schemas"]["EscrowStatus"];
+        /**
+         * @description Only escrows in which the caller is the buyer, or the seller.
+         * @example buyer
+         */
+        EscrowRoleFilter: "buyer" | "seller";
+        /**
+         * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+         * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+         */
+        EscrowId: string;
         /**
          * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
          * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
@@ -3871,6 +4347,16 @@ export interface operations {
         parameters: {
             query?: {
                 /**
+                 * @description Only escrows in this status.
+                 * @example disputed
+                 */
+                status?: components["parameters"]["EscrowStatusFilter"];
+                /**
+                 * @description Only escrows in which the caller is the buyer, or the seller.
+                 * @example buyer
+                 */
+                role?: components["parameters"]["EscrowRoleFilter"];
+                /**
                  * @description Maximum number of items to return (1 to 500).
                  * @example 50
                  */
@@ -3903,7 +4389,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3956,7 +4441,7 @@ export interface operations {
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `SelfEscrow`: the counterparty is the caller. */
+            /** @description `SelfEscrow`: the counterparty is the caller. `IdempotencyKeyReused`: the key was used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3970,7 +4455,426 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEscrow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The escrow transaction. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["EscrowNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    fundEscrow: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The escrow after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["EscrowForbidden"];
+            404: components["responses"]["EscrowNotFound"];
+            409: components["responses"]["EscrowActionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["EscrowUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deliverEscrow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeliverEscrowRequest"];
+            };
+        };
+        responses: {
+            /** @description The escrow after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["EscrowForbidden"];
+            404: components["responses"]["EscrowNotFound"];
+            409: components["responses"]["EscrowStateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptEscrow: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The escrow after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["EscrowForbidden"];
+            404: components["responses"]["EscrowNotFound"];
+            409: components["responses"]["EscrowActionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["EscrowUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    disputeEscrow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DisputeEscrowRequest"];
+            };
+        };
+        responses: {
+            /** @description The escrow after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["EscrowForbidden"];
+            404: components["responses"]["EscrowNotFound"];
+            409: components["responses"]["EscrowStateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refundEscrow: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The escrow after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["EscrowForbidden"];
+            404: components["responses"]["EscrowNotFound"];
+            409: components["responses"]["EscrowActionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["EscrowUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelEscrow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The escrow after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["EscrowForbidden"];
+            404: components["responses"]["EscrowNotFound"];
+            409: components["responses"]["EscrowStateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resolveEscrow: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
+                 * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
+                 */
+                escrowId: components["parameters"]["EscrowId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResolveEscrowRequest"];
+            };
+        };
+        responses: {
+            /** @description The escrow after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["EscrowForbidden"];
+            404: components["responses"]["EscrowNotFound"];
+            409: components["responses"]["EscrowActionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["EscrowUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAllEscrows: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only escrows in this status.
+                 * @example disputed
+                 */
+                status?: components["parameters"]["EscrowStatusFilter"];
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of escrow transactions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EscrowListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller is not a platform administrator. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -69,6 +69,14 @@ export interface Config {
     streamsPerUser: number;
     streamsTotal: number;
   };
+  escrows: {
+    /** ESCROW_FEE_BPS: the escrow fee in basis points of the amount (100 = 1 %). */
+    feeBps: number;
+    /** How often the automatic release looks for escrows whose inspection period ended. */
+    releaseIntervalMs: number;
+    /** At most this many escrows released per run (the next run takes the rest). */
+    releaseBatchSize: number;
+  };
 }
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
@@ -194,6 +202,11 @@ export function loadConfig(env: Env = process.env): Config {
       streamStallTimeoutMs: integer(env, 'STATEMENT_STREAM_STALL_TIMEOUT_MS', 30_000, 100, 600_000),
       streamsPerUser: integer(env, 'STATEMENT_STREAMS_PER_USER', 2, 1, 100),
       streamsTotal: integer(env, 'STATEMENT_STREAMS_TOTAL', 4, 1, 1_000),
+    },
+    escrows: {
+      feeBps: integer(env, 'ESCROW_FEE_BPS', 100, 0, 10_000),
+      releaseIntervalMs: integer(env, 'ESCROW_RELEASE_INTERVAL_MS', 30_000, 100, 3_600_000),
+      releaseBatchSize: integer(env, 'ESCROW_RELEASE_BATCH_SIZE', 100, 1, 10_000),
     },
     // Last: the secrets' own errors come first.
     ...sharedRateLimitStore(env, nodeEnv),

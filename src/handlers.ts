@@ -1,6 +1,7 @@
 import type { Handler, OperationId } from './contract';
 import { accountHandlers } from './modules/accounts';
 import { authHandlers } from './modules/auth';
+import { escrowHandlers } from './modules/escrows';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
@@ -16,7 +17,7 @@ import type { Services } from './services';
  * authentication and, for Business routes, their x-access rule). Adding a module's handlers =
  * one spread line in buildHandlers and its operations removed from this list.
  */
-export const NOT_IMPLEMENTED = ['listEscrows', 'createEscrow'] as const satisfies readonly OperationId[];
+export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[];
 
 type Implemented = Exclude<OperationId, (typeof NOT_IMPLEMENTED)[number]>;
 
@@ -34,6 +35,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...invoiceHandlers(services.invoices),
     ...accountHandlers(services.accounts),
     ...networkStatusHandlers(services.networkStatus),
+    ...escrowHandlers(services.escrows),
     ...tontineHandlers(services.tontines),
   };
 }

@@ -98,6 +98,12 @@ async function main(): Promise<void> {
     for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
     if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
   }, onJobRun);
+  // Delivered escrows whose inspection period ended without a dispute are released to the
+  // seller, a bounded batch per run; instances running it at once skip each other's rows.
+  const escrowRelease = startBackgroundJob('release escrows after inspection', config.escrows.releaseIntervalMs, logger, async () => {
+    const released = await started.services.escrows.releaseDue({ batchSize: config.escrows.releaseBatchSize });
+    if (released) logger.info({ released }, 'escrows released after their inspection period');
+  }, onJobRun);
   // Tontine contributions still unpaid when their cycle falls due become `late` (every
   // minute; safe with several instances: each run locks its tontines with SKIP LOCKED).
   const lateContributions = startBackgroundJob('mark late tontine contributions', 60_000, logger, async () => {
@@ -105,8 +111,8 @@ async function main(): Promise<void> {
     for (let batch = await started.services.tontines.markLateContributions(); batch > 0; batch = await started.services.tontines.markLateContributions()) marked += batch;
     if (marked) logger.info({ marked }, 'late tontine contributions marked');
   }, onJobRun);
-  await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), lateContributions.runNow()]);
-  const jobs = [pendingTransfers, duePayments, keyPurge, lateContributions];
+  await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), escrowRelease.runNow(), lateContributions.runNow()]);
+  const jobs = [pendingTransfers, duePayments, keyPurge, escrowRelease, lateContributions];
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {

@@ -5,6 +5,7 @@ import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
+import { EscrowService } from './modules/escrows';
 import { AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
@@ -63,6 +64,7 @@ export function buildServices(deps: ServiceDeps) {
     payoutRail,
     transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
     wallets: new WalletService(knex),
+    escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, clock, logger: deps.logger }),
     tontines: new TontineService({ knex, idempotency, now: deps.now }),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Services } from '../services';
 import { seedOrganizationAccounts } from './accounts-seed';
+import { seedEscrows } from './escrows-seed';
 import { seedIdentity } from './identity-seed';
 import { seedInvoices } from './invoices-seed';
 import { seedNetworkStatus } from './network-status-seed';
@@ -21,6 +22,7 @@ const STEPS: SeedStep[] = [
   seedNetworkStatus, // the demo organisation's audited opening status (src/seed/network-status-seed.ts)
   seedPaymentLinks, // Checkouts and one-off links of the demo organisation (src/seed/payment-links-seed.ts)
   seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/seed/wallets-seed.ts)
+  seedEscrows, // one escrow in every status between the demo users (src/seed/escrows-seed.ts)
   seedTontines, // after the wallets: a forming, an active and a completed tontine (src/seed/tontines-seed.ts)
 ];
 

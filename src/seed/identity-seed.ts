@@ -28,6 +28,9 @@ export const DEMO_USERS: readonly DemoUser[] = [
 /** The owner of the other organisation (none of the demo users is a member there). */
 export const DEMO_OUTSIDER_EMAIL = 'outsider@demo.example';
 
+/** A platform administrator (users.is_admin): resolves escrow disputes; member of no organisation. */
+export const DEMO_ADMINISTRATOR_EMAIL = 'ops@demo.example';
+
 const ALL_OPEN: Record<ModuleName, ModuleAccess> = Object.fromEntries(MODULES.map((m) => [m, 'open'])) as Record<ModuleName, ModuleAccess>;
 
 async function insertOrganization(
@@ -44,20 +47,27 @@ async function insertOrganization(
 }
 
 /**
- * First seed step: the demo users (argon2id, password `demo-password`), "Demo Trading SARL"
+ * First seed step: the demo users (argon2id, password `demo-password`) and the platform
+ * administrator ops@demo.example, "Demo Trading SARL"
  * (active, every module open) with one member per role, an organisation none of them
  * belongs to (404), one with payment links locked (423) and an inactive one (422), both
  * owned by owner@demo.example.
  */
 export async function seedIdentity(trx: Knex.Transaction, services: Services): Promise<void> {
-  const users = [...DEMO_USERS, { email: DEMO_OUTSIDER_EMAIL, phone: null }];
+  const users = [...DEMO_USERS, { email: DEMO_OUTSIDER_EMAIL, phone: null }, { email: DEMO_ADMINISTRATOR_EMAIL, phone: null, isAdmin: true }];
   // One hash (and so one salt) per user, as for real accounts: equal hashes would show who
   // shares a password. argon2 runs on the thread pool, so the hashes are made in parallel.
   const passwordHashes = await Promise.all(users.map(() => services.passwords.hash(DEMO_PASSWORD)));
   const userIds = new Map<string, string>();
   for (const [index, user] of users.entries()) {
     const [row] = (await trx('users')
-      .insert({ email: user.email, phone: user.phone, password_hash: passwordHashes[index], display_name: user.email.split('@')[0] })
+      .insert({
+        email: user.email,
+        phone: user.phone,
+        password_hash: passwordHashes[index],
+        display_name: user.email.split('@')[0],
+        is_admin: 'isAdmin' in user && user.isAdmin,
+      })
       .returning('id')) as Array<{ id: string }>;
     userIds.set(user.email, (row as { id: string }).id);
   }

@@ -14,6 +14,7 @@ describe('config', () => {
     expect(config.idempotencyTtlHours).toBe(24);
     expect(config.seedDemo).toBe(true);
     expect(config.validateResponses).toBe(true);
+    expect(config.escrows).toEqual({ feeBps: 100, releaseIntervalMs: 30_000, releaseBatchSize: 100 });
   });
 
   it.each([
@@ -26,6 +27,8 @@ describe('config', () => {
     [{ NODE_ENV: 'staging' }, /NODE_ENV must be one of/],
     [{ SEED_DEMO: 'maybe' }, /SEED_DEMO must be true or false/],
     [{ IDEMPOTENCY_TTL_HOURS: '1' }, /IDEMPOTENCY_TTL_HOURS must be between 24/],
+    [{ ESCROW_FEE_BPS: '10001' }, /ESCROW_FEE_BPS must be between 0 and 10000/],
+    [{ ESCROW_FEE_BPS: '1.5' }, /ESCROW_FEE_BPS must be an integer/],
   ])('refuses %o with one clear line', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

@@ -1,0 +1,148 @@
+import type { Knex } from 'knex';
+import { EventRepository, type DomainEvent } from '../events';
+import { currencies, minorToNumber } from '../ledger';
+import { allowedActions, type EscrowAction, type EscrowCapacity, type EscrowStatus } from './escrow-lifecycle';
+import type { FeePayer } from './escrow-fee';
+import type { Escrow, ResolutionOutcome } from './escrow-repository';
+
+type Db = Knex | Knex.Transaction;
+
+/** Who is asking: a user, and whether they are a platform administrator. */
+export interface EscrowCaller {
+  userId: string;
+  isAdmin: boolean;
+}
+
+/** The API representation of an escrow for one caller (the contract's `Escrow`). */
+export interface EscrowView {
+  id: string;
+  status: EscrowStatus;
+  role: 'buyer' | 'seller' | 'administrator';
+  buyer: { user_id: string; identifier: string };
+  seller: { user_id: string; identifier: string };
+  amount: number;
+  amount_minor: string;
+  currency: string;
+  description: string;
+  reference: string | null;
+  inspection_period_seconds: number;
+  fee: {
+    rate_bps: number;
+    payer: FeePayer;
+    amount: number;
+    amount_minor: string;
+    buyer_share_minor: string;
+    seller_share_minor: string;
+  };
+  allowed_actions: EscrowAction[];
+  tracking_reference: string | null;
+  delivery_note: string | null;
+  dispute_reason: string | null;
+  resolution: {
+    outcome: ResolutionOutcome;
+    seller_amount_minor: string | null;
+    note: string | null;
+    resolved_by_user_id: string | null;
+  } | null;
+  settlement: { to_seller_minor: string; to_buyer_minor: string; fee_minor: string } | null;
+  funded_at: string | null;
+  delivered_at: string | null;
+  inspection_ends_at: string | null;
+  accepted_at: string | null;
+  disputed_at: string | null;
+  resolved_at: string | null;
+  released_at: string | null;
+  refunded_at: string | null;
+  canceled_at: string | null;
+  created_at: string;
+  updated_at: string;
+  history: Array<{ type: string; actor_role: 'buyer' | 'seller' | 'administrator' | 'platform'; actor_user_id: string | null; occurred_at: string }>;
+}
+
+/** The caller's capacities in one escrow; empty when the caller may not even see it. */
+export function capacitiesOf(escrow: Pick<Escrow, 'buyerUserId' | 'sellerUserId'>, caller: EscrowCaller): Set<EscrowCapacity> {
+  const capacities = new Set<EscrowCapacity>();
+  if (escrow.buyerUserId === caller.userId) capacities.add('buyer');
+  if (escrow.sellerUserId === caller.userId) capacities.add('seller');
+  if (caller.isAdmin) capacities.add('administrator');
+  return capacities;
+}
+
+const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
+
+function actorRole(escrow: Escrow, event: DomainEvent): EscrowView['history'][number]['actor_role'] {
+  if (event.actorUserId === null) return 'platform';
+  if (event.actorUserId === escrow.buyerUserId) return 'buyer';
+  if (event.actorUserId === escrow.sellerUserId) return 'seller';
+  return 'administrator';
+}
+
+/** Escrows as `caller` sees them at `now`, each with its history (one query for all histories). */
+export async function presentEscrows(db: Db, escrows: Escrow[], caller: EscrowCaller, now: Date): Promise<EscrowView[]> {
+  const histories = await new EventRepository(db).historyOf('escrow', escrows.map((e) => e.id));
+  const views: EscrowView[] = [];
+  for (const escrow of escrows) {
+    const { exponent } = await currencies.require(db, escrow.currency);
+    const capacities = capacitiesOf(escrow, caller);
+    const role = capacities.has('buyer') ? 'buyer' : capacities.has('seller') ? 'seller' : 'administrator';
+    views.push({
+      id: escrow.id,
+      status: escrow.status,
+      role,
+      buyer: { user_id: escrow.buyerUserId, identifier: escrow.buyerIdentifier },
+      seller: { user_id: escrow.sellerUserId, identifier: escrow.sellerIdentifier },
+      amount: minorToNumber(escrow.amountMinor, exponent),
+      amount_minor: escrow.amountMinor.toString(),
+      currency: escrow.currency,
+      description: escrow.description,
+      reference: escrow.reference,
+      inspection_period_seconds: escrow.inspectionPeriodSeconds,
+      fee: {
+        rate_bps: escrow.feeBps,
+        payer: escrow.feePayer,
+        amount: minorToNumber(escrow.feeMinor, exponent),
+        amount_minor: escrow.feeMinor.toString(),
+        buyer_share_minor: escrow.buyerFeeMinor.toString(),
+        seller_share_minor: escrow.sellerFeeMinor.toString(),
+      },
+      allowed_actions: allowedActions(escrow, capacities, now),
+      tracking_reference: escrow.trackingReference,
+      delivery_note: escrow.deliveryNote,
+      dispute_reason: escrow.disputeReason,
+      resolution: escrow.resolutionOutcome
+        ? {
+            outcome: escrow.resolutionOutcome,
+            seller_amount_minor: escrow.resolutionSellerAmountMinor?.toString() ?? null,
+            note: escrow.resolutionNote,
+            resolved_by_user_id: escrow.resolvedByUserId,
+          }
+        : null,
+      settlement:
+        escrow.settledToSellerMinor !== null && escrow.settledToBuyerMinor !== null && escrow.settledFeeMinor !== null
+          ? {
+              to_seller_minor: escrow.settledToSellerMinor.toString(),
+              to_buyer_minor: escrow.settledToBuyerMinor.toString(),
+              fee_minor: escrow.settledFeeMinor.toString(),
+            }
+          : null,
+      funded_at: iso(escrow.fundedAt),
+      delivered_at: iso(escrow.deliveredAt),
+      inspection_ends_at: iso(escrow.inspectionEndsAt),
+      accepted_at: iso(escrow.acceptedAt),
+      disputed_at: iso(escrow.disputedAt),
+      resolved_at: iso(escrow.resolvedAt),
+      released_at: iso(escrow.releasedAt),
+      refunded_at: iso(escrow.refundedAt),
+      canceled_at: iso(escrow.canceledAt),
+      created_at: escrow.createdAt.toISOString(),
+      updated_at: escrow.updatedAt.toISOString(),
+      history: (histories.get(escrow.id) ?? []).map((event) => ({
+        type: event.type,
+        actor_role: actorRole(escrow, event),
+        actor_user_id: event.actorUserId,
+        occurred_at: event.occurredAt.toISOString(),
+      })),
+    });
+  }
+  return views;
+}

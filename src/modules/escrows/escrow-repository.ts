@@ -1,0 +1,331 @@
+import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
+import { ValidationError } from '../../errors';
+import { toBigInt } from '../ledger';
+import type { FeePayer } from './escrow-fee';
+import type { EscrowStatus } from './escrow-lifecycle';
+
+type Db = Knex | Knex.Transaction;
+
+export type ResolutionOutcome = 'release' | 'refund' | 'split';
+
+export interface Escrow {
+  id: string;
+  buyerUserId: string;
+  sellerUserId: string;
+  createdByUserId: string;
+  buyerIdentifier: string;
+  sellerIdentifier: string;
+  status: EscrowStatus;
+  currency: string;
+  amountMinor: bigint;
+  feeBps: number;
+  feePayer: FeePayer;
+  feeMinor: bigint;
+  buyerFeeMinor: bigint;
+  sellerFeeMinor: bigint;
+  description: string;
+  reference: string | null;
+  inspectionPeriodSeconds: number;
+  trackingReference: string | null;
+  deliveryNote: string | null;
+  disputeReason: string | null;
+  resolutionOutcome: ResolutionOutcome | null;
+  resolutionSellerAmountMinor: bigint | null;
+  resolutionNote: string | null;
+  resolvedByUserId: string | null;
+  settledToSellerMinor: bigint | null;
+  settledToBuyerMinor: bigint | null;
+  settledFeeMinor: bigint | null;
+  fundingPostingId: string | null;
+  settlementPostingId: string | null;
+  fundedAt: Date | null;
+  deliveredAt: Date | null;
+  inspectionEndsAt: Date | null;
+  autoReleaseAt: Date | null;
+  acceptedAt: Date | null;
+  disputedAt: Date | null;
+  resolvedAt: Date | null;
+  releasedAt: Date | null;
+  refundedAt: Date | null;
+  canceledAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface Row {
+  id: string;
+  buyer_user_id: string;
+  seller_user_id: string;
+  created_by_user_id: string;
+  buyer_identifier: string;
+  seller_identifier: string;
+  status: EscrowStatus;
+  currency: string;
+  amount_minor: string;
+  fee_bps: number;
+  fee_payer: FeePayer;
+  fee_minor: string;
+  buyer_fee_minor: string;
+  seller_fee_minor: string;
+  description: string;
+  reference: string | null;
+  inspection_period_seconds: number;
+  tracking_reference: string | null;
+  delivery_note: string | null;
+  dispute_reason: string | null;
+  resolution_outcome: ResolutionOutcome | null;
+  resolution_seller_amount_minor: string | null;
+  resolution_note: string | null;
+  resolved_by_user_id: string | null;
+  settled_to_seller_minor: string | null;
+  settled_to_buyer_minor: string | null;
+  settled_fee_minor: string | null;
+  funding_posting_id: string | null;
+  settlement_posting_id: string | null;
+  funded_at: Date | null;
+  delivered_at: Date | null;
+  inspection_ends_at: Date | null;
+  auto_release_at: Date | null;
+  accepted_at: Date | null;
+  disputed_at: Date | null;
+  resolved_at: Date | null;
+  released_at: Date | null;
+  refunded_at: Date | null;
+  canceled_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const optionalBigInt = (value: string | null): bigint | null => (value === null ? null : toBigInt(value));
+
+function toEscrow(row: Row): Escrow {
+  return {
+    id: row.id,
+    buyerUserId: row.buyer_user_id,
+    sellerUserId: row.seller_user_id,
+    createdByUserId: row.created_by_user_id,
+    buyerIdentifier: row.buyer_identifier,
+    sellerIdentifier: row.seller_identifier,
+    status: row.status,
+    currency: row.currency,
+    amountMinor: toBigInt(row.amount_minor),
+    feeBps: Number(row.fee_bps),
+    feePayer: row.fee_payer,
+    feeMinor: toBigInt(row.fee_minor),
+    buyerFeeMinor: toBigInt(row.buyer_fee_minor),
+    sellerFeeMinor: toBigInt(row.seller_fee_minor),
+    description: row.description,
+    reference: row.reference,
+    inspectionPeriodSeconds: Number(row.inspection_period_seconds),
+    trackingReference: row.tracking_reference,
+    deliveryNote: row.delivery_note,
+    disputeReason: row.dispute_reason,
+    resolutionOutcome: row.resolution_outcome,
+    resolutionSellerAmountMinor: optionalBigInt(row.resolution_seller_amount_minor),
+    resolutionNote: row.resolution_note,
+    resolvedByUserId: row.resolved_by_user_id,
+    settledToSellerMinor: optionalBigInt(row.settled_to_seller_minor),
+    settledToBuyerMinor: optionalBigInt(row.settled_to_buyer_minor),
+    settledFeeMinor: optionalBigInt(row.settled_fee_minor),
+    fundingPostingId: row.funding_posting_id,
+    settlementPostingId: row.settlement_posting_id,
+    fundedAt: row.funded_at,
+    deliveredAt: row.delivered_at,
+    inspectionEndsAt: row.inspection_ends_at,
+    autoReleaseAt: row.auto_release_at,
+    acceptedAt: row.accepted_at,
+    disputedAt: row.disputed_at,
+    resolvedAt: row.resolved_at,
+    releasedAt: row.released_at,
+    refundedAt: row.refunded_at,
+    canceledAt: row.canceled_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+const COLUMNS: Record<keyof Escrow, keyof Row> = {
+  id: 'id',
+  buyerUserId: 'buyer_user_id',
+  sellerUserId: 'seller_user_id',
+  createdByUserId: 'created_by_user_id',
+  buyerIdentifier: 'buyer_identifier',
+  sellerIdentifier: 'seller_identifier',
+  status: 'status',
+  currency: 'currency',
+  amountMinor: 'amount_minor',
+  feeBps: 'fee_bps',
+  feePayer: 'fee_payer',
+  feeMinor: 'fee_minor',
+  buyerFeeMinor: 'buyer_fee_minor',
+  sellerFeeMinor: 'seller_fee_minor',
+  description: 'description',
+  reference: 'reference',
+  inspectionPeriodSeconds: 'inspection_period_seconds',
+  trackingReference: 'tracking_reference',
+  deliveryNote: 'delivery_note',
+  disputeReason: 'dispute_reason',
+  resolutionOutcome: 'resolution_outcome',
+  resolutionSellerAmountMinor: 'resolution_seller_amount_minor',
+  resolutionNote: 'resolution_note',
+  resolvedByUserId: 'resolved_by_user_id',
+  settledToSellerMinor: 'settled_to_seller_minor',
+  settledToBuyerMinor: 'settled_to_buyer_minor',
+  settledFeeMinor: 'settled_fee_minor',
+  fundingPostingId: 'funding_posting_id',
+  settlementPostingId: 'settlement_posting_id',
+  fundedAt: 'funded_at',
+  deliveredAt: 'delivered_at',
+  inspectionEndsAt: 'inspection_ends_at',
+  autoReleaseAt: 'auto_release_at',
+  acceptedAt: 'accepted_at',
+  disputedAt: 'disputed_at',
+  resolvedAt: 'resolved_at',
+  releasedAt: 'released_at',
+  refundedAt: 'refunded_at',
+  canceledAt: 'canceled_at',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+};
+
+function toRow(values: Partial<Escrow>): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    row[COLUMNS[key as keyof Escrow]] = typeof value === 'bigint' ? value.toString() : value;
+  }
+  return row;
+}
+
+export type NewEscrow = Omit<
+  Escrow,
+  | 'trackingReference'
+  | 'deliveryNote'
+  | 'disputeReason'
+  | 'resolutionOutcome'
+  | 'resolutionSellerAmountMinor'
+  | 'resolutionNote'
+  | 'resolvedByUserId'
+  | 'settledToSellerMinor'
+  | 'settledToBuyerMinor'
+  | 'settledFeeMinor'
+  | 'fundingPostingId'
+  | 'settlementPostingId'
+  | 'fundedAt'
+  | 'deliveredAt'
+  | 'inspectionEndsAt'
+  | 'autoReleaseAt'
+  | 'acceptedAt'
+  | 'disputedAt'
+  | 'resolvedAt'
+  | 'releasedAt'
+  | 'refundedAt'
+  | 'canceledAt'
+>;
+
+/** A platform user found by e-mail or telephone (a counterparty). */
+export interface PlatformUser {
+  id: string;
+  email: string | null;
+  phone: string | null;
+  status: 'active' | 'locked' | 'disabled';
+}
+
+export interface EscrowListFilter {
+  /** Escrows in which this user is buyer or seller (all escrows when absent: administrators). */
+  partyUserId?: string;
+  role?: 'buyer' | 'seller';
+  status?: EscrowStatus;
+}
+
+const ESCROWS = new Keyset({ table: 'escrows', alias: 'e', noun: 'an escrow of this list' });
+
+/** Knex queries of the escrows table. */
+export class EscrowRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(escrow: NewEscrow): Promise<Escrow> {
+    const [row] = await this.db('escrows').insert(toRow(escrow)).returning('*');
+    return toEscrow(row as Row);
+  }
+
+  async findById(id: string): Promise<Escrow | undefined> {
+    const row = await this.db<Row>('escrows').where({ id }).first();
+    return row ? toEscrow(row as Row) : undefined;
+  }
+
+  /** The escrow, locked until the end of the transaction (every state change starts here). */
+  async lockById(id: string): Promise<Escrow | undefined> {
+    const row = await this.db<Row>('escrows').where({ id }).forUpdate().first();
+    return row ? toEscrow(row as Row) : undefined;
+  }
+
+  async update(id: string, changes: Partial<Escrow>): Promise<Escrow> {
+    const [row] = await this.db('escrows').where({ id }).update(toRow(changes)).returning('*');
+    return toEscrow(row as Row);
+  }
+
+  async statusOf(id: string): Promise<EscrowStatus | undefined> {
+    const row = await this.db<Row>('escrows').where({ id }).first('status');
+    return row?.status;
+  }
+
+  /**
+   * Locks the delivered escrow whose release is due first, skipping rows another
+   * transaction holds (an accept, a dispute, another instance's job): many instances can
+   * run the release job at once and never wait for each other or release one escrow twice.
+   */
+  async lockNextDueForRelease(now: Date): Promise<Escrow | undefined> {
+    const row = await this.db<Row>('escrows')
+      .where({ status: 'delivered' })
+      .andWhere('auto_release_at', '<=', now)
+      .orderBy([{ column: 'auto_release_at' }, { column: 'id' }])
+      .forUpdate()
+      .skipLocked()
+      .first();
+    return row ? toEscrow(row as Row) : undefined;
+  }
+
+  /** After a failed release attempt: try this escrow again at `at`, after the others. */
+  async postponeRelease(id: string, at: Date): Promise<void> {
+    await this.db('escrows').where({ id, status: 'delivered' }).update({ auto_release_at: at });
+  }
+
+  /**
+   * One page, newest first (`limit + 1` rows: see toPage). A party's list is "buyer or
+   * seller", which a keyset equality scope cannot say, so the cursor is checked here first.
+   */
+  async page(filter: EscrowListFilter, request: PageRequest): Promise<Escrow[]> {
+    if (request.startingAfter !== undefined && !(await this.scoped({ partyUserId: filter.partyUserId }).andWhere('e.id', request.startingAfter).first('e.id'))) {
+      throw ValidationError.field('query.starting_after', 'starting_after is not an escrow of this list: pass the next_cursor of a previous page.');
+    }
+    const rows = await ESCROWS.paginate(this.db, this.scoped(filter).select('e.*'), {}, request);
+    return (rows as Row[]).map(toEscrow);
+  }
+
+  private scoped(filter: EscrowListFilter): Knex.QueryBuilder {
+    const query = this.db('escrows as e');
+    const party = filter.partyUserId;
+    if (party !== undefined) {
+      if (filter.role === 'buyer') query.where('e.buyer_user_id', party);
+      else if (filter.role === 'seller') query.where('e.seller_user_id', party);
+      else query.where((qb) => qb.where('e.buyer_user_id', party).orWhere('e.seller_user_id', party));
+    }
+    if (filter.status) query.andWhere('e.status', filter.status);
+    return query;
+  }
+
+  /** An active or locked user by e-mail (lower-cased) or E.164 telephone; disabled users are nobody. */
+  async findUser(by: { email: string } | { phone: string }): Promise<PlatformUser | undefined> {
+    const row = (await this.db('users')
+      .where('email' in by ? { email: by.email } : { phone: by.phone })
+      .whereNot({ status: 'disabled' })
+      .first('id', 'email', 'phone', 'status')) as PlatformUser | undefined;
+    return row;
+  }
+
+  async findUserById(id: string): Promise<PlatformUser | undefined> {
+    return (await this.db('users').where({ id }).first('id', 'email', 'phone', 'status')) as PlatformUser | undefined;
+  }
+}

@@ -1,0 +1,437 @@
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { DomainError, ForbiddenError, UnprocessableError, ValidationError } from '../../errors';
+import { toPage, type Page } from '../../db/keyset';
+import { withTransaction } from '../../db/transaction';
+import type { Clock } from '../../clock';
+import { EventRepository } from '../events';
+import { currencies, ensureAccount, parseAmount, platformAccount, post, walletOf, type EntryInput } from '../ledger';
+import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
+import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError, WalletFrozenError } from './escrow-errors';
+import { feeFor, fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type FeePayer, type Settlement } from './escrow-fee';
+import { authorize, isDueForRelease, nextStatus, type EscrowAction, type EscrowStatus } from './escrow-lifecycle';
+import { capacitiesOf, presentEscrows, type EscrowCaller, type EscrowView } from './escrow-presenter';
+import { EscrowRepository, type Escrow, type ResolutionOutcome } from './escrow-repository';
+
+export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
+
+export interface CreateEscrowInput {
+  role: 'buyer' | 'seller';
+  counterpartyIdentifier: string;
+  amount: number | string;
+  currency: string;
+  description: string;
+  inspectionPeriodSeconds?: number;
+  reference?: string;
+  feePayer?: FeePayer;
+}
+
+/** One action on an existing escrow, with its parameters. */
+export type EscrowCommand =
+  | { action: 'fund' | 'accept' | 'refund' | 'cancel' }
+  | { action: 'deliver'; trackingReference?: string; note?: string }
+  | { action: 'dispute'; reason: string }
+  | { action: 'resolve'; outcome: ResolutionOutcome; sellerAmount?: number | string; note?: string };
+
+/** Actions that move money: they require an Idempotency-Key. */
+const MONEY_ACTIONS = new Set<EscrowAction>(['fund', 'accept', 'refund', 'resolve']);
+const OPERATION_OF: Record<EscrowAction, string> = {
+  fund: 'fundEscrow',
+  deliver: 'deliverEscrow',
+  accept: 'acceptEscrow',
+  dispute: 'disputeEscrow',
+  refund: 'refundEscrow',
+  cancel: 'cancelEscrow',
+  resolve: 'resolveEscrow',
+};
+
+export type EscrowPage = Page<EscrowView>;
+
+export interface EscrowListOptions {
+  status?: EscrowStatus;
+  role?: 'buyer' | 'seller';
+  limit: number;
+  startingAfter?: string;
+}
+
+export interface EscrowServiceDeps {
+  knex: Knex;
+  idempotency: IdempotencyService;
+  /** ESCROW_FEE_BPS: the fee rate agreed by escrows created from now on. */
+  feeBps: number;
+  clock: Clock;
+  logger?: Pick<Logger, 'error'>;
+  /** After a failed automatic release, the job tries that escrow again this much later. */
+  releaseRetryMs?: number;
+}
+
+interface ParsedIdentifier {
+  by: { email: string } | { phone: string };
+}
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
+const E164 = /^\+[1-9][0-9]{6,14}$/;
+const IDENTIFIER_FIELD = 'body.counterparty_identifier';
+
+/** An e-mail (lower-cased) or a telephone number in international form, normalised to E.164. */
+function parseCounterparty(raw: string): ParsedIdentifier {
+  const text = raw.trim();
+  if (text.includes('@')) {
+    if (!EMAIL.test(text) || text.length > 254) throw ValidationError.field(IDENTIFIER_FIELD, 'counterparty_identifier is not a valid e-mail address.');
+    return { by: { email: text.toLowerCase() } };
+  }
+  const compact = text.replace(/[\s().-]/g, '');
+  const phone = compact.startsWith('00') ? `+${compact.slice(2)}` : compact;
+  if (!E164.test(phone)) {
+    throw ValidationError.field(IDENTIFIER_FIELD, 'counterparty_identifier must be an e-mail address or an E.164 telephone number such as +2250700000001.');
+  }
+  return { by: { phone } };
+}
+
+function feeOf(escrow: Escrow): EscrowFee {
+  return { bps: escrow.feeBps, payer: escrow.feePayer, totalMinor: escrow.feeMinor, buyerShareMinor: escrow.buyerFeeMinor, sellerShareMinor: escrow.sellerFeeMinor };
+}
+
+/**
+ * Escrow transactions (see escrow-lifecycle.ts for the state machine and escrow-fee.ts for
+ * the fee). Every state change locks the escrow row first (then the ledger locks its
+ * accounts), checks the rules, posts through the ledger, updates the row and records its
+ * events, all in one transaction; money-moving actions run inside the idempotency
+ * mechanism, so their key completes in that same transaction. Two actions racing on one
+ * escrow are serialised by the row lock: the second sees the first's status and gets 409.
+ */
+export class EscrowService {
+  private readonly knex: Knex;
+  private readonly now: Clock;
+  private readonly releaseRetryMs: number;
+
+  constructor(private readonly deps: EscrowServiceDeps) {
+    if (!Number.isInteger(deps.feeBps) || deps.feeBps < 0 || deps.feeBps > 10_000) throw new RangeError('the escrow fee is 0 to 10000 basis points');
+    this.knex = deps.knex;
+    this.now = deps.clock;
+    this.releaseRetryMs = deps.releaseRetryMs ?? 60_000;
+    deps.idempotency.registerResourceStatus('escrow', (db, id) => new EscrowRepository(db).statusOf(id));
+  }
+
+  /** POST /escrows. */
+  async create(caller: EscrowCaller, idempotencyKey: string, input: CreateEscrowInput): Promise<EscrowView> {
+    const key = validateIdempotencyKey(idempotencyKey);
+    const currency = await currencies.require(this.knex, input.currency, 'body.currency');
+    const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
+    const counterparty = parseCounterparty(input.counterpartyIdentifier);
+    return this.deps.idempotency.execute({ userId: caller.userId, operation: 'createEscrow', key, request: { body: input } }, async (trx) => {
+      const escrow = await this.createIn(trx, caller, { ...input, currency: currency.code }, amountMinor, counterparty);
+      const view = await this.presentOne(trx, escrow, caller);
+      return { result: view, responseStatus: 201, responseBody: view, resource: resourceOf(escrow) };
+    });
+  }
+
+  /** Creates an escrow inside the caller's transaction (the demo seed uses it directly). */
+  async createInTransaction(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput): Promise<Escrow> {
+    const currency = await currencies.require(trx, input.currency, 'body.currency');
+    const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
+    return this.createIn(trx, caller, input, amountMinor, parseCounterparty(input.counterpartyIdentifier));
+  }
+
+  /**
+   * POST /escrows/{escrowId}/{action}. `idempotencyKey` is required for the actions that move
+   * money (fund, accept, refund, resolve) and ignored by the others.
+   */
+  async act(caller: EscrowCaller, escrowId: string, command: EscrowCommand, idempotencyKey?: string): Promise<EscrowView> {
+    if (command.action === 'resolve') checkResolutionShape(command);
+    if (!MONEY_ACTIONS.has(command.action)) {
+      return withTransaction(this.knex, async (trx) => this.presentOne(trx, await this.actInTransaction(trx, caller, escrowId, command), caller));
+    }
+    const key = validateIdempotencyKey(idempotencyKey);
+    const { action, ...parameters } = command;
+    return this.deps.idempotency.execute(
+      { userId: caller.userId, operation: OPERATION_OF[action], key, request: { escrow_id: escrowId, body: parameters } },
+      async (trx) => {
+        const escrow = await this.actInTransaction(trx, caller, escrowId, command);
+        const view = await this.presentOne(trx, escrow, caller);
+        return { result: view, responseStatus: 200, responseBody: view, resource: resourceOf(escrow) };
+      },
+    );
+  }
+
+  /** One action inside the caller's transaction, without idempotency (the demo seed; `act` wraps it). */
+  async actInTransaction(trx: Knex.Transaction, caller: EscrowCaller, escrowId: string, command: EscrowCommand): Promise<Escrow> {
+    const repository = new EscrowRepository(trx);
+    const escrow = await repository.lockById(escrowId);
+    const capacities = escrow ? capacitiesOf(escrow, caller) : undefined;
+    if (!escrow || !capacities || capacities.size === 0) throw new EscrowNotFoundError();
+    const now = this.now();
+    authorize(command.action, escrow, capacities, now);
+    const events = new EventRepository(trx);
+    const record = (type: string, payload?: Record<string, unknown>) =>
+      events.record({ subjectType: 'escrow', subjectId: escrow.id, type, actorUserId: caller.userId, payload, occurredAt: now });
+
+    switch (command.action) {
+      case 'fund': {
+        const posting = await this.fund(trx, escrow);
+        await record('escrow.funded', { amount_minor: fundingAmount(escrow.amountMinor, feeOf(escrow)).toString() });
+        return repository.update(escrow.id, { status: nextStatus('fund'), fundingPostingId: posting, fundedAt: now, updatedAt: now });
+      }
+      case 'deliver': {
+        const inspectionEndsAt = new Date(now.getTime() + escrow.inspectionPeriodSeconds * 1000);
+        await record('escrow.delivered', { inspection_ends_at: inspectionEndsAt.toISOString() });
+        return repository.update(escrow.id, {
+          status: nextStatus('deliver'),
+          deliveredAt: now,
+          inspectionEndsAt,
+          autoReleaseAt: inspectionEndsAt,
+          trackingReference: command.trackingReference ?? null,
+          deliveryNote: command.note ?? null,
+          updatedAt: now,
+        });
+      }
+      case 'accept':
+        await record('escrow.accepted');
+        return this.release(trx, escrow, caller.userId, now);
+      case 'dispute':
+        await record('escrow.disputed', { reason: command.reason });
+        return repository.update(escrow.id, { status: nextStatus('dispute'), disputeReason: command.reason, disputedAt: now, updatedAt: now });
+      case 'refund':
+        return this.settle(trx, escrow, refundSettlement(escrow.amountMinor, feeOf(escrow)), caller.userId, now);
+      case 'cancel':
+        await record('escrow.canceled');
+        return repository.update(escrow.id, { status: nextStatus('cancel'), canceledAt: now, updatedAt: now });
+      case 'resolve': {
+        const settlement = await this.resolution(trx, escrow, command);
+        await record('escrow.resolved', { outcome: command.outcome, ...(settlement.sellerAmountMinor ? { seller_amount_minor: settlement.sellerAmountMinor.toString() } : {}) });
+        await repository.update(escrow.id, {
+          resolutionOutcome: command.outcome,
+          resolutionSellerAmountMinor: settlement.sellerAmountMinor,
+          resolutionNote: command.note ?? null,
+          resolvedByUserId: caller.userId,
+          resolvedAt: now,
+        });
+        return this.settle(trx, escrow, settlement.plan, caller.userId, now);
+      }
+    }
+  }
+
+  /** GET /escrows/{escrowId}: the parties and administrators; anyone else 404. */
+  async get(caller: EscrowCaller, escrowId: string): Promise<EscrowView> {
+    const escrow = await new EscrowRepository(this.knex).findById(escrowId);
+    if (!escrow || capacitiesOf(escrow, caller).size === 0) throw new EscrowNotFoundError();
+    return this.presentOne(this.knex, escrow, caller);
+  }
+
+  /** GET /escrows: the caller's escrows as buyer or seller, newest first. */
+  list(caller: EscrowCaller, options: EscrowListOptions): Promise<EscrowPage> {
+    return this.page(caller, { ...options, partyUserId: caller.userId });
+  }
+
+  /** GET /admin/escrows: every escrow; administrators only. */
+  listAll(caller: EscrowCaller, options: Omit<EscrowListOptions, 'role'>): Promise<EscrowPage> {
+    if (!caller.isAdmin) throw new ForbiddenError('InsufficientRole', 'Only platform administrators may list every escrow.');
+    return this.page(caller, options);
+  }
+
+  /**
+   * The automatic release: releases, one transaction each, up to `batchSize` delivered
+   * escrows whose inspection period has ended, exactly as an accept would. Each escrow is
+   * claimed with FOR UPDATE SKIP LOCKED, so instances running this at once never release one
+   * twice nor wait for each other; a second run finds nothing left to do. An escrow whose
+   * release fails (a frozen seller wallet) is retried `releaseRetryMs` later, after the others.
+   * Returns how many were released.
+   */
+  async releaseDue(options: { batchSize: number }): Promise<number> {
+    const now = this.now();
+    let released = 0;
+    for (let attempt = 0; attempt < options.batchSize; attempt += 1) {
+      let current: Escrow | undefined;
+      try {
+        const releasedOne = await withTransaction(this.knex, async (trx) => {
+          current = await new EscrowRepository(trx).lockNextDueForRelease(now);
+          if (!current || !isDueForRelease(current, now)) return false;
+          await new EventRepository(trx).record({ subjectType: 'escrow', subjectId: current.id, type: 'escrow.accepted', actorUserId: null, payload: { automatic: true }, occurredAt: now });
+          await this.release(trx, current, null, now);
+          return true;
+        });
+        if (!releasedOne) break;
+        released += 1;
+      } catch (error) {
+        if (!current) throw error;
+        this.deps.logger?.error({ err: error, escrowId: current.id }, 'automatic escrow release failed; it is retried later');
+        await new EscrowRepository(this.knex).postponeRelease(current.id, new Date(now.getTime() + this.releaseRetryMs));
+      }
+    }
+    return released;
+  }
+
+  private async createIn(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput, amountMinor: bigint, counterparty: ParsedIdentifier): Promise<Escrow> {
+    const repository = new EscrowRepository(trx);
+    const other = await repository.findUser(counterparty.by);
+    if (!other) throw new CounterpartyNotFoundError();
+    if (other.id === caller.userId) throw new SelfEscrowError();
+    const self = await repository.findUserById(caller.userId);
+    if (!self) throw new EscrowNotFoundError();
+    const identifierOf = (user: { email: string | null; phone: string | null }) => (user.email ?? user.phone) as string;
+    const [buyer, seller] = input.role === 'buyer' ? [self, other] : [other, self];
+    const fee = feeFor(amountMinor, this.deps.feeBps, input.feePayer ?? 'buyer');
+    const now = this.now();
+    const escrow = await repository.insert({
+      id: crypto.randomUUID(),
+      buyerUserId: buyer.id,
+      sellerUserId: seller.id,
+      createdByUserId: caller.userId,
+      buyerIdentifier: identifierOf(buyer),
+      sellerIdentifier: identifierOf(seller),
+      status: 'awaiting_funding',
+      currency: input.currency,
+      amountMinor,
+      feeBps: fee.bps,
+      feePayer: fee.payer,
+      feeMinor: fee.totalMinor,
+      buyerFeeMinor: fee.buyerShareMinor,
+      sellerFeeMinor: fee.sellerShareMinor,
+      description: input.description,
+      reference: input.reference ?? null,
+      inspectionPeriodSeconds: input.inspectionPeriodSeconds ?? DEFAULT_INSPECTION_PERIOD_SECONDS,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await new EventRepository(trx).record({
+      subjectType: 'escrow',
+      subjectId: escrow.id,
+      type: 'escrow.created',
+      actorUserId: caller.userId,
+      payload: { role: input.role, amount_minor: amountMinor.toString(), currency: escrow.currency, fee_payer: fee.payer },
+      occurredAt: now,
+    });
+    return escrow;
+  }
+
+  /** Buyer wallet -> holding account: the amount plus the buyer's fee share. Returns the posting id. */
+  private async fund(trx: Knex.Transaction, escrow: Escrow): Promise<string> {
+    const paid = fundingAmount(escrow.amountMinor, feeOf(escrow));
+    const wallet = await walletOf(trx, escrow.buyerUserId, escrow.currency);
+    const holding = await holdingAccount(trx, escrow.currency);
+    try {
+      const posting = await post(trx, {
+        kind: 'escrow.funding',
+        reference: escrow.id,
+        metadata: { escrow_id: escrow.id },
+        entries: [
+          { accountId: wallet.id, amountMinor: -paid },
+          { accountId: holding.id, amountMinor: paid },
+        ],
+      });
+      return posting.id;
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'AccountFrozen') throw new WalletFrozenError('buyer');
+      if (error instanceof DomainError && error.code === 'InsufficientFunds') {
+        const { available, required } = error.details as { available: string; required: string };
+        throw new UnprocessableError(
+          'InsufficientFunds',
+          `Insufficient funds: your ${escrow.currency} wallet does not cover the amount plus your share of the fee.`,
+          { currency: escrow.currency, available, required },
+        );
+      }
+      throw error;
+    }
+  }
+
+  private release(trx: Knex.Transaction, escrow: Escrow, actorUserId: string | null, now: Date): Promise<Escrow> {
+    return this.settle(trx, escrow, releaseSettlement(escrow.amountMinor, feeOf(escrow)), actorUserId, now, { acceptedAt: now });
+  }
+
+  /**
+   * The one settlement posting of an escrow (holding -> seller, buyer, fee account; its
+   * (kind, reference) is unique, so no escrow is settled twice), the row's final status and
+   * its event.
+   */
+  private async settle(
+    trx: Knex.Transaction,
+    escrow: Escrow,
+    plan: Settlement,
+    actorUserId: string | null,
+    now: Date,
+    extra: Partial<Escrow> = {},
+  ): Promise<Escrow> {
+    const holding = await holdingAccount(trx, escrow.currency);
+    const entries: EntryInput[] = [{ accountId: holding.id, amountMinor: -plan.heldMinor }];
+    if (plan.toSellerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.sellerUserId, escrow.currency)).id, amountMinor: plan.toSellerMinor });
+    if (plan.toBuyerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.buyerUserId, escrow.currency)).id, amountMinor: plan.toBuyerMinor });
+    if (plan.feeMinor > 0n) entries.push({ accountId: (await platformAccount(trx, 'fees', escrow.currency)).id, amountMinor: plan.feeMinor });
+    const status: EscrowStatus = plan.toSellerMinor > 0n || plan.feeMinor > 0n ? 'released' : 'refunded';
+    let postingId: string;
+    try {
+      const posting = await post(
+        trx,
+        { kind: 'escrow.settlement', reference: escrow.id, metadata: { escrow_id: escrow.id, status }, entries },
+        // Money going back to the buyer alone is a reversal: it reaches even a frozen wallet.
+        { allowFrozen: status === 'refunded' },
+      );
+      postingId = posting.id;
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'AccountFrozen') throw new WalletFrozenError('seller');
+      throw error;
+    }
+    await new EventRepository(trx).record({
+      subjectType: 'escrow',
+      subjectId: escrow.id,
+      type: status === 'released' ? 'escrow.released' : 'escrow.refunded',
+      actorUserId,
+      payload: { to_seller_minor: plan.toSellerMinor.toString(), to_buyer_minor: plan.toBuyerMinor.toString(), fee_minor: plan.feeMinor.toString() },
+      occurredAt: now,
+    });
+    return new EscrowRepository(trx).update(escrow.id, {
+      ...extra,
+      status,
+      settlementPostingId: postingId,
+      settledToSellerMinor: plan.toSellerMinor,
+      settledToBuyerMinor: plan.toBuyerMinor,
+      settledFeeMinor: plan.feeMinor,
+      ...(status === 'released' ? { releasedAt: now } : { refundedAt: now }),
+      updatedAt: now,
+    });
+  }
+
+  private async resolution(
+    trx: Knex.Transaction,
+    escrow: Escrow,
+    command: Extract<EscrowCommand, { action: 'resolve' }>,
+  ): Promise<{ plan: Settlement; sellerAmountMinor: bigint | null }> {
+    const fee = feeOf(escrow);
+    if (command.outcome === 'release') return { plan: releaseSettlement(escrow.amountMinor, fee), sellerAmountMinor: null };
+    if (command.outcome === 'refund') return { plan: refundSettlement(escrow.amountMinor, fee), sellerAmountMinor: null };
+    const { exponent } = await currencies.require(trx, escrow.currency);
+    const sellerAmountMinor = parseAmount(command.sellerAmount, exponent, { field: 'body.seller_amount' });
+    if (sellerAmountMinor >= escrow.amountMinor) {
+      throw ValidationError.field('body.seller_amount', 'seller_amount must be less than the escrow amount (use the outcome "release" to pay the seller everything).');
+    }
+    return { plan: splitSettlement(escrow.amountMinor, fee, sellerAmountMinor), sellerAmountMinor };
+  }
+
+  private async page(caller: EscrowCaller, options: EscrowListOptions & { partyUserId?: string }): Promise<EscrowPage> {
+    const rows = await new EscrowRepository(this.knex).page(options, { limit: options.limit, startingAfter: options.startingAfter });
+    const page = toPage(rows, options.limit);
+    return { ...page, data: await presentEscrows(this.knex, page.data, caller, this.now()) };
+  }
+
+  private async presentOne(db: Knex | Knex.Transaction, escrow: Escrow, caller: EscrowCaller): Promise<EscrowView> {
+    const [view] = await presentEscrows(db, [escrow], caller, this.now());
+    return view as EscrowView;
+  }
+}
+
+function checkResolutionShape(command: Extract<EscrowCommand, { action: 'resolve' }>): void {
+  if (command.outcome === 'split' && command.sellerAmount === undefined) {
+    throw ValidationError.field('body.seller_amount', 'seller_amount is required with the outcome "split".');
+  }
+  if (command.outcome !== 'split' && command.sellerAmount !== undefined) {
+    throw ValidationError.field('body.seller_amount', 'seller_amount is only for the outcome "split".');
+  }
+}
+
+function holdingAccount(trx: Knex.Transaction, currency: string) {
+  return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind: 'escrow_holding' });
+}
+
+function resourceOf(escrow: Escrow) {
+  return { type: 'escrow', id: escrow.id, status: escrow.status, location: `/api/escrows/${escrow.id}` };
+}

@@ -1,0 +1,526 @@
+import crypto from 'node:crypto';
+import request from 'supertest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/http/app';
+import { withTransaction } from '../../src/db/transaction';
+import { fundWallet } from '../../src/modules/ledger';
+import { buildTestApp } from '../support/app';
+import { testKnex } from '../support/database';
+import { accessTokenFor, bearer, createUser, uniquePhone, type TestUser } from '../support/factories';
+import { expectLedgerInvariants } from '../support/ledger-invariants';
+import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests, walletBalance } from '../support/escrows';
+
+const knex = testKnex();
+let app: App;
+/** The services' clock: tests move it forward to end inspection periods. */
+let clock = new Date();
+const advance = (seconds: number) => {
+  clock = new Date(clock.getTime() + seconds * 1000);
+};
+const THREE_DAYS = 259_200;
+
+serializeEscrowReleaseTests();
+beforeAll(async () => {
+  app = await buildTestApp({ now: () => clock });
+});
+
+interface Caller {
+  user: TestUser;
+  auth: { Authorization: string };
+}
+
+async function caller(balances: Record<string, bigint> = {}, options: { phone?: string; isAdmin?: boolean } = {}): Promise<Caller> {
+  const user = await createUser({ phone: options.phone ?? null, isAdmin: options.isAdmin ?? false });
+  if (Object.keys(balances).length) {
+    await withTransaction(knex, async (trx) => {
+      for (const [currency, amount] of Object.entries(balances)) await fundWallet(trx, user.id, currency, amount);
+    });
+  }
+  return { user, auth: bearer(await accessTokenFor(app, user)) };
+}
+
+function create(by: Caller, body: object, key: string | null = crypto.randomUUID()) {
+  const call = request(app).post('/api/escrows').set(by.auth);
+  return (key === null ? call : call.set('Idempotency-Key', key)).send(body);
+}
+
+const MONEY_ACTIONS = new Set(['fund', 'accept', 'refund', 'resolve']);
+
+/** POST /escrows/{id}/{action}; a key for the money-moving ones unless told; no body unless given. */
+function act(by: Caller, id: string, action: string, body?: object, key: string | null = MONEY_ACTIONS.has(action) ? crypto.randomUUID() : null) {
+  let call = request(app).post(`/api/escrows/${id}/${action}`).set(by.auth);
+  if (key !== null) call = call.set('Idempotency-Key', key);
+  return body === undefined ? call : call.send(body);
+}
+
+async function opened(buyer: Caller, seller: Caller, extra: object = {}): Promise<string> {
+  const res = await create(buyer, { role: 'buyer', counterparty_identifier: seller.user.email, amount: 500_000, currency: 'XOF', description: 'Used delivery motorbike', ...extra });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data.id as string;
+}
+
+/** An escrow brought to `status` through the API (buyer funded with 1,000,000 XOF). */
+async function escrowIn(status: 'awaiting_funding' | 'funded' | 'delivered' | 'disputed'): Promise<{ id: string; buyer: Caller; seller: Caller }> {
+  const buyer = await caller({ XOF: 1_000_000n });
+  const seller = await caller();
+  const id = await opened(buyer, seller);
+  if (status !== 'awaiting_funding') expect((await act(buyer, id, 'fund')).status).toBe(200);
+  if (status === 'delivered' || status === 'disputed') expect((await act(seller, id, 'deliver')).status).toBe(200);
+  if (status === 'disputed') expect((await act(buyer, id, 'dispute', { reason: 'Not as described' })).status).toBe(200);
+  return { id, buyer, seller };
+}
+
+describe('POST /escrows', () => {
+  it('creates an escrow awaiting funding, with the fee, the caller\'s allowed actions and its history', async () => {
+    const buyer = await caller();
+    const seller = await caller();
+    const res = await create(buyer, {
+      role: 'buyer',
+      counterparty_identifier: seller.user.email?.toUpperCase(),
+      amount: 1250,
+      currency: 'XOF',
+      description: 'Motorbike',
+      reference: 'ORDER-1',
+    });
+    expect(res.status).toBe(201);
+    expect(res.headers.location).toBe(`/api/escrows/${res.body.data.id}`);
+    expect(res.body.data).toMatchObject({
+      status: 'awaiting_funding',
+      role: 'buyer',
+      buyer: { user_id: buyer.user.id, identifier: buyer.user.email },
+      seller: { user_id: seller.user.id, identifier: seller.user.email },
+      amount: 1250,
+      amount_minor: '1250',
+      currency: 'XOF',
+      description: 'Motorbike',
+      reference: 'ORDER-1',
+      inspection_period_seconds: THREE_DAYS,
+      // 1 % of 1,250 XOF is 12.5: half up to 13 XOF, all on the buyer by default.
+      fee: { rate_bps: 100, payer: 'buyer', amount: 13, amount_minor: '13', buyer_share_minor: '13', seller_share_minor: '0' },
+      allowed_actions: ['fund', 'cancel'],
+      funded_at: null,
+      released_at: null,
+      settlement: null,
+      resolution: null,
+    });
+    expect(res.body.data.history).toEqual([{ type: 'escrow.created', actor_role: 'buyer', actor_user_id: buyer.user.id, occurred_at: clock.toISOString() }]);
+    const seen = await request(app).get(`/api/escrows/${res.body.data.id}`).set(seller.auth).expect(200);
+    expect(seen.body.data).toMatchObject({ role: 'seller', allowed_actions: ['cancel'] });
+  });
+
+  it('the seller opens one with a counterparty named by telephone; a split fee puts the odd minor unit on the buyer', async () => {
+    const phone = uniquePhone();
+    const buyer = await caller({}, { phone });
+    const seller = await caller();
+    const res = await create(seller, { role: 'seller', counterparty_identifier: `${phone.slice(0, 4)} ${phone.slice(4)}`, amount: 1250.5, currency: 'EUR', description: 'Logo', fee_payer: 'split' });
+    expect(res.status).toBe(201);
+    // 1 % of 1,250.50 EUR = 12.505, half up 12.51 EUR: 6.26 for the buyer, 6.25 for the seller.
+    expect(res.body.data).toMatchObject({
+      role: 'seller',
+      buyer: { user_id: buyer.user.id },
+      amount_minor: '125050',
+      fee: { payer: 'split', amount: 12.51, amount_minor: '1251', buyer_share_minor: '626', seller_share_minor: '625' },
+      allowed_actions: ['cancel'],
+    });
+  });
+
+  it('refuses unknown counterparties (404), oneself (422), bad amounts and identifiers (400), a missing key (400)', async () => {
+    const me = await caller();
+    const other = await caller();
+    const body = { role: 'buyer', counterparty_identifier: other.user.email, amount: 100, currency: 'XOF', description: 'x' };
+    const unknown = await create(me, { ...body, counterparty_identifier: `nobody-${crypto.randomUUID()}@test.example` });
+    expect([unknown.status, unknown.body.error]).toEqual([404, 'CounterpartyNotFound']);
+    const self = await create(me, { ...body, counterparty_identifier: me.user.email });
+    expect([self.status, self.body.error]).toEqual([422, 'SelfEscrow']);
+    const cases: Array<[object, string]> = [
+      [{ ...body, amount: 1.5 }, 'body.amount'],
+      [{ ...body, currency: 'EUR', amount: 0.001 }, 'body.amount'],
+      [{ ...body, currency: 'ZZZ' }, 'body.currency'],
+      [{ ...body, counterparty_identifier: 'not an identifier' }, 'body.counterparty_identifier'],
+      [{ ...body, fee_payer: 'nobody' }, 'body.fee_payer'],
+      [{ ...body, inspection_period_seconds: 60 }, 'body.inspection_period_seconds'],
+      [{ ...body, role: 'broker' }, 'body.role'],
+    ];
+    for (const [bad, field] of cases) {
+      const res = await create(me, bad);
+      expect({ bad, status: res.status, error: res.body.error }).toEqual({ bad, status: 400, error: 'ValidationError' });
+      expect(JSON.stringify(res.body.details)).toContain(field);
+    }
+    const noKey = await create(me, body, null);
+    expect([noKey.status, noKey.body.error]).toEqual([400, 'ValidationError']);
+    expect(await knex('escrows').whereIn('buyer_user_id', [me.user.id]).count<{ count: string }[]>('id as count')).toEqual([{ count: '0' }]);
+  });
+
+  it('replays a processed key with 409 and the escrow, and refuses the key with another body (422)', async () => {
+    const buyer = await caller();
+    const seller = await caller();
+    const key = crypto.randomUUID();
+    const body = { role: 'buyer', counterparty_identifier: seller.user.email, amount: 700, currency: 'XOF', description: 'Phone' };
+    const first = await create(buyer, body, key);
+    expect(first.status).toBe(201);
+    const replay = await create(buyer, body, key);
+    expect(replay.status).toBe(409);
+    expect(replay.headers.location).toBe(`/api/escrows/${first.body.data.id}`);
+    expect(replay.body).toMatchObject({ error: 'IdempotencyKeyAlreadyProcessed', details: { resource_type: 'escrow', resource_id: first.body.data.id, status: 'awaiting_funding' } });
+    const reused = await create(buyer, { ...body, amount: 701 }, key);
+    expect([reused.status, reused.body.error]).toEqual([422, 'IdempotencyKeyReused']);
+    expect((await knex('escrows').where({ buyer_user_id: buyer.user.id })).length).toBe(1);
+  });
+});
+
+describe('the lifecycle through the API', () => {
+  it('fund, deliver, accept: the money goes buyer -> holding -> seller and fee account, once, with every timestamp and event', async () => {
+    const buyer = await caller({ XOF: 1_000_000n });
+    const seller = await caller();
+    const holdingBefore = await platformBalance(knex, 'escrow_holding', 'XOF');
+    const feesBefore = await platformBalance(knex, 'fees', 'XOF');
+    const id = await opened(buyer, seller);
+
+    const funded = await act(buyer, id, 'fund');
+    expect(funded.status).toBe(200);
+    expect(funded.body.data).toMatchObject({ status: 'funded', funded_at: clock.toISOString(), allowed_actions: ['accept', 'dispute'] });
+    expect(await walletBalance(knex, buyer.user.id, 'XOF')).toBe(495_000n);
+    expect(await platformBalance(knex, 'escrow_holding', 'XOF')).toBe(holdingBefore + 505_000n);
+
+    advance(60);
+    const delivered = await act(seller, id, 'deliver', { tracking_reference: 'DHL-1', note: 'Keys in the glovebox' });
+    expect(delivered.status).toBe(200);
+    const inspectionEnds = new Date(clock.getTime() + THREE_DAYS * 1000).toISOString();
+    expect(delivered.body.data).toMatchObject({
+      status: 'delivered',
+      role: 'seller',
+      delivered_at: clock.toISOString(),
+      inspection_ends_at: inspectionEnds,
+      tracking_reference: 'DHL-1',
+      delivery_note: 'Keys in the glovebox',
+      allowed_actions: ['refund'],
+    });
+
+    advance(60);
+    const accepted = await act(buyer, id, 'accept', {});
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.data).toMatchObject({
+      status: 'released',
+      accepted_at: clock.toISOString(),
+      released_at: clock.toISOString(),
+      allowed_actions: [],
+      settlement: { to_seller_minor: '500000', to_buyer_minor: '0', fee_minor: '5000' },
+    });
+    expect(accepted.body.data.history.map((e: { type: string; actor_role: string }) => `${e.type}:${e.actor_role}`)).toEqual([
+      'escrow.created:buyer',
+      'escrow.funded:buyer',
+      'escrow.delivered:seller',
+      'escrow.accepted:buyer',
+      'escrow.released:buyer',
+    ]);
+    expect(await walletBalance(knex, seller.user.id, 'XOF')).toBe(500_000n);
+    expect(await walletBalance(knex, buyer.user.id, 'XOF')).toBe(495_000n);
+    expect(await platformBalance(knex, 'escrow_holding', 'XOF')).toBe(holdingBefore);
+    expect(await platformBalance(knex, 'fees', 'XOF')).toBe(feesBefore + 5_000n);
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+    await expectLedgerInvariants(knex);
+  });
+
+  it('a seller-paid fee is deducted from what the seller receives; the buyer funds the amount only', async () => {
+    const buyer = await caller({ EUR: 100_000n });
+    const seller = await caller();
+    const res = await create(buyer, { role: 'buyer', counterparty_identifier: seller.user.email, amount: 99.99, currency: 'EUR', description: 'Course', fee_payer: 'seller' });
+    const id = res.body.data.id as string;
+    // 1 % of 99.99 = 0.9999, half up 1.00 EUR.
+    expect(res.body.data.fee).toMatchObject({ amount_minor: '100', buyer_share_minor: '0', seller_share_minor: '100' });
+    expect((await act(buyer, id, 'fund')).status).toBe(200);
+    expect(await walletBalance(knex, buyer.user.id, 'EUR')).toBe(100_000n - 9_999n);
+    const released = await act(buyer, id, 'accept');
+    expect(released.body.data.settlement).toEqual({ to_seller_minor: '9899', to_buyer_minor: '0', fee_minor: '100' });
+    expect(await walletBalance(knex, seller.user.id, 'EUR')).toBe(9_899n);
+  });
+
+  it('fund without enough money: 422 InsufficientFunds, nothing changes, and the key stays free', async () => {
+    const buyer = await caller({ XOF: 505_000n - 1n });
+    const seller = await caller();
+    const id = await opened(buyer, seller);
+    const key = crypto.randomUUID();
+    const refused = await act(buyer, id, 'fund', undefined, key);
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ error: 'InsufficientFunds', details: { currency: 'XOF', available: '504999', required: '505000' } });
+    expect(JSON.stringify(refused.body)).not.toContain('account_id');
+    expect((await request(app).get(`/api/escrows/${id}`).set(buyer.auth)).body.data.status).toBe('awaiting_funding');
+    expect(await walletBalance(knex, buyer.user.id, 'XOF')).toBe(504_999n);
+    await withTransaction(knex, (trx) => fundWallet(trx, buyer.user.id, 'XOF', 1n));
+    const retried = await act(buyer, id, 'fund', undefined, key);
+    expect([retried.status, retried.body.data?.status]).toEqual([200, 'funded']);
+    expect(await walletBalance(knex, buyer.user.id, 'XOF')).toBe(0n);
+  });
+
+  it('dispute stops the release; the seller refunds everything the buyer paid, fee share included', async () => {
+    const { id, buyer, seller } = await escrowIn('delivered');
+    const disputed = await act(buyer, id, 'dispute', { reason: 'The engine does not start.' });
+    expect(disputed.status).toBe(200);
+    expect(disputed.body.data).toMatchObject({ status: 'disputed', dispute_reason: 'The engine does not start.', disputed_at: clock.toISOString(), allowed_actions: [] });
+    advance(THREE_DAYS + 1);
+    expect(await app.services.escrows.releaseDue({ batchSize: 1000 })).toBeGreaterThanOrEqual(0);
+    expect((await request(app).get(`/api/escrows/${id}`).set(buyer.auth)).body.data.status).toBe('disputed');
+    const accept = await act(buyer, id, 'accept');
+    expect(accept.status).toBe(409);
+    expect(accept.body).toMatchObject({ error: 'InvalidEscrowState', details: { status: 'disputed', action: 'accept', allowed_actions: [] } });
+    const refunded = await act(seller, id, 'refund');
+    expect(refunded.status).toBe(200);
+    expect(refunded.body.data).toMatchObject({ status: 'refunded', refunded_at: clock.toISOString(), settlement: { to_seller_minor: '0', to_buyer_minor: '505000', fee_minor: '0' } });
+    expect(await walletBalance(knex, buyer.user.id, 'XOF')).toBe(1_000_000n);
+    expect(await walletBalance(knex, seller.user.id, 'XOF')).toBe(0n);
+  });
+
+  it('either party cancels an escrow awaiting funding; afterwards nothing is allowed', async () => {
+    for (const who of ['buyer', 'seller'] as const) {
+      const { id, buyer, seller } = await escrowIn('awaiting_funding');
+      const res = await act(who === 'buyer' ? buyer : seller, id, 'cancel', who === 'buyer' ? {} : undefined);
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({ status: 'canceled', canceled_at: clock.toISOString(), allowed_actions: [] });
+      const fund = await act(buyer, id, 'fund');
+      expect(fund.body).toMatchObject({ error: 'InvalidEscrowState', details: { status: 'canceled', action: 'fund', allowed_actions: [] } });
+    }
+  });
+
+  it('the automatic release pays the seller once the inspection period ends without a dispute, and a dispute after it is refused', async () => {
+    const { id, buyer, seller } = await escrowIn('delivered');
+    advance(THREE_DAYS - 1);
+    await app.services.escrows.releaseDue({ batchSize: 1000 });
+    expect((await request(app).get(`/api/escrows/${id}`).set(seller.auth)).body.data.status).toBe('delivered');
+    advance(1);
+    const late = await act(buyer, id, 'dispute', { reason: 'Too late' });
+    expect(late.status).toBe(409);
+    expect(late.body.details).toEqual({ status: 'delivered', action: 'dispute', allowed_actions: ['accept'] });
+    expect(await app.services.escrows.releaseDue({ batchSize: 1000 })).toBeGreaterThanOrEqual(1);
+    const view = (await request(app).get(`/api/escrows/${id}`).set(seller.auth)).body.data;
+    expect(view).toMatchObject({ status: 'released', accepted_at: clock.toISOString(), settlement: { to_seller_minor: '500000', fee_minor: '5000' } });
+    expect(view.history.slice(-2)).toEqual([
+      { type: 'escrow.accepted', actor_role: 'platform', actor_user_id: null, occurred_at: clock.toISOString() },
+      { type: 'escrow.released', actor_role: 'platform', actor_user_id: null, occurred_at: clock.toISOString() },
+    ]);
+    expect(await walletBalance(knex, seller.user.id, 'XOF')).toBe(500_000n);
+    await app.services.escrows.releaseDue({ batchSize: 1000 });
+    expect(await walletBalance(knex, seller.user.id, 'XOF')).toBe(500_000n);
+  });
+});
+
+describe('roles, states and visibility', () => {
+  it('a role that may never take an action gets 403 InsufficientRole, in any state', async () => {
+    const admin = await caller({}, { isAdmin: true });
+    const funded = await escrowIn('funded');
+    const cases: Array<[Caller, string, object | undefined]> = [
+      [funded.seller, 'fund', undefined],
+      [funded.buyer, 'deliver', undefined],
+      [funded.seller, 'accept', undefined],
+      [funded.seller, 'dispute', { reason: 'x' }],
+      [funded.buyer, 'refund', undefined],
+      [funded.buyer, 'resolve', { outcome: 'refund' }],
+      [funded.seller, 'resolve', { outcome: 'release' }],
+      [admin, 'fund', undefined],
+      [admin, 'accept', undefined],
+      [admin, 'cancel', undefined],
+    ];
+    for (const [who, action, body] of cases) {
+      const res = await act(who, funded.id, action, body);
+      expect({ action, status: res.status, error: res.body.error }).toEqual({ action, status: 403, error: 'InsufficientRole' });
+    }
+    expect((await request(app).get(`/api/escrows/${funded.id}`).set(funded.buyer.auth)).body.data.status).toBe('funded');
+  });
+
+  it('an action the status does not allow gets 409 InvalidEscrowState naming the status and the allowed actions', async () => {
+    const open = await escrowIn('awaiting_funding');
+    const notYet = await act(open.buyer, open.id, 'accept');
+    expect(notYet.status).toBe(409);
+    expect(notYet.body).toMatchObject({ success: false, error: 'InvalidEscrowState', details: { status: 'awaiting_funding', action: 'accept', allowed_actions: ['fund', 'cancel'] } });
+    expect(notYet.body.message).toContain('awaiting_funding');
+    const deliverEarly = await act(open.seller, open.id, 'deliver');
+    expect(deliverEarly.body.details).toEqual({ status: 'awaiting_funding', action: 'deliver', allowed_actions: ['cancel'] });
+    const delivered = await escrowIn('delivered');
+    for (const [who, action] of [
+      [delivered.buyer, 'fund'],
+      [delivered.buyer, 'cancel'],
+      [delivered.seller, 'deliver'],
+    ] as const) {
+      const res = await act(who, delivered.id, action);
+      expect({ action, status: res.status, error: res.body.error }).toEqual({ action, status: 409, error: 'InvalidEscrowState' });
+    }
+    const admin = await caller({}, { isAdmin: true });
+    const resolveEarly = await act(admin, delivered.id, 'resolve', { outcome: 'release' });
+    expect(resolveEarly.body).toMatchObject({ error: 'InvalidEscrowState', details: { status: 'delivered', action: 'resolve', allowed_actions: [] } });
+  });
+
+  it('only the parties and administrators see an escrow; anyone else gets 404 as for an unknown id, on reads and actions', async () => {
+    const { id, buyer } = await escrowIn('funded');
+    const stranger = await caller({ XOF: 1_000_000n });
+    const unknown = crypto.randomUUID();
+    for (const path of [`/api/escrows/${id}`, `/api/escrows/${unknown}`]) {
+      const res = await request(app).get(path).set(stranger.auth);
+      expect([res.status, res.body.error]).toEqual([404, 'NotFound']);
+    }
+    for (const action of ['fund', 'deliver', 'accept', 'refund', 'cancel']) {
+      const res = await act(stranger, id, action);
+      expect({ action, status: res.status }).toEqual({ action, status: 404 });
+    }
+    const dispute = await act(stranger, id, 'dispute', { reason: 'x' });
+    expect(dispute.status).toBe(404);
+    const admin = await caller({}, { isAdmin: true });
+    const seen = await request(app).get(`/api/escrows/${id}`).set(admin.auth).expect(200);
+    expect(seen.body.data).toMatchObject({ role: 'administrator', allowed_actions: [] });
+    expect((await request(app).get(`/api/escrows/${id}`).set(buyer.auth)).body.data.status).toBe('funded');
+    await request(app).get(`/api/escrows/${id}`).expect(401);
+    const badId = await request(app).get('/api/escrows/not-a-uuid').set(buyer.auth);
+    expect([badId.status, badId.body.error]).toEqual([400, 'ValidationError']);
+  });
+
+  it('actions need their body where the contract says so, and the money-moving ones an Idempotency-Key', async () => {
+    const { id, buyer, seller } = await escrowIn('funded');
+    const noReason = await act(buyer, id, 'dispute', {});
+    expect([noReason.status, noReason.body.error]).toEqual([400, 'ValidationError']);
+    const extra = await act(buyer, id, 'accept', { please: true });
+    expect([extra.status, extra.body.error]).toEqual([400, 'ValidationError']);
+    for (const action of ['accept', 'refund']) {
+      const res = await act(action === 'accept' ? buyer : seller, id, action, undefined, null);
+      expect({ action, status: res.status, error: res.body.error }).toEqual({ action, status: 400, error: 'ValidationError' });
+    }
+    expect((await request(app).get(`/api/escrows/${id}`).set(buyer.auth)).body.data.status).toBe('funded');
+  });
+});
+
+describe('administrators resolve disputes', () => {
+  it('release, refund and split move the money as documented, once', async () => {
+    const admin = await caller({}, { isAdmin: true });
+    const release = await escrowIn('disputed');
+    const released = await act(admin, release.id, 'resolve', { outcome: 'release', note: 'Goods match the listing.' });
+    expect(released.status).toBe(200);
+    expect(released.body.data).toMatchObject({
+      status: 'released',
+      role: 'administrator',
+      resolved_at: clock.toISOString(),
+      released_at: clock.toISOString(),
+      resolution: { outcome: 'release', seller_amount_minor: null, note: 'Goods match the listing.', resolved_by_user_id: admin.user.id },
+      settlement: { to_seller_minor: '500000', to_buyer_minor: '0', fee_minor: '5000' },
+    });
+    expect(released.body.data.history.slice(-2).map((e: { type: string; actor_role: string }) => `${e.type}:${e.actor_role}`)).toEqual([
+      'escrow.resolved:administrator',
+      'escrow.released:administrator',
+    ]);
+
+    const refund = await escrowIn('disputed');
+    const refunded = await act(admin, refund.id, 'resolve', { outcome: 'refund' });
+    expect(refunded.body.data).toMatchObject({ status: 'refunded', resolution: { outcome: 'refund' }, settlement: { to_seller_minor: '0', to_buyer_minor: '505000', fee_minor: '0' } });
+    expect(await walletBalance(knex, refund.buyer.user.id, 'XOF')).toBe(1_000_000n);
+
+    const split = await escrowIn('disputed');
+    const splitted = await act(admin, split.id, 'resolve', { outcome: 'split', seller_amount: 300_000 });
+    // The fee on the seller's 300,000 is 3,000 (buyer pays it); the buyer gets 505,000 - 300,000 - 3,000 back.
+    expect(splitted.body.data).toMatchObject({
+      status: 'released',
+      resolution: { outcome: 'split', seller_amount_minor: '300000' },
+      settlement: { to_seller_minor: '300000', to_buyer_minor: '202000', fee_minor: '3000' },
+    });
+    expect(await walletBalance(knex, split.seller.user.id, 'XOF')).toBe(300_000n);
+    expect(await walletBalance(knex, split.buyer.user.id, 'XOF')).toBe(1_000_000n - 505_000n + 202_000n);
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+    await expectLedgerInvariants(knex);
+  });
+
+  it('refuses a split without a seller amount, with all or more of the amount, or finer than the currency', async () => {
+    const admin = await caller({}, { isAdmin: true });
+    const { id, buyer } = await escrowIn('disputed');
+    for (const body of [{ outcome: 'split' }, { outcome: 'split', seller_amount: 500_000 }, { outcome: 'split', seller_amount: 0.5 }, { outcome: 'refund', seller_amount: 10 }]) {
+      const res = await act(admin, id, 'resolve', body);
+      expect({ body, status: res.status, error: res.body.error }).toEqual({ body, status: 400, error: 'ValidationError' });
+    }
+    expect((await request(app).get(`/api/escrows/${id}`).set(buyer.auth)).body.data.status).toBe('disputed');
+  });
+
+  it('GET /admin/escrows lists every escrow for administrators only, filtered by status', async () => {
+    const admin = await caller({}, { isAdmin: true });
+    const disputed = await escrowIn('disputed');
+    const page = await request(app).get('/api/admin/escrows?status=disputed&limit=500').set(admin.auth).expect(200);
+    expect(page.body.data.data.every((e: { status: string }) => e.status === 'disputed')).toBe(true);
+    expect(page.body.data.data.find((e: { id: string }) => e.id === disputed.id)).toMatchObject({ role: 'administrator', allowed_actions: ['resolve'] });
+    const refused = await request(app).get('/api/admin/escrows').set(disputed.buyer.auth);
+    expect([refused.status, refused.body.error]).toEqual([403, 'InsufficientRole']);
+  });
+});
+
+describe('idempotent replays of money-moving actions', () => {
+  it('fund, accept, refund and resolve replays answer 409 with the escrow and move no money again', async () => {
+    const admin = await caller({}, { isAdmin: true });
+    const a = await escrowIn('awaiting_funding');
+    const fundKey = crypto.randomUUID();
+    expect((await act(a.buyer, a.id, 'fund', undefined, fundKey)).status).toBe(200);
+    const acceptKey = crypto.randomUUID();
+    expect((await act(a.buyer, a.id, 'accept', {}, acceptKey)).status).toBe(200);
+    const b = await escrowIn('funded');
+    const refundKey = crypto.randomUUID();
+    expect((await act(b.seller, b.id, 'refund', undefined, refundKey)).status).toBe(200);
+    const c = await escrowIn('disputed');
+    const resolveKey = crypto.randomUUID();
+    expect((await act(admin, c.id, 'resolve', { outcome: 'split', seller_amount: 1000 }, resolveKey)).status).toBe(200);
+
+    const balances = async () => [
+      await walletBalance(knex, a.buyer.user.id, 'XOF'),
+      await walletBalance(knex, a.seller.user.id, 'XOF'),
+      await walletBalance(knex, b.buyer.user.id, 'XOF'),
+      await walletBalance(knex, c.buyer.user.id, 'XOF'),
+      await walletBalance(knex, c.seller.user.id, 'XOF'),
+    ];
+    const before = await balances();
+    const replays: Array<[Caller, string, string, string, object | undefined, string]> = [
+      [a.buyer, a.id, 'fund', fundKey, {}, 'released'],
+      [a.buyer, a.id, 'accept', acceptKey, undefined, 'released'],
+      [b.seller, b.id, 'refund', refundKey, undefined, 'refunded'],
+      [admin, c.id, 'resolve', resolveKey, { outcome: 'split', seller_amount: 1000 }, 'released'],
+    ];
+    for (const [who, id, action, key, body, status] of replays) {
+      const res = await act(who, id, action, body, key);
+      expect({ action, status: res.status, body: res.body }).toMatchObject({
+        action,
+        status: 409,
+        body: { success: false, error: 'IdempotencyKeyAlreadyProcessed', details: { resource_type: 'escrow', resource_id: id, status } },
+      });
+      expect(res.headers.location).toBe(`/api/escrows/${id}`);
+    }
+    const reused = await act(admin, c.id, 'resolve', { outcome: 'split', seller_amount: 2000 }, resolveKey);
+    expect([reused.status, reused.body.error]).toEqual([422, 'IdempotencyKeyReused']);
+    expect(await balances()).toEqual(before);
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+  });
+});
+
+describe('GET /escrows', () => {
+  it('lists the caller\'s escrows as buyer or seller, newest first, with status and role filters and cursor pages', async () => {
+    const me = await caller({ XOF: 1_000_000n });
+    const other = await caller({ XOF: 1_000_000n });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      advance(1);
+      ids.push(await opened(me, other, { amount: 1000 + i }));
+    }
+    advance(1);
+    const asSeller = await create(other, { role: 'buyer', counterparty_identifier: me.user.email, amount: 5, currency: 'XOF', description: 'y' });
+    ids.push(asSeller.body.data.id);
+    expect((await act(me, ids[0] as string, 'fund')).status).toBe(200);
+
+    const all = await request(app).get('/api/escrows').set(me.auth).expect(200);
+    expect(all.body.data.data.map((e: { id: string }) => e.id)).toEqual([...ids].reverse());
+    const selling = await request(app).get('/api/escrows?role=seller').set(me.auth).expect(200);
+    expect(selling.body.data.data.map((e: { id: string; role: string }) => [e.id, e.role])).toEqual([[ids[3], 'seller']]);
+    const funded = await request(app).get('/api/escrows?status=funded&role=buyer').set(me.auth).expect(200);
+    expect(funded.body.data.data.map((e: { id: string }) => e.id)).toEqual([ids[0]]);
+
+    const first = await request(app).get('/api/escrows?limit=2').set(me.auth).expect(200);
+    expect(first.body.data).toMatchObject({ object: 'list', has_more: true, next_cursor: ids[2] });
+    const second = await request(app).get(`/api/escrows?limit=2&starting_after=${first.body.data.next_cursor}`).set(me.auth).expect(200);
+    expect(second.body.data.data.map((e: { id: string }) => e.id)).toEqual([ids[1], ids[0]]);
+    expect(second.body.data).toMatchObject({ has_more: false, next_cursor: null });
+
+    const stranger = await caller();
+    expect((await request(app).get('/api/escrows').set(stranger.auth).expect(200)).body.data.data).toEqual([]);
+    const foreignCursor = await request(app).get(`/api/escrows?starting_after=${ids[0]}`).set(stranger.auth);
+    expect([foreignCursor.status, foreignCursor.body.error]).toEqual([400, 'ValidationError']);
+    const badStatus = await request(app).get('/api/escrows?status=lost').set(me.auth);
+    expect(badStatus.status).toBe(400);
+  });
+});

@@ -1,0 +1,119 @@
+import type { Knex } from 'knex';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
+import { databaseKind } from './database';
+import { HELD_STATUSES } from '../../src/modules/escrows';
+
+/** Balance (minor units) of a user's wallet in one currency; 0 when it does not exist yet. */
+export async function walletBalance(knex: Knex, userId: string, currency: string): Promise<bigint> {
+  const row = await knex('ledger_accounts').where({ owner_type: 'user', owner_id: userId, currency, kind: 'wallet' }).first('balance_minor');
+  return row ? BigInt(row.balance_minor as string) : 0n;
+}
+
+/** Balance of one of the platform's one-per-currency accounts (escrow_holding, fees). */
+export async function platformBalance(knex: Knex, kind: 'escrow_holding' | 'fees', currency: string): Promise<bigint> {
+  const row = await knex('ledger_accounts').where({ owner_type: 'platform', kind, currency }).whereNull('external_ref').first('balance_minor');
+  return row ? BigInt(row.balance_minor as string) : 0n;
+}
+
+interface EscrowMoneyRow {
+  id: string;
+  status: string;
+  amount_minor: string;
+  fee_minor: string;
+  buyer_fee_minor: string;
+  seller_fee_minor: string;
+  settled_to_seller_minor: string | null;
+  settled_to_buyer_minor: string | null;
+  settled_fee_minor: string | null;
+}
+
+/**
+ * Checks, over every escrow of the database in `currency`, written independently of the
+ * service: the holding account equals what is held for escrows in funded, delivered or
+ * disputed (amount + buyer's fee share); each escrow has exactly the postings its status
+ * implies (a funding posting once funded, one settlement once released or refunded, whose
+ * entries match the recorded settlement); a fee is charged only by a release and at most
+ * once (one settlement posting per escrow).
+ */
+export async function expectEscrowMoneyConsistent(knex: Knex, currency: string): Promise<void> {
+  // One snapshot: other test files may be moving escrow money in parallel.
+  await knex.transaction((trx) => checkSnapshot(trx, currency), { isolationLevel: 'repeatable read', readOnly: true });
+}
+
+async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<void> {
+  const escrows = (await knex('escrows').where({ currency })) as EscrowMoneyRow[];
+  const postings = (await knex('postings as p')
+    .join('entries as e', 'e.posting_id', 'p.id')
+    .join('ledger_accounts as a', 'a.id', 'e.account_id')
+    .whereIn('p.kind', ['escrow.funding', 'escrow.settlement'])
+    .andWhere('e.currency', currency)
+    .select('p.kind', 'p.reference', 'a.kind as account_kind', 'a.owner_id', 'e.amount_minor')) as Array<{
+    kind: string;
+    reference: string;
+    account_kind: string;
+    owner_id: string | null;
+    amount_minor: string;
+  }>;
+  const byEscrow = new Map<string, typeof postings>();
+  for (const entry of postings) byEscrow.set(entry.reference, [...(byEscrow.get(entry.reference) ?? []), entry]);
+
+  let held = 0n;
+  for (const escrow of escrows) {
+    const entries = byEscrow.get(escrow.id) ?? [];
+    const sum = (kind: string, accountKind: string) =>
+      entries.filter((e) => e.kind === kind && e.account_kind === accountKind).reduce((total, e) => total + BigInt(e.amount_minor), 0n);
+    const paidIn = BigInt(escrow.amount_minor) + BigInt(escrow.buyer_fee_minor);
+    const funded = entries.some((e) => e.kind === 'escrow.funding');
+    const settled = entries.some((e) => e.kind === 'escrow.settlement');
+    const context = { escrow: escrow.id, status: escrow.status };
+    expect({ ...context, funded }).toEqual({ ...context, funded: !['awaiting_funding', 'canceled'].includes(escrow.status) });
+    expect({ ...context, settled }).toEqual({ ...context, settled: ['released', 'refunded'].includes(escrow.status) });
+    if (funded) expect({ ...context, holdingIn: sum('escrow.funding', 'escrow_holding') }).toEqual({ ...context, holdingIn: paidIn });
+    if (settled) {
+      const toSeller = BigInt(escrow.settled_to_seller_minor ?? -1);
+      const toBuyer = BigInt(escrow.settled_to_buyer_minor ?? -1);
+      const fee = BigInt(escrow.settled_fee_minor ?? -1);
+      expect({ ...context, out: sum('escrow.settlement', 'escrow_holding') }).toEqual({ ...context, out: -paidIn });
+      expect({ ...context, parts: toSeller + toBuyer + fee }).toEqual({ ...context, parts: paidIn });
+      expect({ ...context, fee: sum('escrow.settlement', 'fees') }).toEqual({ ...context, fee });
+      expect({ ...context, wallets: sum('escrow.settlement', 'wallet') }).toEqual({ ...context, wallets: toSeller + toBuyer });
+      // A refund charges nothing; only a release to the seller charges the fee.
+      if (escrow.status === 'refunded') expect({ ...context, toSeller, fee }).toEqual({ ...context, toSeller: 0n, fee: 0n });
+      else expect({ ...context, feeBounded: fee <= BigInt(escrow.fee_minor) }).toEqual({ ...context, feeBounded: true });
+    }
+    if ((HELD_STATUSES as readonly string[]).includes(escrow.status)) held += paidIn;
+  }
+  const settlementsPerEscrow = new Map<string, number>();
+  for (const row of (await knex('postings').whereIn('kind', ['escrow.funding', 'escrow.settlement']).select('kind', 'reference')) as Array<{ kind: string; reference: string }>) {
+    const key = `${row.kind}:${row.reference}`;
+    settlementsPerEscrow.set(key, (settlementsPerEscrow.get(key) ?? 0) + 1);
+  }
+  expect([...settlementsPerEscrow.values()].every((count) => count === 1)).toBe(true);
+  expect(await platformHolding(knex, currency)).toBe(held);
+}
+
+async function platformHolding(knex: Knex.Transaction, currency: string): Promise<bigint> {
+  const row = await knex('ledger_accounts').where({ owner_type: 'platform', kind: 'escrow_holding', currency }).first('balance_minor');
+  return row ? BigInt(row.balance_minor as string) : 0n;
+}
+
+/**
+ * The automatic release sweeps every due escrow of the database, whoever created it, at the
+ * clock of the service that runs it. Test files that run it (or keep delivered escrows whose
+ * state they assert) take this lock for their whole run, so on real PostgreSQL, where files
+ * run in parallel on one database, one file's sweep never releases another file's escrows
+ * mid-test. The embedded back-end runs files one after another: nothing to do there.
+ */
+export function serializeEscrowReleaseTests(): void {
+  let client: pg.Client | undefined;
+  beforeAll(async () => {
+    if (databaseKind() !== 'postgres') return;
+    client = new pg.Client({ connectionString: inject('databaseUrl') });
+    await client.connect();
+    await client.query(`SELECT pg_advisory_lock(hashtext('escrow release tests'))`);
+  });
+  afterAll(async () => {
+    await client?.end();
+  });
+}

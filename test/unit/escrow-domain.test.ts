@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import {
+  ESCROW_ACTIONS,
+  allowedActions,
+  authorize,
+  feeFor,
+  fundingAmount,
+  isDueForRelease,
+  refundSettlement,
+  releaseSettlement,
+  splitSettlement,
+  type EscrowCapacity,
+  type EscrowStatus,
+} from '../../src/modules/escrows';
+
+const NOW = new Date('2026-11-23T12:00:00Z');
+const LATER = new Date('2026-11-26T12:00:00Z');
+const as = (...capacities: EscrowCapacity[]) => new Set(capacities);
+
+describe('escrow fee', () => {
+  it.each([
+    // amount, bps, payer, total, buyer share, seller share
+    [1250n, 100, 'buyer', 13n, 13n, 0n], // 12.5 rounds half up
+    [1249n, 100, 'buyer', 12n, 12n, 0n], // 12.49 rounds down
+    [1250n, 100, 'seller', 13n, 0n, 13n],
+    [1250n, 100, 'split', 13n, 7n, 6n], // the odd unit on the buyer
+    [125050n, 100, 'split', 1251n, 626n, 625n],
+    [1200n, 100, 'split', 12n, 6n, 6n],
+    [49n, 100, 'buyer', 0n, 0n, 0n], // 0.49 rounds to nothing
+    [50n, 100, 'buyer', 1n, 1n, 0n], // 0.5 rounds up
+    [500000n, 0, 'buyer', 0n, 0n, 0n],
+    [7n, 10000, 'split', 7n, 4n, 3n],
+  ] as const)('%s at %i bps paid by %s: fee %s (buyer %s, seller %s)', (amount, bps, payer, total, buyer, seller) => {
+    expect(feeFor(amount, bps, payer)).toEqual({ bps, payer, totalMinor: total, buyerShareMinor: buyer, sellerShareMinor: seller });
+  });
+
+  it('refuses rates outside 0..10000 bps and negative amounts', () => {
+    expect(() => feeFor(100n, 10_001, 'buyer')).toThrow(RangeError);
+    expect(() => feeFor(100n, -1, 'buyer')).toThrow(RangeError);
+    expect(() => feeFor(100n, 1.5, 'buyer')).toThrow(RangeError);
+    expect(() => feeFor(-1n, 100, 'buyer')).toThrow(RangeError);
+  });
+
+  it('settlements of the documented examples', () => {
+    const fee = feeFor(500_000n, 100, 'buyer');
+    expect(fundingAmount(500_000n, fee)).toBe(505_000n);
+    expect(releaseSettlement(500_000n, fee)).toEqual({ heldMinor: 505_000n, toSellerMinor: 500_000n, toBuyerMinor: 0n, feeMinor: 5_000n });
+    expect(refundSettlement(500_000n, fee)).toEqual({ heldMinor: 505_000n, toSellerMinor: 0n, toBuyerMinor: 505_000n, feeMinor: 0n });
+    expect(splitSettlement(500_000n, fee, 300_000n)).toEqual({ heldMinor: 505_000n, toSellerMinor: 300_000n, toBuyerMinor: 202_000n, feeMinor: 3_000n });
+    const sellerPays = feeFor(500_000n, 100, 'seller');
+    expect(splitSettlement(500_000n, sellerPays, 300_000n)).toEqual({ heldMinor: 500_000n, toSellerMinor: 297_000n, toBuyerMinor: 200_000n, feeMinor: 3_000n });
+    expect(() => splitSettlement(500_000n, fee, 500_000n)).toThrow(RangeError);
+    expect(() => splitSettlement(500_000n, fee, 0n)).toThrow(RangeError);
+  });
+
+  it('every settlement pays out exactly what was held, never a negative part, and the fee at most once', () => {
+    fc.assert(fc.property(fc.bigInt({ min: 1n, max: 10n ** 15n }), fc.integer({ min: 0, max: 10_000 }), fc.constantFrom('buyer' as const, 'seller' as const, 'split' as const), (amount, bps, payer) => {
+      const fee = feeFor(amount, bps, payer);
+      expect(fee.buyerShareMinor + fee.sellerShareMinor).toBe(fee.totalMinor);
+      if (payer === 'buyer') expect(fee.sellerShareMinor).toBe(0n);
+      if (payer === 'seller') expect(fee.buyerShareMinor).toBe(0n);
+      if (payer === 'split') expect([0n, 1n]).toContain(fee.buyerShareMinor - fee.sellerShareMinor);
+      // Half up: |fee - amount * bps / 10000| <= 1/2, in exact integer arithmetic (times 20000).
+      const error = fee.totalMinor * 20_000n - amount * BigInt(bps) * 2n;
+      expect(error > -10_000n && error <= 10_000n).toBe(true);
+      const plans = [releaseSettlement(amount, fee), refundSettlement(amount, fee)];
+      if (amount > 1n) plans.push(splitSettlement(amount, fee, amount / 2n));
+      for (const plan of plans) {
+        expect(plan.heldMinor).toBe(amount + fee.buyerShareMinor);
+        expect(plan.toSellerMinor + plan.toBuyerMinor + plan.feeMinor).toBe(plan.heldMinor);
+        for (const part of [plan.toSellerMinor, plan.toBuyerMinor, plan.feeMinor]) expect(part).toBeGreaterThanOrEqual(0n);
+        expect(plan.feeMinor).toBeLessThanOrEqual(fee.totalMinor);
+      }
+    }));
+  });
+});
+
+describe('escrow lifecycle', () => {
+  const state = (status: EscrowStatus, inspectionEndsAt: Date | null = null) => ({ status, inspectionEndsAt });
+
+  it('allowed actions per status and capacity', () => {
+    const cases: Array<[EscrowStatus, EscrowCapacity[], string[]]> = [
+      ['awaiting_funding', ['buyer'], ['fund', 'cancel']],
+      ['awaiting_funding', ['seller'], ['cancel']],
+      ['awaiting_funding', ['administrator'], []],
+      ['funded', ['buyer'], ['accept', 'dispute']],
+      ['funded', ['seller'], ['deliver', 'refund']],
+      ['delivered', ['buyer'], ['accept', 'dispute']],
+      ['delivered', ['seller'], ['refund']],
+      ['disputed', ['buyer'], []],
+      ['disputed', ['seller'], ['refund']],
+      ['disputed', ['administrator'], ['resolve']],
+      ['disputed', ['buyer', 'administrator'], ['resolve']],
+      ['released', ['buyer'], []],
+      ['refunded', ['seller'], []],
+      ['canceled', ['buyer'], []],
+    ];
+    for (const [status, capacities, expected] of cases) {
+      expect({ status, capacities, actions: allowedActions(state(status, LATER), as(...capacities), NOW) }).toEqual({ status, capacities, actions: expected });
+    }
+  });
+
+  it('a dispute is possible only before the inspection period ends; then the release is due', () => {
+    expect(allowedActions(state('delivered', LATER), as('buyer'), new Date(LATER.getTime() - 1))).toEqual(['accept', 'dispute']);
+    expect(allowedActions(state('delivered', LATER), as('buyer'), LATER)).toEqual(['accept']);
+    expect(isDueForRelease(state('delivered', LATER), new Date(LATER.getTime() - 1))).toBe(false);
+    expect(isDueForRelease(state('delivered', LATER), LATER)).toBe(true);
+    expect(isDueForRelease(state('disputed', LATER), LATER)).toBe(false);
+    expect(isDueForRelease(state('funded'), LATER)).toBe(false);
+  });
+
+  it('a role that may never act is 403, a wrong state 409 with the allowed actions', () => {
+    expect(() => authorize('fund', state('awaiting_funding'), as('seller'), NOW)).toThrow(expect.objectContaining({ code: 'InsufficientRole', category: 'forbidden' }));
+    expect(() => authorize('resolve', state('disputed'), as('buyer'), NOW)).toThrow(expect.objectContaining({ code: 'InsufficientRole' }));
+    expect(() => authorize('accept', state('released'), as('buyer'), NOW)).toThrow(
+      expect.objectContaining({ code: 'InvalidEscrowState', category: 'conflict', details: { status: 'released', action: 'accept', allowed_actions: [] } }),
+    );
+    expect(() => authorize('cancel', state('funded'), as('seller'), NOW)).toThrow(
+      expect.objectContaining({ details: { status: 'funded', action: 'cancel', allowed_actions: ['deliver', 'refund'] } }),
+    );
+    for (const action of ESCROW_ACTIONS) expect(() => authorize(action, state('canceled'), as('buyer', 'seller', 'administrator'), NOW)).toThrow();
+    expect(() => authorize('fund', state('awaiting_funding'), as('buyer'), NOW)).not.toThrow();
+  });
+});
