@@ -58,6 +58,7 @@ export default tseslint.config(
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
       'test/integration/invoices-seed.test.ts',
+      'test/integration/tontines-seed.test.ts',
       'test/integration/wallets-seed.test.ts',
       'test/unit/link-security.test.ts',
     ],

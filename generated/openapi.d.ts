@@ -508,11 +508,221 @@ export interface paths {
         };
         /**
          * List tontines
-         * @description The tontines in which the caller takes part (as organizer or member), newest first, with cursor pagination. Not implemented yet: answers 501 `NotImplemented`.
+         * @description The tontines in which the caller takes part (as organizer or member), newest first, with cursor pagination: pass the `next_cursor` of a page as `starting_after` to get the next one (a `starting_after` that is not one of the caller's tontines, or not one of the filtered ones, is a 400 `ValidationError`). `status` keeps only the tontines in that status. Items are summaries: `GET /tontines/{tontineId}` gives members, cycles and contributions.
          */
         get: operations["listTontines"];
         put?: never;
+        /**
+         * Create a tontine
+         * @description Creates a tontine in `forming`; the caller becomes its organizer and member number one. `contribution_amount` follows the currency's precision (1.5 XOF, 0.001 EUR: 400 `ValidationError`). With `payout_order: random` the answer already carries `seed_commitment`, the hash of the secret seed of the future draw (see `draw_seed`), so every member can see it before joining. Answers 201 with the tontine and its `Location`. No money moves: contributions start with `POST /tontines/{tontineId}/start`.
+         */
+        post: operations["createTontine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tontines/{tontineId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a tontine
+         * @description A tontine with its members (identifier, payout position, received or not), its cycles (beneficiary, due date, collected, paid out when), each member's contribution to the running cycle (`pending`, `paid`, `late`), the pool balance, the caller's net position (received minus paid in) and the caller's `allowed_actions`. Members only, and users with an open invitation (`role: invited`, to read the terms before joining); anyone else gets 404 `TontineNotFound`.
+         */
+        get: operations["getTontine"];
+        put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tontines/{tontineId}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a user to a tontine
+         * @description The organizer of a `forming` tontine invites a platform user by e-mail address or telephone number; the invited user can then read the tontine (`role: invited`) and join it. Inviting a user whose invitation is still open answers the same (nothing changes); a user who left can be invited again. Unknown user: 404 `InviteeNotFound`; already a member: 409 `AlreadyMember`; no room left: 409 `TontineFull`; not `forming`: 409 `InvalidTontineState`; not the organizer: 403 `NotTontineOrganizer`. Answers 201 with the tontine.
+         */
+        post: operations["inviteToTontine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tontines/{tontineId}/join": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Join a tontine
+         * @description An invited user joins a `forming` tontine that has room left and takes the next member number. Without an open invitation: 404 `TontineNotFound`. Already a member: 409 `AlreadyMember`; full: 409 `TontineFull`; not `forming`: 409 `InvalidTontineState`.
+         */
+        post: operations["joinTontine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tontines/{tontineId}/leave": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Leave a tontine
+         * @description A member other than the organizer leaves a `forming` tontine (to take part again, they need a new invitation). Once started, nobody leaves: 409 `InvalidTontineState`. The organizer cannot leave (422 `OrganizerCannotLeave`): they cancel instead. Answers the tontine as the one who left last sees it (`role: former_member`, no allowed action); afterwards it answers them 404 like any non-member.
+         */
+        post: operations["leaveTontine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tontines/{tontineId}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a tontine
+         * @description The organizer starts a `forming` tontine with at least 2 members: the payout order is fixed (`join_order`: by member number; `random`: the draw described under `draw_seed`, whose seed is revealed now), the schedule is set (cycle `k` due `k` periods after now) and cycle 1 opens with every member's contribution `pending`; status `active`. Open invitations lapse. Fewer than 2 members: 422 `NotEnoughMembers`; not the organizer: 403 `NotTontineOrganizer`; not `forming`: 409 `InvalidTontineState`.
+         */
+        post: operations["startTontine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tontines/{tontineId}/contributions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pay the running cycle's contribution
+         * @description A member pays their contribution to the running cycle of an `active`
+         *     tontine: `contribution_amount` moves from the member's wallet in the
+         *     tontine's currency into the tontine's pool account (a ledger account of
+         *     the platform, one per tontine). A `late` contribution can still be paid.
+         *     When the last contribution of the cycle arrives, the pool pays the
+         *     cycle's beneficiary the whole pot (members x contribution) in the same
+         *     transaction, exactly once, and the next cycle opens (every member
+         *     `pending`); after the last cycle the tontine is `completed`. The pool
+         *     therefore always holds exactly the open cycle's contributions.
+         *
+         *     The body may be absent or `{}`. Requires an `Idempotency-Key` (scoped
+         *     to the caller and this operation, kept 24 hours), handled as for
+         *     `POST /transfers`: the key, a hash of the request (tontine id and body)
+         *     and the response are stored in the same transaction as the posting; a
+         *     retry of a processed key answers 409 `IdempotencyKeyAlreadyProcessed`
+         *     (`details`: `resource_type: tontine_contribution`, its id and status;
+         *     `Location`: the tontine), a request still running with the key answers
+         *     409 `ConcurrentOperation` with `Retry-After`, the same key with another
+         *     tontine answers 422 `IdempotencyKeyReused`. Refusals (404, 409, 422) do
+         *     not consume the key.
+         *
+         *     Refusals: 409 `ContributionAlreadyPaid` (the caller already paid this
+         *     cycle; `details.cycle`), 409 `InvalidTontineState` (not `active`), 422
+         *     `InsufficientFunds` (`details`: `currency`, `available`, `required`;
+         *     nothing changes), 422 `WalletFrozen`.
+         */
+        post: operations["contributeToTontine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tontines/{tontineId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a tontine
+         * @description The organizer cancels the tontine. `forming`: it is `canceled` (open invitations lapse). `active`: the contributions already paid to the open cycle are refunded from the pool to their payers' wallets in the same transaction, and the tontine is `canceled`; the cycles already paid out stay paid out. A `completed` or `canceled` tontine: 409 `InvalidTontineState`; not the organizer: 403 `NotTontineOrganizer`.
+         */
+        post: operations["cancelTontine"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1551,7 +1761,7 @@ export interface components {
              * @description Kind of resource the key produced.
              * @enum {string}
              */
-            resource_type: "transfer" | "escrow";
+            resource_type: "transfer" | "escrow" | "tontine_contribution";
             /**
              * Format: uuid
              * @description Identifier of that resource.
@@ -2137,8 +2347,119 @@ export interface components {
             note?: string;
         };
         /**
+         * TontineStatus
+         * @description `forming` while members join; `active` once cycles run; `completed` after the last payout; `canceled` by the organizer (while forming, or while active: the open cycle's contributions are refunded, earlier payouts stand).
+         * @enum {string}
+         */
+        TontineStatus: "forming" | "active" | "completed" | "canceled";
+        /**
+         * TontineFrequency
+         * @description How often a cycle runs.
+         * @enum {string}
+         */
+        TontineFrequency: "weekly" | "biweekly" | "monthly";
+        /**
+         * TontinePayoutOrder
+         * @description Who receives which cycle: `join_order` (the organizer first, then the members in the order they joined) or `random` (an auditable draw, see `draw_seed`).
+         * @enum {string}
+         */
+        TontinePayoutOrder: "join_order" | "random";
+        /**
+         * TontineMember
+         * @description A member of a tontine.
+         */
+        TontineMember: {
+            /**
+             * Format: uuid
+             * @description The member's platform user id (used by the random draw).
+             */
+            user_id: string;
+            /** @description The member's e-mail or telephone number. */
+            identifier: string;
+            /**
+             * @description The member's role.
+             * @enum {string}
+             */
+            role: "organizer" | "member";
+            /**
+             * Format: int32
+             * @description The cycle in which the member receives the pot; `null` before the start.
+             */
+            position: number | null;
+            /** @description Whether the member has received the pot. */
+            received: boolean;
+            /**
+             * Format: date-time
+             * @description When the member received the pot.
+             */
+            received_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the member joined (the organizer, at creation).
+             */
+            joined_at: string;
+        };
+        /**
+         * TontineCycle
+         * @description One cycle of a tontine's schedule.
+         */
+        TontineCycle: {
+            /**
+             * Format: int32
+             * @description Cycle number, from 1.
+             */
+            number: number;
+            /**
+             * Format: uuid
+             * @description The member who receives this cycle's pot.
+             */
+            beneficiary_user_id: string;
+            /** @description The beneficiary's e-mail or telephone number. */
+            beneficiary_identifier: string;
+            /**
+             * @description `upcoming` (not opened yet), `open` (collecting), `paid_out`, or `canceled` (the open or upcoming cycles of a canceled tontine).
+             * @enum {string}
+             */
+            status: "upcoming" | "open" | "paid_out" | "canceled";
+            /**
+             * Format: date-time
+             * @description When the cycle's contributions are due (the start plus `number` periods).
+             */
+            due_at: string;
+            collected: components["schemas"]["DecimalAmount"];
+            collected_minor: components["schemas"]["MinorAmount"];
+            /**
+             * Format: date-time
+             * @description When the pot was paid to the beneficiary.
+             */
+            paid_out_at: string | null;
+        };
+        /**
+         * TontineContribution
+         * @description A member's contribution to the running cycle.
+         */
+        TontineContribution: {
+            /**
+             * Format: uuid
+             * @description The member.
+             */
+            user_id: string;
+            /** @description The member's e-mail or telephone number. */
+            identifier: string;
+            /**
+             * @description `pending` (not paid, not due yet), `paid`, `late` (not paid when the cycle fell due; still payable), `refunded` (paid, then returned by a cancellation).
+             * @enum {string}
+             */
+            status: "pending" | "paid" | "late" | "refunded";
+            /**
+             * Format: date-time
+             * @description When it was paid.
+             */
+            paid_at: string | null;
+        };
+        /**
          * Tontine
-         * @description A tontine (rotating savings group): each member contributes a fixed amount every cycle and one member receives the pool each cycle, in turn.
+         * @description A tontine (rotating savings group): each member contributes a fixed amount every cycle and one member receives the pool each cycle, in turn, until every member has received it once. Lists give the summary; `GET /tontines/{tontineId}` and the actions also give `members`, `cycles`, `current_contributions`, `pool_balance`, `net_position` and `allowed_actions`.
          */
         Tontine: {
             /**
@@ -2148,25 +2469,17 @@ export interface components {
             id: string;
             /** @description Name of the group. */
             name: string;
+            status: components["schemas"]["TontineStatus"];
             /**
-             * @description `forming` while members join; `active` once cycles run; `completed` after the last payout; `canceled` before the start.
+             * @description The caller's role in the tontine. `invited` (an open invitation, not a member yet) appears only on `GET /tontines/{tontineId}`, so an invited user can read the terms and the commitment before joining. `former_member` appears only in the answer to `leave`.
              * @enum {string}
              */
-            status: "forming" | "active" | "completed" | "canceled";
-            /**
-             * @description The caller's role in the tontine.
-             * @enum {string}
-             */
-            role: "organizer" | "member";
+            role: "organizer" | "member" | "invited" | "former_member";
             currency: components["schemas"]["CurrencyCode"];
             /** @description Contribution per member and per cycle, in major units. */
             contribution_amount: number;
             contribution_amount_minor: components["schemas"]["MinorAmount"];
-            /**
-             * @description How often a cycle runs.
-             * @enum {string}
-             */
-            frequency: "weekly" | "biweekly" | "monthly";
+            frequency: components["schemas"]["TontineFrequency"];
             /**
              * Format: int32
              * @description Current number of members.
@@ -2179,12 +2492,12 @@ export interface components {
             max_members: number;
             /**
              * Format: int32
-             * @description Number of the running cycle; 0 before the start.
+             * @description Number of the running cycle; 0 before the start; the last cycle once `completed`; the cycle that was open when `canceled`.
              */
             current_cycle: number;
             /**
              * Format: date-time
-             * @description Date of the next payout; `null` when none is scheduled.
+             * @description Due date of the running cycle (its pot is paid out as soon as every member has contributed, at the latest once the last late contribution arrives); `null` when none is scheduled (`forming`, `completed`, `canceled`).
              */
             next_payout_at: string | null;
             /**
@@ -2192,6 +2505,53 @@ export interface components {
              * @description Creation time.
              */
             created_at: string;
+            payout_order: components["schemas"]["TontinePayoutOrder"];
+            /** @description With `payout_order: random`: the commitment to the draw, published at creation, before anyone joins: `hex(SHA-256(seed))`, where `seed` is the 64-character lower-case hexadecimal string later given in `draw_seed` (hashed as its ASCII characters). `null` with `join_order`. */
+            seed_commitment: string | null;
+            /**
+             * @description With `payout_order: random`, from the start on: the secret seed of the
+             *     draw, revealed when the order is fixed (`null` before, and with
+             *     `join_order`). Anyone can check it and recompute the order:
+             *
+             *     1. `hex(SHA-256(draw_seed))` equals `seed_commitment`;
+             *     2. for each member, `key = hex(SHA-256(draw_seed + ":" + user_id))`
+             *        (ASCII; `user_id` in lower-case canonical UUID form);
+             *     3. sort the members by `key` ascending (byte order of the hex
+             *        strings): the first receives cycle 1, the second cycle 2, and so on.
+             */
+            draw_seed: string | null;
+            /**
+             * Format: date-time
+             * @description When the organizer started it (`null` while `forming`).
+             */
+            started_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the last payout was made.
+             */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the organizer canceled it.
+             */
+            canceled_at: string | null;
+            /** @description The members in join order (detail only). */
+            members?: components["schemas"]["TontineMember"][];
+            /** @description The schedule, cycle 1 first (detail only; empty while `forming`). Cycle `k` is due `k` periods after the start (weekly: 7 days, biweekly: 14 days, monthly: the same day `k` months later, or the month's last day). */
+            cycles?: components["schemas"]["TontineCycle"][];
+            /** @description Each member's contribution to the running cycle (detail only; empty when no cycle runs). `late` once the cycle is due and the member has not paid; a late member can still pay, and the payout waits for the whole pot. After a cancellation, the open cycle's payments show as `refunded`. */
+            current_contributions?: components["schemas"]["TontineContribution"][];
+            pool_balance?: components["schemas"]["DecimalAmount"];
+            pool_balance_minor?: components["schemas"]["MinorAmount"];
+            /**
+             * @description The caller's net position in this tontine, in major units: what the pool paid the caller minus what the caller paid in (refunds deducted). Negative while the caller has paid more than received (detail only).
+             * @example -50000
+             */
+            net_position?: string;
+            /** @description The same in signed integer minor units (detail only). */
+            net_position_minor?: string;
+            /** @description What the caller may do now (detail only): `invite`, `start`, `cancel` (organizer), `join` (invited), `leave` (a member other than the organizer, while `forming`), `contribute` (a member who has not paid the running cycle). */
+            allowed_actions?: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
         };
         /**
          * TontineList
@@ -2213,6 +2573,50 @@ export interface components {
             data: components["schemas"]["TontineList"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * CreateTontineRequest
+         * @description A tontine to create; the caller becomes its organizer and member number one.
+         */
+        CreateTontineRequest: {
+            /** @description Name of the group. */
+            name: string;
+            currency: components["schemas"]["CurrencyCode"];
+            /** @description Contribution per member and per cycle, in major units of `currency`. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
+            contribution_amount: number;
+            frequency: components["schemas"]["TontineFrequency"];
+            /**
+             * Format: int32
+             * @description Maximum number of members, which is also the number of cycles once started with that many.
+             */
+            max_members: number;
+            payout_order: components["schemas"]["TontinePayoutOrder"];
+        };
+        /**
+         * TontineResponse
+         * @description Envelope of one tontine.
+         */
+        TontineResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Tontine"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * InviteToTontineRequest
+         * @description Whom to invite.
+         */
+        InviteToTontineRequest: {
+            /** @description The e-mail address or telephone number (E.164) of an active platform user. */
+            identifier: string;
+        };
+        /**
+         * TontineActionRequest
+         * @description The body of an action without parameters: `{}`, or no body at all (then no `Content-Type` is needed).
+         */
+        TontineActionRequest: Record<string, never>;
         /**
          * GetOrCreateCheckoutRequest
          * @description The destination account of the permanent Checkout.
@@ -3229,10 +3633,36 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `NotImplemented`: the operation is part of the contract but not built yet. */
-        NotImplemented: {
+        /** @description `TontineNotFound`: no tontine has this id, or the caller is neither a member nor invited. Both answer exactly the same. */
+        TontineNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `NotTontineOrganizer`: only the organizer may do this (invite, start, cancel). `details` give the caller's `role` and the `allowed_actions`. */
+        TontineForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The tontine's state does not allow the action. `InvalidTontineState`: not in this status (`details`: `status`, the current status; `action`; `allowed_actions`, what the caller may do now). `AlreadyMember`: the user already belongs to it. `TontineFull`: `max_members` reached. */
+        TontineConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -3427,6 +3857,11 @@ export interface components {
          * @example a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d
          */
         EscrowId: string;
+        /**
+         * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+         * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+         */
+        TontineId: string;
         /**
          * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
          * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
@@ -4456,6 +4891,11 @@ export interface operations {
                  * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
                  */
                 starting_after?: components["parameters"]["StartingAfter"];
+                /**
+                 * @description Only the tontines in this status.
+                 * @example active
+                 */
+                status?: components["schemas"]["TontineStatus"];
             };
             header?: never;
             path?: never;
@@ -4479,7 +4919,399 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTontineRequest"];
+            };
+        };
+        responses: {
+            /** @description The tontine, `forming`. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tontine. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["TontineNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    inviteToTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InviteToTontineRequest"];
+            };
+        };
+        responses: {
+            /** @description The invitation is open; the tontine. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TontineForbidden"];
+            /** @description `TontineNotFound` (see the parameter), or `InviteeNotFound`: no active platform user has this e-mail address or telephone number. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["TontineConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    joinTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TontineActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The tontine after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["TontineNotFound"];
+            409: components["responses"]["TontineConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    leaveTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TontineActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The tontine after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["TontineNotFound"];
+            409: components["responses"]["TontineConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `OrganizerCannotLeave`: the organizer cannot leave the tontine; they can cancel it. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TontineActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The tontine after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TontineForbidden"];
+            404: components["responses"]["TontineNotFound"];
+            409: components["responses"]["TontineConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `NotEnoughMembers`: a tontine starts with at least 2 members (`details.member_count`). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    contributeToTontine: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TontineActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The contribution is paid; the tontine after it (and after the payout, if it completed the pot). */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["TontineNotFound"];
+            /** @description `ContributionAlreadyPaid`: the caller already paid the running cycle (`details.cycle`). `InvalidTontineState`: the tontine is not `active` (`details`: `status`, `action`, `allowed_actions`). `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`: see the description. */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `InsufficientFunds`: the wallet does not cover the contribution (`details`: `currency`, `available`, `required`); `WalletFrozen`: the caller's wallet in this currency is frozen; `IdempotencyKeyReused`: the key was used with another request. Nothing changes. */
+            422: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TontineActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The tontine after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["TontineForbidden"];
+            404: components["responses"]["TontineNotFound"];
+            409: components["responses"]["TontineConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -7,6 +7,7 @@ import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
 import { paymentLinksHandlers } from './modules/payment-links';
+import { tontineHandlers } from './modules/tontines';
 import { transfersHandlers } from './modules/transfers';
 import { walletsHandlers } from './modules/wallets';
 import type { Services } from './services';
@@ -16,7 +17,7 @@ import type { Services } from './services';
  * authentication and, for Business routes, their x-access rule). Adding a module's handlers =
  * one spread line in buildHandlers and its operations removed from this list.
  */
-export const NOT_IMPLEMENTED = ['listTontines'] as const satisfies readonly OperationId[];
+export const NOT_IMPLEMENTED = [] as const satisfies readonly OperationId[];
 
 type Implemented = Exclude<OperationId, (typeof NOT_IMPLEMENTED)[number]>;
 
@@ -35,5 +36,6 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...accountHandlers(services.accounts),
     ...networkStatusHandlers(services.networkStatus),
     ...escrowHandlers(services.escrows),
+    ...tontineHandlers(services.tontines),
   };
 }

@@ -104,8 +104,15 @@ async function main(): Promise<void> {
     const released = await started.services.escrows.releaseDue({ batchSize: config.escrows.releaseBatchSize });
     if (released) logger.info({ released }, 'escrows released after their inspection period');
   }, onJobRun);
-  await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), escrowRelease.runNow()]);
-  const jobs = [pendingTransfers, duePayments, keyPurge, escrowRelease];
+  // Tontine contributions still unpaid when their cycle falls due become `late` (every
+  // minute; safe with several instances: each run locks its tontines with SKIP LOCKED).
+  const lateContributions = startBackgroundJob('mark late tontine contributions', 60_000, logger, async () => {
+    let marked = 0;
+    for (let batch = await started.services.tontines.markLateContributions(); batch > 0; batch = await started.services.tontines.markLateContributions()) marked += batch;
+    if (marked) logger.info({ marked }, 'late tontine contributions marked');
+  }, onJobRun);
+  await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), escrowRelease.runNow(), lateContributions.runNow()]);
+  const jobs = [pendingTransfers, duePayments, keyPurge, escrowRelease, lateContributions];
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {

@@ -13,6 +13,7 @@ import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OrganizationAccessService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService } from './modules/payment-links';
+import { TontineService } from './modules/tontines';
 import { SandboxRail, TransferService } from './modules/transfers';
 import { WalletService } from './modules/wallets';
 import { StreamBudget } from './stream-budget';
@@ -64,6 +65,7 @@ export function buildServices(deps: ServiceDeps) {
     transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
     wallets: new WalletService(knex),
     escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, clock, logger: deps.logger }),
+    tontines: new TontineService({ knex, idempotency, now: deps.now }),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

@@ -6,6 +6,7 @@ import { seedIdentity } from './identity-seed';
 import { seedInvoices } from './invoices-seed';
 import { seedNetworkStatus } from './network-status-seed';
 import { seedPaymentLinks } from './payment-links-seed';
+import { seedTontines } from './tontines-seed';
 import { seedWallets } from './wallets-seed';
 
 /**
@@ -22,6 +23,7 @@ const STEPS: SeedStep[] = [
   seedPaymentLinks, // Checkouts and one-off links of the demo organisation (src/seed/payment-links-seed.ts)
   seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/seed/wallets-seed.ts)
   seedEscrows, // one escrow in every status between the demo users (src/seed/escrows-seed.ts)
+  seedTontines, // after the wallets: a forming, an active and a completed tontine (src/seed/tontines-seed.ts)
 ];
 
 /** The advisory lock instances starting together take before they look at the database (any fixed number). */

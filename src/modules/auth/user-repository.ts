@@ -103,6 +103,13 @@ export class UserRepository {
     return row ? { id: row.id, email: row.email, phone: row.phone, isAdmin: row.is_admin } : undefined;
   }
 
+  /** The e-mail address, or else the telephone number, of each user, by id (unknown ids are absent). */
+  async findIdentifiers(ids: readonly string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const rows = (await this.db('users').whereIn('id', [...ids]).select('id', 'email', 'phone')) as Array<{ id: string; email: string | null; phone: string | null }>;
+    return new Map(rows.map((row) => [row.id, row.email ?? row.phone ?? row.id]));
+  }
+
   /** Organisations where the user is an active member, by name. */
   async listActiveOrganizations(userId: string): Promise<UserOrganization[]> {
     return this.db('memberships as m')

@@ -1,0 +1,148 @@
+import type { Page } from '../../db/keyset';
+import { formatMinor, minorToNumber } from '../ledger';
+import type { TontineAction, TontineRole } from './tontine-lifecycle';
+import type { Contribution, Cycle, Member, Tontine } from './tontine-repository';
+
+/** The contract's `Tontine` (summary fields; the detail fields are optional). */
+export interface TontineView {
+  id: string;
+  name: string;
+  status: Tontine['status'];
+  role: TontineRole;
+  currency: string;
+  contribution_amount: number;
+  contribution_amount_minor: string;
+  frequency: Tontine['frequency'];
+  member_count: number;
+  max_members: number;
+  current_cycle: number;
+  next_payout_at: string | null;
+  created_at: string;
+  payout_order: Tontine['payoutOrder'];
+  seed_commitment: string | null;
+  draw_seed: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  canceled_at: string | null;
+  members?: MemberView[];
+  cycles?: CycleView[];
+  current_contributions?: ContributionView[];
+  pool_balance?: string;
+  pool_balance_minor?: string;
+  net_position?: string;
+  net_position_minor?: string;
+  allowed_actions?: TontineAction[];
+}
+
+export interface MemberView {
+  user_id: string;
+  identifier: string;
+  role: Member['role'];
+  position: number | null;
+  received: boolean;
+  received_at: string | null;
+  joined_at: string;
+}
+
+export interface CycleView {
+  number: number;
+  beneficiary_user_id: string;
+  beneficiary_identifier: string;
+  status: Cycle['status'];
+  due_at: string;
+  collected: string;
+  collected_minor: string;
+  paid_out_at: string | null;
+}
+
+export interface ContributionView {
+  user_id: string;
+  identifier: string;
+  status: Contribution['status'];
+  paid_at: string | null;
+}
+
+export type TontinePage = Page<TontineView>;
+
+const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
+
+export function summaryView(tontine: Tontine, facts: { role: TontineRole; memberCount: number; currentDueAt: Date | null; exponent: number }): TontineView {
+  const random = tontine.payoutOrder === 'random';
+  return {
+    id: tontine.id,
+    name: tontine.name,
+    status: tontine.status,
+    role: facts.role,
+    currency: tontine.currency,
+    contribution_amount: minorToNumber(tontine.contributionMinor, facts.exponent),
+    contribution_amount_minor: tontine.contributionMinor.toString(),
+    frequency: tontine.frequency,
+    member_count: facts.memberCount,
+    max_members: tontine.maxMembers,
+    current_cycle: tontine.currentCycle,
+    next_payout_at: tontine.status === 'active' ? iso(facts.currentDueAt) : null,
+    created_at: tontine.createdAt.toISOString(),
+    payout_order: tontine.payoutOrder,
+    seed_commitment: random ? tontine.seedCommitment : null,
+    // The seed stays secret until the order is fixed, so nobody can steer the draw by joining.
+    draw_seed: random && tontine.startedAt !== null ? tontine.drawSeed : null,
+    started_at: iso(tontine.startedAt),
+    completed_at: iso(tontine.completedAt),
+    canceled_at: iso(tontine.canceledAt),
+  };
+}
+
+export interface TontineDetailFacts {
+  role: TontineRole;
+  exponent: number;
+  members: Member[];
+  cycles: Cycle[];
+  currentContributions: Contribution[];
+  paidCountsByCycle: Map<number, number>;
+  identifiers: Map<string, string>;
+  poolBalanceMinor: bigint;
+  netPositionMinor: bigint;
+  allowedActions: TontineAction[];
+}
+
+export function detailView(tontine: Tontine, facts: TontineDetailFacts): TontineView {
+  const identifier = (userId: string) => facts.identifiers.get(userId) ?? userId;
+  const current = facts.cycles.find((cycle) => cycle.number === tontine.currentCycle);
+  const payoutOf = new Map(facts.cycles.filter((cycle) => cycle.status === 'paid_out').map((cycle) => [cycle.beneficiaryUserId, cycle]));
+  const contributionOf = new Map(facts.currentContributions.map((contribution) => [contribution.userId, contribution]));
+  return {
+    ...summaryView(tontine, { role: facts.role, memberCount: facts.members.length, currentDueAt: current?.dueAt ?? null, exponent: facts.exponent }),
+    members: facts.members.map((member) => ({
+      user_id: member.userId,
+      identifier: identifier(member.userId),
+      role: member.role,
+      position: member.payoutPosition,
+      received: payoutOf.has(member.userId),
+      received_at: iso(payoutOf.get(member.userId)?.paidOutAt ?? null),
+      joined_at: member.joinedAt.toISOString(),
+    })),
+    cycles: facts.cycles.map((cycle) => {
+      const collected = tontine.contributionMinor * BigInt(facts.paidCountsByCycle.get(cycle.number) ?? 0);
+      return {
+        number: cycle.number,
+        beneficiary_user_id: cycle.beneficiaryUserId,
+        beneficiary_identifier: identifier(cycle.beneficiaryUserId),
+        status: cycle.status,
+        due_at: cycle.dueAt.toISOString(),
+        collected: formatMinor(collected, facts.exponent),
+        collected_minor: collected.toString(),
+        paid_out_at: iso(cycle.paidOutAt),
+      };
+    }),
+    // In member order, so every member reads the same list.
+    current_contributions: facts.members.flatMap((member) => {
+      const contribution = contributionOf.get(member.userId);
+      return contribution ? [{ user_id: member.userId, identifier: identifier(member.userId), status: contribution.status, paid_at: iso(contribution.paidAt) }] : [];
+    }),
+    pool_balance: formatMinor(facts.poolBalanceMinor, facts.exponent),
+    pool_balance_minor: facts.poolBalanceMinor.toString(),
+    net_position: formatMinor(facts.netPositionMinor, facts.exponent),
+    net_position_minor: facts.netPositionMinor.toString(),
+    allowed_actions: facts.allowedActions,
+  };
+}

@@ -1,0 +1,378 @@
+import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
+import { toBigInt } from '../ledger';
+import type { PayoutOrder, TontineFrequency, TontineStatus } from './tontine-lifecycle';
+
+type Db = Knex | Knex.Transaction;
+
+export type MemberRole = 'organizer' | 'member';
+export type CycleStatus = 'upcoming' | 'open' | 'paid_out' | 'canceled';
+export type ContributionStatus = 'pending' | 'paid' | 'late' | 'refunded';
+
+export interface Tontine {
+  id: string;
+  name: string;
+  organizerUserId: string;
+  currency: string;
+  contributionMinor: bigint;
+  frequency: TontineFrequency;
+  maxMembers: number;
+  payoutOrder: PayoutOrder;
+  status: TontineStatus;
+  seedCommitment: string;
+  drawSeed: string;
+  currentCycle: number;
+  poolAccountId: string;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  canceledAt: Date | null;
+}
+
+/** A tontine as listed for one user: the user's role, the member count and the running cycle's due date. */
+export interface TontineListing extends Tontine {
+  role: MemberRole;
+  memberCount: number;
+  currentDueAt: Date | null;
+}
+
+export interface Member {
+  userId: string;
+  role: MemberRole;
+  joinNumber: number;
+  payoutPosition: number | null;
+  joinedAt: Date;
+}
+
+export interface Cycle {
+  number: number;
+  beneficiaryUserId: string;
+  dueAt: Date;
+  status: CycleStatus;
+  payoutPostingId: string | null;
+  paidOutAt: Date | null;
+}
+
+export interface Contribution {
+  id: string;
+  cycleNumber: number;
+  userId: string;
+  status: ContributionStatus;
+  postingId: string | null;
+  paidAt: Date | null;
+}
+
+interface TontineRow {
+  id: string;
+  name: string;
+  organizer_user_id: string;
+  currency: string;
+  contribution_minor: string | number;
+  frequency: TontineFrequency;
+  max_members: number;
+  payout_order: PayoutOrder;
+  status: TontineStatus;
+  seed_commitment: string;
+  draw_seed: string;
+  current_cycle: number;
+  pool_account_id: string;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  canceled_at: Date | null;
+}
+
+interface ContributionRow {
+  id: string;
+  cycle_number: number;
+  user_id: string;
+  status: ContributionStatus;
+  posting_id: string | null;
+  paid_at: Date | null;
+}
+
+function toTontine(row: TontineRow): Tontine {
+  return {
+    id: row.id,
+    name: row.name,
+    organizerUserId: row.organizer_user_id,
+    currency: row.currency,
+    contributionMinor: toBigInt(row.contribution_minor),
+    frequency: row.frequency,
+    maxMembers: row.max_members,
+    payoutOrder: row.payout_order,
+    status: row.status,
+    seedCommitment: row.seed_commitment,
+    drawSeed: row.draw_seed,
+    currentCycle: row.current_cycle,
+    poolAccountId: row.pool_account_id,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    completedAt: row.completed_at,
+    canceledAt: row.canceled_at,
+  };
+}
+
+function toContribution(row: ContributionRow): Contribution {
+  return { id: row.id, cycleNumber: row.cycle_number, userId: row.user_id, status: row.status, postingId: row.posting_id, paidAt: row.paid_at };
+}
+
+/** A new tontine: `forming`, no cycle yet. */
+export type NewTontine = Omit<Tontine, 'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt'>;
+
+export interface TontineListFilter extends PageRequest {
+  userId: string;
+  status?: TontineStatus;
+}
+
+/** Tontines are listed through their members: the caller's membership is checked by `isListedFor`, not by a column of the table. */
+const TONTINES = new Keyset({ table: 'tontines', alias: 't', noun: 'one of your tontines in this list' });
+
+/** The tontine tables (tontines, members, invitations, cycles, contributions). */
+export class TontineRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(tontine: NewTontine): Promise<void> {
+    await this.db('tontines').insert({
+      id: tontine.id,
+      name: tontine.name,
+      organizer_user_id: tontine.organizerUserId,
+      currency: tontine.currency,
+      contribution_minor: tontine.contributionMinor.toString(),
+      frequency: tontine.frequency,
+      max_members: tontine.maxMembers,
+      payout_order: tontine.payoutOrder,
+      seed_commitment: tontine.seedCommitment,
+      draw_seed: tontine.drawSeed,
+      pool_account_id: tontine.poolAccountId,
+      created_at: tontine.createdAt,
+    });
+  }
+
+  async find(id: string): Promise<Tontine | undefined> {
+    const row = await this.db<TontineRow>('tontines').where({ id }).first();
+    return row ? toTontine(row) : undefined;
+  }
+
+  /** The tontine, locked until the end of the transaction: every change of a tontine takes this lock first. */
+  async lock(id: string): Promise<Tontine | undefined> {
+    const row = await this.db<TontineRow>('tontines').where({ id }).forUpdate().first();
+    return row ? toTontine(row) : undefined;
+  }
+
+  async update(id: string, patch: Partial<Pick<Tontine, 'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt'>>): Promise<void> {
+    const row: Partial<TontineRow> = {};
+    if (patch.status !== undefined) row.status = patch.status;
+    if (patch.currentCycle !== undefined) row.current_cycle = patch.currentCycle;
+    if (patch.startedAt !== undefined) row.started_at = patch.startedAt;
+    if (patch.completedAt !== undefined) row.completed_at = patch.completedAt;
+    if (patch.canceledAt !== undefined) row.canceled_at = patch.canceledAt;
+    await this.db('tontines').where({ id }).update(row);
+  }
+
+  /** The tontines `userId` is a member of, newest first: one keyset page (`limit + 1` rows at most, see toPage). */
+  async listForUser(filter: TontineListFilter): Promise<TontineListing[]> {
+    const query = this.db('tontines as t')
+      .join('tontine_members as m', 'm.tontine_id', 't.id')
+      .where('m.user_id', filter.userId)
+      .select(
+        't.*',
+        'm.role',
+        this.db.raw('(SELECT count(*)::int FROM tontine_members a WHERE a.tontine_id = t.id) AS member_count'),
+        this.db.raw(`(SELECT c.due_at FROM tontine_cycles c WHERE c.tontine_id = t.id AND c.number = t.current_cycle AND t.status = 'active') AS current_due_at`),
+      );
+    if (filter.status) query.andWhere('t.status', filter.status);
+    const rows = (await TONTINES.paginate(this.db, query, {}, filter)) as Array<TontineRow & { role: MemberRole; member_count: number; current_due_at: Date | null }>;
+    return rows.map((row) => ({ ...toTontine(row), role: row.role, memberCount: row.member_count, currentDueAt: row.current_due_at }));
+  }
+
+  /** Whether `userId` is a member of tontine `id` and it passes the same list filter (for cursor checks). */
+  async isListedFor(id: string, userId: string, status?: TontineStatus): Promise<boolean> {
+    const query = this.db('tontines as t').join('tontine_members as m', 'm.tontine_id', 't.id').where({ 't.id': id, 'm.user_id': userId });
+    if (status) query.andWhere('t.status', status);
+    return (await query.first('t.id')) !== undefined;
+  }
+
+  // Members and invitations
+
+  async members(tontineId: string): Promise<Member[]> {
+    const rows = (await this.db('tontine_members').where({ tontine_id: tontineId }).orderBy('join_number')) as Array<{
+      user_id: string;
+      role: MemberRole;
+      join_number: number;
+      payout_position: number | null;
+      joined_at: Date;
+    }>;
+    return rows.map((row) => ({ userId: row.user_id, role: row.role, joinNumber: row.join_number, payoutPosition: row.payout_position, joinedAt: row.joined_at }));
+  }
+
+  /** Adds a member with the next join number (the caller holds the tontine's lock). */
+  async addMember(tontineId: string, userId: string, role: MemberRole, joinedAt: Date): Promise<void> {
+    await this.db('tontine_members').insert({
+      tontine_id: tontineId,
+      user_id: userId,
+      role,
+      join_number: this.db.raw('(SELECT coalesce(max(join_number), 0) + 1 FROM tontine_members WHERE tontine_id = ?)', [tontineId]),
+      joined_at: joinedAt,
+    });
+  }
+
+  async removeMember(tontineId: string, userId: string): Promise<void> {
+    await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).del();
+  }
+
+  async setPayoutPositions(tontineId: string, userIdsInOrder: readonly string[]): Promise<void> {
+    for (const [index, userId] of userIdsInOrder.entries()) {
+      await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).update({ payout_position: index + 1 });
+    }
+  }
+
+  async hasOpenInvitation(tontineId: string, userId: string): Promise<boolean> {
+    return (await this.db('tontine_invitations').where({ tontine_id: tontineId, user_id: userId, status: 'open' }).first('user_id')) !== undefined;
+  }
+
+  /** Opens (or reopens) the invitation of `userId`; returns false when one was already open. */
+  async openInvitation(tontineId: string, userId: string, invitedBy: string, at: Date): Promise<boolean> {
+    const rows = await this.db('tontine_invitations')
+      .insert({ tontine_id: tontineId, user_id: userId, invited_by_user_id: invitedBy, status: 'open', invited_at: at })
+      .onConflict(['tontine_id', 'user_id'])
+      .merge({ invited_by_user_id: invitedBy, status: 'open', invited_at: at })
+      .whereNot('tontine_invitations.status', 'open')
+      .returning('user_id');
+    return rows.length > 0;
+  }
+
+  async acceptInvitation(tontineId: string, userId: string): Promise<void> {
+    await this.db('tontine_invitations').where({ tontine_id: tontineId, user_id: userId, status: 'open' }).update({ status: 'accepted' });
+  }
+
+  async lapseOpenInvitations(tontineId: string): Promise<void> {
+    await this.db('tontine_invitations').where({ tontine_id: tontineId, status: 'open' }).update({ status: 'lapsed' });
+  }
+
+  // Cycles and contributions
+
+  async insertCycles(tontineId: string, cycles: ReadonlyArray<{ number: number; beneficiaryUserId: string; dueAt: Date }>): Promise<void> {
+    await this.db('tontine_cycles').insert(
+      cycles.map((cycle) => ({ tontine_id: tontineId, number: cycle.number, beneficiary_user_id: cycle.beneficiaryUserId, due_at: cycle.dueAt })),
+    );
+  }
+
+  async cycles(tontineId: string): Promise<Cycle[]> {
+    const rows = (await this.db('tontine_cycles').where({ tontine_id: tontineId }).orderBy('number')) as Array<{
+      number: number;
+      beneficiary_user_id: string;
+      due_at: Date;
+      status: CycleStatus;
+      payout_posting_id: string | null;
+      paid_out_at: Date | null;
+    }>;
+    return rows.map((row) => ({
+      number: row.number,
+      beneficiaryUserId: row.beneficiary_user_id,
+      dueAt: row.due_at,
+      status: row.status,
+      payoutPostingId: row.payout_posting_id,
+      paidOutAt: row.paid_out_at,
+    }));
+  }
+
+  /** Opens cycle `number`: every member's contribution starts `pending`. */
+  async openCycle(tontineId: string, number: number, memberIds: readonly string[]): Promise<void> {
+    await this.db('tontine_cycles').where({ tontine_id: tontineId, number }).update({ status: 'open' });
+    await this.db('tontine_contributions').insert(memberIds.map((userId) => ({ tontine_id: tontineId, cycle_number: number, user_id: userId })));
+  }
+
+  async markCyclePaidOut(tontineId: string, number: number, postingId: string, at: Date): Promise<void> {
+    await this.db('tontine_cycles').where({ tontine_id: tontineId, number, status: 'open' }).update({ status: 'paid_out', payout_posting_id: postingId, paid_out_at: at });
+  }
+
+  async cancelRemainingCycles(tontineId: string): Promise<void> {
+    await this.db('tontine_cycles').where({ tontine_id: tontineId }).whereIn('status', ['open', 'upcoming']).update({ status: 'canceled' });
+  }
+
+  async contributions(tontineId: string, cycleNumber: number): Promise<Contribution[]> {
+    const rows = (await this.db('tontine_contributions').where({ tontine_id: tontineId, cycle_number: cycleNumber })) as ContributionRow[];
+    return rows.map(toContribution);
+  }
+
+  async contribution(tontineId: string, cycleNumber: number, userId: string): Promise<Contribution | undefined> {
+    const row = (await this.db('tontine_contributions').where({ tontine_id: tontineId, cycle_number: cycleNumber, user_id: userId }).first()) as ContributionRow | undefined;
+    return row ? toContribution(row) : undefined;
+  }
+
+  async contributionStatus(id: string): Promise<ContributionStatus | undefined> {
+    const row = (await this.db('tontine_contributions').where({ id }).first('status')) as { status: ContributionStatus } | undefined;
+    return row?.status;
+  }
+
+  async markPaid(id: string, postingId: string, at: Date): Promise<void> {
+    await this.db('tontine_contributions').where({ id }).whereIn('status', ['pending', 'late']).update({ status: 'paid', posting_id: postingId, paid_at: at });
+  }
+
+  async markRefunded(id: string, postingId: string, at: Date): Promise<void> {
+    await this.db('tontine_contributions').where({ id, status: 'paid' }).update({ status: 'refunded', refund_posting_id: postingId, refunded_at: at });
+  }
+
+  /** How many contributions of the cycle are still unpaid (pending or late). */
+  async unpaidCount(tontineId: string, cycleNumber: number): Promise<number> {
+    const row = (await this.db('tontine_contributions')
+      .where({ tontine_id: tontineId, cycle_number: cycleNumber })
+      .whereIn('status', ['pending', 'late'])
+      .count<{ count: string | number }[]>('* as count')
+      .first()) as { count: string | number } | undefined;
+    return Number(row?.count ?? 0);
+  }
+
+  /** The number of paid contributions of each cycle (refunded ones excluded). */
+  async paidCountsByCycle(tontineId: string): Promise<Map<number, number>> {
+    const rows = (await this.db('tontine_contributions')
+      .where({ tontine_id: tontineId, status: 'paid' })
+      .groupBy('cycle_number')
+      .select('cycle_number', this.db.raw('count(*)::int AS paid'))) as Array<{ cycle_number: number; paid: number }>;
+    return new Map(rows.map((row) => [row.cycle_number, Number(row.paid)]));
+  }
+
+  /** How many contributions `userId` paid and kept paid (refunded ones excluded), over every cycle. */
+  async paidCount(tontineId: string, userId: string): Promise<number> {
+    const row = (await this.db('tontine_contributions')
+      .where({ tontine_id: tontineId, user_id: userId, status: 'paid' })
+      .count<{ count: string | number }[]>('* as count')
+      .first()) as { count: string | number } | undefined;
+    return Number(row?.count ?? 0);
+  }
+
+  // Late marking (background job, many instances)
+
+  /**
+   * Active tontines whose running cycle is due at `now` and still has pending contributions,
+   * locked: SKIP LOCKED lets several job instances (and contributions in flight) pass each
+   * other instead of waiting; a skipped tontine is taken by the next run.
+   */
+  async lockDueForLateMarking(now: Date, limit: number): Promise<Array<{ id: string; currentCycle: number }>> {
+    const rows = (await this.db('tontines as t')
+      .join('tontine_cycles as c', function currentCycle() {
+        this.on('c.tontine_id', '=', 't.id').andOn('c.number', '=', 't.current_cycle');
+      })
+      .where('t.status', 'active')
+      .andWhere('c.due_at', '<=', now)
+      .whereExists(function pending() {
+        this.select(1).from('tontine_contributions as k').whereRaw('k.tontine_id = t.id AND k.cycle_number = t.current_cycle').andWhere('k.status', 'pending');
+      })
+      .orderBy('c.due_at')
+      .limit(limit)
+      .forUpdate('t')
+      .skipLocked()
+      .select('t.id', 't.current_cycle')) as Array<{ id: string; current_cycle: number }>;
+    return rows.map((row) => ({ id: row.id, currentCycle: row.current_cycle }));
+  }
+
+  /** Marks the cycle's pending contributions late; returns the members concerned. */
+  async markLate(tontineId: string, cycleNumber: number, at: Date): Promise<string[]> {
+    const rows = (await this.db('tontine_contributions')
+      .where({ tontine_id: tontineId, cycle_number: cycleNumber, status: 'pending' })
+      .update({ status: 'late', late_at: at })
+      .returning('user_id')) as Array<{ user_id: string }>;
+    return rows.map((row) => row.user_id);
+  }
+}

@@ -1,0 +1,449 @@
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { DomainError, UnprocessableError, ValidationError } from '../../errors';
+import { toPage } from '../../db/keyset';
+import { withTransaction } from '../../db/transaction';
+import { parseLoginIdentifier, UserRepository } from '../auth';
+import { EventRepository } from '../events';
+import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
+import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf } from '../ledger';
+import { drawOrder, newDrawSeed, seedCommitment } from './tontine-draw';
+import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
+import {
+  allowedActions,
+  assertAllowed,
+  cycleDueAt,
+  type PayoutOrder,
+  type TontineAction,
+  type TontineFrequency,
+  type TontineRole,
+  type TontineSituation,
+  type TontineStatus,
+} from './tontine-lifecycle';
+import { detailView, summaryView, type TontinePage, type TontineView } from './tontine-presenter';
+import { TontineRepository, type Tontine } from './tontine-repository';
+
+export const CONTRIBUTE_OPERATION = 'contributeToTontine';
+const CONTRIBUTION_RESOURCE = 'tontine_contribution';
+
+export interface CreateTontineInput {
+  name: string;
+  currency: string;
+  contribution_amount: number | string;
+  frequency: TontineFrequency;
+  max_members: number;
+  payout_order: PayoutOrder;
+}
+
+export interface TontineServiceDeps {
+  knex: Knex;
+  idempotency: IdempotencyService;
+  /** The clock (tests inject one): creation, start, schedule, payments and late marking read it. */
+  now?: () => Date;
+}
+
+/** One transaction's view of a tontine: its repositories and the caller's situation. */
+interface Scope {
+  trx: Knex.Transaction;
+  repo: TontineRepository;
+  events: EventRepository;
+  tontine: Tontine;
+  situation: TontineSituation;
+}
+
+/**
+ * Tontines: rotating savings groups on the ledger. Every change locks the tontine's row first
+ * (then the ledger locks its accounts), records its event in the same transaction, and money
+ * moves only through ledger postings:
+ * - a contribution: member wallet -> the tontine's pool (kind `tontine.contribution`);
+ * - the payout, in the transaction of the cycle's last contribution: pool -> beneficiary
+ *   (`tontine.payout`, one per cycle: the (kind, reference) of a posting is unique);
+ * - a cancellation while active: pool -> each payer of the open cycle (`tontine.refund`).
+ * So the pool always holds exactly the open cycle's paid contributions.
+ */
+export class TontineService {
+  private readonly knex: Knex;
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: TontineServiceDeps) {
+    this.knex = deps.knex;
+    this.now = deps.now ?? (() => new Date());
+    deps.idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, (db, id) => new TontineRepository(db).contributionStatus(id));
+  }
+
+  async create(userId: string, input: CreateTontineInput): Promise<TontineView> {
+    const currency = await currencies.require(this.knex, input.currency, 'body.currency');
+    const contributionMinor = parseAmount(input.contribution_amount, currency.exponent, { field: 'body.contribution_amount' });
+    const id = crypto.randomUUID();
+    const seed = newDrawSeed();
+    const at = this.now();
+    return withTransaction(this.knex, async (trx) => {
+      const repo = new TontineRepository(trx);
+      const pool = await ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency: currency.code, kind: 'tontine_pool', externalRef: id });
+      await repo.insert({
+        id,
+        name: input.name,
+        organizerUserId: userId,
+        currency: currency.code,
+        contributionMinor,
+        frequency: input.frequency,
+        maxMembers: input.max_members,
+        payoutOrder: input.payout_order,
+        seedCommitment: seedCommitment(seed),
+        drawSeed: seed,
+        poolAccountId: pool.id,
+        createdAt: at,
+      });
+      await repo.addMember(id, userId, 'organizer', at);
+      await new EventRepository(trx).record({
+        subjectType: 'tontine',
+        subjectId: id,
+        type: 'tontine.created',
+        actorUserId: userId,
+        payload: { name: input.name, currency: currency.code, contribution_minor: contributionMinor.toString(), frequency: input.frequency, max_members: input.max_members, payout_order: input.payout_order, seed_commitment: seedCommitment(seed) },
+        occurredAt: at,
+      });
+      return this.describe(trx, id, userId);
+    });
+  }
+
+  /** GET /tontines/{id}: members and invited users only (others: 404). */
+  async get(userId: string, id: string): Promise<TontineView> {
+    return withTransaction(this.knex, (trx) => this.describe(trx, id, userId), { isolationLevel: 'repeatable read', readOnly: true });
+  }
+
+  async list(userId: string, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
+    const repo = new TontineRepository(this.knex);
+    if (options.startingAfter && !(await repo.isListedFor(options.startingAfter, userId, options.status))) {
+      throw ValidationError.field('query.starting_after', 'starting_after is not one of your tontines in this list: pass the next_cursor of a previous page.');
+    }
+    const rows = await repo.listForUser({ userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
+    const exponents = new Map<string, number>();
+    for (const row of rows) if (!exponents.has(row.currency)) exponents.set(row.currency, (await currencies.require(this.knex, row.currency)).exponent);
+    const views = rows.map((row) => summaryView(row, { role: row.role, memberCount: row.memberCount, currentDueAt: row.currentDueAt, exponent: exponents.get(row.currency) ?? 0 }));
+    return toPage(views, options.limit);
+  }
+
+  async invite(userId: string, id: string, identifier: string): Promise<TontineView> {
+    const login = parseLoginIdentifier(identifier);
+    return this.act(userId, id, 'invite', async ({ trx, repo, events, tontine }, at) => {
+      const invitee = await new UserRepository(trx).findCredentials(login);
+      if (!invitee || invitee.status === 'disabled') throw new InviteeNotFoundError();
+      if ((await repo.members(id)).some((member) => member.userId === invitee.id)) throw new AlreadyMemberError();
+      if (await repo.openInvitation(id, invitee.id, userId, at)) {
+        await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.member_invited', actorUserId: userId, payload: { user_id: invitee.id }, occurredAt: at });
+      }
+    });
+  }
+
+  async join(userId: string, id: string): Promise<TontineView> {
+    return this.act(userId, id, 'join', async ({ repo, events }, at) => {
+      await repo.addMember(id, userId, 'member', at);
+      await repo.acceptInvitation(id, userId);
+      await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_joined', actorUserId: userId, payload: { user_id: userId }, occurredAt: at });
+    });
+  }
+
+  async leave(userId: string, id: string): Promise<TontineView> {
+    return this.act(
+      userId,
+      id,
+      'leave',
+      async ({ repo, events }, at) => {
+        await repo.removeMember(id, userId);
+        await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_left', actorUserId: userId, payload: { user_id: userId }, occurredAt: at });
+      },
+      undefined,
+      'former_member',
+    );
+  }
+
+  /** Fixes the payout order and the schedule, opens cycle 1: `active`. */
+  async start(userId: string, id: string): Promise<TontineView> {
+    return this.act(userId, id, 'start', async ({ repo, events, tontine }, at) => {
+      const members = await repo.members(id);
+      const joinOrder = members.map((member) => member.userId);
+      const order = tontine.payoutOrder === 'random' ? drawOrder(tontine.drawSeed, joinOrder) : joinOrder;
+      await repo.setPayoutPositions(id, order);
+      await repo.insertCycles(
+        id,
+        order.map((beneficiaryUserId, index) => ({ number: index + 1, beneficiaryUserId, dueAt: cycleDueAt(at, tontine.frequency, index + 1) })),
+      );
+      await repo.openCycle(id, 1, joinOrder);
+      await repo.lapseOpenInvitations(id);
+      await repo.update(id, { status: 'active', currentCycle: 1, startedAt: at });
+      await events.record({
+        subjectType: 'tontine',
+        subjectId: id,
+        type: 'tontine.started',
+        actorUserId: userId,
+        payload: { payout_order: tontine.payoutOrder, ...(tontine.payoutOrder === 'random' ? { draw_seed: tontine.drawSeed } : {}), order },
+        occurredAt: at,
+      });
+    });
+  }
+
+  /**
+   * Pays the caller's contribution to the running cycle, idempotently (as POST /transfers).
+   * The cycle's last contribution also pays the pot out and opens the next cycle, or
+   * completes the tontine, in the same transaction.
+   */
+  async contribute(userId: string, id: string, idempotencyKey: string, body: Record<string, never> | undefined): Promise<TontineView> {
+    const key = validateIdempotencyKey(idempotencyKey);
+    return this.deps.idempotency.execute({ userId, operation: CONTRIBUTE_OPERATION, key, request: { tontine_id: id, body: body ?? {} } }, async (trx) => {
+      let contributionId = '';
+      const view = await this.act(
+        userId,
+        id,
+        'contribute',
+        async (scope, at) => {
+          contributionId = await this.payContribution(scope, userId, at);
+        },
+        trx,
+      );
+      return {
+        result: view,
+        responseStatus: 200,
+        responseBody: view,
+        resource: { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${id}` },
+      };
+    });
+  }
+
+  /** Cancels: a forming tontine simply; an active one refunds the open cycle's payments first. */
+  async cancel(userId: string, id: string): Promise<TontineView> {
+    return this.act(userId, id, 'cancel', async ({ trx, repo, events, tontine }, at) => {
+      let refundedMinor = 0n;
+      if (tontine.status === 'active') {
+        const pool = tontine.poolAccountId;
+        for (const contribution of await repo.contributions(id, tontine.currentCycle)) {
+          if (contribution.status !== 'paid') continue;
+          const wallet = await walletOf(trx, contribution.userId, tontine.currency);
+          const posting = await post(
+            trx,
+            {
+              kind: 'tontine.refund',
+              reference: contribution.id,
+              reversesPostingId: contribution.postingId ?? undefined,
+              metadata: { tontine_id: id, cycle: tontine.currentCycle, user_id: contribution.userId },
+              entries: [
+                { accountId: pool, amountMinor: -tontine.contributionMinor },
+                { accountId: wallet.id, amountMinor: tontine.contributionMinor },
+              ],
+            },
+            // Money going back to its owner: a frozen wallet still gets it.
+            { allowFrozen: true },
+          );
+          await repo.markRefunded(contribution.id, posting.id, at);
+          refundedMinor += tontine.contributionMinor;
+          await events.record({
+            subjectType: 'tontine',
+            subjectId: id,
+            type: 'tontine.contribution_refunded',
+            actorUserId: userId,
+            payload: { cycle: tontine.currentCycle, user_id: contribution.userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id },
+            occurredAt: at,
+          });
+        }
+        await repo.cancelRemainingCycles(id);
+      }
+      await repo.lapseOpenInvitations(id);
+      await repo.update(id, { status: 'canceled', canceledAt: at });
+      await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
+    });
+  }
+
+  /**
+   * The background job's work: contributions still pending when their cycle is due become
+   * `late`, one event per tontine. Safe with many instances (SKIP LOCKED); returns how many
+   * contributions were marked.
+   */
+  async markLateContributions(options: { batchSize?: number } = {}): Promise<number> {
+    const at = this.now();
+    return withTransaction(this.knex, async (trx) => {
+      const repo = new TontineRepository(trx);
+      const events = new EventRepository(trx);
+      let marked = 0;
+      for (const due of await repo.lockDueForLateMarking(at, options.batchSize ?? 100)) {
+        const late = await repo.markLate(due.id, due.currentCycle, at);
+        if (late.length === 0) continue;
+        marked += late.length;
+        await events.record({ subjectType: 'tontine', subjectId: due.id, type: 'tontine.contributions_late', actorUserId: null, payload: { cycle: due.currentCycle, user_ids: late }, occurredAt: at });
+      }
+      return marked;
+    });
+  }
+
+  // Internals
+
+  /**
+   * One action: locks the tontine, works out the caller's situation (404 when the caller may
+   * not see it), checks the lifecycle, runs `change` and answers the tontine after it, all in
+   * one transaction (`trx` when the caller already holds one).
+   */
+  private async act(
+    userId: string,
+    id: string,
+    action: TontineAction,
+    change: (scope: Scope, at: Date) => Promise<void>,
+    trx?: Knex.Transaction,
+    /** How the caller sees the tontine afterwards, when no longer as a member (after leaving). */
+    roleAfter?: 'former_member',
+  ): Promise<TontineView> {
+    return withTransaction(trx ?? this.knex, async (tx) => {
+      const repo = new TontineRepository(tx);
+      const tontine = await repo.lock(id);
+      if (!tontine) throw new TontineNotFoundError();
+      const situation = await this.situationOf(repo, tontine, userId);
+      assertAllowed(situation, action);
+      await change({ trx: tx, repo, events: new EventRepository(tx), tontine, situation }, this.now());
+      return this.describe(tx, id, userId, roleAfter);
+    });
+  }
+
+  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string): Promise<TontineSituation> {
+    const members = await repo.members(tontine.id);
+    const member = members.find((m) => m.userId === userId);
+    let role: TontineRole;
+    if (member) role = member.role;
+    else if (tontine.status === 'forming' && (await repo.hasOpenInvitation(tontine.id, userId))) role = 'invited';
+    else throw new TontineNotFoundError();
+    const own = member && tontine.currentCycle > 0 ? await repo.contribution(tontine.id, tontine.currentCycle, userId) : undefined;
+    return {
+      status: tontine.status,
+      role,
+      memberCount: members.length,
+      maxMembers: tontine.maxMembers,
+      currentCycle: tontine.currentCycle,
+      paidCurrentCycle: own !== undefined && own.status !== 'pending' && own.status !== 'late',
+    };
+  }
+
+  private async formerMemberSituation(repo: TontineRepository, tontine: Tontine): Promise<TontineSituation> {
+    const members = await repo.members(tontine.id);
+    return { status: tontine.status, role: 'former_member', memberCount: members.length, maxMembers: tontine.maxMembers, currentCycle: tontine.currentCycle, paidCurrentCycle: false };
+  }
+
+  /** Moves the contribution into the pool; pays the pot out when it was the cycle's last. Returns the contribution id. */
+  private async payContribution({ trx, repo, events, tontine }: Scope, userId: string, at: Date): Promise<string> {
+    const cycle = tontine.currentCycle;
+    const contribution = await repo.contribution(tontine.id, cycle, userId);
+    if (!contribution) throw new Error(`no contribution row for member ${userId} in cycle ${cycle} of tontine ${tontine.id}`);
+    const wallet = await walletOf(trx, userId, tontine.currency);
+    const posting = await postFromWallet(trx, {
+      kind: 'tontine.contribution',
+      reference: contribution.id,
+      metadata: { tontine_id: tontine.id, cycle, user_id: userId },
+      entries: [
+        { accountId: wallet.id, amountMinor: -tontine.contributionMinor },
+        { accountId: tontine.poolAccountId, amountMinor: tontine.contributionMinor },
+      ],
+    });
+    await repo.markPaid(contribution.id, posting.id, at);
+    await events.record({
+      subjectType: 'tontine',
+      subjectId: tontine.id,
+      type: 'tontine.contribution_paid',
+      actorUserId: userId,
+      payload: { cycle, user_id: userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id, late: contribution.status === 'late' },
+      occurredAt: at,
+    });
+    if ((await repo.unpaidCount(tontine.id, cycle)) === 0) await this.payOut({ trx, repo, events, tontine }, at);
+    return contribution.id;
+  }
+
+  /** The whole pot to the cycle's beneficiary, exactly once; then the next cycle, or the end. */
+  private async payOut({ trx, repo, events, tontine }: Omit<Scope, 'situation'>, at: Date): Promise<void> {
+    const cycle = tontine.currentCycle;
+    const cycles = await repo.cycles(tontine.id);
+    const current = cycles.find((c) => c.number === cycle);
+    if (!current) throw new Error(`tontine ${tontine.id} has no cycle ${cycle}`);
+    const pot = tontine.contributionMinor * BigInt(cycles.length);
+    const wallet = await walletOf(trx, current.beneficiaryUserId, tontine.currency);
+    const posting = await post(
+      trx,
+      {
+        kind: 'tontine.payout',
+        reference: `${tontine.id}:${cycle}`,
+        metadata: { tontine_id: tontine.id, cycle, user_id: current.beneficiaryUserId },
+        entries: [
+          { accountId: tontine.poolAccountId, amountMinor: -pot },
+          { accountId: wallet.id, amountMinor: pot },
+        ],
+      },
+      // The pot is owed to the beneficiary: a frozen wallet still receives it.
+      { allowFrozen: true },
+    );
+    await repo.markCyclePaidOut(tontine.id, cycle, posting.id, at);
+    await events.record({
+      subjectType: 'tontine',
+      subjectId: tontine.id,
+      type: 'tontine.payout_made',
+      actorUserId: null,
+      payload: { cycle, beneficiary_user_id: current.beneficiaryUserId, amount_minor: pot.toString(), posting_id: posting.id },
+      occurredAt: at,
+    });
+    if (cycle < cycles.length) {
+      const members = await repo.members(tontine.id);
+      await repo.openCycle(
+        tontine.id,
+        cycle + 1,
+        members.map((member) => member.userId),
+      );
+      await repo.update(tontine.id, { currentCycle: cycle + 1 });
+      const next = cycles.find((c) => c.number === cycle + 1);
+      await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.cycle_opened', actorUserId: null, payload: { cycle: cycle + 1, due_at: next?.dueAt.toISOString() }, occurredAt: at });
+    } else {
+      await repo.update(tontine.id, { status: 'completed', completedAt: at });
+      await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.completed', actorUserId: null, payload: { cycles: cycles.length }, occurredAt: at });
+    }
+  }
+
+  /** The tontine as `userId` sees it (404 when they may not). */
+  private async describe(db: Knex.Transaction, id: string, userId: string, roleOverride?: 'former_member'): Promise<TontineView> {
+    const repo = new TontineRepository(db);
+    const tontine = await repo.find(id);
+    if (!tontine) throw new TontineNotFoundError();
+    const situation = roleOverride ? await this.formerMemberSituation(repo, tontine) : await this.situationOf(repo, tontine, userId);
+    // One after the other: a transaction is one connection (and the embedded back-end has only one).
+    const members = await repo.members(id);
+    const cycles = await repo.cycles(id);
+    const currentContributions = tontine.currentCycle > 0 ? await repo.contributions(id, tontine.currentCycle) : [];
+    const paidCountsByCycle = await repo.paidCountsByCycle(id);
+    const paidCount = await repo.paidCount(id, userId);
+    const currency = await currencies.require(db, tontine.currency);
+    const pool = await findAccount(db, { ownerType: 'platform', ownerId: null, currency: tontine.currency, kind: 'tontine_pool', externalRef: id });
+    const userIds = new Set([...members.map((m) => m.userId), ...cycles.map((c) => c.beneficiaryUserId)]);
+    const identifiers = await new UserRepository(db).findIdentifiers([...userIds]);
+    const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === userId).length;
+    const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paidCount));
+    return detailView(tontine, {
+      role: situation.role,
+      exponent: currency.exponent,
+      members,
+      cycles,
+      currentContributions,
+      paidCountsByCycle,
+      identifiers,
+      poolBalanceMinor: pool?.balanceMinor ?? 0n,
+      netPositionMinor,
+      allowedActions: allowedActions(situation),
+    });
+  }
+}
+
+/** A posting from the caller's wallet, with the wallet's refusals in the words of the contract. */
+async function postFromWallet(trx: Knex.Transaction, input: Parameters<typeof post>[1]): ReturnType<typeof post> {
+  try {
+    return await post(trx, input);
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'AccountFrozen') {
+      throw new UnprocessableError('WalletFrozen', 'Your wallet in this currency is frozen: it cannot send money.', { party: 'sender' });
+    }
+    if (error instanceof DomainError && error.code === 'InsufficientFunds') {
+      const { currency, available, required } = error.details as { currency: string; available: string; required: string };
+      throw new UnprocessableError('InsufficientFunds', `Insufficient funds: your ${currency} wallet does not cover this contribution.`, { currency, available, required });
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,457 @@
+import crypto from 'node:crypto';
+import request from 'supertest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/http/app';
+import { buildTestApp } from '../support/app';
+import { testKnex } from '../support/database';
+import { expectLedgerInvariants } from '../support/ledger-invariants';
+import { contribute, createTontine, enrol, participant, poolBalance, walletBalance, type Participant } from '../support/tontines';
+
+let app: App;
+const knex = testKnex();
+
+beforeAll(async () => {
+  app = await buildTestApp();
+});
+
+const get = (id: string, who: Participant) => request(app).get(`/api/tontines/${id}`).set(who.auth);
+const action = (id: string, name: string, who: Participant) => request(app).post(`/api/tontines/${id}/${name}`).set(who.auth);
+
+async function eventTypes(id: string): Promise<string[]> {
+  const rows = (await knex('events').where({ subject_type: 'tontine', subject_id: id }).orderBy('sequence').select('type')) as Array<{ type: string }>;
+  return rows.map((row) => row.type);
+}
+
+describe('POST /tontines', () => {
+  it('creates a forming tontine whose organizer is member number one; Location; the random draw is committed, not revealed', async () => {
+    const organizer = await participant(app);
+    const res = await request(app)
+      .post('/api/tontines')
+      .set(organizer.auth)
+      .send({ name: 'Market women', currency: 'EUR', contribution_amount: 50.5, frequency: 'monthly', max_members: 4, payout_order: 'random' });
+    expect(res.status).toBe(201);
+    expect(res.headers.location).toBe(`/api/tontines/${res.body.data.id}`);
+    expect(res.body.data).toMatchObject({
+      name: 'Market women',
+      status: 'forming',
+      role: 'organizer',
+      currency: 'EUR',
+      contribution_amount: 50.5,
+      contribution_amount_minor: '5050',
+      frequency: 'monthly',
+      member_count: 1,
+      max_members: 4,
+      current_cycle: 0,
+      next_payout_at: null,
+      payout_order: 'random',
+      draw_seed: null,
+      started_at: null,
+      cycles: [],
+      current_contributions: [],
+      pool_balance: '0.00',
+      net_position: '0.00',
+      allowed_actions: ['invite', 'cancel'],
+    });
+    expect(res.body.data.seed_commitment).toMatch(/^[0-9a-f]{64}$/);
+    expect(res.body.data.members).toEqual([
+      { user_id: organizer.user.id, identifier: organizer.user.email, role: 'organizer', position: null, received: false, received_at: null, joined_at: expect.any(String) },
+    ]);
+    expect(await eventTypes(res.body.data.id)).toEqual(['tontine.created']);
+    const inOrder = await createTontine(app, organizer, { payout_order: 'join_order' });
+    expect(inOrder.seed_commitment).toBeNull();
+  });
+
+  it('400 for amounts finer than the currency, member counts outside 2..50, unknown fields, currencies and frequencies', async () => {
+    const organizer = await participant(app);
+    const base = { name: 'Circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 5, payout_order: 'join_order' };
+    const cases: Array<[object, string]> = [
+      [{ ...base, contribution_amount: 1.5 }, 'body.contribution_amount'],
+      [{ ...base, currency: 'EUR', contribution_amount: 0.001 }, 'body.contribution_amount'],
+      [{ ...base, contribution_amount: 0 }, 'body.contribution_amount'],
+      [{ ...base, max_members: 1 }, 'body.max_members'],
+      [{ ...base, max_members: 51 }, 'body.max_members'],
+      [{ ...base, frequency: 'daily' }, 'body.frequency'],
+      [{ ...base, payout_order: 'age' }, 'body.payout_order'],
+      [{ ...base, currency: 'ZZZ' }, 'body.currency'],
+      [{ ...base, extra: 1 }, 'body'],
+      [{ ...base, name: '' }, 'body.name'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await request(app).post('/api/tontines').set(organizer.auth).send(body);
+      expect({ body, status: res.status, error: res.body.error }).toEqual({ body, status: 400, error: 'ValidationError' });
+      expect(JSON.stringify(res.body.details)).toContain(field);
+    }
+    await request(app).post('/api/tontines').send(base).expect(401);
+  });
+});
+
+describe('forming: invitations, join, leave, roles', () => {
+  it('only members and invited users see a tontine; each gets its own allowed actions', async () => {
+    const organizer = await participant(app);
+    const invitee = await participant(app);
+    const outsider = await participant(app);
+    const tontine = await createTontine(app, organizer);
+    const hidden = await get(tontine.id, outsider);
+    expect(hidden.status).toBe(404);
+    expect(hidden.body).toEqual({ success: false, error: 'TontineNotFound', message: expect.any(String) });
+    expect((await get(crypto.randomUUID(), organizer)).body.error).toBe('TontineNotFound');
+    expect((await request(app).get('/api/tontines/not-a-uuid').set(organizer.auth)).status).toBe(400);
+
+    await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: invitee.user.email }).expect(201);
+    const seen = await get(tontine.id, invitee).expect(200);
+    expect(seen.body.data).toMatchObject({ role: 'invited', allowed_actions: ['join'], member_count: 1 });
+    // Invitations are not membership: the list shows only tontines one takes part in.
+    expect((await request(app).get('/api/tontines').set(invitee.auth).expect(200)).body.data.data).toEqual([]);
+    for (const name of ['start', 'cancel']) {
+      const res = await action(tontine.id, name, invitee);
+      expect({ name, status: res.status, error: res.body.error }).toEqual({ name, status: 403, error: 'NotTontineOrganizer' });
+      expect(res.body.details).toEqual({ action: name, role: 'invited', allowed_actions: ['join'] });
+    }
+    expect((await action(tontine.id, 'leave', invitee)).status).toBe(404);
+
+    const joined = await action(tontine.id, 'join', invitee).send({});
+    expect(joined.status).toBe(200);
+    expect(joined.body.data).toMatchObject({ role: 'member', member_count: 2, allowed_actions: ['leave'] });
+    expect(joined.body.data.members.map((m: { user_id: string }) => m.user_id)).toEqual([organizer.user.id, invitee.user.id]);
+    const organizerView = await get(tontine.id, organizer).expect(200);
+    expect(organizerView.body.data.allowed_actions).toEqual(['invite', 'start', 'cancel']);
+    expect(await eventTypes(tontine.id)).toEqual(['tontine.created', 'tontine.member_invited', 'tontine.member_joined']);
+  });
+
+  it('invitation refusals: not the organizer 403, unknown user 404, a member 409 AlreadyMember, full 409 TontineFull; an open invitation again changes nothing', async () => {
+    const organizer = await participant(app);
+    const member = await participant(app);
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    const invite = (who: Participant, identifier: string | null) => request(app).post(`/api/tontines/${tontine.id}/invitations`).set(who.auth).send({ identifier });
+    expect((await invite(organizer, 'nobody@test.example')).body.error).toBe('InviteeNotFound');
+    expect((await invite(organizer, 'nobody@test.example')).status).toBe(404);
+    expect((await invite(organizer, 'not an identifier')).status).toBe(400);
+    expect((await invite(organizer, organizer.user.email)).body).toMatchObject({ error: 'AlreadyMember' });
+    await invite(organizer, member.user.email as string).expect(201);
+    await invite(organizer, member.user.email as string).expect(201);
+    expect((await eventTypes(tontine.id)).filter((type) => type === 'tontine.member_invited')).toHaveLength(1);
+    await action(tontine.id, 'join', member).expect(200);
+    const again = await action(tontine.id, 'join', member);
+    expect({ status: again.status, error: again.body.error }).toEqual({ status: 409, error: 'AlreadyMember' });
+    const byMember = await invite(member, organizer.user.email as string);
+    expect({ status: byMember.status, error: byMember.body.error }).toEqual({ status: 403, error: 'NotTontineOrganizer' });
+    const late = await participant(app);
+    const full = await invite(organizer, late.user.email as string);
+    expect({ status: full.status, error: full.body.error, details: full.body.details }).toEqual({ status: 409, error: 'TontineFull', details: { max_members: 2 } });
+  });
+
+  it('a full tontine refuses a join with 409 TontineFull; joining without an invitation is 404', async () => {
+    const organizer = await participant(app);
+    const [first, second] = [await participant(app), await participant(app)];
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    for (const who of [first, second]) await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: who.user.email }).expect(201);
+    await action(tontine.id, 'join', first).expect(200);
+    const full = await action(tontine.id, 'join', second);
+    expect({ status: full.status, error: full.body.error }).toEqual({ status: 409, error: 'TontineFull' });
+    const stranger = await participant(app);
+    expect((await action(tontine.id, 'join', stranger)).body.error).toBe('TontineNotFound');
+  });
+
+  it('a member leaves while forming and needs a new invitation to come back; the organizer cannot leave (422)', async () => {
+    const organizer = await participant(app);
+    const member = await participant(app);
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    const organizerLeaves = await action(tontine.id, 'leave', organizer);
+    expect({ status: organizerLeaves.status, error: organizerLeaves.body.error }).toEqual({ status: 422, error: 'OrganizerCannotLeave' });
+    const left = await action(tontine.id, 'leave', member).expect(200);
+    expect(left.body.data).toMatchObject({ role: 'former_member', member_count: 1, allowed_actions: [] });
+    expect((await get(tontine.id, member)).body.error).toBe('TontineNotFound');
+    expect((await get(tontine.id, organizer)).body.data.member_count).toBe(1);
+    expect((await action(tontine.id, 'join', member)).status).toBe(404);
+    await enrol(app, tontine.id, organizer, [member]);
+    expect((await get(tontine.id, organizer)).body.data.members.map((m: { user_id: string }) => m.user_id)).toEqual([organizer.user.id, member.user.id]);
+    expect(await eventTypes(tontine.id)).toContain('tontine.member_left');
+  });
+
+  it('start: organizer only, at least 2 members; then forming actions answer 409 InvalidTontineState naming the status and allowed actions', async () => {
+    const organizer = await participant(app);
+    const member = await participant(app);
+    const tontine = await createTontine(app, organizer, { frequency: 'biweekly' });
+    const alone = await action(tontine.id, 'start', organizer);
+    expect({ status: alone.status, error: alone.body.error, details: alone.body.details }).toEqual({ status: 422, error: 'NotEnoughMembers', details: { member_count: 1 } });
+    await enrol(app, tontine.id, organizer, [member]);
+    expect((await action(tontine.id, 'start', member)).status).toBe(403);
+    const early = await contribute(app, tontine.id, member);
+    expect({ status: early.status, error: early.body.error, details: early.body.details }).toEqual({
+      status: 409,
+      error: 'InvalidTontineState',
+      details: { status: 'forming', action: 'contribute', allowed_actions: ['leave'] },
+    });
+    const started = await action(tontine.id, 'start', organizer).send({});
+    expect(started.status).toBe(200);
+    const data = started.body.data;
+    expect(data).toMatchObject({ status: 'active', current_cycle: 1, allowed_actions: ['contribute', 'cancel'], draw_seed: null });
+    const startedAt = new Date(data.started_at).getTime();
+    expect(data.cycles.map((c: { number: number; beneficiary_user_id: string; status: string; due_at: string }) => [c.number, c.beneficiary_user_id, c.status, new Date(c.due_at).getTime() - startedAt])).toEqual([
+      [1, organizer.user.id, 'open', 14 * 86_400_000],
+      [2, member.user.id, 'upcoming', 28 * 86_400_000],
+    ]);
+    expect(data.next_payout_at).toBe(data.cycles[0].due_at);
+    expect(data.members.map((m: { position: number }) => m.position)).toEqual([1, 2]);
+    expect(data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['pending', 'pending']);
+    for (const [who, name] of [
+      [member, 'leave'],
+      [member, 'join'],
+      [organizer, 'start'],
+    ] as const) {
+      const res = await action(tontine.id, name, who);
+      if (name === 'join') {
+        expect(res.body.error).toBe('AlreadyMember');
+        continue;
+      }
+      expect({ name, status: res.status, error: res.body.error, details: res.body.details }).toEqual({
+        name,
+        status: 409,
+        error: 'InvalidTontineState',
+        details: { status: 'active', action: name, allowed_actions: who === organizer ? ['contribute', 'cancel'] : ['contribute'] },
+      });
+    }
+    const invite = await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: (await participant(app)).user.email });
+    expect(invite.body).toMatchObject({ error: 'InvalidTontineState', details: { status: 'active', action: 'invite' } });
+  });
+
+  it('a forming tontine is canceled by its organizer; a canceled one allows nothing', async () => {
+    const organizer = await participant(app);
+    const member = await participant(app);
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    expect((await action(tontine.id, 'cancel', member)).status).toBe(403);
+    const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
+    expect(canceled.body.data).toMatchObject({ status: 'canceled', allowed_actions: [], canceled_at: expect.any(String) });
+    const again = await action(tontine.id, 'cancel', organizer);
+    expect({ status: again.status, details: again.body.details }).toEqual({ status: 409, details: { status: 'canceled', action: 'cancel', allowed_actions: [] } });
+  });
+});
+
+describe('contributions', () => {
+  it('moves the contribution into the pool; 409 ContributionAlreadyPaid; replays as POST /transfers; 422 InsufficientFunds changes nothing', async () => {
+    const organizer = await participant(app, { XOF: 10_000n });
+    const member = await participant(app, { XOF: 500n });
+    const third = await participant(app, { XOF: 10_000n });
+    const tontine = await createTontine(app, organizer, { contribution_amount: 1000 });
+    await enrol(app, tontine.id, organizer, [member, third]);
+    await action(tontine.id, 'start', organizer).expect(200);
+
+    expect((await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth)).status).toBe(400);
+    const key = crypto.randomUUID();
+    const paid = await contribute(app, tontine.id, organizer, key);
+    expect(paid.status).toBe(200);
+    expect(paid.headers.location).toBe(`/api/tontines/${tontine.id}`);
+    expect(paid.body.data).toMatchObject({ pool_balance: '1000', net_position: '-1000', allowed_actions: ['cancel'] });
+    expect(paid.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['paid', 'pending', 'pending']);
+    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(9_000n);
+    expect(await poolBalance(tontine.id)).toBe(1_000n);
+
+    const replay = await contribute(app, tontine.id, organizer, key).send({});
+    expect(replay.status).toBe(409);
+    expect(replay.headers.location).toBe(`/api/tontines/${tontine.id}`);
+    expect(replay.body).toEqual({
+      success: false,
+      error: 'IdempotencyKeyAlreadyProcessed',
+      message: expect.any(String),
+      details: { resource_type: 'tontine_contribution', resource_id: expect.any(String), status: 'paid' },
+    });
+    const state = await request(app).get(`/api/idempotency-keys/${key}`).set(organizer.auth).expect(200);
+    expect(state.body.data).toMatchObject({
+      operation: 'contributeToTontine',
+      status: 'completed',
+      response_status: 200,
+      resource: { type: 'tontine_contribution', id: replay.body.details.resource_id, status: 'paid', location: `/api/tontines/${tontine.id}` },
+    });
+    const twice = await contribute(app, tontine.id, organizer);
+    expect({ status: twice.status, error: twice.body.error, details: twice.body.details }).toEqual({ status: 409, error: 'ContributionAlreadyPaid', details: { cycle: 1 } });
+    const elsewhere = await createTontine(app, organizer);
+    const reused = await contribute(app, elsewhere.id, organizer, key);
+    expect({ status: reused.status, error: reused.body.error }).toEqual({ status: 422, error: 'IdempotencyKeyReused' });
+
+    const poorKey = crypto.randomUUID();
+    const poor = await contribute(app, tontine.id, member, poorKey);
+    expect(poor.status).toBe(422);
+    expect(poor.body).toEqual({ success: false, error: 'InsufficientFunds', message: expect.any(String), details: { currency: 'XOF', available: '500', required: '1000' } });
+    expect(await walletBalance(member.user.id, 'XOF')).toBe(500n);
+    expect(await poolBalance(tontine.id)).toBe(1_000n);
+    // The refusal did not consume the key: once funded, the same key pays.
+    await knex.transaction(async (trx) => {
+      const { fundWallet } = await import('../../src/modules/ledger');
+      await fundWallet(trx, member.user.id, 'XOF', 500n);
+    });
+    await contribute(app, tontine.id, member, poorKey).expect(200);
+    const outsider = await participant(app, { XOF: 5_000n });
+    expect((await contribute(app, tontine.id, outsider)).body.error).toBe('TontineNotFound');
+    await expectLedgerInvariants(knex);
+  });
+
+  it('the last contribution of a cycle pays the whole pot to its beneficiary at once and opens the next cycle; a canceled active tontine refunds the open cycle only', async () => {
+    const members = [await participant(app, { XOF: 10_000n }), await participant(app, { XOF: 10_000n }), await participant(app, { XOF: 10_000n })];
+    const [organizer, second, third] = members as [Participant, Participant, Participant];
+    const tontine = await createTontine(app, organizer, { contribution_amount: 2000 });
+    await enrol(app, tontine.id, organizer, [second, third]);
+    await action(tontine.id, 'start', organizer).expect(200);
+    for (const who of members) await contribute(app, tontine.id, who).expect(200);
+    const afterCycle1 = await get(tontine.id, organizer).expect(200);
+    expect(afterCycle1.body.data).toMatchObject({ current_cycle: 2, pool_balance: '0', net_position: '4000' });
+    expect(afterCycle1.body.data.cycles[0]).toMatchObject({ status: 'paid_out', collected: '6000', paid_out_at: expect.any(String) });
+    expect(afterCycle1.body.data.members[0]).toMatchObject({ received: true, position: 1 });
+    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(14_000n);
+    const refundedKey = crypto.randomUUID();
+    await contribute(app, tontine.id, second, refundedKey).expect(200);
+    await contribute(app, tontine.id, third).expect(200);
+    expect(await poolBalance(tontine.id)).toBe(4_000n);
+
+    const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
+    expect(canceled.body.data).toMatchObject({ status: 'canceled', pool_balance: '0', allowed_actions: [] });
+    expect(canceled.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['pending', 'refunded', 'refunded']);
+    expect(canceled.body.data.cycles.map((c: { status: string }) => c.status)).toEqual(['paid_out', 'canceled', 'canceled']);
+    expect(await poolBalance(tontine.id)).toBe(0n);
+    expect([await walletBalance(organizer.user.id, 'XOF'), await walletBalance(second.user.id, 'XOF'), await walletBalance(third.user.id, 'XOF')]).toEqual([14_000n, 8_000n, 8_000n]);
+    expect((await contribute(app, tontine.id, organizer)).body.details).toEqual({ status: 'canceled', action: 'contribute', allowed_actions: [] });
+    // A replay reports the contribution as it is now.
+    const refundedReplay = await contribute(app, tontine.id, second, refundedKey);
+    expect(refundedReplay.body.details).toMatchObject({ resource_type: 'tontine_contribution', status: 'refunded' });
+    const types = await eventTypes(tontine.id);
+    expect(types.filter((t) => t === 'tontine.contribution_refunded')).toHaveLength(2);
+    expect(types.at(-1)).toBe('tontine.canceled');
+    await expectLedgerInvariants(knex);
+  });
+
+  it('an empty body and {} are the same request', async () => {
+    const organizer = await participant(app, { XOF: 5_000n });
+    const member = await participant(app, { XOF: 5_000n });
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    await action(tontine.id, 'start', organizer).expect(200);
+    const key = crypto.randomUUID();
+    await contribute(app, tontine.id, organizer, key).expect(200);
+    const replay = await contribute(app, tontine.id, organizer, key).send({});
+    expect(replay.body.error).toBe('IdempotencyKeyAlreadyProcessed');
+    const extra = await contribute(app, tontine.id, member).send({ amount: 1 });
+    expect(extra.status).toBe(400);
+  });
+});
+
+describe('a full tontine of N members over N cycles', () => {
+  it('every member pays N contributions and receives N x contribution exactly once; the pool is empty between cycles and at the end', async () => {
+    const n = 4;
+    const amount = 2_500n;
+    const members: Participant[] = [];
+    for (let i = 0; i < n; i += 1) members.push(await participant(app, { XOF: 100_000n }));
+    const organizer = members[0] as Participant;
+    const tontine = await createTontine(app, organizer, { contribution_amount: Number(amount), max_members: n, frequency: 'monthly' });
+    await enrol(app, tontine.id, organizer, members.slice(1));
+    await action(tontine.id, 'start', organizer).expect(200);
+    for (let cycle = 1; cycle <= n; cycle += 1) {
+      // A different payer order every cycle: the last one triggers the payout.
+      const payers = [...members.slice(cycle % n), ...members.slice(0, cycle % n)];
+      for (const [index, who] of payers.entries()) {
+        const res = await contribute(app, tontine.id, who).expect(200);
+        const last = index === payers.length - 1;
+        expect(await poolBalance(tontine.id)).toBe(last ? 0n : amount * BigInt(index + 1));
+        if (!last) expect(res.body.data.current_cycle).toBe(cycle);
+      }
+    }
+    const done = await get(tontine.id, organizer).expect(200);
+    expect(done.body.data).toMatchObject({ status: 'completed', current_cycle: n, next_payout_at: null, pool_balance: '0', net_position: '0', allowed_actions: [] });
+    expect(done.body.data.members.every((m: { received: boolean }) => m.received)).toBe(true);
+    expect(done.body.data.cycles.map((c: { beneficiary_user_id: string }) => c.beneficiary_user_id)).toEqual(members.map((m) => m.user.id));
+    for (const member of members) expect(await walletBalance(member.user.id, 'XOF')).toBe(100_000n);
+    const postings = (await knex('postings').whereIn('kind', ['tontine.contribution', 'tontine.payout']).whereRaw("metadata->>'tontine_id' = ?", [tontine.id]).select('kind')) as Array<{ kind: string }>;
+    expect(postings.filter((p) => p.kind === 'tontine.contribution')).toHaveLength(n * n);
+    expect(postings.filter((p) => p.kind === 'tontine.payout')).toHaveLength(n);
+    const types = await eventTypes(tontine.id);
+    expect(types.filter((t) => t === 'tontine.payout_made')).toHaveLength(n);
+    expect(types.filter((t) => t === 'tontine.cycle_opened')).toHaveLength(n - 1);
+    expect(types.at(-1)).toBe('tontine.completed');
+    expect((await contribute(app, tontine.id, organizer)).body.details).toEqual({ status: 'completed', action: 'contribute', allowed_actions: [] });
+    await expectLedgerInvariants(knex);
+  });
+});
+
+describe('the random draw', () => {
+  it('is recomputed by anyone from the revealed seed and the member ids, and matches the committed hash', async () => {
+    const members: Participant[] = [];
+    for (let i = 0; i < 6; i += 1) members.push(await participant(app));
+    const organizer = members[0] as Participant;
+    const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 6 });
+    await enrol(app, created.id, organizer, members.slice(1));
+    const started = (await action(created.id, 'start', organizer).expect(200)).body.data;
+    const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
+    expect(started.draw_seed).toMatch(/^[0-9a-f]{64}$/);
+    expect(started.seed_commitment).toBe(created.seed_commitment);
+    expect(sha256(started.draw_seed)).toBe(created.seed_commitment);
+    const expected = members.map((m) => m.user.id).sort((a, b) => sha256(`${started.draw_seed}:${a}`).localeCompare(sha256(`${started.draw_seed}:${b}`)));
+    expect(started.cycles.map((c: { beneficiary_user_id: string }) => c.beneficiary_user_id)).toEqual(expected);
+    for (const member of started.members as Array<{ user_id: string; position: number }>) expect(member.position).toBe(expected.indexOf(member.user_id) + 1);
+    const startedEvent = await knex('events').where({ subject_id: created.id, type: 'tontine.started' }).first('payload');
+    expect(startedEvent.payload).toEqual({ payout_order: 'random', draw_seed: started.draw_seed, order: expected });
+  });
+});
+
+describe('20 concurrent contributions of one cycle', () => {
+  it('every member pays once and the pot is paid out once', async () => {
+    const members: Participant[] = [];
+    for (let i = 0; i < 20; i += 1) members.push(await participant(app, { XOF: 10_000n }));
+    const organizer = members[0] as Participant;
+    const tontine = await createTontine(app, organizer, { contribution_amount: 1000, max_members: 20 });
+    await enrol(app, tontine.id, organizer, members.slice(1));
+    await action(tontine.id, 'start', organizer).expect(200);
+    // Each member's client also retries at once with the same key: one of the two pays.
+    const responses = await Promise.all(
+      members.flatMap((who) => {
+        const key = crypto.randomUUID();
+        return [contribute(app, tontine.id, who, key), contribute(app, tontine.id, who, key)];
+      }),
+    );
+    const statuses = responses.map((res) => `${res.status} ${res.body.error ?? ''}`.trim());
+    expect(statuses.filter((s) => s === '200')).toHaveLength(20);
+    expect(statuses.filter((s) => s !== '200').every((s) => s === '409 IdempotencyKeyAlreadyProcessed' || s === '409 ConcurrentOperation'), statuses.join()).toBe(true);
+    expect(await knex('tontine_contributions').where({ tontine_id: tontine.id, cycle_number: 2, status: 'paid' })).toEqual([]);
+    const paidBy = (await knex('tontine_contributions').where({ tontine_id: tontine.id, cycle_number: 1, status: 'paid' }).select('user_id')) as Array<{ user_id: string }>;
+    expect(new Set(paidBy.map((row) => row.user_id)).size).toBe(20);
+    const payouts = await knex('postings').where({ kind: 'tontine.payout' }).whereRaw("metadata->>'tontine_id' = ?", [tontine.id]).select('id');
+    expect(payouts).toHaveLength(1);
+    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(9_000n + 20_000n);
+    for (const who of members.slice(1)) expect(await walletBalance(who.user.id, 'XOF')).toBe(9_000n);
+    expect(await poolBalance(tontine.id)).toBe(0n);
+    expect((await get(tontine.id, organizer)).body.data.current_cycle).toBe(2);
+    await expectLedgerInvariants(knex);
+  });
+});
+
+describe('GET /tontines', () => {
+  it("lists the caller's tontines newest first, filters by status, pages with next_cursor", async () => {
+    const organizer = await participant(app);
+    const member = await participant(app);
+    const first = await createTontine(app, organizer, { name: 'First' });
+    const second = await createTontine(app, organizer, { name: 'Second' });
+    const third = await createTontine(app, member, { name: 'Third' });
+    await enrol(app, third.id, member, [organizer]);
+    await action(third.id, 'start', member).expect(200);
+    await action(first.id, 'cancel', organizer).expect(200);
+
+    const all = await request(app).get('/api/tontines').set(organizer.auth).expect(200);
+    expect(all.body.data.data.map((t: { name: string; role: string; status: string }) => [t.name, t.role, t.status])).toEqual([
+      ['Third', 'member', 'active'],
+      ['Second', 'organizer', 'forming'],
+      ['First', 'organizer', 'canceled'],
+    ]);
+    expect(all.body.data.data[0]).toMatchObject({ member_count: 2, current_cycle: 1, next_payout_at: expect.any(String) });
+    expect(all.body.data.data[0].members).toBeUndefined();
+    const page1 = await request(app).get('/api/tontines').query({ limit: 2 }).set(organizer.auth).expect(200);
+    expect(page1.body.data).toMatchObject({ has_more: true, next_cursor: second.id });
+    const page2 = await request(app).get('/api/tontines').query({ limit: 2, starting_after: page1.body.data.next_cursor }).set(organizer.auth).expect(200);
+    expect(page2.body.data).toMatchObject({ has_more: false, next_cursor: null });
+    expect(page2.body.data.data.map((t: { id: string }) => t.id)).toEqual([first.id]);
+    const forming = await request(app).get('/api/tontines').query({ status: 'forming' }).set(organizer.auth).expect(200);
+    expect(forming.body.data.data.map((t: { id: string }) => t.id)).toEqual([second.id]);
+    const foreignCursor = await request(app).get('/api/tontines').query({ starting_after: (await createTontine(app, await participant(app))).id }).set(organizer.auth);
+    expect({ status: foreignCursor.status, error: foreignCursor.body.error }).toEqual({ status: 400, error: 'ValidationError' });
+    expect((await request(app).get('/api/tontines').query({ status: 'paused' }).set(organizer.auth)).status).toBe(400);
+    await request(app).get('/api/tontines').expect(401);
+  });
+});

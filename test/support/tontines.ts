@@ -1,0 +1,57 @@
+import crypto from 'node:crypto';
+import request from 'supertest';
+import { expect } from 'vitest';
+import type { App } from '../../src/http/app';
+import { withTransaction } from '../../src/db/transaction';
+import { fundWallet } from '../../src/modules/ledger';
+import { testKnex } from './database';
+import { accessTokenFor, bearer, createUser, type TestUser } from './factories';
+
+/** A user of a tontine test: the user and a bearer header of a real session. */
+export interface Participant {
+  user: TestUser;
+  auth: { Authorization: string };
+}
+
+export async function participant(app: App, balances: Record<string, bigint> = {}): Promise<Participant> {
+  const user = await createUser();
+  if (Object.keys(balances).length) {
+    await withTransaction(testKnex(), async (trx) => {
+      for (const [currency, amount] of Object.entries(balances)) await fundWallet(trx, user.id, currency, amount);
+    });
+  }
+  return { user, auth: bearer(await accessTokenFor(app, user)) };
+}
+
+export const TONTINE_BODY = { name: 'Savings circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 10, payout_order: 'join_order' } as const;
+
+export async function createTontine(app: App, organizer: Participant, body: Record<string, unknown> = {}): Promise<{ id: string; [key: string]: unknown }> {
+  const res = await request(app).post('/api/tontines').set(organizer.auth).send({ ...TONTINE_BODY, ...body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+/** Invites and joins each member (organizer's invitation, then the member's join). */
+export async function enrol(app: App, tontineId: string, organizer: Participant, members: readonly Participant[]): Promise<void> {
+  for (const member of members) {
+    const invited = await request(app).post(`/api/tontines/${tontineId}/invitations`).set(organizer.auth).send({ identifier: member.user.email });
+    expect(invited.status, JSON.stringify(invited.body)).toBe(201);
+    const joined = await request(app).post(`/api/tontines/${tontineId}/join`).set(member.auth);
+    expect(joined.status, JSON.stringify(joined.body)).toBe(200);
+  }
+}
+
+export function contribute(app: App, tontineId: string, member: Participant, key: string = crypto.randomUUID()) {
+  return request(app).post(`/api/tontines/${tontineId}/contributions`).set(member.auth).set('Idempotency-Key', key);
+}
+
+export async function walletBalance(userId: string, currency: string): Promise<bigint> {
+  const row = await testKnex()('ledger_accounts').where({ owner_type: 'user', owner_id: userId, kind: 'wallet', currency }).first('balance_minor');
+  return row ? BigInt(row.balance_minor as string) : 0n;
+}
+
+export async function poolBalance(tontineId: string): Promise<bigint> {
+  const row = await testKnex()('ledger_accounts').where({ owner_type: 'platform', kind: 'tontine_pool', external_ref: tontineId }).first('balance_minor');
+  if (!row) throw new Error(`tontine ${tontineId} has no pool account`);
+  return BigInt(row.balance_minor as string);
+}

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { allowedActions, assertAllowed, cycleDueAt, type TontineSituation } from '../../src/modules/tontines';
+
+const forming: TontineSituation = { status: 'forming', role: 'organizer', memberCount: 3, maxMembers: 5, currentCycle: 0, paidCurrentCycle: false };
+
+function codeOf(situation: TontineSituation, action: Parameters<typeof assertAllowed>[1]): string {
+  try {
+    assertAllowed(situation, action);
+    return 'ok';
+  } catch (error) {
+    return (error as { code: string }).code;
+  }
+}
+
+describe('tontine lifecycle', () => {
+  it('names what each role may do in each status', () => {
+    expect(allowedActions(forming)).toEqual(['invite', 'start', 'cancel']);
+    expect(allowedActions({ ...forming, role: 'member' })).toEqual(['leave']);
+    expect(allowedActions({ ...forming, role: 'invited' })).toEqual(['join']);
+    expect(allowedActions({ ...forming, memberCount: 5 })).toEqual(['start', 'cancel']);
+    expect(allowedActions({ ...forming, role: 'invited', memberCount: 5 })).toEqual([]);
+    expect(allowedActions({ ...forming, memberCount: 1 })).toEqual(['invite', 'cancel']);
+    const active: TontineSituation = { ...forming, status: 'active', currentCycle: 2 };
+    expect(allowedActions(active)).toEqual(['contribute', 'cancel']);
+    expect(allowedActions({ ...active, paidCurrentCycle: true })).toEqual(['cancel']);
+    expect(allowedActions({ ...active, role: 'member' })).toEqual(['contribute']);
+    for (const status of ['completed', 'canceled'] as const) {
+      expect(allowedActions({ ...active, status })).toEqual([]);
+      expect(allowedActions({ ...active, status, role: 'member' })).toEqual([]);
+    }
+  });
+
+  it('refuses with the contract error: identity first, then status, then the action condition', () => {
+    const active: TontineSituation = { ...forming, status: 'active', currentCycle: 2 };
+    expect(codeOf({ ...active, role: 'member' }, 'start')).toBe('NotTontineOrganizer');
+    expect(codeOf(active, 'start')).toBe('InvalidTontineState');
+    expect(codeOf(active, 'join')).toBe('AlreadyMember');
+    expect(codeOf({ ...active, role: 'invited' }, 'contribute')).toBe('TontineNotFound');
+    expect(codeOf({ ...forming, role: 'organizer' }, 'leave')).toBe('OrganizerCannotLeave');
+    expect(codeOf({ ...forming, memberCount: 1 }, 'start')).toBe('NotEnoughMembers');
+    expect(codeOf({ ...forming, role: 'invited', memberCount: 5 }, 'join')).toBe('TontineFull');
+    expect(codeOf({ ...active, paidCurrentCycle: true }, 'contribute')).toBe('ContributionAlreadyPaid');
+    expect(codeOf({ ...active, status: 'completed' }, 'cancel')).toBe('InvalidTontineState');
+    expect(codeOf(active, 'cancel')).toBe('ok');
+  });
+
+  it('schedules cycle k k periods after the start; a month keeps the day, or the last day of a shorter month', () => {
+    const start = new Date('2027-01-31T08:30:00.000Z');
+    expect(cycleDueAt(start, 'weekly', 1).toISOString()).toBe('2027-02-07T08:30:00.000Z');
+    expect(cycleDueAt(start, 'biweekly', 2).toISOString()).toBe('2027-02-28T08:30:00.000Z');
+    expect(cycleDueAt(start, 'monthly', 1).toISOString()).toBe('2027-02-28T08:30:00.000Z');
+    expect(cycleDueAt(start, 'monthly', 2).toISOString()).toBe('2027-03-31T08:30:00.000Z');
+    expect(cycleDueAt(start, 'monthly', 3).toISOString()).toBe('2027-04-30T08:30:00.000Z');
+    expect(cycleDueAt(start, 'monthly', 12).toISOString()).toBe('2028-01-31T08:30:00.000Z');
+    expect(cycleDueAt(new Date('2027-11-29T00:00:00.000Z'), 'monthly', 3).toISOString()).toBe('2028-02-29T00:00:00.000Z');
+  });
+});
