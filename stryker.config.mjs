@@ -14,6 +14,8 @@ const CRITICAL_CORE = [
   'src/modules/invoices/invoice-lifecycle.ts',
   'src/modules/escrows/escrow-lifecycle.ts', // the escrow state machine
   'src/modules/escrows/escrow-fee.ts', // the escrow fee and settlements
+  'src/modules/tontines/tontine-lifecycle.ts', // the tontine state machine and schedule
+  'src/modules/tontines/tontine-draw.ts', // the auditable random payout order
 ];
 
 /**
