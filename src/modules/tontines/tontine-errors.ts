@@ -1,5 +1,5 @@
 import { ConflictError, DomainError, NotFoundError, UnprocessableError } from '../../errors';
-import type { TontineAction, TontineStatus } from './tontine-lifecycle';
+import type { TontineAction, TontineStatus } from './tontine-types';
 
 const ACTION_PHRASES: Record<TontineAction, string> = {
   invite: 'take invitations',

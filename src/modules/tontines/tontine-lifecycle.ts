@@ -8,11 +8,12 @@ import {
   TontineFullError,
   TontineNotFoundError,
 } from './tontine-errors';
+import type { TontineAction, TontineStatus } from './tontine-types';
 
-export type TontineStatus = 'forming' | 'active' | 'completed' | 'canceled';
+export type { TontineAction, TontineStatus } from './tontine-types';
+
 /** `former_member`: only in the answer to leave, for the member who just left. */
 export type TontineRole = 'organizer' | 'member' | 'invited' | 'former_member';
-export type TontineAction = 'invite' | 'join' | 'leave' | 'start' | 'contribute' | 'cancel';
 export type TontineFrequency = 'weekly' | 'biweekly' | 'monthly';
 export type PayoutOrder = 'join_order' | 'random';
 
