@@ -1,9 +1,9 @@
+import type { components } from '../../../generated/openapi';
 import type { Knex } from 'knex';
 import { EventRepository, type DomainEvent } from '../events';
 import { currencies, minorToNumber } from '../ledger';
-import { allowedActions, type EscrowAction, type EscrowCapacity, type EscrowStatus } from './escrow-lifecycle';
-import type { FeePayer } from './escrow-fee';
-import type { Escrow, ResolutionOutcome } from './escrow-repository';
+import { allowedActions, type EscrowCapacity } from './escrow-lifecycle';
+import type { Escrow } from './escrow-repository';
 
 type Db = Knex | Knex.Transaction;
 
@@ -13,51 +13,8 @@ export interface EscrowCaller {
   isAdmin: boolean;
 }
 
-/** The API representation of an escrow for one caller (the contract's `Escrow`). */
-export interface EscrowView {
-  id: string;
-  status: EscrowStatus;
-  role: 'buyer' | 'seller' | 'administrator';
-  buyer: { user_id: string; identifier: string };
-  seller: { user_id: string; identifier: string };
-  amount: number;
-  amount_minor: string;
-  currency: string;
-  description: string;
-  reference: string | null;
-  inspection_period_seconds: number;
-  fee: {
-    rate_bps: number;
-    payer: FeePayer;
-    amount: number;
-    amount_minor: string;
-    buyer_share_minor: string;
-    seller_share_minor: string;
-  };
-  allowed_actions: EscrowAction[];
-  tracking_reference: string | null;
-  delivery_note: string | null;
-  dispute_reason: string | null;
-  resolution: {
-    outcome: ResolutionOutcome;
-    seller_amount_minor: string | null;
-    note: string | null;
-    resolved_by_user_id: string | null;
-  } | null;
-  settlement: { to_seller_minor: string; to_buyer_minor: string; fee_minor: string } | null;
-  funded_at: string | null;
-  delivered_at: string | null;
-  inspection_ends_at: string | null;
-  accepted_at: string | null;
-  disputed_at: string | null;
-  resolved_at: string | null;
-  released_at: string | null;
-  refunded_at: string | null;
-  canceled_at: string | null;
-  created_at: string;
-  updated_at: string;
-  history: Array<{ type: string; actor_role: 'buyer' | 'seller' | 'administrator' | 'platform'; actor_user_id: string | null; occurred_at: string }>;
-}
+/** The API representation of an escrow for one caller: the contract's `Escrow`, generated. */
+export type EscrowView = components['schemas']['Escrow'];
 
 /** The caller's capacities in one escrow; empty when the caller may not even see it. */
 export function capacitiesOf(escrow: Pick<Escrow, 'buyerUserId' | 'sellerUserId'>, caller: EscrowCaller): Set<EscrowCapacity> {

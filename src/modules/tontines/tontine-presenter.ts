@@ -1,38 +1,11 @@
+import type { components } from '../../../generated/openapi';
 import type { Page } from '../../db/keyset';
 import { formatMinor, minorToNumber } from '../ledger';
 import type { TontineAction, TontineRole } from './tontine-lifecycle';
 import type { Contribution, Cycle, Member, Tontine } from './tontine-repository';
 
-/** The contract's `Tontine` (summary fields; the detail fields are optional). */
-export interface TontineView {
-  id: string;
-  name: string;
-  status: Tontine['status'];
-  role: TontineRole;
-  currency: string;
-  contribution_amount: number;
-  contribution_amount_minor: string;
-  frequency: Tontine['frequency'];
-  member_count: number;
-  max_members: number;
-  current_cycle: number;
-  next_payout_at: string | null;
-  created_at: string;
-  payout_order: Tontine['payoutOrder'];
-  seed_commitment: string | null;
-  draw_seed: string | null;
-  started_at: string | null;
-  completed_at: string | null;
-  canceled_at: string | null;
-  members?: MemberView[];
-  cycles?: CycleView[];
-  current_contributions?: ContributionView[];
-  pool_balance?: string;
-  pool_balance_minor?: string;
-  net_position?: string;
-  net_position_minor?: string;
-  allowed_actions?: TontineAction[];
-}
+/** The contract's `Tontine`, generated (summary fields; the detail fields are optional). */
+export type TontineView = components['schemas']['Tontine'];
 
 export interface MemberView {
   user_id: string;
