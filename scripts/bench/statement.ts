@@ -97,7 +97,8 @@ function streamCsv(url: string, token: string, expectedClosing: bigint): Promise
           for (const row of parts) {
             rows += 1;
             lastRow = row;
-            const cells = row.split(',');
+            // Every cell is quoted (CSV injection defence); the bench's own cells hold no quote or comma.
+            const cells = row.slice(1, -1).split('","');
             if (cells[0] === 'entry') {
               running += BigInt(cells[7] as string);
               if (BigInt(cells[8] as string) !== running) return reject(new Error(`running balance breaks: ${row}`));
@@ -106,7 +107,7 @@ function streamCsv(url: string, token: string, expectedClosing: bigint): Promise
         });
         res.on('end', () => {
           const elapsed = Number(process.hrtime.bigint() - started) / 1e6;
-          if (!lastRow.startsWith('closing_balance,') || !lastRow.includes(`,${expectedClosing},XOF`)) return reject(new Error(`bad closing row ${lastRow}`));
+          if (!lastRow.startsWith('"closing_balance",') || !lastRow.endsWith(`,"${expectedClosing}","XOF"`)) return reject(new Error(`bad closing row ${lastRow}`));
           const entries = rows - 3;
           resolve({ rows: entries, bytes, elapsed_ms: Math.round(elapsed), rows_per_s: Math.round((entries / elapsed) * 1000), time_to_first_byte_ms: Math.round(firstByte) });
         });
