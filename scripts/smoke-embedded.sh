@@ -13,7 +13,7 @@ env -u DATABASE_URL -u REDIS_URL EMBEDDED_DATA_DIR="$data_dir/pg" PORT="$port" P
 runner=$!
 cleanup() {
   kill -TERM -- -"$runner" 2>/dev/null || true
-  rm -rf "$data_dir"
+  rm -rf "$data_dir" "$log_file"
 }
 trap cleanup EXIT
 
@@ -31,7 +31,9 @@ echo "demo login: 200"
 # SIGTERM the service itself (not make) and expect a clean exit.
 service_pid=$(pgrep -f "tsx.*src/main.ts" -P "$(pgrep -d, -g "$runner")" | tail -n 1 || true)
 kill -TERM -- -"$runner"
-for i in $(seq 1 30); do kill -0 "$runner" 2>/dev/null || break; sleep 1; done
-if kill -0 "$runner" 2>/dev/null; then echo "service did not stop within 30 s"; exit 1; fi
+# Wait for every process of the group (make dies at once; the service drains, closes the
+# embedded database and logs its last line after it), not only for make.
+for i in $(seq 1 60); do pgrep -g "$runner" >/dev/null || break; sleep 0.5; done
+if pgrep -g "$runner" >/dev/null; then echo "service did not stop within 30 s:"; pgrep -a -g "$runner"; tail -n 20 "$log_file"; exit 1; fi
 grep -q '"msg":"stopped"' "$log_file" || { echo "no clean shutdown in the log:"; tail -n 20 "$log_file"; exit 1; }
 echo "smoke passed (service pid ${service_pid:-?} stopped cleanly)"
