@@ -3,14 +3,14 @@ import pretty from 'pino-pretty';
 import type { Config } from './config';
 
 /** Keys whose values never reach a log line, whatever logs them. */
-const REDACTED = ['*.password', '*.token'];
+const REDACTED = ['*.password', '*.token', '*.access_token', '*.refresh_token'];
 
 /**
  * The process logger: JSON lines (for log shippers) or, for a person at a terminal,
  * human-readable lines (pino-pretty). LOG_FORMAT chooses; `auto` is pretty in development
  * when standard output is a terminal, JSON otherwise.
  */
-export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat' | 'nodeEnv'>, destination?: DestinationStream & NodeJS.WritableStream): Logger {
+export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat' | 'nodeEnv'>, destination?: DestinationStream): Logger {
   const options = { level: config.logLevel, redact: REDACTED };
   if (resolvedLogFormat(config) === 'pretty') {
     const stream = pretty({ colorize: !destination && Boolean(process.stdout.isTTY), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true, destination: destination ?? 1 });

@@ -45,8 +45,15 @@ export interface ServerProcess {
   child: ChildProcess;
   /** Peak resident set size of the server process so far (VmHWM), in MB. */
   peakRssMb(): Promise<number>;
+  /** CPU time (user + system) the server process has used so far, in ms: divided by the requests
+   * of a run it gives the CPU each request costs, which a busy machine inflates far less than
+   * throughput or latency. */
+  cpuMs(): Promise<number>;
   stop(): Promise<void>;
 }
+
+/** USER_HZ of /proc/PID/stat: 100 on Linux x86_64 and arm64. */
+const CLOCK_TICKS_PER_S = 100;
 
 function hasTaskset(): boolean {
   return fs.existsSync('/usr/bin/taskset');
@@ -102,6 +109,10 @@ export async function startServerProcess(script: string, env: Record<string, str
         return -1;
       }
     },
+    async cpuMs() {
+      const pid = await serverPid();
+      return pid === undefined ? -1 : Math.round(processCpuMs(pid) ?? -1);
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -111,6 +122,40 @@ export async function startServerProcess(script: string, env: Record<string, str
         setTimeout(() => child.kill('SIGKILL'), process.env.BENCH_NODE_ARGS ? 120_000 : 15_000).unref();
       }),
   };
+}
+
+/**
+ * CPU time (user + system, in ms) of one process from /proc/PID/stat, with that of its ended
+ * children when asked; undefined when it is gone.
+ */
+function processCpuMs(pid: number | string, withEndedChildren = false): number | undefined {
+  try {
+    // Fields 14-17 of /proc/PID/stat (after the parenthesised command name): utime, stime,
+    // cutime, cstime (the last two: children it has waited for).
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, withEndedChildren ? 15 : 13).map(Number);
+    return (ticks.reduce((sum, tick) => sum + tick, 0) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU time used so far by the local PostgreSQL server, in ms: every live postgres process, plus
+ * the backends that ended (counted in the postmaster's children time). The database's share of
+ * a run when the server is on this machine (0 when it is not).
+ */
+export function postgresCpuMs(): number {
+  let total = 0;
+  for (const pid of fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    total += processCpuMs(pid, true) ?? 0;
+  }
+  return Math.round(total);
 }
 
 export function printResult(name: string, result: Record<string, unknown>): void {

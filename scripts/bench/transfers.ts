@@ -21,7 +21,7 @@ import { loadConfig } from '../../src/config';
 import { withTransaction } from '../../src/db/transaction';
 import { SessionService, TokenService } from '../../src/modules/auth';
 import { fundWallet, reconcile } from '../../src/modules/ledger';
-import { BENCH_JWT_SECRET, createScratchDatabase, printResult, runAutocannon, startServerProcess } from './bench-support';
+import { BENCH_JWT_SECRET, createScratchDatabase, postgresCpuMs, printResult, runAutocannon, startServerProcess } from './bench-support';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -31,6 +31,11 @@ interface Sender {
   id: string;
   email: string;
   token: string;
+}
+
+/** CPU milliseconds per unit of work, two decimals. */
+function perUnit(cpuMs: number, units: number): number {
+  return Number((cpuMs / Math.max(1, units)).toFixed(2));
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -86,6 +91,8 @@ async function main(): Promise<void> {
     });
     let ours;
     let peakRssMb = -1;
+    let serverCpuMsPerRequest = -1;
+    let postgresCpuMsPerTransfer = -1;
     let next = 0;
     const request: autocannon.Request = {
       method: 'POST',
@@ -108,12 +115,18 @@ async function main(): Promise<void> {
     };
     try {
       await runAutocannon({ url: server.url, duration: 3, connections: CONNECTIONS, requests: [request] }); // warm-up
+      const cpuBefore = await server.cpuMs();
+      const postgresCpuBefore = postgresCpuMs();
       ours = await runAutocannon({ url: server.url, duration: DURATION_S, connections: CONNECTIONS, requests: [request] });
+      serverCpuMsPerRequest = perUnit((await server.cpuMs()) - cpuBefore, ours.total);
+      postgresCpuMsPerTransfer = perUnit(postgresCpuMs() - postgresCpuBefore, ours.total);
       peakRssMb = await server.peakRssMb();
     } finally {
       await server.stop();
     }
+    const postgresCpuBeforePgbench = postgresCpuMs();
     const pgbench = runPgbench(tpcb.url, CONNECTIONS, DURATION_S);
+    const postgresCpuMsPerTpcb = perUnit(postgresCpuMs() - postgresCpuBeforePgbench, pgbench.transactions);
 
     const violations = await reconcile(api.knex);
     // Only transfers that succeeded count (a refused request is cheaper than a transfer).
@@ -123,8 +136,8 @@ async function main(): Promise<void> {
       connections: CONNECTIONS,
       duration_s: DURATION_S,
       senders: SENDERS,
-      ours: { ...ours, peak_rss_mb: peakRssMb },
-      pgbench_tpcb_scale10: pgbench,
+      ours: { ...ours, peak_rss_mb: peakRssMb, server_cpu_ms_per_request: serverCpuMsPerRequest, postgres_cpu_ms_per_transfer: postgresCpuMsPerTransfer },
+      pgbench_tpcb_scale10: { ...pgbench, postgres_cpu_ms_per_transaction: postgresCpuMsPerTpcb },
       ratio_tps: ratio,
       target_ratio: 0.5,
       target_p99_ms: 50,

@@ -41,16 +41,10 @@ export interface App extends Express {
   rateLimitBackend: RateLimitBackend;
 }
 
-const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["idempotency-key"]',
-  'res.headers["set-cookie"]',
-  '*.password',
-  '*.access_token',
-  '*.refresh_token',
-  '*.token',
-];
+/** What a request log line says of its request (pino-http hands the serializer its own summary). */
+function requestLogFields(req: { id?: unknown; method?: string; url?: string; remoteAddress?: string; headers?: Record<string, unknown> }) {
+  return { id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress, userAgent: req.headers?.['user-agent'] };
+}
 
 /** Builds the API; never listens (tests drive it through supertest). */
 export function createApp(deps: AppDeps): App {
@@ -90,10 +84,11 @@ export function createApp(deps: AppDeps): App {
     pinoHttp({
       logger,
       genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
-      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      // The status is what matters of a response; its headers (the security headers above all)
-      // would be the same kilobyte on every line.
-      serializers: { res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }) },
+      // A request line names the request, not its headers: credentials (Authorization, cookies,
+      // Idempotency-Key) never reach it, and the line stays short and cheap to build (serialising
+      // and redacting every header was a tenth of the CPU of a transfer). The status is what
+      // matters of a response; its security headers would be the same kilobyte on every line.
+      serializers: { req: requestLogFields, res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }) },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     }),
   );

@@ -5,10 +5,11 @@ import { migrateLatest, openDatabase } from '../../../src/db/database';
 import { createApp } from '../../../src/http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from '../../../src/http/rate-limit';
 import { connectRedis } from '../../../src/http/redis';
+import { createLogger } from '../../../src/logger';
 
 /**
  * The real API as `make run` builds it (production settings: no response validation, info
- * logs to stdout, which the bench discards), on DATABASE_URL or the embedded database.
+ * logs written as in production, into /dev/null), on DATABASE_URL or the embedded database.
  */
 async function main(): Promise<void> {
   const config = loadConfig({
@@ -18,7 +19,8 @@ async function main(): Promise<void> {
     RATE_LIMIT_AUTHENTICATED: '1000000',
     RATE_LIMIT_ANONYMOUS: '1000000',
   });
-  const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
+  // The production logger (JSON lines, written synchronously as `make run` does), into /dev/null.
+  const logger = createLogger({ ...config, logFormat: 'json' }, pino.destination({ dest: '/dev/null', sync: true }));
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: 'memory://', poolMax: 20 });
   await migrateLatest(database.knex);
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
