@@ -59,13 +59,15 @@ function hasTaskset(): boolean {
   return fs.existsSync('/usr/bin/taskset');
 }
 
-/** Starts a TypeScript server script with tsx on core 0; it must print `LISTENING <port>`. */
+/** Starts a TypeScript server script with tsx on core 0 (BENCH_SERVER_CPUS); it must print `LISTENING <port>`. */
 export async function startServerProcess(script: string, env: Record<string, string> = {}): Promise<ServerProcess> {
   const port = await freePort();
   const tsx = 'node_modules/.bin/tsx';
   // BENCH_NODE_ARGS passes Node flags to the server only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const [command, args] = hasTaskset() ? ['taskset', ['-c', '0', tsx, ...nodeArgs, script]] : [tsx, [...nodeArgs, script]];
+  // BENCH_SERVER_CPUS=all lets the server run on every core (default: core 0 only).
+  const cpus = process.env.BENCH_SERVER_CPUS ?? '0';
+  const [command, args] = hasTaskset() && cpus !== 'all' ? ['taskset', ['-c', cpus, tsx, ...nodeArgs, script]] : [tsx, [...nodeArgs, script]];
   const child = spawn(command, args, {
     env: { SINGLE_INSTANCE: 'true', ...process.env, ...env, PORT: String(port), NODE_ENV: env.NODE_ENV ?? 'production' },
     stdio: ['ignore', 'pipe', 'inherit'],
