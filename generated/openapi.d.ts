@@ -3150,11 +3150,8 @@ export interface components {
             /** @description Last four digits of the customer's phone number or card; nothing more is stored. */
             payer_last4: string;
             status: components["schemas"]["PaymentStatus"];
-            /**
-             * @description Why a `failed` payment failed; `null` otherwise.
-             * @enum {string|null}
-             */
-            failure_reason: "insufficient_funds" | "approval_rejected" | "payer_not_found" | "expired" | "card_declined" | "destination_unavailable" | null;
+            /** @description Why a `failed` payment failed; `null` otherwise. */
+            failure_reason: ("insufficient_funds" | "approval_rejected" | "payer_not_found" | "expired" | "card_declined" | "destination_unavailable") | null;
             /**
              * Format: uuid
              * @description The ledger posting that credited the destination account (`succeeded` only).
