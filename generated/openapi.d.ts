@@ -1761,7 +1761,7 @@ export interface components {
              * @description Kind of resource the key produced.
              * @enum {string}
              */
-            resource_type: "transfer" | "escrow" | "tontine_contribution";
+            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note";
             /**
              * Format: uuid
              * @description Identifier of that resource.
@@ -1846,7 +1846,7 @@ export interface components {
         };
         /**
          * WalletFrozenError
-         * @description A wallet of the transfer is frozen; `details.party` says whose.
+         * @description A wallet the operation moves money through is frozen; `details.party` says whose: the transfer's `sender` or `recipient`, the escrow's `buyer` or `seller` (a tontine contribution: always `sender`).
          */
         WalletFrozenError: {
             /**
@@ -1863,10 +1863,10 @@ export interface components {
             /** @description Whose wallet is frozen. */
             details: {
                 /**
-                 * @description The sender's or the recipient's wallet.
+                 * @description Whose wallet is frozen.
                  * @enum {string}
                  */
-                party: "sender" | "recipient";
+                party: "sender" | "recipient" | "buyer" | "seller";
             };
         };
         /**
@@ -2309,10 +2309,66 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * SelfEscrowError
+         * @description The counterparty is the caller (no details).
+         */
+        SelfEscrowError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "SelfEscrow";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * EscrowCreateUnprocessableError
+         * @description Error envelope of a 422 on creating an escrow, discriminated by `error`.
+         */
+        EscrowCreateUnprocessableError: components["schemas"]["SelfEscrowError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
          * EscrowActionRequest
          * @description The body of an action that takes no parameters: `{}`, or no body at all.
          */
         EscrowActionRequest: Record<string, never>;
+        /**
+         * InvalidEscrowStateError
+         * @description The escrow's current status (or its inspection period) does not allow the action now; `details` names the status, the action and what the caller may do.
+         */
+        InvalidEscrowStateError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidEscrowState";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The escrow's status and the caller's possible actions. */
+            details: {
+                status: components["schemas"]["EscrowStatus"];
+                action: components["schemas"]["EscrowAction"];
+                /** @description What the caller may do with the escrow now. */
+                allowed_actions: components["schemas"]["EscrowAction"][];
+            };
+        };
+        /**
+         * EscrowActionConflictError
+         * @description Error envelope of a 409 on an escrow action that takes an `Idempotency-Key`, discriminated by `error`.
+         */
+        EscrowActionConflictError: components["schemas"]["InvalidEscrowStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * EscrowUnprocessableError
+         * @description Error envelope of a 422 on an escrow action that moves money, discriminated by `error`.
+         */
+        EscrowUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["WalletFrozenError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * DeliverEscrowRequest
          * @description The seller's declaration of delivery (every field optional; no body is accepted too).
@@ -2613,10 +2669,179 @@ export interface components {
             identifier: string;
         };
         /**
+         * NotTontineOrganizerError
+         * @description Only the organizer may do this (invite, start, cancel); `details` gives the caller's role and what the caller may do.
+         */
+        NotTontineOrganizerError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "NotTontineOrganizer";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The caller's role and possible actions. */
+            details: {
+                /**
+                 * @description The refused action.
+                 * @enum {string}
+                 */
+                action: "invite" | "join" | "leave" | "start" | "contribute" | "cancel";
+                /**
+                 * @description The caller's role in the tontine.
+                 * @enum {string}
+                 */
+                role: "organizer" | "member" | "invited" | "former_member";
+                /** @description What the caller may do now. */
+                allowed_actions: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
+            };
+        };
+        /**
+         * InvalidTontineStateError
+         * @description The tontine's status does not allow the action; `details` names the status, the action and what the caller may do now.
+         */
+        InvalidTontineStateError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidTontineState";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The tontine's status and the caller's possible actions. */
+            details: {
+                status: components["schemas"]["TontineStatus"];
+                /**
+                 * @description The refused action.
+                 * @enum {string}
+                 */
+                action: "invite" | "join" | "leave" | "start" | "contribute" | "cancel";
+                /** @description What the caller may do now. */
+                allowed_actions: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
+            };
+        };
+        /**
+         * AlreadyMemberError
+         * @description The user already belongs to the tontine (no details).
+         */
+        AlreadyMemberError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AlreadyMember";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * TontineFullError
+         * @description The tontine already has its maximum number of members.
+         */
+        TontineFullError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "TontineFull";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The limit reached. */
+            details: {
+                /**
+                 * Format: int32
+                 * @description The tontine's maximum number of members.
+                 */
+                max_members: number;
+            };
+        };
+        /**
+         * TontineConflictError
+         * @description Error envelope of a 409 on a tontine action, discriminated by `error`.
+         */
+        TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"];
+        /**
          * TontineActionRequest
          * @description The body of an action without parameters: `{}`, or no body at all (then no `Content-Type` is needed).
          */
         TontineActionRequest: Record<string, never>;
+        /**
+         * NotEnoughMembersError
+         * @description A tontine starts with at least 2 members.
+         */
+        NotEnoughMembersError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "NotEnoughMembers";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description How many members the tontine has. */
+            details: {
+                /**
+                 * Format: int32
+                 * @description How many members it has.
+                 */
+                member_count: number;
+            };
+        };
+        /**
+         * ContributionAlreadyPaidError
+         * @description The caller already paid the running cycle.
+         */
+        ContributionAlreadyPaidError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ContributionAlreadyPaid";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The cycle already paid. */
+            details: {
+                /**
+                 * Format: int32
+                 * @description The cycle already paid.
+                 */
+                cycle: number;
+            };
+        };
+        /**
+         * TontineContributionConflictError
+         * @description Error envelope of a 409 on a tontine contribution, discriminated by `error`.
+         */
+        TontineContributionConflictError: components["schemas"]["ContributionAlreadyPaidError"] | components["schemas"]["InvalidTontineStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * TontineContributionUnprocessableError
+         * @description Error envelope of a 422 on a tontine contribution, discriminated by `error`.
+         */
+        TontineContributionUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["WalletFrozenError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * GetOrCreateCheckoutRequest
          * @description The destination account of the permanent Checkout.
@@ -2725,6 +2950,32 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * DestinationAccountInactiveError
+         * @description The destination account is not active: it cannot receive payments.
+         */
+        DestinationAccountInactiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "DestinationAccountInactive";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The inactive account. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The inactive account.
+                 */
+                destination_account_id: string;
+            };
+        };
+        /**
          * PaymentLinkList
          * @description A page of the organisation's payment links, newest first.
          */
@@ -2771,6 +3022,32 @@ export interface components {
             expires_at?: string;
             /** @description When true, the page accepts an amount or a reference from the URL only with a valid signature (see `createSignedPaymentLink`): the signature covers the amount and the reference together, and the payment form refuses either once edited. */
             require_signed_amount?: boolean;
+        };
+        /**
+         * PaymentLinkNotActiveError
+         * @description The payment link no longer accepts this change; `details.status` is its status.
+         */
+        PaymentLinkNotActiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "PaymentLinkNotActive";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The link's current status. */
+            details: {
+                /**
+                 * @description The link's current status.
+                 * @enum {string}
+                 */
+                status: "active" | "inactive" | "expired" | "completed";
+            };
         };
         /**
          * CreateSignedPaymentLinkRequest
@@ -2873,11 +3150,8 @@ export interface components {
             /** @description Last four digits of the customer's phone number or card; nothing more is stored. */
             payer_last4: string;
             status: components["schemas"]["PaymentStatus"];
-            /**
-             * @description Why a `failed` payment failed; `null` otherwise.
-             * @enum {string|null}
-             */
-            failure_reason: "insufficient_funds" | "approval_rejected" | "payer_not_found" | "expired" | "card_declined" | "destination_unavailable" | null;
+            /** @description Why a `failed` payment failed; `null` otherwise. */
+            failure_reason: ("insufficient_funds" | "approval_rejected" | "payer_not_found" | "expired" | "card_declined" | "destination_unavailable") | null;
             /**
              * Format: uuid
              * @description The ledger posting that credited the destination account (`succeeded` only).
@@ -3159,6 +3433,166 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * InvalidStatusTransitionError
+         * @description The document's current status does not allow the action; `details` names the kind, the current status, the action and the statuses it is allowed from.
+         */
+        InvalidStatusTransitionError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidStatusTransition";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The refused transition. */
+            details: {
+                kind: components["schemas"]["InvoiceKind"];
+                status: components["schemas"]["InvoiceStatus"];
+                /**
+                 * @description The action that was refused.
+                 * @enum {string}
+                 */
+                action: "finalize" | "pay" | "mark_uncollectible" | "void" | "accept" | "cancel" | "credit";
+                /** @description The statuses the action is allowed from. */
+                allowed_from: components["schemas"]["InvoiceStatus"][];
+            };
+        };
+        /**
+         * QuoteExpiredError
+         * @description The quote passed `expires_at` and can no longer be accepted; it is now canceled.
+         */
+        QuoteExpiredError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "QuoteExpired";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description When the quote expired. */
+            details: {
+                /**
+                 * Format: date-time
+                 * @description When the quote expired.
+                 */
+                expires_at: string;
+            };
+        };
+        /**
+         * InvoiceNotCreditableError
+         * @description A credit note needs an open, paid or uncollectible invoice; `details.status` is the invoice's current status.
+         */
+        InvoiceNotCreditableError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvoiceNotCreditable";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The invoice's current status. */
+            details: {
+                status: components["schemas"]["InvoiceStatus"];
+            };
+        };
+        /**
+         * DocumentConflictError
+         * @description Error envelope of a 409 on a billing document action, discriminated by `error`; each error has its own `details`.
+         */
+        DocumentConflictError: components["schemas"]["InvalidStatusTransitionError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["InvoiceNotCreditableError"];
+        /**
+         * ActionNotApplicableError
+         * @description The action does not exist for this kind of document (for example accepting an invoice).
+         */
+        ActionNotApplicableError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ActionNotApplicable";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The kind of document and the action. */
+            details: {
+                kind: components["schemas"]["InvoiceKind"];
+                /**
+                 * @description The action that does not apply.
+                 * @enum {string}
+                 */
+                action: "finalize" | "pay" | "mark_uncollectible" | "void" | "accept" | "cancel" | "credit";
+            };
+        };
+        /**
+         * CreditNoteExceedsRemainingError
+         * @description The credit note total exceeds what remains on the invoice (decimal strings).
+         */
+        CreditNoteExceedsRemainingError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "CreditNoteExceedsRemaining";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description What remains on the invoice and what the credit note asked for. */
+            details: {
+                remaining: components["schemas"]["DecimalAmount"];
+                requested: components["schemas"]["DecimalAmount"];
+                currency: components["schemas"]["CurrencyCode"];
+            };
+        };
+        /**
+         * NumberingExhaustedError
+         * @description The year's number sequence of this kind reached the number format's maximum (999999999); nothing changed.
+         */
+        NumberingExhaustedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "NumberingExhausted";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The exhausted sequence. */
+            details: {
+                kind: components["schemas"]["InvoiceKind"];
+                /**
+                 * Format: int32
+                 * @description The year whose sequence is exhausted.
+                 */
+                year: number;
+            };
+        };
+        /**
+         * DocumentUnprocessableError
+         * @description Error envelope of a 422 on a billing document, discriminated by `error`; each error has its own `details`.
+         */
+        DocumentUnprocessableError: components["schemas"]["ActionNotApplicableError"] | components["schemas"]["CreditNoteExceedsRemainingError"] | components["schemas"]["NumberingExhaustedError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
          * CreateCreditNoteRequest
          * @description A credit note against an open, paid or uncollectible invoice, in the invoice's currency. Its total (lines plus tax) must not exceed what remains on the invoice (total less the issued credit notes).
          */
@@ -3169,6 +3603,11 @@ export interface components {
             /** @description Free text printed on the credit note. */
             memo?: string | null;
         };
+        /**
+         * CreditNoteConflictError
+         * @description Error envelope of a 409 on issuing a credit note, discriminated by `error`.
+         */
+        CreditNoteConflictError: components["schemas"]["InvoiceNotCreditableError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * CreateCustomerRequest
          * @description A customer of the organisation, to bill.
@@ -3414,6 +3853,72 @@ export interface components {
             is_open: boolean | null;
         };
         /**
+         * ValidationErrorEnvelope
+         * @description `ValidationError`: the request does not match the contract (or is not valid JSON); `details` names each bad field.
+         */
+        ValidationErrorEnvelope: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ValidationError";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description One entry per bad field. */
+            details?: components["schemas"]["FieldError"][];
+        };
+        /**
+         * OrganizationInactiveError
+         * @description The organisation is not active (inactive or suspended); no details.
+         */
+        OrganizationInactiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "OrganizationInactive";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * VersionExhaustedError
+         * @description The status version reached its maximum and never wraps; no further change is accepted.
+         */
+        VersionExhaustedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VersionExhausted";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The maximum the version reached. */
+            details: {
+                /**
+                 * Format: int32
+                 * @description The maximum version.
+                 */
+                max_version: number;
+            };
+        };
+        /**
+         * NetworkStatusUnprocessableError
+         * @description Error envelope of a 422 on changing the network status, discriminated by `error`.
+         */
+        NetworkStatusUnprocessableError: components["schemas"]["ValidationErrorEnvelope"] | components["schemas"]["OrganizationInactiveError"] | components["schemas"]["VersionExhaustedError"];
+        /**
          * NetworkStatusSnapshot
          * @description The opening status and its version at one point of the audit trail.
          */
@@ -3605,7 +4110,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["EscrowActionConflictError"];
             };
         };
         /** @description `InsufficientFunds`: the buyer's wallet does not cover the amount plus the buyer's fee share (nothing changed; `details` gives `available` and `required`). `WalletFrozen`: a party's wallet in the currency is frozen (`details.party`). `IdempotencyKeyReused`: the key was already used for this operation with a different request. */
@@ -3618,7 +4123,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["EscrowUnprocessableError"];
             };
         };
         /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now (it was already released, disputed after the inspection period...). `details` names the current `status`, the `action` and the caller's `allowed_actions`. Read the escrow again before retrying. */
@@ -3630,7 +4135,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["InvalidEscrowStateError"];
             };
         };
         /** @description `TontineNotFound`: no tontine has this id, or the caller is neither a member nor invited. Both answer exactly the same. */
@@ -3654,7 +4159,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["NotTontineOrganizerError"];
             };
         };
         /** @description The tontine's state does not allow the action. `InvalidTontineState`: not in this status (`details`: `status`, the current status; `action`; `allowed_actions`, what the caller may do now). `AlreadyMember`: the user already belongs to it. `TontineFull`: `max_members` reached. */
@@ -3666,7 +4171,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["TontineConflictError"];
             };
         };
         /** @description The caller is a member of the organisation but may not do this: `InsufficientRole` (the route's role rule excludes the caller's role) or `FeatureUnavailable` (the module is not enabled for the organisation). */
@@ -3693,7 +4198,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `DestinationAccountInactive`: the destination account is not active. */
+        /** @description `DestinationAccountInactive`: the destination account is not active (`details.destination_account_id`). */
         DestinationAccountConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -3702,7 +4207,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["DestinationAccountInactiveError"];
             };
         };
         /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). */
@@ -3729,7 +4234,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `PaymentLinkNotActive`: the link no longer accepts this change (it is inactive, expired or completed). */
+        /** @description `PaymentLinkNotActive`: the link no longer accepts this change (it is inactive, expired or completed; `details.status` says which). */
         PaymentLinkConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -3738,7 +4243,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["PaymentLinkNotActiveError"];
             };
         };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller. `DocumentNotFound`: the document is not one of the organisation's. `CustomerNotFound`: the `customer_id` of the body is not a customer of the organisation. Identifiers of another organisation answer exactly like unknown ones. */
@@ -3763,7 +4268,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
         /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
@@ -3787,7 +4292,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["DocumentConflictError"];
             };
         };
         /** @description The request is well-formed but cannot apply: `ActionNotApplicable` (the action does not exist for this kind of document, for example accepting an invoice), `CreditNoteExceedsRemaining` (the credit note total exceeds what remains on the invoice; `details` gives `remaining`, `requested` and `currency`), `NumberingExhausted` (finalising or issuing a credit note when the year's sequence of that kind reached the number format's maximum, 999999999: nothing changes; `details` gives `kind` and `year`). With an `Idempotency-Key`: `IdempotencyKeyReused` (the key was used with another body). */
@@ -3799,7 +4304,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["DocumentUnprocessableError"];
             };
         };
         /** @description `InvoiceNotCreditable`: a credit note needs an open, paid or uncollectible invoice. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already issued a credit note; `details` and `Location` name it) or `ConcurrentOperation` (a request with the key is still running). */
@@ -3812,7 +4317,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["CreditNoteConflictError"];
             };
         };
     };
@@ -4450,7 +4955,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["EscrowCreateUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -5189,7 +5694,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NotEnoughMembersError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -5249,7 +5754,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["TontineContributionConflictError"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -5264,7 +5769,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["TontineContributionUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -6473,7 +6978,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `ValidationError`: the body is not valid JSON (`details` names `body`), does not match the schema (missing field, wrong type, `version` out of range, additional property) or an unknown query parameter was sent; `details` names each bad field. This route never answers 400. `OrganizationInactive`: the organisation is not active. `VersionExhausted`: the version counter reached its maximum (2147483646); it never wraps, so no further change is accepted (contact support). */
+            /** @description `ValidationError`: the body is not valid JSON (`details` names `body`), does not match the schema (missing field, wrong type, `version` out of range, additional property) or an unknown query parameter was sent; `details` names each bad field. This route never answers 400. `OrganizationInactive`: the organisation is not active. `VersionExhausted`: the version counter reached its maximum (2147483646, `details.max_version`); it never wraps, so no further change is accepted (contact support). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6482,7 +6987,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["NetworkStatusUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];

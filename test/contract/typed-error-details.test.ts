@@ -1,0 +1,214 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadOpenApiDocument } from '../../src/http/openapi-document';
+
+/**
+ * Issue 15, item 11: every error that carries `details` has its own schema in the contract
+ * (`details` spelled out, no other property), and every response that can return it
+ * references a schema that reaches it by `error` (a union discriminated by `error`, or the
+ * error's own schema). A generated client then reads `details.<field>` without casts.
+ */
+type Json = Record<string, unknown>;
+const doc = loadOpenApiDocument().parse() as Json;
+
+function resolve(node: unknown): Json {
+  let at = node as Json;
+  while (typeof at?.$ref === 'string') {
+    at = (at.$ref as string)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((o, key) => (o as Json)[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Json;
+  }
+  return at;
+}
+
+/** Each error with details: its `details` keys (required ones first, then optional ones). */
+const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
+  InsufficientFunds: { required: ['currency', 'available', 'required'], optional: ['account_id'] },
+  WalletFrozen: { required: ['party'] },
+  IdempotencyKeyAlreadyProcessed: { required: ['resource_type', 'resource_id', 'status'] },
+  IdempotencyKeyReused: { required: ['operation'], optional: ['resource_type', 'resource_id', 'status'] },
+  InvalidStatusTransition: { required: ['kind', 'status', 'action', 'allowed_from'] },
+  QuoteExpired: { required: ['expires_at'] },
+  InvoiceNotCreditable: { required: ['status'] },
+  ActionNotApplicable: { required: ['kind', 'action'] },
+  CreditNoteExceedsRemaining: { required: ['remaining', 'requested', 'currency'] },
+  NumberingExhausted: { required: ['kind', 'year'] },
+  InvalidEscrowState: { required: ['status', 'action', 'allowed_actions'] },
+  InvalidTontineState: { required: ['status', 'action', 'allowed_actions'] },
+  NotTontineOrganizer: { required: ['action', 'role', 'allowed_actions'] },
+  TontineFull: { required: ['max_members'] },
+  ContributionAlreadyPaid: { required: ['cycle'] },
+  NotEnoughMembers: { required: ['member_count'] },
+  DestinationAccountInactive: { required: ['destination_account_id'] },
+  PaymentLinkNotActive: { required: ['status'] },
+  VersionExhausted: { required: ['max_version'] },
+};
+
+/**
+ * Errors with details that never reach a client: the ledger's `AccountFrozen` is turned into
+ * `WalletFrozen` by every caller that can meet it (escrows, tontines; transfers refuse frozen
+ * wallets in `transfer_create`), and a payment to a frozen account fails the payment instead.
+ */
+const INTERNAL = new Set(['AccountFrozen']);
+
+/** Where each error can come from: operationId -> status -> errors with details. */
+const RETURNED_BY: Record<string, Record<string, string[]>> = {
+  createTransfer: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
+  createEscrow: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  fundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
+  acceptEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['WalletFrozen', 'IdempotencyKeyReused'] },
+  refundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  resolveEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['WalletFrozen', 'IdempotencyKeyReused'] },
+  deliverEscrow: { '409': ['InvalidEscrowState'] },
+  disputeEscrow: { '409': ['InvalidEscrowState'] },
+  cancelEscrow: { '409': ['InvalidEscrowState'] },
+  inviteToTontine: { '403': ['NotTontineOrganizer'], '409': ['InvalidTontineState', 'TontineFull'] },
+  joinTontine: { '409': ['InvalidTontineState', 'TontineFull'] },
+  leaveTontine: { '409': ['InvalidTontineState'] },
+  startTontine: { '403': ['NotTontineOrganizer'], '409': ['InvalidTontineState'], '422': ['NotEnoughMembers'] },
+  cancelTontine: { '403': ['NotTontineOrganizer'], '409': ['InvalidTontineState'] },
+  contributeToTontine: {
+    '409': ['ContributionAlreadyPaid', 'InvalidTontineState', 'IdempotencyKeyAlreadyProcessed'],
+    '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'],
+  },
+  createInvoice: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  finalizeInvoice: { '409': ['InvalidStatusTransition'], '422': ['ActionNotApplicable', 'NumberingExhausted'] },
+  payInvoice: { '409': ['InvalidStatusTransition'], '422': ['ActionNotApplicable'] },
+  markInvoiceUncollectible: { '409': ['InvalidStatusTransition'], '422': ['ActionNotApplicable'] },
+  voidInvoice: { '409': ['InvalidStatusTransition'], '422': ['ActionNotApplicable'] },
+  acceptQuote: { '409': ['InvalidStatusTransition', 'QuoteExpired'], '422': ['ActionNotApplicable'] },
+  cancelQuote: { '409': ['InvalidStatusTransition'], '422': ['ActionNotApplicable'] },
+  createCreditNote: {
+    '409': ['InvoiceNotCreditable', 'IdempotencyKeyAlreadyProcessed'],
+    '422': ['ActionNotApplicable', 'CreditNoteExceedsRemaining', 'NumberingExhausted', 'IdempotencyKeyReused'],
+  },
+  createPaymentLink: { '409': ['DestinationAccountInactive'] },
+  getOrCreateCheckout: { '409': ['DestinationAccountInactive'] },
+  deactivatePaymentLink: { '409': ['PaymentLinkNotActive'] },
+  createSignedPaymentLink: { '409': ['PaymentLinkNotActive'] },
+  updateNetworkStatus: { '422': ['VersionExhausted'] },
+};
+
+function operations(): Array<{ id: string; responses: Record<string, unknown> }> {
+  const found: Array<{ id: string; responses: Record<string, unknown> }> = [];
+  for (const item of Object.values(doc.paths as Record<string, Json>)) {
+    for (const op of Object.values(item)) {
+      const operation = op as { operationId?: string; responses?: Record<string, unknown> };
+      if (operation?.operationId && operation.responses) found.push({ id: operation.operationId, responses: operation.responses });
+    }
+  }
+  return found;
+}
+
+function jsonContent(response: unknown): Json | undefined {
+  return (resolve(response).content as Record<string, Json> | undefined)?.['application/json'];
+}
+
+/** The error names a schema reaches by its `error` const or enum. */
+function errorNames(schema: Json): string[] {
+  const error = resolve((schema.properties as Json | undefined)?.error);
+  if (!error) return [];
+  if (typeof error.const === 'string') return [error.const];
+  return Array.isArray(error.enum) ? (error.enum as string[]) : [];
+}
+
+/** The branch of a response schema for `errorName`, or undefined when the schema has none. */
+function branchFor(schema: Json, errorName: string): Json | undefined {
+  const options = Array.isArray(schema.oneOf) ? (schema.oneOf as unknown[]).map(resolve) : [schema];
+  const matching = options.filter((option) => errorNames(option).includes(errorName));
+  return matching.length === 1 ? matching[0] : undefined;
+}
+
+/** Every `DomainError` code that src/ throws with a details object literal. */
+function codesThrownWithDetails(): Set<string> {
+  const codes = new Set<string>();
+  const walk = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+  for (const file of walk(path.resolve(__dirname, '../../src'))) {
+    const text = fs.readFileSync(file, 'utf8');
+    for (const match of text.matchAll(/(?:super|new \w*Error)\(\s*'([A-Z][A-Za-z]+)',/g)) {
+      // The call's text up to its closing parenthesis (strings and templates skipped).
+      let depth = 0;
+      let end = match.index + match[0].indexOf('(');
+      let quote: string | null = null;
+      for (; end < text.length; end++) {
+        const c = text[end];
+        if (quote) {
+          if (c === '\\') end++;
+          else if (c === quote) quote = null;
+          continue;
+        }
+        if (c === "'" || c === '"' || c === '`') quote = c;
+        else if (c === '(') depth++;
+        else if (c === ')' && --depth === 0) break;
+      }
+      const call = text.slice(match.index, end).replace(/(['"`])(?:\\.|(?!\1)[^\\])*\1/g, "''");
+      if (/[,(]\s*\{\s*[a-z_]+[\s:,}]/.test(call)) codes.add(match[1] as string);
+    }
+  }
+  return codes;
+}
+
+describe('typed error details in the contract', () => {
+  it('src/ throws no error with details that the catalogue misses', () => {
+    const thrown = codesThrownWithDetails();
+    // The scan itself works: it sees errors of several modules.
+    expect([...thrown]).toEqual(expect.arrayContaining(['InsufficientFunds', 'InvalidStatusTransition', 'VersionExhausted', 'TontineFull', 'PaymentLinkNotActive']));
+    const missing = [...thrown].filter((code) => !DETAILS[code] && !INTERNAL.has(code));
+    expect(missing).toEqual([]);
+  });
+
+  for (const [errorName, keys] of Object.entries(DETAILS)) {
+    it(`${errorName}: its own schema spells out details (${keys.required.join(', ')})`, () => {
+      const schemas = Object.entries(doc.components ? ((doc.components as Json).schemas as Json) : {}).map(([name, s]) => ({ name, schema: s as Json }));
+      const own = schemas.filter(({ schema }) => schema.type === 'object' && errorNames(schema).length === 1 && errorNames(schema)[0] === errorName);
+      expect(own.map((s) => s.name)).toEqual([`${errorName}Error`]);
+      const details = resolve((own[0]?.schema.properties as Json).details);
+      expect(details.type).toBe('object');
+      expect(details.additionalProperties).toBe(false);
+      expect([...((details.required as string[]) ?? [])].sort()).toEqual([...keys.required].sort());
+      expect(Object.keys(details.properties as Json).sort()).toEqual([...keys.required, ...(keys.optional ?? [])].sort());
+      expect((own[0]?.schema.required as string[]) ?? []).toContain('details');
+    });
+  }
+
+  const byId = new Map(operations().map((op) => [op.id, op]));
+  for (const [operationId, statuses] of Object.entries(RETURNED_BY)) {
+    for (const [status, errors] of Object.entries(statuses)) {
+      it(`${operationId} ${status}: ${errors.join(', ')} reached by error, with typed details`, () => {
+        const response = byId.get(operationId)?.responses[status];
+        expect(response, `${operationId} documents ${status}`).toBeDefined();
+        const schema = resolve(jsonContent(response)?.schema);
+        if (errors.length > 1 || Array.isArray(schema.oneOf)) {
+          const discriminator = schema.discriminator as { propertyName?: string; mapping?: Record<string, string> } | undefined;
+          expect(discriminator?.propertyName).toBe('error');
+          for (const errorName of errors) expect(Object.keys(discriminator?.mapping ?? {})).toContain(errorName);
+        }
+        for (const errorName of errors) {
+          const branch = branchFor(schema, errorName);
+          expect(branch, `${operationId} ${status} has a branch for ${errorName}`).toBeDefined();
+          expect(resolve((branch?.properties as Json).details).additionalProperties).toBe(false);
+        }
+      });
+    }
+  }
+
+  it('every documented example of an error with details is reached by its response schema', () => {
+    const untyped: string[] = [];
+    for (const op of operations()) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        const content = jsonContent(response);
+        if (!content || Number(status) < 400) continue;
+        const schema = resolve(content.schema);
+        for (const example of Object.values((content.examples as Json | undefined) ?? {})) {
+          const value = resolve(example).value as { error?: string } | undefined;
+          if (!value?.error || !DETAILS[value.error]) continue;
+          if (!branchFor(schema, value.error)) untyped.push(`${op.id} ${status} ${value.error}`);
+        }
+      }
+    }
+    expect(untyped).toEqual([]);
+  });
+});
