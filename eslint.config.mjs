@@ -47,14 +47,11 @@ export default tseslint.config(
   },
   {
     // Exceptions, each on purpose:
-    // - authenticate.ts is the bearer-token middleware the app mounts: it belongs in src/http/
-    //   and moves there with the rewrite of the authentication query (a change under way).
     // - these tests reach a repository to prove what no public face shows: that a GET writes
     //   nothing (spies), numbering at its limit, the seed's ledger inside its rolled-back transaction.
     // - link-security.test.ts pins the pure token and code rules of the payment page (the
     //   mutation-tested core), which the module's face does not export.
     files: [
-      'src/modules/auth/authenticate.ts',
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
       'test/integration/invoices-seed.test.ts',

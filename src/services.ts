@@ -6,7 +6,7 @@ import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { EscrowService } from './modules/escrows';
-import { AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
+import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
 import { InvoiceService } from './modules/invoices';
@@ -51,6 +51,8 @@ export function buildServices(deps: ServiceDeps) {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
     sessions,
+    /** What a bearer token is worth: its claims, then its session (the middleware of src/http/authenticate.ts asks). */
+    accessCheck: new AccessCheck(knex, config.jwt.accessTtlSeconds),
     passwords,
     auth: new AuthService(knex, passwords, sessions, config.login, clock),
     organizationAccess: new OrganizationAccessService(knex),

@@ -19,6 +19,16 @@ export interface UserProfile {
   isAdmin: boolean;
 }
 
+/** How a user is reached by others (a counterparty): the identifiers and whether the account is usable. */
+export interface UserContact {
+  id: string;
+  email: string | null;
+  phone: string | null;
+  status: UserStatus;
+}
+
+const CONTACT_COLUMNS = ['id', 'email', 'phone', 'status'];
+
 export interface UserOrganization {
   id: string;
   name: string;
@@ -101,6 +111,19 @@ export class UserRepository {
       .where({ id })
       .first<{ id: string; email: string | null; phone: string | null; is_admin: boolean } | undefined>('id', 'email', 'phone', 'is_admin');
     return row ? { id: row.id, email: row.email, phone: row.phone, isAdmin: row.is_admin } : undefined;
+  }
+
+  /** An active or locked user by e-mail (lower-cased) or E.164 telephone; disabled users are nobody. */
+  async findReachable(by: { email: string } | { phone: string }): Promise<UserContact | undefined> {
+    return this.db('users')
+      .where('email' in by ? { email: by.email } : { phone: by.phone })
+      .whereNot({ status: 'disabled' })
+      .first<UserContact | undefined>(CONTACT_COLUMNS);
+  }
+
+  /** A user's identifiers and status, whatever the status. */
+  async findContact(id: string): Promise<UserContact | undefined> {
+    return this.db('users').where({ id }).first<UserContact | undefined>(CONTACT_COLUMNS);
   }
 
   /** The e-mail address, or else the telephone number, of each user, by id (unknown ids are absent). */
