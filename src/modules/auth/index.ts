@@ -1,5 +1,5 @@
 /** Public face of the auth module: identities, sessions, tokens and what an access token is worth (the bearer middleware is src/http/authenticate.ts). */
-export { AuthService } from './auth-service';
+export { AuthService, type OrganizationsOfUser, type UserOrganization } from './auth-service';
 export { authHandlers } from './auth-handlers';
 export { AccessCheck, type AccessDecision, type AccessTokenPayload } from './access-check';
 export { loginIdentifierKey, parseLoginIdentifier, type LoginIdentifier } from './identifier';

@@ -29,13 +29,6 @@ export interface UserContact {
 
 const CONTACT_COLUMNS = ['id', 'email', 'phone', 'status'];
 
-export interface UserOrganization {
-  id: string;
-  name: string;
-  status: 'active' | 'inactive' | 'suspended';
-  role: 'owner' | 'admin' | 'representative' | 'director' | 'finance_manager' | 'cashier';
-}
-
 interface CredentialsRow {
   id: string;
   password_hash: string;
@@ -131,14 +124,5 @@ export class UserRepository {
     if (ids.length === 0) return new Map();
     const rows = (await this.db('users').whereIn('id', [...ids]).select('id', 'email', 'phone')) as Array<{ id: string; email: string | null; phone: string | null }>;
     return new Map(rows.map((row) => [row.id, row.email ?? row.phone ?? row.id]));
-  }
-
-  /** Organisations where the user is an active member, by name. */
-  async listActiveOrganizations(userId: string): Promise<UserOrganization[]> {
-    return this.db('memberships as m')
-      .join('organizations as o', 'o.id', 'm.organization_id')
-      .where({ 'm.user_id': userId, 'm.status': 'active' })
-      .orderBy([{ column: 'o.name' }, { column: 'o.id' }])
-      .select<UserOrganization[]>('o.id', 'o.name', 'o.status', 'm.role');
   }
 }
