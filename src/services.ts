@@ -6,7 +6,7 @@ import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { EscrowService } from './modules/escrows';
-import { AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
+import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
 import { InvoiceService } from './modules/invoices';
@@ -37,6 +37,7 @@ export function buildServices(deps: ServiceDeps) {
   const tokens = new TokenService(config.jwt);
   const sessions = new SessionService(knex, tokens, clock);
   const passwords = new PasswordHasher();
+  const organizationAccess = new OrganizationAccessService(knex);
   const accounts = new AccountService(knex, {
     cursorSecret: config.paySecret,
     clock,
@@ -51,9 +52,11 @@ export function buildServices(deps: ServiceDeps) {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
     sessions,
+    /** What a bearer token is worth: its claims, then its session (the middleware of src/http/authenticate.ts asks). */
+    accessCheck: new AccessCheck(knex, config.jwt.accessTtlSeconds),
     passwords,
-    auth: new AuthService(knex, passwords, sessions, config.login, clock),
-    organizationAccess: new OrganizationAccessService(knex),
+    auth: new AuthService(knex, passwords, sessions, config.login, (userId) => organizationAccess.activeOrganizationsOf(userId), clock),
+    organizationAccess,
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,

@@ -6,6 +6,7 @@
  */
 import type { components, operations } from '../../generated/openapi';
 import { CONTRACT_VERSION, OPERATIONS, type OperationId } from '../../generated/operations';
+import type { PageRequest } from '../db/keyset';
 
 export { CONTRACT_VERSION, OPERATIONS, type OperationId };
 export type { components, operations };
@@ -113,19 +114,15 @@ export type Handler<Id extends OperationId> = (input: HandlerInput<Id>) => Promi
 /** A module's handlers, keyed by operationId. */
 export type Handlers<Id extends OperationId> = { [K in Id]: Handler<K> };
 
-/** The page shape every list of the contract shares. */
-export interface ListPage<T> {
-  object: 'list';
-  data: T[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+/** The page every list of the contract answers, built by the keyset helper that fetched its rows. */
+export { toPage as toListPage, type Page as ListPage, type PageRequest } from '../db/keyset';
 
-/** Builds a cursor page from `limit + 1` rows fetched newest first. */
-export function toListPage<T extends { id: string }>(rows: T[], limit: number): ListPage<T> {
-  const hasMore = rows.length > limit;
-  const data = hasMore ? rows.slice(0, limit) : rows;
-  return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+/** The `limit` of a list when the request gives none (the contract's parameters/Limit.yaml default). */
+export const DEFAULT_PAGE_LIMIT = 50;
+
+/** A list operation's `limit` (the contract's default when absent) and `starting_after`. */
+export function pageRequest(query: { limit?: number; starting_after?: string }): PageRequest {
+  return { limit: query.limit ?? DEFAULT_PAGE_LIMIT, startingAfter: query.starting_after };
 }
 
 /** Every module an `x-access` rule names (the compiler checks the list is complete). */

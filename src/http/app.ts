@@ -7,8 +7,8 @@ import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
 import { buildHandlers, NOT_IMPLEMENTED } from '../handlers';
-import { authenticate, bearerAuthSecurityHandler } from '../modules/auth';
 import { buildServices, type Services } from '../services';
+import { authenticate, bearerAuthSecurityHandler } from './authenticate';
 import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
 import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, operationRoute } from './mount-operations';
@@ -96,7 +96,7 @@ export function createApp(deps: AppDeps): App {
   app.use(express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
 
   app.use('/api', docsRoutes(document));
-  app.use('/api', authenticate(knex, config.jwt));
+  app.use('/api', authenticate(services.accessCheck, config.jwt));
   app.use('/api', rateLimiter);
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
   app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());

@@ -118,6 +118,19 @@ function clientIp(req: Request): string {
   return IPV4.exec(ip)?.[1] ?? ipKeyGenerator(ip);
 }
 
+/** A limiter counted in the backend's store under `name`, answering with the draft-8 RateLimit headers. */
+function limiter(backend: RateLimitBackend, name: string, options: Pick<Options, 'windowMs' | 'limit' | 'keyGenerator' | 'passOnStoreError' | 'handler'>): RequestHandler {
+  return rateLimit({ ...options, identifier: name, standardHeaders: 'draft-8', legacyHeaders: false, store: backend.createStore(name) });
+}
+
+/** The API's 429: the error envelope, and the limiter's name for the metrics. */
+function refuseWithEnvelope(name: string, message: string): Options['handler'] {
+  return (_req, res, _next, options) => {
+    res.locals[RATE_LIMITED_BY] = name;
+    res.status(options.statusCode).json(rateLimited(message));
+  };
+}
+
 /**
  * The general limiter: one bucket per authenticated user (so an integrator's server behind
  * one IP is not throttled by its neighbours), one per IP for anonymous calls.
@@ -125,19 +138,12 @@ function clientIp(req: Request): string {
  * and a cache outage must not take payments reads down with it.
  */
 export function apiRateLimiter(backend: RateLimitBackend, config: RateLimitConfig): RequestHandler {
-  return rateLimit({
+  return limiter(backend, 'api', {
     windowMs: config.windowMs,
     limit: (req) => (req.auth ? config.authenticatedPerWindow : config.anonymousPerWindow),
     keyGenerator: (req) => (req.auth ? `user:${req.auth.userId}` : `ip:${clientIp(req)}`),
-    identifier: 'api',
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    store: backend.createStore('api'),
     passOnStoreError: true,
-    handler: (_req, res, _next, options) => {
-      res.locals[RATE_LIMITED_BY] = 'api';
-      res.status(options.statusCode).json(rateLimited('Too many requests: wait for the time in Retry-After, then retry.'));
-    },
+    handler: refuseWithEnvelope('api', 'Too many requests: wait for the time in Retry-After, then retry.'),
   });
 }
 
@@ -146,7 +152,7 @@ export function apiRateLimiter(backend: RateLimitBackend, config: RateLimitConfi
  * answers 503 rather than letting unlimited password guesses through.
  */
 export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitConfig): RequestHandler {
-  const limiter = rateLimit({
+  const limit = limiter(backend, 'login', {
     windowMs: config.windowMs,
     limit: config.loginPerWindow,
     keyGenerator: (req) => {
@@ -154,18 +160,11 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
       const identifier = typeof body?.identifier === 'string' ? loginIdentifierKey(body.identifier) : '';
       return `${clientIp(req)}|${identifier}`;
     },
-    identifier: 'login',
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    store: backend.createStore('login'),
     passOnStoreError: false,
-    handler: (_req, res, _next, options) => {
-      res.locals[RATE_LIMITED_BY] = 'login';
-      res.status(options.statusCode).json(rateLimited('Too many login attempts: wait for the time in Retry-After, then retry.'));
-    },
+    handler: refuseWithEnvelope('login', 'Too many login attempts: wait for the time in Retry-After, then retry.'),
   });
   return (req, res, next) => {
-    limiter(req, res, (err?: unknown) => {
+    limit(req, res, (err?: unknown) => {
       if (err) {
         req.log?.warn({ err }, 'login rate-limit store unavailable; refusing login');
         res.setHeader('Retry-After', '30');
@@ -189,14 +188,10 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
  * stop customers paying (the form token still guards every POST).
  */
 export function payPageRateLimiter(backend: RateLimitBackend, config: RateLimitConfig, onLimit: (req: Request, res: Response) => void): RequestHandler {
-  return rateLimit({
+  return limiter(backend, 'pay', {
     windowMs: config.windowMs,
     limit: (req) => (req.method === 'POST' ? Math.max(1, Math.floor(config.anonymousPerWindow / 10)) : config.anonymousPerWindow),
     keyGenerator: (req) => `${req.method === 'POST' ? 'post' : 'view'}:${clientIp(req)}`,
-    identifier: 'pay',
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    store: backend.createStore('pay'),
     passOnStoreError: true,
     handler: (req, res) => onLimit(req, res),
   });

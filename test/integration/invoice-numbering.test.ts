@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock';
-import { IdempotencyService } from '../../src/modules/idempotency/idempotency-service';
+import { IdempotencyService } from '../../src/modules/idempotency';
 import { InvoiceRepository } from '../../src/modules/invoices/invoice-repository';
 import { InvoiceService } from '../../src/modules/invoices';
 import { testKnex } from '../support/database';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { seedIdentity } from '../../src/seed/identity-seed';
 import { DEMO_TONTINES, seedTontines } from '../../src/seed/tontines-seed';
 import { seedWallets } from '../../src/seed/wallets-seed';
-import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
+import { reconcile } from '../../src/modules/ledger';
 import { inRolledBackSeed } from '../support/seed';
 
 describe('tontines demo seed step', () => {
@@ -23,7 +23,7 @@ describe('tontines demo seed step', () => {
       expect(invited).toEqual(['finance@demo.example']);
       const payouts = await trx('tontine_cycles').where({ tontine_id: byName.get(DEMO_TONTINES.completed)?.id, status: 'paid_out' }).count<{ count: string }[]>('* as count');
       expect(Number(payouts[0]?.count)).toBe(3);
-      expect(await new LedgerRepository(trx).invariantViolations()).toEqual([]);
+      expect(await reconcile(trx)).toEqual([]);
     });
   });
 });

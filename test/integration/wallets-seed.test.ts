@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEMO_OUTSIDER_EMAIL, DEMO_USERS, seedIdentity } from '../../src/seed/identity-seed';
 import { seedWallets } from '../../src/seed/wallets-seed';
-import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
+import { reconcile } from '../../src/modules/ledger';
 import { inRolledBackSeed } from '../support/seed';
 
 describe('wallets demo seed step', () => {
@@ -23,7 +23,7 @@ describe('wallets demo seed step', () => {
       expect(fundings).toHaveLength(emails.length * 2 * 2);
       expect(new Set(fundings.map((f) => f.kind))).toEqual(new Set(['wallet.funding']));
       expect(fundings.filter((f) => f.account_kind === 'external_clearing').every((f) => BigInt(f.amount_minor) < 0n)).toBe(true);
-      expect(await new LedgerRepository(trx).invariantViolations()).toEqual([]);
+      expect(await reconcile(trx)).toEqual([]);
     });
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { organizationAccessCheck } from '../../src/http/mount-operations';
 import { accessRuleFor, OrganizationAccessService } from '../../src/modules/organizations';
 import { testKnex } from '../support/database';
-import { createMember, createOrganization } from '../support/factories';
+import { addMember, createMember, createOrganization, createUser } from '../support/factories';
 
 function fakeRequest(orgId: string, auth = true): Request {
   return {
@@ -55,5 +55,19 @@ describe('organisation access check of the mount', () => {
       testKnex().off('query', listener);
     }
     expect(queries).toHaveLength(1);
+  });
+
+  it("lists the organisations where a user is an active member, by name, with the user's role", async () => {
+    const user = await createUser();
+    const beta = await createOrganization({ name: `Beta ${crypto.randomUUID().slice(0, 8)}`, status: 'inactive' });
+    const alpha = await createOrganization({ name: `Alpha ${crypto.randomUUID().slice(0, 8)}` });
+    const invited = await createOrganization();
+    await addMember(beta, user, 'cashier');
+    await addMember(alpha, user, 'owner');
+    await addMember(invited, user, 'admin', 'invited');
+    expect(await new OrganizationAccessService(testKnex()).activeOrganizationsOf(user.id)).toEqual([
+      { id: alpha.id, name: alpha.name, status: 'active', role: 'owner' },
+      { id: beta.id, name: beta.name, status: 'inactive', role: 'cashier' },
+    ]);
   });
 });

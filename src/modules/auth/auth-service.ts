@@ -7,7 +7,18 @@ import { AccountLockedError, InvalidCredentialsError, secondsUntil } from './aut
 import { parseLoginIdentifier } from './identifier';
 import type { PasswordHasher } from './password-hasher';
 import { loginRefusal, type IssuedTokens, type SessionService } from './session-service';
-import { UserRepository, type UserOrganization } from './user-repository';
+import { UserRepository } from './user-repository';
+
+/** An organisation where the user is an active member (the organizations module owns memberships). */
+export interface UserOrganization {
+  id: string;
+  name: string;
+  status: 'active' | 'inactive' | 'suspended';
+  role: 'owner' | 'admin' | 'representative' | 'director' | 'finance_manager' | 'cashier';
+}
+
+/** How the auth module learns a user's organisations without reading the organizations module's tables (services.ts wires it). */
+export type OrganizationsOfUser = (userId: string) => Promise<UserOrganization[]>;
 
 export interface Me {
   id: string;
@@ -24,6 +35,7 @@ export class AuthService {
     private readonly passwords: PasswordHasher,
     private readonly sessions: SessionService,
     private readonly login: Config['login'],
+    private readonly organizationsOf: OrganizationsOfUser,
     private readonly clock: Clock = systemClock,
   ) {}
 
@@ -67,7 +79,7 @@ export class AuthService {
 
   async me(userId: string): Promise<Me> {
     const users = new UserRepository(this.knex);
-    const [profile, organizations] = await Promise.all([users.findProfile(userId), users.listActiveOrganizations(userId)]);
+    const [profile, organizations] = await Promise.all([users.findProfile(userId), this.organizationsOf(userId)]);
     // The authenticate middleware checked the session and its user a moment ago.
     if (!profile) throw new UnauthorizedError();
     return { id: profile.id, email: profile.email, phone: profile.phone, is_admin: profile.isAdmin, organizations };

@@ -1,9 +1,9 @@
-/** Public face of the auth module: identities, sessions, tokens and the bearer-token check. */
-export { AuthService } from './auth-service';
+/** Public face of the auth module: identities, sessions, tokens and what an access token is worth (the bearer middleware is src/http/authenticate.ts). */
+export { AuthService, type OrganizationsOfUser, type UserOrganization } from './auth-service';
 export { authHandlers } from './auth-handlers';
-export { authenticate, bearerAuthSecurityHandler } from './authenticate';
+export { AccessCheck, type AccessDecision, type AccessTokenPayload } from './access-check';
 export { loginIdentifierKey, parseLoginIdentifier, type LoginIdentifier } from './identifier';
 export { ARGON2_OPTIONS, PasswordHasher } from './password-hasher';
 export { SessionService } from './session-service';
-export { TokenService } from './token-service';
-export { UserRepository, type UserStatus } from './user-repository';
+export { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, TokenService } from './token-service';
+export { UserRepository, type UserContact, type UserStatus } from './user-repository';

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { prepared } from '../../db/prepared';
+import type { UserStatus } from './user-repository';
 
 export interface SessionRow {
   id: string;
@@ -10,6 +12,15 @@ export interface SessionRow {
   revoked_at: Date | null;
   revoked_reason: string | null;
   rotated_from: string | null;
+}
+
+/** A session as an access token sees it: whether it still runs, and its user's standing. */
+export interface SessionStanding {
+  id: string;
+  revokedAt: Date | null;
+  expiresAt: Date;
+  userStatus: UserStatus;
+  isAdmin: boolean;
 }
 
 /** Why a session ended; stored in sessions.revoked_reason. */
@@ -28,6 +39,19 @@ export class SessionRepository {
       })
       .returning('*');
     return row as SessionRow;
+  }
+
+  /** The session `id` of user `userId` with its user's status (a prepared statement: every authenticated request runs it). */
+  async findStanding(id: string, userId: string): Promise<SessionStanding | undefined> {
+    const row = (await prepared(
+      'auth_session_lookup',
+      this.db('sessions as s')
+        .join('users as u', 'u.id', 's.user_id')
+        .where('s.id', id)
+        .andWhere('s.user_id', userId)
+        .first('s.id', 's.revoked_at', 's.expires_at', 'u.status', 'u.is_admin'),
+    )) as { id: string; revoked_at: Date | null; expires_at: Date; status: UserStatus; is_admin: boolean } | undefined;
+    return row ? { id: row.id, revokedAt: row.revoked_at, expiresAt: row.expires_at, userStatus: row.status, isAdmin: row.is_admin } : undefined;
   }
 
   /** The session of a refresh token, locked until the end of the transaction. */

@@ -19,12 +19,15 @@ export interface UserProfile {
   isAdmin: boolean;
 }
 
-export interface UserOrganization {
+/** How a user is reached by others (a counterparty): the identifiers and whether the account is usable. */
+export interface UserContact {
   id: string;
-  name: string;
-  status: 'active' | 'inactive' | 'suspended';
-  role: 'owner' | 'admin' | 'representative' | 'director' | 'finance_manager' | 'cashier';
+  email: string | null;
+  phone: string | null;
+  status: UserStatus;
 }
+
+const CONTACT_COLUMNS = ['id', 'email', 'phone', 'status'];
 
 interface CredentialsRow {
   id: string;
@@ -103,19 +106,23 @@ export class UserRepository {
     return row ? { id: row.id, email: row.email, phone: row.phone, isAdmin: row.is_admin } : undefined;
   }
 
+  /** An active or locked user by e-mail (lower-cased) or E.164 telephone; disabled users are nobody. */
+  async findReachable(by: { email: string } | { phone: string }): Promise<UserContact | undefined> {
+    return this.db('users')
+      .where('email' in by ? { email: by.email } : { phone: by.phone })
+      .whereNot({ status: 'disabled' })
+      .first<UserContact | undefined>(CONTACT_COLUMNS);
+  }
+
+  /** A user's identifiers and status, whatever the status. */
+  async findContact(id: string): Promise<UserContact | undefined> {
+    return this.db('users').where({ id }).first<UserContact | undefined>(CONTACT_COLUMNS);
+  }
+
   /** The e-mail address, or else the telephone number, of each user, by id (unknown ids are absent). */
   async findIdentifiers(ids: readonly string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
     const rows = (await this.db('users').whereIn('id', [...ids]).select('id', 'email', 'phone')) as Array<{ id: string; email: string | null; phone: string | null }>;
     return new Map(rows.map((row) => [row.id, row.email ?? row.phone ?? row.id]));
-  }
-
-  /** Organisations where the user is an active member, by name. */
-  async listActiveOrganizations(userId: string): Promise<UserOrganization[]> {
-    return this.db('memberships as m')
-      .join('organizations as o', 'o.id', 'm.organization_id')
-      .where({ 'm.user_id': userId, 'm.status': 'active' })
-      .orderBy([{ column: 'o.name' }, { column: 'o.id' }])
-      .select<UserOrganization[]>('o.id', 'o.name', 'o.status', 'm.role');
   }
 }

@@ -1,4 +1,4 @@
-import type { Caller, Handlers } from '../../contract';
+import { pageRequest, type Caller, type Handlers } from '../../contract';
 import type { EscrowCommand, EscrowService } from './escrow-service';
 
 type EscrowOperation =
@@ -22,7 +22,7 @@ export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation
   });
   return {
     listEscrows: async ({ caller, query }) => ({
-      data: await escrows.list(caller, { status: query.status, role: query.role, limit: query.limit ?? 50, startingAfter: query.starting_after }),
+      data: await escrows.list(caller, { status: query.status, role: query.role, ...pageRequest(query) }),
     }),
     async createEscrow({ caller, headers, body }) {
       const data = await escrows.create(caller, headers['Idempotency-Key'], {
@@ -48,7 +48,7 @@ export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation
     resolveEscrow: ({ caller, path, headers, body }) =>
       act(caller, path.escrowId, { action: 'resolve', outcome: body.outcome, sellerAmount: body.seller_amount, note: body.note }, headers['Idempotency-Key']),
     listAllEscrows: async ({ caller, query }) => ({
-      data: await escrows.listAll(caller, { status: query.status, limit: query.limit ?? 50, startingAfter: query.starting_after }),
+      data: await escrows.listAll(caller, { status: query.status, ...pageRequest(query) }),
     }),
   };
 }

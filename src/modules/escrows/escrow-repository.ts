@@ -225,13 +225,6 @@ export type NewEscrow = Omit<
 >;
 
 /** A platform user found by e-mail or telephone (a counterparty). */
-export interface PlatformUser {
-  id: string;
-  email: string | null;
-  phone: string | null;
-  status: 'active' | 'locked' | 'disabled';
-}
-
 export interface EscrowListFilter {
   /** Escrows in which this user is buyer or seller (all escrows when absent: administrators). */
   partyUserId?: string;
@@ -314,18 +307,5 @@ export class EscrowRepository {
     }
     if (filter.status) query.andWhere('e.status', filter.status);
     return query;
-  }
-
-  /** An active or locked user by e-mail (lower-cased) or E.164 telephone; disabled users are nobody. */
-  async findUser(by: { email: string } | { phone: string }): Promise<PlatformUser | undefined> {
-    const row = (await this.db('users')
-      .where('email' in by ? { email: by.email } : { phone: by.phone })
-      .whereNot({ status: 'disabled' })
-      .first('id', 'email', 'phone', 'status')) as PlatformUser | undefined;
-    return row;
-  }
-
-  async findUserById(id: string): Promise<PlatformUser | undefined> {
-    return (await this.db('users').where({ id }).first('id', 'email', 'phone', 'status')) as PlatformUser | undefined;
   }
 }

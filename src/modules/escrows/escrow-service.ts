@@ -5,6 +5,7 @@ import { DomainError, ForbiddenError, UnprocessableError, ValidationError } from
 import { toPage, type Page } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
+import { UserRepository } from '../auth';
 import { EventRepository } from '../events';
 import { currencies, ensureAccount, parseAmount, platformAccount, post, walletOf, type EntryInput } from '../ledger';
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
@@ -264,10 +265,11 @@ export class EscrowService {
 
   private async createIn(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput, amountMinor: bigint, counterparty: ParsedIdentifier): Promise<Escrow> {
     const repository = new EscrowRepository(trx);
-    const other = await repository.findUser(counterparty.by);
+    const users = new UserRepository(trx);
+    const other = await users.findReachable(counterparty.by);
     if (!other) throw new CounterpartyNotFoundError();
     if (other.id === caller.userId) throw new SelfEscrowError();
-    const self = await repository.findUserById(caller.userId);
+    const self = await users.findContact(caller.userId);
     if (!self) throw new EscrowNotFoundError();
     const identifierOf = (user: { email: string | null; phone: string | null }) => (user.email ?? user.phone) as string;
     const [buyer, seller] = input.role === 'buyer' ? [self, other] : [other, self];

@@ -1,4 +1,4 @@
-import { toListPage, type Handlers } from '../../contract';
+import { pageRequest, toListPage, type Handlers } from '../../contract';
 import { presentCustomer, presentDocument } from './invoice-presenter';
 import type { InvoiceService } from './invoice-service';
 
@@ -19,15 +19,9 @@ type InvoiceOperation =
 export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOperation> {
   return {
     async listInvoices({ organization, query }) {
-      const limit = query.limit ?? 50;
-      const page = await invoices.listDocuments(organization.id, {
-        kind: query.kind,
-        status: query.status,
-        customerId: query.customer_id,
-        limit,
-        startingAfter: query.starting_after,
-      });
-      return { data: toListPage(page.documents.map(presentDocument), limit) };
+      const page = pageRequest(query);
+      const { documents } = await invoices.listDocuments(organization.id, { ...page, kind: query.kind, status: query.status, customerId: query.customer_id });
+      return { data: toListPage(documents.map(presentDocument), page.limit) };
     },
     async createInvoice({ organization, caller, body, headers }) {
       const created = await invoices.createDocument(

@@ -44,6 +44,16 @@ export class CurrencyRepository {
     return currency;
   }
 
+  /**
+   * Each row with its currency's exponent: how another module's repository adds it to its rows
+   * instead of joining this module's table (a code is read once, then cached).
+   */
+  async withExponents<Row extends { currency: string }>(db: Knex | Knex.Transaction, rows: readonly Row[]): Promise<Array<Row & { exponent: number }>> {
+    const exponents = new Map<string, number>();
+    for (const code of new Set(rows.map((row) => row.currency.trim()))) exponents.set(code, (await this.require(db, code)).exponent);
+    return rows.map((row) => ({ ...row, exponent: exponents.get(row.currency.trim()) as number }));
+  }
+
   async list(db: Knex | Knex.Transaction): Promise<Currency[]> {
     const rows = await db<CurrencyRow>('currencies').orderBy('code');
     return rows.map((row) => {

@@ -180,10 +180,11 @@ export function setAccountStatus(db: Knex | Knex.Transaction, accountId: string,
 /**
  * The invariants, read from one consistent snapshot: the sum of all entries per currency is
  * zero, every posting balances, every balance equals the sum of its entries, and no account
- * that may not go negative is negative. Returns the violations (none when healthy).
+ * that may not go negative is negative. Returns the violations (none when healthy). Given a
+ * transaction, reads what that transaction sees (a seed's rows before it commits).
  */
-export function reconcile(knex: Knex): Promise<InvariantViolation[]> {
-  return withTransaction(knex, (trx) => new LedgerRepository(trx).invariantViolations(), {
+export function reconcile(db: Knex | Knex.Transaction): Promise<InvariantViolation[]> {
+  return withTransaction(db, (trx) => new LedgerRepository(trx).invariantViolations(), {
     isolationLevel: 'repeatable read',
     readOnly: true,
   });

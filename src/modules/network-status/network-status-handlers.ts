@@ -1,4 +1,4 @@
-import { toListPage, type Handlers, type Schemas } from '../../contract';
+import { pageRequest, toListPage, type Handlers, type Schemas } from '../../contract';
 import type { NetworkStatusChange } from './network-status-repository';
 import type { NetworkStatusService, NetworkStatusView } from './network-status-service';
 
@@ -33,9 +33,9 @@ export function networkStatusHandlers(networkStatus: NetworkStatusService): Hand
       return { data: present(view) };
     },
     async getNetworkStatusHistory({ organization, query }) {
-      const limit = query.limit ?? 50;
-      const changes = await networkStatus.history(organization.id, limit, query.starting_after);
-      return { data: toListPage(changes.map(presentChange), limit) };
+      const page = pageRequest(query);
+      const changes = await networkStatus.history(organization.id, page.limit, page.startingAfter);
+      return { data: toListPage(changes.map(presentChange), page.limit) };
     },
   };
 }

@@ -9,4 +9,4 @@ export {
   OrganizationNotFoundError,
   ORGANIZATION_NOT_FOUND_MESSAGE,
 } from './organization-errors';
-export { OrganizationRepository, type OrganizationProfile } from './organization-repository';
+export { OrganizationRepository, type MemberOrganization, type OrganizationProfile } from './organization-repository';

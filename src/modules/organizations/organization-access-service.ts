@@ -8,9 +8,9 @@ import {
   OrganizationInactiveError,
   OrganizationNotFoundError,
 } from './organization-errors';
-import { OrganizationRepository } from './organization-repository';
+import { OrganizationRepository, type MemberOrganization } from './organization-repository';
 
-/** Applies one access rule to one caller and organisation, in the order access-policy.ts lists. */
+/** Applies one access rule to one caller and organisation, in the order access-policy.ts lists; lists a user's memberships. */
 export class OrganizationAccessService {
   constructor(private readonly knex: Knex) {}
 
@@ -24,5 +24,10 @@ export class OrganizationAccessService {
     if (rule.write && access !== 'open') throw new ModuleLockedError(rule.module);
     if (rule.requiresActiveOrg && organization.status !== 'active') throw new OrganizationInactiveError();
     return organization;
+  }
+
+  /** Organisations where the user is an active member, by name. */
+  async activeOrganizationsOf(userId: string): Promise<MemberOrganization[]> {
+    return new OrganizationRepository(this.knex).listActiveForMember(userId);
   }
 }

@@ -25,6 +25,14 @@ function moduleAccessOf(row: ProfileRow): AuthorizedOrganization['moduleAccess']
   return (modules ?? {}) as AuthorizedOrganization['moduleAccess'];
 }
 
+/** An organisation where a user is an active member, with the user's role in it. */
+export interface MemberOrganization {
+  id: string;
+  name: string;
+  status: AuthorizedOrganization['status'];
+  role: Role;
+}
+
 export class OrganizationRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
@@ -56,5 +64,14 @@ export class OrganizationRepository {
       .whereIn('o.id', [...new Set(organizationIds)])
       .select('o.id', 'o.name', 'o.status', this.db.raw(MODULES_JSON))) as ProfileRow[];
     return new Map(rows.map((row) => [row.id, { id: row.id, name: row.name, status: row.status, moduleAccess: moduleAccessOf(row) }]));
+  }
+
+  /** Organisations where the user is an active member, by name. */
+  async listActiveForMember(userId: string): Promise<MemberOrganization[]> {
+    return this.db('memberships as m')
+      .join('organizations as o', 'o.id', 'm.organization_id')
+      .where({ 'm.user_id': userId, 'm.status': 'active' })
+      .orderBy([{ column: 'o.name' }, { column: 'o.id' }])
+      .select<MemberOrganization[]>('o.id', 'o.name', 'o.status', 'm.role');
   }
 }

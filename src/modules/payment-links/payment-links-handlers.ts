@@ -1,4 +1,4 @@
-import { toListPage, type Handlers } from '../../contract';
+import { pageRequest, toListPage, type Handlers } from '../../contract';
 import { presentLink, presentPayment, presentSignedLink } from './payment-links-presenter';
 import type { PaymentLinksService } from './payment-links-service';
 import type { PaymentsService } from './payments-service';
@@ -25,9 +25,9 @@ export function paymentLinksHandlers(paymentLinks: PaymentLinksService, payments
       return { data: link(checkout) };
     },
     async listPaymentLinks({ organization, query }) {
-      const limit = query.limit ?? 50;
-      const rows = await paymentLinks.listLinks(organization.id, { kind: query.kind, limit, startingAfter: query.starting_after });
-      return { data: toListPage(rows.map(link), limit) };
+      const page = pageRequest(query);
+      const rows = await paymentLinks.listLinks(organization.id, { ...page, kind: query.kind });
+      return { data: toListPage(rows.map(link), page.limit) };
     },
     async createPaymentLink({ organization, caller, body }) {
       const created = await paymentLinks.createLink(organization.id, caller.userId, {
@@ -53,15 +53,9 @@ export function paymentLinksHandlers(paymentLinks: PaymentLinksService, payments
       return { data: presentSignedLink(signed), headers: { 'Cache-Control': 'no-store' } };
     },
     async listPayments({ organization, query }) {
-      const limit = query.limit ?? 50;
-      const rows = await payments.list(organization.id, {
-        linkId: query.link_id,
-        reference: query.reference,
-        status: query.status,
-        limit,
-        startingAfter: query.starting_after,
-      });
-      return { data: toListPage(rows.map(presentPayment), limit) };
+      const page = pageRequest(query);
+      const rows = await payments.list(organization.id, { ...page, linkId: query.link_id, reference: query.reference, status: query.status });
+      return { data: toListPage(rows.map(presentPayment), page.limit) };
     },
     getPayment: async ({ organization, path }) => ({ data: presentPayment(await payments.get(organization.id, path.paymentId)) }),
   };

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
-import { toBigInt } from '../ledger';
+import { currencies, toBigInt } from '../ledger';
 import type { PaymentLink, PaymentLinkKind, PaymentLinkStatus } from './payment-links-types';
 
 type Db = Knex | Knex.Transaction;
@@ -12,7 +12,6 @@ interface LinkRow {
   code: string;
   destination_account_id: string;
   currency: string;
-  exponent: number;
   amount_minor: string | null;
   minimum_amount_minor: string | null;
   maximum_amount_minor: string | null;
@@ -34,7 +33,7 @@ export type LinkRecord = Omit<PaymentLink, 'organizationName' | 'status'> & { st
 
 const optionalBigInt = (value: string | null): bigint | null => (value === null ? null : toBigInt(value));
 
-function toRecord(row: LinkRow): LinkRecord {
+function toRecord(row: LinkRow & { exponent: number }): LinkRecord {
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -42,7 +41,7 @@ function toRecord(row: LinkRow): LinkRecord {
     code: row.code,
     destinationAccountId: row.destination_account_id,
     currency: row.currency.trim(),
-    exponent: Number(row.exponent),
+    exponent: row.exponent,
     amountMinor: optionalBigInt(row.amount_minor),
     minimumAmountMinor: optionalBigInt(row.minimum_amount_minor),
     maximumAmountMinor: optionalBigInt(row.maximum_amount_minor),
@@ -57,8 +56,9 @@ function toRecord(row: LinkRow): LinkRecord {
   };
 }
 
-function selectLinks(db: Db): Knex.QueryBuilder {
-  return db('payment_links as l').join('currencies as c', 'c.code', 'l.currency').select('l.*', 'c.exponent');
+/** Links as stored, each with its currency's exponent (the ledger's reference data). */
+async function toRecords(db: Db, rows: readonly LinkRow[]): Promise<LinkRecord[]> {
+  return (await currencies.withExponents(db, rows)).map(toRecord);
 }
 
 const LINKS = new Keyset({ table: 'payment_links', alias: 'l', noun: 'a payment link of this organisation' });
@@ -140,8 +140,8 @@ export class PaymentLinksRepository {
   }
 
   private async findOne(where: Record<string, string>): Promise<LinkRecord | undefined> {
-    const row = (await selectLinks(this.db).where(where).first()) as LinkRow | undefined;
-    return row ? toRecord(row) : undefined;
+    const row = (await this.db('payment_links as l').where(where).first('l.*')) as LinkRow | undefined;
+    return row ? (await toRecords(this.db, [row]))[0] : undefined;
   }
 
   /** Locks a link row (payments on one link are serialised by it). */
@@ -152,10 +152,9 @@ export class PaymentLinksRepository {
 
   /** Newest first, `limit + 1` rows; 400 when the cursor is not one of the organisation's links. */
   async list(organizationId: string, filter: ListLinksFilter): Promise<LinkRecord[]> {
-    const query = selectLinks(this.db).where('l.organization_id', organizationId);
+    const query = this.db('payment_links as l').where('l.organization_id', organizationId).select('l.*');
     if (filter.kind) query.andWhere('l.kind', filter.kind);
-    const rows = await LINKS.rows<LinkRow>(this.db, query, { organization_id: organizationId }, filter);
-    return rows.map(toRecord);
+    return toRecords(this.db, await LINKS.rows<LinkRow>(this.db, query, { organization_id: organizationId }, filter));
   }
 
   async exists(organizationId: string, linkId: string): Promise<boolean> {

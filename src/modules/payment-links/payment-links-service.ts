@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { DEFAULT_PAGE_LIMIT } from '../../contract';
 import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError } from '../../errors';
@@ -192,7 +193,7 @@ export class PaymentLinksService {
   /** Newest first, `limit + 1` links (see toPage); 400 when the cursor is not one of the organisation's links. */
   async listLinks(organizationId: string, filter: { kind?: PaymentLinkKind; limit?: number; startingAfter?: string }): Promise<PaymentLink[]> {
     const now = this.clock();
-    const records = await new PaymentLinksRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? 50 });
+    const records = await new PaymentLinksRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
     return linkViews(this.knex, records, now);
   }
 

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
-import { toBigInt } from '../ledger';
+import { currencies, toBigInt } from '../ledger';
 import type { Payment, PaymentMethod, PaymentStatus } from './payment-links-types';
 
 type Db = Knex | Knex.Transaction;
@@ -12,7 +12,6 @@ interface PaymentRow {
   one_off: boolean;
   destination_account_id: string;
   currency: string;
-  exponent: number;
   amount_minor: string;
   reference: string | null;
   method: PaymentMethod;
@@ -28,7 +27,7 @@ interface PaymentRow {
   updated_at: Date;
 }
 
-function toPayment(row: PaymentRow): Payment {
+function toPayment(row: PaymentRow & { exponent: number }): Payment {
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -36,7 +35,7 @@ function toPayment(row: PaymentRow): Payment {
     oneOff: row.one_off,
     destinationAccountId: row.destination_account_id,
     currency: row.currency.trim(),
-    exponent: Number(row.exponent),
+    exponent: row.exponent,
     amountMinor: toBigInt(row.amount_minor),
     reference: row.reference,
     method: row.method,
@@ -54,7 +53,12 @@ function toPayment(row: PaymentRow): Payment {
 }
 
 function selectPayments(db: Db): Knex.QueryBuilder {
-  return db('payments as p').join('currencies as c', 'c.code', 'p.currency').select('p.*', 'c.exponent');
+  return db('payments as p').select('p.*');
+}
+
+/** Payments as stored, each with its currency's exponent (the ledger's reference data). */
+async function toPayments(db: Db, rows: readonly PaymentRow[]): Promise<Payment[]> {
+  return (await currencies.withExponents(db, rows)).map(toPayment);
 }
 
 export interface NewPayment {
@@ -128,7 +132,7 @@ export class PaymentsRepository {
 
   private async findOne(query: Knex.QueryBuilder): Promise<Payment | undefined> {
     const row = (await query.first()) as PaymentRow | undefined;
-    return row ? toPayment(row) : undefined;
+    return row ? (await toPayments(this.db, [row]))[0] : undefined;
   }
 
   /** Newest first, `limit + 1` rows; 400 when the cursor is not one of the organisation's payments. */
@@ -137,8 +141,7 @@ export class PaymentsRepository {
     if (filter.linkId) query.andWhere('p.link_id', filter.linkId);
     if (filter.reference !== undefined) query.andWhere('p.reference', filter.reference);
     if (filter.status) query.andWhere('p.status', filter.status);
-    const rows = await PAYMENTS.rows<PaymentRow>(this.db, query, { organization_id: organizationId }, filter);
-    return rows.map(toPayment);
+    return toPayments(this.db, await PAYMENTS.rows<PaymentRow>(this.db, query, { organization_id: organizationId }, filter));
   }
 
   /** Ids of pending payments whose sandbox decision is due. */

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { DEFAULT_PAGE_LIMIT } from '../../contract';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
@@ -286,7 +287,7 @@ export class PaymentsService {
     organizationId: string,
     filter: { linkId?: string; reference?: string; status?: PaymentStatus; limit?: number; startingAfter?: string },
   ): Promise<Payment[]> {
-    return new PaymentsRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? 50 });
+    return new PaymentsRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
   }
 
   /**

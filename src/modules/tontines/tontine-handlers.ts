@@ -1,4 +1,4 @@
-import type { Handlers } from '../../contract';
+import { pageRequest, type Handlers } from '../../contract';
 import type { TontineService } from './tontine-service';
 
 /** The tontine operations of the contract: GET/POST /tontines and /tontines/{tontineId}[/...]. */
@@ -20,7 +20,7 @@ const location = (id: string) => ({ Location: `/api/tontines/${id}` });
 export function tontineHandlers(tontines: TontineService): TontineHandlers {
   return {
     listTontines: async ({ caller, query }) => ({
-      data: await tontines.list(caller.userId, { limit: query.limit ?? 50, startingAfter: query.starting_after, status: query.status }),
+      data: await tontines.list(caller.userId, { ...pageRequest(query), status: query.status }),
     }),
     async createTontine({ caller, body }) {
       const data = await tontines.create(caller.userId, body);

@@ -1,4 +1,4 @@
-import type { Handlers } from '../../contract';
+import { pageRequest, type Handlers } from '../../contract';
 import type { TransferService } from './transfers-service';
 
 /** POST /transfers, GET /transfers, GET /transfers/{transferId}. */
@@ -9,7 +9,7 @@ export function transfersHandlers(transfers: TransferService): Handlers<'createT
       const data = await transfers.create({ userId: caller.userId, sessionId: caller.sessionId }, headers['Idempotency-Key'], body);
       return { data, headers: { Location: `/api/transfers/${data.id}` } };
     },
-    listTransfers: async ({ caller, query }) => ({ data: await transfers.list(caller.userId, { limit: query.limit ?? 50, startingAfter: query.starting_after }) }),
+    listTransfers: async ({ caller, query }) => ({ data: await transfers.list(caller.userId, pageRequest(query)) }),
     getTransfer: async ({ caller, path }) => ({ data: await transfers.get(caller.userId, path.transferId) }),
   };
 }

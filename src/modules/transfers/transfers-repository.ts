@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
 import { queryPrepared } from '../../db/prepared';
 import { toBigInt } from '../ledger';
 
@@ -97,6 +98,8 @@ export interface TransferRequest {
 
 const TRANSFER_CREATE_SQL = 'SELECT * FROM transfer_create($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9::bigint, $10, $11, $12, $13, $14)';
 
+const TRANSFERS = new Keyset({ table: 'transfers', alias: 't', noun: 'one of your transfers' });
+
 /** Queries of the transfers table, bound to a database handle or a transaction. */
 export class TransfersRepository {
   constructor(private readonly db: Db) {}
@@ -146,14 +149,10 @@ export class TransfersRepository {
     return row?.status;
   }
 
-  /** Newest first; `startingAfter` must be one of the sender's transfers (checked by the caller). */
-  async listBySender(senderUserId: string, limit: number, startingAfter?: string): Promise<Transfer[]> {
-    const query = this.db<Row>('transfers').where({ sender_user_id: senderUserId });
-    if (startingAfter) {
-      // Compared in SQL: created_at has microseconds that a JS Date would lose.
-      query.andWhereRaw('(created_at, id) < (SELECT t.created_at, t.id FROM transfers t WHERE t.id = ?)', [startingAfter]);
-    }
-    const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+  /** One page of the sender's transfers, newest first (`limit + 1` rows: see toPage); 400 for a cursor that is not theirs. */
+  async page(senderUserId: string, request: PageRequest): Promise<Transfer[]> {
+    const query = this.db('transfers as t').where('t.sender_user_id', senderUserId).select('t.*');
+    const rows = await TRANSFERS.rows<Row>(this.db, query, { sender_user_id: senderUserId }, request);
     return rows.map(toTransfer);
   }
 

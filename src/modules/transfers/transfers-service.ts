@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { isValidPhoneNumber } from 'libphonenumber-js';
 import type { Logger } from 'pino';
 import { NotFoundError, UnauthorizedError, UnprocessableError, ValidationError } from '../../errors';
+import { toPage, type Page, type PageRequest } from '../../db/keyset';
 import { isRetryableDatabaseError, withTransaction } from '../../db/transaction';
 import { currencies, externalClearingAccount, formatMinor, minorToNumber, parseAmount, platformAccount, post, walletOf, type Currency } from '../ledger';
 import {
@@ -43,12 +44,7 @@ export interface TransferView {
   updated_at: string;
 }
 
-export interface TransferPage {
-  object: 'list';
-  data: TransferView[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+export type TransferPage = Page<TransferView>;
 
 /** Who asks: a user id (trusted callers, tests), or the authenticated caller, whose session the database checks in the same statement. */
 export type TransferCaller = string | { userId: string; sessionId?: string };
@@ -150,15 +146,10 @@ export class TransferService {
     return toTransferView(this.knex, transfer);
   }
 
-  async list(userId: string, options: { limit: number; startingAfter?: string }): Promise<TransferPage> {
-    if (options.startingAfter && !(await new TransfersRepository(this.knex).findOwn(userId, options.startingAfter))) {
-      throw ValidationError.field('query.starting_after', 'starting_after must be the id of one of your transfers (a next_cursor).');
-    }
-    const rows = await new TransfersRepository(this.knex).listBySender(userId, options.limit + 1, options.startingAfter);
-    const hasMore = rows.length > options.limit;
-    const page = hasMore ? rows.slice(0, options.limit) : rows;
-    const data = await Promise.all(page.map((transfer) => toTransferView(this.knex, transfer)));
-    return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+  async list(userId: string, request: PageRequest): Promise<TransferPage> {
+    const rows = await new TransfersRepository(this.knex).page(userId, request);
+    const page = toPage(rows, request.limit);
+    return { ...page, data: await Promise.all(page.data.map((transfer) => toTransferView(this.knex, transfer))) };
   }
 
   /**

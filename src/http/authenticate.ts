@@ -1,22 +1,10 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
-import type { Knex } from 'knex';
 import passport from 'passport';
 import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
-import type { Config } from '../../config';
-import { prepared } from '../../db/prepared';
-import type { AuthContext } from '../../http/request-context';
-import { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, accessTokenTimeProblem } from './token-service';
-
-interface JwtPayload {
-  sub?: string;
-  sid?: string;
-  adm?: boolean;
-  exp?: number;
-  iat?: number;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import type { Config } from '../config';
+import { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, type AccessCheck, type AccessTokenPayload } from '../modules/auth';
+import type { AuthContext } from './request-context';
 
 /**
  * Operations that check the session themselves, in the same database statement as their
@@ -32,11 +20,10 @@ function checksSessionItself(req: Request): boolean {
 
 /**
  * passport-jwt checks the signature with the algorithm pinned, the issuer, the audience and
- * the expiry; then the session must still be live in the database, so a logout or a
- * revoked session refuses the token at once rather than when the JWT expires (checked here,
- * or by the operation's own statement: SESSION_CHECKED_BY_OPERATION).
+ * the expiry; then the auth module's AccessCheck judges the claims and the session (here, or
+ * by the operation's own statement: SESSION_CHECKED_BY_OPERATION).
  */
-export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt'], verified = new VerifiedTokens()): JwtStrategy {
+export function createJwtStrategy(access: AccessCheck, jwtConfig: Config['jwt'], verified = new VerifiedTokens()): JwtStrategy {
   const extract = ExtractJwt.fromAuthHeaderAsBearerToken();
   return new JwtStrategy(
     {
@@ -49,10 +36,10 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt'], verified
       jsonWebTokenOptions: { clockTolerance: ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS },
       passReqToCallback: true,
     },
-    (req: Request, payload: JwtPayload, done: VerifiedCallback) => {
+    (req: Request, payload: AccessTokenPayload, done: VerifiedCallback) => {
       const token = extract(req);
       if (token) verified.remember(token, payload);
-      checkSession(knex, req, payload, done, jwtConfig.accessTtlSeconds);
+      checkSession(access, req, payload, done);
     },
   );
 }
@@ -64,17 +51,17 @@ export function createJwtStrategy(knex: Knex, jwtConfig: Config['jwt'], verified
  * own statement), so a logout or a revoked session refuses the token at once.
  */
 export class VerifiedTokens {
-  private readonly payloads = new Map<string, { payload: JwtPayload; expiresAtMs: number }>();
+  private readonly payloads = new Map<string, { payload: AccessTokenPayload; expiresAtMs: number }>();
 
   constructor(private readonly capacity = 10_000) {}
 
-  remember(token: string, payload: JwtPayload): void {
+  remember(token: string, payload: AccessTokenPayload): void {
     if (typeof payload.exp !== 'number') return;
     if (this.payloads.size >= this.capacity) this.payloads.delete(this.payloads.keys().next().value as string);
     this.payloads.set(token, { payload, expiresAtMs: payload.exp * 1000 });
   }
 
-  recall(token: string, nowMs = Date.now()): JwtPayload | undefined {
+  recall(token: string, nowMs = Date.now()): AccessTokenPayload | undefined {
     const entry = this.payloads.get(token);
     if (!entry) return undefined;
     if (entry.expiresAtMs <= nowMs) {
@@ -85,39 +72,19 @@ export class VerifiedTokens {
   }
 }
 
-function checkSession(knex: Knex, req: Request, payload: JwtPayload, done: VerifiedCallback, accessTtlSeconds: number): void {
-  if (!payload.sub || !payload.sid || !UUID.test(payload.sub) || !UUID.test(payload.sid)) {
-    done(null, false, { message: 'The access token is malformed.' });
-    return;
-  }
-  const timeProblem = accessTokenTimeProblem(payload, accessTtlSeconds);
-  if (timeProblem) {
-    done(null, false, { message: timeProblem });
+function checkSession(access: AccessCheck, req: Request, payload: AccessTokenPayload, done: VerifiedCallback): void {
+  const claimed = access.claims(payload);
+  if ('refusal' in claimed) {
+    done(null, false, { message: claimed.refusal });
     return;
   }
   if (checksSessionItself(req)) {
-    done(null, { userId: payload.sub, sessionId: payload.sid, isAdmin: payload.adm === true } satisfies AuthContext);
+    done(null, claimed.caller satisfies AuthContext);
     return;
   }
-  prepared(
-    'auth_session_lookup',
-    knex('sessions as s')
-      .join('users as u', 'u.id', 's.user_id')
-      .where('s.id', payload.sid)
-      .andWhere('s.user_id', payload.sub)
-      .first('s.id', 's.revoked_at', 's.expires_at', 'u.status', 'u.is_admin'),
-  )
-    .then((row: { id: string; revoked_at: Date | null; expires_at: Date; status: string; is_admin: boolean } | undefined) => {
-      if (!row || row.revoked_at || row.expires_at.getTime() <= Date.now()) {
-        done(null, false, { message: 'The session has ended: log in again.' });
-      } else if (row.status !== 'active') {
-        // An operator's lock ('locked') or a disabled account ends live sessions at once.
-        done(null, false, { message: `The account is ${row.status}.` });
-      } else {
-        const auth: AuthContext = { userId: payload.sub as string, sessionId: row.id, isAdmin: row.is_admin };
-        done(null, auth);
-      }
-    })
+  access
+    .session(claimed.caller)
+    .then((decision) => ('refusal' in decision ? done(null, false, { message: decision.refusal }) : done(null, decision.caller satisfies AuthContext)))
     .catch((error: unknown) => done(error, false));
 }
 
@@ -128,10 +95,10 @@ const BEARER = /^bearer\s+(\S+)$/i;
  * why in `req.authFailure`. Whether a route requires a token is the contract's business
  * (the validator's `bearerAuth` security handler), so no route can forget it.
  */
-export function authenticate(knex: Knex, jwtConfig: Config['jwt']): RequestHandler {
+export function authenticate(access: AccessCheck, jwtConfig: Config['jwt']): RequestHandler {
   const verified = new VerifiedTokens();
   const authenticator = new passport.Passport();
-  authenticator.use('jwt', createJwtStrategy(knex, jwtConfig, verified));
+  authenticator.use('jwt', createJwtStrategy(access, jwtConfig, verified));
   return (req, res, next) => {
     const header = req.headers.authorization;
     if (!header) return next();
@@ -143,7 +110,7 @@ export function authenticate(knex: Knex, jwtConfig: Config['jwt']): RequestHandl
     };
     const token = BEARER.exec(header)?.[1];
     const payload = token === undefined ? undefined : verified.recall(token);
-    if (payload) checkSession(knex, req, payload, conclude as VerifiedCallback, jwtConfig.accessTtlSeconds);
+    if (payload) checkSession(access, req, payload, conclude as VerifiedCallback);
     else authenticator.authenticate('jwt', { session: false }, conclude)(req, res, next);
   };
 }
