@@ -17,10 +17,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type autocannon from 'autocannon';
+import type { Knex } from 'knex';
 import { loadConfig } from '../../src/config';
 import { withTransaction } from '../../src/db/transaction';
 import { SessionService, TokenService } from '../../src/modules/auth';
 import { fundWallet, reconcile } from '../../src/modules/ledger';
+import { CREATE_TRANSFER_OPERATION } from '../../src/modules/transfers';
 import { BENCH_JWT_SECRET, createScratchDatabase, postgresCpuMs, printResult, runAutocannon, startServerProcess } from './bench-support';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -66,6 +68,40 @@ function runPgbench(url: string, clients: number, durationS: number): { tps: num
   fs.rmSync(logDir, { recursive: true, force: true });
   latencies.sort((a, b) => a - b);
   return { tps: Math.round(tps), p50_ms: Number(percentile(latencies, 50).toFixed(2)), p99_ms: Number(percentile(latencies, 99).toFixed(2)), transactions: latencies.length };
+}
+
+/**
+ * The database's own ceiling for the same transfers: pgbench calls `transfer_create` directly
+ * (same function, same prepared-statement protocol, a fresh key per call, senders and recipients
+ * drawn as the API run draws them), with no HTTP or Node.js in between. What separates this
+ * from the API's rate is the application's own cost per request.
+ */
+async function runDatabaseOnlyTransfers(knex: Knex, url: string, clients: number, durationS: number): Promise<{ tps: number; transactions: number; postgres_cpu_ms_per_transfer: number }> {
+  await knex.raw(`CREATE TABLE bench_parties AS
+    SELECT row_number() OVER (ORDER BY s.user_id)::int AS i, s.id AS session_id, s.user_id, u.email
+      FROM sessions s JOIN users u ON u.id = s.user_id`);
+  const parties = Number((await knex('bench_parties').count<Array<{ n: string }>>({ n: '*' }))[0]?.n);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-transfers-'));
+  const script = path.join(dir, 'transfer.sql');
+  fs.writeFileSync(
+    script,
+    `\\set i random(1, ${parties})
+\\set j 1 + (:i + random(0, ${parties - 2})) % ${parties}
+SELECT t.id FROM bench_parties f, bench_parties r,
+  LATERAL transfer_create(f.session_id, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
+    60, 24, 'XOF', 1 + :i % 100, NULL, 'email', r.email, NULL, true) t
+ WHERE f.i = :i AND r.i = :j;
+`,
+  );
+  const cpuBefore = postgresCpuMs();
+  const run = spawnSync('pgbench', ['-n', '-c', String(clients), '-j', String(Math.min(clients, os.cpus().length)), '-T', String(durationS), '-M', 'prepared', '-f', script, url], { encoding: 'utf8' });
+  const cpuMs = postgresCpuMs() - cpuBefore;
+  fs.rmSync(dir, { recursive: true, force: true });
+  await knex.raw('DROP TABLE bench_parties');
+  if (run.status !== 0) throw new Error(`pgbench (transfer_create) failed: ${run.stderr}`);
+  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1]);
+  const transactions = Number(/number of transactions actually processed: (\d+)/.exec(run.stdout)?.[1]);
+  return { tps: Math.round(tps), transactions, postgres_cpu_ms_per_transfer: perUnit(cpuMs, transactions) };
 }
 
 async function main(): Promise<void> {
@@ -128,6 +164,7 @@ async function main(): Promise<void> {
     const pgbench = runPgbench(tpcb.url, CONNECTIONS, DURATION_S);
     const postgresCpuMsPerTpcb = perUnit(postgresCpuMs() - postgresCpuBeforePgbench, pgbench.transactions);
 
+    const databaseOnly = await runDatabaseOnlyTransfers(api.knex, api.url, CONNECTIONS, DURATION_S);
     const violations = await reconcile(api.knex);
     // Only transfers that succeeded count (a refused request is cheaper than a transfer).
     const ratio = Number(((ours.requests_per_s * (ours.total - ours.non_2xx - ours.errors)) / Math.max(1, ours.total) / pgbench.tps).toFixed(3));
@@ -138,6 +175,8 @@ async function main(): Promise<void> {
       senders: SENDERS,
       ours: { ...ours, peak_rss_mb: peakRssMb, server_cpu_ms_per_request: serverCpuMsPerRequest, postgres_cpu_ms_per_transfer: postgresCpuMsPerTransfer },
       pgbench_tpcb_scale10: { ...pgbench, postgres_cpu_ms_per_transaction: postgresCpuMsPerTpcb },
+      // The same transfers called straight from pgbench: the database's ceiling for the API.
+      pgbench_transfer_create: { ...databaseOnly, ratio_to_tpcb: Number((databaseOnly.tps / pgbench.tps).toFixed(3)) },
       ratio_tps: ratio,
       target_ratio: 0.5,
       target_p99_ms: 50,
