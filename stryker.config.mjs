@@ -24,7 +24,38 @@ const CRITICAL_CORE = [
  * move of its file. scripts/mutation/score.mjs leaves them out of the score and lists them;
  * the HTML report still shows them as survivors.
  */
-export const EQUIVALENT_MUTANTS = [];
+export const EQUIVALENT_MUTANTS = [
+  // money.ts, shift(): `BigInt('')` is 0n, and a point exactly at either end of the digits
+  // gives the same split whichever branch takes it.
+  {
+    file: 'money.ts',
+    mutator: 'EqualityOperator',
+    original: 'point <= 0',
+    replacement: 'point < 0',
+    reason: "at point 0 the last branch returns int '' (digits.slice(0, 0)) and the same frac; parseAmount reads int + frac with BigInt, and BigInt('' + f) equals BigInt('0' + f)",
+  },
+  {
+    file: 'money.ts',
+    mutator: 'StringLiteral',
+    original: "'0'",
+    replacement: '""',
+    reason: "the integer part only ever reaches BigInt(int + frac): BigInt('' + f) equals BigInt('0' + f), and BigInt('') is 0n",
+  },
+  {
+    file: 'money.ts',
+    mutator: 'EqualityOperator',
+    original: 'point >= digits.length',
+    replacement: 'point > digits.length',
+    reason: "at point === digits.length the last branch returns digits.slice(0, point) = digits and digits.slice(point) = '', what this branch returns (digits + '0'.repeat(0), '')",
+  },
+  {
+    file: 'money.ts',
+    mutator: 'ConditionalExpression',
+    original: 'text.length === 0',
+    replacement: 'false',
+    reason: "an empty (or all-blank) string then matches neither DECIMAL nor SCIENTIFIC and is refused further down with the very same field and message ('must be a decimal number such as \"12.50\"')",
+  },
+];
 
 export default {
   packageManager: 'npm',
