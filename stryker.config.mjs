@@ -55,6 +55,25 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'false',
     reason: "an empty (or all-blank) string then matches neither DECIMAL nor SCIENTIFIC and is refused further down with the very same field and message ('must be a decimal number such as \"12.50\"')",
   },
+  // recipient.ts
+  {
+    file: 'recipient.ts',
+    mutator: 'Regex',
+    original: '/^\\+[1-9][0-9]{6,14}$/',
+    replacement: '/\\+[1-9][0-9]{6,14}$/',
+    reason: 'E164 is only tried on text that already matched /^\\+[0-9]+$/: its one plus sign is the first character, so the pattern can only match from there, anchored or not',
+  },
+  // tontine-draw.ts, drawOrder's comparator `(a.key < b.key ? -1 : a.key > b.key ? 1 : 0)`: the keys
+  // are SHA-256 digests of distinct member ids, never equal, and V8's Array.prototype.sort
+  // (TimSort) only asks whether the comparator's result is negative, so 1 or 0 for
+  // a.key > b.key sort alike.
+  ...[
+    ['EqualityOperator', 'a.key < b.key', 'a.key <= b.key', 'differs from < only for equal keys, and two members never have equal keys'],
+    ['ConditionalExpression', 'a.key > b.key', 'true', 'reached only when a.key >= b.key, which for distinct keys is a.key > b.key: the same 1'],
+    ['ConditionalExpression', 'a.key > b.key', 'false', 'turns the 1 for a.key > b.key into 0; the sort only tests for a negative result, so the order is the same'],
+    ['EqualityOperator', 'a.key > b.key', 'a.key >= b.key', 'differs from > only for equal keys, and two members never have equal keys'],
+    ['EqualityOperator', 'a.key > b.key', 'a.key <= b.key', 'turns the 1 for a.key > b.key into 0 (keys are distinct); the sort only tests for a negative result'],
+  ].map(([mutator, original, replacement, reason]) => ({ file: 'tontine-draw.ts', mutator, original, replacement, reason })),
 ];
 
 export default {
