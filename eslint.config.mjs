@@ -52,7 +52,9 @@ export default tseslint.config(
     // - these tests reach a repository to prove what no public face shows: that a GET writes
     //   nothing (spies), numbering at its limit, the seed's ledger inside its rolled-back transaction.
     // - link-security.test.ts pins the pure token and code rules of the payment page (the
-    //   mutation-tested core), which the module's face does not export.
+    //   mutation-tested core), which the module's face does not export; likewise the escrow
+    //   state machine's nextStatus and the tontine draw's newDrawSeed (escrow-domain.test.ts,
+    //   tontine-draw.test.ts).
     files: [
       'src/modules/auth/authenticate.ts',
       'test/api/pay-page.test.ts',
@@ -61,6 +63,8 @@ export default tseslint.config(
       'test/integration/tontines-seed.test.ts',
       'test/integration/wallets-seed.test.ts',
       'test/unit/link-security.test.ts',
+      'test/unit/escrow-domain.test.ts',
+      'test/unit/tontine-draw.test.ts',
     ],
     rules: { 'no-restricted-imports': 'off' },
   },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { accessRuleFor, roleAllowed } from '../../src/modules/organizations/access-policy';
+import { accessRuleFor, roleAllowed } from '../../src/modules/organizations';
 
 // Expected rules written out from the spec (see the table in test/api/access-policy.test.ts),
 // not read from the contract's operation map.
