@@ -50,7 +50,8 @@ export default tseslint.config(
     // - authenticate.ts is the bearer-token middleware the app mounts: it belongs in src/http/
     //   and moves there with the rewrite of the authentication query (a change under way).
     // - these tests reach a repository to prove what no public face shows: that a GET writes
-    //   nothing (spies), numbering at its limit, the seed's ledger inside its rolled-back transaction.
+    //   nothing (spies), numbering at its limit, the seed's ledger inside its rolled-back transaction,
+    //   a claim or an account that slips away between two statements (ledger-guards, idempotency-exact).
     // - link-security.test.ts pins the pure token and code rules of the payment page (the
     //   mutation-tested core), which the module's face does not export; likewise the escrow
     //   state machine's nextStatus and the tontine draw's newDrawSeed (escrow-domain.test.ts,
@@ -59,6 +60,8 @@ export default tseslint.config(
       'src/modules/auth/authenticate.ts',
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
+      'test/integration/ledger-guards.test.ts',
+      'test/integration/idempotency-exact.test.ts',
       'test/integration/invoices-seed.test.ts',
       'test/integration/tontines-seed.test.ts',
       'test/integration/wallets-seed.test.ts',

@@ -74,6 +74,45 @@ export const EQUIVALENT_MUTANTS = [
     ['EqualityOperator', 'a.key > b.key', 'a.key >= b.key', 'differs from > only for equal keys, and two members never have equal keys'],
     ['EqualityOperator', 'a.key > b.key', 'a.key <= b.key', 'turns the 1 for a.key > b.key into 0 (keys are distinct); the sort only tests for a negative result'],
   ].map(([mutator, original, replacement, reason]) => ({ file: 'tontine-draw.ts', mutator, original, replacement, reason })),
+  // idempotency-service.ts, canonicalJson's sort of an object's entries by key
+  // `(a < b ? -1 : a > b ? 1 : 0)`: an object's keys are distinct, so the same two reasons as
+  // the draw's comparator above hold.
+  ...[
+    ['EqualityOperator', 'a < b', 'a <= b', "differs from < only for equal keys, and one object's keys are never equal"],
+    ['ConditionalExpression', 'a > b', 'true', 'reached only when a >= b, which for distinct keys is a > b: the same 1'],
+    ['ConditionalExpression', 'a > b', 'false', 'turns the 1 for a > b into 0; the sort only tests for a negative result, so the order is the same'],
+    ['EqualityOperator', 'a > b', 'a >= b', "differs from > only for equal keys, and one object's keys are never equal"],
+    ['EqualityOperator', 'a > b', 'a <= b', 'turns the 1 for a > b into 0 (keys are distinct); the sort only tests for a negative result'],
+  ].map(([mutator, original, replacement, reason]) => ({ file: 'idempotency-service.ts', mutator, original, replacement, reason })),
+  // idempotency-service.ts, describe() and reused(): whether a key "produced" a resource is
+  // `status === 'completed' && resourceType && resourceId`. Every claim, fresh or taken over,
+  // writes the resource columns NULL (FRESH_CLAIM in idempotency-repository.ts), and a completed
+  // key always has both (CHECK idempotency_keys_completed_has_response): the status and the two
+  // columns always agree, so dropping or loosening one of the three conditions answers the same.
+  ...[
+    ['ConditionalExpression', "record.status === 'completed'", 'true', 'an in-progress key has no resource type, so the condition is false anyway'],
+    [
+      'LogicalOperator',
+      "record.status === 'completed' && record.resourceType && record.resourceId",
+      "record.status === 'completed' && record.resourceType || record.resourceId",
+      'a completed key has both columns and an in-progress key neither, so both forms give the same truth value',
+    ],
+    ['ConditionalExpression', "record.status === 'completed' && record.resourceType", 'true', 'the remaining record.resourceId is set exactly when the key is completed'],
+    [
+      'LogicalOperator',
+      "record.status === 'completed' && record.resourceType",
+      "record.status === 'completed' || record.resourceType",
+      'an in-progress key has no resource type, so || gives what && gives',
+    ],
+  ].map(([mutator, original, replacement, reason]) => ({ file: 'idempotency-service.ts', mutator, original, replacement, reason })),
+  // organization-access-service.ts
+  {
+    file: 'organization-access-service.ts',
+    mutator: 'MethodExpression',
+    original: 'organizationId.toLowerCase()',
+    replacement: 'organizationId.toUpperCase()',
+    reason: "the id (already checked to be a UUID) is compared with organizations.id, a uuid column: PostgreSQL reads a uuid literal in either case, so the case never changes which row matches, and the answer carries the stored id",
+  },
 ];
 
 export default {

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConflictError, UnprocessableError, ValidationError } from '../../src/errors';
 import { IdempotencyService, canonicalJson, keyAlreadyProcessed, keyReused, requestHash, validateIdempotencyKey } from '../../src/modules/idempotency';
+import { idempotencyRepository } from '../../src/modules/idempotency/idempotency-repository';
 import { testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 
@@ -10,7 +11,12 @@ import { createUser } from '../support/factories';
  * Retry-After arithmetic, with expectations written out (not computed by the service).
  */
 const knex = testKnex();
-const service = new IdempotencyService(knex, { ttlHours: 24, leaseSeconds: 60 });
+/**
+ * Made in each test, not at import: a mutant that makes the constructor throw must fail
+ * these tests, not stop the file from loading (Stryker's vitest runner counts a file that
+ * fails to load as no test failed).
+ */
+const service = () => new IdempotencyService(knex, { ttlHours: 24, leaseSeconds: 60 });
 
 type Failure = Error & { code?: string; category?: string; details?: unknown; headers?: Record<string, string> };
 
@@ -147,7 +153,7 @@ describe('replays and reuses, exactly', () => {
       headers: { Location: `/api/escrows/${id}` },
     });
     // Without a reader the stored status stands.
-    expect((await failure(service.execute(request, neverRuns))).details).toEqual({ resource_type: 'escrow', resource_id: id, status: 'awaiting_funding' });
+    expect((await failure(service().execute(request, neverRuns))).details).toEqual({ resource_type: 'escrow', resource_id: id, status: 'awaiting_funding' });
     // A reader that knows nothing of the resource: the stored status too.
     const blind = new IdempotencyService(knex, { ttlHours: 24 });
     blind.registerResourceStatus('escrow', async () => undefined);
@@ -163,9 +169,9 @@ describe('replays and reuses, exactly', () => {
     const key = crypto.randomUUID();
     const id = crypto.randomUUID();
     const request = { userId: user.id, operation: 'createEscrow', key, request: {} };
-    await service.execute(request, produce(id, `/api/escrows/${id}`));
+    await service().execute(request, produce(id, `/api/escrows/${id}`));
     await knex('idempotency_keys').where({ user_id: user.id, key }).update({ locked_until: knex.raw(`now() - interval '1 hour'`) });
-    const replay = await failure(service.execute(request, neverRuns));
+    const replay = await failure(service().execute(request, neverRuns));
     expect(replay.code).toBe('IdempotencyKeyAlreadyProcessed');
   });
 
@@ -190,7 +196,7 @@ describe('replays and reuses, exactly', () => {
     const user = await createUser();
     const key = crypto.randomUUID();
     await heldClaim(user.id, key, { n: 1 }, new Date(Date.now() + 60_000));
-    const reused = await failure(service.execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 2 } }, neverRuns));
+    const reused = await failure(service().execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 2 } }, neverRuns));
     expect({ code: reused.code, message: reused.message, details: reused.details, headers: reused.headers }).toEqual({
       code: 'IdempotencyKeyReused',
       message: REUSED_MESSAGE,
@@ -228,7 +234,7 @@ describe('a key held by a running (or dead) request: 409 ConcurrentOperation and
     await heldClaim(user.id, key, { n: 1 }, new Date(now + leaseLeftMs));
     vi.spyOn(Date, 'now').mockReturnValue(now);
     try {
-      return await failure(service.execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 1 } }, neverRuns));
+      return await failure(service().execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 1 } }, neverRuns));
     } finally {
       vi.restoreAllMocks();
     }
@@ -260,7 +266,7 @@ describe('a key held by a running (or dead) request: 409 ConcurrentOperation and
     const id = crypto.randomUUID();
     vi.spyOn(Date, 'now').mockReturnValue(now);
     try {
-      expect(await service.execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 1 } }, produce(id, `/api/escrows/${id}`))).toBe(id);
+      expect(await service().execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 1 } }, produce(id, `/api/escrows/${id}`))).toBe(id);
     } finally {
       vi.restoreAllMocks();
     }
@@ -270,13 +276,13 @@ describe('a key held by a running (or dead) request: 409 ConcurrentOperation and
     const user = await createUser();
     const key = crypto.randomUUID();
     const first = crypto.randomUUID();
-    await service.execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 1 } }, produce(first, `/api/escrows/${first}`));
+    await service().execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 1 } }, produce(first, `/api/escrows/${first}`));
     const now = Date.now();
     await knex('idempotency_keys').where({ user_id: user.id, key }).update({ expires_at: new Date(now) });
     const second = crypto.randomUUID();
     vi.spyOn(Date, 'now').mockReturnValue(now);
     try {
-      expect(await service.execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 2 } }, produce(second, `/api/escrows/${second}`))).toBe(second);
+      expect(await service().execute({ userId: user.id, operation: 'createEscrow', key, request: { n: 2 } }, produce(second, `/api/escrows/${second}`))).toBe(second);
     } finally {
       vi.restoreAllMocks();
     }
@@ -286,7 +292,7 @@ describe('a key held by a running (or dead) request: 409 ConcurrentOperation and
     const user = await createUser();
     const key = crypto.randomUUID();
     const error = await failure(
-      service.execute({ userId: user.id, operation: 'createEscrow', key, request: {} }, async (trx) => {
+      service().execute({ userId: user.id, operation: 'createEscrow', key, request: {} }, async (trx) => {
         await trx('idempotency_keys').where({ user_id: user.id, key }).update({ claim_token: crypto.randomUUID() });
         const id = crypto.randomUUID();
         return produce(id, `/api/escrows/${id}`)();
@@ -314,14 +320,65 @@ describe('a refused effect releases the key', () => {
   });
 });
 
+describe('what no ordinary run shows (the repository stubbed)', () => {
+  it('gives up after three attempts to claim a key that keeps slipping away: 409 ConcurrentOperation', async () => {
+    const user = await createUser();
+    const insertClaim = vi.spyOn(idempotencyRepository, 'insertClaim').mockResolvedValue(undefined);
+    const find = vi.spyOn(idempotencyRepository, 'find').mockResolvedValue(undefined);
+    const error = await failure(service().execute({ userId: user.id, operation: 'createEscrow', key: crypto.randomUUID(), request: {} }, neverRuns));
+    expect({ code: error.code, message: error.message, headers: error.headers }).toEqual({ code: 'ConcurrentOperation', message: CONCURRENT_MESSAGE, headers: { 'Retry-After': '1' } });
+    expect(insertClaim).toHaveBeenCalledTimes(3);
+    expect(find).toHaveBeenCalledTimes(3);
+  });
+
+  it('logs a claim it could not release, and still rethrows the refusal', async () => {
+    const user = await createUser();
+    const key = crypto.randomUUID();
+    const logger = { error: vi.fn() };
+    const releaseError = new Error('connection lost');
+    vi.spyOn(idempotencyRepository, 'release').mockRejectedValue(releaseError);
+    const refusal = new UnprocessableError('InsufficientFunds', 'no money');
+    const error = await failure(
+      new IdempotencyService(knex, { ttlHours: 24, logger: logger as never }).execute({ userId: user.id, operation: 'createEscrow', key, request: {} }, async () => {
+        throw refusal;
+      }),
+    );
+    expect(error).toBe(refusal);
+    expect(logger.error.mock.calls).toEqual([[{ err: releaseError, operation: 'createEscrow' }, 'could not release an idempotency claim; its lease will lapse']]);
+    vi.restoreAllMocks();
+    await knex('idempotency_keys').where({ user_id: user.id, key }).del();
+  });
+});
+
 describe('IdempotencyService.describe, exactly', () => {
+  it('a completed key stored without a resource status or location: status unknown, location empty', async () => {
+    const user = await createUser();
+    const key = crypto.randomUUID();
+    const resourceId = crypto.randomUUID();
+    await knex('idempotency_keys').insert({
+      user_id: user.id,
+      operation: 'createEscrow',
+      key,
+      request_hash: requestHash({}),
+      status: 'completed',
+      claim_token: crypto.randomUUID(),
+      locked_until: knex.raw('now()'),
+      expires_at: knex.raw(`now() + interval '1 day'`),
+      response_status: 201,
+      resource_type: 'escrow',
+      resource_id: resourceId,
+      completed_at: knex.raw('now()'),
+    });
+    expect((await service().describe(user.id, key)).resource).toEqual({ type: 'escrow', id: resourceId, status: 'unknown', location: '' });
+  });
+
   it('a completed key: its resource, response status and times', async () => {
     const user = await createUser();
     const key = crypto.randomUUID();
     const id = crypto.randomUUID();
-    await service.execute({ userId: user.id, operation: 'createEscrow', key, request: { a: 1 } }, produce(id, `/api/escrows/${id}`));
+    await service().execute({ userId: user.id, operation: 'createEscrow', key, request: { a: 1 } }, produce(id, `/api/escrows/${id}`));
     const row = await knex('idempotency_keys').where({ user_id: user.id, key }).first();
-    expect(await service.describe(user.id, key)).toEqual({
+    expect(await service().describe(user.id, key)).toEqual({
       key,
       operation: 'createEscrow',
       status: 'completed',
@@ -339,8 +396,8 @@ describe('IdempotencyService.describe, exactly', () => {
     const user = await createUser();
     const key = crypto.randomUUID();
     await heldClaim(user.id, key, {}, new Date(Date.now() + 60_000));
-    expect((await service.describe(user.id, key, 'createEscrow')).operation).toBe('createEscrow');
-    const error = await failure(service.describe(user.id, key, 'createTransfer'));
+    expect((await service().describe(user.id, key, 'createEscrow')).operation).toBe('createEscrow');
+    const error = await failure(service().describe(user.id, key, 'createTransfer'));
     expect({ code: error.code, category: error.category, message: error.message }).toEqual({
       code: 'IdempotencyKeyNotFound',
       category: 'not_found',
@@ -352,7 +409,7 @@ describe('IdempotencyService.describe, exactly', () => {
     const user = await createUser();
     const key = crypto.randomUUID();
     await heldClaim(user.id, key, {}, new Date(Date.now() + 60_000));
-    expect(await service.describe(user.id, key)).toMatchObject({ status: 'in_progress', resource: null, response_status: null, completed_at: null });
+    expect(await service().describe(user.id, key)).toMatchObject({ status: 'in_progress', resource: null, response_status: null, completed_at: null });
   });
 
   it('a malformed key is not found without asking the database', async () => {
@@ -362,7 +419,7 @@ describe('IdempotencyService.describe, exactly', () => {
     knex.on('query', listener);
     try {
       for (const key of ['has space', 'a'.repeat(256), '']) {
-        expect((await failure(service.describe(user.id, key))).code).toBe('IdempotencyKeyNotFound');
+        expect((await failure(service().describe(user.id, key))).code).toBe('IdempotencyKeyNotFound');
       }
     } finally {
       knex.off('query', listener);

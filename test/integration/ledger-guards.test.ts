@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { ConflictError, UnprocessableError } from '../../src/errors';
 import { ensureAccount, externalClearingAccount, fundWallet, platformAccount, post, reconcile, setAccountStatus, walletOf } from '../../src/modules/ledger';
+import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
 import { testKnex } from '../support/database';
 import { balanceOf } from '../support/ledger-invariants';
 
@@ -75,17 +76,19 @@ describe('ledger.post refuses malformed postings before the database', () => {
         ],
         'an entry amount is never zero',
       ],
+      // Each bound on its own: the other entry is in range (the posting would not balance,
+      // but the range is checked first).
       [
         [
           { accountId: wallet.id, amountMinor: BIGINT_MAX + 1n },
-          { accountId: clearing.id, amountMinor: -(BIGINT_MAX + 1n) },
+          { accountId: clearing.id, amountMinor: -1n },
         ],
         'entry amount out of range',
       ],
       [
         [
           { accountId: clearing.id, amountMinor: -(BIGINT_MAX + 1n) },
-          { accountId: wallet.id, amountMinor: BIGINT_MAX + 1n },
+          { accountId: wallet.id, amountMinor: 1n },
         ],
         'entry amount out of range',
       ],
@@ -142,6 +145,54 @@ describe('ledger.post refuses malformed postings before the database', () => {
     expect(noAccount).toBeInstanceOf(TypeError);
     expect(noAccount.message).toBe('posting test.guard/guard-1: an entry needs an account and a non-zero amount');
     expect(await balanceOf(knex, wallet.id)).toBe(500n);
+  });
+});
+
+describe('ledger.post and other database errors', () => {
+  it('passes them through unchanged (only the posting function\'s own programming errors become TypeErrors)', async () => {
+    const { wallet } = await fundedWallet('USD', 500n);
+    const other = await withTransaction(knex, (trx) => walletOf(trx, someone(), 'USD'));
+    const error = await failure(
+      withTransaction(knex, (trx) =>
+        post(trx, {
+          kind: 'test.guard',
+          reference: someone(),
+          reversesPostingId: 'not-a-uuid',
+          entries: [
+            { accountId: wallet.id, amountMinor: -100n },
+            { accountId: other.id, amountMinor: 100n },
+          ],
+        }),
+      ),
+    );
+    expect(error).not.toBeInstanceOf(TypeError);
+    expect(error.code).toBe('22P02');
+    expect(await balanceOf(knex, wallet.id)).toBe(500n);
+  });
+});
+
+describe('ensureAccount racing another transaction (the repository stubbed)', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('returns the account the other transaction created between its read and its insert', async () => {
+    const userId = someone();
+    const created = await withTransaction(knex, (trx) => walletOf(trx, userId, 'EUR'));
+    const findAccount = vi.spyOn(LedgerRepository.prototype, 'findAccount').mockResolvedValueOnce(undefined);
+    const insert = vi.spyOn(LedgerRepository.prototype, 'insertAccountIfAbsent').mockResolvedValueOnce(undefined);
+    const raced = await withTransaction(knex, (trx) => walletOf(trx, userId, 'EUR'));
+    expect(raced.id).toBe(created.id);
+    expect(findAccount).toHaveBeenCalledTimes(2);
+    expect(insert).toHaveBeenCalledTimes(1);
+  });
+
+  it('fails loudly, naming the account, when the conflicting account cannot be read', async () => {
+    const userId = someone();
+    vi.spyOn(LedgerRepository.prototype, 'findAccount').mockResolvedValue(undefined);
+    vi.spyOn(LedgerRepository.prototype, 'insertAccountIfAbsent').mockResolvedValue(undefined);
+    const error = await failure(withTransaction(knex, (trx) => walletOf(trx, userId, 'EUR')));
+    expect(error.message).toBe(`ledger account {"ownerType":"user","ownerId":"${userId}","currency":"EUR","kind":"wallet"} vanished after a conflicting insert`);
   });
 });
 

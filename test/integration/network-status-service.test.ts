@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../src/errors';
 import { NetworkStatusService, isStoreTimeout } from '../../src/modules/network-status';
 import { testKnex } from '../support/database';
@@ -71,6 +71,16 @@ describe('NetworkStatusService.update guard', () => {
     const timingOut = { transaction: () => Promise.reject(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })) };
     const error = await failure(new NetworkStatusService(timingOut as never).update({ id: org.id, status: 'active', role: 'owner' }, owner.id, { version: 1, isOpen: true }, null));
     expect({ code: error.code, headers: error.headers }).toEqual({ code: 'StatusUnavailable', headers: { 'Retry-After': '1' } });
+  });
+
+  it('never retries a change: a serialization failure or a deadlock is answered at once', async () => {
+    for (const code of ['40001', '40P01']) {
+      const conflict = Object.assign(new Error('could not serialize access'), { code });
+      const transaction = vi.fn(() => Promise.reject(conflict));
+      const service = new NetworkStatusService({ transaction } as never);
+      expect(await failure(service.update({ id: 'x', status: 'active', role: 'owner' }, 'u', { version: 0, isOpen: true }, null))).toBe(conflict);
+      expect(transaction).toHaveBeenCalledTimes(1);
+    }
   });
 
   it('passes any other store error through unchanged', async () => {
