@@ -13,7 +13,11 @@ import process from 'node:process';
 import { EQUIVALENT_MUTANTS } from '../../stryker.config.mjs';
 
 const print = (line) => process.stdout.write(`${line}\n`);
-const reportPaths = process.argv.length > 2 ? process.argv.slice(2) : ['test-artifacts/mutation/mutation.json'];
+const reportPaths = (process.argv.length > 2 ? process.argv.slice(2) : ['test-artifacts/mutation/mutation.json']).filter((file) => fs.existsSync(file));
+if (reportPaths.length === 0) {
+  process.stderr.write('no mutation report yet: run `make mutation` first\n');
+  process.exit(1);
+}
 const files = {};
 const from = {};
 for (const reportPath of [...reportPaths].sort((a, b) => fs.statSync(a).mtimeMs - fs.statSync(b).mtimeMs)) {
