@@ -3,12 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation clean
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
 	@echo "make test   run the whole test suite (embedded database unless DATABASE_URL is set)"
-	@echo "other targets: install generate check-generated lint build migrate seed bench fuzz mutation clean"
+	@echo "other targets: install generate check-generated lint build migrate seed bench fuzz mutation mutation-score clean"
 
 # Installs dependencies when missing or when package-lock.json changed.
 $(NPM_STAMP): package.json package-lock.json
@@ -56,6 +56,11 @@ fuzz: install
 # to some test files; INCREMENTAL=1 re-tests only the mutants whose code or tests changed.
 mutation: install
 	npx --no-install tsx scripts/mutation/run.ts $(if $(MUTATE),--mutate $(MUTATE)) $(if $(INCREMENTAL),--incremental)
+
+# One score over the reports the runs above kept (test-artifacts/mutation/reports/: each
+# mutated file from the newest report that has it), so runs file by file add up.
+mutation-score:
+	node scripts/mutation/score.mjs test-artifacts/mutation/reports/*.json
 
 clean:
 	rm -rf dist .data test-artifacts .stryker-tmp

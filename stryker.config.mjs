@@ -24,7 +24,96 @@ const CRITICAL_CORE = [
  * move of its file. scripts/mutation/score.mjs leaves them out of the score and lists them;
  * the HTML report still shows them as survivors.
  */
-export const EQUIVALENT_MUTANTS = [];
+export const EQUIVALENT_MUTANTS = [
+  // money.ts, shift(): `BigInt('')` is 0n, and a point exactly at either end of the digits
+  // gives the same split whichever branch takes it.
+  {
+    file: 'money.ts',
+    mutator: 'EqualityOperator',
+    original: 'point <= 0',
+    replacement: 'point < 0',
+    reason: "at point 0 the last branch returns int '' (digits.slice(0, 0)) and the same frac; parseAmount reads int + frac with BigInt, and BigInt('' + f) equals BigInt('0' + f)",
+  },
+  {
+    file: 'money.ts',
+    mutator: 'StringLiteral',
+    original: "'0'",
+    replacement: '""',
+    reason: "the integer part only ever reaches BigInt(int + frac): BigInt('' + f) equals BigInt('0' + f), and BigInt('') is 0n",
+  },
+  {
+    file: 'money.ts',
+    mutator: 'EqualityOperator',
+    original: 'point >= digits.length',
+    replacement: 'point > digits.length',
+    reason: "at point === digits.length the last branch returns digits.slice(0, point) = digits and digits.slice(point) = '', what this branch returns (digits + '0'.repeat(0), '')",
+  },
+  {
+    file: 'money.ts',
+    mutator: 'ConditionalExpression',
+    original: 'text.length === 0',
+    replacement: 'false',
+    reason: "an empty (or all-blank) string then matches neither DECIMAL nor SCIENTIFIC and is refused further down with the very same field and message ('must be a decimal number such as \"12.50\"')",
+  },
+  // recipient.ts
+  {
+    file: 'recipient.ts',
+    mutator: 'Regex',
+    original: '/^\\+[1-9][0-9]{6,14}$/',
+    replacement: '/\\+[1-9][0-9]{6,14}$/',
+    reason: 'E164 is only tried on text that already matched /^\\+[0-9]+$/: its one plus sign is the first character, so the pattern can only match from there, anchored or not',
+  },
+  // tontine-draw.ts, drawOrder's comparator `(a.key < b.key ? -1 : a.key > b.key ? 1 : 0)`: the keys
+  // are SHA-256 digests of distinct member ids, never equal, and V8's Array.prototype.sort
+  // (TimSort) only asks whether the comparator's result is negative, so 1 or 0 for
+  // a.key > b.key sort alike.
+  ...[
+    ['EqualityOperator', 'a.key < b.key', 'a.key <= b.key', 'differs from < only for equal keys, and two members never have equal keys'],
+    ['ConditionalExpression', 'a.key > b.key', 'true', 'reached only when a.key >= b.key, which for distinct keys is a.key > b.key: the same 1'],
+    ['ConditionalExpression', 'a.key > b.key', 'false', 'turns the 1 for a.key > b.key into 0; the sort only tests for a negative result, so the order is the same'],
+    ['EqualityOperator', 'a.key > b.key', 'a.key >= b.key', 'differs from > only for equal keys, and two members never have equal keys'],
+    ['EqualityOperator', 'a.key > b.key', 'a.key <= b.key', 'turns the 1 for a.key > b.key into 0 (keys are distinct); the sort only tests for a negative result'],
+  ].map(([mutator, original, replacement, reason]) => ({ file: 'tontine-draw.ts', mutator, original, replacement, reason })),
+  // idempotency-service.ts, canonicalJson's sort of an object's entries by key
+  // `(a < b ? -1 : a > b ? 1 : 0)`: an object's keys are distinct, so the same two reasons as
+  // the draw's comparator above hold.
+  ...[
+    ['EqualityOperator', 'a < b', 'a <= b', "differs from < only for equal keys, and one object's keys are never equal"],
+    ['ConditionalExpression', 'a > b', 'true', 'reached only when a >= b, which for distinct keys is a > b: the same 1'],
+    ['ConditionalExpression', 'a > b', 'false', 'turns the 1 for a > b into 0; the sort only tests for a negative result, so the order is the same'],
+    ['EqualityOperator', 'a > b', 'a >= b', "differs from > only for equal keys, and one object's keys are never equal"],
+    ['EqualityOperator', 'a > b', 'a <= b', 'turns the 1 for a > b into 0 (keys are distinct); the sort only tests for a negative result'],
+  ].map(([mutator, original, replacement, reason]) => ({ file: 'idempotency-service.ts', mutator, original, replacement, reason })),
+  // idempotency-service.ts, describe() and reused(): whether a key "produced" a resource is
+  // `status === 'completed' && resourceType && resourceId`. Every claim, fresh or taken over,
+  // writes the resource columns NULL (FRESH_CLAIM in idempotency-repository.ts), and a completed
+  // key always has both (CHECK idempotency_keys_completed_has_response): the status and the two
+  // columns always agree, so dropping or loosening one of the three conditions answers the same.
+  ...[
+    ['ConditionalExpression', "record.status === 'completed'", 'true', 'an in-progress key has no resource type, so the condition is false anyway'],
+    [
+      'LogicalOperator',
+      "record.status === 'completed' && record.resourceType && record.resourceId",
+      "record.status === 'completed' && record.resourceType || record.resourceId",
+      'a completed key has both columns and an in-progress key neither, so both forms give the same truth value',
+    ],
+    ['ConditionalExpression', "record.status === 'completed' && record.resourceType", 'true', 'the remaining record.resourceId is set exactly when the key is completed'],
+    [
+      'LogicalOperator',
+      "record.status === 'completed' && record.resourceType",
+      "record.status === 'completed' || record.resourceType",
+      'an in-progress key has no resource type, so || gives what && gives',
+    ],
+  ].map(([mutator, original, replacement, reason]) => ({ file: 'idempotency-service.ts', mutator, original, replacement, reason })),
+  // organization-access-service.ts
+  {
+    file: 'organization-access-service.ts',
+    mutator: 'MethodExpression',
+    original: 'organizationId.toLowerCase()',
+    replacement: 'organizationId.toUpperCase()',
+    reason: "the id (already checked to be a UUID) is compared with organizations.id, a uuid column: PostgreSQL reads a uuid literal in either case, so the case never changes which row matches, and the answer carries the stored id",
+  },
+];
 
 export default {
   packageManager: 'npm',

@@ -3,9 +3,16 @@
  * or an in-memory embedded server), migrated once, then runs Stryker on it (the tests run
  * once per mutant; without this each run would create and migrate its own database), removes
  * the database and prints the scores (scripts/mutation/score.mjs). Arguments go to Stryker.
+ *
+ * Each run also keeps a copy of its JSON report under test-artifacts/mutation/reports/, named
+ * after what it mutated (`--mutate src/modules/ledger/money.ts` -> `money.json`, the whole
+ * core -> `core.json`), so that runs file by file add up: `make mutation-score` combines the
+ * kept reports (for each mutated file, the newest report that has it) into one score.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import knexFactory from 'knex';
 import { createKnex, migrateLatest } from '../../src/db/database';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
@@ -51,7 +58,25 @@ async function main(): Promise<number> {
   } finally {
     await remove();
   }
-  return spawnSync('node', ['scripts/mutation/score.mjs'], { stdio: 'inherit' }).status ?? 1;
+  const kept = keepReport(process.argv.slice(2));
+  return spawnSync('node', ['scripts/mutation/score.mjs', kept], { stdio: 'inherit' }).status ?? 1;
+}
+
+/** Copies Stryker's report to test-artifacts/mutation/reports/<what was mutated>.json; returns the copy's path. */
+function keepReport(args: string[]): string {
+  const report = 'test-artifacts/mutation/mutation.json';
+  const at = args.indexOf('--mutate');
+  const mutated = at >= 0 ? (args[at + 1] ?? '') : '';
+  const name = mutated
+    ? mutated
+        .split(',')
+        .map((file) => path.basename(file.replace(/:[\d:-]+$/, ''), '.ts').replace(/[^A-Za-z0-9_-]+/g, '_'))
+        .join('+')
+    : 'core';
+  const kept = path.join('test-artifacts/mutation/reports', `${name}.json`);
+  fs.mkdirSync(path.dirname(kept), { recursive: true });
+  fs.copyFileSync(report, kept);
+  return kept;
 }
 
 main().then(

@@ -2,14 +2,31 @@
 // listed as equivalent in stryker.config.mjs, then one closing line `mutation score: NN.N%`
 // (Stryker's definition: killed and timed-out mutants over every mutant that was tested or
 // had no test; ignored, non-compiling and listed-equivalent mutants do not count).
+//
+//   node scripts/mutation/score.mjs                      the last run (test-artifacts/mutation/mutation.json)
+//   node scripts/mutation/score.mjs a.json b.json ...    several reports combined (`make mutation-score`:
+//                                                        the per-run copies under test-artifacts/mutation/reports/)
+// Combined, each mutated file is scored from the newest report (by modification time) that has it.
 import fs from 'node:fs';
 import path from 'node:path';
 import process from 'node:process';
 import { EQUIVALENT_MUTANTS } from '../../stryker.config.mjs';
 
 const print = (line) => process.stdout.write(`${line}\n`);
-const reportPath = process.argv[2] ?? 'test-artifacts/mutation/mutation.json';
-const report = JSON.parse(fs.readFileSync(reportPath, 'utf8'));
+const reportPaths = (process.argv.length > 2 ? process.argv.slice(2) : ['test-artifacts/mutation/mutation.json']).filter((file) => fs.existsSync(file));
+if (reportPaths.length === 0) {
+  process.stderr.write('no mutation report yet: run `make mutation` first\n');
+  process.exit(1);
+}
+const files = {};
+const from = {};
+for (const reportPath of [...reportPaths].sort((a, b) => fs.statSync(a).mtimeMs - fs.statSync(b).mtimeMs)) {
+  for (const [file, result] of Object.entries(JSON.parse(fs.readFileSync(reportPath, 'utf8')).files)) {
+    files[file] = result;
+    from[file] = reportPath;
+  }
+}
+const report = { files };
 
 const DETECTED = new Set(['Killed', 'Timeout']);
 const UNDETECTED = new Set(['Survived', 'NoCoverage']);
@@ -55,7 +72,12 @@ for (const [file, { source, mutants }] of Object.entries(report.files).sort(([a]
   }
   detectedTotal += detected;
   validTotal += detected + undetected;
-  print(`${percent(detected, detected + undetected).padStart(7)}  ${file}  (${detected} detected, ${undetected} undetected, ${equivalent} equivalent)`);
+  const counts = (status) => mutants.filter((mutant) => mutant.status === status).length;
+  const origin = reportPaths.length > 1 ? `, from ${from[file]}` : '';
+  print(
+    `${percent(detected, detected + undetected).padStart(7)}  ${file}  (${counts('Killed')} killed, ${counts('Timeout')} timed out, ${counts('Survived')} survived, ` +
+      `${counts('NoCoverage')} no coverage; ${equivalent} of those listed equivalent${origin})`,
+  );
 }
 for (const line of survivors) print(line);
 for (const line of equivalents) print(`equivalent: ${line}`);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   ESCROW_ACTIONS,
+  HELD_STATUSES,
   allowedActions,
   authorize,
   feeFor,
@@ -13,6 +14,7 @@ import {
   type EscrowCapacity,
   type EscrowStatus,
 } from '../../src/modules/escrows';
+import { nextStatus } from '../../src/modules/escrows/escrow-lifecycle';
 
 const NOW = new Date('2026-11-23T12:00:00Z');
 const LATER = new Date('2026-11-26T12:00:00Z');
@@ -33,6 +35,22 @@ describe('escrow fee', () => {
     [7n, 10000, 'split', 7n, 4n, 3n],
   ] as const)('%s at %i bps paid by %s: fee %s (buyer %s, seller %s)', (amount, bps, payer, total, buyer, seller) => {
     expect(feeFor(amount, bps, payer)).toEqual({ bps, payer, totalMinor: total, buyerShareMinor: buyer, sellerShareMinor: seller });
+  });
+
+  it('charges nothing on a zero amount', () => {
+    expect(feeFor(0n, 100, 'split')).toEqual({ bps: 100, payer: 'split', totalMinor: 0n, buyerShareMinor: 0n, sellerShareMinor: 0n });
+  });
+
+  it('says why it refuses a rate, an amount or a split', () => {
+    expect(() => feeFor(-1n, 100, 'buyer')).toThrow(new RangeError('an escrow amount is never negative'));
+    expect(() => feeFor(100n, 10_001, 'buyer')).toThrow(new RangeError('bad fee rate 10001 bps'));
+    expect(() => feeFor(100n, -1, 'seller')).toThrow(new RangeError('bad fee rate -1 bps'));
+    const fee = feeFor(500_000n, 100, 'buyer');
+    for (const sellerAmount of [0n, -1n, 500_000n, 500_001n]) {
+      expect(() => splitSettlement(500_000n, fee, sellerAmount), String(sellerAmount)).toThrow(
+        new RangeError('a split gives the seller part of the amount, not none or all of it'),
+      );
+    }
   });
 
   it('refuses rates outside 0..10000 bps and negative amounts', () => {
@@ -99,6 +117,22 @@ describe('escrow lifecycle', () => {
     for (const [status, capacities, expected] of cases) {
       expect({ status, capacities, actions: allowedActions(state(status, LATER), as(...capacities), NOW) }).toEqual({ status, capacities, actions: expected });
     }
+  });
+
+  it('each action leads to its status; a resolution to released or refunded', () => {
+    expect(nextStatus('fund')).toBe('funded');
+    expect(nextStatus('deliver')).toBe('delivered');
+    expect(nextStatus('accept')).toBe('released');
+    expect(nextStatus('dispute')).toBe('disputed');
+    expect(nextStatus('refund')).toBe('refunded');
+    expect(nextStatus('cancel')).toBe('canceled');
+    expect(nextStatus('resolve', 'refund')).toBe('refunded');
+    expect(nextStatus('resolve', 'release')).toBe('released');
+    expect(nextStatus('resolve', 'split')).toBe('released');
+  });
+
+  it('holds the buyer\'s money while funded, delivered or disputed', () => {
+    expect(HELD_STATUSES).toEqual(['funded', 'delivered', 'disputed']);
   });
 
   it('a dispute is possible only before the inspection period ends; then the release is due', () => {

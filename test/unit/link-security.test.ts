@@ -174,3 +174,33 @@ describe('receipt tokens', () => {
     expect(verifyReceiptToken(SECRET, PAYMENT_ID, [token] as unknown as string)).toBe(false);
   });
 });
+
+describe('signatures against known answers (computed with openssl, not with this code)', () => {
+  // KEY=$(printf '%s' "payment-links/<purpose>" | openssl dgst -sha256 -hmac "$SECRET" -binary | xxd -p -c 256)
+  // printf '%s' "<message>" | openssl dgst -sha256 -mac HMAC -macopt hexkey:$KEY -binary | base64 | tr '+/' '-_' | tr -d '='
+  it('signs an amount as HMAC(HMAC(secret, "payment-links/signed-amount"), ["v1", link, amount, reference, expiry])', () => {
+    const signed = { linkId: 'link-1', amountMinor: 7500n, reference: 'INV-1', expiresAt: 1_900_000_000 };
+    expect(signAmount(SECRET, signed)).toBe('2PiN3BCsajs7TeAmFQyOeWtFtD5YNffPRZ8QtDIhb-Q');
+    expect(verifyAmountSignature(SECRET, signed, '2PiN3BCsajs7TeAmFQyOeWtFtD5YNffPRZ8QtDIhb-Q')).toBe(true);
+  });
+
+  it('signs a receipt as HMAC(HMAC(secret, "payment-links/receipt"), payment id)', () => {
+    expect(receiptToken(SECRET, PAYMENT_ID)).toBe('aN-c-NymEpCETLvF8cIoGsx6Krj-cjM-MWT3SLyHc7o');
+    expect(verifyReceiptToken(SECRET, PAYMENT_ID, 'aN-c-NymEpCETLvF8cIoGsx6Krj-cjM-MWT3SLyHc7o')).toBe(true);
+  });
+});
+
+describe('form token length limit', () => {
+  it('reads a genuine token of exactly 2048 characters, not one of 2050', () => {
+    const wire = (size: number) => ({ l: 'l', b: 'b', a: null, r: 'x'.repeat(size), n: 'n', t: 1 });
+    const token = (size: number) => {
+      const body = Buffer.from(JSON.stringify(wire(size))).toString('base64url');
+      return `${body}.${purposeMac(SECRET, 'payment-links/form-token', body)}`;
+    };
+    // The JSON around the reference is 47 bytes: 1456 x's make 1503 bytes, 2004 base64url characters, plus '.' and 43.
+    expect(token(1456)).toHaveLength(2048);
+    expect(readFormToken(SECRET, token(1456))?.reference).toBe('x'.repeat(1456));
+    expect(token(1457)).toHaveLength(2050);
+    expect(readFormToken(SECRET, token(1457))).toBeNull();
+  });
+});

@@ -87,7 +87,7 @@ describe('parseIdentifier refusals, exactly', () => {
     expect(exactly254).toHaveLength(254);
     expect(parseIdentifier(exactly254, undefined)).toEqual({ kind: 'email', value: exactly254 });
     expect(refusal(`${local64}@${'d'.repeat(254 - 64 - 4)}.com`)).toEqual({ field: FIELD, message: BAD_EMAIL });
-    for (const text of ['not@valid', '@example.com', 'a@example.c', 'a b@example.com', 'a@b@example.com', 'x a@example.com']) {
+    for (const text of ['not@valid', '@example.com', 'a@example.c', 'a b@example.com', 'a@b@example.com', 'x a@example.com', 'a@example.com x', 'a@example.com@x', 'a@example.cc\tb']) {
       expect(refusal(text), text).toEqual({ field: FIELD, message: BAD_EMAIL });
     }
   });

@@ -44,6 +44,21 @@ describe('tontine lifecycle', () => {
     expect(codeOf(active, 'cancel')).toBe('ok');
   });
 
+  it('a non-member (invited, or one who left) cannot leave or contribute: 404 TontineNotFound, not 403', () => {
+    const active: TontineSituation = { ...forming, status: 'active', currentCycle: 2 };
+    expect(codeOf({ ...forming, role: 'invited' }, 'leave')).toBe('TontineNotFound');
+    expect(codeOf({ ...forming, role: 'former_member' }, 'leave')).toBe('TontineNotFound');
+    expect(codeOf({ ...active, role: 'invited' }, 'contribute')).toBe('TontineNotFound');
+    expect(codeOf({ ...active, role: 'former_member' }, 'contribute')).toBe('TontineNotFound');
+    expect(codeOf({ ...forming, role: 'member' }, 'leave')).toBe('ok');
+  });
+
+  it('starts with two members, not fewer', () => {
+    expect(codeOf({ ...forming, memberCount: 2 }, 'start')).toBe('ok');
+    expect(codeOf({ ...forming, memberCount: 1 }, 'start')).toBe('NotEnoughMembers');
+    expect(allowedActions({ ...forming, memberCount: 2 })).toEqual(['invite', 'start', 'cancel']);
+  });
+
   it('schedules cycle k k periods after the start; a month keeps the day, or the last day of a shorter month', () => {
     const start = new Date('2027-01-31T08:30:00.000Z');
     expect(cycleDueAt(start, 'weekly', 1).toISOString()).toBe('2027-02-07T08:30:00.000Z');
