@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     RATE_LIMIT_ANONYMOUS: '1000000',
   });
   // The production logger (JSON lines, written synchronously as `make run` does), into /dev/null.
-  const logger = createLogger({ ...config, logFormat: 'json' }, pino.destination({ dest: '/dev/null', sync: true }));
+  const logger = createLogger({ ...config, logFormat: 'json' }, pino.destination({ dest: '/dev/null', sync: false }));
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: 'memory://', poolMax: 20 });
   await migrateLatest(database.knex);
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
