@@ -3,7 +3,7 @@ import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
-import { fundWallet } from '../../src/modules/ledger';
+import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser, uniquePhone, type TestUser } from '../support/factories';
@@ -420,6 +420,22 @@ describe('administrators resolve disputes', () => {
     expect(await walletBalance(knex, split.seller.user.id, 'XOF')).toBe(300_000n);
     expect(await walletBalance(knex, split.buyer.user.id, 'XOF')).toBe(1_000_000n - 505_000n + 202_000n);
     await expectEscrowMoneyConsistent(knex, 'XOF');
+    await expectLedgerInvariants(knex);
+  });
+
+  it('a split that meets a frozen wallet names that party, moves nothing and leaves the dispute open', async () => {
+    const admin = await caller({}, { isAdmin: true });
+    for (const party of ['buyer', 'seller'] as const) {
+      const disputed = await escrowIn('disputed');
+      const owner = party === 'buyer' ? disputed.buyer : disputed.seller;
+      const wallet = await withTransaction(knex, (trx) => walletOf(trx, owner.user.id, 'XOF'));
+      await setAccountStatus(knex, wallet.id, 'frozen');
+      const before = { buyer: await walletBalance(knex, disputed.buyer.user.id, 'XOF'), seller: await walletBalance(knex, disputed.seller.user.id, 'XOF') };
+      const res = await act(admin, disputed.id, 'resolve', { outcome: 'split', seller_amount: 300_000 });
+      expect({ status: res.status, error: res.body.error, details: res.body.details }).toEqual({ status: 422, error: 'WalletFrozen', details: { party } });
+      expect({ buyer: await walletBalance(knex, disputed.buyer.user.id, 'XOF'), seller: await walletBalance(knex, disputed.seller.user.id, 'XOF') }).toEqual(before);
+      expect((await request(app).get(`/api/escrows/${disputed.id}`).set(disputed.buyer.auth)).body.data.status).toBe('disputed');
+    }
     await expectLedgerInvariants(knex);
   });
 

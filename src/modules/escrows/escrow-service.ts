@@ -356,8 +356,9 @@ export class EscrowService {
   ): Promise<Escrow> {
     const holding = await holdingAccount(trx, escrow.currency);
     const entries: EntryInput[] = [{ accountId: holding.id, amountMinor: -plan.heldMinor }];
+    const buyerWalletId = plan.toBuyerMinor > 0n ? (await walletOf(trx, escrow.buyerUserId, escrow.currency)).id : undefined;
     if (plan.toSellerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.sellerUserId, escrow.currency)).id, amountMinor: plan.toSellerMinor });
-    if (plan.toBuyerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.buyerUserId, escrow.currency)).id, amountMinor: plan.toBuyerMinor });
+    if (buyerWalletId) entries.push({ accountId: buyerWalletId, amountMinor: plan.toBuyerMinor });
     if (plan.feeMinor > 0n) entries.push({ accountId: (await platformAccount(trx, 'fees', escrow.currency)).id, amountMinor: plan.feeMinor });
     const status: EscrowStatus = plan.toSellerMinor > 0n || plan.feeMinor > 0n ? 'released' : 'refunded';
     let postingId: string;
@@ -370,7 +371,11 @@ export class EscrowService {
       );
       postingId = posting.id;
     } catch (error) {
-      if (error instanceof DomainError && error.code === 'AccountFrozen') throw new WalletFrozenError('seller');
+      if (error instanceof DomainError && error.code === 'AccountFrozen') {
+        // A split pays both parties: name the one whose wallet the ledger found frozen.
+        const frozenAccountId = (error.details as { account_id?: string } | undefined)?.account_id;
+        throw new WalletFrozenError(buyerWalletId !== undefined && frozenAccountId === buyerWalletId ? 'buyer' : 'seller');
+      }
       throw error;
     }
     await new EventRepository(trx).record({
