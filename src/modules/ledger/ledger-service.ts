@@ -178,10 +178,12 @@ export function setAccountStatus(db: Knex | Knex.Transaction, accountId: string,
 }
 
 /**
- * The invariants, read from one consistent snapshot: the sum of all entries per currency is
- * zero, every posting balances, every balance equals the sum of its entries, and no account
- * that may not go negative is negative. Returns the violations (none when healthy). Given a
- * transaction, reads what that transaction sees (a seed's rows before it commits).
+ * The invariants: the sum of all entries per currency is zero, every posting balances, every
+ * balance equals the sum of its entries, and no account that may not go negative is negative.
+ * Returns the violations (none when healthy). Given the knex handle, reads one consistent
+ * snapshot (its own read-only repeatable-read transaction). Given a transaction, joins it and
+ * reads what that transaction sees (a seed's rows before it commits), at that transaction's
+ * isolation level: only a repeatable-read caller gets one snapshot across the checks.
  */
 export function reconcile(db: Knex | Knex.Transaction): Promise<InvariantViolation[]> {
   return withTransaction(db, (trx) => new LedgerRepository(trx).invariantViolations(), {
