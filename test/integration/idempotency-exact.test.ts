@@ -5,6 +5,7 @@ import { IdempotencyService, canonicalJson, keyAlreadyProcessed, keyReused, requ
 import { idempotencyRepository } from '../../src/modules/idempotency/idempotency-repository';
 import { testKnex } from '../support/database';
 import { createUser } from '../support/factories';
+import { failure, type Failure } from '../support/failures';
 
 /**
  * The idempotency rules' exact answers: error names, messages, details, headers and the
@@ -18,16 +19,7 @@ const knex = testKnex();
  */
 const service = () => new IdempotencyService(knex, { ttlHours: 24, leaseSeconds: 60 });
 
-type Failure = Error & { code?: string; category?: string; details?: unknown; headers?: Record<string, string> };
 
-async function failure(promise: Promise<unknown>): Promise<Failure> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Failure;
-  }
-  throw new Error('expected a failure');
-}
 
 const neverRuns = async (): Promise<never> => {
   throw new Error('the effect must not run');

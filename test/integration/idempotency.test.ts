@@ -6,6 +6,7 @@ import { IdempotencyService, canonicalJson, requestHash } from '../../src/module
 import { testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { failure } from '../support/failures';
 
 const knex = testKnex();
 const service = new IdempotencyService(knex, { ttlHours: 24 });
@@ -23,14 +24,6 @@ function credit(userId: string, amount: bigint) {
   };
 }
 
-async function failure(promise: Promise<unknown>): Promise<Error & { code?: string; details?: unknown; headers?: Record<string, string> }> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error & { code?: string };
-  }
-  throw new Error('expected a failure');
-}
 
 async function walletBalance(userId: string): Promise<bigint> {
   const wallet = await knex.transaction((trx) => walletOf(trx, userId, 'EUR'));

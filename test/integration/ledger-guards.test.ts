@@ -7,33 +7,19 @@ import { ensureAccount, externalClearingAccount, fundWallet, platformAccount, po
 import { LedgerRepository } from '../../src/modules/ledger/ledger-repository';
 import { testKnex } from '../support/database';
 import { balanceOf } from '../support/ledger-invariants';
+import { failure, fundedWallet as fundedWalletOn } from '../support/failures';
 
 /**
  * The ledger service's own refusals and what a posting returns, each asserted exactly
  * (message, error class, details, amounts): the posting path is the only code that moves money.
  */
 const knex = testKnex();
+const fundedWallet = (currency: string, amountMinor: bigint) => fundedWalletOn(knex, currency, amountMinor);
 const someone = () => crypto.randomUUID();
 /** Largest PostgreSQL bigint, written out. */
 const BIGINT_MAX = 9_223_372_036_854_775_807n;
 
-async function failure(promise: Promise<unknown>): Promise<Error & { code?: string; details?: unknown }> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error & { code?: string; details?: unknown };
-  }
-  throw new Error('expected a refusal');
-}
 
-async function fundedWallet(currency: string, amountMinor: bigint) {
-  const userId = someone();
-  const wallet = await withTransaction(knex, async (trx) => {
-    await fundWallet(trx, userId, currency, amountMinor);
-    return walletOf(trx, userId, currency);
-  });
-  return { userId, wallet };
-}
 
 describe('ledger.post refuses malformed postings before the database', () => {
   it('outside a transaction', async () => {

@@ -14,18 +14,12 @@ import {
 import { ConflictError, UnprocessableError } from '../../src/errors';
 import { testKnex } from '../support/database';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { fundedWallet as fundedWalletOn } from '../support/failures';
 
 const knex = testKnex();
+const fundedWallet = (currency: string, amountMinor: bigint) => fundedWalletOn(knex, currency, amountMinor);
 const someone = () => crypto.randomUUID();
 
-async function fundedWallet(currency: string, amountMinor: bigint) {
-  const userId = someone();
-  const wallet = await withTransaction(knex, async (trx) => {
-    await fundWallet(trx, userId, currency, amountMinor);
-    return walletOf(trx, userId, currency);
-  });
-  return { userId, wallet };
-}
 
 async function sqlError(promise: Promise<unknown>): Promise<{ code?: string; message: string; constraint?: string }> {
   try {

@@ -3,6 +3,7 @@ import { ValidationError } from '../../src/errors';
 import { NetworkStatusService, isStoreTimeout } from '../../src/modules/network-status';
 import { testKnex } from '../support/database';
 import { createMember, createOrganization } from '../support/factories';
+import { failure } from '../support/failures';
 
 /**
  * The network-status service called directly (the HTTP layer's contract validation stops
@@ -11,14 +12,6 @@ import { createMember, createOrganization } from '../support/factories';
  */
 const knex = testKnex();
 
-async function failure(promise: Promise<unknown>): Promise<Error & { code?: string; details?: unknown; headers?: Record<string, string> }> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error & { code?: string };
-  }
-  throw new Error('expected a failure');
-}
 
 describe('NetworkStatusService.update guard', () => {
   it('refuses a version that is not an integer from 0 to 2147483646, changing nothing', async () => {
