@@ -195,6 +195,19 @@ describe('typed error details in the contract', () => {
     }
   }
 
+  it('every error with details is answered in an API test, where the response is checked against its schema', () => {
+    // Outside production the app validates every response against the contract
+    // (config.validateResponses), so an error whose details drift from its schema fails the API
+    // test that provokes it. This guards that each catalogued error has such a test.
+    const apiTests = fs
+      .readdirSync(path.resolve(__dirname, '../api'))
+      .filter((name) => name.endsWith('.test.ts'))
+      .map((name) => fs.readFileSync(path.resolve(__dirname, '../api', name), 'utf8'))
+      .join('\n');
+    const untested = Object.keys(DETAILS).filter((errorName) => !new RegExp(`error: '${errorName}'|'${errorName}'`).test(apiTests));
+    expect(untested).toEqual([]);
+  });
+
   it('every documented example of an error with details is reached by its response schema', () => {
     const untyped: string[] = [];
     for (const op of operations()) {
