@@ -1,12 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import { loadConfig } from '../../src/config';
 import { createKnex, migrateLatest } from '../../src/db/database';
 import { SessionService, TokenService } from '../../src/modules/auth';
+import { CREATE_TRANSFER_OPERATION } from '../../src/modules/transfers';
 
 export interface LoadResult {
   requests_per_s: number;
@@ -208,4 +211,54 @@ export async function createBenchMember(knex: Knex, module: string): Promise<{ o
   const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
   const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
   return { orgId, userId, token };
+}
+
+export interface TransferCreateScript {
+  /** The pgbench script file. */
+  script: string;
+  /** Drops the parties table and the script. */
+  remove(): Promise<void>;
+}
+
+/**
+ * A pgbench script that calls `transfer_create` as POST /transfers does (same function, a fresh
+ * key per call), between the users that have a session in `knex`'s database: each call draws
+ * a sender and a different recipient among them. Needs at least two such users.
+ */
+export async function transferCreateScript(knex: Knex): Promise<TransferCreateScript> {
+  await knex.raw(`CREATE TABLE bench_parties AS
+    SELECT row_number() OVER (ORDER BY s.user_id)::int AS i, s.id AS session_id, s.user_id, u.email
+      FROM sessions s JOIN users u ON u.id = s.user_id`);
+  const parties = Number((await knex('bench_parties').count<Array<{ n: string }>>({ n: '*' }))[0]?.n);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-transfer-create-'));
+  const script = path.join(dir, 'transfer.sql');
+  fs.writeFileSync(
+    script,
+    `\\set i random(1, ${parties})
+\\set j 1 + (:i + random(0, ${parties - 2})) % ${parties}
+SELECT t.id FROM bench_parties f, bench_parties r,
+  LATERAL transfer_create(f.session_id, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
+    60, 24, 'XOF', 1 + :i % 100, NULL, 'email', r.email, NULL, true) t
+ WHERE f.i = :i AND r.i = :j;
+`,
+  );
+  return {
+    script,
+    async remove() {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await knex.raw('DROP TABLE IF EXISTS bench_parties');
+    },
+  };
+}
+
+/** Runs a custom pgbench script (prepared protocol) for `seconds` with `clients` clients. */
+export function runPgbenchScript(url: string, script: string, clients: number, seconds: number): { tps: number; transactions: number } {
+  const run = spawnSync('pgbench', ['-n', '-c', String(clients), '-j', String(Math.min(clients, os.cpus().length)), '-T', String(seconds), '-M', 'prepared', '-f', script, url], {
+    encoding: 'utf8',
+  });
+  if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr}`);
+  return {
+    tps: Math.round(Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1])),
+    transactions: Number(/number of transactions actually processed: (\d+)/.exec(run.stdout)?.[1]),
+  };
 }

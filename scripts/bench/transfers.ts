@@ -22,8 +22,7 @@ import { loadConfig } from '../../src/config';
 import { withTransaction } from '../../src/db/transaction';
 import { SessionService, TokenService } from '../../src/modules/auth';
 import { fundWallet, reconcile } from '../../src/modules/ledger';
-import { CREATE_TRANSFER_OPERATION } from '../../src/modules/transfers';
-import { BENCH_JWT_SECRET, createScratchDatabase, postgresCpuMs, printResult, runAutocannon, startServerProcess } from './bench-support';
+import { BENCH_JWT_SECRET, createScratchDatabase, postgresCpuMs, printResult, runAutocannon, runPgbenchScript, startServerProcess, transferCreateScript } from './bench-support';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -77,31 +76,14 @@ function runPgbench(url: string, clients: number, durationS: number): { tps: num
  * from the API's rate is the application's own cost per request.
  */
 async function runDatabaseOnlyTransfers(knex: Knex, url: string, clients: number, durationS: number): Promise<{ tps: number; transactions: number; postgres_cpu_ms_per_transfer: number }> {
-  await knex.raw(`CREATE TABLE bench_parties AS
-    SELECT row_number() OVER (ORDER BY s.user_id)::int AS i, s.id AS session_id, s.user_id, u.email
-      FROM sessions s JOIN users u ON u.id = s.user_id`);
-  const parties = Number((await knex('bench_parties').count<Array<{ n: string }>>({ n: '*' }))[0]?.n);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-transfers-'));
-  const script = path.join(dir, 'transfer.sql');
-  fs.writeFileSync(
-    script,
-    `\\set i random(1, ${parties})
-\\set j 1 + (:i + random(0, ${parties - 2})) % ${parties}
-SELECT t.id FROM bench_parties f, bench_parties r,
-  LATERAL transfer_create(f.session_id, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
-    60, 24, 'XOF', 1 + :i % 100, NULL, 'email', r.email, NULL, true) t
- WHERE f.i = :i AND r.i = :j;
-`,
-  );
-  const cpuBefore = postgresCpuMs();
-  const run = spawnSync('pgbench', ['-n', '-c', String(clients), '-j', String(Math.min(clients, os.cpus().length)), '-T', String(durationS), '-M', 'prepared', '-f', script, url], { encoding: 'utf8' });
-  const cpuMs = postgresCpuMs() - cpuBefore;
-  fs.rmSync(dir, { recursive: true, force: true });
-  await knex.raw('DROP TABLE bench_parties');
-  if (run.status !== 0) throw new Error(`pgbench (transfer_create) failed: ${run.stderr}`);
-  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1]);
-  const transactions = Number(/number of transactions actually processed: (\d+)/.exec(run.stdout)?.[1]);
-  return { tps: Math.round(tps), transactions, postgres_cpu_ms_per_transfer: perUnit(cpuMs, transactions) };
+  const transferCreate = await transferCreateScript(knex);
+  try {
+    const cpuBefore = postgresCpuMs();
+    const { tps, transactions } = runPgbenchScript(url, transferCreate.script, clients, durationS);
+    return { tps, transactions, postgres_cpu_ms_per_transfer: perUnit(postgresCpuMs() - cpuBefore, transactions) };
+  } finally {
+    await transferCreate.remove();
+  }
 }
 
 async function main(): Promise<void> {

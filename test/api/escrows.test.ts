@@ -6,7 +6,7 @@ import { withTransaction } from '../../src/db/transaction';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
-import { accessTokenFor, bearer, createUser, uniquePhone, type TestUser } from '../support/factories';
+import { uniquePhone, createCaller, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests, walletBalance } from '../support/escrows';
 
@@ -24,19 +24,10 @@ beforeAll(async () => {
   app = await buildTestApp({ now: () => clock });
 });
 
-interface Caller {
-  user: TestUser;
-  auth: { Authorization: string };
-}
+type Caller = TestCaller;
 
-async function caller(balances: Record<string, bigint> = {}, options: { phone?: string; isAdmin?: boolean } = {}): Promise<Caller> {
-  const user = await createUser({ phone: options.phone ?? null, isAdmin: options.isAdmin ?? false });
-  if (Object.keys(balances).length) {
-    await withTransaction(knex, async (trx) => {
-      for (const [currency, amount] of Object.entries(balances)) await fundWallet(trx, user.id, currency, amount);
-    });
-  }
-  return { user, auth: bearer(await accessTokenFor(app, user)) };
+function caller(balances: Record<string, bigint> = {}, options: { phone?: string; isAdmin?: boolean } = {}): Promise<Caller> {
+  return createCaller(app, balances, { phone: options.phone ?? null, isAdmin: options.isAdmin ?? false });
 }
 
 function create(by: Caller, body: object, key: string | null = crypto.randomUUID()) {

@@ -2,11 +2,9 @@ import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
-import { withTransaction } from '../../src/db/transaction';
-import { fundWallet } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
-import { accessTokenFor, bearer, createUser, type TestUser } from '../support/factories';
+import { createCaller, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
 /**
@@ -21,15 +19,10 @@ beforeAll(async () => {
   app = await buildTestApp();
 });
 
-interface Caller {
-  user: TestUser;
-  auth: { Authorization: string };
-}
+type Caller = TestCaller;
 
-async function caller(eurMinor = 0n): Promise<Caller> {
-  const user = await createUser();
-  if (eurMinor > 0n) await withTransaction(knex, (trx) => fundWallet(trx, user.id, 'EUR', eurMinor));
-  return { user, auth: bearer(await accessTokenFor(app, user)) };
+function caller(eurMinor = 0n): Promise<Caller> {
+  return createCaller(app, eurMinor > 0n ? { EUR: eurMinor } : {});
 }
 
 function transfer(from: Caller, body: object, key: string) {

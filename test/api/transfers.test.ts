@@ -6,7 +6,7 @@ import { withTransaction } from '../../src/db/transaction';
 import { fundWallet } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
-import { accessTokenFor, bearer, createUser, uniquePhone, type TestUser } from '../support/factories';
+import { uniquePhone, createCaller, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
 let app: App;
@@ -16,19 +16,10 @@ beforeAll(async () => {
   app = await buildTestApp();
 });
 
-interface Caller {
-  user: TestUser;
-  auth: { Authorization: string };
-}
+type Caller = TestCaller;
 
-async function caller(balances: Record<string, bigint> = {}, phone?: string): Promise<Caller> {
-  const user = await createUser({ phone: phone ?? null });
-  if (Object.keys(balances).length) {
-    await withTransaction(knex, async (trx) => {
-      for (const [currency, amount] of Object.entries(balances)) await fundWallet(trx, user.id, currency, amount);
-    });
-  }
-  return { user, auth: bearer(await accessTokenFor(app, user)) };
+function caller(balances: Record<string, bigint> = {}, phone?: string): Promise<Caller> {
+  return createCaller(app, balances, { phone: phone ?? null });
 }
 
 function transfer(from: Caller, body: object, key: string | null = crypto.randomUUID()) {

@@ -1,7 +1,9 @@
 import crypto from 'node:crypto';
 import { hash } from '@node-rs/argon2';
 import type { App } from '../../src/http/app';
+import { withTransaction } from '../../src/db/transaction';
 import { AccountService } from '../../src/modules/accounts';
+import { fundWallet } from '../../src/modules/ledger';
 import { testConfig } from './app';
 import { testKnex } from './database';
 import { MODULES, type ModuleAccess, type ModuleName, type Role } from '../../src/contract';
@@ -102,6 +104,23 @@ export function businessPath(orgId: string): string {
 
 export function bearer(token: string): { Authorization: string } {
   return { Authorization: `Bearer ${token}` };
+}
+
+/** A signed-in user of the API: its row and its Authorization header. */
+export interface TestCaller {
+  user: TestUser;
+  auth: { Authorization: string };
+}
+
+/** A new user with a live session, its wallets funded through the ledger (`{ XOF: 1_000n }`, minor units). */
+export async function createCaller(app: App, balances: Record<string, bigint> = {}, user: Parameters<typeof createUser>[0] = {}): Promise<TestCaller> {
+  const created = await createUser(user);
+  if (Object.keys(balances).length) {
+    await withTransaction(testKnex(), async (trx) => {
+      for (const [currency, amount] of Object.entries(balances)) await fundWallet(trx, created.id, currency, amount);
+    });
+  }
+  return { user: created, auth: bearer(await accessTokenFor(app, created)) };
 }
 
 export interface TestOrgAccount {

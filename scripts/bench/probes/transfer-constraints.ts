@@ -11,17 +11,12 @@
  * (PROBE_SECONDS per run, default 8). Measured 2026-11-23 on a quiet 2-core machine: A 614/493,
  * B 471/625, C 584/623 tps: no difference beyond run-to-run noise.
  */
-import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Knex } from 'knex';
 import { loadConfig } from '../../../src/config';
 import { withTransaction } from '../../../src/db/transaction';
 import { SessionService, TokenService } from '../../../src/modules/auth';
 import { fundWallet } from '../../../src/modules/ledger';
-import { CREATE_TRANSFER_OPERATION } from '../../../src/modules/transfers';
-import { BENCH_JWT_SECRET, createScratchDatabase } from '../bench-support';
+import { BENCH_JWT_SECRET, createScratchDatabase, runPgbenchScript, transferCreateScript } from '../bench-support';
 
 const PARTIES = 256;
 const SECONDS = process.env.PROBE_SECONDS ?? '8';
@@ -70,7 +65,6 @@ async function unfoldChecks(knex: Knex, checks: Check[]): Promise<void> {
 
 async function main(): Promise<void> {
   const db = await createScratchDatabase('probe_constraints');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'probe-constraints-'));
   try {
     const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
     const sessions = new SessionService(db.knex, new TokenService(config.jwt));
@@ -81,25 +75,9 @@ async function main(): Promise<void> {
       for (const user of users) await fundWallet(trx, user.id, 'XOF', 1_000_000_000_000n);
     });
     for (const user of users) await sessions.open({ id: user.id, is_admin: false });
-    await db.knex.raw(`CREATE TABLE probe_parties AS
-      SELECT row_number() OVER (ORDER BY s.user_id)::int AS i, s.id AS session_id, s.user_id, u.email FROM sessions s JOIN users u ON u.id = s.user_id`);
-    const script = path.join(dir, 'transfer.sql');
-    fs.writeFileSync(
-      script,
-      `\\set i random(1, ${PARTIES})
-\\set j 1 + (:i + random(0, ${PARTIES - 2})) % ${PARTIES}
-SELECT t.id FROM probe_parties f, probe_parties r,
-  LATERAL transfer_create(f.session_id, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
-    60, 24, 'XOF', 1 + :i % 100, NULL, 'email', r.email, NULL, true) t
- WHERE f.i = :i AND r.i = :j;
-`,
-    );
+    const transferCreate = await transferCreateScript(db.knex);
     const results: Array<{ variant: string; tps: number }> = [];
-    const run = (variant: string) => {
-      const out = spawnSync('pgbench', ['-n', '-c', '32', '-j', '2', '-T', SECONDS, '-M', 'prepared', '-f', script, db.url], { encoding: 'utf8' });
-      if (out.status !== 0) throw new Error(`pgbench failed: ${out.stderr}`);
-      results.push({ variant, tps: Math.round(Number(/tps = ([\d.]+)/.exec(out.stdout)?.[1])) });
-    };
+    const run = (variant: string) => results.push({ variant, tps: runPgbenchScript(db.url, transferCreate.script, 32, Number(SECONDS)).tps });
     run('A as migrated');
     await setForeignKeys(db.knex, false);
     run('B without foreign keys');
@@ -110,9 +88,9 @@ SELECT t.id FROM probe_parties f, probe_parties r,
     run('B without foreign keys');
     await setForeignKeys(db.knex, true);
     run('A as migrated');
+    await transferCreate.remove();
     process.stdout.write(`${JSON.stringify({ probe: 'transfer-constraints', seconds_per_run: Number(SECONDS), results }, null, 2)}\n`);
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
     await db.drop();
   }
 }
