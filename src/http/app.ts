@@ -93,11 +93,13 @@ export function createApp(deps: AppDeps): App {
     }),
   );
   app.use(securityHeaders);
-  app.use(express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
-
   app.use('/api', docsRoutes(document));
+  // Authentication and the limiter read headers only, so they run before the body is read:
+  // a caller over its budget (anonymous callers by IP) costs no body parsing, and a path
+  // outside /api never has its body read at all.
   app.use('/api', authenticate(services.accessCheck, config.jwt));
   app.use('/api', rateLimiter);
+  app.use('/api', express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
   app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
   app.use(

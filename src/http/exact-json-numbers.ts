@@ -13,6 +13,20 @@ import { ValidationError, type FieldIssue } from '../errors';
 /** Only a number with 16+ significant digits or an exponent can fail to round-trip. */
 const MAY_BE_INEXACT = /(?:[0-9]\.?){16,}|[0-9][eE][+-]?[0-9]/;
 
+/**
+ * The longest number token read: no amount, count or rate needs more (a 15-digit amount with a
+ * sign, a point and an exponent is 22 characters). A longer token is refused on its field before
+ * any digit work, so a body of one 100 KB number costs what its tokenizing costs.
+ */
+export const MAX_NUMBER_LENGTH = 40;
+
+/** How many `0` characters end `digits`, counted from the end in one pass (a `/0+$/` retries from every zero: quadratic). */
+function trailingZeros(digits: string): number {
+  let end = digits.length;
+  while (end > 0 && digits.charCodeAt(end - 1) === 48) end -= 1;
+  return digits.length - end;
+}
+
 /** `-0012.3400e2` -> `-1234`: the decimal value in one spelling (digits without leading or trailing zeros, and a power of ten). */
 export function canonicalDecimal(text: string): string {
   const match = /^(-?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?$/.exec(text.trim());
@@ -21,7 +35,7 @@ export function canonicalDecimal(text: string): string {
   let digits = `${int}${frac}`.replace(/^0+/, '');
   if (digits === '') return '0';
   let power = Number(exp) - frac.length;
-  const trailing = /0+$/.exec(digits)?.[0].length ?? 0;
+  const trailing = trailingZeros(digits);
   digits = digits.slice(0, digits.length - trailing);
   power += trailing;
   return `${sign}${digits}e${power}`;
@@ -37,7 +51,9 @@ function collectInexact(value: unknown, path: string, issues: FieldIssue[]): voi
   if (issues.length >= 100) return;
   if (isLosslessNumber(value)) {
     const written = (value as LosslessNumber).value;
-    if (!roundTrips(written)) {
+    if (written.length > MAX_NUMBER_LENGTH) {
+      issues.push({ field: path, message: `The number is ${written.length} characters long: send at most ${MAX_NUMBER_LENGTH}.` });
+    } else if (!roundTrips(written)) {
       issues.push({ field: path, message: `${written} has more digits than can be read exactly: send at most 15 significant digits, and no more decimals than the field allows.` });
     }
   } else if (Array.isArray(value)) {

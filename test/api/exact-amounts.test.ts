@@ -57,3 +57,45 @@ describe('amounts are read exactly, whatever JSON.parse would make of them', () 
     }
   });
 });
+
+describe('a number built to cost time is refused before it costs any', () => {
+  // 1.000…0001 within the 100 KB body limit: the zeros scanned from every start (a `/0+$/`)
+  // took 5.3 s of one process's only thread; counted once and capped, a few milliseconds.
+  const adversarial = `1.${'0'.repeat(100 * 1024 - 64)}1`;
+
+  it('spells a long run of inner zeros in one pass, exactly', () => {
+    expect(canonicalDecimal(`1.${'0'.repeat(5)}1`)).toBe('1000001e-6');
+    expect(canonicalDecimal(`1${'0'.repeat(7)}`)).toBe('1e7');
+    expect(canonicalDecimal(`-${'0'.repeat(3)}25${'0'.repeat(4)}.0`)).toBe('-25e4');
+    const started = process.hrtime.bigint();
+    expect(canonicalDecimal(adversarial)).toBe(`1${'0'.repeat(adversarial.length - 3)}1e-${adversarial.length - 2}`);
+    // Generous for a loaded CI machine: the quadratic scan took thousands of milliseconds here.
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(250);
+  });
+
+  it('answers 400 on the field for a 100 KB number, without reading its digits', async () => {
+    const started = process.hrtime.bigint();
+    const res = await request(app).post('/api/auth/login').set('Content-Type', 'application/json').send(`{"identifier":"a@b.example","password":${adversarial}}`);
+    const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ success: false, error: 'ValidationError' });
+    expect(res.body.details).toEqual([{ field: 'body.password', message: expect.stringMatching(/characters long: send at most 40/) }]);
+    expect(res.text.length).toBeLessThan(1_000);
+    expect(elapsedMs).toBeLessThan(1_000);
+  });
+
+  it('never reads the body of a request outside /api', async () => {
+    const res = await request(app).post('/nowhere').set('Content-Type', 'application/json').send('{"amount": 1.0001');
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ success: false, error: 'NotFound' });
+  });
+
+  it('counts an anonymous caller before it reads the body (over the limit: 429, not 400)', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_ANONYMOUS: '1' } });
+    const first = await request(limited).post('/api/auth/login').set('Content-Type', 'application/json').send('{"identifier": ');
+    expect(first.status).toBe(400);
+    const second = await request(limited).post('/api/auth/login').set('Content-Type', 'application/json').send('{"identifier": ');
+    expect(second.status).toBe(429);
+    expect(second.body).toMatchObject({ success: false, error: 'RateLimitExceeded' });
+  });
+});
