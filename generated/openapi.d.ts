@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Service health
-         * @description State of the service and its connectivity to the database and the cache / rate-limit store. No authentication. 200 when the database answers (`status` is `degraded` if only the cache is down: login then answers 503 until it is back, every other route works); 503 with the same body shape and a `Retry-After` header (seconds) when the database does not answer. Not rate-limited: load balancers and orchestrators poll it, and a 429 would take a healthy instance out of rotation; the dependency probes behind it run at most once per second whatever the polling rate, so polling cannot load the database.
+         * @description State of the service and its connectivity to the database and the cache / rate-limit store. No authentication. 200 when the database answers (`status` is `degraded` if only the cache is down: login then answers 503 until it is back, every other route works); 503 with the same body shape and a `Retry-After` header (seconds) when the database does not answer. Rate-limited per client IP address with a budget of its own (`RATE_LIMIT_HEALTH`, 1,200 requests a minute by default), counted by each instance in its own memory: far above what a load balancer or an orchestrator polls, so a monitor never meets it, while a flood from one address gets 429 `RateLimitExceeded` with `Retry-After` instead of the instance's time. The count never needs Redis, so health answers during a Redis outage. The dependency probes behind it run at most once per second whatever the polling rate, so polling cannot load the database.
          */
         get: operations["getHealth"];
         put?: never;
@@ -3978,6 +3978,19 @@ export interface components {
         };
     };
     responses: {
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `InternalError`: an unexpected failure. The body leaks nothing; the logs carry the details under the `X-Request-Id`. */
         InternalError: {
             headers: {
@@ -4015,19 +4028,6 @@ export interface components {
         /** @description `UnsupportedMediaType`: the request body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
-        TooManyRequests: {
-            headers: {
-                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -4401,11 +4401,6 @@ export interface components {
          */
         RequestId: string;
         /**
-         * @description Seconds to wait before retrying (RFC 9110, delay-seconds form).
-         * @example 42
-         */
-        RetryAfter: number;
-        /**
          * @description Remaining quota of the rate-limit policy that applied to this request (IETF draft-ietf-httpapi-ratelimit-headers, draft 8 format): `r` is the number of requests left, `t` the seconds until the window resets. Sent by every rate-limited route, on success and on error.
          * @example "user"; r=119; t=42
          */
@@ -4415,6 +4410,11 @@ export interface components {
          * @example "user"; q=120; w=60; pk=:ZTU5MzBhYzkwNjM0:
          */
         RateLimitPolicy: string;
+        /**
+         * @description Seconds to wait before retrying (RFC 9110, delay-seconds form).
+         * @example 42
+         */
+        RetryAfter: number;
         /**
          * @description Authentication challenge (RFC 6750).
          * @example Bearer realm="api", error="invalid_token"
@@ -4443,18 +4443,23 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             /** @description The database does not answer; same body shape as 200, with `success` false. `Retry-After` says when to ask again (seconds). */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {

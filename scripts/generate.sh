@@ -41,6 +41,21 @@ if (( status != 0 )); then
   exit "$status"
 fi
 
+# The bundle as clients see it, linted as an integrator would (`redocly lint --extends
+# recommended-strict` on the one file): no ignore file applies to it, so no exception hides a
+# problem (issue 26.13). redocly.yaml's own settings (servers on example.com) still apply.
+echo "== redocly lint of the bundle (--extends recommended-strict, no exceptions)"
+LINT_DIR=$(mktemp -d)
+trap 'rm -rf "$LINT_DIR"' EXIT
+set +e
+{ npx --no-install redocly bundle "$ROOT" -o "$LINT_DIR/openapi.bundled.yaml" && npx --no-install redocly lint "$LINT_DIR/openapi.bundled.yaml" --extends recommended-strict --format=stylish; } 2>&1 | without_banner
+status=${PIPESTATUS[0]}
+set -e
+if (( status != 0 )); then
+  echo "redocly lint of the bundle failed" >&2
+  exit "$status"
+fi
+
 echo "== spectral lint (spectral:oas + OWASP, see .spectral.yaml)"
 npx --no-install spectral lint "$ROOT" --fail-severity=error
 

@@ -16,6 +16,8 @@ export interface RateLimitConfig {
   anonymousPerWindow: number;
   /** Login attempts per window per IP and identifier. */
   loginPerWindow: number;
+  /** GET /api/health per window per IP, counted by each instance in its own memory. */
+  healthPerWindow: number;
 }
 
 export interface Config {
@@ -65,6 +67,8 @@ export interface Config {
   statements: {
     /** A CSV statement whose client reads nothing for this long is cut. */
     streamStallTimeoutMs: number;
+    /** A CSV statement still streaming after this long is cut, however its client reads. */
+    streamMaxDurationMs: number;
     /** CSV statements streaming at once per user (beyond: 429) and in total (beyond: 503). */
     streamsPerUser: number;
     streamsTotal: number;
@@ -182,6 +186,7 @@ export function loadConfig(env: Env = process.env): Config {
       authenticatedPerWindow: integer(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1, 1_000_000),
       anonymousPerWindow: integer(env, 'RATE_LIMIT_ANONYMOUS', 300, 1, 1_000_000),
       loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 1_000_000),
+      healthPerWindow: integer(env, 'RATE_LIMIT_HEALTH', 1_200, 1, 1_000_000),
     },
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
@@ -200,6 +205,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     statements: {
       streamStallTimeoutMs: integer(env, 'STATEMENT_STREAM_STALL_TIMEOUT_MS', 30_000, 100, 600_000),
+      streamMaxDurationMs: integer(env, 'STATEMENT_STREAM_MAX_DURATION_MS', 300_000, 100, 3_600_000),
       streamsPerUser: integer(env, 'STATEMENT_STREAMS_PER_USER', 2, 1, 100),
       streamsTotal: integer(env, 'STATEMENT_STREAMS_TOTAL', 4, 1, 1_000),
     },

@@ -8,7 +8,7 @@ import { seedDemoDataIfEmpty } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
-import { Metrics, metricsAddress, startMetricsServer } from './http/metrics';
+import { Metrics, metricsAddress, serveMetrics } from './http/metrics';
 import { createPayApp } from './pay/pay-app';
 import { startBackgroundJob } from './background-job';
 
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     payServer.on('request', payApp);
     const apiPort = await listen(apiServer, config.port);
     const payPort = await listen(payServer, config.payPort);
-    if (config.metrics.port) metricsServer = await startMetricsServer(metrics, config.metrics);
+    if (config.metrics.port) metricsServer = await serveMetrics(metrics, config.metrics, logger);
     logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsServer ? metricsAddress(metricsServer) : 'off' }, 'listening');
   } catch (error) {
     logger.error({ err: error }, 'start-up failed; closing what was opened');

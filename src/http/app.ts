@@ -17,7 +17,7 @@ import { strictPaths } from './strict-paths';
 import type { Metrics } from './metrics';
 import { operationMatcher } from './operation-matcher';
 import { loadOpenApiDocument } from './openapi-document';
-import { apiRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
+import { apiRateLimiter, healthRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
 import { installRouteRegexpCache } from './route-regexp-cache';
 
@@ -66,7 +66,7 @@ export function createApp(deps: AppDeps): App {
     next();
   };
   const handlers = buildHandlers(services, { payUrl: config.payUrl });
-  const streamStallTimeoutMs = config.statements.streamStallTimeoutMs;
+  const streamLimits = { stallTimeoutMs: config.statements.streamStallTimeoutMs, maxDurationMs: config.statements.streamMaxDurationMs };
   const securityHeaders = helmet();
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
   if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
@@ -78,8 +78,8 @@ export function createApp(deps: AppDeps): App {
     if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  // Not rate-limited: see the getHealth description in the contract.
-  app.get('/api/health', securityHeaders, operationRoute('getHealth', handlers.getHealth, streamStallTimeoutMs));
+  // Ahead of the pipeline, with a per-IP budget of its own: see the getHealth description in the contract.
+  app.get('/api/health', securityHeaders, healthRateLimiter(config.rateLimit), operationRoute('getHealth', handlers.getHealth, streamLimits));
   app.use(
     pinoHttp({
       logger,
@@ -125,7 +125,7 @@ export function createApp(deps: AppDeps): App {
       organizationAccess: services.organizationAccess,
       before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
       except: ['getHealth'],
-      streamStallTimeoutMs,
+      streamLimits,
     }),
   );
 

@@ -114,6 +114,29 @@ export function startMetricsServer(metrics: Metrics, options: { host: string; po
   });
 }
 
+/**
+ * The metrics server of an instance, or none when its port is taken (several instances on one
+ * host with the default METRICS_PORT): metrics are an aid, never a reason to stop serving the
+ * API, so the instance says once that they are off and goes on. Other errors (a bad host)
+ * still fail the start.
+ */
+export async function serveMetrics(
+  metrics: Metrics,
+  options: { host: string; port: number },
+  logger: { warn(fields: object, message: string): void },
+): Promise<http.Server | undefined> {
+  try {
+    return await startMetricsServer(metrics, options);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    logger.warn(
+      { metricsPort: options.port, metricsHost: options.host },
+      `metrics are off: ${options.host}:${options.port} is taken (another instance on this host?); give each instance its own METRICS_PORT, or 0`,
+    );
+    return undefined;
+  }
+}
+
 export function metricsAddress(server: http.Server): string {
   const address = server.address() as AddressInfo;
   return `${address.address}:${address.port}`;

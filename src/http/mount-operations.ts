@@ -20,8 +20,20 @@ export interface MountOptions {
   before?: Partial<Record<OperationId, RequestHandler[]>>;
   /** Operations mounted elsewhere (health, ahead of the pipeline). */
   except?: readonly OperationId[];
-  /** A streamed body whose client reads nothing for this long is cut. */
-  streamStallTimeoutMs: number;
+  /** How long a streamed body may wait for its client, and run in all. */
+  streamLimits: StreamLimits;
+}
+
+/** Bounds of a streamed body (CSV statements). */
+export interface StreamLimits {
+  /** A client that reads nothing for this long is cut. */
+  stallTimeoutMs: number;
+  /**
+   * A stream still running after this long is cut, however its client reads: a client that
+   * reads just enough to defeat the stall timer cannot hold its slot (and the stream budget's)
+   * for ever.
+   */
+  maxDurationMs: number;
 }
 
 type AnyResult = {
@@ -81,16 +93,23 @@ function setHeaders(res: Response, headers: Record<string, string | number> | un
   }
 }
 
-async function sendStream(req: Request, res: Response, status: number, produce: NonNullable<AnyResult['stream']>, stallTimeoutMs: number): Promise<void> {
+async function sendStream(req: Request, res: Response, status: number, produce: NonNullable<AnyResult['stream']>, limits: StreamLimits): Promise<void> {
   const out: ChunkWriter = {
     start(headers) {
       res.status(status);
       setHeaders(res, headers);
     },
-    write: (chunk) => write(res, chunk, stallTimeoutMs),
+    write: (chunk) => write(res, chunk, limits.stallTimeoutMs),
     end: () => res.end(),
     aborted: () => res.destroyed || res.writableEnded,
   };
+  // The overall limit: past it the connection is cut (the client sees a truncated body, never
+  // a complete-looking one), the producer sees `aborted` and stops, and its slot is freed.
+  const deadline = setTimeout(() => {
+    if (res.writableEnded || res.destroyed) return;
+    req.log?.warn({ maxDurationMs: limits.maxDurationMs }, 'response stream cut: it ran past its overall time limit');
+    res.destroy();
+  }, limits.maxDurationMs);
   try {
     await produce(out);
   } catch (error) {
@@ -99,11 +118,13 @@ async function sendStream(req: Request, res: Response, status: number, produce: 
     // sees a truncated body, never a complete-looking one.
     req.log?.error({ err: error }, 'stream failed after the response started');
     res.destroy();
+  } finally {
+    clearTimeout(deadline);
   }
 }
 
 /** The route answering one operation: input from the request, result into the envelope. */
-export function operationRoute(operationId: OperationId, handler: ((input: never) => Promise<unknown>) | undefined, streamStallTimeoutMs: number): RequestHandler {
+export function operationRoute(operationId: OperationId, handler: ((input: never) => Promise<unknown>) | undefined, streamLimits: StreamLimits): RequestHandler {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
   return async (req, res) => {
@@ -113,7 +134,7 @@ export function operationRoute(operationId: OperationId, handler: ((input: never
     const status = result.status ?? defaultStatus;
     setHeaders(res, result.headers);
     if (result.stream) {
-      await sendStream(req, res, status, result.stream, streamStallTimeoutMs);
+      await sendStream(req, res, status, result.stream, streamLimits);
       return;
     }
     const body = { success: status < 400, data: result.data, ...(result.message === undefined ? {} : { message: result.message }) };
@@ -137,7 +158,7 @@ export function mountOperations(options: MountOptions): Router {
     if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
     const chain: RequestHandler[] = [...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
-    chain.push(operationRoute(operationId, handler, options.streamStallTimeoutMs));
+    chain.push(operationRoute(operationId, handler, options.streamLimits));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

@@ -181,6 +181,22 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
 }
 
 /**
+ * GET /api/health, per IP, with a budget of its own (RATE_LIMIT_HEALTH) far above any
+ * monitor's polling, so a flood from one address is refused (429) without a load balancer
+ * ever meeting the limit. Counted in this instance's memory whatever the backend: each
+ * instance answers for its own health, and health must answer while Redis is down.
+ */
+export function healthRateLimiter(config: RateLimitConfig): RequestHandler {
+  return limiter(memoryRateLimitBackend(), 'health', {
+    windowMs: config.windowMs,
+    limit: config.healthPerWindow,
+    keyGenerator: (req) => `ip:${clientIp(req)}`,
+    passOnStoreError: true,
+    handler: refuseWithEnvelope('health', 'Too many health requests: wait for the time in Retry-After, then retry.'),
+  });
+}
+
+/**
  * The public payment page (PAY_PORT): per IP, a tenth of the anonymous budget for POST (each
  * one may start a payment), the whole budget for page views, counted in the same store as the
  * API's limiters (Redis when REDIS_URL is set, so every instance shares the counts). `onLimit`

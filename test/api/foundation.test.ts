@@ -170,7 +170,7 @@ describe('foundation: health, contract, error envelope', () => {
     expectErrorEnvelope(res.body, 'Unauthorized');
   });
 
-  it('anonymous requests are rate limited per IP: 429 RateLimitExceeded with Retry-After; health is exempt', async () => {
+  it('anonymous requests are rate limited per IP: 429 RateLimitExceeded with Retry-After; health has a budget of its own', async () => {
     const limited = await buildTestApp({ env: { RATE_LIMIT_ANONYMOUS: '3' } });
     const refresh = () => request(limited).post('/api/auth/refresh').send({ refresh_token: 'rt_not-a-real-token' });
     for (let i = 0; i < 3; i += 1) expect((await refresh()).status).toBe(401);
@@ -178,12 +178,28 @@ describe('foundation: health, contract, error envelope', () => {
     expect(res.status).toBe(429);
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expectErrorEnvelope(res.body, 'RateLimitExceeded');
-    // Load balancers keep seeing the truth about the instance.
+    // Load balancers keep seeing the truth about the instance: the API budget is not health's.
     for (let i = 0; i < 5; i += 1) {
       const health = await request(limited).get('/api/health');
       expect(health.status).toBe(200);
-      expect(health.headers['ratelimit']).toBeUndefined();
+      expect(health.headers['ratelimit-policy']).toMatch(/^"health"; q=1200; w=60/);
     }
+  });
+
+  it('GET /api/health answers its documented 429 past its own per-IP budget (issue 26.13)', async () => {
+    const limited = await buildTestApp({ env: { RATE_LIMIT_HEALTH: '4' } });
+    for (let i = 0; i < 4; i += 1) {
+      const ok = await request(limited).get('/api/health');
+      expect(ok.status).toBe(200);
+      if (i === 0) expect(await expectResponseMatchesContract('get', '/health', ok)).toEqual(expect.arrayContaining(['RateLimit', 'RateLimit-Policy']));
+    }
+    const refused = await request(limited).get('/api/health');
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expectErrorEnvelope(refused.body, 'RateLimitExceeded');
+    await expectResponseMatchesContract('get', '/health', refused);
+    // Other routes keep their own budget.
+    expect((await request(limited).get('/api/openapi.json')).status).toBe(200);
   });
 });
 
