@@ -48,6 +48,7 @@ export function buildServices(deps: ServiceDeps) {
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
+  const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -65,7 +66,7 @@ export function buildServices(deps: ServiceDeps) {
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
     idempotency,
     payoutRail,
-    transfers: new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger }),
+    transfers,
     wallets: new WalletService(knex),
     escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, clock, logger: deps.logger }),
     tontines: new TontineService({ knex, idempotency, now: deps.now }),
@@ -79,8 +80,11 @@ export function buildServices(deps: ServiceDeps) {
      * closing the pool.
      */
     async shutdown(): Promise<void> {
+      await transfers.whenDispatched();
       payoutRail.stop();
       await Promise.all([payments.stop(), payoutRail.idle()]);
+      // The sandbox forgot the outcomes it had scheduled: the next start hands them over at once.
+      await transfers.releaseHandOvers().catch((error: unknown) => deps.logger.error({ err: error }, 'could not give back the rail hand-overs'));
     },
   };
 }

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { IdempotencyService } from '../../src/modules/idempotency';
@@ -191,16 +191,38 @@ describe('rail transfers (sandbox)', () => {
     await settleAll();
   });
 
-  it('hands pending transfers to the rail again after a restart', async () => {
+  it('hands pending transfers to the rail again after a restart, once the hand-over lease of the instance that died has ended', async () => {
     const alice = await fundedUser({ GHS: 1_000n });
     const transfer = await send(alice.id, { amount: 1, currency: 'GHS', recipientIdentifier: '+233241234567' });
     await transfers.whenDispatched();
     rail.stop(); // the process died: the sandbox forgot its schedule
+    const submit = vi.spyOn(rail, 'submit');
+    // Within the lease nobody hands it over again (another instance may still be waiting for its outcome).
+    await transfers.resumePending();
+    expect(submit.mock.calls.filter(([request]) => request.transferId === transfer.id)).toHaveLength(0);
+    // The lease ends (a minute later): the next sweep hands it over, once.
+    await knex('transfers').where({ id: transfer.id }).update({ rail_lease_until: knex.raw("now() - interval '1 second'") });
     expect(await transfers.resumePending()).toBeGreaterThanOrEqual(1);
+    expect(submit.mock.calls.filter(([request]) => request.transferId === transfer.id)).toHaveLength(1);
+    submit.mockRestore();
     await rail.settleAll();
     expect(await transfers.get(alice.id, transfer.id)).toMatchObject({ status: 'completed' });
     const row = await knex('transfers').where({ id: transfer.id }).first();
     expect(row.rail_reference).toBe(`sandbox_mobile_money_${transfer.id}`);
+  });
+
+  it('a graceful shutdown gives its hand-overs back, so the next start hands them over at once', async () => {
+    const alice = await fundedUser({ GHS: 1_000n });
+    const transfer = await send(alice.id, { amount: 1, currency: 'GHS', recipientIdentifier: '+233241234568' });
+    await transfers.whenDispatched();
+    rail.stop();
+    await transfers.releaseHandOvers();
+    const submit = vi.spyOn(rail, 'submit');
+    expect(await transfers.resumePending()).toBeGreaterThanOrEqual(1);
+    expect(submit.mock.calls.filter(([request]) => request.transferId === transfer.id)).toHaveLength(1);
+    submit.mockRestore();
+    await rail.settleAll();
+    expect(await transfers.get(alice.id, transfer.id)).toMatchObject({ status: 'completed' });
   });
 });
 

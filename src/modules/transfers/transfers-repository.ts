@@ -181,8 +181,42 @@ export class TransfersRepository {
     return toTransfer(row as Row);
   }
 
-  async pendingIds(limit: number): Promise<string[]> {
-    const rows = await this.db<Row>('transfers').where({ status: 'pending' }).orderBy('created_at').limit(limit).select('id');
-    return rows.map((row) => row.id);
+  /**
+   * Claims up to `limit` pending rail transfers nobody is handing over (no lease, or an
+   * expired one), oldest first, for `leaseSeconds`: rows another instance is claiming are
+   * skipped (FOR UPDATE SKIP LOCKED) and rows it claimed carry its lease, so instances
+   * sweeping at once each get different transfers. Returns the transfers claimed.
+   */
+  async claimForHandOver(limit: number, leaseSeconds: number): Promise<Transfer[]> {
+    const result = await this.db.raw(
+      `UPDATE transfers t SET rail_lease_until = now() + make_interval(secs => ?)
+        WHERE t.id IN (
+          SELECT c.id FROM transfers c
+           WHERE c.status = 'pending' AND c.rail <> 'p2p' AND (c.rail_lease_until IS NULL OR c.rail_lease_until <= now())
+           ORDER BY c.created_at
+           LIMIT ?
+           FOR UPDATE SKIP LOCKED)
+          AND t.status = 'pending'
+       RETURNING t.*`,
+      [leaseSeconds, limit],
+    );
+    return (result.rows as Row[]).map(toTransfer).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  }
+
+  /** Claims one pending rail transfer for `leaseSeconds` unless someone holds its lease (see claimForHandOver). */
+  async claimOneForHandOver(id: string, leaseSeconds: number): Promise<Transfer | undefined> {
+    const [row] = (await this.db('transfers')
+      .where({ id, status: 'pending' })
+      .whereNot('rail', 'p2p')
+      .andWhere((q) => q.whereNull('rail_lease_until').orWhere('rail_lease_until', '<=', this.db.fn.now()))
+      .update({ rail_lease_until: this.db.raw('now() + make_interval(secs => ?)', [leaseSeconds]) } as never)
+      .returning('*')) as Row[];
+    return row ? toTransfer(row) : undefined;
+  }
+
+  /** Gives up a hand-over lease (the rail refused the hand-over, or this instance forgot it): the next sweep takes the transfer. */
+  async releaseHandOver(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db('transfers').whereIn('id', [...ids]).andWhere({ status: 'pending' }).update({ rail_lease_until: null } as never);
   }
 }

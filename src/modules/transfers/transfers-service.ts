@@ -51,12 +51,26 @@ export type TransferCaller = string | { userId: string; sessionId?: string };
 
 /** Attempts of the one-statement transfer when PostgreSQL aborts it for a deadlock or a serialization failure. */
 const CREATE_ATTEMPTS = 4;
+/**
+ * How long a transfer handed to its rail is left to it: no instance hands it over again
+ * before (issue 26.10). A transfer still pending after that (its outcome never came: the
+ * process that handed it over died, or the rail lost it) is handed over again by one instance.
+ */
+export const RAIL_HANDOVER_LEASE_SECONDS = 60;
+/**
+ * A rail outcome whose write meets a lost database connection is written again at once on a
+ * new connection, with backoff: up to this many retries (about 3 s in all), instead of waiting
+ * for the next resume run (issue 26.9).
+ */
+export const OUTCOME_WRITE_RETRIES = 5;
 
 export interface TransferServiceDeps {
   knex: Knex;
   idempotency: IdempotencyService;
   rail: RailAdapter;
   logger?: Logger;
+  /** See RAIL_HANDOVER_LEASE_SECONDS. */
+  railLeaseSeconds?: number;
 }
 
 /**
@@ -77,13 +91,18 @@ export interface TransferServiceDeps {
 export class TransferService {
   private readonly knex: Knex;
   private readonly logger: Logger | undefined;
-  private readonly dispatching = new Set<Promise<void>>();
+  private readonly dispatching = new Set<Promise<unknown>>();
+  /** Transfers this instance handed to the rail whose outcome has not been written yet. */
+  private readonly handedOver = new Set<string>();
+  private readonly railLeaseSeconds: number;
 
   constructor(private readonly deps: TransferServiceDeps) {
     this.knex = deps.knex;
     this.logger = deps.logger;
+    this.railLeaseSeconds = deps.railLeaseSeconds ?? RAIL_HANDOVER_LEASE_SECONDS;
     deps.rail.onOutcome(async (transferId, outcome) => {
       await this.settle(transferId, outcome);
+      this.handedOver.delete(transferId);
     });
     deps.idempotency.registerResourceStatus('transfer', (db, id) => new TransfersRepository(db).statusOf(id));
   }
@@ -154,7 +173,10 @@ export class TransferService {
 
   /**
    * Applies a rail's outcome to a pending transfer, exactly once: a second report, or a
-   * report for a transfer that is not pending, changes nothing. Returns the transfer.
+   * report for a transfer that is not pending, changes nothing. Returns the transfer. A write
+   * that meets a lost connection (a terminated backend, a failover) is retried at once on a
+   * new connection with backoff: the transaction re-reads the transfer under its lock, so a
+   * retry after a COMMIT that did go through changes nothing.
    */
   async settle(transferId: string, outcome: PayoutOutcome): Promise<Transfer | undefined> {
     return withTransaction(this.knex, async (trx) => {
@@ -197,7 +219,7 @@ export class TransferService {
         failureCode: outcome.code,
         failureReason: outcome.reason,
       });
-    });
+    }, { retries: OUTCOME_WRITE_RETRIES, retryOnConnectionLoss: true });
   }
 
   /** Resolves once every payout handed off so far reached its rail (tests, shutdown). */
@@ -205,18 +227,38 @@ export class TransferService {
     while (this.dispatching.size > 0) await Promise.all([...this.dispatching]);
   }
 
-  /** Hands every pending transfer to its rail again (at start-up: a rail's submit is idempotent). */
+  /**
+   * Hands pending transfers to their rail again (at start-up and then every minute): those no
+   * instance holds a hand-over lease on, claimed with FOR UPDATE SKIP LOCKED, so instances
+   * sweeping at once never hand one transfer over twice. Returns how many this call handed over.
+   */
   async resumePending(limit = 1000): Promise<number> {
-    const ids = await new TransfersRepository(this.knex).pendingIds(limit);
-    for (const id of ids) await this.dispatch(id);
-    return ids.length;
+    const claimed = await new TransfersRepository(this.knex).claimForHandOver(limit, this.railLeaseSeconds);
+    let handed = 0;
+    for (const transfer of claimed) if (await this.dispatch(transfer.id, transfer)) handed += 1;
+    return handed;
   }
 
-  private async dispatch(transferId: string): Promise<void> {
+  /**
+   * Shutdown: the transfers this instance handed over whose outcome has not come are given
+   * back (their leases end now), so the next instance's sweep hands them over at once. (The
+   * sandbox rail forgets its schedule when it stops; a real rail reports anyway, and a second
+   * hand-over is idempotent on the transfer id.) A process that dies leaves them to the lease.
+   */
+  async releaseHandOvers(): Promise<void> {
+    const ids = [...this.handedOver];
+    this.handedOver.clear();
+    await new TransfersRepository(this.knex).releaseHandOver(ids);
+  }
+
+  /** Hands one transfer to its rail if this instance claims it (or already claimed it); true when handed over. */
+  private async dispatch(transferId: string, claimed?: Transfer): Promise<boolean> {
+    const transfers = new TransfersRepository(this.knex);
+    let transfer = claimed;
     try {
-      const transfers = new TransfersRepository(this.knex);
-      const transfer = await transfers.findById(transferId);
-      if (!transfer || transfer.status !== 'pending' || transfer.rail === 'p2p') return;
+      transfer ??= await transfers.claimOneForHandOver(transferId, this.railLeaseSeconds);
+      if (!transfer) return false;
+      this.handedOver.add(transfer.id);
       const { railReference } = await this.deps.rail.submit({
         transferId: transfer.id,
         rail: transfer.rail as PayoutRail,
@@ -225,9 +267,11 @@ export class TransferService {
         recipient: transfer.recipientIdentifier,
       });
       await transfers.markSubmitted(transfer.id, railReference);
+      return true;
     } catch (error) {
-      // The transfer stays pending (its money in the transit account); resumePending retries.
+      // The transfer stays pending (its money in the transit account); a later sweep retries.
       this.logger?.error({ err: error, transferId }, 'could not hand a transfer to its rail');
+      return false;
     }
   }
 

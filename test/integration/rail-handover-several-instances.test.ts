@@ -1,0 +1,147 @@
+import crypto from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKnex, migrateLatest } from '../../src/db/database';
+import { withTransaction } from '../../src/db/transaction';
+import { fundWallet } from '../../src/modules/ledger';
+import { IdempotencyService } from '../../src/modules/idempotency';
+import { TransferService, type RailAdapter } from '../../src/modules/transfers';
+import { databaseKind, testKnex } from '../support/database';
+import { inject } from 'vitest';
+
+/**
+ * Issue 26.10: after three instances restarted together, each handed the same pending
+ * transfers to the rail (696 hand-overs for 232 transfers). Several instances (each its own
+ * pool on one database, on PostgreSQL) now sweep at once and the rail is called once per
+ * transfer. On PostgreSQL the instances sweep a database of their own, so no other test
+ * file's transfers are taken by this test's rail; on the embedded back-end (one connection,
+ * files one after another) they share the run's.
+ */
+const TRANSFERS = 60;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A rail that records every hand-over and never reports an outcome (a slow one: each takes a few ms). */
+class RecordingRail implements RailAdapter {
+  readonly rails = ['bank', 'mobile_money'] as const;
+  constructor(private readonly calls: string[]) {}
+  onOutcome(): void {}
+  async submit(request: { transferId: string }): Promise<{ railReference: string }> {
+    this.calls.push(request.transferId);
+    await sleep(3);
+    return { railReference: `recorded_${request.transferId}` };
+  }
+}
+
+let setupKnex: Knex;
+const instanceKnexes: Knex[] = [];
+let dropDatabase: (() => Promise<void>) | undefined;
+
+beforeAll(async () => {
+  if (databaseKind() === 'embedded') {
+    setupKnex = testKnex();
+    for (let i = 0; i < 3; i += 1) instanceKnexes.push(testKnex());
+    return;
+  }
+  const serverUrl = inject('databaseUrl');
+  const name = `sweeps_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
+  await admin.raw(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  setupKnex = createKnex(url.toString(), 'postgres', 4);
+  await migrateLatest(setupKnex);
+  for (let i = 0; i < 3; i += 1) instanceKnexes.push(createKnex(url.toString(), 'postgres', 4));
+  dropDatabase = async () => {
+    for (const knex of [setupKnex, ...instanceKnexes]) await knex.destroy();
+    await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.destroy();
+  };
+}, 120_000);
+
+afterAll(async () => {
+  await dropDatabase?.();
+});
+
+function instance(knex: Knex, calls: string[]): TransferService {
+  return new TransferService({ knex, idempotency: new IdempotencyService(knex, { ttlHours: 24 }), rail: new RecordingRail(calls) });
+}
+
+async function fundedSender(): Promise<string> {
+  const [user] = (await setupKnex('users')
+    .insert({ email: `sweep-${crypto.randomUUID()}@test.example`, password_hash: 'not-a-hash', is_admin: false, status: 'active' })
+    .returning('id')) as Array<{ id: string }>;
+  const id = (user as { id: string }).id;
+  await withTransaction(setupKnex, (trx) => fundWallet(trx, id, 'XOF', 10_000_000n));
+  return id;
+}
+
+function phone(i: number): string {
+  return `+22507${String(10_000_000 + i).slice(-8)}`;
+}
+
+/** Each id of `mine` handed over exactly once in `calls`. */
+function expectEachOnce(calls: string[], mine: Set<string>): void {
+  const counts = new Map<string, number>();
+  for (const id of calls) if (mine.has(id)) counts.set(id, (counts.get(id) ?? 0) + 1);
+  expect([...mine].filter((id) => counts.get(id) !== 1)).toEqual([]);
+}
+
+describe('pending rail transfers swept by several instances at once', () => {
+  it('hands each transfer to the rail once, and each instance counts only what it handed over', { timeout: 120_000 }, async () => {
+    const sender = await fundedSender();
+    const creating: string[] = [];
+    const creator = instance(setupKnex, creating);
+    const mine = new Set<string>();
+    for (let i = 0; i < TRANSFERS; i += 1) {
+      const transfer = await creator.create(sender, crypto.randomUUID(), { amount: 100, currency: 'XOF', recipientIdentifier: phone(i), rail: 'mobile_money' });
+      expect(transfer.status).toBe('pending');
+      mine.add(transfer.id);
+    }
+    await creator.whenDispatched();
+    expectEachOnce(creating, mine);
+    // The instance that handed them over died a while ago: their hand-over leases have ended.
+    await setupKnex('transfers').whereIn('id', [...mine]).update({ rail_lease_until: setupKnex.raw("now() - interval '1 second'") });
+
+    const calls: string[] = [];
+    const instances = instanceKnexes.map((knex) => instance(knex, calls));
+    const counts = await Promise.all(instances.map((service) => service.resumePending()));
+    expectEachOnce(calls, mine);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(calls.length);
+    if (databaseKind() === 'postgres') expect(calls).toHaveLength(TRANSFERS);
+
+    // Swept again at once: every lease still runs, nobody hands anything over.
+    const again: string[] = [];
+    const second = await Promise.all(instanceKnexes.map((knex) => instance(knex, again).resumePending()));
+    expect(again.filter((id) => mine.has(id))).toEqual([]);
+    expect(second.reduce((a, b) => a + b, 0)).toBe(again.length);
+  });
+
+  it('a transfer created while other instances sweep is handed over once, by whichever instance claims it first', { timeout: 120_000 }, async () => {
+    const sender = await fundedSender();
+    const calls: string[] = [];
+    const [first, ...others] = instanceKnexes.map((knex) => instance(knex, calls));
+    const mine = new Set<string>();
+    let stop = false;
+    const passes = others.map(() => 0);
+    const sweeping = others.map(async (service, n) => {
+      let handed = 0;
+      while (!stop) {
+        handed += await service.resumePending();
+        passes[n] = (passes[n] as number) + 1;
+        await sleep(1);
+      }
+      return handed;
+    });
+    for (let i = 0; i < 20; i += 1) {
+      const transfer = await (first as TransferService).create(sender, crypto.randomUUID(), { amount: 50, currency: 'XOF', recipientIdentifier: phone(1000 + i), rail: 'mobile_money' });
+      mine.add(transfer.id);
+    }
+    await (first as TransferService).whenDispatched();
+    // Every sweeper passes at least twice more over the table after the last transfer exists.
+    const after = [...passes];
+    while (passes.some((count, n) => count < (after[n] as number) + 2)) await sleep(5);
+    stop = true;
+    await Promise.all(sweeping);
+    expectEachOnce(calls, mine);
+  });
+});
