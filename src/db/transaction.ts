@@ -6,6 +6,13 @@ const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadloc
 export interface TransactionOptions {
   /** Extra attempts after the first one (default 3). */
   retries?: number;
+  /**
+   * Also retry, on a new connection and with a longer backoff (100 ms, doubling), when the
+   * connection is lost mid-transaction (a terminated backend, a failover, a reset socket).
+   * Only for work that re-checks under its locks what it changes: the COMMIT may have gone
+   * through before the connection dropped.
+   */
+  retryOnConnectionLoss?: boolean;
   isolationLevel?: Knex.IsolationLevels;
   readOnly?: boolean;
 }
@@ -14,6 +21,25 @@ export function isRetryableDatabaseError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && RETRYABLE.has(code);
 }
+
+/** SQLSTATEs of a connection that ended under the transaction (class 08, admin/crash shutdown). */
+const CONNECTION_LOST_STATES = new Set(['57P01', '57P02', '57P03', '08000', '08003', '08006']);
+const CONNECTION_LOST_ERRNOS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT']);
+
+/**
+ * True when `error` says the database connection was lost (terminated backend, server restart,
+ * reset socket): the work may be tried again on a new connection. Errors of a statement that
+ * ran (constraints, serialization) are not.
+ */
+export function isConnectionLoss(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  if (typeof e?.code === 'string' && (CONNECTION_LOST_STATES.has(e.code) || CONNECTION_LOST_ERRNOS.has(e.code))) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|connection error and is not queryable|Client was closed and is not queryable/i.test(message);
+}
+
+/** The first pause before retrying on a new connection (then doubling). */
+const CONNECTION_RETRY_BASE_MS = 100;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -38,8 +64,9 @@ export async function withTransaction<T>(
     try {
       return await (db as Knex).transaction(fn, config);
     } catch (error) {
-      if (attempt >= retries || !isRetryableDatabaseError(error)) throw error;
-      await sleep(Math.floor(Math.random() * 10 * 2 ** attempt) + 1);
+      const lost = options.retryOnConnectionLoss === true && isConnectionLoss(error);
+      if (attempt >= retries || !(lost || isRetryableDatabaseError(error))) throw error;
+      await sleep(lost ? CONNECTION_RETRY_BASE_MS * 2 ** attempt + Math.floor(Math.random() * 50) : Math.floor(Math.random() * 10 * 2 ** attempt) + 1);
     }
   }
 }
