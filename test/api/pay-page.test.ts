@@ -1,7 +1,7 @@
 import pino from 'pino';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import type { RateLimitBackend } from '../../src/http/rate-limit';
@@ -9,7 +9,9 @@ import { signAmount, PaymentPageService, PaymentsService } from '../../src/modul
 import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
-import { testKnex } from '../support/database';
+import { databaseKind, testKnex } from '../support/database';
+import { createKnex } from '../../src/db/database';
+import { AccountService } from '../../src/modules/accounts';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization, businessPath } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
 import { statementUrl } from '../support/statements';
@@ -791,8 +793,13 @@ describe('GET /business/organizations/{orgId}/payments', () => {
           ((await testKnex()('payments').where({ organization_id: own.id })) as Array<{ reference: string; status: string }>).map((p) => [p.reference, p.status]),
         );
       const bad = new Set(((await testKnex()('payments').where({ organization_id: own.id }).andWhere('reference', 'like', 'BAD-%')) as Array<{ id: string }>).map((p) => p.id));
-      const realSettle = slowPayments.settle.bind(slowPayments);
-      const settle = vi.spyOn(slowPayments, 'settle').mockImplementation((id, at) => (bad.has(id) ? Promise.reject(new Error('settlement broken')) : realSettle(id, at)));
+      // The settlement of the BAD ones breaks inside its transaction (the sweep claims and
+      // settles each payment in one transaction).
+      const markSucceeded = PaymentsRepository.prototype.markSucceeded;
+      const settle = vi.spyOn(PaymentsRepository.prototype, 'markSucceeded').mockImplementation(async function (this: PaymentsRepository, id, postingId) {
+        if (bad.has(id)) throw new Error('settlement broken');
+        return markSucceeded.call(this, id, postingId);
+      });
 
       expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(0); // BAD-1 and BAD-2 fail
       expect(await slowPayments.sweepDue({ batchSize: 2 })).toBe(1); // BAD-3 fails, GOOD-1 settles
@@ -809,6 +816,33 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(5_000n);
     } finally {
       await slowPayments.stop();
+    }
+  });
+
+  it('several instances sweeping at once settle each due payment once, and each counts only what it settled (issue 26.10)', async () => {
+    const { slowPayments, own, account, pay } = await sweepSetup();
+    // One pool per instance on PostgreSQL; the one connection on the embedded back-end.
+    const pools = databaseKind() === 'postgres' ? [0, 1, 2].map(() => createKnex(inject('databaseUrl'), 'postgres', 4)) : [];
+    const instances = (pools.length ? pools : [testKnex(), testKnex(), testKnex()]).map(
+      (knex) => new PaymentsService(knex, new AccountService(knex, { cursorSecret: testConfig().paySecret }), pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 }),
+    );
+    try {
+      for (let i = 1; i <= 12; i += 1) await pay(100 * i, `MANY-${i}`);
+      // Due long ago, and swept "then": no other test's payment is due that early.
+      const then = new Date('2001-01-01T00:00:10Z');
+      await testKnex()('payments').where({ organization_id: own.id }).update({ settle_after: new Date('2001-01-01T00:00:00Z') });
+      const before = await balanceOf(testKnex(), account.ledgerAccountId);
+      const counts = await Promise.all(instances.map((payments) => payments.sweepDue({ now: then, batchSize: 100 })));
+      expect(counts.reduce((a, b) => a + b, 0)).toBe(12);
+      const statuses = ((await testKnex()('payments').where({ organization_id: own.id })) as Array<{ status: string }>).map((p) => p.status);
+      expect(statuses).toEqual(Array(12).fill('succeeded'));
+      expect(await balanceOf(testKnex(), account.ledgerAccountId)).toBe(before + 7_800n);
+      expect(await Promise.all(instances.map((payments) => payments.sweepDue({ now: then, batchSize: 100 })))).toEqual([0, 0, 0]);
+      await expectLedgerInvariants(testKnex());
+    } finally {
+      await Promise.all(instances.map((payments) => payments.stop()));
+      await slowPayments.stop();
+      for (const knex of pools) await knex.destroy();
     }
   });
 

@@ -168,9 +168,13 @@ export const idempotencyRepository = {
     await db('idempotency_keys').where({ id, claim_token: claimToken, status: 'in_progress' }).del();
   },
 
+  /**
+   * Deletes up to `limit` expired keys; keys another instance's purge (or a request taking an
+   * expired key over) holds are skipped, never waited for. Returns how many this call deleted.
+   */
   async purgeExpired(db: Db, limit: number): Promise<number> {
     return db('idempotency_keys')
-      .whereIn('id', db('idempotency_keys').select('id').where('expires_at', '<=', db.fn.now()).limit(limit))
+      .whereIn('id', db('idempotency_keys').select('id').where('expires_at', '<=', db.fn.now()).limit(limit).forUpdate().skipLocked())
       .del();
   },
 };

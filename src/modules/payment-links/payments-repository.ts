@@ -144,11 +144,21 @@ export class PaymentsRepository {
     return toPayments(this.db, await PAYMENTS.rows<PaymentRow>(this.db, query, { organization_id: organizationId }, filter));
   }
 
-  /** Ids of pending payments whose sandbox decision is due. */
-  async dueIds(now: Date, limit: number): Promise<string[]> {
-    const query = this.db('payments').where('status', 'pending').andWhere('settle_after', '<=', now);
-    const rows = (await query.orderBy('settle_after').orderBy('id').limit(limit).select('id')) as Array<{ id: string }>;
-    return rows.map((row) => row.id);
+  /**
+   * Locks the pending payment whose sandbox decision is due first, skipping rows another
+   * transaction holds (FOR UPDATE SKIP LOCKED): instances sweeping at once each take a
+   * different payment and never wait for each other. Call inside the settling transaction.
+   */
+  async lockNextDue(now: Date): Promise<string | undefined> {
+    const row = (await this.db('payments')
+      .where('status', 'pending')
+      .andWhere('settle_after', '<=', now)
+      .orderBy('settle_after')
+      .orderBy('id')
+      .forUpdate()
+      .skipLocked()
+      .first('id')) as { id: string } | undefined;
+    return row?.id;
   }
 
   /**

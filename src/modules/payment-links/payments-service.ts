@@ -195,53 +195,56 @@ export class PaymentsService {
   }
 
   private settleNow(paymentId: string, now: Date): Promise<Payment> {
-    return withTransaction(this.knex, async (trx) => {
-      const payments = new PaymentsRepository(trx);
-      const payment = await payments.findById(paymentId, { forUpdate: true });
-      if (!payment) throw new PaymentNotFound();
-      if (payment.status !== 'pending' || payment.settleAfter.getTime() > now.getTime()) return payment;
-      if (payment.sandboxOutcome.startsWith('failed:')) {
-        await payments.markFailed(payment.id, payment.sandboxOutcome.slice('failed:'.length));
+    return withTransaction(this.knex, async (trx) => (await this.settleIn(trx, paymentId, now)).payment);
+  }
+
+  /** Settles the payment in `trx` when it is pending and due; `changed` says whether it did. */
+  private async settleIn(trx: Knex.Transaction, paymentId: string, now: Date): Promise<{ payment: Payment; changed: boolean }> {
+    const payments = new PaymentsRepository(trx);
+    const payment = await payments.findById(paymentId, { forUpdate: true });
+    if (!payment) throw new PaymentNotFound();
+    if (payment.status !== 'pending' || payment.settleAfter.getTime() > now.getTime()) return { payment, changed: false };
+    if (payment.sandboxOutcome.startsWith('failed:')) {
+      await payments.markFailed(payment.id, payment.sandboxOutcome.slice('failed:'.length));
+    } else {
+      const account = await this.activeDestination(trx, payment.organizationId, payment.destinationAccountId, true);
+      if (!account) {
+        await payments.markFailed(payment.id, 'destination_unavailable');
       } else {
-        const account = await this.activeDestination(trx, payment.organizationId, payment.destinationAccountId, true);
-        if (!account) {
-          await payments.markFailed(payment.id, 'destination_unavailable');
+        const clearing = await externalClearingAccount(trx, payment.currency);
+        let postingId: string | null = null;
+        try {
+          const posting = await post(trx, {
+            kind: POSTING_KIND,
+            reference: payment.id,
+            // The destination account's statement line reads "Payment received - <reference>"
+            // (describePosting): the integrator's order reference, for reconciliation.
+            metadata: {
+              organization_id: payment.organizationId,
+              link_id: payment.linkId,
+              payment_id: payment.id,
+              method: payment.method,
+              ...(payment.reference !== null ? { reference: payment.reference } : {}),
+            },
+            entries: [
+              { accountId: clearing.id, amountMinor: -payment.amountMinor },
+              { accountId: account.ledgerAccountId, amountMinor: payment.amountMinor },
+            ],
+          });
+          postingId = posting.id;
+        } catch (error) {
+          // A frozen destination ledger account is refused before anything is written.
+          if (!(error instanceof DomainError && error.code === 'AccountFrozen')) throw error;
+        }
+        if (postingId) {
+          await payments.markSucceeded(payment.id, postingId);
+          if (payment.oneOff) await new PaymentLinksRepository(trx).setStatus(payment.linkId, 'completed');
         } else {
-          const clearing = await externalClearingAccount(trx, payment.currency);
-          let postingId: string | null = null;
-          try {
-            const posting = await post(trx, {
-              kind: POSTING_KIND,
-              reference: payment.id,
-              // The destination account's statement line reads "Payment received - <reference>"
-              // (describePosting): the integrator's order reference, for reconciliation.
-              metadata: {
-                organization_id: payment.organizationId,
-                link_id: payment.linkId,
-                payment_id: payment.id,
-                method: payment.method,
-                ...(payment.reference !== null ? { reference: payment.reference } : {}),
-              },
-              entries: [
-                { accountId: clearing.id, amountMinor: -payment.amountMinor },
-                { accountId: account.ledgerAccountId, amountMinor: payment.amountMinor },
-              ],
-            });
-            postingId = posting.id;
-          } catch (error) {
-            // A frozen destination ledger account is refused before anything is written.
-            if (!(error instanceof DomainError && error.code === 'AccountFrozen')) throw error;
-          }
-          if (postingId) {
-            await payments.markSucceeded(payment.id, postingId);
-            if (payment.oneOff) await new PaymentLinksRepository(trx).setStatus(payment.linkId, 'completed');
-          } else {
-            await payments.markFailed(payment.id, 'destination_unavailable');
-          }
+          await payments.markFailed(payment.id, 'destination_unavailable');
         }
       }
-      return (await payments.findById(payment.id)) as Payment;
-    });
+    }
+    return { payment: (await payments.findById(payment.id)) as Payment, changed: true };
   }
 
   /**
@@ -249,28 +252,40 @@ export class PaymentsService {
    * oldest due first. Run at service start (a restart lost the timers) and then on an
    * interval (src/main.ts); reads never settle anything. A payment that fails to settle is
    * logged and its settlement pushed back (settleRetryMs), so the next sweeps move on to the
-   * others instead of retrying the same failing batch forever. Returns how many settled.
+   * others instead of retrying the same failing batch forever. Each payment is claimed and
+   * settled in one transaction (FOR UPDATE SKIP LOCKED): instances sweeping at once each
+   * settle different payments. Returns how many this call settled (a payment another instance
+   * or its own timer settled first is not counted).
    */
   async sweepDue(options: { now?: Date; batchSize?: number } = {}): Promise<number> {
     const now = options.now ?? this.clock();
-    const payments = new PaymentsRepository(this.knex);
-    const ids = await payments.dueIds(now, options.batchSize ?? 100);
+    const batchSize = options.batchSize ?? 100;
     let settled = 0;
-    for (const id of ids) {
-      if (this.stopped) break;
+    for (let taken = 0; taken < batchSize && !this.stopped; taken += 1) {
+      let claimed: string | undefined;
       try {
-        await this.settle(id, now);
-        settled += 1;
+        const outcome = await this.track(
+          withTransaction(this.knex, async (trx) => {
+            claimed = await new PaymentsRepository(trx).lockNextDue(now);
+            if (claimed === undefined) return 'none' as const;
+            return (await this.settleIn(trx, claimed, now)).changed ? ('settled' as const) : ('unchanged' as const);
+          }),
+        );
+        if (outcome === 'none') break;
+        if (outcome === 'settled') settled += 1;
       } catch (error) {
+        if (claimed === undefined) throw error;
+        const id = claimed;
         const retryAt = new Date(now.getTime() + this.settleRetryMs);
         this.logger.error({ err: error, paymentId: id, retryAt }, 'sandbox settlement failed; retried later');
-        await payments
+        await new PaymentsRepository(this.knex)
           .deferSettlement(id, retryAt)
           .catch((deferError: unknown) => this.logger.error({ err: deferError, paymentId: id }, 'could not defer a failed sandbox settlement'));
       }
     }
     return settled;
   }
+
 
   /** A payment of a link, for its result page (as it stands: the page never settles it). */
   forPage(linkId: string, paymentId: string): Promise<Payment | undefined> {
