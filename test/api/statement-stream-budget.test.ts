@@ -158,3 +158,77 @@ describe('no database connection free in time', () => {
     }
   });
 });
+
+describe('statement downloads that read slowly (issue 26.11)', () => {
+  it('are cut at the overall time limit however they read, so two slow readers cannot keep every export at 503', { timeout: 120_000 }, async () => {
+    const limited = await buildTestApp({
+      env: { STATEMENT_STREAMS_PER_USER: '1', STATEMENT_STREAMS_TOTAL: '2', STATEMENT_STREAM_STALL_TIMEOUT_MS: '60000', STATEMENT_STREAM_MAX_DURATION_MS: '3000' },
+    });
+    const slowServer = http.createServer(limited);
+    await new Promise<void>((resolve) => slowServer.listen(0, '127.0.0.1', resolve));
+    const slowPort = (slowServer.address() as AddressInfo).port;
+    const sockets: net.Socket[] = [];
+    try {
+      const [alice, bob, carol] = await Promise.all([createMember(org, 'representative'), createMember(org, 'finance_manager'), createMember(org, 'owner')]);
+      const [aliceToken, bobToken, carolToken] = await Promise.all([accessTokenFor(limited, alice), accessTokenFor(limited, bob), accessTokenFor(limited, carol)]);
+
+      /** Reads one chunk every 400 ms (about 160 KB/s: the 6.6 MB file would take 40 s): never stalled long enough for the stall timer. */
+      const trickle = (token: string) =>
+        new Promise<{ status: number; received: () => string; closed: Promise<void>; drain: () => void }>((resolve, reject) => {
+          const socket = net.connect(slowPort, '127.0.0.1');
+          sockets.push(socket);
+          let text = '';
+          const closed = new Promise<void>((done) => socket.once('close', () => done()));
+          let trickling = true;
+          const timer = setInterval(() => socket.resume(), 400);
+          const drain = () => {
+            trickling = false;
+            clearInterval(timer);
+            socket.resume();
+          };
+          socket.once('close', () => clearInterval(timer));
+          socket.once('error', reject);
+          socket.on('data', (chunk: Buffer) => {
+            const first = text === '';
+            text += chunk.toString('latin1');
+            if (trickling) socket.pause();
+            if (first) resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), received: () => text, closed, drain });
+          });
+          const path = statementUrl(org.id, account.id, { from: START, to: END, format: 'csv' });
+          socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+        });
+      const slow = [await trickle(aliceToken), await trickle(bobToken)];
+      expect(slow.map((download) => download.status)).toEqual([200, 200]);
+      const short = statementUrl(org.id, account.id, { from: START, to: new Date(START.getTime() + 50 * 100), format: 'csv' });
+      const refused = await request(limited).get(short).set(bearer(carolToken));
+      expect(refused.status).toBe(503);
+
+      // Past the overall limit (3 s) both are cut and their slots are free, long before they
+      // could have finished reading; what they got is a truncated file (no closing balance row).
+      const started = Date.now();
+      while (limited.services.accounts.streams.inUse > 0 && Date.now() - started < 12_000) await sleep(100);
+      expect(limited.services.accounts.streams.inUse).toBe(0);
+      for (const download of slow) download.drain();
+      await Promise.all(slow.map((download) => download.closed));
+      for (const download of slow) {
+        expect(download.received().length).toBeGreaterThan(100_000);
+        expect(download.received()).not.toContain('"closing_balance"');
+      }
+      let served: request.Response | undefined;
+      for (let attempt = 0; attempt < 50; attempt += 1) {
+        served = await request(limited).get(short).set(bearer(carolToken));
+        if (served.status === 200) break;
+        await sleep(100);
+      }
+      expect(served?.status).toBe(200);
+      const rows = (served?.text ?? '').trimEnd().split('\r\n');
+      expect(rows).toHaveLength(50 + 3);
+      expect(rows[rows.length - 1]).toContain('"closing_balance"');
+      expect(limited.services.accounts.streams.inUse).toBe(0);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      slowServer.closeAllConnections();
+      await new Promise<void>((resolve) => slowServer.close(() => resolve()));
+    }
+  });
+});

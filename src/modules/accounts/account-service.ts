@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError, type FieldIssue } from '../../errors';
 import { isUuid } from '../../ids';
-import { currencies, ensureAccount, LedgerReadModel } from '../ledger';
+import { currencies, ensureAccount, LedgerReadModel, StatementCheckpoints } from '../ledger';
 import { AccountRepository, type AccountRecord } from './account-repository';
 import type { CreateOrgAccountInput, OrgAccount, StatementInterval } from './account-types';
 import { validateNewAccount } from './account-validation';
@@ -187,14 +187,16 @@ export class AccountService {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_STATEMENT_PAGE) {
       throw ValidationError.field('query.limit', `limit is an integer from 1 to ${MAX_STATEMENT_PAGE}.`);
     }
+    const checkpoints = new StatementCheckpoints();
     const page = await withTransaction(
       this.knex,
       async (trx) => {
         const account = await this.getAccountForOrganization(organizationId, accountId, trx);
-        return new StatementReader(trx, account).page(interval, cursor?.entryId, limit);
+        return new StatementReader(trx, account, checkpoints).page(interval, cursor?.entryId, limit);
       },
       READ_SNAPSHOT,
     );
+    await this.storeCheckpoints(checkpoints);
     const last = page.lines[page.lines.length - 1];
     const nextCursor = page.hasMore && last ? encodeStatementCursor(this.cursorSecret, { entryId: last.entryId, ...interval, requestedTo }) : null;
     return { ...page, nextCursor };
@@ -212,6 +214,18 @@ export class AccountService {
   async streamStatement(organizationId: string, accountId: string, range: StatementRange, sink: StatementSink, batchSize = STATEMENT_BATCH_SIZE): Promise<void> {
     const { from, to } = resolveInterval(range, this.settledUntil());
     const account = await this.getAccountForOrganization(organizationId, accountId);
-    await new StatementReader(this.knex, account).stream({ from, to }, sink, batchSize);
+    const checkpoints = new StatementCheckpoints();
+    await new StatementReader(this.knex, account, checkpoints).stream({ from, to }, sink, batchSize);
+    await this.storeCheckpoints(checkpoints);
+  }
+
+  /**
+   * Stores the day checkpoints a read computed (after its read-only snapshot). They are a
+   * cache of immutable history: failing to store one costs the next read the same work again,
+   * never a wrong answer, so a failure here never fails the read.
+   */
+  private async storeCheckpoints(checkpoints: StatementCheckpoints): Promise<void> {
+    if (checkpoints.size === 0) return;
+    await checkpoints.save(this.knex).catch(() => undefined);
   }
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
-import { LedgerReadModel, type AccountEntry, type EntryPosition } from '../ledger';
+import { LedgerReadModel, type AccountEntry, type EntryPosition, type StatementCheckpoints } from '../ledger';
 import { OrganizationRepository } from '../organizations';
 import { AccountRepository } from './account-repository';
 import type { OrgAccount, StatementHeader, StatementInterval, StatementLine } from './account-types';
@@ -36,7 +36,11 @@ const INVALID_CURSOR = 'starting_after must be the next_cursor of a previous pag
  * Reads one account's statement on `db`: a JSON page inside the caller's read-only REPEATABLE
  * READ transaction; a stream on the pool, one short query per batch:
  * the ledger's entries through the ledger read model, the counterparties' names through the
- * organisations module and this module's accounts.
+ * organisations module and this module's accounts. Balances before a point (opening, the
+ * interval's totals, the running balance at a cursor) start from the ledger's day
+ * checkpoints, so a page reads at most about a day of entries besides its lines, whatever the
+ * account's age; checkpoints it had to compute go to `checkpoints`, for the caller to store
+ * after the read.
  */
 export class StatementReader {
   private readonly ledger: LedgerReadModel;
@@ -44,26 +48,28 @@ export class StatementReader {
   constructor(
     private readonly db: Knex | Knex.Transaction,
     private readonly account: OrgAccount,
+    checkpoints?: StatementCheckpoints,
   ) {
-    this.ledger = new LedgerReadModel(db);
+    this.ledger = new LedgerReadModel(db, checkpoints);
   }
 
   /** Up to `limit` lines after the cursor entry (`afterEntryId`, a signed, bigint-range entry id), each with its running balance. */
   async page(interval: StatementInterval, afterEntryId: string | undefined, limit: number): Promise<StatementPageContent> {
     const ledgerAccountId = this.account.ledgerAccountId;
     const after = afterEntryId === undefined ? undefined : await this.positionWithin(interval, afterEntryId);
-    const opening = await this.ledger.balanceBefore(ledgerAccountId, interval.from);
-    const totals = await this.ledger.totals(ledgerAccountId, interval.from, interval.to);
-    const running = after ? opening + (await this.ledger.sumThrough(ledgerAccountId, interval.from, after)) : opening;
+    const start = await this.ledger.cumulative(ledgerAccountId, { before: interval.from });
+    const end = await this.ledger.cumulative(ledgerAccountId, { before: interval.to });
+    const opening = start.netMinor;
+    const running = after ? (await this.ledger.cumulative(ledgerAccountId, { through: after })).netMinor : opening;
     const entries = await this.ledger.entries(ledgerAccountId, interval, after, limit + 1);
     return {
       account: this.account,
       interval,
       openingBalanceMinor: opening,
-      closingBalanceMinor: opening + totals.creditsMinor + totals.debitsMinor,
-      totalCreditsMinor: totals.creditsMinor,
-      totalDebitsMinor: totals.debitsMinor,
-      entryCount: totals.count,
+      closingBalanceMinor: end.netMinor,
+      totalCreditsMinor: end.creditsMinor - start.creditsMinor,
+      totalDebitsMinor: end.debitsMinor - start.debitsMinor,
+      entryCount: Number(end.count - start.count),
       lines: await this.toLines(entries.slice(0, limit), running),
       hasMore: entries.length > limit,
     };
@@ -72,7 +78,7 @@ export class StatementReader {
   /** Every line of the interval to `sink`, `batchSize` entries at a time (memory holds one batch). */
   async stream(interval: StatementInterval, sink: StatementSink, batchSize: number): Promise<void> {
     const ledgerAccountId = this.account.ledgerAccountId;
-    const opening = await this.ledger.balanceBefore(ledgerAccountId, interval.from);
+    const opening = (await this.ledger.cumulative(ledgerAccountId, { before: interval.from })).netMinor;
     let entries = await this.ledger.entries(ledgerAccountId, interval, undefined, batchSize);
     await sink.start({ account: this.account, interval, openingBalanceMinor: opening });
     let running = opening;

@@ -15,4 +15,4 @@ export {
 export { currencies, type Currency } from './currency-repository';
 export { formatMinor, minorToNumber, parseAmount, toBigInt, MAX_MINOR } from './money';
 export type * from './ledger-types';
-export { LedgerReadModel, type AccountEntry, type AccountState, type EntryPosition } from './ledger-read-model';
+export { LedgerReadModel, StatementCheckpoints, type AccountEntry, type AccountState, type Cumulative, type EntryPosition } from './ledger-read-model';

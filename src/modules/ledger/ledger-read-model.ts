@@ -89,13 +89,189 @@ function toEntry(row: EntryRow): AccountEntry {
   };
 }
 
+/** Running totals of an account's entries up to a point: what a statement needs of its history. */
+export interface Cumulative {
+  /** Sum of the entries (the balance at that point). */
+  netMinor: bigint;
+  creditsMinor: bigint;
+  /** Zero or less. */
+  debitsMinor: bigint;
+  count: bigint;
+}
+
+const ZERO: Cumulative = { netMinor: 0n, creditsMinor: 0n, debitsMinor: 0n, count: 0n };
+
+function plus(a: Cumulative, b: Cumulative): Cumulative {
+  return { netMinor: a.netMinor + b.netMinor, creditsMinor: a.creditsMinor + b.creditsMinor, debitsMinor: a.debitsMinor + b.debitsMinor, count: a.count + b.count };
+}
+
+function minus(a: Cumulative, b: Cumulative): Cumulative {
+  return { netMinor: a.netMinor - b.netMinor, creditsMinor: a.creditsMinor - b.creditsMinor, debitsMinor: a.debitsMinor - b.debitsMinor, count: a.count - b.count };
+}
+
+interface SumsRow {
+  net: string | number;
+  credits: string | number;
+  debits: string | number;
+  n: string | number;
+}
+
+function toCumulative(row: SumsRow): Cumulative {
+  return { netMinor: toBigInt(row.net), creditsMinor: toBigInt(row.credits), debitsMinor: toBigInt(row.debits), count: toBigInt(row.n) };
+}
+
+const SUMS = `coalesce(sum(e.amount_minor), 0) AS net,
+              coalesce(sum(e.amount_minor) FILTER (WHERE e.amount_minor > 0), 0) AS credits,
+              coalesce(sum(e.amount_minor) FILTER (WHERE e.amount_minor < 0), 0) AS debits,
+              count(*) AS n`;
+
+const DAY_MS = 86_400_000;
+/**
+ * A day's checkpoint is stored only once the day started at least this long ago: far past the
+ * statements' settle margin (an entry's created_at is its transaction's start), so no posting
+ * can still add an entry before it.
+ */
+export const CHECKPOINT_SETTLED_MS = 3_600_000;
+
+/** A checkpoint computed by a read, to be stored after it (see StatementCheckpoints). */
+export interface Checkpoint {
+  accountId: string;
+  at: Date;
+  totals: Cumulative;
+}
+
+/**
+ * Checkpoints (running totals at UTC day starts, table ledger_statement_checkpoints) that
+ * reads computed because they were missing. Reads run in read-only snapshots, so they only
+ * collect them; `save` stores them afterwards, in its own statement, once per day and account
+ * (a concurrent reader storing the same one is skipped: both computed the same totals from
+ * immutable history).
+ */
+export class StatementCheckpoints {
+  private readonly computed = new Map<string, Checkpoint>();
+
+  add(checkpoint: Checkpoint): void {
+    this.computed.set(`${checkpoint.accountId}@${checkpoint.at.toISOString()}`, checkpoint);
+  }
+
+  get size(): number {
+    return this.computed.size;
+  }
+
+  /** Stores the collected checkpoints of settled days; the database's clock has the last word. */
+  async save(db: Db): Promise<void> {
+    const rows = [...this.computed.values()];
+    this.computed.clear();
+    for (const checkpoint of rows) {
+      await db.raw(
+        `INSERT INTO ledger_statement_checkpoints (account_id, at, balance_minor, credits_minor, debits_minor, entry_count)
+         SELECT ?::uuid, ?::timestamptz, ?::numeric, ?::numeric, ?::numeric, ?::bigint
+          WHERE ?::timestamptz <= now() - make_interval(secs => ?)
+         ON CONFLICT (account_id, at) DO NOTHING`,
+        [
+          checkpoint.accountId,
+          checkpoint.at.toISOString(),
+          checkpoint.totals.netMinor.toString(),
+          checkpoint.totals.creditsMinor.toString(),
+          checkpoint.totals.debitsMinor.toString(),
+          checkpoint.totals.count.toString(),
+          checkpoint.at.toISOString(),
+          CHECKPOINT_SETTLED_MS / 1000,
+        ],
+      );
+    }
+  }
+}
+
+/** Where a running total stops: before an instant, or through an entry (inclusive). */
+type Bound = { before: Date } | { through: EntryPosition };
+
+function boundTime(bound: Bound): number {
+  return 'before' in bound ? bound.before.getTime() : new Date(bound.through.bookedAt).getTime();
+}
+
 /**
  * Reads of one ledger account's entries, for statements: what other modules may know of the
  * ledger tables. Every read takes the account's entries in [from, to) by created_at; read them
  * in one REPEATABLE READ transaction for a consistent statement.
  */
 export class LedgerReadModel {
-  constructor(private readonly db: Db) {}
+  /** With `checkpoints`, the running totals of statements start from day checkpoints (see cumulative()). */
+  constructor(
+    private readonly db: Db,
+    private readonly checkpoints?: StatementCheckpoints,
+  ) {}
+
+  /**
+   * The running totals of the account's entries before an instant, or through an entry: the
+   * checkpoint of the bound's UTC day (or the day before, while the day is too recent to be
+   * stored) plus that day's entries up to the bound. A missing checkpoint is computed from the
+   * nearest stored one (the whole history only the first time) and collected for storing.
+   * What a statement page costs no longer grows with the account's age.
+   */
+  async cumulative(accountId: string, bound: Bound): Promise<Cumulative> {
+    let day = Math.floor(boundTime(bound) / DAY_MS) * DAY_MS;
+    if (day > Date.now() - CHECKPOINT_SETTLED_MS) day -= DAY_MS;
+    const at = new Date(day);
+    const [upper, bindings] = this.upperBound(bound);
+    const hit = (await this.db.raw(
+      `SELECT c.balance_minor, c.credits_minor, c.debits_minor, c.entry_count, s.*
+         FROM ledger_statement_checkpoints c
+        CROSS JOIN LATERAL (
+          SELECT ${SUMS} FROM entries e
+           WHERE e.account_id = c.account_id AND e.created_at >= c.at AND ${upper}) s
+        WHERE c.account_id = ? AND c.at = ?`,
+      [...bindings, accountId, at],
+    )) as { rows: Array<SumsRow & { balance_minor: string; credits_minor: string; debits_minor: string; entry_count: string }> };
+    const row = hit.rows[0];
+    if (row) {
+      const checkpoint = { netMinor: toBigInt(row.balance_minor), creditsMinor: toBigInt(row.credits_minor), debitsMinor: toBigInt(row.debits_minor), count: toBigInt(row.entry_count) };
+      return plus(checkpoint, toCumulative(row));
+    }
+    const checkpoint = await this.computeCheckpoint(accountId, at);
+    return plus(checkpoint, await this.sums(accountId, at, bound));
+  }
+
+  /** The running totals before `at` (a day start), from the nearest stored checkpoint; collected for storing. */
+  private async computeCheckpoint(accountId: string, at: Date): Promise<Cumulative> {
+    const nearest = (await this.db.raw(
+      `(SELECT 'before' AS side, at, balance_minor, credits_minor, debits_minor, entry_count FROM ledger_statement_checkpoints
+         WHERE account_id = ? AND at < ? ORDER BY at DESC LIMIT 1)
+       UNION ALL
+       (SELECT 'after' AS side, at, balance_minor, credits_minor, debits_minor, entry_count FROM ledger_statement_checkpoints
+         WHERE account_id = ? AND at > ? ORDER BY at LIMIT 1)`,
+      [accountId, at, accountId, at],
+    )) as { rows: Array<{ side: 'before' | 'after'; at: Date; balance_minor: string; credits_minor: string; debits_minor: string; entry_count: string }> };
+    const [closest] = nearest.rows.sort((a, b) => Math.abs(new Date(a.at).getTime() - at.getTime()) - Math.abs(new Date(b.at).getTime() - at.getTime()));
+    let totals: Cumulative;
+    if (!closest) {
+      totals = await this.sums(accountId, null, { before: at });
+    } else {
+      const stored = { netMinor: toBigInt(closest.balance_minor), creditsMinor: toBigInt(closest.credits_minor), debitsMinor: toBigInt(closest.debits_minor), count: toBigInt(closest.entry_count) };
+      const storedAt = new Date(closest.at);
+      totals = closest.side === 'before' ? plus(stored, await this.sums(accountId, storedAt, { before: at })) : minus(stored, await this.sums(accountId, at, { before: storedAt }));
+    }
+    this.checkpoints?.add({ accountId, at, totals });
+    return totals;
+  }
+
+  /** Running totals of the account's entries from `from` (or the beginning) up to the bound. */
+  private async sums(accountId: string, from: Date | null, bound: Bound): Promise<Cumulative> {
+    const [upper, bindings] = this.upperBound(bound);
+    const lower = from === null ? '' : 'AND e.created_at >= ?';
+    const result = (await this.db.raw(`SELECT ${SUMS} FROM entries e WHERE e.account_id = ? ${lower} AND ${upper}`, [
+      accountId,
+      ...(from === null ? [] : [from]),
+      ...bindings,
+    ])) as { rows: SumsRow[] };
+    return result.rows[0] ? toCumulative(result.rows[0]) : ZERO;
+  }
+
+  private upperBound(bound: Bound): [string, Knex.RawBinding[]] {
+    return 'before' in bound
+      ? ['e.created_at < ?', [bound.before]]
+      : ['(e.created_at, e.id) <= (?::timestamptz, ?::bigint)', [bound.through.bookedAt, bound.through.entryId]];
+  }
 
   /** The balance and status of each ledger account, by id (unknown ids are absent), in one query. */
   async accountStates(accountIds: readonly string[]): Promise<Map<string, AccountState>> {
@@ -104,39 +280,6 @@ export class LedgerReadModel {
       .whereIn('id', [...new Set(accountIds)])
       .select('id', 'balance_minor', 'status')) as Array<{ id: string; balance_minor: string | number; status: AccountStatus }>;
     return new Map(rows.map((row) => [row.id, { balanceMinor: toBigInt(row.balance_minor), status: row.status }]));
-  }
-
-  /** Sum of the account's entries booked before `before` (an opening balance). */
-  async balanceBefore(accountId: string, before: Date): Promise<bigint> {
-    const row = (await this.db('entries')
-      .where('account_id', accountId)
-      .andWhere('created_at', '<', before)
-      .first(this.db.raw('coalesce(sum(amount_minor), 0) AS total'))) as { total: string | number };
-    return toBigInt(row.total);
-  }
-
-  /** Credits, debits and count of the account's entries in [from, to). */
-  async totals(accountId: string, from: Date, to: Date): Promise<EntryTotals> {
-    const row = (await this.db('entries')
-      .where('account_id', accountId)
-      .andWhere('created_at', '>=', from)
-      .andWhere('created_at', '<', to)
-      .first(
-        this.db.raw('coalesce(sum(amount_minor) FILTER (WHERE amount_minor > 0), 0) AS credits'),
-        this.db.raw('coalesce(sum(amount_minor) FILTER (WHERE amount_minor < 0), 0) AS debits'),
-        this.db.raw('count(*) AS count'),
-      )) as { credits: string | number; debits: string | number; count: string | number };
-    return { creditsMinor: toBigInt(row.credits), debitsMinor: toBigInt(row.debits), count: Number(row.count) };
-  }
-
-  /** Sum of the account's entries from `from` up to and including `through`. */
-  async sumThrough(accountId: string, from: Date, through: EntryPosition): Promise<bigint> {
-    const row = (await this.db('entries as e')
-      .where('e.account_id', accountId)
-      .andWhere('e.created_at', '>=', from)
-      .andWhereRaw('(e.created_at, e.id) <= (?::timestamptz, ?::bigint)', [through.bookedAt, through.entryId])
-      .first(this.db.raw('coalesce(sum(e.amount_minor), 0) AS total'))) as { total: string | number };
-    return toBigInt(row.total);
   }
 
   /** The position of one of the account's entries; undefined when `entryId` is not one of them. */
