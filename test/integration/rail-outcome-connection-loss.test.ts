@@ -7,7 +7,6 @@ import { withTransaction } from '../../src/db/transaction';
 import { fundWallet } from '../../src/modules/ledger';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { SandboxRail, TransferService } from '../../src/modules/transfers';
-import { TransfersRepository } from '../../src/modules/transfers/transfers-repository';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
@@ -64,7 +63,7 @@ describe('a rail outcome whose write meets a lost database connection', () => {
         if (victim === undefined) await sleep(25);
       }
       expect(victim).toBeDefined();
-      await testKnex().raw('SELECT pg_terminate_backend(?)', [victim]);
+      await testKnex().raw('SELECT pg_terminate_backend(?)', [victim as number]);
       await holder.commit();
       await reporting;
     } finally {
@@ -80,15 +79,17 @@ describe('a rail outcome whose write meets a lost database connection', () => {
     const { rail, transfers, errors } = service(testKnex());
     const transfer = await transfers.create(await sender(), crypto.randomUUID(), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881112', rail: 'mobile_money' });
     await transfers.whenDispatched();
-    const lockById = TransfersRepository.prototype.lockById;
+    // The next two transactions die with their connection, as under pg_terminate_backend.
+    const knex = testKnex();
+    const transaction = knex.transaction.bind(knex);
     let failures = 2;
-    const spy = vi.spyOn(TransfersRepository.prototype, 'lockById').mockImplementation(async function (this: TransfersRepository, id: string) {
-      if (id === transfer.id && failures > 0) {
+    const spy = vi.spyOn(knex, 'transaction').mockImplementation(((...args: Parameters<Knex['transaction']>) => {
+      if (failures > 0) {
         failures -= 1;
-        throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+        return Promise.reject(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
       }
-      return lockById.call(this, id);
-    });
+      return (transaction as (...a: unknown[]) => unknown)(...args);
+    }) as never);
     try {
       await rail.settleAll();
     } finally {
@@ -103,7 +104,7 @@ describe('a rail outcome whose write meets a lost database connection', () => {
     const { rail, transfers, errors } = service(testKnex());
     const transfer = await transfers.create(await sender(), crypto.randomUUID(), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881113', rail: 'mobile_money' });
     await transfers.whenDispatched();
-    const spy = vi.spyOn(TransfersRepository.prototype, 'lockById').mockRejectedValue(Object.assign(new Error('check constraint'), { code: '23514' }));
+    const spy = vi.spyOn(testKnex(), 'transaction').mockRejectedValue(Object.assign(new Error('check constraint'), { code: '23514' }));
     try {
       await rail.settleAll();
       expect(spy).toHaveBeenCalledTimes(1);
