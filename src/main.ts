@@ -80,14 +80,17 @@ async function main(): Promise<void> {
   const onJobRun = (job: string, outcome: 'success' | 'failure') => metrics.jobRun(job, outcome);
 
   // Pending bank and mobile-money transfers are handed to their rail again at start and then
-  // every minute: a restart or a failed settlement never leaves money parked in transit.
+  // every minute: a restart or a failed settlement never leaves money parked in transit. Each
+  // is claimed with SKIP LOCKED and a hand-over lease, so with several instances the rail is
+  // called once per transfer (and again only when its outcome has not come within the lease).
   const pendingTransfers = startBackgroundJob('resume pending transfers', 60_000, logger, async () => {
     const resumed = await started.services.transfers.resumePending();
     if (resumed) logger.info({ resumed }, 'pending transfers handed to their rail again');
   }, onJobRun);
   // Payments on the payment page whose sandbox decision is due are settled at start (a
   // restart lost their timers) and then every 10 seconds, a bounded batch at a time; reads
-  // (the status API, the result page) never settle anything.
+  // (the status API, the result page) never settle anything. Each payment is claimed with
+  // SKIP LOCKED: instances sweeping at once settle different ones, each counting its own.
   const duePayments = startBackgroundJob('settle due payments', 10_000, logger, async () => {
     const settled = await started.services.payments.sweepDue({ batchSize: 100 });
     if (settled) logger.info({ settled }, 'due sandbox payments settled');
