@@ -134,7 +134,7 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
   const value = raw === undefined || raw === '' ? fallback : raw;
   if (value.length < 32) throw new ConfigError(`${key} must be at least 32 characters long`);
   if (nodeEnv === 'production' && value === fallback) {
-    throw new ConfigError(`${key} must be set in production (the default development secret is refused)`);
+    throw new ConfigError(`${key} must be set in production (the default development secret is refused; NODE_ENV unset means production)`);
   }
   return value;
 }
@@ -153,8 +153,30 @@ function sharedRateLimitStore(env: Env, nodeEnv: NodeEnv): { redisUrl: string | 
   return { redisUrl, singleInstance };
 }
 
+/**
+ * The mode. Unset means production: the safe side is the default, so an instance started
+ * without NODE_ENV refuses the public default secrets and the embedded database and never
+ * seeds the demo data. `make run` (development) and the test suite (test) say their mode.
+ */
+function mode(env: Env): NodeEnv {
+  return oneOf<NodeEnv>(env, 'NODE_ENV', 'production', ['development', 'test', 'production']);
+}
+
+/** The embedded PostgreSQL is for development and tests: production needs a real server. */
+function refuseEmbeddedInProduction(value: string | undefined, nodeEnv: NodeEnv): void {
+  if (nodeEnv === 'production' && !value) {
+    throw new ConfigError('DATABASE_URL must be set in production (the embedded database is for development and tests; set NODE_ENV=development to use it)');
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', 'development', ['development', 'test', 'production']);
+  const config = readConfig(env);
+  refuseEmbeddedInProduction(config.databaseUrl, config.nodeEnv);
+  return config;
+}
+
+function readConfig(env: Env): Config {
+  const nodeEnv = mode(env);
   const payPort = integer(env, 'PAY_PORT', 8081, 0, 65535);
   const payUrl = url(env, 'PAY_URL', `http://localhost:${payPort}`, ['http:', 'https:']) as string;
   return {

@@ -34,6 +34,8 @@ function listen(server: http.Server, port: number): Promise<number> {
 async function main(): Promise<void> {
   const config = readConfig();
   const logger = createLogger(config);
+  // The mode decides secrets, seeding and the embedded database: say it first.
+  logger.info({ mode: config.nodeEnv, seedDemo: config.seedDemo, database: config.databaseUrl ? 'postgres' : 'embedded' }, `starting in ${config.nodeEnv} mode`);
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
   // From here on a failed start closes what it opened (above all the embedded database's
   // process) before the process exits.
