@@ -16,6 +16,8 @@ export interface RateLimitConfig {
   anonymousPerWindow: number;
   /** Login attempts per window per IP and identifier. */
   loginPerWindow: number;
+  /** Login attempts per window per IP, whatever the identifier. */
+  loginPerIpPerWindow: number;
 }
 
 export interface Config {
@@ -39,8 +41,15 @@ export interface Config {
     refreshTtlSeconds: number;
   };
   login: {
+    /** Failed attempts from one source address on one account before that source is locked out of it. */
     maxFailedAttempts: number;
     lockMinutes: number;
+    /** Failed attempts from all sources on one account before it is locked for every source not known to it. */
+    accountMaxFailedAttempts: number;
+    /** How long a source that logged in successfully stays known to the account (not stopped by the account-wide lock). */
+    knownSourceDays: number;
+    /** Password verifications running at once in one process; beyond, 503 ServiceUnavailable. */
+    maxConcurrentVerifications: number;
   };
   idempotencyTtlHours: number;
   rateLimit: RateLimitConfig;
@@ -197,6 +206,9 @@ function readConfig(env: Env): Config {
     login: {
       maxFailedAttempts: integer(env, 'LOGIN_MAX_FAILED_ATTEMPTS', 5, 1, 100),
       lockMinutes: integer(env, 'LOGIN_LOCK_MINUTES', 15, 1, 24 * 60),
+      accountMaxFailedAttempts: integer(env, 'LOGIN_ACCOUNT_MAX_FAILED_ATTEMPTS', 20, 1, 10_000),
+      knownSourceDays: integer(env, 'LOGIN_KNOWN_SOURCE_DAYS', 30, 0, 365),
+      maxConcurrentVerifications: integer(env, 'LOGIN_MAX_CONCURRENT_VERIFICATIONS', 8, 1, 1_000),
     },
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     rateLimit: {
@@ -204,6 +216,7 @@ function readConfig(env: Env): Config {
       authenticatedPerWindow: integer(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1, 1_000_000),
       anonymousPerWindow: integer(env, 'RATE_LIMIT_ANONYMOUS', 300, 1, 1_000_000),
       loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 1_000_000),
+      loginPerIpPerWindow: integer(env, 'RATE_LIMIT_LOGIN_PER_IP', 30, 1, 1_000_000),
     },
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [

@@ -10,7 +10,8 @@ describe('config', () => {
     expect(config.databaseUrl).toBeUndefined();
     expect(config.redisUrl).toBeUndefined();
     expect(config.jwt.accessTtlSeconds).toBe(900);
-    expect(config.login).toEqual({ maxFailedAttempts: 5, lockMinutes: 15 });
+    expect(config.login).toEqual({ maxFailedAttempts: 5, lockMinutes: 15, accountMaxFailedAttempts: 20, knownSourceDays: 30, maxConcurrentVerifications: 8 });
+    expect(config.rateLimit.loginPerIpPerWindow).toBe(30);
     expect(config.idempotencyTtlHours).toBe(24);
     expect(config.seedDemo).toBe(true);
     expect(config.validateResponses).toBe(true);
