@@ -35,7 +35,13 @@ export interface paths {
         put?: never;
         /**
          * Log in
-         * @description Opens a session for a user identified by e-mail (case-insensitive) or telephone number (normalised to E.164) and password, and returns a short-lived JWT access token and a refresh token. Unknown identifier and wrong password give the same 401 `InvalidCredentials`, in about the same time. After 5 failed attempts the account is locked for 15 minutes (401 `AccountLocked`, the attempt that reaches the limit included; a successful login resets the count); a disabled account gets the same 401 `InvalidCredentials`. An identifier that is neither an e-mail address nor a telephone number in international form (`+` and country code) answers 400 `ValidationError`. Rate-limited per IP address and identifier; when the rate-limit store is unreachable, login fails closed with 503.
+         * @description Opens a session for a user identified by e-mail (case-insensitive) or telephone number (normalised to E.164) and password, and returns a short-lived JWT access token and a refresh token.
+         *
+         *     **Lockout policy.** Failed attempts are counted per account and source address, in the database, before the password is checked (so concurrent attempts on any number of instances never check more passwords than the limit). After `LOGIN_MAX_FAILED_ATTEMPTS` (5) failures from one address within `LOGIN_LOCK_MINUTES` (15), that address is locked out of that account for 15 minutes: 401 `AccountLocked` with `Retry-After` (the attempt that reaches the limit included), even for the right password; other addresses are not affected. After `LOGIN_ACCOUNT_MAX_FAILED_ATTEMPTS` (20) failures from all addresses the account is locked for every address except those it logged in from successfully in the last `LOGIN_KNOWN_SOURCE_DAYS` (30): strangers cannot lock the owner out of a device they already use. A successful login clears its address's count.
+         *
+         *     **Nothing tells who has an account.** An unknown identifier is counted, locked and answered exactly like an account (401 `InvalidCredentials`, then `AccountLocked` with the same `Retry-After`), in the same time (a dummy password check); a wrong password for a disabled or operator-locked account answers `InvalidCredentials` too; only the right password of a disabled account answers `InvalidCredentials` and of an operator-locked one `AccountLocked` without `Retry-After`.
+         *
+         *     An identifier that is neither an e-mail address nor a telephone number in international form (`+` and country code) answers 400 `ValidationError`. Rate-limited per IP address and identifier (`RATE_LIMIT_LOGIN`) and per IP address (`RATE_LIMIT_LOGIN_PER_IP`): 429 beyond. When the rate-limit store is unreachable login fails closed with 503; when `LOGIN_MAX_CONCURRENT_VERIFICATIONS` password checks already run in the instance, 503 `ServiceUnavailable` with `Retry-After` at once (the attempt is not counted).
          */
         post: operations["login"];
         delete?: never;
@@ -4491,7 +4497,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            /** @description `InvalidCredentials`: unknown identifier, wrong password or disabled account (one message for all). `AccountLocked`: too many failed attempts; `Retry-After` gives the seconds until the lock ends. */
+            /** @description `InvalidCredentials`: unknown identifier, wrong password or disabled account (one message for all). `AccountLocked`: too many failed attempts from this address on this identifier, or on the account from everywhere (known addresses excepted), whether or not the account exists; `Retry-After` gives the seconds until the lock ends. */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WwwAuthenticate"];

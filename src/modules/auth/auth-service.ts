@@ -121,8 +121,13 @@ export class AuthService {
       const current = await users.findCredentialsById(user.id);
       throw (current && statusRefusal(current)) ?? new InvalidCredentialsError();
     }
-    await attempts.recordSuccess(subject, source);
+    await Promise.all([attempts.recordSuccess(subject, source), attempts.release(subject, EVERY_SOURCE)]);
     return tokens;
+  }
+
+  /** Deletes failed-login rows untouched for longer than a known source is remembered; returns how many. */
+  purgeLoginAttempts(): Promise<number> {
+    return new LoginAttemptsRepository(this.knex).purgeOlderThan(this.login.knownSourceDays + 1);
   }
 
   /** AccountLocked when this reservation finds a running lock or a count past `max`. */

@@ -67,6 +67,13 @@ export class LoginAttemptsRepository {
       .update({ failures: 0, locked_until: null, window_started_at: this.db.fn.now(), last_success_at: this.db.fn.now(), updated_at: this.db.fn.now() });
   }
 
+  /** Gives back one reserved attempt that turned out right (the account-wide count counts failures only). */
+  async release(subject: string, source: string): Promise<void> {
+    await this.db('login_attempts')
+      .where({ subject, source })
+      .update({ failures: this.db.raw('GREATEST(failures - 1, 0)'), updated_at: this.db.fn.now() });
+  }
+
   /** Deletes rows untouched for `days` (and not locked any more); returns how many. */
   async purgeOlderThan(days: number): Promise<number> {
     return Number(
