@@ -32,24 +32,29 @@ lint: install
 build: install
 	npx --no-install tsc -p tsconfig.build.json
 
+# The mode is said here: NODE_ENV unset means production, which refuses the default secrets,
+# the embedded database and the demo seed. `make run`, `seed` and `migrate` run for development
+# unless NODE_ENV says otherwise; `make test` runs in test mode.
+DEV_MODE := NODE_ENV=$${NODE_ENV:-development}
+
 migrate: install
-	npx --no-install tsx scripts/migrate.ts
+	$(DEV_MODE) npx --no-install tsx scripts/migrate.ts
 
 seed: install
-	npx --no-install tsx scripts/seed.ts
+	$(DEV_MODE) npx --no-install tsx scripts/seed.ts
 
 run: install
-	npx --no-install tsx src/main.ts
+	$(DEV_MODE) npx --no-install tsx src/main.ts
 
 test: install
-	npx --no-install vitest run
+	NODE_ENV=test npx --no-install vitest run
 
 bench: install
 	npx --no-install tsx scripts/bench/run.ts
 
 # The contract fuzzer with many requests per operation (make test runs a few).
 fuzz: install
-	FUZZ_RUNS=$${FUZZ_RUNS:-200} npx --no-install vitest run test/contract/contract-fuzz.test.ts
+	NODE_ENV=test FUZZ_RUNS=$${FUZZ_RUNS:-200} npx --no-install vitest run test/contract/contract-fuzz.test.ts
 
 # Mutation testing of the critical core (stryker.config.mjs); HTML report under
 # test-artifacts/mutation/. MUTATE=path narrows it to one file, MUTATION_TESTS=a.test.ts,b.test.ts

@@ -35,7 +35,13 @@ export interface paths {
         put?: never;
         /**
          * Log in
-         * @description Opens a session for a user identified by e-mail (case-insensitive) or telephone number (normalised to E.164) and password, and returns a short-lived JWT access token and a refresh token. Unknown identifier and wrong password give the same 401 `InvalidCredentials`, in about the same time. After 5 failed attempts the account is locked for 15 minutes (401 `AccountLocked`, the attempt that reaches the limit included; a successful login resets the count); a disabled account gets the same 401 `InvalidCredentials`. An identifier that is neither an e-mail address nor a telephone number in international form (`+` and country code) answers 400 `ValidationError`. Rate-limited per IP address and identifier; when the rate-limit store is unreachable, login fails closed with 503.
+         * @description Opens a session for a user identified by e-mail (case-insensitive) or telephone number (normalised to E.164) and password, and returns a short-lived JWT access token and a refresh token.
+         *
+         *     **Lockout policy.** Failed attempts are counted per account and source address, in the database, before the password is checked (so concurrent attempts on any number of instances never check more passwords than the limit). After `LOGIN_MAX_FAILED_ATTEMPTS` (5) failures from one address within `LOGIN_LOCK_MINUTES` (15), that address is locked out of that account for 15 minutes: 401 `AccountLocked` with `Retry-After` (the attempt that reaches the limit included), even for the right password; other addresses are not affected. After `LOGIN_ACCOUNT_MAX_FAILED_ATTEMPTS` (20) failures from all addresses the account is locked for every address except those it logged in from successfully in the last `LOGIN_KNOWN_SOURCE_DAYS` (30): strangers cannot lock the owner out of a device they already use. A successful login clears its address's count.
+         *
+         *     **Nothing tells who has an account.** An unknown identifier is counted, locked and answered exactly like an account (401 `InvalidCredentials`, then `AccountLocked` with the same `Retry-After`), in the same time (a dummy password check); a wrong password for a disabled or operator-locked account answers `InvalidCredentials` too; only the right password of a disabled account answers `InvalidCredentials` and of an operator-locked one `AccountLocked` without `Retry-After`.
+         *
+         *     An identifier that is neither an e-mail address nor a telephone number in international form (`+` and country code) answers 400 `ValidationError`. Rate-limited per IP address and identifier (`RATE_LIMIT_LOGIN`) and per IP address (`RATE_LIMIT_LOGIN_PER_IP`): 429 beyond. When the rate-limit store is unreachable login fails closed with 503; when `LOGIN_MAX_CONCURRENT_VERIFICATIONS` password checks already run in the instance, 503 `ServiceUnavailable` with `Retry-After` at once (the attempt is not counted).
          */
         post: operations["login"];
         delete?: never;
@@ -869,7 +875,7 @@ export interface paths {
         put?: never;
         /**
          * Sign an amount and reference into a link
-         * @description Returns the link's `link_with_amount` filled with an amount and a reference, signed with the platform's key (`sig`) together with an expiry (`exp`): the payment page refuses the URL if the amount, the reference or the expiry is edited, and once it expires. Links created with `require_signed_amount` accept amounts from the URL only this way. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`).
+         * @description Returns the link's `link_with_amount` filled with an amount and a reference, signed with the platform's key (`sig`) together with an expiry (`exp`): the payment page refuses the URL if the amount, the reference or the expiry is edited, and once it expires. Links created with `require_signed_amount` accept amounts from the URL only this way. This is how to match payments to orders: a payment made through a signed URL carries its `reference` (and reserves the order: one pending or succeeded payment per link and reference, 409 "Order already paid" beyond), while a reference in an unsigned URL is only the customer's note (`customer_reference`) and never blocks or satisfies the order. Match on `reference` and the signed amount, and read `status` from `GET .../payments`. Roles: owner, admin or finance_manager. The payment links module must be open for writes and the organisation active (otherwise 422 `OrganizationInactive`).
          */
         post: operations["createSignedPaymentLink"];
         delete?: never;
@@ -893,7 +899,7 @@ export interface paths {
         };
         /**
          * List payments
-         * @description The payments made on the organisation's links and Checkouts, newest first, with cursor pagination. Use it to check an order before fulfilling it: filter by your `reference` and look for a `succeeded` payment of the right amount. A customer returning to your site is not a payment confirmation. Roles: owner, admin, representative, director or finance_manager.
+         * @description The payments made on the organisation's links and Checkouts, newest first, with cursor pagination. Use it to check an order before fulfilling it: filter by your `reference` and look for a `succeeded` payment of the right amount. A customer returning to your site is not a payment confirmation. Only a reference you fixed is a payment's `reference` (the link's own, or one your signed link carried): a reference typed into an unsigned payment-page URL is kept as `customer_reference`, matches no filter and never blocks your signed link for that order. Roles: owner, admin, representative, director or finance_manager.
          *
          *     Sandbox: on the payment page, a mobile-money number ending in `0001` fails with `insufficient_funds`, `0002` with `approval_rejected`, `0003` with `payer_not_found`; `0009` stays `pending` a few seconds then succeeds, `0008` stays `pending` then fails with `expired`; any other number succeeds. Test cards (any future expiry, any CVC): `4242424242424242` succeeds, `4000000000000002` fails with `card_declined`, `4000000000009995` with `insufficient_funds`, `4000000000000077` succeeds after a delay; other card numbers are refused. A delayed payment is settled by the service in the background (also after a restart, within seconds of it being due); reading it here never changes it, so poll until it leaves `pending`.
          */
@@ -2866,7 +2872,7 @@ export interface components {
          * @description Integration extracts ready to paste.
          */
         PaymentLinkSnippets: {
-            /** @description URL template: `public_url` followed by the query parameters `amount` and `reference`, holding the placeholders `{AMOUNT}` and `{REFERENCE}` that the integrator replaces (URL-encoded) for each order. `null` when the payment page would refuse every URL built from it, so that no integration ships a template that cannot work: the link is not `active` (deactivated, expired or completed), it fixes the amount or the reference itself (a one-off link with a fixed `amount` or `reference`: share `public_url`), or `require_signed_amount` is true (unsigned amounts are refused: build each order's URL with `createSignedPaymentLink`). The Checkout, while active and not requiring signatures, always has it. */
+            /** @description URL template: `public_url` followed by the query parameters `amount` and `reference`, holding the placeholders `{AMOUNT}` and `{REFERENCE}` that the integrator replaces (URL-encoded) for each order. Nothing signs such a URL, so its `reference` is kept on the payment as `customer_reference` (a note: it reserves, blocks and satisfies no order); to match payments to orders, build each order's URL with `createSignedPaymentLink` and match on `reference`. `null` when the payment page would refuse every URL built from it, so that no integration ships a template that cannot work: the link is not `active` (deactivated, expired or completed), it fixes the amount or the reference itself (a one-off link with a fixed `amount` or `reference`: share `public_url`), or `require_signed_amount` is true (unsigned amounts are refused: build each order's URL with `createSignedPaymentLink`). The Checkout, while active and not requiring signatures, always has it. */
             link_with_amount: string | null;
             /** @description An HTML link to `public_url` that opens in a new window (`target="_blank"` with `rel="noopener noreferrer"`). */
             html_button: string;
@@ -3113,7 +3119,7 @@ export interface components {
         PaymentStatus: "pending" | "succeeded" | "failed";
         /**
          * Payment
-         * @description A payment made by a customer on a payment link or Checkout. Check that a payment is `succeeded` (and that its amount and reference are the ones of your order) before fulfilling the order: a customer returning to your site is not a payment confirmation.
+         * @description A payment made by a customer on a payment link or Checkout. Check that a payment is `succeeded` (and that its amount and reference are the ones of your order) before fulfilling the order: a customer returning to your site is not a payment confirmation. Match payments to orders by `reference`, which only the merchant can set (the link's own, or one a signed link carried); `customer_reference` is what an unsigned URL said and proves nothing.
          */
         Payment: {
             /**
@@ -3140,8 +3146,10 @@ export interface components {
             amount: number;
             amount_minor: components["schemas"]["MinorAmount"];
             currency: components["schemas"]["CurrencyCode"];
-            /** @description The reference of the order (from the link or its URL), or `null`. */
+            /** @description The order reference the merchant fixed: the link's own, or the one a signed link (`POST .../signed-links`) carried, covered by its signature. Only such a reference reserves the order (one pending or succeeded payment per link and reference). `null` otherwise. */
             reference: string | null;
+            /** @description A reference an unsigned payment-page URL carried (`?reference=`), kept as the customer's note: anyone can write it, so it never reserves, blocks or satisfies an order and is not matched by the `reference` filter. `null` when the payment has a `reference` or the URL had none. */
+            customer_reference: string | null;
             /**
              * @description Payment method the customer used (sandbox rails).
              * @enum {string}
@@ -4496,7 +4504,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            /** @description `InvalidCredentials`: unknown identifier, wrong password or disabled account (one message for all). `AccountLocked`: too many failed attempts; `Retry-After` gives the seconds until the lock ends. */
+            /** @description `InvalidCredentials`: unknown identifier, wrong password or disabled account (one message for all). `AccountLocked`: too many failed attempts from this address on this identifier, or on the account from everywhere (known addresses excepted), whether or not the account exists; `Retry-After` gives the seconds until the lock ends. */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
@@ -6146,7 +6154,7 @@ export interface operations {
                  */
                 link_id?: string;
                 /**
-                 * @description Only payments with exactly this reference.
+                 * @description Only payments with exactly this reference (the merchant's: never a `customer_reference`).
                  * @example ORDER-1042
                  */
                 reference?: string;

@@ -18,6 +18,8 @@ export interface RateLimitConfig {
   loginPerWindow: number;
   /** GET /api/health per window per IP, counted by each instance in its own memory. */
   healthPerWindow: number;
+  /** Login attempts per window per IP, whatever the identifier. */
+  loginPerIpPerWindow: number;
 }
 
 export interface Config {
@@ -41,8 +43,15 @@ export interface Config {
     refreshTtlSeconds: number;
   };
   login: {
+    /** Failed attempts from one source address on one account before that source is locked out of it. */
     maxFailedAttempts: number;
     lockMinutes: number;
+    /** Failed attempts from all sources on one account before it is locked for every source not known to it. */
+    accountMaxFailedAttempts: number;
+    /** How long a source that logged in successfully stays known to the account (not stopped by the account-wide lock). */
+    knownSourceDays: number;
+    /** Password verifications running at once in one process; beyond, 503 ServiceUnavailable. */
+    maxConcurrentVerifications: number;
   };
   idempotencyTtlHours: number;
   rateLimit: RateLimitConfig;
@@ -138,7 +147,7 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
   const value = raw === undefined || raw === '' ? fallback : raw;
   if (value.length < 32) throw new ConfigError(`${key} must be at least 32 characters long`);
   if (nodeEnv === 'production' && value === fallback) {
-    throw new ConfigError(`${key} must be set in production (the default development secret is refused)`);
+    throw new ConfigError(`${key} must be set in production (the default development secret is refused; NODE_ENV unset means production)`);
   }
   return value;
 }
@@ -157,8 +166,30 @@ function sharedRateLimitStore(env: Env, nodeEnv: NodeEnv): { redisUrl: string | 
   return { redisUrl, singleInstance };
 }
 
+/**
+ * The mode. Unset means production: the safe side is the default, so an instance started
+ * without NODE_ENV refuses the public default secrets and the embedded database and never
+ * seeds the demo data. `make run` (development) and the test suite (test) say their mode.
+ */
+function mode(env: Env): NodeEnv {
+  return oneOf<NodeEnv>(env, 'NODE_ENV', 'production', ['development', 'test', 'production']);
+}
+
+/** The embedded PostgreSQL is for development and tests: production needs a real server. */
+function refuseEmbeddedInProduction(value: string | undefined, nodeEnv: NodeEnv): void {
+  if (nodeEnv === 'production' && !value) {
+    throw new ConfigError('DATABASE_URL must be set in production (the embedded database is for development and tests; set NODE_ENV=development to use it)');
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', 'development', ['development', 'test', 'production']);
+  const config = readConfig(env);
+  refuseEmbeddedInProduction(config.databaseUrl, config.nodeEnv);
+  return config;
+}
+
+function readConfig(env: Env): Config {
+  const nodeEnv = mode(env);
   const payPort = integer(env, 'PAY_PORT', 8081, 0, 65535);
   const payUrl = url(env, 'PAY_URL', `http://localhost:${payPort}`, ['http:', 'https:']) as string;
   return {
@@ -179,6 +210,9 @@ export function loadConfig(env: Env = process.env): Config {
     login: {
       maxFailedAttempts: integer(env, 'LOGIN_MAX_FAILED_ATTEMPTS', 5, 1, 100),
       lockMinutes: integer(env, 'LOGIN_LOCK_MINUTES', 15, 1, 24 * 60),
+      accountMaxFailedAttempts: integer(env, 'LOGIN_ACCOUNT_MAX_FAILED_ATTEMPTS', 20, 1, 10_000),
+      knownSourceDays: integer(env, 'LOGIN_KNOWN_SOURCE_DAYS', 30, 0, 365),
+      maxConcurrentVerifications: integer(env, 'LOGIN_MAX_CONCURRENT_VERIFICATIONS', 8, 1, 1_000),
     },
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     rateLimit: {
@@ -187,6 +221,7 @@ export function loadConfig(env: Env = process.env): Config {
       anonymousPerWindow: integer(env, 'RATE_LIMIT_ANONYMOUS', 300, 1, 1_000_000),
       loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 1_000_000),
       healthPerWindow: integer(env, 'RATE_LIMIT_HEALTH', 1_200, 1, 1_000_000),
+      loginPerIpPerWindow: integer(env, 'RATE_LIMIT_LOGIN_PER_IP', 30, 1, 1_000_000),
     },
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [

@@ -34,6 +34,8 @@ function listen(server: http.Server, port: number): Promise<number> {
 async function main(): Promise<void> {
   const config = readConfig();
   const logger = createLogger(config);
+  // The mode decides secrets, seeding and the embedded database: say it first.
+  logger.info({ mode: config.nodeEnv, seedDemo: config.seedDemo, database: config.databaseUrl ? 'postgres' : 'embedded' }, `starting in ${config.nodeEnv} mode`);
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
   // From here on a failed start closes what it opened (above all the embedded database's
   // process) before the process exits.
@@ -101,6 +103,11 @@ async function main(): Promise<void> {
     for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
     if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
   }, onJobRun);
+  // Failed-login counters nobody touched for longer than a known source is remembered.
+  const loginAttemptsPurge = startBackgroundJob('purge old login attempts', 60 * 60_000, logger, async () => {
+    const purged = await started.services.auth.purgeLoginAttempts();
+    if (purged) logger.info({ purged }, 'old login attempts deleted');
+  }, onJobRun);
   // Delivered escrows whose inspection period ended without a dispute are released to the
   // seller, a bounded batch per run; instances running it at once skip each other's rows.
   const escrowRelease = startBackgroundJob('release escrows after inspection', config.escrows.releaseIntervalMs, logger, async () => {
@@ -115,7 +122,7 @@ async function main(): Promise<void> {
     if (marked) logger.info({ marked }, 'late tontine contributions marked');
   }, onJobRun);
   await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), escrowRelease.runNow(), lateContributions.runNow()]);
-  const jobs = [pendingTransfers, duePayments, keyPurge, escrowRelease, lateContributions];
+  const jobs = [pendingTransfers, duePayments, keyPurge, loginAttemptsPurge, escrowRelease, lateContributions];
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {

@@ -61,6 +61,8 @@ export type HandlerInput<Id extends OperationId> = {
   body: JsonBody<operations[Id]['requestBody']>;
   /** The request id (X-Request-Id), for audit trails. */
   requestId: string;
+  /** The caller's address as the rate limiters count it (an IPv6 caller by its /56). */
+  clientIp: string;
   /** Content negotiation: which of `types` the Accept header prefers, false when none. */
   accepts(types: string[]): string | false;
 } & (Operation<Id>['secured'] extends true ? { caller: Caller } : { caller?: undefined }) &

@@ -1,12 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 /**
  * An embedded PostgreSQL (PGlite behind @electric-sql/pglite-socket) in a child process,
  * reached through the ordinary `pg` driver, so a new user needs nothing installed.
  * PGlite is single-connection: callers must use a pool of exactly one connection.
+ *
+ * It listens on a Unix socket in a fresh directory only this user can enter (mode 0700),
+ * not on a TCP port: there is no port to probe, release and bind again, so no other local
+ * process can take the address first (and be talked to as the database), nor connect to it.
  */
 export interface EmbeddedPostgres {
   url: string;
@@ -47,16 +52,23 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
+/**
+ * What the server process may see of our environment: enough for Node to run, nothing else.
+ * The API's secrets (JWT_SECRET, PAY_SECRET, DATABASE_URL, REDIS_URL, ...) never reach it.
+ */
+const CHILD_ENVIRONMENT = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ'] as const;
+
+export function embeddedServerEnvironment(env: NodeJS.ProcessEnv, parentPid: number): NodeJS.ProcessEnv {
+  const childEnv: NodeJS.ProcessEnv = { EMBEDDED_POSTGRES_PARENT_PID: String(parentPid) };
+  for (const key of CHILD_ENVIRONMENT) if (env[key] !== undefined) childEnv[key] = env[key];
+  return childEnv;
+}
+
+/** A Unix socket in a new directory of mode 0700 (the name PostgreSQL clients expect). */
+function privateSocket(): { dir: string; socket: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-pg-'));
+  fs.chmodSync(dir, 0o700);
+  return { dir, socket: path.join(dir, '.s.PGSQL.5432') };
 }
 
 function serverScript(): string {
@@ -65,12 +77,12 @@ function serverScript(): string {
   return path.join(path.dirname(entry), 'scripts', 'server.js');
 }
 
-async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+async function waitForSocket(socketPath: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`embedded PostgreSQL exited with code ${child.exitCode}`);
     const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
+      const socket = net.connect(socketPath);
       // The server accepts one connection (net.Server maxConnections): wait until this probe
       // is really gone, or the pool's first connection is reset (ECONNRESET at start).
       socket.once('connect', () => {
@@ -89,7 +101,8 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs: number)
 export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
   const db = dataDir.startsWith('memory://') ? dataDir : path.resolve(dataDir);
   if (!db.startsWith('memory://')) fs.mkdirSync(path.dirname(db), { recursive: true });
-  const port = await freePort();
+  const { dir: socketDir, socket } = privateSocket();
+  const removeSocketDir = () => fs.rmSync(socketDir, { recursive: true, force: true });
   // Its own process group: a Ctrl-C in the terminal reaches only the API, which finishes its
   // requests and closes the pool before it stops the database (see stop()). The watchdog
   // makes sure the server never outlives the API.
@@ -100,14 +113,13 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
       `data:text/javascript,${encodeURIComponent(PARENT_WATCHDOG)}`,
       serverScript(),
       `--db=${db}`,
-      `--port=${port}`,
-      '--host=127.0.0.1',
+      `--path=${socket}`,
       '--max-connections=1',
     ],
     {
       stdio: ['pipe', 'ignore', 'pipe'],
       detached: true,
-      env: { ...process.env, EMBEDDED_POSTGRES_PARENT_PID: String(process.pid) },
+      env: embeddedServerEnvironment(process.env, process.pid),
     },
   );
   // Never written to: the pipe only tells the server that this process is alive.
@@ -117,20 +129,26 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
   try {
-    await waitForPort(port, child, 60_000);
+    await waitForSocket(socket, child, 60_000);
   } catch (error) {
     signalGroup(child, 'SIGKILL');
+    removeSocketDir();
     throw new Error(`${(error as Error).message}${stderr ? `: ${stderr.trim()}` : ''}`);
   }
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    // `host` in the query names the socket's directory (it overrides the URL's host for pg).
+    url: `postgres://postgres:postgres@localhost/postgres?host=${encodeURIComponent(socketDir)}`,
     pid: child.pid as number,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) {
+          removeSocketDir();
+          return resolve();
+        }
         const killer = setTimeout(() => signalGroup(child, 'SIGKILL'), 10_000);
         child.once('exit', () => {
           clearTimeout(killer);
+          removeSocketDir();
           resolve();
         });
         signalGroup(child, 'SIGTERM');

@@ -4,6 +4,7 @@ import { OPERATIONS, type ChunkWriter, type Handler, type OperationId } from '..
 import { NotImplementedError, UnauthorizedError } from '../errors';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
 import { write } from './stream';
+import { clientIp } from './rate-limit';
 
 /** Every Business operation lives under this path; each needs an `x-access` rule. */
 export const BUSINESS_PATH = '/business/organizations/{orgId}';
@@ -80,6 +81,7 @@ function inputOf(req: Request, operationId: OperationId) {
     headers,
     body: req.body as unknown,
     requestId: (req as { id?: string }).id ?? '',
+    clientIp: clientIp(req),
     accepts: (types: string[]) => req.accepts(types),
     caller: req.auth,
     organization: req.organization,

@@ -113,7 +113,8 @@ const IPV4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i;
  * /56 subnet through ipKeyGenerator (one client owns a whole subnet). The IPv4 fast path
  * skips a full address parse on every request; the result is the same.
  */
-function clientIp(req: Request): string {
+/** The client address every limiter keys on: IPv4 as is, IPv6 by its /56 (express-rate-limit's ipKeyGenerator). */
+export function clientIp(req: Request): string {
   const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
   return IPV4.exec(ip)?.[1] ?? ipKeyGenerator(ip);
 }
@@ -148,11 +149,20 @@ export function apiRateLimiter(backend: RateLimitBackend, config: RateLimitConfi
 }
 
 /**
- * Login attempts per IP and identifier. Fails closed: when the store cannot count, login
- * answers 503 rather than letting unlimited password guesses through.
+ * Login attempts per IP and identifier, then per IP whatever the identifier (one address
+ * cannot spread its guesses over many identifiers: each costs a password verification).
+ * Fails closed: when the store cannot count, login answers 503 rather than letting unlimited
+ * password guesses through.
  */
 export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitConfig): RequestHandler {
-  const limit = limiter(backend, 'login', {
+  const perIp = limiter(backend, 'login-ip', {
+    windowMs: config.windowMs,
+    limit: config.loginPerIpPerWindow,
+    keyGenerator: (req) => clientIp(req),
+    passOnStoreError: false,
+    handler: refuseWithEnvelope('login', 'Too many login attempts from this address: wait for the time in Retry-After, then retry.'),
+  });
+  const perIdentifier = limiter(backend, 'login', {
     windowMs: config.windowMs,
     limit: config.loginPerWindow,
     keyGenerator: (req) => {
@@ -163,7 +173,7 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
     passOnStoreError: false,
     handler: refuseWithEnvelope('login', 'Too many login attempts: wait for the time in Retry-After, then retry.'),
   });
-  return (req, res, next) => {
+  const failClosed = (limit: RequestHandler): RequestHandler => (req, res, next) => {
     limit(req, res, (err?: unknown) => {
       if (err) {
         req.log?.warn({ err }, 'login rate-limit store unavailable; refusing login');
@@ -178,6 +188,8 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
       next();
     });
   };
+  const [identifierLimit, ipLimit] = [failClosed(perIdentifier), failClosed(perIp)];
+  return (req, res, next) => identifierLimit(req, res, (err?: unknown) => (err ? next(err) : ipLimit(req, res, next)));
 }
 
 /**

@@ -152,7 +152,7 @@ export function resultPage(link: PaymentLink, payment: Payment, retryUrl: string
   const details = `<dl>
 <dt>Merchant</dt><dd>${h(link.organizationName)}</dd>
 <dt>Amount</dt><dd id="paid-amount">${h(amount)}</dd>
-${payment.reference !== null ? `<dt>Reference</dt><dd id="paid-reference">${h(payment.reference)}</dd>` : ''}
+${payment.reference !== null ? `<dt>Reference</dt><dd id="paid-reference">${h(payment.reference)}</dd>` : payment.customerReference !== null ? `<dt>Your reference</dt><dd id="paid-reference">${h(payment.customerReference)}</dd>` : ''}
 <dt>Payment</dt><dd id="payment-id">${h(payment.id)}</dd>
 </dl>`;
   const notice = `<p class="notice">${h(NOT_A_CONFIRMATION)}</p>`;

@@ -14,8 +14,12 @@ function login(identifier: string, password: string) {
   return request(app).post('/api/auth/login').send({ identifier, password });
 }
 
+/** The failure count and lock of this account for the tests' source address (supertest's 127.0.0.1). */
 async function userRow(id: string): Promise<{ failed_login_count: number; locked_until: Date | null }> {
-  return testKnex()('users').where({ id }).first('failed_login_count', 'locked_until');
+  const row = (await testKnex()('login_attempts').where({ subject: `u:${id}`, source: '127.0.0.1' }).first('failures', 'locked_until')) as
+    | { failures: number; locked_until: Date | null }
+    | undefined;
+  return { failed_login_count: row?.failures ?? 0, locked_until: row?.locked_until ?? null };
 }
 
 beforeAll(async () => {
@@ -122,7 +126,7 @@ describe('lockout', () => {
     for (let i = 0; i < MAX_ATTEMPTS; i += 1) await login(user.email as string, 'wrong');
     expect((await login(user.email as string, user.password)).body.error).toBe('AccountLocked');
     // The lock period elapses.
-    await testKnex()('users').where({ id: user.id }).update({ locked_until: testKnex().raw("now() - interval '1 second'") });
+    await testKnex()('login_attempts').where({ subject: `u:${user.id}` }).whereNotNull('locked_until').update({ locked_until: testKnex().raw("now() - interval '1 second'") });
     const res = await login(user.email as string, user.password);
     expect(res.status).toBe(200);
     expect(await userRow(user.id)).toEqual({ failed_login_count: 0, locked_until: null });
@@ -171,7 +175,7 @@ describe('timing', () => {
     for (let i = 0; i < 7; i += 1) {
       unknown.push(await timed(uniqueEmail('nobody')));
       // Keep the account below the lock threshold so every attempt is a real verification.
-      if (i % (MAX_ATTEMPTS - 1) === 0) await testKnex()('users').where({ id: user.id }).update({ failed_login_count: 0 });
+      if (i % (MAX_ATTEMPTS - 1) === 0) await testKnex()('login_attempts').where({ subject: `u:${user.id}` }).update({ failures: 0 });
       wrong.push(await timed(user.email as string));
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;

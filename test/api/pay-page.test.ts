@@ -46,6 +46,21 @@ async function createLink(body: Record<string, unknown>, organization = org, tok
   return res.body.data;
 }
 
+/**
+ * The path of a Checkout URL whose amount and reference the merchant signed (as
+ * POST .../signed-links makes them): only such a reference is the payment's order reference.
+ */
+function signedCheckout(amount: number, reference: string): string {
+  return signedPath(checkout, String(amount), BigInt(amount), reference);
+}
+
+/** The same for any link: `amount` as written in the URL, `amountMinor` what it is in minor units. */
+function signedPath(link: { id: string; code: string }, amount: string, amountMinor: bigint, reference: string): string {
+  const expiresAt = Math.floor(Date.now() / 1000) + 3600;
+  const sig = signAmount(testConfig().paySecret, { linkId: link.id, amountMinor, reference, expiresAt });
+  return `/pay/${link.code}?amount=${amount}&reference=${encodeURIComponent(reference)}&exp=${expiresAt}&sig=${sig}`;
+}
+
 /** Opens the page in a fresh "browser" (cookie jar) and returns it with the form token. */
 async function openPage(path: string): Promise<{ agent: TestAgent; token: string; html: string }> {
   const agent = request.agent(payApp);
@@ -235,7 +250,7 @@ describe('GET /pay/:code', () => {
 describe('POST /pay/:code', () => {
   it('pays with sandbox mobile money: pending then succeeded, credited on the ledger, visible to the integrator', async () => {
     const before = await balanceOf(testKnex(), xof.ledgerAccountId);
-    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=12500&reference=ORDER-5001`);
+    const { agent, token } = await openPage(signedCheckout(12500, `ORDER-5001`));
     const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+225 07 12 34 56 78' });
     expect(res.status, res.text).toBe(303);
     const location = res.headers.location as string;
@@ -311,7 +326,7 @@ describe('POST /pay/:code', () => {
 
   it('never creates two payments for a double submit of one form', async () => {
     const before = await balanceOf(testKnex(), xof.ledgerAccountId);
-    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=3000&reference=ORDER-DOUBLE`);
+    const { agent, token } = await openPage(signedCheckout(3000, `ORDER-DOUBLE`));
     const form = { token, method: 'mobile_money', phone: '+2250712340000' };
     const [a, b, c] = await Promise.all([1, 2, 3].map(() => agent.post(`/pay/${checkout.code}`).type('form').send(form)));
     expect([a?.status, b?.status, c?.status]).toEqual([303, 303, 303]);
@@ -323,11 +338,11 @@ describe('POST /pay/:code', () => {
   });
 
   it('refuses to pay an order (reference) twice on one link, from a fresh page or an older form', async () => {
-    const older = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
-    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
+    const older = await openPage(signedCheckout(800, `ORDER-ONCE`));
+    const { agent, token } = await openPage(signedCheckout(800, `ORDER-ONCE`));
     expect((await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
     // Showing the page does not probe the reference: only paying does.
-    const fresh = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-ONCE`);
+    const fresh = await openPage(signedCheckout(800, `ORDER-ONCE`));
     const again = await fresh.agent.post(`/pay/${checkout.code}`).type('form').send({ token: fresh.token, method: 'mobile_money', phone: '+2250712345678' });
     expect(again.status).toBe(409);
     expect(again.text).toContain('already been paid');
@@ -335,9 +350,9 @@ describe('POST /pay/:code', () => {
     expect(late.status).toBe(409);
     expect(await testKnex()('payments').where({ reference: 'ORDER-ONCE' })).toHaveLength(1);
     // A failed attempt does not block a retry.
-    const failing = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-RETRY`);
+    const failing = await openPage(signedCheckout(800, `ORDER-RETRY`));
     await failing.agent.post(`/pay/${checkout.code}`).type('form').send({ token: failing.token, method: 'mobile_money', phone: '+2250700000001' });
-    const retry = await openPage(`/pay/${checkout.code}?amount=800&reference=ORDER-RETRY`);
+    const retry = await openPage(signedCheckout(800, `ORDER-RETRY`));
     expect((await retry.agent.post(`/pay/${checkout.code}`).type('form').send({ token: retry.token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
     expect((await testKnex()('payments').where({ reference: 'ORDER-RETRY' }).orderBy('created_at')).map((p: { status: string }) => p.status)).toEqual(['failed', 'succeeded']);
   });
@@ -396,14 +411,14 @@ describe('POST /pay/:code', () => {
       ['+2250700000002', 'approval_rejected'],
       ['+2250700000003', 'payer_not_found'],
     ]) {
-      const { agent, token } = await openPage(`/pay/${checkout.code}?amount=900&reference=FAIL-${reason}`);
+      const { agent, token } = await openPage(signedCheckout(900, `FAIL-${reason}`));
       const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone });
       const page = await agent.get(res.headers.location as string);
       expect(page.text).toContain('Payment failed');
       const list = await request(app).get(`${base(org.id)}/payments?reference=FAIL-${reason}&status=failed`).set(bearer(owner));
       expect(list.body.data.data).toMatchObject([{ status: 'failed', failure_reason: reason, ledger_posting_id: null }]);
     }
-    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=900&reference=FAIL-card`);
+    const { agent, token } = await openPage(signedCheckout(900, `FAIL-card`));
     await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'card', card_number: '4000000000000002', card_expiry: '12/40', card_cvc: '123' });
     const card = await request(app).get(`${base(org.id)}/payments?reference=FAIL-card`).set(bearer(owner));
     expect(card.body.data.data[0]).toMatchObject({ status: 'failed', failure_reason: 'card_declined' });
@@ -411,7 +426,7 @@ describe('POST /pay/:code', () => {
   });
 
   it('keeps a delayed sandbox payment pending, then settles it once', async () => {
-    const { agent, token } = await openPage(`/pay/${checkout.code}?amount=4000&reference=ORDER-SLOW`);
+    const { agent, token } = await openPage(signedCheckout(4000, `ORDER-SLOW`));
     const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250700000009' });
     const pending = await agent.get(res.headers.location as string);
     expect(pending.text).toContain('Waiting for confirmation');
@@ -706,7 +721,7 @@ async function sweepSetup() {
   const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
   const pay = async (amount: number, reference: string): Promise<string> => {
     const agent = request.agent(slowPayApp);
-    const page = await agent.get(`/pay/${ownCheckout.code}?amount=${amount}&reference=${reference}`);
+    const page = await agent.get(signedPath(ownCheckout, String(amount), BigInt(amount), reference));
     const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
     expect(res.status, res.text).toBe(303);
     return res.headers.location as string;
@@ -722,7 +737,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
     const ownCheckout = (await request(app).post(`${base(own.id)}/checkout`).set(bearer(token)).send({ destination_account_id: account.id })).body.data;
     const ids: string[] = [];
     for (const [amount, phone] of [['10.50', '+33612345678'], ['20', '+33600000001'], ['30.05', '+33612345678']] as const) {
-      const { agent, token: form } = await openPage(`/pay/${ownCheckout.code}?amount=${amount}&reference=R-${amount}`);
+      const { agent, token: form } = await openPage(signedPath(ownCheckout, amount, BigInt(Math.round(Number(amount) * 100)), `R-${amount}`));
       const res = await agent.post(`/pay/${ownCheckout.code}`).type('form').send({ token: form, method: 'mobile_money', phone });
       ids.push(/payments\/([0-9a-f-]{36})/.exec(res.headers.location as string)?.[1] as string);
     }
@@ -864,7 +879,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
     });
     try {
       const agent = request.agent(quickPayApp);
-      const page = await agent.get(`/pay/${checkout.code}?amount=700&reference=ORDER-SHUTDOWN`);
+      const page = await agent.get(signedCheckout(700, 'ORDER-SHUTDOWN'));
       const res = await agent.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(page.text), method: 'mobile_money', phone: '+2250700000009' });
       expect(res.status, res.text).toBe(303);
       await vi.waitFor(() => expect(settle).toHaveBeenCalledTimes(1), { timeout: 5_000, interval: 5 });
@@ -875,7 +890,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
 
       // Stopped: a new delayed payment gets no timer (the next start's sweep settles it).
       const later = request.agent(quickPayApp);
-      const next = await later.get(`/pay/${checkout.code}?amount=700&reference=ORDER-AFTER-STOP`);
+      const next = await later.get(signedCheckout(700, 'ORDER-AFTER-STOP'));
       expect((await later.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(next.text), method: 'mobile_money', phone: '+2250700000009' })).status).toBe(303);
       await new Promise((resolve) => setTimeout(resolve, 800));
       expect(settle).toHaveBeenCalledTimes(1);
@@ -895,5 +910,62 @@ describe('GET /business/organizations/{orgId}/payments', () => {
     const cashier = await accessTokenFor(app, await createMember(org, 'cashier'));
     expect((await request(app).get(`${base(org.id)}/payments`).set(bearer(cashier))).status).toBe(403);
     expect((await request(app).get(`${base(org.id)}/payments`)).status).toBe(401);
+  });
+});
+
+// Issue 26, finding 2: anonymously paying `?amount=1&reference=ORDER-9001` on a Checkout
+// made the merchant's signed link for ORDER-9001 answer 409 "Order already paid", and the API
+// listed ORDER-9001 as succeeded for 1 XOF.
+describe('an unsigned reference never blocks nor satisfies a signed one', () => {
+  it('a squatter pays 1 XOF for ORDER-9001 unsigned: the merchant’s signed link for 25,000 XOF still pays, and only it is ORDER-9001', async () => {
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const own = (await request(app).post(`${base(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id })).body.data;
+    const order = `ORDER-9001-${Date.now()}`;
+
+    // The squatter: an unsigned URL with the merchant's order reference, paid with the test card.
+    const squat = await openPage(`/pay/${own.code}?amount=1&reference=${order}`);
+    const squatRes = await squat.agent
+      .post(`/pay/${own.code}`)
+      .type('form')
+      .send({ token: squat.token, method: 'card', card_number: '4242 4242 4242 4242', card_expiry: '12/30', card_cvc: '123' });
+    expect(squatRes.status, squatRes.text).toBe(303);
+    const squatReceipt = await squat.agent.get(squatRes.headers.location as string);
+    expect(squatReceipt.text).toContain('Payment confirmed');
+
+    // The merchant's customer: the signed link for the order.
+    const signed = await request(app).post(`${base(org.id)}/payment-links/${own.id}/signed-links`).set(bearer(owner)).send({ amount: 25000, reference: order });
+    expect(signed.status, JSON.stringify(signed.body)).toBe(200);
+    const signedUrl = new URL(signed.body.data.url);
+    const customer = await openPage(`${signedUrl.pathname}${signedUrl.search}`);
+    const paid = await customer.agent.post(`/pay/${own.code}`).type('form').send({ token: customer.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(paid.status, paid.text).toBe(303);
+    expect((await customer.agent.get(paid.headers.location as string)).text).toContain('Payment confirmed');
+
+    // The API: the order's reference matches the signed payment only, for the signed amount;
+    // the squatter's payment keeps what it typed as a customer note.
+    const byReference = await request(app).get(`${base(org.id)}/payments?reference=${order}`).set(bearer(owner));
+    expect(byReference.status).toBe(200);
+    expect(byReference.body.data.data).toEqual([expect.objectContaining({ reference: order, customer_reference: null, amount_minor: '25000', status: 'succeeded' })]);
+    const all = await request(app).get(`${base(org.id)}/payments?link_id=${own.id}`).set(bearer(owner));
+    expect(all.body.data.data).toHaveLength(2);
+    expect(all.body.data.data).toContainEqual(expect.objectContaining({ reference: null, customer_reference: order, amount_minor: '1', status: 'succeeded' }));
+
+    // The signed order is now reserved: its link cannot be paid twice, while unsigned notes
+    // with the same text still pay (they reserve nothing and satisfy nothing).
+    const again = await openPage(`${signedUrl.pathname}${signedUrl.search}`);
+    const twice = await again.agent.post(`/pay/${own.code}`).type('form').send({ token: again.token, method: 'mobile_money', phone: '+2250712345678' });
+    expect(twice.status).toBe(409);
+    expect(twice.text).toContain('already been paid');
+    const note = await openPage(`/pay/${own.code}?amount=2&reference=${order}`);
+    expect((await note.agent.post(`/pay/${own.code}`).type('form').send({ token: note.token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+    expect(await testKnex()('payments').where({ link_id: own.id, reference: order })).toHaveLength(1);
+  });
+
+  it('a payment link’s own reference (fixed by the merchant) is the payment’s reference and reserves the order', async () => {
+    const link = await createLink({ destination_account_id: xof.id, amount: 400, reference: `INV-OWN-${Date.now()}` });
+    const { agent, token } = await openPage(`/pay/${link.code}`);
+    expect((await agent.post(`/pay/${link.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' })).status).toBe(303);
+    const [payment] = await testKnex()('payments').where({ link_id: link.id });
+    expect(payment).toMatchObject({ reference: expect.stringMatching(/^INV-OWN-/), customer_reference: null });
   });
 });

@@ -54,10 +54,18 @@ describe.runIf(browserJourneyRuns())('Checkout in a real browser', () => {
       .set(bearer(owner))
       .send({ destination_account_id: account.id });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const checkout = created.body.data as { id: string; public_url: string; snippets: { link_with_amount: string } };
+    const checkout = created.body.data as { id: string; public_url: string };
     expect(checkout.public_url.startsWith(`${payUrl}/pay/`)).toBe(true);
     const reference = `ORDER-${Date.now()}`;
-    const url = checkout.snippets.link_with_amount.replace('{AMOUNT}', '15000').replace('{REFERENCE}', encodeURIComponent(reference));
+    // The order's URL, signed by the merchant (issue 26: only a signed reference is the
+    // payment's order reference; an unsigned one is the customer's note).
+    const signed = await request(app)
+      .post(`/api/business/organizations/${org.id}/payment-links/${checkout.id}/signed-links`)
+      .set(bearer(owner))
+      .send({ amount: 15000, reference });
+    expect(signed.status, JSON.stringify(signed.body)).toBe(200);
+    const url = signed.body.data.url as string;
+    expect(url.startsWith(`${checkout.public_url}?amount=15000&reference=${encodeURIComponent(reference)}&`)).toBe(true);
     const before = await balanceOf(testKnex(), account.ledgerAccountId);
 
     browser = await chromium.launch({

@@ -4,6 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_JWT_SECRET } from '../../src/config';
+import crypto from 'node:crypto';
+import knexFactory from 'knex';
+import { databaseKind } from '../support/database';
 import { DEMO_PASSWORD, DEMO_USERS } from '../../src/seed/identity-seed';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -20,12 +23,13 @@ interface Started {
   output: () => string;
 }
 
-/** `make run` as a child process on its own embedded database, ports chosen by the OS. */
+/** `make run` as a child process on its own embedded database (unless `env` names one), ports chosen by the OS. */
 function start(env: Record<string, string>, dataDir: string): Promise<Started> {
-  const childEnv: Record<string, string | undefined> = { ...process.env, ...env, PORT: '0', PAY_PORT: '0', METRICS_PORT: '0', EMBEDDED_DATA_DIR: dataDir, LOG_LEVEL: 'info' };
-  delete childEnv.DATABASE_URL; // always the embedded database, whatever the test run uses
+  const childEnv: Record<string, string | undefined> = { ...process.env };
+  delete childEnv.DATABASE_URL; // the embedded database, whatever the test run uses
   delete childEnv.REDIS_URL;
   delete childEnv.VITEST;
+  Object.assign(childEnv, env, { PORT: '0', PAY_PORT: '0', METRICS_PORT: '0', EMBEDDED_DATA_DIR: dataDir, LOG_LEVEL: 'info' });
   const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
@@ -55,9 +59,11 @@ function stop(child: ChildProcess): Promise<number | null> {
   });
 }
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
+function run(args: string[], env: Record<string, string>, unset: string[] = []): Promise<{ code: number | null; output: string }> {
+  const childEnv: Record<string, string | undefined> = { ...process.env };
   delete childEnv.DATABASE_URL;
+  Object.assign(childEnv, env);
+  for (const key of unset) delete childEnv[key];
   return new Promise((resolve) => {
     const child = spawn(TSX, args, { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -90,6 +96,7 @@ describe('starting the service', () => {
     const dataDir = tempDir();
     const first = await start({ NODE_ENV: 'development' }, dataDir);
     try {
+      expect(first.output()).toContain('starting in development mode');
       expect(first.output()).toContain('demo data seeded');
       for (const user of DEMO_USERS) {
         const res = await login(first.port, user.email, DEMO_PASSWORD);
@@ -113,17 +120,46 @@ describe('starting the service', () => {
     }
   }, 180_000);
 
-  it('a production start never seeds, even with SEED_DEMO=true', async () => {
-    const started = await start({ NODE_ENV: 'production', SEED_DEMO: 'true', ...PRODUCTION_SECRETS }, tempDir());
+  // Production refuses the embedded database (next tests), so this start needs the real
+  // server: a scratch database of its own on it.
+  it.runIf(databaseKind() === 'postgres')('a production start never seeds, even with SEED_DEMO=true (on a scratch PostgreSQL database)', async () => {
+    const serverUrl = process.env.DATABASE_URL as string;
+    const name = `prod_start_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
+    const admin = knexFactory({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
+    await admin.raw(`CREATE DATABASE ${name}`);
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
     try {
-      expect(started.output()).not.toContain('demo data seeded');
-      const res = await login(started.port, 'owner@demo.example', DEMO_PASSWORD);
-      expect(res.status).toBe(401);
-      expect(res.body.error).toBe('InvalidCredentials');
+      const started = await start({ NODE_ENV: 'production', SEED_DEMO: 'true', DATABASE_URL: url.toString(), ...PRODUCTION_SECRETS }, tempDir());
+      try {
+        expect(started.output()).toContain('starting in production mode');
+        expect(started.output()).not.toContain('demo data seeded');
+        const res = await login(started.port, 'owner@demo.example', DEMO_PASSWORD);
+        expect(res.status).toBe(401);
+        expect(res.body.error).toBe('InvalidCredentials');
+      } finally {
+        await stop(started.child);
+      }
     } finally {
-      await stop(started.child);
+      await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.destroy();
     }
   }, 120_000);
+
+  // Issue 26, finding 3: without NODE_ENV the service ran as development, with the public
+  // default secrets and the demo administrator.
+  it('a start without NODE_ENV is a production start: it refuses the default secrets (exit 78) and says why', async () => {
+    const { code, output } = await run(['src/main.ts'], { SINGLE_INSTANCE: 'true' }, ['NODE_ENV', 'JWT_SECRET', 'PAY_SECRET']);
+    expect(code).toBe(78);
+    expect(output).toContain('JWT_SECRET must be set in production');
+    expect(output).toContain('NODE_ENV unset means production');
+  }, 60_000);
+
+  it('a production start refuses the embedded database (exit 78, one clear line)', async () => {
+    const { code, output } = await run(['src/main.ts'], { NODE_ENV: 'production', ...PRODUCTION_SECRETS });
+    expect(code).toBe(78);
+    expect(output).toContain('DATABASE_URL must be set in production');
+  }, 60_000);
 
   it('a production start refuses the default JWT secret (exit 78, one clear line)', async () => {
     for (const jwtSecret of [undefined, DEFAULT_JWT_SECRET]) {
@@ -136,7 +172,8 @@ describe('starting the service', () => {
   }, 60_000);
 
   it('`make seed` refuses to run in production', async () => {
-    const { code, output } = await run(['scripts/seed.ts'], { NODE_ENV: 'production', ...PRODUCTION_SECRETS });
+    // A PostgreSQL URL nothing listens on: the refusal comes before any connection.
+    const { code, output } = await run(['scripts/seed.ts'], { NODE_ENV: 'production', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', ...PRODUCTION_SECRETS });
     expect(code).toBe(1);
     expect(output).toContain('never seeded in production');
   }, 60_000);

@@ -111,4 +111,50 @@ describe('embedded PostgreSQL process', () => {
       blocker.close();
     }
   });
+
+  // Issue 26, finding 12: the server inherited every secret of the API's environment and
+  // was given a TCP port that was probed, released and bound again (another local process
+  // could take it first and be talked to as the database).
+  it('sees only the environment Node needs (no secret of the API) and listens on a private Unix socket, not a TCP port', async () => {
+    const parent = runTs('test/support/embedded-parent.ts', {
+      JWT_SECRET: 'jwt-secret-that-must-stay-in-the-api-0123456789',
+      PAY_SECRET: 'pay-secret-that-must-stay-in-the-api-0123456789',
+      SOME_TOKEN: 'token-that-must-stay-in-the-api',
+    });
+    const ready = await parent.line(/^READY \d+ /);
+    const [, pid, url] = ready.split(' ');
+    const serverPid = Number(pid);
+    serverPids.push(serverPid);
+    try {
+      const environ = fs.readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0').filter(Boolean);
+      const names = environ.map((entry) => entry.slice(0, entry.indexOf('=')));
+      for (const secret of ['JWT_SECRET', 'PAY_SECRET', 'SOME_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'NODE_ENV']) expect(names).not.toContain(secret);
+      expect(environ.join('\n')).not.toContain('must-stay-in-the-api');
+      expect(names).toContain('EMBEDDED_POSTGRES_PARENT_PID');
+      expect(names.every((name) => ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ', 'EMBEDDED_POSTGRES_PARENT_PID'].includes(name))).toBe(true);
+
+      // No TCP port at all: the address is a socket in a directory only this user can enter.
+      const parsed = new URL(url as string);
+      expect(parsed.port).toBe('');
+      const socketDir = parsed.searchParams.get('host') as string;
+      expect(path.isAbsolute(socketDir)).toBe(true);
+      const stat = fs.statSync(socketDir);
+      expect(stat.mode & 0o777).toBe(0o700);
+      expect(fs.statSync(path.join(socketDir, '.s.PGSQL.5432')).isSocket()).toBe(true);
+      const tcp = fs.readFileSync('/proc/net/tcp', 'utf8') + fs.readFileSync('/proc/net/tcp6', 'utf8');
+      const inodes = fs.readdirSync(`/proc/${serverPid}/fd`).map((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/${serverPid}/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      }).filter((link) => link.startsWith('socket:[')).map((link) => link.slice(8, -1));
+      // No listening TCP socket (state 0A) belongs to the server.
+      const listening = tcp.split('\n').filter((line) => line.trim().split(/\s+/)[3] === '0A').map((line) => line.trim().split(/\s+/)[9]);
+      expect(inodes.filter((inode) => listening.includes(inode))).toEqual([]);
+    } finally {
+      parent.child.kill('SIGKILL');
+      await waitUntil(() => !isRunning(serverPid), 15_000);
+    }
+  });
 });

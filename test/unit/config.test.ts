@@ -2,15 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_JWT_SECRET, loadConfig } from '../../src/config';
 
 describe('config', () => {
-  it('has the documented defaults', () => {
-    const config = loadConfig({});
+  it('has the documented defaults (in development mode)', () => {
+    const config = loadConfig({ NODE_ENV: 'development' });
     expect(config.port).toBe(8080);
     expect(config.payPort).toBe(8081);
     expect(config.payUrl).toBe('http://localhost:8081');
     expect(config.databaseUrl).toBeUndefined();
     expect(config.redisUrl).toBeUndefined();
     expect(config.jwt.accessTtlSeconds).toBe(900);
-    expect(config.login).toEqual({ maxFailedAttempts: 5, lockMinutes: 15 });
+    expect(config.login).toEqual({ maxFailedAttempts: 5, lockMinutes: 15, accountMaxFailedAttempts: 20, knownSourceDays: 30, maxConcurrentVerifications: 8 });
+    expect(config.rateLimit.loginPerIpPerWindow).toBe(30);
     expect(config.idempotencyTtlHours).toBe(24);
     expect(config.seedDemo).toBe(true);
     expect(config.validateResponses).toBe(true);
@@ -30,14 +31,14 @@ describe('config', () => {
     [{ ESCROW_FEE_BPS: '10001' }, /ESCROW_FEE_BPS must be between 0 and 10000/],
     [{ ESCROW_FEE_BPS: '1.5' }, /ESCROW_FEE_BPS must be an integer/],
   ])('refuses %o with one clear line', (env, message) => {
-    expect(() => loadConfig(env)).toThrow(ConfigError);
-    expect(() => loadConfig(env)).toThrow(message);
+    expect(() => loadConfig({ NODE_ENV: 'development', ...env })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'development', ...env })).toThrow(message);
   });
 
   it('never leaks credentials of a bad URL in the message', () => {
-    expect(() => loadConfig({ DATABASE_URL: 'postgres://user:hunter2@db.example:99999/app' })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'postgres://user:hunter2@db.example:99999/app' })).toThrow(ConfigError);
     try {
-      loadConfig({ DATABASE_URL: 'postgres://user:hunter2@db.example:99999/app' });
+      loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'postgres://user:hunter2@db.example:99999/app' });
     } catch (error) {
       expect((error as Error).message).not.toContain('hunter2');
     }
@@ -50,10 +51,46 @@ describe('config', () => {
       JWT_SECRET: 'x'.repeat(40),
       PAY_SECRET: 'y'.repeat(40),
       REDIS_URL: 'redis://127.0.0.1:6379',
+      DATABASE_URL: 'postgres://db.example/app',
       SEED_DEMO: 'true',
     });
     expect(config.seedDemo).toBe(false);
     expect(config.validateResponses).toBe(false);
     expect(config.jwt.secret).not.toBe(DEFAULT_JWT_SECRET);
+  });
+
+  describe('the mode (issue 26): unset NODE_ENV is production, the safe side', () => {
+    const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app' };
+
+    it('an unset or empty NODE_ENV refuses the default JWT_SECRET and PAY_SECRET', () => {
+      for (const nodeEnv of [{}, { NODE_ENV: '' }]) {
+        expect(() => loadConfig({ ...nodeEnv, ...SECRETS, JWT_SECRET: undefined })).toThrow(/JWT_SECRET must be set in production/);
+        expect(() => loadConfig({ ...nodeEnv, ...SECRETS, JWT_SECRET: DEFAULT_JWT_SECRET })).toThrow(/JWT_SECRET must be set in production/);
+        expect(() => loadConfig({ ...nodeEnv, ...SECRETS, PAY_SECRET: undefined })).toThrow(/PAY_SECRET must be set in production/);
+      }
+    });
+
+    it('an unset NODE_ENV never seeds, skips response validation and reports production', () => {
+      const config = loadConfig({ ...SECRETS, SEED_DEMO: 'true' });
+      expect(config.nodeEnv).toBe('production');
+      expect(config.seedDemo).toBe(false);
+      expect(config.validateResponses).toBe(false);
+    });
+
+    it('production (said or by default) refuses the embedded database, naming the way out', () => {
+      for (const env of [{ ...SECRETS, DATABASE_URL: undefined }, { ...SECRETS, NODE_ENV: 'production', DATABASE_URL: '' }]) {
+        expect(() => loadConfig(env)).toThrow(ConfigError);
+        expect(() => loadConfig(env)).toThrow(/DATABASE_URL must be set in production.*NODE_ENV=development/);
+      }
+    });
+
+    it('development and test accept the defaults, seed and use the embedded database', () => {
+      for (const nodeEnv of ['development', 'test']) {
+        const config = loadConfig({ NODE_ENV: nodeEnv });
+        expect(config.jwt.secret).toBe(DEFAULT_JWT_SECRET);
+        expect(config.seedDemo).toBe(true);
+        expect(config.databaseUrl).toBeUndefined();
+      }
+    });
   });
 });

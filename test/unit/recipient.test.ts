@@ -127,3 +127,16 @@ describe('parseIdentifier refusals, exactly', () => {
     expect(parseIdentifier('DE89 3704 0044 0532 0130 00', 'bank')).toEqual({ kind: 'iban', value: 'DE89370400440532013000' });
   });
 });
+
+// Issue 26 (review of every regular expression on request input): the e-mail pattern
+// backtracks over every dot of its domain, so a long `a@a.a.a…` took about 1.4 s at 40,000
+// characters. The length is checked first, so the pattern never sees more than 254.
+describe('an identifier built to cost time', () => {
+  it('is refused at once, whatever its length', () => {
+    const adversarial = `a@${'a.'.repeat(20_000)}@`;
+    const started = process.hrtime.bigint();
+    expect(() => parseIdentifier(adversarial, undefined)).toThrow(ValidationError);
+    // Generous for a loaded machine: the quadratic scan took thousands of milliseconds.
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(250);
+  });
+});

@@ -7,7 +7,7 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
 /** POST /auth/login, /auth/refresh, /auth/logout and GET /me. */
 export function authHandlers(auth: AuthService, sessions: SessionService): Handlers<'login' | 'refreshSession' | 'logout' | 'getMe'> {
   return {
-    login: async ({ body }) => ({ data: await auth.logIn(body.identifier, body.password), headers: NO_STORE }),
+    login: async ({ body, clientIp }) => ({ data: await auth.logIn(body.identifier, body.password, clientIp), headers: NO_STORE }),
     refreshSession: async ({ body }) => ({ data: await sessions.refresh(body.refresh_token), headers: NO_STORE }),
     logout: async ({ caller }) => ({ data: await sessions.logout(caller.sessionId), message: 'Logged out.' }),
     getMe: async ({ caller }) => ({ data: await auth.me(caller.userId) }),

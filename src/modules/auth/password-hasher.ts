@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
+import { DomainError } from '../../errors';
 
 /**
  * argon2id at the OWASP Password Storage Cheat Sheet's first configuration
@@ -47,5 +48,40 @@ export class PasswordHasher {
    */
   async verifyDummy(password: string): Promise<void> {
     await this.verify(await this.dummy, password);
+  }
+}
+
+/**
+ * At most `max` password verifications (argon2, ~64 ms and 19 MiB each) run at once in this
+ * process; one more is refused at once with 503 `ServiceUnavailable` and `Retry-After`, never
+ * queued, so a flood of anonymous logins cannot build a queue that delays every real one.
+ */
+export class VerificationBudget {
+  private running = 0;
+
+  constructor(private readonly max: number, private readonly retryAfterSeconds = 1) {}
+
+  get inUse(): number {
+    return this.running;
+  }
+
+  /** A slot, or ServiceUnavailable; call the returned function once the work is done. */
+  admit(): () => void {
+    if (this.running >= this.max) {
+      throw new DomainError(
+        'ServiceUnavailable',
+        'unavailable',
+        'Too many logins are being checked right now: retry after the time in Retry-After.',
+        undefined,
+        { 'Retry-After': String(this.retryAfterSeconds) },
+      );
+    }
+    this.running += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.running -= 1;
+    };
   }
 }

@@ -83,7 +83,10 @@ export function parseAmount(value: unknown, exponent: number, options: ParseAmou
     throw invalid(field, `${field} must be a decimal number such as "12.50".`);
   }
 
-  const significantFraction = fracPart.replace(/0+$/, '');
+  // Trailing zeros counted from the end in one pass (a `/0+$/` retries from every zero: quadratic).
+  let fractionEnd = fracPart.length;
+  while (fractionEnd > 0 && fracPart.charCodeAt(fractionEnd - 1) === 48) fractionEnd -= 1;
+  const significantFraction = fracPart.slice(0, fractionEnd);
   if (significantFraction.length > exponent) {
     throw invalid(
       field,

@@ -62,6 +62,7 @@ export function presentPayment(payment: Payment): ApiPayment {
     amount_minor: payment.amountMinor.toString(),
     currency: payment.currency,
     reference: payment.reference,
+    customer_reference: payment.customerReference,
     method: payment.method,
     payer_last4: payment.payerLast4,
     status: payment.status,

@@ -38,7 +38,10 @@ export interface Payment {
   currency: string;
   exponent: number;
   amountMinor: bigint;
+  /** The order reference the merchant fixed (the link's own, or a signed URL's); only these reserve an order. */
   reference: string | null;
+  /** A reference an unsigned URL carried: what the customer's browser sent, a note only. */
+  customerReference: string | null;
   method: PaymentMethod;
   payerLast4: string;
   status: PaymentStatus;

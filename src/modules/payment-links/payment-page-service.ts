@@ -226,7 +226,18 @@ export class PaymentPageService {
         checkAmountForLink(link, amountMinor);
       }
       const payer = readSandboxPayer(form);
-      const payment = await this.payments.start({ linkId: link.id, nonce: token.nonce, amountMinor, reference: token.reference, payer });
+      // Only a reference the merchant fixed (the link's own, or one its signature covers) is the
+      // payment's order reference and reserves the order; one an unsigned URL carried is what
+      // the customer's browser sent: a note that never blocks nor satisfies the merchant's order.
+      const merchantFixed = token.signedExpiresAt !== null || (link.reference !== null && token.reference === link.reference);
+      const payment = await this.payments.start({
+        linkId: link.id,
+        nonce: token.nonce,
+        amountMinor,
+        reference: merchantFixed ? token.reference : null,
+        customerReference: merchantFixed ? null : token.reference,
+        payer,
+      });
       return { kind: 'started', link, payment, receiptToken: receiptToken(this.secret, payment.id) };
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;

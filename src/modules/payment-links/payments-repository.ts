@@ -14,6 +14,7 @@ interface PaymentRow {
   currency: string;
   amount_minor: string;
   reference: string | null;
+  customer_reference: string | null;
   method: PaymentMethod;
   payer_last4: string;
   status: PaymentStatus;
@@ -38,6 +39,7 @@ function toPayment(row: PaymentRow & { exponent: number }): Payment {
     exponent: row.exponent,
     amountMinor: toBigInt(row.amount_minor),
     reference: row.reference,
+    customerReference: row.customer_reference,
     method: row.method,
     payerLast4: row.payer_last4,
     status: row.status,
@@ -69,6 +71,7 @@ export interface NewPayment {
   currency: string;
   amountMinor: bigint;
   reference: string | null;
+  customerReference: string | null;
   method: PaymentMethod;
   payerLast4: string;
   sandboxOutcome: string;
@@ -98,6 +101,7 @@ export class PaymentsRepository {
         currency: payment.currency,
         amount_minor: payment.amountMinor.toString(),
         reference: payment.reference,
+        customer_reference: payment.customerReference,
         method: payment.method,
         payer_last4: payment.payerLast4,
         sandbox_outcome: payment.sandboxOutcome,

@@ -19,7 +19,10 @@ export interface StartPaymentInput {
   /** The form token's nonce: the payment's idempotency key. */
   nonce: string;
   amountMinor: bigint;
+  /** The order reference the merchant fixed (the link's own or a signed URL's): reserves the order. */
   reference: string | null;
+  /** A reference an unsigned URL carried: kept as a note, reserves nothing. */
+  customerReference?: string | null;
   payer: SandboxPayer;
 }
 
@@ -126,6 +129,8 @@ export class PaymentsService {
       }
       checkAmountForLink(link, input.amountMinor);
       if (input.reference !== null && input.reference.length > 128) throw ValidationError.field('reference', 'The reference is too long.');
+      const customerReference = input.reference === null ? (input.customerReference ?? null) : null;
+      if (customerReference !== null && customerReference.length > 128) throw ValidationError.field('reference', 'The reference is too long.');
       const oneOff = link.kind === 'link';
       if (oneOff) {
         const open = await payments.findOpenForLink(link.id);
@@ -141,6 +146,7 @@ export class PaymentsService {
         currency: link.currency,
         amountMinor: input.amountMinor,
         reference: input.reference,
+        customerReference,
         method: input.payer.method,
         payerLast4: input.payer.last4,
         sandboxOutcome: input.payer.decision.outcome,
