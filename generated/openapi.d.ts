@@ -470,7 +470,7 @@ export interface paths {
         put?: never;
         /**
          * Resolve a dispute
-         * @description A platform administrator decides a `disputed` escrow: `release` pays the seller as an acceptance would; `refund` returns everything the buyer paid, fee share included; `split` pays the seller `seller_amount` less the seller's share of the fee on `seller_amount` and refunds the rest of what the buyer paid (see `ResolveEscrowRequest`). -> `released` or `refunded`, with the resolution recorded. Only administrators (403 `InsufficientRole` for the parties). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState`.
+         * @description A platform administrator decides a `disputed` escrow: `release` pays the seller as an acceptance would; `refund` returns everything the buyer paid, fee share included; `split` pays the seller `seller_amount` less the seller's share of the fee on `seller_amount` and refunds the rest of what the buyer paid (see `ResolveEscrowRequest`). -> `released` or `refunded`, with the resolution recorded. Only administrators who are not a party to the escrow: 403 `InsufficientRole` for the parties, 403 `ConflictOfInterest` for an administrator who is the buyer or the seller (nobody rules on their own escrow; another administrator must, and such an administrator's `allowed_actions` never list `resolve`). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState`.
          */
         post: operations["resolveEscrow"];
         delete?: never;
@@ -2204,7 +2204,7 @@ export interface components {
              */
             inspection_period_seconds: number;
             fee: components["schemas"]["EscrowFee"];
-            /** @description What the caller may do now (each is `POST /escrows/{escrowId}/{action}`); empty when nothing. */
+            /** @description What the caller may do now (each is `POST /escrows/{escrowId}/{action}`); empty when nothing. `resolve` appears only for a platform administrator who is neither the buyer nor the seller. */
             allowed_actions: components["schemas"]["EscrowAction"][];
             /** @description The seller's tracking reference given at delivery, or `null`. */
             tracking_reference: string | null;
@@ -4207,7 +4207,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `InsufficientRole`: the caller's role in the escrow may never take this action (a seller funding, a buyer refunding, a party resolving a dispute). */
+        /** @description `InsufficientRole`: the caller's role in the escrow may never take this action (a seller funding, a buyer refunding, a party resolving a dispute). `ConflictOfInterest`: a platform administrator who is also the buyer or the seller tries to resolve the escrow; another administrator must (its `allowed_actions` never list `resolve`). */
         EscrowForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];

@@ -109,7 +109,9 @@ describe('escrow lifecycle', () => {
       ['disputed', ['buyer'], []],
       ['disputed', ['seller'], ['refund']],
       ['disputed', ['administrator'], ['resolve']],
-      ['disputed', ['buyer', 'administrator'], ['resolve']],
+      // Issue 20.2: a party never rules on its own escrow, administrator or not.
+      ['disputed', ['buyer', 'administrator'], []],
+      ['disputed', ['seller', 'administrator'], ['refund']],
       ['released', ['buyer'], []],
       ['refunded', ['seller'], []],
       ['canceled', ['buyer'], []],
@@ -155,5 +157,21 @@ describe('escrow lifecycle', () => {
     );
     for (const action of ESCROW_ACTIONS) expect(() => authorize(action, state('canceled'), as('buyer', 'seller', 'administrator'), NOW)).toThrow();
     expect(() => authorize('fund', state('awaiting_funding'), as('buyer'), NOW)).not.toThrow();
+  });
+
+  it('issue 20.2: an administrator who is a party cannot resolve: 403 ConflictOfInterest, in any status', () => {
+    for (const party of ['buyer', 'seller'] as const) {
+      for (const status of ['disputed', 'funded'] as const) {
+        expect(() => authorize('resolve', state(status), as(party, 'administrator'), NOW)).toThrow(
+          expect.objectContaining({
+            code: 'ConflictOfInterest',
+            category: 'forbidden',
+            message: 'You are a party to this escrow: you cannot resolve it. Another platform administrator must.',
+          }),
+        );
+      }
+    }
+    expect(() => authorize('resolve', state('disputed'), as('administrator'), NOW)).not.toThrow();
+    expect(() => authorize('refund', state('disputed'), as('seller', 'administrator'), NOW)).not.toThrow();
   });
 });
