@@ -46,6 +46,21 @@ function requestLogFields(req: { id?: unknown; method?: string; url?: string; re
   return { id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress, userAgent: req.headers?.['user-agent'] };
 }
 
+/**
+ * What a response that does not match the contract does. Responses are checked as they are
+ * sent, after the handler's transaction has committed: answering 500 then would tell the
+ * client a change failed that in fact happened (and every later read of the same data would
+ * fail too). So outside tests the drift is logged as an error (`contractDrift`) and the
+ * response goes out as the handler made it; under NODE_ENV=test it throws, the response
+ * becomes a 500, and the test suite, not a user, meets the drift.
+ */
+function responseDrift(failHard: boolean, logger: Logger) {
+  return (error: Error, _body: unknown, req: { method: string; originalUrl: string; id?: unknown }) => {
+    if (failHard) throw error;
+    logger.error({ err: error, contractDrift: true, method: req.method, url: req.originalUrl, requestId: req.id }, 'response does not match the contract; sent as is');
+  };
+}
+
 /** Builds the API; never listens (tests drive it through supertest). */
 export function createApp(deps: AppDeps): App {
   const { config, knex, logger } = deps;
@@ -108,7 +123,7 @@ export function createApp(deps: AppDeps): App {
       // Bodies are never coerced ({"amount": true} must not become 1); the library still
       // coerces path and query parameters, which arrive as strings.
       validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
-      validateResponses: config.validateResponses,
+      validateResponses: config.validateResponses ? { onError: responseDrift(config.nodeEnv === 'test', logger) } : false,
       validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler } },
       validateFormats: true,
       // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.

@@ -327,6 +327,25 @@ describe('contributions', () => {
   });
 });
 
+describe('issue 20.3: the smallest unit of a three-decimal currency', () => {
+  it('a 0.001 KWD tontine is created, read, listed, joined, paid and canceled (no 500 after a commit)', async () => {
+    const organizer = await participant(app, { KWD: 10n });
+    const member = await participant(app, { KWD: 10n });
+    const created = await createTontine(app, organizer, { currency: 'KWD', contribution_amount: 0.001, max_members: 2 });
+    expect(created).toMatchObject({ currency: 'KWD', contribution_amount: 0.001, contribution_amount_minor: '1' });
+    expect((await get(created.id, organizer).expect(200)).body.data.contribution_amount).toBe(0.001);
+    const listed = await request(app).get('/api/tontines').set(organizer.auth).expect(200);
+    expect(listed.body.data.data.find((t: { id: string }) => t.id === created.id)).toMatchObject({ contribution_amount: 0.001 });
+    await enrol(app, created.id, organizer, [member]);
+    await action(created.id, 'start', organizer).expect(200);
+    const paid = await contribute(app, created.id, member, undefined, 1).expect(200);
+    expect(paid.body.data).toMatchObject({ pool_balance: '0.001', pool_balance_minor: '1' });
+    const canceled = await action(created.id, 'cancel', organizer).expect(200);
+    expect(canceled.body.data).toMatchObject({ status: 'canceled', contribution_amount: 0.001 });
+    expect(await walletBalance(member.user.id, 'KWD')).toBe(10n);
+  });
+});
+
 describe('issue 20.4: a contribution names its cycle', () => {
   it('taps around a cycle boundary, each with a new key, pay one cycle once: ContributionAlreadyPaid or CycleNotOpen with details.open_cycle', async () => {
     const a = await participant(app, { XOF: 10_000n });
