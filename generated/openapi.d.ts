@@ -2095,7 +2095,7 @@ export interface components {
         };
         /**
          * EscrowFee
-         * @description The platform's fee, agreed at creation: `rate_bps` basis points of the amount (ESCROW_FEE_BPS, 100 = 1 %), rounded half up to the currency's minor unit. `payer` `buyer`: the buyer pays it on top of the amount when funding; `seller`: it is deducted from what the seller receives; `split`: half each, the odd minor unit on the buyer. The fee is charged once, only when money is released to the seller; a refund returns everything the buyer paid, its fee share included. A split resolution charges the fee on `seller_amount` only, shared the same way.
+         * @description The platform's fee, agreed at creation and shown from then on, before funding: `rate_bps` basis points of the amount (ESCROW_FEE_BPS, 100 = 1 %), rounded up to the currency's minor unit, so a non-zero rate never gives a zero fee (1 % of 49 XOF is 1 XOF); at least `minimum_minor`, the platform's minimum fee for the currency (ESCROW_MIN_FEE), when the rate is not zero; never more than the amount. `payer` `buyer`: the buyer pays it on top of the amount when funding; `seller`: it is deducted from what the seller receives; `split`: half each, the odd minor unit on the buyer. The fee is charged once, only when money is released to the seller; a refund returns everything the buyer paid, its fee share included. A split resolution charges the fee on `seller_amount` only, shared the same way.
          */
         EscrowFee: {
             /**
@@ -2111,6 +2111,7 @@ export interface components {
             /** @description The fee on the whole amount, in major units. */
             amount: number;
             amount_minor: components["schemas"]["MinorAmount"];
+            minimum_minor: components["schemas"]["MinorAmount"];
             buyer_share_minor: components["schemas"]["MinorAmount"];
             seller_share_minor: components["schemas"]["MinorAmount"];
         };
