@@ -327,6 +327,34 @@ describe('contributions', () => {
   });
 });
 
+describe('issue 20.6: an invited user who has not joined sees the members masked', () => {
+  it('o***@domain and +225******01 with the counts before joining; in full after', async () => {
+    const organizer = await participant(app);
+    const phone = `+22507${crypto.randomInt(10_000_000, 99_999_999)}`;
+    const byPhone = await participant(app, {}, { email: null, phone });
+    const invited = await participant(app);
+    const tontine = await createTontine(app, organizer);
+    await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: phone }).expect(201);
+    await action(tontine.id, 'join', byPhone).expect(200);
+    await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: invited.user.email }).expect(201);
+
+    const before = (await get(tontine.id, invited).expect(200)).body.data;
+    const email = organizer.user.email as string;
+    const maskedEmail = `${email.slice(0, 1)}***${email.slice(email.indexOf('@'))}`;
+    const maskedPhone = `${phone.slice(0, 4)}${'*'.repeat(phone.length - 6)}${phone.slice(-2)}`;
+    expect(maskedPhone).toMatch(/^\+225\*{8}\d\d$/);
+    expect(before).toMatchObject({ role: 'invited', member_count: 2, max_members: 10, allowed_actions: ['join'] });
+    expect(before.members.map((m: { identifier: string }) => m.identifier)).toEqual([maskedEmail, maskedPhone]);
+    expect(JSON.stringify(before)).not.toContain(email);
+    expect(JSON.stringify(before)).not.toContain(phone);
+
+    await action(tontine.id, 'join', invited).expect(200);
+    const after = (await get(tontine.id, invited).expect(200)).body.data;
+    expect(after.members.map((m: { identifier: string }) => m.identifier)).toEqual([email, phone, invited.user.email]);
+    expect((await get(tontine.id, organizer).expect(200)).body.data.members.map((m: { identifier: string }) => m.identifier)).toEqual([email, phone, invited.user.email]);
+  });
+});
+
 describe('issue 20.3: the smallest unit of a three-decimal currency', () => {
   it('a 0.001 KWD tontine is created, read, listed, joined, paid and canceled (no 500 after a commit)', async () => {
     const organizer = await participant(app, { KWD: 10n });
