@@ -4133,7 +4133,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `UnsupportedMediaType`: the request body is not `application/json`. */
+        /** @description `UnsupportedMediaType`: the request body is not `application/json`, or its charset is not UTF-8 (JSON is UTF-8, RFC 8259: `charset=utf-16`, `utf-32` or `latin1` are refused). */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];

@@ -13,6 +13,7 @@ import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
 import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, operationRoute } from './mount-operations';
 import { refuseInexactNumbers } from './exact-json-numbers';
+import { requireUtf8 } from './json-charset';
 import { strictPaths } from './strict-paths';
 import type { Metrics } from './metrics';
 import { operationMatcher } from './operation-matcher';
@@ -114,7 +115,17 @@ export function createApp(deps: AppDeps): App {
   // outside /api never has its body read at all.
   app.use('/api', authenticate(services.accessCheck, config.jwt));
   app.use('/api', rateLimiter);
-  app.use('/api', express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
+  app.use(
+    '/api',
+    express.json({
+      limit: config.bodyLimitBytes,
+      strict: true,
+      verify: (req, res, raw, encoding) => {
+        requireUtf8(encoding);
+        refuseInexactNumbers(req, res, raw, encoding);
+      },
+    }),
+  );
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
   app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
   app.use(
