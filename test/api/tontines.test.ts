@@ -509,6 +509,32 @@ describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the e
     await expectLedgerInvariants(knex);
   });
 
+  it('a random tontine started before the rule keeps its whole-order draw: seed shown, cycles paid to the order fixed at its start', async () => {
+    const members: Participant[] = [];
+    for (let i = 0; i < 3; i += 1) members.push(await participant(app, { XOF: 10_000n }));
+    const organizer = members[0] as Participant;
+    const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 3 });
+    await enrol(app, created.id, organizer, members.slice(1));
+    await action(created.id, 'start', organizer).expect(200);
+    // What a start before issue 20 left behind: every cycle named, positions set, draw_per_cycle false.
+    const { draw_seed: seed } = (await knex('tontines').where({ id: created.id }).first('draw_seed')) as { draw_seed: string };
+    const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
+    const order = members.map((m) => m.user.id).sort((a, b) => sha256(`${seed}:${a}`).localeCompare(sha256(`${seed}:${b}`)));
+    await knex.transaction(async (trx) => {
+      await trx('tontines').where({ id: created.id }).update({ draw_per_cycle: false });
+      for (const [index, userId] of order.entries()) {
+        await trx('tontine_cycles').where({ tontine_id: created.id, number: index + 1 }).update({ beneficiary_user_id: userId });
+        await trx('tontine_members').where({ tontine_id: created.id, user_id: userId }).update({ payout_position: index + 1 });
+      }
+    });
+    expect((await get(created.id, organizer).expect(200)).body.data.draw_seed).toBe(seed);
+    for (let cycle = 1; cycle <= 3; cycle += 1) for (const who of members) await contribute(app, created.id, who, undefined, cycle).expect(200);
+    const done = (await get(created.id, organizer).expect(200)).body.data;
+    expect(done.cycles.map((c: { beneficiary_user_id: string }) => c.beneficiary_user_id)).toEqual(order);
+    expect(await eventTypes(created.id)).not.toContain('tontine.beneficiary_drawn');
+    await expectLedgerInvariants(knex);
+  });
+
   it('a random tontine canceled before its first payout reveals its seed (nothing left to draw)', async () => {
     const organizer = await participant(app);
     const member = await participant(app);
