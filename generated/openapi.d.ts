@@ -476,7 +476,7 @@ export interface paths {
         put?: never;
         /**
          * Resolve a dispute
-         * @description A platform administrator decides a `disputed` escrow: `release` pays the seller as an acceptance would; `refund` returns everything the buyer paid, fee share included; `split` pays the seller `seller_amount` less the seller's share of the fee on `seller_amount` and refunds the rest of what the buyer paid (see `ResolveEscrowRequest`). -> `released` or `refunded`, with the resolution recorded. Only administrators (403 `InsufficientRole` for the parties). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState`.
+         * @description A platform administrator decides a `disputed` escrow: `release` pays the seller as an acceptance would; `refund` returns everything the buyer paid, fee share included; `split` pays the seller `seller_amount` less the seller's share of the fee on `seller_amount` and refunds the rest of what the buyer paid (see `ResolveEscrowRequest`). -> `released` or `refunded`, with the resolution recorded. Only administrators who are not a party to the escrow: 403 `InsufficientRole` for the parties, 403 `ConflictOfInterest` for an administrator who is the buyer or the seller (nobody rules on their own escrow; another administrator must, and such an administrator's `allowed_actions` never list `resolve`). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the escrow in `details` and `Location`), a request still running with the key 409 `ConcurrentOperation`, the key with another request 422 `IdempotencyKeyReused`. Another status answers 409 `InvalidEscrowState`.
          */
         post: operations["resolveEscrow"];
         delete?: never;
@@ -499,6 +499,32 @@ export interface paths {
         get: operations["listAllEscrows"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tontines/{tontineId}/dissolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dissolve a tontine (administrators)
+         * @description A platform administrator ends a `forming` or `active` tontine with a reason: the only way to end a tontine once a pot has been paid out (no member, the organizer included, can then cancel it). The contributions paid to the open cycle are refunded from the pool to their payers' wallets in the same transaction (as on a cancel), the remaining cycles are `canceled`, and the tontine is `canceled` with `dissolution` (`reason`, `dissolved_at`) shown to every member. One `tontine.dissolved` event names each member's net position (what was paid out to them minus what they paid in), and every member gets a `tontine.member_dissolution` history entry with their own; settling those positions between members is for the operator, outside the ledger postings of the tontine. The answer shows the tontine as the administrator sees it (`role: administrator`, no `allowed_actions`). Platform administrators only: anyone else 403 `InsufficientRole`; an unknown tontine 404 `TontineNotFound`; `completed` or `canceled`: 409 `InvalidTontineState` (`details.action: dissolve`).
+         */
+        post: operations["dissolveTontine"];
         delete?: never;
         options?: never;
         head?: never;
@@ -650,7 +676,7 @@ export interface paths {
         put?: never;
         /**
          * Start a tontine
-         * @description The organizer starts a `forming` tontine with at least 2 members: the payout order is fixed (`join_order`: by member number; `random`: the draw described under `draw_seed`, whose seed is revealed now), the schedule is set (cycle `k` due `k` periods after now) and cycle 1 opens with every member's contribution `pending`; status `active`. Open invitations lapse. Fewer than 2 members: 422 `NotEnoughMembers`; not the organizer: 403 `NotTontineOrganizer`; not `forming`: 409 `InvalidTontineState`.
+         * @description The organizer starts a `forming` tontine with at least 2 members: with `join_order` the payout order is fixed (by member number, the organizer first); with `random` nobody's turn is known yet: each cycle's beneficiary is drawn when that cycle's pot is complete (see `draw_seed`; the seed stays secret until the tontine ends). The schedule is set (cycle `k` due `k` periods after now) and cycle 1 opens with every member's contribution `pending`; status `active`. Open invitations lapse. Fewer than 2 members: 422 `NotEnoughMembers`; not the organizer: 403 `NotTontineOrganizer`; not `forming`: 409 `InvalidTontineState`.
          */
         post: operations["startTontine"];
         delete?: never;
@@ -676,17 +702,20 @@ export interface paths {
         put?: never;
         /**
          * Pay the running cycle's contribution
-         * @description A member pays their contribution to the running cycle of an `active`
-         *     tontine: `contribution_amount` moves from the member's wallet in the
+         * @description A member pays their contribution to the open cycle of an `active`
+         *     tontine, named in the body (`{"cycle": n}`, n = `current_cycle`): `contribution_amount` moves from the member's wallet in the
          *     tontine's currency into the tontine's pool account (a ledger account of
          *     the platform, one per tontine). A `late` contribution can still be paid.
-         *     When the last contribution of the cycle arrives, the pool pays the
-         *     cycle's beneficiary the whole pot (members x contribution) in the same
+         *     Every member pays every cycle, also after receiving a pot. When the
+         *     last contribution of the cycle arrives (with `payout_order: random`,
+         *     the cycle's beneficiary is drawn then), the pool pays the cycle's
+         *     beneficiary the whole pot (members x contribution) in the same
          *     transaction, exactly once, and the next cycle opens (every member
          *     `pending`); after the last cycle the tontine is `completed`. The pool
          *     therefore always holds exactly the open cycle's contributions.
          *
-         *     The body may be absent or `{}`. Requires an `Idempotency-Key` (scoped
+         *     The body `{"cycle": n}` is required (since issue 20): the named cycle
+         *     must be the open one. Requires an `Idempotency-Key` (scoped
          *     to the caller and this operation, kept 24 hours), handled as for
          *     `POST /transfers`: the key, a hash of the request (tontine id and body)
          *     and the response are stored in the same transaction as the posting; a
@@ -697,8 +726,10 @@ export interface paths {
          *     tontine answers 422 `IdempotencyKeyReused`. Refusals (404, 409, 422) do
          *     not consume the key.
          *
-         *     Refusals: 409 `ContributionAlreadyPaid` (the caller already paid this
-         *     cycle; `details.cycle`), 409 `InvalidTontineState` (not `active`), 422
+         *     Refusals: 409 `ContributionAlreadyPaid` (the caller already paid the
+         *     named cycle; `details.cycle`), 409 `CycleNotOpen` (the named cycle is
+         *     not the open one and the caller has not paid it; `details.open_cycle`
+         *     is the cycle to pay), 409 `InvalidTontineState` (not `active`), 422
          *     `InsufficientFunds` (`details`: `currency`, `available`, `required`;
          *     nothing changes), 422 `WalletFrozen`.
          */
@@ -726,7 +757,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a tontine
-         * @description The organizer cancels the tontine. `forming`: it is `canceled` (open invitations lapse). `active`: the contributions already paid to the open cycle are refunded from the pool to their payers' wallets in the same transaction, and the tontine is `canceled`; the cycles already paid out stay paid out. A `completed` or `canceled` tontine: 409 `InvalidTontineState`; not the organizer: 403 `NotTontineOrganizer`.
+         * @description The organizer cancels the tontine. `forming`: it is `canceled` (open invitations lapse). `active` before any payout: the contributions already paid to cycle 1 are refunded from the pool to their payers' wallets in the same transaction, and the tontine is `canceled`. Once a pot has been paid out, no member can end the tontine (those who received a pot owe the others their contributions): 409 `InvalidTontineState` (`details.allowed_actions` without `cancel`); only a platform administrator can then dissolve it (`POST /admin/tontines/{tontineId}/dissolve`). A `completed` or `canceled` tontine: 409 `InvalidTontineState`; not the organizer: 403 `NotTontineOrganizer`.
          */
         post: operations["cancelTontine"];
         delete?: never;
@@ -2070,7 +2101,7 @@ export interface components {
         };
         /**
          * EscrowFee
-         * @description The platform's fee, agreed at creation: `rate_bps` basis points of the amount (ESCROW_FEE_BPS, 100 = 1 %), rounded half up to the currency's minor unit. `payer` `buyer`: the buyer pays it on top of the amount when funding; `seller`: it is deducted from what the seller receives; `split`: half each, the odd minor unit on the buyer. The fee is charged once, only when money is released to the seller; a refund returns everything the buyer paid, its fee share included. A split resolution charges the fee on `seller_amount` only, shared the same way.
+         * @description The platform's fee, agreed at creation and shown from then on, before funding: `rate_bps` basis points of the amount (ESCROW_FEE_BPS, 100 = 1 %), rounded up to the currency's minor unit, so a non-zero rate never gives a zero fee (1 % of 49 XOF is 1 XOF); at least `minimum_minor`, the platform's minimum fee for the currency (ESCROW_MIN_FEE), when the rate is not zero; never more than the amount. `payer` `buyer`: the buyer pays it on top of the amount when funding; `seller`: it is deducted from what the seller receives; `split`: half each, the odd minor unit on the buyer. The fee is charged once, only when money is released to the seller; a refund returns everything the buyer paid, its fee share included. A split resolution charges the fee on `seller_amount` only, shared the same way.
          */
         EscrowFee: {
             /**
@@ -2086,6 +2117,7 @@ export interface components {
             /** @description The fee on the whole amount, in major units. */
             amount: number;
             amount_minor: components["schemas"]["MinorAmount"];
+            minimum_minor: components["schemas"]["MinorAmount"];
             buyer_share_minor: components["schemas"]["MinorAmount"];
             seller_share_minor: components["schemas"]["MinorAmount"];
         };
@@ -2179,7 +2211,7 @@ export interface components {
              */
             inspection_period_seconds: number;
             fee: components["schemas"]["EscrowFee"];
-            /** @description What the caller may do now (each is `POST /escrows/{escrowId}/{action}`); empty when nothing. */
+            /** @description What the caller may do now (each is `POST /escrows/{escrowId}/{action}`); empty when nothing. `resolve` appears only for a platform administrator who is neither the buyer nor the seller. */
             allowed_actions: components["schemas"]["EscrowAction"][];
             /** @description The seller's tracking reference given at delivery, or `null`. */
             tracking_reference: string | null;
@@ -2409,6 +2441,17 @@ export interface components {
             note?: string;
         };
         /**
+         * DissolveTontineRequest
+         * @description Why a platform administrator dissolves the tontine; shown to every member.
+         */
+        DissolveTontineRequest: {
+            /**
+             * @description The reason, kept on the tontine (`dissolution.reason`) and in each member's history entry.
+             * @example The organizer stopped paying after receiving the first pot.
+             */
+            reason: string;
+        };
+        /**
          * TontineStatus
          * @description `forming` while members join; `active` once cycles run; `completed` after the last payout; `canceled` by the organizer (while forming, or while active: the open cycle's contributions are refunded, earlier payouts stand).
          * @enum {string}
@@ -2427,6 +2470,24 @@ export interface components {
          */
         TontinePayoutOrder: "join_order" | "random";
         /**
+         * TontineDissolution
+         * @description A platform administrator dissolved the tontine (`status: canceled`): the only way to end a tontine once a pot has been paid out.
+         */
+        TontineDissolution: {
+            /** @description The administrator's reason. */
+            reason: string;
+            /**
+             * Format: date-time
+             * @description When it was dissolved.
+             */
+            dissolved_at: string;
+            /**
+             * @description Who dissolved it.
+             * @enum {string}
+             */
+            dissolved_by: "platform_administrator";
+        };
+        /**
          * TontineMember
          * @description A member of a tontine.
          */
@@ -2436,7 +2497,7 @@ export interface components {
              * @description The member's platform user id (used by the random draw).
              */
             user_id: string;
-            /** @description The member's e-mail or telephone number. */
+            /** @description The member's e-mail or telephone number; masked (`o***@example.com`, `+225******01`) for an invited user who has not joined yet. */
             identifier: string;
             /**
              * @description The member's role.
@@ -2445,7 +2506,7 @@ export interface components {
             role: "organizer" | "member";
             /**
              * Format: int32
-             * @description The cycle in which the member receives the pot; `null` before the start.
+             * @description The cycle in which the member receives the pot; `null` before the start, and with `payout_order: random` until the member is drawn (when the pot of that cycle is complete).
              */
             position: number | null;
             /** @description Whether the member has received the pot. */
@@ -2473,13 +2534,13 @@ export interface components {
             number: number;
             /**
              * Format: uuid
-             * @description The member who receives this cycle's pot.
+             * @description The member who receives this cycle's pot. With `payout_order: random`, `null` until the cycle's pot is complete: the beneficiary is drawn then (see `draw_seed` on the tontine), so nobody knows it in advance.
              */
-            beneficiary_user_id: string;
-            /** @description The beneficiary's e-mail or telephone number. */
-            beneficiary_identifier: string;
+            beneficiary_user_id: string | null;
+            /** @description The beneficiary's e-mail or telephone number (`null` while not drawn; masked, as `o***@example.com`, for an invited user who has not joined). */
+            beneficiary_identifier: string | null;
             /**
-             * @description `upcoming` (not opened yet), `open` (collecting), `paid_out`, or `canceled` (the open or upcoming cycles of a canceled tontine).
+             * @description `upcoming` (not opened yet), `open` (collecting), `paid_out`, or `canceled` (the open or upcoming cycles of a canceled or dissolved tontine).
              * @enum {string}
              */
             status: "upcoming" | "open" | "paid_out" | "canceled";
@@ -2533,12 +2594,12 @@ export interface components {
             name: string;
             status: components["schemas"]["TontineStatus"];
             /**
-             * @description The caller's role in the tontine. `invited` (an open invitation, not a member yet) appears only on `GET /tontines/{tontineId}`, so an invited user can read the terms and the commitment before joining. `former_member` appears only in the answer to `leave`.
+             * @description The caller's role in the tontine. `invited` (an open invitation, not a member yet) appears only on `GET /tontines/{tontineId}`, so an invited user can read the terms and the commitment before joining (the members masked). `former_member` appears only in the answer to `leave`, `administrator` only in the answer to `POST /admin/tontines/{tontineId}/dissolve`.
              * @enum {string}
              */
-            role: "organizer" | "member" | "invited" | "former_member";
+            role: "organizer" | "member" | "invited" | "former_member" | "administrator";
             currency: components["schemas"]["CurrencyCode"];
-            /** @description Contribution per member and per cycle, in major units. */
+            /** @description Contribution per member and per cycle, in major units (any positive multiple of the currency's minor unit: 0.001 KWD, 0.01 EUR, 1 XOF). */
             contribution_amount: number;
             contribution_amount_minor: components["schemas"]["MinorAmount"];
             frequency: components["schemas"]["TontineFrequency"];
@@ -2571,15 +2632,32 @@ export interface components {
             /** @description With `payout_order: random`: the commitment to the draw, published at creation, before anyone joins: `hex(SHA-256(seed))`, where `seed` is the 64-character lower-case hexadecimal string later given in `draw_seed` (hashed as its ASCII characters). `null` with `join_order`. */
             seed_commitment: string | null;
             /**
-             * @description With `payout_order: random`, from the start on: the secret seed of the
-             *     draw, revealed when the order is fixed (`null` before, and with
-             *     `join_order`). Anyone can check it and recompute the order:
+             * @description With `payout_order: random`: the secret seed of the draw, revealed once
+             *     no draw is left, that is when the tontine is `completed` or `canceled`
+             *     after its start (`null` before, and with `join_order`).
              *
-             *     1. `hex(SHA-256(draw_seed))` equals `seed_commitment`;
-             *     2. for each member, `key = hex(SHA-256(draw_seed + ":" + user_id))`
-             *        (ASCII; `user_id` in lower-case canonical UUID form);
-             *     3. sort the members by `key` ascending (byte order of the hex
-             *        strings): the first receives cycle 1, the second cycle 2, and so on.
+             *     Each cycle's beneficiary is drawn only when that cycle's pot is
+             *     complete (in the same transaction as its last contribution and the
+             *     payout), among the members who have not received a pot yet. Nobody, the
+             *     organizer included, knows who receives a cycle before its pot is
+             *     complete, and once a pot is paid out no member can end the tontine:
+             *     an organizer cannot cancel and start again until the draw suits them.
+             *     The beneficiary of each cycle is shown in `cycles` (and the event
+             *     `tontine.beneficiary_drawn`) as soon as it is drawn. Once the seed is
+             *     revealed, anyone can check every draw:
+             *
+             *     1. `hex(SHA-256(draw_seed))` equals `seed_commitment` (published at
+             *        creation, before anyone joined);
+             *     2. for cycle `k`, for each member who had not received a pot before
+             *        cycle `k`, `key = hex(SHA-256(draw_seed + ":" + k + ":" + user_id))`
+             *        (ASCII; `k` in decimal; `user_id` in lower-case canonical UUID form);
+             *     3. the member with the smallest `key` (byte order of the hex strings)
+             *        is cycle `k`'s beneficiary.
+             *
+             *     Tontines started before this rule (2026-11-24) drew the whole order at
+             *     the start and show the seed from then on: members sorted by
+             *     `hex(SHA-256(draw_seed + ":" + user_id))` ascending, the first
+             *     receiving cycle 1.
              */
             draw_seed: string | null;
             /**
@@ -2594,9 +2672,11 @@ export interface components {
             completed_at: string | null;
             /**
              * Format: date-time
-             * @description When the organizer canceled it.
+             * @description When the organizer canceled it, or an administrator dissolved it.
              */
             canceled_at: string | null;
+            /** @description Set when a platform administrator dissolved the tontine (`POST /admin/tontines/{tontineId}/dissolve`); `null` otherwise. */
+            dissolution: components["schemas"]["TontineDissolution"] | null;
             /** @description The members in join order (detail only). */
             members?: components["schemas"]["TontineMember"][];
             /** @description The schedule, cycle 1 first (detail only; empty while `forming`). Cycle `k` is due `k` periods after the start (weekly: 7 days, biweekly: 14 days, monthly: the same day `k` months later, or the month's last day). */
@@ -2612,46 +2692,8 @@ export interface components {
             net_position?: string;
             /** @description The same in signed integer minor units (detail only). */
             net_position_minor?: string;
-            /** @description What the caller may do now (detail only): `invite`, `start`, `cancel` (organizer), `join` (invited), `leave` (a member other than the organizer, while `forming`), `contribute` (a member who has not paid the running cycle). */
+            /** @description What the caller may do now (detail only): `invite`, `start`, `cancel` (organizer; while `forming`, or `active` before any pot is paid out), `join` (invited), `leave` (a member other than the organizer, while `forming`), `contribute` (a member who has not paid the running cycle, whether or not they already received a pot: every member pays every cycle until the last). */
             allowed_actions?: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
-        };
-        /**
-         * TontineList
-         * @description A page of the tontines the caller takes part in, newest first.
-         */
-        TontineList: components["schemas"]["ListObject"] & {
-            data: components["schemas"]["Tontine"][];
-        };
-        /**
-         * TontineListResponse
-         * @description Envelope of a list of tontines.
-         */
-        TontineListResponse: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            data: components["schemas"]["TontineList"];
-            message?: components["schemas"]["EnvelopeMessage"];
-        };
-        /**
-         * CreateTontineRequest
-         * @description A tontine to create; the caller becomes its organizer and member number one.
-         */
-        CreateTontineRequest: {
-            /** @description Name of the group. */
-            name: string;
-            currency: components["schemas"]["CurrencyCode"];
-            /** @description Contribution per member and per cycle, in major units of `currency`. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
-            contribution_amount: number;
-            frequency: components["schemas"]["TontineFrequency"];
-            /**
-             * Format: int32
-             * @description Maximum number of members, which is also the number of cycles once started with that many.
-             */
-            max_members: number;
-            payout_order: components["schemas"]["TontinePayoutOrder"];
         };
         /**
          * TontineResponse
@@ -2667,49 +2709,8 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
-         * InviteToTontineRequest
-         * @description Whom to invite.
-         */
-        InviteToTontineRequest: {
-            /** @description The e-mail address or telephone number (E.164) of an active platform user. */
-            identifier: string;
-        };
-        /**
-         * NotTontineOrganizerError
-         * @description Only the organizer may do this (invite, start, cancel); `details` gives the caller's role and what the caller may do.
-         */
-        NotTontineOrganizerError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name.
-             * @constant
-             * @enum {string}
-             */
-            error: "NotTontineOrganizer";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description The caller's role and possible actions. */
-            details: {
-                /**
-                 * @description The refused action.
-                 * @enum {string}
-                 */
-                action: "invite" | "join" | "leave" | "start" | "contribute" | "cancel";
-                /**
-                 * @description The caller's role in the tontine.
-                 * @enum {string}
-                 */
-                role: "organizer" | "member" | "invited" | "former_member";
-                /** @description What the caller may do now. */
-                allowed_actions: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
-            };
-        };
-        /**
          * InvalidTontineStateError
-         * @description The tontine's status does not allow the action; `details` names the status, the action and what the caller may do now.
+         * @description The tontine's status does not allow the action (also: `cancel` of an active tontine that has paid out a pot); `details` names the status, the action and what the caller may do now.
          */
         InvalidTontineStateError: {
             /**
@@ -2727,10 +2728,10 @@ export interface components {
             details: {
                 status: components["schemas"]["TontineStatus"];
                 /**
-                 * @description The refused action.
+                 * @description The refused action (`dissolve`: a platform administrator's).
                  * @enum {string}
                  */
-                action: "invite" | "join" | "leave" | "start" | "contribute" | "cancel";
+                action: "invite" | "join" | "leave" | "start" | "contribute" | "cancel" | "dissolve";
                 /** @description What the caller may do now. */
                 allowed_actions: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
             };
@@ -2783,6 +2784,85 @@ export interface components {
          */
         TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"];
         /**
+         * TontineList
+         * @description A page of the tontines the caller takes part in, newest first.
+         */
+        TontineList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Tontine"][];
+        };
+        /**
+         * TontineListResponse
+         * @description Envelope of a list of tontines.
+         */
+        TontineListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["TontineList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateTontineRequest
+         * @description A tontine to create; the caller becomes its organizer and member number one.
+         */
+        CreateTontineRequest: {
+            /** @description Name of the group. */
+            name: string;
+            currency: components["schemas"]["CurrencyCode"];
+            /** @description Contribution per member and per cycle, in major units of `currency`. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
+            contribution_amount: number;
+            frequency: components["schemas"]["TontineFrequency"];
+            /**
+             * Format: int32
+             * @description Maximum number of members, which is also the number of cycles once started with that many.
+             */
+            max_members: number;
+            payout_order: components["schemas"]["TontinePayoutOrder"];
+        };
+        /**
+         * InviteToTontineRequest
+         * @description Whom to invite.
+         */
+        InviteToTontineRequest: {
+            /** @description The e-mail address or telephone number (E.164) of an active platform user. */
+            identifier: string;
+        };
+        /**
+         * NotTontineOrganizerError
+         * @description Only the organizer may do this (invite, start, cancel); `details` gives the caller's role and what the caller may do.
+         */
+        NotTontineOrganizerError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "NotTontineOrganizer";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The caller's role and possible actions. */
+            details: {
+                /**
+                 * @description The refused action.
+                 * @enum {string}
+                 */
+                action: "invite" | "join" | "leave" | "start" | "contribute" | "cancel";
+                /**
+                 * @description The caller's role in the tontine.
+                 * @enum {string}
+                 */
+                role: "organizer" | "member" | "invited" | "former_member";
+                /** @description What the caller may do now. */
+                allowed_actions: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
+            };
+        };
+        /**
          * TontineActionRequest
          * @description The body of an action without parameters: `{}`, or no body at all (then no `Content-Type` is needed).
          */
@@ -2814,8 +2894,19 @@ export interface components {
             };
         };
         /**
+         * ContributeToTontineRequest
+         * @description The cycle the contribution pays: it must be the open one (`current_cycle` of the tontine). Naming it ties a payment to a cycle, so two taps around a cycle boundary (each with a new `Idempotency-Key`) cannot pay two cycles: the second answers 409 `ContributionAlreadyPaid` (the named cycle is paid) or `CycleNotOpen` (`details.open_cycle`).
+         */
+        ContributeToTontineRequest: {
+            /**
+             * Format: int32
+             * @description The open cycle's number.
+             */
+            cycle: number;
+        };
+        /**
          * ContributionAlreadyPaidError
-         * @description The caller already paid the running cycle.
+         * @description The caller already paid the cycle the contribution names.
          */
         ContributionAlreadyPaidError: {
             /**
@@ -2839,10 +2930,40 @@ export interface components {
             };
         };
         /**
+         * CycleNotOpenError
+         * @description The contribution names a cycle that is not open (an earlier one the caller did not pay, or a later one); `details.open_cycle` is the cycle to pay.
+         */
+        CycleNotOpenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "CycleNotOpen";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The cycle named and the open one. */
+            details: {
+                /**
+                 * Format: int32
+                 * @description The cycle the request named.
+                 */
+                cycle: number;
+                /**
+                 * Format: int32
+                 * @description The cycle open now (the one to pay).
+                 */
+                open_cycle: number;
+            };
+        };
+        /**
          * TontineContributionConflictError
          * @description Error envelope of a 409 on a tontine contribution, discriminated by `error`.
          */
-        TontineContributionConflictError: components["schemas"]["ContributionAlreadyPaidError"] | components["schemas"]["InvalidTontineStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        TontineContributionConflictError: components["schemas"]["ContributionAlreadyPaidError"] | components["schemas"]["CycleNotOpenError"] | components["schemas"]["InvalidTontineStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * TontineContributionUnprocessableError
          * @description Error envelope of a 422 on a tontine contribution, discriminated by `error`.
@@ -4033,7 +4154,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `UnsupportedMediaType`: the request body is not `application/json`. */
+        /** @description `UnsupportedMediaType`: the request body is not `application/json`, or its charset is not UTF-8 (JSON is UTF-8, RFC 8259: `charset=utf-16`, `utf-32` or `latin1` are refused). */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -4095,7 +4216,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `InsufficientRole`: the caller's role in the escrow may never take this action (a seller funding, a buyer refunding, a party resolving a dispute). */
+        /** @description `InsufficientRole`: the caller's role in the escrow may never take this action (a seller funding, a buyer refunding, a party resolving a dispute). `ConflictOfInterest`: a platform administrator who is also the buyer or the seller tries to resolve the escrow; another administrator must (its `allowed_actions` never list `resolve`). */
         EscrowForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -4158,18 +4279,6 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `NotTontineOrganizer`: only the organizer may do this (invite, start, cancel). `details` give the caller's `role` and the `allowed_actions`. */
-        TontineForbidden: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["NotTontineOrganizerError"];
-            };
-        };
         /** @description The tontine's state does not allow the action. `InvalidTontineState`: not in this status (`details`: `status`, the current status; `action`; `allowed_actions`, what the caller may do now). `AlreadyMember`: the user already belongs to it. `TontineFull`: `max_members` reached. */
         TontineConflict: {
             headers: {
@@ -4180,6 +4289,18 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["TontineConflictError"];
+            };
+        };
+        /** @description `NotTontineOrganizer`: only the organizer may do this (invite, start, cancel). `details` give the caller's `role` and the `allowed_actions`. */
+        TontineForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["NotTontineOrganizerError"];
             };
         };
         /** @description The caller is a member of the organisation but may not do this: `InsufficientRole` (the route's role rule excludes the caller's role) or `FeatureUnavailable` (the module is not enabled for the organisation). */
@@ -5396,6 +5517,60 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    dissolveTontine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
+                 * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
+                 */
+                tontineId: components["parameters"]["TontineId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DissolveTontineRequest"];
+            };
+        };
+        responses: {
+            /** @description The tontine after the dissolution. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TontineResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller is not a platform administrator. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["TontineNotFound"];
+            409: components["responses"]["TontineConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listTontines: {
         parameters: {
             query?: {
@@ -5734,9 +5909,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["TontineActionRequest"];
+                "application/json": components["schemas"]["ContributeToTontineRequest"];
             };
         };
         responses: {
@@ -5756,7 +5931,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["TontineNotFound"];
-            /** @description `ContributionAlreadyPaid`: the caller already paid the running cycle (`details.cycle`). `InvalidTontineState`: the tontine is not `active` (`details`: `status`, `action`, `allowed_actions`). `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`: see the description. */
+            /** @description `ContributionAlreadyPaid`: the caller already paid the named cycle (`details.cycle`). `CycleNotOpen`: the named cycle is not the open one (`details`: `cycle`, `open_cycle`). `InvalidTontineState`: the tontine is not `active` (`details`: `status`, `action`, `allowed_actions`). `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`: see the description. */
             409: {
                 headers: {
                     Location: components["headers"]["Location"];

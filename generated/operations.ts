@@ -23,6 +23,7 @@ export const OPERATIONS = {
   cancelEscrow: {"method":"post","path":"/escrows/{escrowId}/cancel","secured":true,"headers":[],"statuses":[200],"access":null},
   resolveEscrow: {"method":"post","path":"/escrows/{escrowId}/resolve","secured":true,"headers":["Idempotency-Key"],"statuses":[200],"access":null},
   listAllEscrows: {"method":"get","path":"/admin/escrows","secured":true,"headers":[],"statuses":[200],"access":null},
+  dissolveTontine: {"method":"post","path":"/admin/tontines/{tontineId}/dissolve","secured":true,"headers":[],"statuses":[200],"access":null},
   listTontines: {"method":"get","path":"/tontines","secured":true,"headers":[],"statuses":[200],"access":null},
   createTontine: {"method":"post","path":"/tontines","secured":true,"headers":[],"statuses":[201],"access":null},
   getTontine: {"method":"get","path":"/tontines/{tontineId}","secured":true,"headers":[],"statuses":[200],"access":null},

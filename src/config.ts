@@ -85,6 +85,8 @@ export interface Config {
   escrows: {
     /** ESCROW_FEE_BPS: the escrow fee in basis points of the amount (100 = 1 %). */
     feeBps: number;
+    /** ESCROW_MIN_FEE: the minimum fee per currency, in minor units (`XOF:25,EUR:50`); none by default. */
+    minFeeMinor: Readonly<Record<string, bigint>>;
     /** How often the automatic release looks for escrows whose inspection period ended. */
     releaseIntervalMs: number;
     /** At most this many escrows released per run (the next run takes the rest). */
@@ -131,6 +133,21 @@ function url(env: Env, key: string, fallback: string | undefined, protocols: str
     throw new ConfigError(`${key} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
   }
   return raw;
+}
+
+/** `XOF:25,EUR:50`: a whole number of minor units per ISO 4217 code (each code once). */
+function minorAmountsByCurrency(env: Env, key: string): Record<string, bigint> {
+  const raw = env[key];
+  const amounts: Record<string, bigint> = {};
+  if (raw === undefined || raw.trim() === '') return amounts;
+  for (const part of raw.split(',')) {
+    const match = /^\s*([A-Z]{3})\s*:\s*(\d{1,18})\s*$/.exec(part);
+    if (!match) throw new ConfigError(`${key} must be a list such as XOF:25,EUR:50 (currency code, a colon, a whole number of minor units), got "${raw}"`);
+    const [, code, amount] = match as unknown as [string, string, string];
+    if (code in amounts) throw new ConfigError(`${key} names ${code} twice`);
+    amounts[code] = BigInt(amount);
+  }
+  return amounts;
 }
 
 function oneOf<T extends string>(env: Env, key: string, fallback: T, allowed: readonly T[]): T {
@@ -246,6 +263,7 @@ function readConfig(env: Env): Config {
     },
     escrows: {
       feeBps: integer(env, 'ESCROW_FEE_BPS', 100, 0, 10_000),
+      minFeeMinor: minorAmountsByCurrency(env, 'ESCROW_MIN_FEE'),
       releaseIntervalMs: integer(env, 'ESCROW_RELEASE_INTERVAL_MS', 30_000, 100, 3_600_000),
       releaseBatchSize: integer(env, 'ESCROW_RELEASE_BATCH_SIZE', 100, 1, 10_000),
     },

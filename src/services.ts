@@ -68,7 +68,7 @@ export function buildServices(deps: ServiceDeps) {
     payoutRail,
     transfers,
     wallets: new WalletService(knex),
-    escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, clock, logger: deps.logger }),
+    escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
     tontines: new TontineService({ knex, idempotency, now: deps.now }),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {

@@ -13,6 +13,7 @@ import { docsRoutes } from './docs-routes';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
 import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, operationRoute } from './mount-operations';
 import { refuseInexactNumbers } from './exact-json-numbers';
+import { requireUtf8 } from './json-charset';
 import { strictPaths } from './strict-paths';
 import type { Metrics } from './metrics';
 import { operationMatcher } from './operation-matcher';
@@ -44,6 +45,21 @@ export interface App extends Express {
 /** What a request log line says of its request (pino-http hands the serializer its own summary). */
 function requestLogFields(req: { id?: unknown; method?: string; url?: string; remoteAddress?: string; headers?: Record<string, unknown> }) {
   return { id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress, userAgent: req.headers?.['user-agent'] };
+}
+
+/**
+ * What a response that does not match the contract does. Responses are checked as they are
+ * sent, after the handler's transaction has committed: answering 500 then would tell the
+ * client a change failed that in fact happened (and every later read of the same data would
+ * fail too). So outside tests the drift is logged as an error (`contractDrift`) and the
+ * response goes out as the handler made it; under NODE_ENV=test it throws, the response
+ * becomes a 500, and the test suite, not a user, meets the drift.
+ */
+function responseDrift(failHard: boolean, logger: Logger) {
+  return (error: Error, _body: unknown, req: { method: string; originalUrl: string; id?: unknown }) => {
+    if (failHard) throw error;
+    logger.error({ err: error, contractDrift: true, method: req.method, url: req.originalUrl, requestId: req.id }, 'response does not match the contract; sent as is');
+  };
 }
 
 /** Builds the API; never listens (tests drive it through supertest). */
@@ -99,7 +115,17 @@ export function createApp(deps: AppDeps): App {
   // outside /api never has its body read at all.
   app.use('/api', authenticate(services.accessCheck, config.jwt));
   app.use('/api', rateLimiter);
-  app.use('/api', express.json({ limit: config.bodyLimitBytes, strict: true, verify: refuseInexactNumbers }));
+  app.use(
+    '/api',
+    express.json({
+      limit: config.bodyLimitBytes,
+      strict: true,
+      verify: (req, res, raw, encoding) => {
+        requireUtf8(encoding);
+        refuseInexactNumbers(req, res, raw, encoding);
+      },
+    }),
+  );
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
   app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
   app.use(
@@ -108,7 +134,7 @@ export function createApp(deps: AppDeps): App {
       // Bodies are never coerced ({"amount": true} must not become 1); the library still
       // coerces path and query parameters, which arrive as strings.
       validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
-      validateResponses: config.validateResponses,
+      validateResponses: config.validateResponses ? { onError: responseDrift(config.nodeEnv === 'test', logger) } : false,
       validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler } },
       validateFormats: true,
       // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.

@@ -52,6 +52,7 @@ interface HttpLikeError {
   status?: number;
   statusCode?: number;
   type?: string;
+  charset?: string;
   message?: string;
   headers?: Record<string, string>;
   errors?: Array<{ path?: string; message?: string }>;
@@ -147,6 +148,9 @@ export function errorHandler(logger: Logger, validationStatus: ValidationStatusL
       } else if (typeof raw === 'number' && raw >= 400 && raw < 500 && CODE_BY_STATUS[raw]) {
         status = raw;
         body = { success: false, error: CODE_BY_STATUS[raw] as string, message: messageFor(raw, e.message) };
+        if (e.type === 'charset.unsupported') {
+          body.message = `The charset ${JSON.stringify(String(e.charset ?? '').slice(0, 40))} is not supported: send JSON in UTF-8 (application/json, or application/json; charset=utf-8).`;
+        }
         const details = status === 400 ? validatorDetails(e.errors) : undefined;
         if (details) body.details = details;
         headers = e.headers;

@@ -41,7 +41,7 @@ export async function seedTontines(trx: Knex.Transaction): Promise<void> {
       await tontines.join(id(member), tontineId);
     }
   };
-  const pay = (tontineId: string, member: string) => tontines.contribute(id(member), tontineId, `demo-seed:${crypto.randomUUID()}`, undefined);
+  const pay = (tontineId: string, member: string, cycle: number) => tontines.contribute(id(member), tontineId, `demo-seed:${crypto.randomUUID()}`, { cycle });
 
   at(2);
   const forming = await tontines.create(id('owner'), { name: DEMO_TONTINES.forming, currency: 'XOF', contribution_amount: 25_000, frequency: 'monthly', max_members: 6, payout_order: 'random' });
@@ -55,9 +55,9 @@ export async function seedTontines(trx: Knex.Transaction): Promise<void> {
   at(10);
   await tontines.start(id('finance'), active.id);
   at(9);
-  for (const member of activeMembers) await pay(active.id, member);
+  for (const member of activeMembers) await pay(active.id, member, 1);
   at(1);
-  for (const member of activeMembers.slice(0, 2)) await pay(active.id, member);
+  for (const member of activeMembers.slice(0, 2)) await pay(active.id, member, 2);
 
   at(130);
   const completed = await tontines.create(id('admin'), { name: DEMO_TONTINES.completed, currency: 'XOF', contribution_amount: 5_000, frequency: 'monthly', max_members: 3, payout_order: 'join_order' });
@@ -67,6 +67,6 @@ export async function seedTontines(trx: Knex.Transaction): Promise<void> {
   await tontines.start(id('admin'), completed.id);
   for (const [cycle, daysAgo] of [90, 60, 30].entries()) {
     at(daysAgo + cycle);
-    for (const member of completedMembers) await pay(completed.id, member);
+    for (const member of completedMembers) await pay(completed.id, member, cycle + 1);
   }
 }

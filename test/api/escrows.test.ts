@@ -377,6 +377,42 @@ describe('roles, states and visibility', () => {
 });
 
 describe('administrators resolve disputes', () => {
+  it('issue 20.2: an administrator who is a party never rules on its own escrow (403 ConflictOfInterest), and its allowed_actions agree', async () => {
+    // ops@ sells to admin@ (both platform administrators); admin@ funds and disputes.
+    const ops = await caller({}, { isAdmin: true });
+    const buyerAdmin = await caller({ XOF: 1_000_000n }, { isAdmin: true });
+    const created = await create(ops, { role: 'seller', counterparty_identifier: buyerAdmin.user.email, amount: 500_000, currency: 'XOF', description: 'Used delivery motorbike' });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    expect((await act(buyerAdmin, id, 'fund')).status).toBe(200);
+    expect((await act(buyerAdmin, id, 'dispute', { reason: 'The engine does not start.' })).status).toBe(200);
+    for (const [party, role, allowed] of [
+      [ops, 'seller', ['refund']],
+      [buyerAdmin, 'buyer', []],
+    ] as const) {
+      const seen = await request(app).get(`/api/escrows/${id}`).set(party.auth).expect(200);
+      expect(seen.body.data).toMatchObject({ role, allowed_actions: allowed });
+      const listed = await request(app).get('/api/admin/escrows').query({ status: 'disputed', limit: 500 }).set(party.auth).expect(200);
+      expect(listed.body.data.data.find((e: { id: string }) => e.id === id)).toMatchObject({ allowed_actions: allowed });
+      for (const outcome of ['release', 'refund']) {
+        const refused = await act(party, id, 'resolve', { outcome });
+        expect({ status: refused.status, body: refused.body }).toEqual({
+          status: 403,
+          body: { success: false, error: 'ConflictOfInterest', message: 'You are a party to this escrow: you cannot resolve it. Another platform administrator must.' },
+        });
+      }
+    }
+    expect(await walletBalance(knex, ops.user.id, 'XOF')).toBe(0n);
+    const seenByOps = await request(app).get(`/api/escrows/${id}`).set(ops.auth).expect(200);
+    expect(seenByOps.body.data).toMatchObject({ status: 'disputed', resolution: null });
+    // An administrator who is not a party resolves it.
+    const judge = await caller({}, { isAdmin: true });
+    expect((await request(app).get(`/api/escrows/${id}`).set(judge.auth).expect(200)).body.data.allowed_actions).toEqual(['resolve']);
+    const resolved = await act(judge, id, 'resolve', { outcome: 'refund' });
+    expect(resolved.body.data).toMatchObject({ status: 'refunded', role: 'administrator' });
+    await expectLedgerInvariants(knex);
+  });
+
   it('release, refund and split move the money as documented, once', async () => {
     const admin = await caller({}, { isAdmin: true });
     const release = await escrowIn('disputed');

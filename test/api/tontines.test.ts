@@ -238,7 +238,10 @@ describe('contributions', () => {
     await enrol(app, tontine.id, organizer, [member, third]);
     await action(tontine.id, 'start', organizer).expect(200);
 
-    expect((await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth)).status).toBe(400);
+    // The body names the cycle (issue 20.4): without it the request is refused before anything moves.
+    const noCycle = await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth).set('Idempotency-Key', crypto.randomUUID()).send({});
+    expect({ status: noCycle.status, error: noCycle.body.error, fields: noCycle.body.details.map((d: { field: string }) => d.field) }).toEqual({ status: 400, error: 'ValidationError', fields: ['body.cycle'] });
+    expect((await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth).set('Idempotency-Key', crypto.randomUUID())).status).toBe(415);
     const key = crypto.randomUUID();
     const paid = await contribute(app, tontine.id, organizer, key);
     expect(paid.status).toBe(200);
@@ -248,7 +251,7 @@ describe('contributions', () => {
     expect(await walletBalance(organizer.user.id, 'XOF')).toBe(9_000n);
     expect(await poolBalance(tontine.id)).toBe(1_000n);
 
-    const replay = await contribute(app, tontine.id, organizer, key).send({});
+    const replay = await contribute(app, tontine.id, organizer, key, 1);
     expect(replay.status).toBe(409);
     expect(replay.headers.location).toBe(`/api/tontines/${tontine.id}`);
     expect(replay.body).toEqual({
@@ -287,40 +290,29 @@ describe('contributions', () => {
     await expectLedgerInvariants(knex);
   });
 
-  it('the last contribution of a cycle pays the whole pot to its beneficiary at once and opens the next cycle; a canceled active tontine refunds the open cycle only', async () => {
+  it('the last contribution of a cycle pays the whole pot to its beneficiary at once and opens the next cycle; a canceled active tontine refunds cycle 1', async () => {
     const members = [await participant(app, { XOF: 10_000n }), await participant(app, { XOF: 10_000n }), await participant(app, { XOF: 10_000n })];
     const [organizer, second, third] = members as [Participant, Participant, Participant];
     const tontine = await createTontine(app, organizer, { contribution_amount: 2000 });
     await enrol(app, tontine.id, organizer, [second, third]);
     await action(tontine.id, 'start', organizer).expect(200);
-    for (const who of members) await contribute(app, tontine.id, who).expect(200);
-    const afterCycle1 = await get(tontine.id, organizer).expect(200);
-    expect(afterCycle1.body.data).toMatchObject({ current_cycle: 2, pool_balance: '0', net_position: '4000' });
-    expect(afterCycle1.body.data.cycles[0]).toMatchObject({ status: 'paid_out', collected: '6000', paid_out_at: expect.any(String) });
-    expect(afterCycle1.body.data.members[0]).toMatchObject({ received: true, position: 1 });
-    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(14_000n);
-    const refundedKey = crypto.randomUUID();
-    await contribute(app, tontine.id, second, refundedKey).expect(200);
+    await contribute(app, tontine.id, second).expect(200);
     await contribute(app, tontine.id, third).expect(200);
     expect(await poolBalance(tontine.id)).toBe(4_000n);
-
+    // Before any payout the organizer may still cancel: the open cycle is refunded.
     const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
     expect(canceled.body.data).toMatchObject({ status: 'canceled', pool_balance: '0', allowed_actions: [] });
     expect(canceled.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['pending', 'refunded', 'refunded']);
-    expect(canceled.body.data.cycles.map((c: { status: string }) => c.status)).toEqual(['paid_out', 'canceled', 'canceled']);
-    expect(await poolBalance(tontine.id)).toBe(0n);
-    expect([await walletBalance(organizer.user.id, 'XOF'), await walletBalance(second.user.id, 'XOF'), await walletBalance(third.user.id, 'XOF')]).toEqual([14_000n, 8_000n, 8_000n]);
+    expect(canceled.body.data.cycles.map((c: { status: string }) => c.status)).toEqual(['canceled', 'canceled', 'canceled']);
+    expect([await walletBalance(organizer.user.id, 'XOF'), await walletBalance(second.user.id, 'XOF'), await walletBalance(third.user.id, 'XOF')]).toEqual([10_000n, 10_000n, 10_000n]);
     expect((await contribute(app, tontine.id, organizer)).body.details).toEqual({ status: 'canceled', action: 'contribute', allowed_actions: [] });
-    // A replay reports the contribution as it is now.
-    const refundedReplay = await contribute(app, tontine.id, second, refundedKey);
-    expect(refundedReplay.body.details).toMatchObject({ resource_type: 'tontine_contribution', status: 'refunded' });
     const types = await eventTypes(tontine.id);
     expect(types.filter((t) => t === 'tontine.contribution_refunded')).toHaveLength(2);
     expect(types.at(-1)).toBe('tontine.canceled');
     await expectLedgerInvariants(knex);
   });
 
-  it('an empty body and {} are the same request', async () => {
+  it('the same key and the same cycle replay; an unknown field is 400', async () => {
     const organizer = await participant(app, { XOF: 5_000n });
     const member = await participant(app, { XOF: 5_000n });
     const tontine = await createTontine(app, organizer);
@@ -328,10 +320,88 @@ describe('contributions', () => {
     await action(tontine.id, 'start', organizer).expect(200);
     const key = crypto.randomUUID();
     await contribute(app, tontine.id, organizer, key).expect(200);
-    const replay = await contribute(app, tontine.id, organizer, key).send({});
+    const replay = await contribute(app, tontine.id, organizer, key, 1);
     expect(replay.body.error).toBe('IdempotencyKeyAlreadyProcessed');
     const extra = await contribute(app, tontine.id, member).send({ amount: 1 });
     expect(extra.status).toBe(400);
+  });
+});
+
+describe('issue 20.6: an invited user who has not joined sees the members masked', () => {
+  it('o***@domain and +225******01 with the counts before joining; in full after', async () => {
+    const organizer = await participant(app);
+    const phone = `+22507${crypto.randomInt(10_000_000, 99_999_999)}`;
+    const byPhone = await participant(app, {}, { email: null, phone });
+    const invited = await participant(app);
+    const tontine = await createTontine(app, organizer);
+    await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: phone }).expect(201);
+    await action(tontine.id, 'join', byPhone).expect(200);
+    await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: invited.user.email }).expect(201);
+
+    const before = (await get(tontine.id, invited).expect(200)).body.data;
+    const email = organizer.user.email as string;
+    const maskedEmail = `${email.slice(0, 1)}***${email.slice(email.indexOf('@'))}`;
+    const maskedPhone = `${phone.slice(0, 4)}${'*'.repeat(phone.length - 6)}${phone.slice(-2)}`;
+    expect(maskedPhone).toMatch(/^\+225\*{8}\d\d$/);
+    expect(before).toMatchObject({ role: 'invited', member_count: 2, max_members: 10, allowed_actions: ['join'] });
+    expect(before.members.map((m: { identifier: string }) => m.identifier)).toEqual([maskedEmail, maskedPhone]);
+    expect(JSON.stringify(before)).not.toContain(email);
+    expect(JSON.stringify(before)).not.toContain(phone);
+
+    await action(tontine.id, 'join', invited).expect(200);
+    const after = (await get(tontine.id, invited).expect(200)).body.data;
+    expect(after.members.map((m: { identifier: string }) => m.identifier)).toEqual([email, phone, invited.user.email]);
+    expect((await get(tontine.id, organizer).expect(200)).body.data.members.map((m: { identifier: string }) => m.identifier)).toEqual([email, phone, invited.user.email]);
+  });
+});
+
+describe('issue 20.3: the smallest unit of a three-decimal currency', () => {
+  it('a 0.001 KWD tontine is created, read, listed, joined, paid and canceled (no 500 after a commit)', async () => {
+    const organizer = await participant(app, { KWD: 10n });
+    const member = await participant(app, { KWD: 10n });
+    const created = await createTontine(app, organizer, { currency: 'KWD', contribution_amount: 0.001, max_members: 2 });
+    expect(created).toMatchObject({ currency: 'KWD', contribution_amount: 0.001, contribution_amount_minor: '1' });
+    expect((await get(created.id, organizer).expect(200)).body.data.contribution_amount).toBe(0.001);
+    const listed = await request(app).get('/api/tontines').set(organizer.auth).expect(200);
+    expect(listed.body.data.data.find((t: { id: string }) => t.id === created.id)).toMatchObject({ contribution_amount: 0.001 });
+    await enrol(app, created.id, organizer, [member]);
+    await action(created.id, 'start', organizer).expect(200);
+    const paid = await contribute(app, created.id, member, undefined, 1).expect(200);
+    expect(paid.body.data).toMatchObject({ pool_balance: '0.001', pool_balance_minor: '1' });
+    const canceled = await action(created.id, 'cancel', organizer).expect(200);
+    expect(canceled.body.data).toMatchObject({ status: 'canceled', contribution_amount: 0.001 });
+    expect(await walletBalance(member.user.id, 'KWD')).toBe(10n);
+  });
+});
+
+describe('issue 20.4: a contribution names its cycle', () => {
+  it('taps around a cycle boundary, each with a new key, pay one cycle once: ContributionAlreadyPaid or CycleNotOpen with details.open_cycle', async () => {
+    const a = await participant(app, { XOF: 10_000n });
+    const b = await participant(app, { XOF: 10_000n });
+    const tontine = await createTontine(app, a, { contribution_amount: 1000, max_members: 2 });
+    await enrol(app, tontine.id, a, [b]);
+    await action(tontine.id, 'start', a).expect(200);
+    await contribute(app, tontine.id, a, undefined, 1).expect(200);
+    // Both members saw cycle 1 open and tap three times each, every tap with a new key.
+    const taps = await Promise.all([a, b, a, b, a, b].map((who) => contribute(app, tontine.id, who, crypto.randomUUID(), 1)));
+    const outcomes = taps.map((res) => `${res.status} ${res.body.error ?? ''}`.trim());
+    expect(outcomes.filter((o) => o === '200')).toHaveLength(1);
+    expect(outcomes.filter((o) => o !== '200').every((o) => o === '409 ContributionAlreadyPaid'), outcomes.join()).toBe(true);
+    expect(await knex('tontine_contributions').where({ tontine_id: tontine.id, cycle_number: 2, status: 'paid' })).toEqual([]);
+    // Cycle 1's pot (2,000) went to a (first in join order); each paid 1,000 once.
+    expect(await walletBalance(a.user.id, 'XOF')).toBe(11_000n);
+    expect(await walletBalance(b.user.id, 'XOF')).toBe(9_000n);
+
+    const paidOne = await contribute(app, tontine.id, b, undefined, 1);
+    expect(paidOne.body).toEqual({ success: false, error: 'ContributionAlreadyPaid', message: 'You already paid your contribution to cycle 1.', details: { cycle: 1 } });
+    const ahead = await contribute(app, tontine.id, b, undefined, 3);
+    expect({ status: ahead.status, body: ahead.body }).toEqual({
+      status: 409,
+      body: { success: false, error: 'CycleNotOpen', message: 'Cycle 3 is not open: the open cycle is 2.', details: { cycle: 3, open_cycle: 2 } },
+    });
+    await contribute(app, tontine.id, b, undefined, 2).expect(200);
+    expect(await poolBalance(tontine.id)).toBe(1_000n);
+    await expectLedgerInvariants(knex);
   });
 });
 
@@ -372,23 +442,175 @@ describe('a full tontine of N members over N cycles', () => {
   });
 });
 
-describe('the random draw', () => {
-  it('is recomputed by anyone from the revealed seed and the member ids, and matches the committed hash', async () => {
+describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the end)', () => {
+  it('nobody learns a beneficiary before its pot is complete; every draw is recomputed from the revealed seed and the cycle number', async () => {
+    const n = 5;
     const members: Participant[] = [];
-    for (let i = 0; i < 6; i += 1) members.push(await participant(app));
+    for (let i = 0; i < n; i += 1) members.push(await participant(app, { XOF: 10_000n }));
     const organizer = members[0] as Participant;
-    const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 6 });
+    const created = await createTontine(app, organizer, { payout_order: 'random', max_members: n });
     await enrol(app, created.id, organizer, members.slice(1));
     const started = (await action(created.id, 'start', organizer).expect(200)).body.data;
-    const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
-    expect(started.draw_seed).toMatch(/^[0-9a-f]{64}$/);
-    expect(started.seed_commitment).toBe(created.seed_commitment);
-    expect(sha256(started.draw_seed)).toBe(created.seed_commitment);
-    const expected = members.map((m) => m.user.id).sort((a, b) => sha256(`${started.draw_seed}:${a}`).localeCompare(sha256(`${started.draw_seed}:${b}`)));
-    expect(started.cycles.map((c: { beneficiary_user_id: string }) => c.beneficiary_user_id)).toEqual(expected);
-    for (const member of started.members as Array<{ user_id: string; position: number }>) expect(member.position).toBe(expected.indexOf(member.user_id) + 1);
+    expect(started.draw_seed).toBeNull();
+    expect(started.cycles.map((c: { beneficiary_user_id: string | null; beneficiary_identifier: string | null }) => [c.beneficiary_user_id, c.beneficiary_identifier])).toEqual(
+      Array.from({ length: n }, () => [null, null]),
+    );
+    expect(started.members.map((m: { position: number | null }) => m.position)).toEqual(Array.from({ length: n }, () => null));
     const startedEvent = await knex('events').where({ subject_id: created.id, type: 'tontine.started' }).first('payload');
-    expect(startedEvent.payload).toEqual({ payout_order: 'random', draw_seed: started.draw_seed, order: expected });
+    expect(startedEvent.payload).toEqual({ payout_order: 'random', draw: 'per_cycle', members: members.map((m) => m.user.id) });
+
+    const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
+    const drawn: string[] = [];
+    for (let cycle = 1; cycle <= n; cycle += 1) {
+      for (const [index, who] of members.entries()) {
+        const res = await contribute(app, created.id, who, undefined, cycle).expect(200);
+        const view = res.body.data;
+        const last = index === n - 1;
+        if (!last) {
+          // The pot is not complete: the organizer, like everyone, sees no beneficiary for this cycle, and no seed.
+          const seen = (await get(created.id, organizer).expect(200)).body.data;
+          expect(seen.draw_seed).toBeNull();
+          expect(seen.cycles[cycle - 1].beneficiary_user_id).toBeNull();
+          expect(seen.cycles.slice(0, cycle - 1).map((c: { beneficiary_user_id: string }) => c.beneficiary_user_id)).toEqual(drawn);
+          if (cycle === 1) expect(seen.allowed_actions).toContain('cancel');
+        } else {
+          drawn.push(view.cycles[cycle - 1].beneficiary_user_id);
+          expect(view.cycles[cycle - 1]).toMatchObject({ status: 'paid_out', beneficiary_identifier: members.find((m) => m.user.id === drawn.at(-1))?.user.email });
+          expect(view.members.find((m: { user_id: string }) => m.user_id === drawn.at(-1)).position).toBe(cycle);
+          if (cycle < n) {
+            expect(view.draw_seed).toBeNull();
+            expect(view.cycles[cycle].beneficiary_user_id).toBeNull();
+          }
+        }
+      }
+      if (cycle === 1) {
+        // Too late to cancel: a pot has been paid out.
+        const refused = await action(created.id, 'cancel', organizer);
+        expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 409, error: 'InvalidTontineState' });
+      }
+    }
+    const done = (await get(created.id, organizer).expect(200)).body.data;
+    expect(done.status).toBe('completed');
+    expect(done.draw_seed).toMatch(/^[0-9a-f]{64}$/);
+    expect(sha256(done.draw_seed)).toBe(created.seed_commitment);
+    // Recomputed as the contract says: cycle k goes to the smallest SHA-256(seed:k:user_id) among those still waiting.
+    const waiting = members.map((m) => m.user.id);
+    const expected: string[] = [];
+    for (let cycle = 1; cycle <= n; cycle += 1) {
+      const winner = [...waiting].sort((a, b) => sha256(`${done.draw_seed}:${cycle}:${a}`).localeCompare(sha256(`${done.draw_seed}:${cycle}:${b}`)))[0] as string;
+      expected.push(winner);
+      waiting.splice(waiting.indexOf(winner), 1);
+    }
+    expect(drawn).toEqual(expected);
+    expect(done.cycles.map((c: { beneficiary_user_id: string }) => c.beneficiary_user_id)).toEqual(expected);
+    const drawEvents = (await knex('events').where({ subject_id: created.id, type: 'tontine.beneficiary_drawn' }).orderBy('sequence').select('payload')) as Array<{ payload: { cycle: number; beneficiary_user_id: string; draw_key: string } }>;
+    expect(drawEvents.map((e) => [e.payload.cycle, e.payload.beneficiary_user_id, e.payload.draw_key])).toEqual(expected.map((id, i) => [i + 1, id, sha256(`${done.draw_seed}:${i + 1}:${id}`)]));
+    for (const member of members) expect(await walletBalance(member.user.id, 'XOF')).toBe(10_000n);
+    await expectLedgerInvariants(knex);
+  });
+
+  it('a random tontine started before the rule keeps its whole-order draw: seed shown, cycles paid to the order fixed at its start', async () => {
+    const members: Participant[] = [];
+    for (let i = 0; i < 3; i += 1) members.push(await participant(app, { XOF: 10_000n }));
+    const organizer = members[0] as Participant;
+    const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 3 });
+    await enrol(app, created.id, organizer, members.slice(1));
+    await action(created.id, 'start', organizer).expect(200);
+    // What a start before issue 20 left behind: every cycle named, positions set, draw_per_cycle false.
+    const { draw_seed: seed } = (await knex('tontines').where({ id: created.id }).first('draw_seed')) as { draw_seed: string };
+    const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
+    const order = members.map((m) => m.user.id).sort((a, b) => sha256(`${seed}:${a}`).localeCompare(sha256(`${seed}:${b}`)));
+    await knex.transaction(async (trx) => {
+      await trx('tontines').where({ id: created.id }).update({ draw_per_cycle: false });
+      for (const [index, userId] of order.entries()) {
+        await trx('tontine_cycles').where({ tontine_id: created.id, number: index + 1 }).update({ beneficiary_user_id: userId });
+        await trx('tontine_members').where({ tontine_id: created.id, user_id: userId }).update({ payout_position: index + 1 });
+      }
+    });
+    expect((await get(created.id, organizer).expect(200)).body.data.draw_seed).toBe(seed);
+    for (let cycle = 1; cycle <= 3; cycle += 1) for (const who of members) await contribute(app, created.id, who, undefined, cycle).expect(200);
+    const done = (await get(created.id, organizer).expect(200)).body.data;
+    expect(done.cycles.map((c: { beneficiary_user_id: string }) => c.beneficiary_user_id)).toEqual(order);
+    expect(await eventTypes(created.id)).not.toContain('tontine.beneficiary_drawn');
+    await expectLedgerInvariants(knex);
+  });
+
+  it('a random tontine canceled before its first payout reveals its seed (nothing left to draw)', async () => {
+    const organizer = await participant(app);
+    const member = await participant(app);
+    const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 2 });
+    await enrol(app, created.id, organizer, [member]);
+    expect((await action(created.id, 'start', organizer).expect(200)).body.data.draw_seed).toBeNull();
+    const canceled = (await action(created.id, 'cancel', organizer).expect(200)).body.data;
+    expect(crypto.createHash('sha256').update(canceled.draw_seed).digest('hex')).toBe(created.seed_commitment);
+  });
+});
+
+describe('issue 20.1: after a payout nobody can end the tontine but a platform administrator', () => {
+  it('the organizer who took the first pot cannot cancel; it still owes its contributions; an administrator dissolves it with a reason', async () => {
+    const members: Participant[] = [];
+    for (let i = 0; i < 4; i += 1) members.push(await participant(app, { XOF: 10_000n }));
+    const [organizer, second, third, fourth] = members as [Participant, Participant, Participant, Participant];
+    const tontine = await createTontine(app, organizer, { contribution_amount: 2000, max_members: 4 });
+    await enrol(app, tontine.id, organizer, members.slice(1));
+    await action(tontine.id, 'start', organizer).expect(200);
+    for (const who of members) await contribute(app, tontine.id, who, undefined, 1).expect(200);
+    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(16_000n);
+
+    const refused = await action(tontine.id, 'cancel', organizer);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({
+      success: false,
+      error: 'InvalidTontineState',
+      message: 'A pot has already been paid out: no member can end this tontine any more (only a platform administrator can dissolve it).',
+      details: { status: 'active', action: 'cancel', allowed_actions: ['contribute'] },
+    });
+    const seen = (await get(tontine.id, organizer).expect(200)).body.data;
+    expect(seen).toMatchObject({ status: 'active', current_cycle: 2, allowed_actions: ['contribute'], dissolution: null });
+    // Having received a pot changes nothing: the organizer pays cycle 2 like everyone.
+    await contribute(app, tontine.id, organizer, undefined, 2).expect(200);
+    await contribute(app, tontine.id, second, undefined, 2).expect(200);
+    expect(await poolBalance(tontine.id)).toBe(4_000n);
+
+    const path = `/api/tontines/${tontine.id}`.replace('/api/', '/api/admin/') + '/dissolve';
+    const reason = 'The organizer stopped paying after receiving the first pot.';
+    const notAdmin = await request(app).post(path).set(organizer.auth).send({ reason });
+    expect({ status: notAdmin.status, error: notAdmin.body.error }).toEqual({ status: 403, error: 'InsufficientRole' });
+    const admin = await participant(app, {}, { isAdmin: true });
+    expect((await request(app).post(path).set(admin.auth).send({})).status).toBe(400);
+    expect((await request(app).post(`/api/admin/tontines/${crypto.randomUUID()}/dissolve`).set(admin.auth).send({ reason })).body.error).toBe('TontineNotFound');
+    const dissolved = await request(app).post(path).set(admin.auth).send({ reason }).expect(200);
+    expect(dissolved.body.data).toMatchObject({
+      status: 'canceled',
+      role: 'administrator',
+      canceled_at: expect.any(String),
+      dissolution: { reason, dissolved_at: dissolved.body.data.canceled_at, dissolved_by: 'platform_administrator' },
+      pool_balance: '0',
+      allowed_actions: [],
+    });
+    expect(dissolved.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['refunded', 'refunded', 'pending', 'pending']);
+    expect(dissolved.body.data.cycles.map((c: { status: string }) => c.status)).toEqual(['paid_out', 'canceled', 'canceled', 'canceled']);
+    // Cycle 2's payments went back; cycle 1's payout stands (the positions say who owes whom).
+    expect(await Promise.all(members.map((m) => walletBalance(m.user.id, 'XOF')))).toEqual([16_000n, 8_000n, 8_000n, 8_000n]);
+    const again = await request(app).post(path).set(admin.auth).send({ reason });
+    expect(again.body).toMatchObject({ error: 'InvalidTontineState', details: { status: 'canceled', action: 'dissolve', allowed_actions: [] } });
+    for (const member of members) expect((await get(tontine.id, member).expect(200)).body.data.dissolution).toMatchObject({ reason });
+    const events = (await knex('events').where({ subject_id: tontine.id }).whereIn('type', ['tontine.dissolved', 'tontine.member_dissolution']).orderBy('sequence').select('type', 'actor_user_id', 'payload')) as Array<{
+      type: string;
+      actor_user_id: string;
+      payload: Record<string, unknown>;
+    }>;
+    const positions = [
+      { user_id: organizer.user.id, net_position_minor: '6000' },
+      { user_id: second.user.id, net_position_minor: '-2000' },
+      { user_id: third.user.id, net_position_minor: '-2000' },
+      { user_id: fourth.user.id, net_position_minor: '-2000' },
+    ];
+    expect(events).toEqual([
+      { type: 'tontine.dissolved', actor_user_id: admin.user.id, payload: { reason, refunded_minor: '4000', net_positions: positions } },
+      ...positions.map((position) => ({ type: 'tontine.member_dissolution', actor_user_id: admin.user.id, payload: { ...position, reason } })),
+    ]);
+    await expectLedgerInvariants(knex);
   });
 });
 

@@ -40,6 +40,7 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   NotTontineOrganizer: { required: ['action', 'role', 'allowed_actions'] },
   TontineFull: { required: ['max_members'] },
   ContributionAlreadyPaid: { required: ['cycle'] },
+  CycleNotOpen: { required: ['cycle', 'open_cycle'] },
   NotEnoughMembers: { required: ['member_count'] },
   DestinationAccountInactive: { required: ['destination_account_id'] },
   PaymentLinkNotActive: { required: ['status'] },
@@ -69,8 +70,9 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   leaveTontine: { '409': ['InvalidTontineState'] },
   startTontine: { '403': ['NotTontineOrganizer'], '409': ['InvalidTontineState'], '422': ['NotEnoughMembers'] },
   cancelTontine: { '403': ['NotTontineOrganizer'], '409': ['InvalidTontineState'] },
+  dissolveTontine: { '409': ['InvalidTontineState'] },
   contributeToTontine: {
-    '409': ['ContributionAlreadyPaid', 'InvalidTontineState', 'IdempotencyKeyAlreadyProcessed'],
+    '409': ['ContributionAlreadyPaid', 'CycleNotOpen', 'InvalidTontineState', 'IdempotencyKeyAlreadyProcessed'],
     '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'],
   },
   createInvoice: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },

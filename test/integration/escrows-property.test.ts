@@ -80,9 +80,9 @@ const FROM: Record<Action, readonly Status[]> = {
   resolve: ['disputed'],
 };
 
-/** The issue's fee: 1 % rounded half up; split puts the odd unit on the buyer. */
+/** The fee: 1 % rounded up to the minor unit (issue 20.5: never zero); split puts the odd unit on the buyer. */
 function shares(amount: bigint, payer: FeePayer): { total: bigint; buyer: bigint; seller: bigint } {
-  const total = (amount * FEE_BPS * 2n + 10_000n) / 20_000n;
+  const total = (amount * FEE_BPS + 9_999n) / 10_000n;
   if (payer === 'buyer') return { total, buyer: total, seller: 0n };
   if (payer === 'seller') return { total, buyer: 0n, seller: total };
   return { total, buyer: total - total / 2n, seller: total / 2n };

@@ -74,7 +74,7 @@ describe('late marking (background job)', () => {
     const [a, b, c] = users as [TestUser, TestUser, TestUser];
     const tontine = await startedTontine(service, users, 1000);
     expect(tontine.next_payout_at).toBe(new Date(start + 7 * DAY_MS).toISOString());
-    await service.contribute(a.id, tontine.id, crypto.randomUUID(), undefined);
+    await service.contribute(a.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
 
     clock.nowMs = start + 7 * DAY_MS - 1;
     await service.markLateContributions();
@@ -92,10 +92,10 @@ describe('late marking (background job)', () => {
     expect(await lateEventsOf([tontine.id])).toEqual([{ subject_id: tontine.id, actor_user_id: null, payload: { cycle: 1, user_ids: expect.arrayContaining([b.id, c.id]) } }]);
 
     clock.nowMs = start + 9 * DAY_MS;
-    const afterB = await service.contribute(b.id, tontine.id, crypto.randomUUID(), {});
+    const afterB = await service.contribute(b.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
     expect(afterB.current_cycle).toBe(1);
     expect(afterB.pool_balance).toBe('2000');
-    const afterC = await service.contribute(c.id, tontine.id, crypto.randomUUID(), undefined);
+    const afterC = await service.contribute(c.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
     expect(afterC).toMatchObject({ current_cycle: 2, pool_balance: '0', next_payout_at: new Date(start + 14 * DAY_MS).toISOString() });
     expect(afterC.current_contributions?.map((k) => k.status)).toEqual(['pending', 'pending', 'pending']);
     expect(await walletBalance(a.id, 'XOF')).toBe(12_000n);
@@ -135,17 +135,20 @@ describe('late marking (background job)', () => {
   });
 });
 
-type Command = { kind: 'pay'; member: number; replay: boolean } | { kind: 'advance'; days: number } | { kind: 'markLate' } | { kind: 'cancel' };
+type Command = { kind: 'pay'; member: number; replay: boolean; cycleOffset: number } | { kind: 'advance'; days: number } | { kind: 'markLate' } | { kind: 'cancel' };
 
 const commandArbitrary: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('pay' as const), member: fc.integer({ min: 0, max: 2 }), replay: fc.boolean() }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ kind: fc.constant('pay' as const), member: fc.integer({ min: 0, max: 2 }), replay: fc.boolean(), cycleOffset: fc.constantFrom(0, 0, 0, -1, 1) }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), days: fc.integer({ min: 1, max: 9 }) }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'markLate' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'cancel' as const }) },
 );
 
 describe('tontine money (property)', () => {
-  it('over random interleavings of contributions, replays, late marking and cancellation, the pool holds exactly the open cycle and no money is created or lost', async () => {
+  it('over random interleavings of contributions (naming the open cycle or another), replays, late marking and cancellation, the pool holds exactly the open cycle and no money is created or lost', async () => {
     const amount = 100n;
     await fc.assert(
       fc.asyncProperty(fc.bigInt({ min: 0n, max: 450n }), fc.array(commandArbitrary, { minLength: 1, maxLength: 18 }), async (poorBalance, commands) => {
@@ -159,21 +162,32 @@ describe('tontine money (property)', () => {
         const dueAt = (tontine.cycles ?? []).map((cycle) => new Date(cycle.due_at).getTime());
 
         // The model: what the contract says must have happened.
-        const model = { status: 'active' as string, cycle: 1, paid: new Set<number>(), late: new Set<number>(), wallet: [...initial], usedKeys: [] as Array<{ member: number; key: string; succeeded: boolean }> };
+        const model = {
+          status: 'active' as string,
+          cycle: 1,
+          paid: new Set<number>(),
+          late: new Set<number>(),
+          wallet: [...initial],
+          usedKeys: [] as Array<{ member: number; key: string; cycle: number; succeeded: boolean }>,
+        };
         for (const command of commands) {
           if (command.kind === 'pay') {
             const earlier = command.replay ? model.usedKeys.filter((k) => k.member === command.member).at(-1) : undefined;
             const key = earlier?.key ?? crypto.randomUUID();
-            const outcome = await errorCode(service.contribute(users[command.member]!.id, tontine.id, key, undefined));
+            // The contribution names a cycle: usually the open one, sometimes the one before or after.
+            const cycle = model.cycle + command.cycleOffset;
+            const outcome = await errorCode(service.contribute(users[command.member]!.id, tontine.id, key, { cycle }));
             let expected: string;
-            if (earlier?.succeeded) expected = 'IdempotencyKeyAlreadyProcessed';
+            if (earlier?.succeeded) expected = earlier.cycle === cycle ? 'IdempotencyKeyAlreadyProcessed' : 'IdempotencyKeyReused';
             else if (model.status !== 'active') expected = 'InvalidTontineState';
+            // Every earlier cycle is complete, so every member paid it.
+            else if (cycle !== model.cycle) expected = cycle >= 1 && cycle < model.cycle ? 'ContributionAlreadyPaid' : 'CycleNotOpen';
             else if (model.paid.has(command.member)) expected = 'ContributionAlreadyPaid';
             else if (model.wallet[command.member]! < amount) expected = 'InsufficientFunds';
             else expected = 'ok';
             expect(outcome).toBe(expected);
-            if (!earlier) model.usedKeys.push({ member: command.member, key, succeeded: outcome === 'ok' });
-            else if (outcome === 'ok') earlier.succeeded = true;
+            if (!earlier) model.usedKeys.push({ member: command.member, key, cycle, succeeded: outcome === 'ok' });
+            else if (outcome === 'ok') Object.assign(earlier, { cycle, succeeded: true });
             if (outcome === 'ok') {
               model.wallet[command.member]! -= amount;
               model.paid.add(command.member);
@@ -196,7 +210,8 @@ describe('tontine money (property)', () => {
             }
           } else {
             const outcome = await errorCode(service.cancel(users[0]!.id, tontine.id));
-            expect(outcome).toBe(model.status === 'active' ? 'ok' : 'InvalidTontineState');
+            // Once a pot is paid out (cycle 2 on), no member can end the tontine.
+            expect(outcome).toBe(model.status === 'active' && model.cycle === 1 ? 'ok' : 'InvalidTontineState');
             if (outcome === 'ok') {
               for (const m of model.paid) model.wallet[m]! += amount;
               model.paid.clear();

@@ -13,8 +13,8 @@ export interface Participant {
   auth: { Authorization: string };
 }
 
-export async function participant(app: App, balances: Record<string, bigint> = {}): Promise<Participant> {
-  const user = await createUser();
+export async function participant(app: App, balances: Record<string, bigint> = {}, overrides: Parameters<typeof createUser>[0] = {}): Promise<Participant> {
+  const user = await createUser(overrides);
   if (Object.keys(balances).length) {
     await withTransaction(testKnex(), async (trx) => {
       for (const [currency, amount] of Object.entries(balances)) await fundWallet(trx, user.id, currency, amount);
@@ -41,8 +41,29 @@ export async function enrol(app: App, tontineId: string, organizer: Participant,
   }
 }
 
-export function contribute(app: App, tontineId: string, member: Participant, key: string = crypto.randomUUID()) {
-  return request(app).post(`/api/tontines/${tontineId}/contributions`).set(member.auth).set('Idempotency-Key', key);
+/**
+ * POST /tontines/{id}/contributions with `{"cycle": n}`: the cycle given, or else the tontine's
+ * open cycle read from the database when the request is sent (a test may still `.send()` more
+ * fields, or its own `cycle`, before awaiting it).
+ */
+export function contribute(app: App, tontineId: string, member: Participant, key: string = crypto.randomUUID(), cycle?: number) {
+  const test = request(app).post(`/api/tontines/${tontineId}/contributions`).set(member.auth).set('Idempotency-Key', key);
+  if (cycle !== undefined) return test.send({ cycle });
+  const send = test.then.bind(test);
+  // Resolved when the request is awaited, not when it is built: the open cycle may move in between.
+  test.then = ((onFulfilled, onRejected) =>
+    openCycle(tontineId).then((open) => {
+      const data = (test as unknown as { _data?: Record<string, unknown> })._data;
+      if (data?.cycle === undefined) test.send({ cycle: open });
+      return send(onFulfilled, onRejected);
+    }, onRejected)) as typeof test.then;
+  return test;
+}
+
+/** The tontine's open cycle (`current_cycle`; 1 before the start, so a refused early contribution names a valid cycle). */
+export async function openCycle(tontineId: string): Promise<number> {
+  const row = (await testKnex()('tontines').where({ id: tontineId }).first('current_cycle')) as { current_cycle: number } | undefined;
+  return Math.max(1, row?.current_cycle ?? 1);
 }
 
 export async function walletBalance(userId: string, currency: string): Promise<bigint> {

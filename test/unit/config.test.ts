@@ -15,7 +15,7 @@ describe('config', () => {
     expect(config.idempotencyTtlHours).toBe(24);
     expect(config.seedDemo).toBe(true);
     expect(config.validateResponses).toBe(true);
-    expect(config.escrows).toEqual({ feeBps: 100, releaseIntervalMs: 30_000, releaseBatchSize: 100 });
+    expect(config.escrows).toEqual({ feeBps: 100, minFeeMinor: {}, releaseIntervalMs: 30_000, releaseBatchSize: 100 });
   });
 
   it.each([

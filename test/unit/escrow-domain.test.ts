@@ -23,22 +23,41 @@ const as = (...capacities: EscrowCapacity[]) => new Set(capacities);
 describe('escrow fee', () => {
   it.each([
     // amount, bps, payer, total, buyer share, seller share
-    [1250n, 100, 'buyer', 13n, 13n, 0n], // 12.5 rounds half up
-    [1249n, 100, 'buyer', 12n, 12n, 0n], // 12.49 rounds down
+    [1250n, 100, 'buyer', 13n, 13n, 0n], // 12.5 rounds up
+    [1249n, 100, 'buyer', 13n, 13n, 0n], // 12.49 rounds up too (issue 20.5)
     [1250n, 100, 'seller', 13n, 0n, 13n],
     [1250n, 100, 'split', 13n, 7n, 6n], // the odd unit on the buyer
     [125050n, 100, 'split', 1251n, 626n, 625n],
     [1200n, 100, 'split', 12n, 6n, 6n],
-    [49n, 100, 'buyer', 0n, 0n, 0n], // 0.49 rounds to nothing
-    [50n, 100, 'buyer', 1n, 1n, 0n], // 0.5 rounds up
+    [49n, 100, 'buyer', 1n, 1n, 0n], // 0.49: a non-zero rate never gives a zero fee (issue 20.5)
+    [1n, 1, 'buyer', 1n, 1n, 0n],
+    [50n, 100, 'buyer', 1n, 1n, 0n],
+    [100n, 100, 'buyer', 1n, 1n, 0n], // exactly 1: no rounding
     [500000n, 0, 'buyer', 0n, 0n, 0n],
     [7n, 10000, 'split', 7n, 4n, 3n],
   ] as const)('%s at %i bps paid by %s: fee %s (buyer %s, seller %s)', (amount, bps, payer, total, buyer, seller) => {
-    expect(feeFor(amount, bps, payer)).toEqual({ bps, payer, totalMinor: total, buyerShareMinor: buyer, sellerShareMinor: seller });
+    expect(feeFor(amount, bps, payer)).toEqual({ bps, payer, minimumMinor: 0n, totalMinor: total, buyerShareMinor: buyer, sellerShareMinor: seller });
+  });
+
+  it.each([
+    // amount, bps, minimum, total
+    [1000n, 100, 25n, 25n], // 10 by the rate, 25 at least
+    [5000n, 100, 25n, 50n], // the rate is above the minimum
+    [10n, 100, 25n, 10n], // never more than the amount
+    [1000n, 0, 25n, 0n], // a zero rate is no fee at all
+  ] as const)('issue 20.5: %s at %i bps with a minimum of %s: fee %s', (amount, bps, minimum, total) => {
+    expect(feeFor(amount, bps, 'seller', minimum)).toEqual({ bps, payer: 'seller', minimumMinor: minimum, totalMinor: total, buyerShareMinor: 0n, sellerShareMinor: total });
+  });
+
+  it('issue 20.5: twenty 49-XOF escrows pay at least the fee of one 980-XOF escrow', () => {
+    expect(20n * feeFor(49n, 100, 'buyer').totalMinor).toBeGreaterThanOrEqual(feeFor(980n, 100, 'buyer').totalMinor);
+    // A split charges the fee on the seller's part under the same minimum.
+    const fee = feeFor(1000n, 100, 'buyer', 25n);
+    expect(splitSettlement(1000n, fee, 400n)).toEqual({ heldMinor: 1025n, toSellerMinor: 400n, toBuyerMinor: 600n, feeMinor: 25n });
   });
 
   it('charges nothing on a zero amount', () => {
-    expect(feeFor(0n, 100, 'split')).toEqual({ bps: 100, payer: 'split', totalMinor: 0n, buyerShareMinor: 0n, sellerShareMinor: 0n });
+    expect(feeFor(0n, 100, 'split')).toEqual({ bps: 100, payer: 'split', minimumMinor: 0n, totalMinor: 0n, buyerShareMinor: 0n, sellerShareMinor: 0n });
   });
 
   it('says why it refuses a rate, an amount or a split', () => {
@@ -73,15 +92,20 @@ describe('escrow fee', () => {
   });
 
   it('every settlement pays out exactly what was held, never a negative part, and the fee at most once', () => {
-    fc.assert(fc.property(fc.bigInt({ min: 1n, max: 10n ** 15n }), fc.integer({ min: 0, max: 10_000 }), fc.constantFrom('buyer' as const, 'seller' as const, 'split' as const), (amount, bps, payer) => {
-      const fee = feeFor(amount, bps, payer);
+    const payers = fc.constantFrom('buyer' as const, 'seller' as const, 'split' as const);
+    fc.assert(fc.property(fc.bigInt({ min: 1n, max: 10n ** 15n }), fc.integer({ min: 0, max: 10_000 }), payers, fc.bigInt({ min: 0n, max: 1_000n }), (amount, bps, payer, minimum) => {
+      const byRate = feeFor(amount, bps, payer);
+      // Up: 0 <= fee - amount * bps / 10000 < 1, in exact integer arithmetic (times 10000).
+      const error = byRate.totalMinor * 10_000n - amount * BigInt(bps);
+      expect(error >= 0n && error < 10_000n).toBe(true);
+      if (bps > 0) expect(byRate.totalMinor).toBeGreaterThan(0n);
+      const fee = feeFor(amount, bps, payer, minimum);
+      const floor = bps > 0 && minimum > byRate.totalMinor ? minimum : byRate.totalMinor;
+      expect(fee.totalMinor).toBe(floor < amount ? floor : amount);
       expect(fee.buyerShareMinor + fee.sellerShareMinor).toBe(fee.totalMinor);
       if (payer === 'buyer') expect(fee.sellerShareMinor).toBe(0n);
       if (payer === 'seller') expect(fee.buyerShareMinor).toBe(0n);
       if (payer === 'split') expect([0n, 1n]).toContain(fee.buyerShareMinor - fee.sellerShareMinor);
-      // Half up: |fee - amount * bps / 10000| <= 1/2, in exact integer arithmetic (times 20000).
-      const error = fee.totalMinor * 20_000n - amount * BigInt(bps) * 2n;
-      expect(error > -10_000n && error <= 10_000n).toBe(true);
       const plans = [releaseSettlement(amount, fee), refundSettlement(amount, fee)];
       if (amount > 1n) plans.push(splitSettlement(amount, fee, amount / 2n));
       for (const plan of plans) {
@@ -109,7 +133,9 @@ describe('escrow lifecycle', () => {
       ['disputed', ['buyer'], []],
       ['disputed', ['seller'], ['refund']],
       ['disputed', ['administrator'], ['resolve']],
-      ['disputed', ['buyer', 'administrator'], ['resolve']],
+      // Issue 20.2: a party never rules on its own escrow, administrator or not.
+      ['disputed', ['buyer', 'administrator'], []],
+      ['disputed', ['seller', 'administrator'], ['refund']],
       ['released', ['buyer'], []],
       ['refunded', ['seller'], []],
       ['canceled', ['buyer'], []],
@@ -155,5 +181,21 @@ describe('escrow lifecycle', () => {
     );
     for (const action of ESCROW_ACTIONS) expect(() => authorize(action, state('canceled'), as('buyer', 'seller', 'administrator'), NOW)).toThrow();
     expect(() => authorize('fund', state('awaiting_funding'), as('buyer'), NOW)).not.toThrow();
+  });
+
+  it('issue 20.2: an administrator who is a party cannot resolve: 403 ConflictOfInterest, in any status', () => {
+    for (const party of ['buyer', 'seller'] as const) {
+      for (const status of ['disputed', 'funded'] as const) {
+        expect(() => authorize('resolve', state(status), as(party, 'administrator'), NOW)).toThrow(
+          expect.objectContaining({
+            code: 'ConflictOfInterest',
+            category: 'forbidden',
+            message: 'You are a party to this escrow: you cannot resolve it. Another platform administrator must.',
+          }),
+        );
+      }
+    }
+    expect(() => authorize('resolve', state('disputed'), as('administrator'), NOW)).not.toThrow();
+    expect(() => authorize('refund', state('disputed'), as('seller', 'administrator'), NOW)).not.toThrow();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { allowedActions, assertAllowed, cycleDueAt, type TontineSituation } from '../../src/modules/tontines';
 
-const forming: TontineSituation = { status: 'forming', role: 'organizer', memberCount: 3, maxMembers: 5, currentCycle: 0, paidCurrentCycle: false };
+const forming: TontineSituation = { status: 'forming', role: 'organizer', memberCount: 3, maxMembers: 5, currentCycle: 0, paidCurrentCycle: false, payoutMade: false };
 
 function codeOf(situation: TontineSituation, action: Parameters<typeof assertAllowed>[1]): string {
   try {
@@ -51,6 +51,37 @@ describe('tontine lifecycle', () => {
     expect(codeOf({ ...active, role: 'invited' }, 'contribute')).toBe('TontineNotFound');
     expect(codeOf({ ...active, role: 'former_member' }, 'contribute')).toBe('TontineNotFound');
     expect(codeOf({ ...forming, role: 'member' }, 'leave')).toBe('ok');
+  });
+
+  it('issue 20.1: once a pot is paid out, nobody can cancel, and a member who received a pot still owes contributions', () => {
+    const afterPayout: TontineSituation = { ...forming, status: 'active', currentCycle: 2, payoutMade: true };
+    expect(codeOf(afterPayout, 'cancel')).toBe('InvalidTontineState');
+    expect(allowedActions(afterPayout)).toEqual(['contribute']);
+    expect(allowedActions({ ...afterPayout, paidCurrentCycle: true })).toEqual([]);
+    expect(allowedActions({ ...afterPayout, role: 'member' })).toEqual(['contribute']);
+    expect(codeOf({ ...afterPayout, currentCycle: 1, payoutMade: false }, 'cancel')).toBe('ok');
+    try {
+      assertAllowed(afterPayout, 'cancel');
+    } catch (error) {
+      expect((error as Error).message).toBe('A pot has already been paid out: no member can end this tontine any more (only a platform administrator can dissolve it).');
+      expect((error as { details: unknown }).details).toEqual({ status: 'active', action: 'cancel', allowed_actions: ['contribute'] });
+    }
+  });
+
+  it('issue 20.4: a contribution pays the cycle it names: the open one, else ContributionAlreadyPaid (paid) or CycleNotOpen', () => {
+    const active: TontineSituation = { ...forming, status: 'active', currentCycle: 2, payoutMade: true };
+    expect(codeOf({ ...active, requestedCycle: 2, paidRequestedCycle: false }, 'contribute')).toBe('ok');
+    expect(codeOf({ ...active, paidCurrentCycle: true, requestedCycle: 2, paidRequestedCycle: true }, 'contribute')).toBe('ContributionAlreadyPaid');
+    expect(codeOf({ ...active, requestedCycle: 1, paidRequestedCycle: true }, 'contribute')).toBe('ContributionAlreadyPaid');
+    expect(codeOf({ ...active, requestedCycle: 3, paidRequestedCycle: false }, 'contribute')).toBe('CycleNotOpen');
+    expect(codeOf({ ...active, paidCurrentCycle: true, requestedCycle: 3, paidRequestedCycle: false }, 'contribute')).toBe('CycleNotOpen');
+    expect(codeOf({ ...active, status: 'completed', requestedCycle: 3 }, 'contribute')).toBe('InvalidTontineState');
+    try {
+      assertAllowed({ ...active, requestedCycle: 3, paidRequestedCycle: false }, 'contribute');
+    } catch (error) {
+      expect((error as { details: unknown }).details).toEqual({ cycle: 3, open_cycle: 2 });
+      expect((error as Error).message).toBe('Cycle 3 is not open: the open cycle is 2.');
+    }
   });
 
   it('starts with two members, not fewer', () => {

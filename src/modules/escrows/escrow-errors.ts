@@ -18,6 +18,13 @@ export class EscrowRoleForbiddenError extends ForbiddenError {
   }
 }
 
+/** 403: a platform administrator who is a party to the escrow may not rule on it. */
+export class ConflictOfInterestError extends ForbiddenError {
+  constructor(action: string) {
+    super('ConflictOfInterest', `You are a party to this escrow: you cannot ${action} it. Another platform administrator must.`);
+  }
+}
+
 export class EscrowNotFoundError extends NotFoundError {
   constructor() {
     super('No escrow transaction of yours has this id.');

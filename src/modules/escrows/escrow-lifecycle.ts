@@ -1,4 +1,4 @@
-import { EscrowRoleForbiddenError, InvalidEscrowStateError } from './escrow-errors';
+import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateError } from './escrow-errors';
 
 /**
  * The escrow state machine, as one table (pure: no database, no clock of its own).
@@ -9,7 +9,7 @@ import { EscrowRoleForbiddenError, InvalidEscrowStateError } from './escrow-erro
  *   delivered --inspection period over (platform)--> released
  *   funded | delivered (before the inspection period ends) --dispute (buyer)--> disputed
  *   funded | delivered | disputed --refund (seller)--> refunded
- *   disputed --resolve (administrator)--> released | refunded
+ *   disputed --resolve (administrator who is not a party)--> released | refunded
  *
  * `accepted` exists in the contract for a release in progress; here a release happens in the
  * same transaction as the acceptance, so no escrow is ever stored `accepted`.
@@ -30,6 +30,8 @@ export const HELD_STATUSES: readonly EscrowStatus[] = ['funded', 'delivered', 'd
 interface Rule {
   by: readonly EscrowCapacity[];
   from: readonly EscrowStatus[];
+  /** Capacities that disqualify a caller even when it also holds one of `by` (nobody rules on their own escrow). */
+  notBy?: readonly EscrowCapacity[];
 }
 
 export const ESCROW_RULES: Readonly<Record<EscrowAction, Rule>> = {
@@ -39,7 +41,7 @@ export const ESCROW_RULES: Readonly<Record<EscrowAction, Rule>> = {
   dispute: { by: ['buyer'], from: ['funded', 'delivered'] },
   refund: { by: ['seller'], from: ['funded', 'delivered', 'disputed'] },
   cancel: { by: ['buyer', 'seller'], from: ['awaiting_funding'] },
-  resolve: { by: ['administrator'], from: ['disputed'] },
+  resolve: { by: ['administrator'], from: ['disputed'], notBy: ['buyer', 'seller'] },
 };
 
 /** The part of an escrow the rules read. */
@@ -55,19 +57,30 @@ function allowedNow(action: EscrowAction, state: EscrowState, now: Date): boolea
   return true;
 }
 
+function mayEverTake(action: EscrowAction, capacities: ReadonlySet<EscrowCapacity>): boolean {
+  return ESCROW_RULES[action].by.some((c) => capacities.has(c));
+}
+
+function conflicted(action: EscrowAction, capacities: ReadonlySet<EscrowCapacity>): boolean {
+  return ESCROW_RULES[action].notBy?.some((c) => capacities.has(c)) ?? false;
+}
+
 /** The actions a caller with `capacities` may take now, in the table's order. */
 export function allowedActions(state: EscrowState, capacities: ReadonlySet<EscrowCapacity>, now: Date): EscrowAction[] {
-  return ESCROW_ACTIONS.filter((action) => ESCROW_RULES[action].by.some((c) => capacities.has(c)) && allowedNow(action, state, now));
+  return ESCROW_ACTIONS.filter((action) => mayEverTake(action, capacities) && !conflicted(action, capacities) && allowedNow(action, state, now));
 }
 
 /**
  * Checks that a caller may take `action` now: 403 `InsufficientRole` when none of the
- * caller's capacities may ever take it, 409 `InvalidEscrowState` (naming the status and the
- * caller's allowed actions) when the state does not allow it now.
+ * caller's capacities may ever take it, 403 `ConflictOfInterest` when the caller is also a
+ * party the rule excludes (an administrator resolving its own escrow), 409
+ * `InvalidEscrowState` (naming the status and the caller's allowed actions) when the state
+ * does not allow it now.
  */
 export function authorize(action: EscrowAction, state: EscrowState, capacities: ReadonlySet<EscrowCapacity>, now: Date): void {
   const rule = ESCROW_RULES[action];
-  if (!rule.by.some((c) => capacities.has(c))) throw new EscrowRoleForbiddenError(action, rule.by);
+  if (!mayEverTake(action, capacities)) throw new EscrowRoleForbiddenError(action, rule.by);
+  if (conflicted(action, capacities)) throw new ConflictOfInterestError(action);
   if (!allowedNow(action, state, now)) throw new InvalidEscrowStateError(action, state.status, allowedActions(state, capacities, now));
 }
 

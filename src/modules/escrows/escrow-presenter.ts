@@ -59,6 +59,7 @@ export async function presentEscrows(db: Db, escrows: Escrow[], caller: EscrowCa
         payer: escrow.feePayer,
         amount: minorToNumber(escrow.feeMinor, exponent),
         amount_minor: escrow.feeMinor.toString(),
+        minimum_minor: escrow.feeMinimumMinor.toString(),
         buyer_share_minor: escrow.buyerFeeMinor.toString(),
         seller_share_minor: escrow.sellerFeeMinor.toString(),
       },

@@ -22,6 +22,8 @@ export interface Escrow {
   feeBps: number;
   feePayer: FeePayer;
   feeMinor: bigint;
+  /** ESCROW_MIN_FEE of the currency when the escrow was created, in minor units (0: none). */
+  feeMinimumMinor: bigint;
   buyerFeeMinor: bigint;
   sellerFeeMinor: bigint;
   description: string;
@@ -66,6 +68,7 @@ interface Row {
   fee_bps: number;
   fee_payer: FeePayer;
   fee_minor: string;
+  fee_minimum_minor: string;
   buyer_fee_minor: string;
   seller_fee_minor: string;
   description: string;
@@ -113,6 +116,7 @@ function toEscrow(row: Row): Escrow {
     feeBps: Number(row.fee_bps),
     feePayer: row.fee_payer,
     feeMinor: toBigInt(row.fee_minor),
+    feeMinimumMinor: toBigInt(row.fee_minimum_minor),
     buyerFeeMinor: toBigInt(row.buyer_fee_minor),
     sellerFeeMinor: toBigInt(row.seller_fee_minor),
     description: row.description,
@@ -158,6 +162,7 @@ const COLUMNS: Record<keyof Escrow, keyof Row> = {
   feeBps: 'fee_bps',
   feePayer: 'fee_payer',
   feeMinor: 'fee_minor',
+  feeMinimumMinor: 'fee_minimum_minor',
   buyerFeeMinor: 'buyer_fee_minor',
   sellerFeeMinor: 'seller_fee_minor',
   description: 'description',

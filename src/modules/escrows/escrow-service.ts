@@ -61,6 +61,8 @@ export interface EscrowServiceDeps {
   idempotency: IdempotencyService;
   /** ESCROW_FEE_BPS: the fee rate agreed by escrows created from now on. */
   feeBps: number;
+  /** ESCROW_MIN_FEE: the minimum fee per currency (minor units) agreed by escrows created from now on. */
+  minFeeMinor?: Readonly<Record<string, bigint>>;
   clock: Clock;
   logger?: Pick<Logger, 'error'>;
   /** After a failed automatic release, the job tries that escrow again this much later. */
@@ -91,7 +93,14 @@ function parseCounterparty(raw: string): ParsedIdentifier {
 }
 
 function feeOf(escrow: Escrow): EscrowFee {
-  return { bps: escrow.feeBps, payer: escrow.feePayer, totalMinor: escrow.feeMinor, buyerShareMinor: escrow.buyerFeeMinor, sellerShareMinor: escrow.sellerFeeMinor };
+  return {
+    bps: escrow.feeBps,
+    payer: escrow.feePayer,
+    minimumMinor: escrow.feeMinimumMinor,
+    totalMinor: escrow.feeMinor,
+    buyerShareMinor: escrow.buyerFeeMinor,
+    sellerShareMinor: escrow.sellerFeeMinor,
+  };
 }
 
 /**
@@ -273,7 +282,7 @@ export class EscrowService {
     if (!self) throw new EscrowNotFoundError();
     const identifierOf = (user: { email: string | null; phone: string | null }) => (user.email ?? user.phone) as string;
     const [buyer, seller] = input.role === 'buyer' ? [self, other] : [other, self];
-    const fee = feeFor(amountMinor, this.deps.feeBps, input.feePayer ?? 'buyer');
+    const fee = feeFor(amountMinor, this.deps.feeBps, input.feePayer ?? 'buyer', this.deps.minFeeMinor?.[input.currency] ?? 0n);
     const now = this.now();
     const escrow = await repository.insert({
       id: crypto.randomUUID(),
@@ -288,6 +297,7 @@ export class EscrowService {
       feeBps: fee.bps,
       feePayer: fee.payer,
       feeMinor: fee.totalMinor,
+      feeMinimumMinor: fee.minimumMinor,
       buyerFeeMinor: fee.buyerShareMinor,
       sellerFeeMinor: fee.sellerShareMinor,
       description: input.description,

@@ -1,22 +1,24 @@
 import { ConflictError, DomainError, NotFoundError, UnprocessableError } from '../../errors';
 import type { TontineAction, TontineStatus } from './tontine-types';
 
-const ACTION_PHRASES: Record<TontineAction, string> = {
+const ACTION_PHRASES: Record<TontineAction | 'dissolve', string> = {
   invite: 'take invitations',
   join: 'be joined',
   leave: 'be left',
   start: 'be started',
   contribute: 'take contributions',
   cancel: 'be canceled',
+  dissolve: 'be dissolved',
 };
 
-const ALLOWED_FROM: Record<TontineAction, string> = {
+const ALLOWED_FROM: Record<TontineAction | 'dissolve', string> = {
   invite: 'a forming one',
   join: 'a forming one',
   leave: 'a forming one',
   start: 'a forming one',
   contribute: 'an active one',
   cancel: 'a forming or active one',
+  dissolve: 'a forming or active one',
 };
 
 /** 404: unknown, or the caller is neither a member nor invited (both answer the same). */
@@ -28,8 +30,8 @@ export class TontineNotFoundError extends NotFoundError {
 
 /** 409: the tontine's status does not allow the action; names the status and what the caller may do. */
 export class InvalidTontineStateError extends ConflictError {
-  constructor(status: TontineStatus, action: TontineAction, allowedActions: readonly TontineAction[]) {
-    super('InvalidTontineState', `A ${status} tontine cannot ${ACTION_PHRASES[action]}; only ${ALLOWED_FROM[action]} can.`, {
+  constructor(status: TontineStatus, action: TontineAction | 'dissolve', allowedActions: readonly TontineAction[], message?: string) {
+    super('InvalidTontineState', message ?? `A ${status} tontine cannot ${ACTION_PHRASES[action]}; only ${ALLOWED_FROM[action]} can.`, {
       status,
       action,
       allowed_actions: [...allowedActions],
@@ -63,6 +65,13 @@ export class TontineFullError extends ConflictError {
 export class ContributionAlreadyPaidError extends ConflictError {
   constructor(cycle: number) {
     super('ContributionAlreadyPaid', `You already paid your contribution to cycle ${cycle}.`, { cycle });
+  }
+}
+
+/** 409: a contribution names a cycle that is not the open one (and that the caller has not paid). */
+export class CycleNotOpenError extends ConflictError {
+  constructor(cycle: number, openCycle: number) {
+    super('CycleNotOpen', `Cycle ${cycle} is not open: the open cycle is ${openCycle}.`, { cycle, open_cycle: openCycle });
   }
 }
 

@@ -11,7 +11,8 @@ export type TontineOperation =
   | 'leaveTontine'
   | 'startTontine'
   | 'contributeToTontine'
-  | 'cancelTontine';
+  | 'cancelTontine'
+  | 'dissolveTontine';
 
 export type TontineHandlers = Handlers<TontineOperation>;
 
@@ -36,5 +37,6 @@ export function tontineHandlers(tontines: TontineService): TontineHandlers {
       headers: location(path.tontineId),
     }),
     cancelTontine: async ({ caller, path }) => ({ data: await tontines.cancel(caller.userId, path.tontineId) }),
+    dissolveTontine: async ({ caller, path, body }) => ({ data: await tontines.dissolve(caller, path.tontineId, body.reason) }),
   };
 }

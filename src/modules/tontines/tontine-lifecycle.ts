@@ -1,6 +1,7 @@
 import {
   AlreadyMemberError,
   ContributionAlreadyPaidError,
+  CycleNotOpenError,
   InvalidTontineStateError,
   NotEnoughMembersError,
   NotTontineOrganizerError,
@@ -12,8 +13,11 @@ import type { TontineAction, TontineStatus } from './tontine-types';
 
 export type { TontineAction, TontineStatus } from './tontine-types';
 
-/** `former_member`: only in the answer to leave, for the member who just left. */
-export type TontineRole = 'organizer' | 'member' | 'invited' | 'former_member';
+/**
+ * `former_member`: only in the answer to leave, for the member who just left;
+ * `administrator`: only in the answer to a platform administrator's dissolve.
+ */
+export type TontineRole = 'organizer' | 'member' | 'invited' | 'former_member' | 'administrator';
 export type TontineFrequency = 'weekly' | 'biweekly' | 'monthly';
 export type PayoutOrder = 'join_order' | 'random';
 
@@ -38,14 +42,19 @@ export interface TontineSituation {
   currentCycle: number;
   /** Whether the caller already paid the running cycle. */
   paidCurrentCycle: boolean;
+  /** Whether any cycle's pot has been paid out: from then on no member can end the tontine. */
+  payoutMade: boolean;
+  /** The cycle a contribution names (`{"cycle": n}`), and whether the caller already paid that one. */
+  requestedCycle?: number;
+  paidRequestedCycle?: boolean;
 }
 
 /**
  * Why the caller may not do `action` now (a factory of the error the contract names), or
  * null when they may. Checked in this order: who the caller is (404 for member-only actions
  * of a non-member, 409 AlreadyMember, 422 OrganizerCannotLeave, 403 NotTontineOrganizer),
- * then the status (409 InvalidTontineState), then the action's own condition (room left,
- * enough members, not paid yet).
+ * then the status (409 InvalidTontineState, also for a cancel once a pot was paid out), then
+ * the action's own condition (room left, enough members, the named cycle open and not paid yet).
  */
 function refusal(situation: TontineSituation, action: TontineAction): (() => Error) | null {
   const { role, status } = situation;
@@ -55,8 +64,23 @@ function refusal(situation: TontineSituation, action: TontineAction): (() => Err
   if (action === 'leave' && role === 'organizer') return () => new OrganizerCannotLeaveError();
   if (!rule.roles.includes(role)) return () => new NotTontineOrganizerError(action, role, allowedActions(situation));
   if (!rule.statuses.includes(status)) return () => new InvalidTontineStateError(status, action, allowedActions(situation));
+  // After a payout, the members who already received a pot owe the others: nobody may walk away.
+  if (action === 'cancel' && status === 'active' && situation.payoutMade) {
+    return () =>
+      new InvalidTontineStateError(
+        status,
+        action,
+        allowedActions(situation),
+        'A pot has already been paid out: no member can end this tontine any more (only a platform administrator can dissolve it).',
+      );
+  }
   if ((action === 'invite' || action === 'join') && situation.memberCount >= situation.maxMembers) return () => new TontineFullError(situation.maxMembers);
   if (action === 'start' && situation.memberCount < 2) return () => new NotEnoughMembersError(situation.memberCount);
+  if (action === 'contribute' && situation.requestedCycle !== undefined && situation.requestedCycle !== situation.currentCycle) {
+    const requested = situation.requestedCycle;
+    if (situation.paidRequestedCycle) return () => new ContributionAlreadyPaidError(requested);
+    return () => new CycleNotOpenError(requested, situation.currentCycle);
+  }
   if (action === 'contribute' && situation.paidCurrentCycle) return () => new ContributionAlreadyPaidError(situation.currentCycle);
   return null;
 }

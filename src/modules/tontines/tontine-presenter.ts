@@ -19,8 +19,8 @@ export interface MemberView {
 
 export interface CycleView {
   number: number;
-  beneficiary_user_id: string;
-  beneficiary_identifier: string;
+  beneficiary_user_id: string | null;
+  beneficiary_identifier: string | null;
   status: Cycle['status'];
   due_at: string;
   collected: string;
@@ -57,12 +57,35 @@ export function summaryView(tontine: Tontine, facts: { role: TontineRole; member
     created_at: tontine.createdAt.toISOString(),
     payout_order: tontine.payoutOrder,
     seed_commitment: random ? tontine.seedCommitment : null,
-    // The seed stays secret until the order is fixed, so nobody can steer the draw by joining.
-    draw_seed: random && tontine.startedAt !== null ? tontine.drawSeed : null,
+    draw_seed: seedRevealed(tontine) ? tontine.drawSeed : null,
     started_at: iso(tontine.startedAt),
     completed_at: iso(tontine.completedAt),
     canceled_at: iso(tontine.canceledAt),
+    dissolution:
+      tontine.dissolvedAt === null ? null : { reason: tontine.dissolutionReason ?? '', dissolved_at: tontine.dissolvedAt.toISOString(), dissolved_by: 'platform_administrator' },
   };
+}
+
+/**
+ * Whether `draw_seed` is public: never before the start (nobody can steer the draw by joining);
+ * for a tontine drawn cycle by cycle, only once no draw is left (completed or canceled), so no
+ * one can compute a future beneficiary; for one whose whole order was drawn at the start
+ * (started before issue 20), from the start.
+ */
+function seedRevealed(tontine: Tontine): boolean {
+  if (tontine.payoutOrder !== 'random' || tontine.startedAt === null) return false;
+  return !tontine.drawPerCycle || tontine.status !== 'active';
+}
+
+/**
+ * `o***@demo.example`, `+225******01`: how a user who was invited but has not joined sees the
+ * members (enough to recognise a group, not to harvest its contacts).
+ */
+export function maskIdentifier(identifier: string): string {
+  const at = identifier.lastIndexOf('@');
+  if (at > 0) return `${identifier.slice(0, 1)}***${identifier.slice(at)}`;
+  if (identifier.startsWith('+') && identifier.length > 6) return `${identifier.slice(0, 4)}${'*'.repeat(identifier.length - 6)}${identifier.slice(-2)}`;
+  return '***';
 }
 
 export interface TontineDetailFacts {
@@ -79,7 +102,9 @@ export interface TontineDetailFacts {
 }
 
 export function detailView(tontine: Tontine, facts: TontineDetailFacts): TontineView {
-  const identifier = (userId: string) => facts.identifiers.get(userId) ?? userId;
+  // Before joining, an invited user sees the members masked; members see them in full.
+  const mask = facts.role === 'invited' ? maskIdentifier : (text: string) => text;
+  const identifier = (userId: string) => mask(facts.identifiers.get(userId) ?? userId);
   const current = facts.cycles.find((cycle) => cycle.number === tontine.currentCycle);
   const payoutOf = new Map(facts.cycles.filter((cycle) => cycle.status === 'paid_out').map((cycle) => [cycle.beneficiaryUserId, cycle]));
   const contributionOf = new Map(facts.currentContributions.map((contribution) => [contribution.userId, contribution]));
@@ -99,7 +124,7 @@ export function detailView(tontine: Tontine, facts: TontineDetailFacts): Tontine
       return {
         number: cycle.number,
         beneficiary_user_id: cycle.beneficiaryUserId,
-        beneficiary_identifier: identifier(cycle.beneficiaryUserId),
+        beneficiary_identifier: cycle.beneficiaryUserId === null ? null : identifier(cycle.beneficiaryUserId),
         status: cycle.status,
         due_at: cycle.dueAt.toISOString(),
         collected: formatMinor(collected, facts.exponent),

@@ -27,6 +27,12 @@ export interface Tontine {
   startedAt: Date | null;
   completedAt: Date | null;
   canceledAt: Date | null;
+  /** A random tontine started under issue 20's rule: each cycle drawn when its pot is complete, the seed revealed at the end. */
+  drawPerCycle: boolean;
+  /** Set when a platform administrator dissolved it (status `canceled`). */
+  dissolutionReason: string | null;
+  dissolvedByUserId: string | null;
+  dissolvedAt: Date | null;
 }
 
 /** A tontine as listed for one user: the user's role, the member count and the running cycle's due date. */
@@ -46,7 +52,8 @@ export interface Member {
 
 export interface Cycle {
   number: number;
-  beneficiaryUserId: string;
+  /** Null for a random tontine's cycle not drawn yet (drawn when its pot is complete). */
+  beneficiaryUserId: string | null;
   dueAt: Date;
   status: CycleStatus;
   payoutPostingId: string | null;
@@ -80,6 +87,10 @@ interface TontineRow {
   started_at: Date | null;
   completed_at: Date | null;
   canceled_at: Date | null;
+  draw_per_cycle: boolean;
+  dissolution_reason: string | null;
+  dissolved_by_user_id: string | null;
+  dissolved_at: Date | null;
 }
 
 interface ContributionRow {
@@ -110,6 +121,10 @@ function toTontine(row: TontineRow): Tontine {
     startedAt: row.started_at,
     completedAt: row.completed_at,
     canceledAt: row.canceled_at,
+    drawPerCycle: row.draw_per_cycle === true,
+    dissolutionReason: row.dissolution_reason,
+    dissolvedByUserId: row.dissolved_by_user_id,
+    dissolvedAt: row.dissolved_at,
   };
 }
 
@@ -118,7 +133,10 @@ function toContribution(row: ContributionRow): Contribution {
 }
 
 /** A new tontine: `forming`, no cycle yet. */
-export type NewTontine = Omit<Tontine, 'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt'>;
+export type NewTontine = Omit<
+  Tontine,
+  'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt' | 'drawPerCycle' | 'dissolutionReason' | 'dissolvedByUserId' | 'dissolvedAt'
+>;
 
 export interface TontineListFilter extends PageRequest {
   userId: string;
@@ -160,8 +178,17 @@ export class TontineRepository {
     return row ? toTontine(row) : undefined;
   }
 
-  async update(id: string, patch: Partial<Pick<Tontine, 'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt'>>): Promise<void> {
+  async update(
+    id: string,
+    patch: Partial<
+      Pick<Tontine, 'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt' | 'drawPerCycle' | 'dissolutionReason' | 'dissolvedByUserId' | 'dissolvedAt'>
+    >,
+  ): Promise<void> {
     const row: Partial<TontineRow> = {};
+    if (patch.drawPerCycle !== undefined) row.draw_per_cycle = patch.drawPerCycle;
+    if (patch.dissolutionReason !== undefined) row.dissolution_reason = patch.dissolutionReason;
+    if (patch.dissolvedByUserId !== undefined) row.dissolved_by_user_id = patch.dissolvedByUserId;
+    if (patch.dissolvedAt !== undefined) row.dissolved_at = patch.dissolvedAt;
     if (patch.status !== undefined) row.status = patch.status;
     if (patch.currentCycle !== undefined) row.current_cycle = patch.currentCycle;
     if (patch.startedAt !== undefined) row.started_at = patch.startedAt;
@@ -252,7 +279,7 @@ export class TontineRepository {
 
   // Cycles and contributions
 
-  async insertCycles(tontineId: string, cycles: ReadonlyArray<{ number: number; beneficiaryUserId: string; dueAt: Date }>): Promise<void> {
+  async insertCycles(tontineId: string, cycles: ReadonlyArray<{ number: number; beneficiaryUserId: string | null; dueAt: Date }>): Promise<void> {
     await this.db('tontine_cycles').insert(
       cycles.map((cycle) => ({ tontine_id: tontineId, number: cycle.number, beneficiary_user_id: cycle.beneficiaryUserId, due_at: cycle.dueAt })),
     );
@@ -261,7 +288,7 @@ export class TontineRepository {
   async cycles(tontineId: string): Promise<Cycle[]> {
     const rows = (await this.db('tontine_cycles').where({ tontine_id: tontineId }).orderBy('number')) as Array<{
       number: number;
-      beneficiary_user_id: string;
+      beneficiary_user_id: string | null;
       due_at: Date;
       status: CycleStatus;
       payout_posting_id: string | null;
@@ -281,6 +308,12 @@ export class TontineRepository {
   async openCycle(tontineId: string, number: number, memberIds: readonly string[]): Promise<void> {
     await this.db('tontine_cycles').where({ tontine_id: tontineId, number }).update({ status: 'open' });
     await this.db('tontine_contributions').insert(memberIds.map((userId) => ({ tontine_id: tontineId, cycle_number: number, user_id: userId })));
+  }
+
+  /** Records the drawn beneficiary of cycle `number` and their payout position (a random tontine's draw). */
+  async setCycleBeneficiary(tontineId: string, number: number, userId: string): Promise<void> {
+    await this.db('tontine_cycles').where({ tontine_id: tontineId, number }).whereNull('beneficiary_user_id').update({ beneficiary_user_id: userId });
+    await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).update({ payout_position: number });
   }
 
   async markCyclePaidOut(tontineId: string, number: number, postingId: string, at: Date): Promise<void> {

@@ -1,14 +1,14 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { DomainError, UnprocessableError, ValidationError } from '../../errors';
+import { DomainError, ForbiddenError, UnprocessableError, ValidationError } from '../../errors';
 import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
 import { parseLoginIdentifier, UserRepository } from '../auth';
 import { EventRepository } from '../events';
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
 import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf } from '../ledger';
-import { drawOrder, newDrawSeed, seedCommitment } from './tontine-draw';
-import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
+import { cycleDrawKey, drawBeneficiary, newDrawSeed, seedCommitment } from './tontine-draw';
+import { AlreadyMemberError, InvalidTontineStateError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
   allowedActions,
   assertAllowed,
@@ -21,7 +21,7 @@ import {
   type TontineStatus,
 } from './tontine-lifecycle';
 import { detailView, summaryView, type TontinePage, type TontineView } from './tontine-presenter';
-import { TontineRepository, type Tontine } from './tontine-repository';
+import { TontineRepository, type Contribution, type Tontine } from './tontine-repository';
 
 export const CONTRIBUTE_OPERATION = 'contributeToTontine';
 const CONTRIBUTION_RESOURCE = 'tontine_contribution';
@@ -158,26 +158,31 @@ export class TontineService {
     );
   }
 
-  /** Fixes the payout order and the schedule, opens cycle 1: `active`. */
+  /**
+   * Fixes the schedule and opens cycle 1: `active`. A join-order tontine fixes the whole payout
+   * order now; a random one draws each cycle's beneficiary only when that cycle's pot is
+   * complete (see tontine-draw.ts), so nobody learns the order while the tontine can still be
+   * canceled.
+   */
   async start(userId: string, id: string): Promise<TontineView> {
     return this.act(userId, id, 'start', async ({ repo, events, tontine }, at) => {
       const members = await repo.members(id);
       const joinOrder = members.map((member) => member.userId);
-      const order = tontine.payoutOrder === 'random' ? drawOrder(tontine.drawSeed, joinOrder) : joinOrder;
-      await repo.setPayoutPositions(id, order);
+      const random = tontine.payoutOrder === 'random';
+      if (!random) await repo.setPayoutPositions(id, joinOrder);
       await repo.insertCycles(
         id,
-        order.map((beneficiaryUserId, index) => ({ number: index + 1, beneficiaryUserId, dueAt: cycleDueAt(at, tontine.frequency, index + 1) })),
+        joinOrder.map((userId, index) => ({ number: index + 1, beneficiaryUserId: random ? null : userId, dueAt: cycleDueAt(at, tontine.frequency, index + 1) })),
       );
       await repo.openCycle(id, 1, joinOrder);
       await repo.lapseOpenInvitations(id);
-      await repo.update(id, { status: 'active', currentCycle: 1, startedAt: at });
+      await repo.update(id, { status: 'active', currentCycle: 1, startedAt: at, drawPerCycle: random });
       await events.record({
         subjectType: 'tontine',
         subjectId: id,
         type: 'tontine.started',
         actorUserId: userId,
-        payload: { payout_order: tontine.payoutOrder, ...(tontine.payoutOrder === 'random' ? { draw_seed: tontine.drawSeed } : {}), order },
+        payload: { payout_order: tontine.payoutOrder, ...(random ? { draw: 'per_cycle', members: joinOrder } : { order: joinOrder }) },
         occurredAt: at,
       });
     });
@@ -188,9 +193,9 @@ export class TontineService {
    * The cycle's last contribution also pays the pot out and opens the next cycle, or
    * completes the tontine, in the same transaction.
    */
-  async contribute(userId: string, id: string, idempotencyKey: string, body: Record<string, never> | undefined): Promise<TontineView> {
+  async contribute(userId: string, id: string, idempotencyKey: string, body: { cycle: number }): Promise<TontineView> {
     const key = validateIdempotencyKey(idempotencyKey);
-    return this.deps.idempotency.execute({ userId, operation: CONTRIBUTE_OPERATION, key, request: { tontine_id: id, body: body ?? {} } }, async (trx) => {
+    return this.deps.idempotency.execute({ userId, operation: CONTRIBUTE_OPERATION, key, request: { tontine_id: id, body } }, async (trx) => {
       let contributionId = '';
       const view = await this.act(
         userId,
@@ -200,6 +205,8 @@ export class TontineService {
           contributionId = await this.payContribution(scope, userId, at);
         },
         trx,
+        undefined,
+        body.cycle,
       );
       return {
         result: view,
@@ -210,46 +217,58 @@ export class TontineService {
     });
   }
 
-  /** Cancels: a forming tontine simply; an active one refunds the open cycle's payments first. */
+  /**
+   * Cancels (the organizer): a forming tontine simply; an active one refunds the open cycle's
+   * payments first. Once a pot has been paid out the lifecycle refuses it (409): only a platform
+   * administrator can then end the tontine (`dissolve`).
+   */
   async cancel(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'cancel', async ({ trx, repo, events, tontine }, at) => {
-      let refundedMinor = 0n;
-      if (tontine.status === 'active') {
-        const pool = tontine.poolAccountId;
-        for (const contribution of await repo.contributions(id, tontine.currentCycle)) {
-          if (contribution.status !== 'paid') continue;
-          const wallet = await walletOf(trx, contribution.userId, tontine.currency);
-          const posting = await post(
-            trx,
-            {
-              kind: 'tontine.refund',
-              reference: contribution.id,
-              reversesPostingId: contribution.postingId ?? undefined,
-              metadata: { tontine_id: id, cycle: tontine.currentCycle, user_id: contribution.userId },
-              entries: [
-                { accountId: pool, amountMinor: -tontine.contributionMinor },
-                { accountId: wallet.id, amountMinor: tontine.contributionMinor },
-              ],
-            },
-            // Money going back to its owner: a frozen wallet still gets it.
-            { allowFrozen: true },
-          );
-          await repo.markRefunded(contribution.id, posting.id, at);
-          refundedMinor += tontine.contributionMinor;
-          await events.record({
-            subjectType: 'tontine',
-            subjectId: id,
-            type: 'tontine.contribution_refunded',
-            actorUserId: userId,
-            payload: { cycle: tontine.currentCycle, user_id: contribution.userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id },
-            occurredAt: at,
-          });
-        }
-        await repo.cancelRemainingCycles(id);
+    return this.act(userId, id, 'cancel', async (scope, at) => {
+      const refundedMinor = await this.end(scope, userId, at);
+      await scope.events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
+    });
+  }
+
+  /**
+   * POST /admin/tontines/{id}/dissolve: a platform administrator ends a forming or active
+   * tontine, whoever received a pot (the only way to end one after a payout). The open
+   * cycle's payments are refunded as on a cancel; the reason is kept and shown to every
+   * member; one `tontine.dissolved` event, and one `tontine.member_dissolution` history entry
+   * per member with that member's net position (what the others are owed or owe).
+   */
+  async dissolve(caller: { userId: string; isAdmin: boolean }, id: string, reason: string): Promise<TontineView> {
+    if (!caller.isAdmin) throw new ForbiddenError('InsufficientRole', 'Only platform administrators may dissolve a tontine.');
+    const text = reason.trim();
+    if (text.length === 0) throw ValidationError.field('body.reason', 'reason must not be blank.');
+    return withTransaction(this.knex, async (trx) => {
+      const repo = new TontineRepository(trx);
+      const tontine = await repo.lock(id);
+      if (!tontine) throw new TontineNotFoundError();
+      if (tontine.status !== 'forming' && tontine.status !== 'active') throw new InvalidTontineStateError(tontine.status, 'dissolve', []);
+      const events = new EventRepository(trx);
+      const at = this.now();
+      const situation = await this.outsiderSituation(repo, tontine, 'administrator');
+      const refundedMinor = await this.end({ trx, repo, events, tontine, situation }, caller.userId, at);
+      await repo.update(id, { dissolutionReason: text, dissolvedByUserId: caller.userId, dissolvedAt: at });
+      const cycles = await repo.cycles(id);
+      const positions: Array<{ user_id: string; net_position_minor: string }> = [];
+      for (const member of await repo.members(id)) {
+        const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === member.userId).length;
+        const paid = await repo.paidCount(id, member.userId);
+        positions.push({ user_id: member.userId, net_position_minor: (tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paid))).toString() });
       }
-      await repo.lapseOpenInvitations(id);
-      await repo.update(id, { status: 'canceled', canceledAt: at });
-      await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
+      await events.record({
+        subjectType: 'tontine',
+        subjectId: id,
+        type: 'tontine.dissolved',
+        actorUserId: caller.userId,
+        payload: { reason: text, refunded_minor: refundedMinor.toString(), net_positions: positions },
+        occurredAt: at,
+      });
+      for (const position of positions) {
+        await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_dissolution', actorUserId: caller.userId, payload: { ...position, reason: text }, occurredAt: at });
+      }
+      return this.describe(trx, id, caller.userId, 'administrator');
     });
   }
 
@@ -289,39 +308,101 @@ export class TontineService {
     trx?: Knex.Transaction,
     /** How the caller sees the tontine afterwards, when no longer as a member (after leaving). */
     roleAfter?: 'former_member',
+    /** The cycle a contribution names. */
+    requestedCycle?: number,
   ): Promise<TontineView> {
     return withTransaction(trx ?? this.knex, async (tx) => {
       const repo = new TontineRepository(tx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      const situation = await this.situationOf(repo, tontine, userId);
+      const situation = await this.situationOf(repo, tontine, userId, requestedCycle);
       assertAllowed(situation, action);
       await change({ trx: tx, repo, events: new EventRepository(tx), tontine, situation }, this.now());
       return this.describe(tx, id, userId, roleAfter);
     });
   }
 
-  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string): Promise<TontineSituation> {
+  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string, requestedCycle?: number): Promise<TontineSituation> {
     const members = await repo.members(tontine.id);
     const member = members.find((m) => m.userId === userId);
     let role: TontineRole;
     if (member) role = member.role;
     else if (tontine.status === 'forming' && (await repo.hasOpenInvitation(tontine.id, userId))) role = 'invited';
     else throw new TontineNotFoundError();
+    const isPaid = (contribution: Contribution | undefined) => contribution !== undefined && contribution.status !== 'pending' && contribution.status !== 'late';
     const own = member && tontine.currentCycle > 0 ? await repo.contribution(tontine.id, tontine.currentCycle, userId) : undefined;
+    const otherCycle = member && requestedCycle !== undefined && requestedCycle !== tontine.currentCycle;
+    const requested = otherCycle ? await repo.contribution(tontine.id, requestedCycle, userId) : undefined;
     return {
       status: tontine.status,
       role,
       memberCount: members.length,
       maxMembers: tontine.maxMembers,
       currentCycle: tontine.currentCycle,
-      paidCurrentCycle: own !== undefined && own.status !== 'pending' && own.status !== 'late',
+      paidCurrentCycle: isPaid(own),
+      payoutMade: payoutMade(tontine),
+      ...(requestedCycle === undefined ? {} : { requestedCycle, paidRequestedCycle: otherCycle ? isPaid(requested) : isPaid(own) }),
     };
   }
 
-  private async formerMemberSituation(repo: TontineRepository, tontine: Tontine): Promise<TontineSituation> {
+  /** The situation of someone who is not a member: a member who just left, or a platform administrator. */
+  private async outsiderSituation(repo: TontineRepository, tontine: Tontine, role: 'former_member' | 'administrator'): Promise<TontineSituation> {
     const members = await repo.members(tontine.id);
-    return { status: tontine.status, role: 'former_member', memberCount: members.length, maxMembers: tontine.maxMembers, currentCycle: tontine.currentCycle, paidCurrentCycle: false };
+    return {
+      status: tontine.status,
+      role,
+      memberCount: members.length,
+      maxMembers: tontine.maxMembers,
+      currentCycle: tontine.currentCycle,
+      paidCurrentCycle: false,
+      payoutMade: payoutMade(tontine),
+    };
+  }
+
+  /**
+   * Ends a forming or active tontine (cancel, dissolve): refunds the open cycle's payments from
+   * the pool, cancels the remaining cycles, lapses the open invitations, `canceled`. Returns
+   * the amount refunded.
+   */
+  private async end({ trx, repo, events, tontine }: Scope, actorUserId: string, at: Date): Promise<bigint> {
+    const id = tontine.id;
+    let refundedMinor = 0n;
+    if (tontine.status === 'active') {
+      const pool = tontine.poolAccountId;
+      for (const contribution of await repo.contributions(id, tontine.currentCycle)) {
+        if (contribution.status !== 'paid') continue;
+        const wallet = await walletOf(trx, contribution.userId, tontine.currency);
+        const posting = await post(
+          trx,
+          {
+            kind: 'tontine.refund',
+            reference: contribution.id,
+            reversesPostingId: contribution.postingId ?? undefined,
+            metadata: { tontine_id: id, cycle: tontine.currentCycle, user_id: contribution.userId },
+            entries: [
+              { accountId: pool, amountMinor: -tontine.contributionMinor },
+              { accountId: wallet.id, amountMinor: tontine.contributionMinor },
+            ],
+          },
+          // Money going back to its owner: a frozen wallet still gets it.
+          { allowFrozen: true },
+        );
+        await repo.markRefunded(contribution.id, posting.id, at);
+        refundedMinor += tontine.contributionMinor;
+        await events.record({
+          subjectType: 'tontine',
+          subjectId: id,
+          type: 'tontine.contribution_refunded',
+          actorUserId,
+          payload: { cycle: tontine.currentCycle, user_id: contribution.userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id },
+          occurredAt: at,
+        });
+      }
+      await repo.cancelRemainingCycles(id);
+    }
+    await repo.lapseOpenInvitations(id);
+    await repo.update(id, { status: 'canceled', canceledAt: at });
+    return refundedMinor;
   }
 
   /** Moves the contribution into the pool; pays the pot out when it was the cycle's last. Returns the contribution id. */
@@ -359,13 +440,30 @@ export class TontineService {
     const current = cycles.find((c) => c.number === cycle);
     if (!current) throw new Error(`tontine ${tontine.id} has no cycle ${cycle}`);
     const pot = tontine.contributionMinor * BigInt(cycles.length);
-    const wallet = await walletOf(trx, current.beneficiaryUserId, tontine.currency);
+    let beneficiaryUserId = current.beneficiaryUserId;
+    if (beneficiaryUserId === null) {
+      // A random tontine: the pot is complete, so this cycle's beneficiary is drawn now, among
+      // the members who have not received a pot yet.
+      const received = new Set(cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId])));
+      const waiting = (await repo.members(tontine.id)).map((m) => m.userId).filter((userId) => !received.has(userId));
+      beneficiaryUserId = drawBeneficiary(tontine.drawSeed, cycle, waiting);
+      await repo.setCycleBeneficiary(tontine.id, cycle, beneficiaryUserId);
+      await events.record({
+        subjectType: 'tontine',
+        subjectId: tontine.id,
+        type: 'tontine.beneficiary_drawn',
+        actorUserId: null,
+        payload: { cycle, beneficiary_user_id: beneficiaryUserId, draw_key: cycleDrawKey(tontine.drawSeed, cycle, beneficiaryUserId), candidates: waiting },
+        occurredAt: at,
+      });
+    }
+    const wallet = await walletOf(trx, beneficiaryUserId, tontine.currency);
     const posting = await post(
       trx,
       {
         kind: 'tontine.payout',
         reference: `${tontine.id}:${cycle}`,
-        metadata: { tontine_id: tontine.id, cycle, user_id: current.beneficiaryUserId },
+        metadata: { tontine_id: tontine.id, cycle, user_id: beneficiaryUserId },
         entries: [
           { accountId: tontine.poolAccountId, amountMinor: -pot },
           { accountId: wallet.id, amountMinor: pot },
@@ -380,7 +478,7 @@ export class TontineService {
       subjectId: tontine.id,
       type: 'tontine.payout_made',
       actorUserId: null,
-      payload: { cycle, beneficiary_user_id: current.beneficiaryUserId, amount_minor: pot.toString(), posting_id: posting.id },
+      payload: { cycle, beneficiary_user_id: beneficiaryUserId, amount_minor: pot.toString(), posting_id: posting.id },
       occurredAt: at,
     });
     if (cycle < cycles.length) {
@@ -400,11 +498,11 @@ export class TontineService {
   }
 
   /** The tontine as `userId` sees it (404 when they may not). */
-  private async describe(db: Knex.Transaction, id: string, userId: string, roleOverride?: 'former_member'): Promise<TontineView> {
+  private async describe(db: Knex.Transaction, id: string, userId: string, roleOverride?: 'former_member' | 'administrator'): Promise<TontineView> {
     const repo = new TontineRepository(db);
     const tontine = await repo.find(id);
     if (!tontine) throw new TontineNotFoundError();
-    const situation = roleOverride ? await this.formerMemberSituation(repo, tontine) : await this.situationOf(repo, tontine, userId);
+    const situation = roleOverride ? await this.outsiderSituation(repo, tontine, roleOverride) : await this.situationOf(repo, tontine, userId);
     // One after the other: a transaction is one connection (and the embedded back-end has only one).
     const members = await repo.members(id);
     const cycles = await repo.cycles(id);
@@ -413,7 +511,7 @@ export class TontineService {
     const paidCount = await repo.paidCount(id, userId);
     const currency = await currencies.require(db, tontine.currency);
     const pool = await findAccount(db, { ownerType: 'platform', ownerId: null, currency: tontine.currency, kind: 'tontine_pool', externalRef: id });
-    const userIds = new Set([...members.map((m) => m.userId), ...cycles.map((c) => c.beneficiaryUserId)]);
+    const userIds = new Set([...members.map((m) => m.userId), ...cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId]))]);
     const identifiers = await new UserRepository(db).findIdentifiers([...userIds]);
     const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === userId).length;
     const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paidCount));
@@ -430,6 +528,11 @@ export class TontineService {
       allowedActions: allowedActions(situation),
     });
   }
+}
+
+/** Whether a pot has been paid out: each payout opens the next cycle (or completes the tontine) in its transaction. */
+function payoutMade(tontine: Tontine): boolean {
+  return tontine.status === 'completed' || tontine.currentCycle > 1;
 }
 
 /** A posting from the caller's wallet, with the wallet's refusals in the words of the contract. */
