@@ -3,11 +3,19 @@ import { applyDatabaseFunctions } from '../database-functions';
 
 /**
  * Issue 21 (SQL as code) and issue 26 finding 7: the database's functions now live in their
- * modules as `.sql` files (src/modules/<area>/sql/), applied here with CREATE OR REPLACE.
- * transfer_create answers a finished key as finished before it refuses on the key's lock.
+ * modules as `.sql` files (src/modules/<area>/sql/), applied here with CREATE OR REPLACE and
+ * pinned to the hash of their text (see src/db/database-functions.ts). transfer_create answers
+ * a finished key as finished before it refuses on the key's lock.
  */
+export const FUNCTIONS = {
+  ledger_post: '9821d605d63db625',
+  ledger_refuse_write: '8636209320c626ae',
+  ledger_reject_change: '022dac785350ef40',
+  transfer_create: '29a9346c3784b46b',
+};
+
 export async function up(knex: Knex): Promise<void> {
-  await applyDatabaseFunctions(knex);
+  await applyDatabaseFunctions(knex, FUNCTIONS);
 }
 
 /** Forward only: the previous texts live in the older migrations. */
