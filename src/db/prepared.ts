@@ -36,9 +36,27 @@ export async function queryPrepared<Row>(db: Knex | Knex.Transaction, name: stri
   const connection = await source.acquireConnection();
   try {
     return (await connection.query({ name, text, values })).rows as Row[];
+  } catch (error) {
+    // A connection that failed below SQL (terminated, reset) must not go back to the pool as if
+    // it were healthy: knex learns it from an 'error' or 'end' event that may come after the
+    // next caller took it. Marked as knex marks it, the pool destroys it on release.
+    if (isConnectionLost(error)) (connection as { __knex__disposed?: unknown }).__knex__disposed = error;
+    throw error;
   } finally {
     await source.releaseConnection(connection);
   }
+}
+
+/**
+ * True for an error that ended the connection rather than the statement: no SQLSTATE (the
+ * socket closed), class 08 (connection exception) or 57P (operator intervention: a terminated
+ * backend, a shutdown). The statement's transaction did not commit unless its answer alone was lost.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return /connection|terminat|ECONNRESET|EPIPE/i.test(error.message);
+  return code.startsWith('08') || code.startsWith('57P') || code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNREFUSED';
 }
 
 /**

@@ -12,6 +12,7 @@ export const FUNCTIONS = {
   ledger_refuse_write: '8636209320c626ae',
   ledger_reject_change: '022dac785350ef40',
   transfer_create: '29a9346c3784b46b',
+  transfer_create_batch: '5de04916d2e5fc2f',
 };
 
 export async function up(knex: Knex): Promise<void> {
