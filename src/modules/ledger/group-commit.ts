@@ -12,8 +12,9 @@
  *   outcome, never a failure of the batch).
  * - A batch that fails as a whole (a lost connection, a deadlock, any error) is never answered
  *   as success: each of its items is run again alone by `runOne` (its own transaction), whose
- *   result or error is that item's answer. Items carry their own idempotency keys, so an item
- *   whose first run did commit (a commit whose answer was lost) is answered from its key.
+ *   result or error is that item's answer. Items carry their own idempotency keys (and, for
+ *   transfers, an attempt id), so an item whose first run did commit (a commit whose answer
+ *   was lost) is answered from its key, never applied twice.
  */
 export interface GroupCommitOptions<Item, Outcome> {
   /** Longest wait of a batch's first item while another batch is in flight (ms, <= 2). */

@@ -94,6 +94,11 @@ export interface TransferRequest {
   rail: TransferRail | null;
   /** Whether the identifier is a valid telephone number for its country (a phone without a rail may go to mobile money). */
   phoneValid: boolean;
+  /**
+   * Names this request across its runs (a batch that failed as a whole runs its items again):
+   * a run that finds the key completed by this same attempt answers with its transfer.
+   */
+  attempt: string;
 }
 
 const TRANSFER_CREATE_BATCH_SQL = 'SELECT b.item, b.code, b.detail, (b.transfer).* FROM transfer_create_batch($1::jsonb) AS b ORDER BY b.item';
@@ -129,6 +134,7 @@ export class TransfersRepository {
       identifier: request.identifier.value,
       rail: request.rail,
       phone_valid: request.phoneValid,
+      attempt: request.attempt,
     }));
     const rows = await queryPrepared<Row & { item: number; code: string | null; detail: string | null }>(this.db, 'transfer_create_batch', TRANSFER_CREATE_BATCH_SQL, [
       JSON.stringify(items),

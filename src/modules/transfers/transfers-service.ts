@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isValidPhoneNumber } from 'libphonenumber-js';
 import type { Logger } from 'pino';
@@ -133,6 +134,7 @@ export class TransferService {
       identifier,
       rail: input.rail ?? null,
       phoneValid: identifier.kind === 'phone' && input.rail === undefined ? isValidPhoneNumber(identifier.value) : true,
+      attempt: crypto.randomUUID(),
     };
     const outcome = await this.batcher.submit(request);
     if (!('transfer' in outcome)) throw this.refusal(outcome, currency);

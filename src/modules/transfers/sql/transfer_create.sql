@@ -1,6 +1,6 @@
 -- POST /transfers in one statement: the session, the idempotency key (claimed in the same
 -- transaction as the effect), the recipient, the wallets, the posting (through ledger_post),
--- the transfer row and the completed key. Refusals are SQLSTATEs TRF01...TRF12, mapped by the
+-- the transfer row and the completed key (its claim_token is p_attempt when given). Refusals are SQLSTATEs TRF01...TRF12, mapped by the
 -- transfers module (transfers-service.ts) to domain errors; DETAIL carries their JSON details.
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
 -- test/integration/database-functions.test.ts fails when the database's function differs.
@@ -8,7 +8,8 @@ CREATE OR REPLACE FUNCTION transfer_create(
   p_session_id uuid, p_user_id uuid, p_operation text, p_key text, p_request_hash text,
   p_lease_seconds integer, p_ttl_hours integer,
   p_currency text, p_amount bigint, p_note text,
-  p_identifier_kind text, p_identifier text, p_rail text, p_phone_valid boolean)
+  p_identifier_kind text, p_identifier text, p_rail text, p_phone_valid boolean,
+  p_attempt uuid DEFAULT NULL)
 RETURNS SETOF transfers
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -47,6 +48,13 @@ BEGIN
   -- key is told so at once, and a replay or a reuse answers from the row read under the lock.
   SELECT * INTO key_row FROM idempotency_keys WHERE user_id = p_user_id AND key = p_key AND operation = p_operation;
   key_found := FOUND;
+  -- p_attempt names this request across its runs (a batch that failed as a whole runs its items
+  -- again): when the key was completed by this very request, whose commit the fault hid, the
+  -- transfer it made is its answer, not a 409.
+  IF key_found AND key_row.status = 'completed' AND key_row.expires_at > now() AND key_row.claim_token = p_attempt THEN
+    RETURN QUERY SELECT * FROM transfers WHERE id = key_row.resource_id;
+    RETURN;
+  END IF;
   IF NOT (key_found AND key_row.status = 'completed' AND key_row.expires_at > now()) THEN
     IF NOT pg_try_advisory_xact_lock(hashtextextended(p_user_id::text || ' ' || p_operation || ' ' || p_key, 0)) THEN
       RAISE EXCEPTION 'key in use' USING ERRCODE = 'TRF03';
@@ -153,7 +161,7 @@ BEGIN
   RETURNING * INTO v_transfer;
 
   IF key_found THEN
-    UPDATE idempotency_keys SET request_hash = p_request_hash, status = 'completed', claim_token = gen_random_uuid(), locked_until = now(),
+    UPDATE idempotency_keys SET request_hash = p_request_hash, status = 'completed', claim_token = coalesce(p_attempt, gen_random_uuid()), locked_until = now(),
            created_at = now(), expires_at = now() + make_interval(hours => p_ttl_hours), response_status = 200, response_body = NULL,
            resource_type = 'transfer', resource_id = v_id, resource_status = v_transfer.status,
            resource_location = '/api/transfers/' || v_id, completed_at = now()
@@ -161,7 +169,7 @@ BEGIN
   ELSE
     INSERT INTO idempotency_keys (user_id, operation, key, request_hash, status, claim_token, locked_until, expires_at,
                                   response_status, resource_type, resource_id, resource_status, resource_location, completed_at)
-    VALUES (p_user_id, p_operation, p_key, p_request_hash, 'completed', gen_random_uuid(), now(), now() + make_interval(hours => p_ttl_hours),
+    VALUES (p_user_id, p_operation, p_key, p_request_hash, 'completed', coalesce(p_attempt, gen_random_uuid()), now(), now() + make_interval(hours => p_ttl_hours),
             200, 'transfer', v_id, v_transfer.status, '/api/transfers/' || v_id, now());
   END IF;
   RETURN NEXT v_transfer;

@@ -8,7 +8,7 @@
 -- items one by one, each in its own transaction (this function with one item).
 -- p_items: a JSON array of {session_id, user_id, operation, key, request_hash, lease_seconds,
 -- ttl_hours, currency, amount (a string of minor units), note, identifier_kind, identifier, rail,
--- phone_valid}; the result has one row per item (item = its 1-based position).
+-- phone_valid, attempt (a uuid naming the request across its runs: see transfer_create)}; the result has one row per item (item = its 1-based position).
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
 -- test/integration/database-functions.test.ts fails when the database's function differs.
 CREATE OR REPLACE FUNCTION transfer_create_batch(p_items jsonb)
@@ -53,7 +53,7 @@ BEGIN
         (it.v->>'session_id')::uuid, (it.v->>'user_id')::uuid, it.v->>'operation', it.v->>'key', it.v->>'request_hash',
         (it.v->>'lease_seconds')::integer, (it.v->>'ttl_hours')::integer,
         it.v->>'currency', (it.v->>'amount')::bigint, it.v->>'note',
-        it.v->>'identifier_kind', it.v->>'identifier', it.v->>'rail', (it.v->>'phone_valid')::boolean);
+        it.v->>'identifier_kind', it.v->>'identifier', it.v->>'rail', (it.v->>'phone_valid')::boolean, (it.v->>'attempt')::uuid);
     EXCEPTION WHEN OTHERS THEN
       GET STACKED DIAGNOSTICS v_code = RETURNED_SQLSTATE, v_detail = PG_EXCEPTION_DETAIL;
       -- Only the item's own refusals are outcomes; anything else fails the batch.
