@@ -251,7 +251,13 @@ export interface TransferCreateScript {
  * key per call), between the users that have a session in `knex`'s database: each call draws
  * a sender and a different recipient among them. Needs at least two such users.
  */
-export async function transferCreateScript(knex: Knex, batchSize = 0): Promise<TransferCreateScript> {
+export async function transferCreateScript(
+  knex: Knex,
+  batchSize = 0,
+  options: { functionName?: string; withSession?: boolean } = {},
+): Promise<TransferCreateScript> {
+  const functionName = options.functionName ?? 'transfer_create';
+  const session = options.withSession === false ? 'NULL::uuid' : 'f.session_id';
   await knex.raw(`DROP TABLE IF EXISTS bench_parties`);
   await knex.raw(`CREATE TABLE bench_parties AS
     SELECT row_number() OVER (ORDER BY s.user_id)::int AS i, s.id AS session_id, s.user_id, u.email
@@ -275,7 +281,7 @@ SELECT count(*) FROM transfer_create_batch((
       : `\\set i random(1, ${parties})
 \\set j 1 + (:i + random(0, ${parties - 2})) % ${parties}
 SELECT t.id FROM bench_parties f, bench_parties r,
-  LATERAL transfer_create(f.session_id, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
+  LATERAL ${functionName}(${session}, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
     60, 24, 'XOF', 1 + :i % 100, NULL, 'email', r.email, NULL, true) t
  WHERE f.i = :i AND r.i = :j;
 `,
