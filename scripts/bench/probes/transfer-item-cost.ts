@@ -33,7 +33,7 @@ const USER_FOREIGN_KEYS = [
 /** transfer_create without its advisory lock, as transfer_create_probe_no_lock. */
 async function createNoLockCopy(knex: Knex): Promise<void> {
   const file = fs.readFileSync(path.join(__dirname, '../../../src/modules/transfers/sql/transfer_create.sql'), 'utf8');
-  const lock = /    IF NOT pg_try_advisory_xact_lock\(.*\n      RAISE EXCEPTION 'key in use' USING ERRCODE = 'TRF03';\n    END IF;\n/;
+  const lock = / {4}IF NOT pg_try_advisory_xact_lock\(.*\n {6}RAISE EXCEPTION 'key in use' USING ERRCODE = 'TRF03';\n {4}END IF;\n/;
   if (!lock.test(file)) throw new Error('the advisory lock of transfer_create.sql is no longer where this probe looks for it');
   await knex.raw(file.replace(lock, '').replace('CREATE OR REPLACE FUNCTION transfer_create(', 'CREATE OR REPLACE FUNCTION transfer_create_probe_no_lock('));
 }
