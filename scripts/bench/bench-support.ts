@@ -52,7 +52,15 @@ export interface ServerProcess {
    * of a run it gives the CPU each request costs, which a busy machine inflates far less than
    * throughput or latency. */
   cpuMs(): Promise<number>;
+  /** The group commit's batch sizes so far (api-server.ts only; undefined for other servers). */
+  batchSizes(): Promise<BatchSizes | undefined>;
   stop(): Promise<void>;
+}
+
+/** Batches sent by the transfers' group commit: sizes[n] = batches of n transfers; failed = batches run again item by item. */
+export interface BatchSizes {
+  sizes: number[];
+  failed: number;
 }
 
 /** USER_HZ of /proc/PID/stat: 100 on Linux x86_64 and arm64. */
@@ -117,6 +125,24 @@ export async function startServerProcess(script: string, env: Record<string, str
     async cpuMs() {
       const pid = await serverPid();
       return pid === undefined ? -1 : Math.round(processCpuMs(pid) ?? -1);
+    },
+    async batchSizes() {
+      const pid = await serverPid();
+      if (pid === undefined) return undefined;
+      return new Promise<BatchSizes | undefined>((resolve) => {
+        const timer = setTimeout(() => done(undefined), 5_000);
+        const onData = (chunk: Buffer) => {
+          const line = /BATCHES (.*)/.exec(chunk.toString())?.[1];
+          if (line) done(JSON.parse(line) as BatchSizes);
+        };
+        const done = (value: BatchSizes | undefined) => {
+          clearTimeout(timer);
+          child.stdout?.off('data', onData);
+          resolve(value);
+        };
+        child.stdout?.on('data', onData);
+        process.kill(pid, 'SIGUSR2');
+      });
     },
     stop: () =>
       new Promise<void>((resolve) => {
@@ -225,19 +251,37 @@ export interface TransferCreateScript {
  * key per call), between the users that have a session in `knex`'s database: each call draws
  * a sender and a different recipient among them. Needs at least two such users.
  */
-export async function transferCreateScript(knex: Knex): Promise<TransferCreateScript> {
+export async function transferCreateScript(
+  knex: Knex,
+  batchSize = 0,
+  options: { functionName?: string; withSession?: boolean } = {},
+): Promise<TransferCreateScript> {
+  const functionName = options.functionName ?? 'transfer_create';
+  const session = options.withSession === false ? 'NULL::uuid' : 'f.session_id';
+  await knex.raw(`DROP TABLE IF EXISTS bench_parties`);
   await knex.raw(`CREATE TABLE bench_parties AS
     SELECT row_number() OVER (ORDER BY s.user_id)::int AS i, s.id AS session_id, s.user_id, u.email
       FROM sessions s JOIN users u ON u.id = s.user_id`);
   const parties = Number((await knex('bench_parties').count<Array<{ n: string }>>({ n: '*' }))[0]?.n);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-transfer-create-'));
   const script = path.join(dir, 'transfer.sql');
+  // batchSize > 0: one transfer_create_batch call of that many transfers (group commit, issue 21).
   fs.writeFileSync(
     script,
-    `\\set i random(1, ${parties})
+    batchSize > 0
+      ? `\\set i random(1, ${parties})
+SELECT count(*) FROM transfer_create_batch((
+  SELECT jsonb_agg(jsonb_build_object('session_id', f.session_id, 'user_id', f.user_id, 'operation', '${CREATE_TRANSFER_OPERATION}',
+    'key', gen_random_uuid()::text, 'request_hash', encode(sha256(random()::text::bytea), 'hex'), 'lease_seconds', 60, 'ttl_hours', 24,
+    'currency', 'XOF', 'amount', (1 + g % 100)::text, 'note', NULL, 'identifier_kind', 'email', 'identifier', r.email, 'rail', NULL, 'phone_valid', true) ORDER BY g)
+    FROM generate_series(0, ${batchSize - 1}) g
+    JOIN bench_parties f ON f.i = 1 + (:i + g * 7) % ${parties}
+    JOIN bench_parties r ON r.i = 1 + (f.i + g % ${parties - 1}) % ${parties}));
+`
+      : `\\set i random(1, ${parties})
 \\set j 1 + (:i + random(0, ${parties - 2})) % ${parties}
 SELECT t.id FROM bench_parties f, bench_parties r,
-  LATERAL transfer_create(f.session_id, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
+  LATERAL ${functionName}(${session}, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
     60, 24, 'XOF', 1 + :i % 100, NULL, 'email', r.email, NULL, true) t
  WHERE f.i = :i AND r.i = :j;
 `,

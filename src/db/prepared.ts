@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import { isConnectionLoss } from './transaction';
 
 /**
  * Names a hot-path query so that node-postgres prepares it once per connection: PostgreSQL
@@ -36,6 +37,12 @@ export async function queryPrepared<Row>(db: Knex | Knex.Transaction, name: stri
   const connection = await source.acquireConnection();
   try {
     return (await connection.query({ name, text, values })).rows as Row[];
+  } catch (error) {
+    // A connection that failed below SQL (terminated, reset) must not go back to the pool as if
+    // it were healthy: knex learns it from an 'error' or 'end' event that may come after the
+    // next caller took it. Marked as knex marks it, the pool destroys it on release.
+    if (isConnectionLoss(error)) (connection as { __knex__disposed?: unknown }).__knex__disposed = error;
+    throw error;
   } finally {
     await source.releaseConnection(connection);
   }

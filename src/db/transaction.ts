@@ -22,18 +22,20 @@ export function isRetryableDatabaseError(error: unknown): boolean {
   return typeof code === 'string' && RETRYABLE.has(code);
 }
 
-/** SQLSTATEs of a connection that ended under the transaction (class 08, admin/crash shutdown). */
-const CONNECTION_LOST_STATES = new Set(['57P01', '57P02', '57P03', '08000', '08003', '08006']);
+/** Errors of the socket under a connection (no SQLSTATE). */
 const CONNECTION_LOST_ERRNOS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT']);
 
 /**
- * True when `error` says the database connection was lost (terminated backend, server restart,
- * reset socket): the work may be tried again on a new connection. Errors of a statement that
- * ran (constraints, serialization) are not.
+ * True when `error` ended the connection rather than the statement: class 08 (connection
+ * exception), 57P (operator intervention: a terminated backend, a shutdown) or a socket error.
+ * The work may be tried again on a new connection; its transaction did not commit unless only
+ * its answer was lost (callers that retry re-check under their locks, or carry an attempt id).
+ * Errors of a statement that ran (constraints, serialization) are not connection losses.
  */
 export function isConnectionLoss(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
-  if (typeof e?.code === 'string' && (CONNECTION_LOST_STATES.has(e.code) || CONNECTION_LOST_ERRNOS.has(e.code))) return true;
+  const code = e?.code;
+  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || CONNECTION_LOST_ERRNOS.has(code))) return true;
   const message = typeof e?.message === 'string' ? e.message : '';
   return /Connection terminated|connection error and is not queryable|Client was closed and is not queryable/i.test(message);
 }

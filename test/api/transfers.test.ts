@@ -255,6 +255,21 @@ describe('idempotency', () => {
     expect(await balances(alice)).toEqual({ XOF: '0' });
     await expectLedgerInvariants(knex);
   });
+
+  it('parallel replays of a completed key all answer 409 IdempotencyKeyAlreadyProcessed, never ConcurrentOperation (issue 26.7)', async () => {
+    const alice = await caller({ XOF: 10_000n });
+    const bob = await caller();
+    const key = crypto.randomUUID();
+    const body = { amount: 700, currency: 'XOF', recipientIdentifier: bob.user.email };
+    const first = await transfer(alice, body, key).expect(200);
+    for (let round = 0; round < 3; round += 1) {
+      const replays = await Promise.all(Array.from({ length: 12 }, () => transfer(alice, body, key)));
+      expect(replays.map((r) => ({ status: r.status, error: r.body.error, id: r.body.details?.resource_id }))).toEqual(
+        replays.map(() => ({ status: 409, error: 'IdempotencyKeyAlreadyProcessed', id: first.body.data.id })),
+      );
+    }
+    expect(await balances(alice)).toEqual({ XOF: '9300' });
+  });
 });
 
 describe('note', () => {

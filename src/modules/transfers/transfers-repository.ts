@@ -94,9 +94,17 @@ export interface TransferRequest {
   rail: TransferRail | null;
   /** Whether the identifier is a valid telephone number for its country (a phone without a rail may go to mobile money). */
   phoneValid: boolean;
+  /**
+   * Names this request across its runs (a batch that failed as a whole runs its items again):
+   * a run that finds the key completed by this same attempt answers with its transfer.
+   */
+  attempt: string;
 }
 
-const TRANSFER_CREATE_SQL = 'SELECT * FROM transfer_create($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9::bigint, $10, $11, $12, $13, $14)';
+const TRANSFER_CREATE_BATCH_SQL = 'SELECT b.item, b.code, b.detail, (b.transfer).* FROM transfer_create_batch($1::jsonb) AS b ORDER BY b.item';
+
+/** One item's answer: the transfer made, or its refusal (SQLSTATE TRF01...TRF12 and its JSON DETAIL). */
+export type TransferOutcome = { transfer: Transfer } | { code: string; detail: string | null };
 
 const TRANSFERS = new Keyset({ table: 'transfers', alias: 't', noun: 'one of your transfers' });
 
@@ -105,28 +113,34 @@ export class TransfersRepository {
   constructor(private readonly db: Db) {}
 
   /**
-   * The whole of POST /transfers in one prepared statement (`transfer_create`, one
-   * transaction): session, idempotency key, recipient, wallets, posting, transfer row and
-   * completed key. Refusals come back as SQLSTATEs (TRF01...TRF12, see the migration).
+   * POST /transfers for a group of requests in one prepared statement (`transfer_create_batch`,
+   * one transaction): for each, the session, the idempotency key, the recipient, the wallets,
+   * the posting, the transfer row and the completed key (`transfer_create`). One outcome per
+   * request, in order; an error that is no request's own refusal fails the whole call.
    */
-  async create(request: TransferRequest): Promise<Transfer> {
-    const [row] = await queryPrepared<Row>(this.db, 'transfer_create', TRANSFER_CREATE_SQL, [
-      request.sessionId,
-      request.userId,
-      request.operation,
-      request.key,
-      request.requestHash,
-      request.leaseSeconds,
-      request.ttlHours,
-      request.currency,
-      request.amountMinor.toString(),
-      request.note,
-      request.identifier.kind,
-      request.identifier.value,
-      request.rail,
-      request.phoneValid,
+  async createBatch(requests: readonly TransferRequest[]): Promise<TransferOutcome[]> {
+    const items = requests.map((request) => ({
+      session_id: request.sessionId,
+      user_id: request.userId,
+      operation: request.operation,
+      key: request.key,
+      request_hash: request.requestHash,
+      lease_seconds: request.leaseSeconds,
+      ttl_hours: request.ttlHours,
+      currency: request.currency,
+      amount: request.amountMinor.toString(),
+      note: request.note,
+      identifier_kind: request.identifier.kind,
+      identifier: request.identifier.value,
+      rail: request.rail,
+      phone_valid: request.phoneValid,
+      attempt: request.attempt,
+    }));
+    const rows = await queryPrepared<Row & { item: number; code: string | null; detail: string | null }>(this.db, 'transfer_create_batch', TRANSFER_CREATE_BATCH_SQL, [
+      JSON.stringify(items),
     ]);
-    return toTransfer(row as Row);
+    if (rows.length !== requests.length) throw new Error(`transfer_create_batch answered ${rows.length} rows for ${requests.length} requests`);
+    return rows.map((row) => (row.code === null ? { transfer: toTransfer(row) } : { code: row.code, detail: row.detail }));
   }
 
   async findById(id: string): Promise<Transfer | undefined> {

@@ -1,10 +1,11 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isValidPhoneNumber } from 'libphonenumber-js';
 import type { Logger } from 'pino';
 import { NotFoundError, UnauthorizedError, UnprocessableError, ValidationError } from '../../errors';
 import { toPage, type Page, type PageRequest } from '../../db/keyset';
-import { isRetryableDatabaseError, withTransaction } from '../../db/transaction';
-import { currencies, externalClearingAccount, formatMinor, minorToNumber, parseAmount, platformAccount, post, walletOf, type Currency } from '../ledger';
+import { isConnectionLoss, isRetryableDatabaseError, withTransaction } from '../../db/transaction';
+import { currencies, externalClearingAccount, formatMinor, GroupCommit, minorToNumber, parseAmount, platformAccount, post, walletOf, type Currency } from '../ledger';
 import {
   keyAlreadyProcessed,
   keyReused,
@@ -14,7 +15,7 @@ import {
 } from '../idempotency';
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
-import { TransfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus } from './transfers-repository';
+import { TransfersRepository, type RecipientType, type Transfer, type TransferOutcome, type TransferRail, type TransferRequest, type TransferStatus } from './transfers-repository';
 
 export const CREATE_TRANSFER_OPERATION = 'createTransfer';
 /** The contract's `note.maxLength`. */
@@ -49,7 +50,7 @@ export type TransferPage = Page<TransferView>;
 /** Who asks: a user id (trusted callers, tests), or the authenticated caller, whose session the database checks in the same statement. */
 export type TransferCaller = string | { userId: string; sessionId?: string };
 
-/** Attempts of the one-statement transfer when PostgreSQL aborts it for a deadlock or a serialization failure. */
+/** Attempts of a transfer alone (a batch that failed as a whole, item by item) when PostgreSQL aborts it for a deadlock or a serialization failure. */
 const CREATE_ATTEMPTS = 4;
 /**
  * How long a transfer handed to its rail is left to it: no instance hands it over again
@@ -71,6 +72,8 @@ export interface TransferServiceDeps {
   logger?: Logger;
   /** See RAIL_HANDOVER_LEASE_SECONDS. */
   railLeaseSeconds?: number;
+  /** Group commit of POST /transfers (issue 21): the window (ms, <= 2) and the largest batch (<= 64). */
+  batch?: { windowMs?: number; maxItems?: number };
 }
 
 /**
@@ -95,11 +98,21 @@ export class TransferService {
   /** Transfers this instance handed to the rail whose outcome has not been written yet. */
   private readonly handedOver = new Set<string>();
   private readonly railLeaseSeconds: number;
+  /** Transfers that arrive together are made in one transaction (transfer_create_batch), each with its own outcome. */
+  readonly batcher: GroupCommit<TransferRequest, TransferOutcome>;
 
   constructor(private readonly deps: TransferServiceDeps) {
     this.knex = deps.knex;
     this.logger = deps.logger;
     this.railLeaseSeconds = deps.railLeaseSeconds ?? RAIL_HANDOVER_LEASE_SECONDS;
+    this.batcher = new GroupCommit<TransferRequest, TransferOutcome>({
+      ...deps.batch,
+      runBatch: (requests) => new TransfersRepository(this.knex).createBatch(requests),
+      runOne: (request) => this.createAlone(request),
+      onBatch: (size, failed) => {
+        if (failed) this.logger?.warn({ size }, 'a batch of transfers failed as a whole: its transfers run again one by one');
+      },
+    });
     deps.rail.onOutcome(async (transferId, outcome) => {
       await this.settle(transferId, outcome);
       this.handedOver.delete(transferId);
@@ -121,12 +134,12 @@ export class TransferService {
     }
     const identifier = parseIdentifier(input.recipientIdentifier, input.rail);
 
-    // Everything else is one statement (transfer_create): the key is claimed in the same
-    // transaction as the effect, so checks that depend on the state of the world (recipient,
-    // balance, frozen wallets) run after it: a replay of a processed key answers 409 with the
-    // transfer it produced even when the same request would now be refused, and a refusal
-    // rolls back without consuming the key.
-    const request = {
+    // Everything else is one statement (transfer_create, within the batch of the transfers
+    // that arrive together): the key is claimed in the same transaction as the effect, so checks
+    // that depend on the state of the world (recipient, balance, frozen wallets) run after it: a
+    // replay of a processed key answers 409 with the transfer it produced even when the same
+    // request would now be refused, and a refusal rolls back without consuming the key.
+    const request: TransferRequest = {
       sessionId,
       userId,
       operation: CREATE_TRANSFER_OPERATION,
@@ -139,17 +152,11 @@ export class TransferService {
       identifier,
       rail: input.rail ?? null,
       phoneValid: identifier.kind === 'phone' && input.rail === undefined ? isValidPhoneNumber(identifier.value) : true,
+      attempt: crypto.randomUUID(),
     };
-    let transfer: Transfer;
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        transfer = await new TransfersRepository(this.knex).create(request);
-        break;
-      } catch (error) {
-        if (attempt < CREATE_ATTEMPTS && isRetryableDatabaseError(error)) continue;
-        throw this.refusal(error, currency);
-      }
-    }
+    const outcome = await this.batcher.submit(request);
+    if (!('transfer' in outcome)) throw this.refusal(outcome, currency);
+    const transfer = outcome.transfer;
     const view = toView(transfer, currency);
     if (view.status === 'pending') {
       // After commit, outside the request's critical path: a slow rail never holds a lock.
@@ -157,6 +164,19 @@ export class TransferService {
       this.dispatching.add(dispatch);
     }
     return view;
+  }
+
+  /** One transfer in its own transaction (the items of a batch that failed as a whole), retried on a deadlock or a serialization failure. */
+  private async createAlone(request: TransferRequest): Promise<TransferOutcome> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const [outcome] = await new TransfersRepository(this.knex).createBatch([request]);
+        return outcome as TransferOutcome;
+      } catch (error) {
+        // A lost connection is retried too: the key answers for an attempt that did commit.
+        if (attempt >= CREATE_ATTEMPTS || !(isRetryableDatabaseError(error) || isConnectionLoss(error))) throw error;
+      }
+    }
   }
 
   async get(userId: string, id: string): Promise<TransferView> {
@@ -275,9 +295,9 @@ export class TransferService {
     }
   }
 
-  /** The domain error of a transfer_create refusal (SQLSTATEs TRF01...TRF12); other errors pass through. */
-  private refusal(error: unknown, currency: Currency): unknown {
-    const { code, detail } = error as { code?: string; detail?: string };
+  /** The domain error of a transfer_create refusal (SQLSTATEs TRF01...TRF12). */
+  private refusal(refused: { code: string; detail: string | null }, currency: Currency): unknown {
+    const { code, detail } = refused;
     const details = (): Record<string, string | null> => JSON.parse(detail ?? '{}') as Record<string, string | null>;
     switch (code) {
       case 'TRF01':
@@ -319,7 +339,7 @@ export class TransferService {
         });
       }
       default:
-        return error;
+        return new Error(`transfer_create refused with an unknown SQLSTATE ${code}`);
     }
   }
 }

@@ -1,0 +1,177 @@
+-- POST /transfers in one statement: the session, the idempotency key (claimed in the same
+-- transaction as the effect), the recipient, the wallets, the posting (through ledger_post),
+-- the transfer row and the completed key (its claim_token is p_attempt when given). Refusals are SQLSTATEs TRF01...TRF12, mapped by the
+-- transfers module (transfers-service.ts) to domain errors; DETAIL carries their JSON details.
+-- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
+-- test/integration/database-functions.test.ts fails when the database's function differs.
+CREATE OR REPLACE FUNCTION transfer_create(
+  p_session_id uuid, p_user_id uuid, p_operation text, p_key text, p_request_hash text,
+  p_lease_seconds integer, p_ttl_hours integer,
+  p_currency text, p_amount bigint, p_note text,
+  p_identifier_kind text, p_identifier text, p_rail text, p_phone_valid boolean,
+  p_attempt uuid DEFAULT NULL)
+RETURNS SETOF transfers
+LANGUAGE plpgsql AS $$
+DECLARE
+  session_row record;
+  key_row idempotency_keys%ROWTYPE;
+  key_found boolean;
+  sender record;
+  recipient record;
+  by_email text;
+  by_phone text;
+  v_rail text;
+  v_type text;
+  v_recipient_user uuid;
+  from_wallet record;
+  to_wallet record;
+  to_account uuid;
+  v_id uuid := gen_random_uuid();
+  v_status text;
+  posted record;
+  v_transfer transfers%ROWTYPE;
+BEGIN
+  IF p_session_id IS NOT NULL THEN
+    SELECT s.revoked_at, s.expires_at, u.status INTO session_row
+      FROM sessions s JOIN users u ON u.id = s.user_id
+     WHERE s.id = p_session_id AND s.user_id = p_user_id;
+    IF NOT FOUND OR session_row.revoked_at IS NOT NULL OR session_row.expires_at <= now() THEN
+      RAISE EXCEPTION 'session ended' USING ERRCODE = 'TRF01';
+    ELSIF session_row.status <> 'active' THEN
+      RAISE EXCEPTION 'account not active' USING ERRCODE = 'TRF02', DETAIL = session_row.status;
+    END IF;
+  END IF;
+
+  -- The key. A finished key is answered as finished, before anything refuses on the key's lock:
+  -- a completed row that has not expired never changes, so a plain read is enough (parallel
+  -- replays all answer IdempotencyKeyAlreadyProcessed). Otherwise a concurrent holder of the
+  -- key is told so at once, and a replay or a reuse answers from the row read under the lock.
+  SELECT * INTO key_row FROM idempotency_keys WHERE user_id = p_user_id AND key = p_key AND operation = p_operation;
+  key_found := FOUND;
+  -- p_attempt names this request across its runs (a batch that failed as a whole runs its items
+  -- again): when the key was completed by this very request, whose commit the fault hid, the
+  -- transfer it made is its answer, not a 409.
+  IF key_found AND key_row.status = 'completed' AND key_row.expires_at > now() AND key_row.claim_token = p_attempt THEN
+    RETURN QUERY SELECT * FROM transfers WHERE id = key_row.resource_id;
+    RETURN;
+  END IF;
+  IF NOT (key_found AND key_row.status = 'completed' AND key_row.expires_at > now()) THEN
+    IF NOT pg_try_advisory_xact_lock(hashtextextended(p_user_id::text || ' ' || p_operation || ' ' || p_key, 0)) THEN
+      RAISE EXCEPTION 'key in use' USING ERRCODE = 'TRF03';
+    END IF;
+    SELECT * INTO key_row FROM idempotency_keys WHERE user_id = p_user_id AND key = p_key AND operation = p_operation FOR UPDATE;
+    key_found := FOUND;
+  END IF;
+  IF key_found AND NOT (key_row.expires_at <= now() OR (key_row.status = 'in_progress' AND key_row.locked_until <= now())) THEN
+    IF key_row.request_hash <> p_request_hash THEN
+      RAISE EXCEPTION 'key reused' USING ERRCODE = 'TRF05', DETAIL = json_build_object(
+        'operation', key_row.operation, 'status', key_row.status, 'resource_type', key_row.resource_type,
+        'resource_id', key_row.resource_id, 'resource_status', coalesce((SELECT t.status FROM transfers t WHERE t.id = key_row.resource_id), key_row.resource_status),
+        'location', key_row.resource_location)::text;
+    ELSIF key_row.status = 'in_progress' THEN
+      RAISE EXCEPTION 'key in use' USING ERRCODE = 'TRF03';
+    END IF;
+    RAISE EXCEPTION 'key processed' USING ERRCODE = 'TRF04', DETAIL = json_build_object(
+      'resource_type', key_row.resource_type, 'resource_id', key_row.resource_id,
+      'resource_status', coalesce((SELECT t.status FROM transfers t WHERE t.id = key_row.resource_id), key_row.resource_status),
+      'location', key_row.resource_location)::text;
+  END IF;
+
+  -- The parties (one query): the sender and, by e-mail or phone, a platform user.
+  IF p_identifier_kind = 'email' THEN by_email := p_identifier;
+  ELSIF p_identifier_kind = 'phone' AND p_rail IS DISTINCT FROM 'mobile_money' THEN by_phone := p_identifier;
+  END IF;
+  FOR recipient IN SELECT u.id, u.email, u.phone, u.status FROM users u WHERE u.id = p_user_id OR u.email = by_email OR u.phone = by_phone LOOP
+    IF recipient.id = p_user_id THEN sender := recipient; END IF;
+    IF (by_email IS NOT NULL AND recipient.email = by_email) OR (by_phone IS NOT NULL AND recipient.phone = by_phone) THEN
+      v_recipient_user := recipient.id;
+      v_status := recipient.status;
+    END IF;
+  END LOOP;
+
+  IF p_identifier_kind = 'iban' THEN
+    v_rail := 'bank'; v_type := 'iban'; v_recipient_user := NULL;
+  ELSIF p_identifier_kind = 'phone' AND p_rail = 'mobile_money' THEN
+    v_rail := 'mobile_money'; v_type := 'msisdn'; v_recipient_user := NULL;
+  ELSIF v_recipient_user IS NOT NULL AND v_status <> 'disabled' THEN
+    IF v_recipient_user = p_user_id THEN RAISE EXCEPTION 'self transfer' USING ERRCODE = 'TRF07'; END IF;
+    v_rail := 'p2p'; v_type := 'user';
+  ELSIF p_identifier_kind = 'phone' AND p_rail IS NULL THEN
+    IF NOT p_phone_valid THEN RAISE EXCEPTION 'invalid phone' USING ERRCODE = 'TRF08'; END IF;
+    v_rail := 'mobile_money'; v_type := 'msisdn'; v_recipient_user := NULL;
+  ELSE
+    RAISE EXCEPTION 'recipient not found' USING ERRCODE = 'TRF06';
+  END IF;
+
+  IF sender.id IS NULL OR sender.status = 'disabled' THEN RAISE EXCEPTION 'sender gone' USING ERRCODE = 'TRF09'; END IF;
+  IF sender.status = 'locked' THEN RAISE EXCEPTION 'sender locked' USING ERRCODE = 'TRF10'; END IF;
+
+  -- Checks before any lock, with the transfer's own errors (ledger_post repeats them under the lock).
+  SELECT id, status, balance_minor INTO from_wallet FROM ledger_accounts
+   WHERE owner_type = 'user' AND owner_id = p_user_id AND currency = p_currency AND kind = 'wallet' AND external_ref IS NULL;
+  IF FOUND AND from_wallet.status = 'frozen' THEN
+    RAISE EXCEPTION 'wallet frozen' USING ERRCODE = 'TRF11', DETAIL = '{"party":"sender"}';
+  END IF;
+  IF coalesce(from_wallet.balance_minor, 0) < p_amount THEN
+    RAISE EXCEPTION 'insufficient funds' USING ERRCODE = 'TRF12',
+      DETAIL = json_build_object('available', coalesce(from_wallet.balance_minor, 0)::text, 'required', p_amount::text)::text;
+  END IF;
+  IF v_recipient_user IS NOT NULL THEN
+    SELECT id, status INTO to_wallet FROM ledger_accounts
+     WHERE owner_type = 'user' AND owner_id = v_recipient_user AND currency = p_currency AND kind = 'wallet' AND external_ref IS NULL;
+    IF FOUND AND to_wallet.status = 'frozen' THEN
+      RAISE EXCEPTION 'wallet frozen' USING ERRCODE = 'TRF11', DETAIL = '{"party":"recipient"}';
+    END IF;
+    to_account := to_wallet.id;
+    IF to_account IS NULL THEN
+      INSERT INTO ledger_accounts (owner_type, owner_id, currency, kind) VALUES ('user', v_recipient_user, p_currency, 'wallet')
+        ON CONFLICT ON CONSTRAINT ledger_accounts_identity DO NOTHING RETURNING id INTO to_account;
+    END IF;
+  ELSE
+    SELECT id INTO to_account FROM ledger_accounts
+     WHERE owner_type = 'platform' AND owner_id IS NULL AND currency = p_currency AND kind = 'rail_transit' AND external_ref = v_rail;
+    IF NOT FOUND THEN
+      INSERT INTO ledger_accounts (owner_type, owner_id, currency, kind, external_ref) VALUES ('platform', NULL, p_currency, 'rail_transit', v_rail)
+        ON CONFLICT ON CONSTRAINT ledger_accounts_identity DO NOTHING RETURNING id INTO to_account;
+    END IF;
+  END IF;
+  IF to_account IS NULL THEN
+    -- Created by a concurrent transaction between our read and our insert (and committed).
+    SELECT id INTO to_account FROM ledger_accounts
+     WHERE owner_type = CASE WHEN v_recipient_user IS NULL THEN 'platform' ELSE 'user' END
+       AND owner_id IS NOT DISTINCT FROM v_recipient_user AND currency = p_currency
+       AND kind = CASE WHEN v_recipient_user IS NULL THEN 'rail_transit' ELSE 'wallet' END
+       AND external_ref IS NOT DISTINCT FROM CASE WHEN v_recipient_user IS NULL THEN v_rail END;
+  END IF;
+
+  SELECT * INTO posted FROM ledger_post('transfer.' || v_rail, v_id::text,
+    json_build_object('transfer_id', v_id, 'sender_user_id', p_user_id, 'rail', v_rail)::jsonb, NULL,
+    ARRAY[from_wallet.id, to_account], ARRAY[-p_amount, p_amount], false);
+  -- Refused under the lock (a concurrent request moved the balance or froze a wallet meanwhile).
+  IF posted.refusal = 'AccountFrozen' THEN
+    RAISE EXCEPTION 'wallet frozen' USING ERRCODE = 'TRF11', DETAIL = json_build_object(
+      'party', CASE WHEN posted.refusal_detail->>'owner_id' = p_user_id::text THEN 'sender' ELSE 'recipient' END)::text;
+  ELSIF posted.refusal = 'InsufficientFunds' THEN
+    RAISE EXCEPTION 'insufficient funds' USING ERRCODE = 'TRF12', DETAIL = json_build_object(
+      'available', posted.refusal_detail->>'available', 'required', posted.refusal_detail->>'required')::text;
+  END IF;
+
+  INSERT INTO transfers (id, sender_user_id, rail, status, currency, amount_minor, recipient_type, recipient_identifier, recipient_user_id, note, posting_id)
+  VALUES (v_id, p_user_id, v_rail, CASE WHEN v_rail = 'p2p' THEN 'completed' ELSE 'pending' END, p_currency, p_amount, v_type, p_identifier, v_recipient_user, p_note, posted.posting_id)
+  RETURNING * INTO v_transfer;
+
+  IF key_found THEN
+    UPDATE idempotency_keys SET request_hash = p_request_hash, status = 'completed', claim_token = coalesce(p_attempt, gen_random_uuid()), locked_until = now(),
+           created_at = now(), expires_at = now() + make_interval(hours => p_ttl_hours), response_status = 200, response_body = NULL,
+           resource_type = 'transfer', resource_id = v_id, resource_status = v_transfer.status,
+           resource_location = '/api/transfers/' || v_id, completed_at = now()
+     WHERE id = key_row.id;
+  ELSE
+    INSERT INTO idempotency_keys (user_id, operation, key, request_hash, status, claim_token, locked_until, expires_at,
+                                  response_status, resource_type, resource_id, resource_status, resource_location, completed_at)
+    VALUES (p_user_id, p_operation, p_key, p_request_hash, 'completed', coalesce(p_attempt, gen_random_uuid()), now(), now() + make_interval(hours => p_ttl_hours),
+            200, 'transfer', v_id, v_transfer.status, '/api/transfers/' || v_id, now());
+  END IF;
+  RETURN NEXT v_transfer;
+END;
+$$;
