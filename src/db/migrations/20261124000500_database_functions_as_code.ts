@@ -24,5 +24,5 @@ export async function up(knex: Knex): Promise<void> {
 
 /** Forward only: the previous texts live in the older migrations. */
 export async function down(): Promise<void> {
-  throw new Error('20261124000100_database_functions_as_code is forward-only: restore a backup taken before it to go back');
+  throw new Error('20261124000500_database_functions_as_code is forward-only: restore a backup taken before it to go back');
 }
