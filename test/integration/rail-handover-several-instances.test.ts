@@ -23,11 +23,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A rail that records every hand-over and never reports an outcome (a slow one: each takes a few ms). */
 class RecordingRail implements RailAdapter {
   readonly rails = ['bank', 'mobile_money'] as const;
-  constructor(private readonly calls: string[]) {}
+  constructor(
+    private readonly calls: string[],
+    private readonly submitMs = 3,
+  ) {}
   onOutcome(): void {}
   async submit(request: { transferId: string }): Promise<{ railReference: string }> {
     this.calls.push(request.transferId);
-    await sleep(3);
+    await sleep(this.submitMs);
     return { railReference: `recorded_${request.transferId}` };
   }
 }
@@ -62,8 +65,27 @@ afterAll(async () => {
   await dropDatabase?.();
 });
 
-function instance(knex: Knex, calls: string[]): TransferService {
-  return new TransferService({ knex, idempotency: new IdempotencyService(knex, { ttlHours: 24 }), rail: new RecordingRail(calls) });
+function instance(knex: Knex, calls: string[], options: { submitMs?: number; railLeaseSeconds?: number } = {}): TransferService {
+  return new TransferService({
+    knex,
+    idempotency: new IdempotencyService(knex, { ttlHours: 24 }),
+    rail: new RecordingRail(calls, options.submitMs),
+    railLeaseSeconds: options.railLeaseSeconds,
+  });
+}
+
+/** Pending rail transfers of a new sender whose hand-over leases have ended (their instance died). */
+async function abandonedTransfers(count: number, offset: number): Promise<Set<string>> {
+  const sender = await fundedSender();
+  const creator = instance(setupKnex, []);
+  const mine = new Set<string>();
+  for (let i = 0; i < count; i += 1) {
+    const transfer = await creator.create(sender, crypto.randomUUID(), { amount: 100, currency: 'XOF', recipientIdentifier: phone(offset + i), rail: 'mobile_money' });
+    mine.add(transfer.id);
+  }
+  await creator.whenDispatched();
+  await setupKnex('transfers').whereIn('id', [...mine]).update({ rail_lease_until: setupKnex.raw("now() - interval '1 second'"), rail_reference: null });
+  return mine;
 }
 
 async function fundedSender(): Promise<string> {
@@ -143,5 +165,29 @@ describe('pending rail transfers swept by several instances at once', () => {
     stop = true;
     await Promise.all(sweeping);
     expectEachOnce(calls, mine);
+  });
+
+  it('a slow rail: a sweep claims each transfer just before handing it over, so no lease ends under its queue (review of 26.10)', { timeout: 120_000 }, async () => {
+    const mine = await abandonedTransfers(8, 2000);
+    const calls: string[] = [];
+    // Each hand-over takes 300 ms against a 1 s lease: a sweep that claimed all 8 at once
+    // would still be handing over when its leases end and the second sweep starts.
+    const [first, second] = instanceKnexes.map((knex) => instance(knex, calls, { submitMs: 300, railLeaseSeconds: 1 }));
+    const sweeps = [(first as TransferService).resumePending(), sleep(1_300).then(() => (second as TransferService).resumePending())];
+    const counts = await Promise.all(sweeps);
+    expectEachOnce(calls, mine);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(calls.filter((id) => mine.has(id)).length);
+  });
+
+  it('a transfer its rail accepted waits for the outcome: it is not handed over again when the hand-over lease ends (review of 26.10)', { timeout: 120_000 }, async () => {
+    const mine = await abandonedTransfers(3, 3000);
+    const calls: string[] = [];
+    const sweeper = instance(instanceKnexes[0] as Knex, calls, { railLeaseSeconds: 1 });
+    await sweeper.resumePending();
+    expectEachOnce(calls, mine);
+    await sleep(1_300);
+    const later: string[] = [];
+    await instance(instanceKnexes[1] as Knex, later, { railLeaseSeconds: 1 }).resumePending();
+    expect(later.filter((id) => mine.has(id))).toEqual([]);
   });
 });

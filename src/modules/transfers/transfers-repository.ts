@@ -170,10 +170,16 @@ export class TransfersRepository {
     return rows.map(toTransfer);
   }
 
-  async markSubmitted(id: string, railReference: string): Promise<void> {
+  /** The rail accepted the transfer: its lease now runs while the outcome is awaited (`awaitOutcomeSeconds`). */
+  async markSubmitted(id: string, railReference: string, awaitOutcomeSeconds: number): Promise<void> {
     await this.db('transfers')
       .where({ id, status: 'pending' })
-      .update({ rail_reference: railReference, submitted_at: this.db.raw('coalesce(submitted_at, now())'), updated_at: this.db.fn.now() });
+      .update({
+        rail_reference: railReference,
+        submitted_at: this.db.raw('coalesce(submitted_at, now())'),
+        rail_lease_until: this.db.raw('now() + make_interval(secs => ?)', [awaitOutcomeSeconds]),
+        updated_at: this.db.fn.now(),
+      } as never);
   }
 
   async markSettled(
@@ -203,16 +209,19 @@ export class TransfersRepository {
    */
   async claimForHandOver(limit: number, leaseSeconds: number): Promise<Transfer[]> {
     const result = await this.db.raw(
-      `UPDATE transfers t SET rail_lease_until = now() + make_interval(secs => ?)
-        WHERE t.id IN (
-          SELECT c.id FROM transfers c
-           WHERE c.status = 'pending' AND c.rail <> 'p2p' AND (c.rail_lease_until IS NULL OR c.rail_lease_until <= now())
-           ORDER BY c.created_at
-           LIMIT ?
-           FOR UPDATE SKIP LOCKED)
-          AND t.status = 'pending'
+      // MATERIALIZED: as a sub-select under UPDATE the claim may run again for each row scanned
+      // and then lease far more than `limit` rows (seen: LIMIT 1 leased all 60 pending ones).
+      `WITH claimed AS MATERIALIZED (
+         SELECT c.id FROM transfers c
+          WHERE c.status = 'pending' AND c.rail <> 'p2p' AND (c.rail_lease_until IS NULL OR c.rail_lease_until <= now())
+          ORDER BY c.created_at
+          LIMIT ?
+          FOR UPDATE SKIP LOCKED)
+       UPDATE transfers t SET rail_lease_until = now() + make_interval(secs => ?)
+         FROM claimed
+        WHERE t.id = claimed.id AND t.status = 'pending'
        RETURNING t.*`,
-      [leaseSeconds, limit],
+      [limit, leaseSeconds],
     );
     return (result.rows as Row[]).map(toTransfer).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   }
@@ -228,7 +237,7 @@ export class TransfersRepository {
     return row ? toTransfer(row) : undefined;
   }
 
-  /** Gives up a hand-over lease (the rail refused the hand-over, or this instance forgot it): the next sweep takes the transfer. */
+  /** Gives up hand-over leases (this instance stops and forgets what it handed over): the next sweep takes the transfers. */
   async releaseHandOver(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.db('transfers').whereIn('id', [...ids]).andWhere({ status: 'pending' }).update({ rail_lease_until: null } as never);

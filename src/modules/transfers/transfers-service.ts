@@ -59,6 +59,12 @@ const CREATE_ATTEMPTS = 4;
  */
 export const RAIL_HANDOVER_LEASE_SECONDS = 60;
 /**
+ * How long a transfer the rail accepted waits for its outcome before a sweep hands it over
+ * again (a rail that lost it, or a sandbox rail that forgot it when its process died): long
+ * enough that a rail reporting late is never called a second time for the transfer.
+ */
+export const RAIL_OUTCOME_WAIT_SECONDS = 15 * 60;
+/**
  * A rail outcome whose write meets a lost database connection is written again at once on a
  * new connection, with backoff: up to this many retries (about 3 s in all), instead of waiting
  * for the next resume run (issue 26.9).
@@ -72,6 +78,8 @@ export interface TransferServiceDeps {
   logger?: Logger;
   /** See RAIL_HANDOVER_LEASE_SECONDS. */
   railLeaseSeconds?: number;
+  /** See RAIL_OUTCOME_WAIT_SECONDS. */
+  outcomeWaitSeconds?: number;
   /** Group commit of POST /transfers (issue 21): the window (ms, <= 2) and the largest batch (<= 64). */
   batch?: { windowMs?: number; maxItems?: number };
 }
@@ -98,6 +106,7 @@ export class TransferService {
   /** Transfers this instance handed to the rail whose outcome has not been written yet. */
   private readonly handedOver = new Set<string>();
   private readonly railLeaseSeconds: number;
+  private readonly outcomeWaitSeconds: number;
   /** Transfers that arrive together are made in one transaction (transfer_create_batch), each with its own outcome. */
   readonly batcher: GroupCommit<TransferRequest, TransferOutcome>;
 
@@ -105,6 +114,7 @@ export class TransferService {
     this.knex = deps.knex;
     this.logger = deps.logger;
     this.railLeaseSeconds = deps.railLeaseSeconds ?? RAIL_HANDOVER_LEASE_SECONDS;
+    this.outcomeWaitSeconds = deps.outcomeWaitSeconds ?? RAIL_OUTCOME_WAIT_SECONDS;
     this.batcher = new GroupCommit<TransferRequest, TransferOutcome>({
       ...deps.batch,
       runBatch: (requests) => new TransfersRepository(this.knex).createBatch(requests),
@@ -253,9 +263,16 @@ export class TransferService {
    * sweeping at once never hand one transfer over twice. Returns how many this call handed over.
    */
   async resumePending(limit = 1000): Promise<number> {
-    const claimed = await new TransfersRepository(this.knex).claimForHandOver(limit, this.railLeaseSeconds);
+    const transfers = new TransfersRepository(this.knex);
     let handed = 0;
-    for (const transfer of claimed) if (await this.dispatch(transfer.id, transfer)) handed += 1;
+    // One claim per hand-over, taken just before it: a lease claimed for a whole batch could
+    // end while the batch's first hand-overs are slow, and another instance would then hand
+    // the batch's tail over a second time.
+    for (let claimedSoFar = 0; claimedSoFar < limit; claimedSoFar += 1) {
+      const [transfer] = await transfers.claimForHandOver(1, this.railLeaseSeconds);
+      if (!transfer) break;
+      if (await this.dispatch(transfer.id, transfer)) handed += 1;
+    }
     return handed;
   }
 
@@ -286,10 +303,11 @@ export class TransferService {
         amountMinor: transfer.amountMinor,
         recipient: transfer.recipientIdentifier,
       });
-      await transfers.markSubmitted(transfer.id, railReference);
+      await transfers.markSubmitted(transfer.id, railReference, this.outcomeWaitSeconds);
       return true;
     } catch (error) {
-      // The transfer stays pending (its money in the transit account); a later sweep retries.
+      // The transfer stays pending (its money in the transit account) and keeps its lease: the
+      // first sweep after the lease ends retries it, so a failing rail is tried once per lease.
       this.logger?.error({ err: error, transferId }, 'could not hand a transfer to its rail');
       return false;
     }
