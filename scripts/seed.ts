@@ -7,7 +7,7 @@ import { buildServices } from '../src/services';
 /** `make seed`: the local demo data. `--force` seeds even when users exist (fails on duplicates). */
 async function main(): Promise<void> {
   const config = loadConfig();
-  if (config.nodeEnv === 'production') throw new Error('demo data is never seeded in production');
+  if (config.nodeEnv !== 'development') throw new Error(`demo data is seeded only in development (NODE_ENV=development), not in ${config.nodeEnv}`);
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
   try {
     await migrateLatest(database.knex);

@@ -248,7 +248,8 @@ function readConfig(env: Env): Config {
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 100 * 1024, 1024, 10 * 1024 * 1024),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 120_000),
     trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
-    seedDemo: nodeEnv !== 'production' && boolean(env, 'SEED_DEMO', true),
+    // Only a start that says it runs for development seeds (its platform administrator has a public password).
+    seedDemo: nodeEnv === 'development' && boolean(env, 'SEED_DEMO', true),
     validateResponses: nodeEnv !== 'production',
     networkStatus: {
       lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),

@@ -46,10 +46,10 @@ describe('escrow fees on tiny amounts (issue 20.5)', () => {
   });
 
   it('ESCROW_MIN_FEE is read at boot, and a bad value stops the start with a clear message', () => {
-    expect(loadConfig({ ESCROW_MIN_FEE: 'XOF:25, KWD:5' }).escrows.minFeeMinor).toEqual({ XOF: 25n, KWD: 5n });
-    expect(loadConfig({}).escrows.minFeeMinor).toEqual({});
+    expect(loadConfig({ NODE_ENV: 'test', ESCROW_MIN_FEE: 'XOF:25, KWD:5' }).escrows.minFeeMinor).toEqual({ XOF: 25n, KWD: 5n });
+    expect(loadConfig({ NODE_ENV: 'test' }).escrows.minFeeMinor).toEqual({});
     for (const bad of ['XOF=25', 'XOF:2.5', 'xof:25', 'XOF:25,XOF:30']) {
-      expect(() => loadConfig({ ESCROW_MIN_FEE: bad }), bad).toThrow(/ESCROW_MIN_FEE/);
+      expect(() => loadConfig({ NODE_ENV: 'test', ESCROW_MIN_FEE: bad }), bad).toThrow(/ESCROW_MIN_FEE/);
     }
   });
 });

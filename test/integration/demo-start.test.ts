@@ -171,10 +171,10 @@ describe('starting the service', () => {
     }
   }, 60_000);
 
-  it('`make seed` refuses to run in production', async () => {
+  it('`make seed` refuses to run outside development (here production)', async () => {
     // A PostgreSQL URL nothing listens on: the refusal comes before any connection.
     const { code, output } = await run(['scripts/seed.ts'], { NODE_ENV: 'production', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', ...PRODUCTION_SECRETS });
     expect(code).toBe(1);
-    expect(output).toContain('never seeded in production');
+    expect(output).toContain('demo data is seeded only in development (NODE_ENV=development), not in production');
   }, 60_000);
 });

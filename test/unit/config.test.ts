@@ -84,13 +84,19 @@ describe('config', () => {
       }
     });
 
-    it('development and test accept the defaults, seed and use the embedded database', () => {
+    it('development and test accept the defaults and use the embedded database', () => {
       for (const nodeEnv of ['development', 'test']) {
         const config = loadConfig({ NODE_ENV: nodeEnv });
         expect(config.jwt.secret).toBe(DEFAULT_JWT_SECRET);
-        expect(config.seedDemo).toBe(true);
         expect(config.databaseUrl).toBeUndefined();
       }
+    });
+
+    it('only development seeds the demo data (test mode, and any other, never does, even with SEED_DEMO=true)', () => {
+      expect(loadConfig({ NODE_ENV: 'development' }).seedDemo).toBe(true);
+      expect(loadConfig({ NODE_ENV: 'development', SEED_DEMO: 'false' }).seedDemo).toBe(false);
+      expect(loadConfig({ NODE_ENV: 'test' }).seedDemo).toBe(false);
+      expect(loadConfig({ NODE_ENV: 'test', SEED_DEMO: 'true' }).seedDemo).toBe(false);
     });
   });
 });
