@@ -522,7 +522,7 @@ export interface paths {
         put?: never;
         /**
          * Dissolve a tontine (administrators)
-         * @description A platform administrator ends a `forming` or `active` tontine with a reason: the only way to end a tontine once a pot has been paid out (no member, the organizer included, can then cancel it). The contributions paid to the open cycle are refunded from the pool to their payers' wallets in the same transaction (as on a cancel), the remaining cycles are `canceled`, and the tontine is `canceled` with `dissolution` (`reason`, `dissolved_at`) shown to every member. One `tontine.dissolved` event names each member's net position (what was paid out to them minus what they paid in), and every member gets a `tontine.member_dissolution` history entry with their own; settling those positions between members is for the operator, outside the ledger postings of the tontine. The answer shows the tontine as the administrator sees it (`role: administrator`, no `allowed_actions`). Platform administrators only: anyone else 403 `InsufficientRole`; an unknown tontine 404 `TontineNotFound`; `completed` or `canceled`: 409 `InvalidTontineState` (`details.action: dissolve`).
+         * @description A platform administrator ends a `forming` or `active` tontine with a reason: the only way to end a tontine once a pot has been paid out (no member, the organizer included, can then cancel it). The contributions paid to the open cycle are refunded from the pool to their payers' wallets in the same transaction (as on a cancel), the remaining cycles are `canceled`, and the tontine is `canceled` with `dissolution` (`reason`, `dissolved_at`) shown to every member. One `tontine.dissolved` event names each member's net position (what was paid out to them minus what they paid in), and every member gets a `tontine.member_dissolution` history entry with their own; settling those positions between members is for the operator, outside the ledger postings of the tontine. The answer shows the tontine as the administrator sees it (`role: administrator`, no `allowed_actions`). Platform administrators only: anyone else 403 `InsufficientRole`, and an administrator who is a member of the tontine 403 `ConflictOfInterest`; an unknown tontine 404 `TontineNotFound`; `completed` or `canceled`: 409 `InvalidTontineState` (`details.action: dissolve`).
          */
         post: operations["dissolveTontine"];
         delete?: never;
@@ -5550,7 +5550,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description `InsufficientRole`: the caller is not a platform administrator. */
+            /** @description `InsufficientRole`: the caller is not a platform administrator. `ConflictOfInterest`: the administrator is a member of this tontine (another administrator must dissolve it). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -614,6 +614,24 @@ describe('issue 20.1: after a payout nobody can end the tontine but a platform a
   });
 });
 
+describe('issue 20.1 (review): an administrator who is a member never dissolves its own tontine', () => {
+  it('answers 403 ConflictOfInterest to an administrator organizer who took the first pot, and changes nothing', async () => {
+    const organizer = await participant(app, { XOF: 10_000n }, { isAdmin: true });
+    const others: Participant[] = [];
+    for (let i = 0; i < 2; i += 1) others.push(await participant(app, { XOF: 10_000n }));
+    const tontine = await createTontine(app, organizer, { contribution_amount: 2000, max_members: 3 });
+    await enrol(app, tontine.id, organizer, others);
+    await action(tontine.id, 'start', organizer).expect(200);
+    for (const who of [organizer, ...others]) await contribute(app, tontine.id, who, undefined, 1).expect(200);
+    const path = `/api/admin/tontines/${tontine.id}/dissolve`;
+    const refused = await request(app).post(path).set(organizer.auth).send({ reason: 'I would rather keep the pot.' });
+    expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 403, error: 'ConflictOfInterest' });
+    expect((await get(tontine.id, organizer).expect(200)).body.data).toMatchObject({ status: 'active', dissolution: null });
+    const outsider = await participant(app, {}, { isAdmin: true });
+    await request(app).post(path).set(outsider.auth).send({ reason: 'Dissolved by another administrator.' }).expect(200);
+  });
+});
+
 describe('20 concurrent contributions of one cycle', () => {
   it('every member pays once and the pot is paid out once', async () => {
     const members: Participant[] = [];

@@ -245,6 +245,10 @@ export class TontineService {
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
       if (tontine.status !== 'forming' && tontine.status !== 'active') throw new InvalidTontineStateError(tontine.status, 'dissolve', []);
+      // A member never rules on its own group (as a party never resolves its own escrow).
+      if ((await repo.members(id)).some((member) => member.userId === caller.userId)) {
+        throw new ForbiddenError('ConflictOfInterest', 'You are a member of this tontine: you cannot dissolve it. Another platform administrator must.');
+      }
       const events = new EventRepository(trx);
       const at = this.now();
       const situation = await this.outsiderSituation(repo, tontine, 'administrator');
