@@ -73,6 +73,14 @@ describe('POST /auth/login', () => {
     expect(res.body.error).toBe('InvalidCredentials');
   });
 
+  it('a lock left in users.locked_until by the lockout before issue 26 never refuses the right password (review)', async () => {
+    const user = await createUser();
+    await testKnex()('users').where({ id: user.id }).update({ locked_until: testKnex().raw("now() + interval '10 minutes'"), failed_login_count: 0 });
+    const res = await login(user.email as string, user.password);
+    expect(res.status, res.text).toBe(200);
+    expect(await testKnex()('users').where({ id: user.id }).first('locked_until')).toEqual({ locked_until: null });
+  });
+
   it('refuses an identifier that is neither an e-mail nor an international telephone number with 400', async () => {
     for (const identifier of ['just-a-name', '0700000000', '+1', 'a@']) {
       const res = await login(identifier, 'whatever');

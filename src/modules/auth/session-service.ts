@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import type { DomainError } from '../../errors';
-import { AccountLockedError, InvalidCredentialsError, InvalidRefreshTokenError, RefreshTokenReusedError, secondsUntil } from './auth-errors';
+import { AccountLockedError, InvalidCredentialsError, InvalidRefreshTokenError, RefreshTokenReusedError } from './auth-errors';
 import { SessionRepository } from './session-repository';
 import { TokenService } from './token-service';
 import { UserRepository } from './user-repository';
@@ -29,12 +29,6 @@ export function statusRefusal(user: { status: string }): DomainError | undefined
   if (user.status === 'locked') return new AccountLockedError();
   if (user.status !== 'active') return new InvalidCredentialsError();
   return undefined;
-}
-
-/** What a login answers a user who may not log in now: an operator's lock, a running lockout, or disabled. */
-export function loginRefusal(user: { status: string; lockedUntil: Date | null }, now: Date): DomainError | undefined {
-  if (user.status !== 'locked' && user.lockedUntil && user.lockedUntil.getTime() > now.getTime()) return new AccountLockedError(secondsUntil(user.lockedUntil, now));
-  return statusRefusal(user);
 }
 
 /**

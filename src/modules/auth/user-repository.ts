@@ -66,35 +66,13 @@ export class UserRepository {
   }
 
   /**
-   * Counts one failed attempt atomically (concurrent failures never lose a count). The
-   * attempt that reaches `maxAttempts` locks the account until now + `lockMinutes` and resets
-   * the count, so after the lock another full series is needed. Returns the lock end when
-   * this attempt locked the account.
-   */
-  async recordFailedLogin(id: string, maxAttempts: number, lockMinutes: number): Promise<Date | null> {
-    const rows = (await this.db('users')
-      .where({ id })
-      .update({
-        failed_login_count: this.db.raw('CASE WHEN failed_login_count + 1 >= ? THEN 0 ELSE failed_login_count + 1 END', [maxAttempts]),
-        locked_until: this.db.raw(
-          "CASE WHEN failed_login_count + 1 >= ? THEN now() + make_interval(mins => ?) ELSE locked_until END",
-          [maxAttempts, lockMinutes],
-        ),
-        updated_at: this.db.fn.now(),
-      })
-      .returning(['failed_login_count', 'locked_until'])) as Array<{ failed_login_count: number; locked_until: Date | null }>;
-    const row = rows[0];
-    return row && row.failed_login_count === 0 && row.locked_until ? row.locked_until : null;
-  }
-
-  /**
-   * A successful login clears the failure count and an expired lock. Returns false when the
-   * account got locked (or its lock is still running) in the meantime.
+   * A successful login clears the columns of the lockout before issue 26 (failed attempts now
+   * live in login_attempts, so a lock left there from before never refuses a right password).
+   * Returns false when an operator locked or disabled the account in the meantime.
    */
   async recordSuccessfulLogin(id: string): Promise<boolean> {
     const count = await this.db('users')
       .where({ id, status: 'active' })
-      .andWhere((q) => q.whereNull('locked_until').orWhere('locked_until', '<=', this.db.fn.now()))
       .update({ failed_login_count: 0, locked_until: null, updated_at: this.db.fn.now() });
     return Number(count) === 1;
   }
