@@ -2,7 +2,8 @@ import { defineLifecycle, type Transition } from '../../domain/lifecycle';
 import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateError } from './escrow-errors';
 
 /**
- * The escrow state machine, as one table (pure: no database, no clock of its own).
+ * The escrow state machine, as one table run by the shared engine (src/domain/lifecycle.ts;
+ * pure: no database, no clock of its own).
  *
  *   awaiting_funding --fund (buyer)--> funded --deliver (seller)--> delivered
  *   awaiting_funding --cancel (buyer or seller)--> canceled
@@ -11,6 +12,10 @@ import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateEr
  *   funded | delivered (before the inspection period ends) --dispute (buyer)--> disputed
  *   funded | delivered | disputed --refund (seller)--> refunded
  *   disputed --resolve (administrator who is not a party)--> released | refunded
+ *
+ * accept, refund, resolve and the automatic release end in the status their one settlement
+ * decides: `released` when it pays the seller or the fee, `refunded` when it only pays the
+ * buyer back (the service passes what the settlement paid to `statusAfter`).
  *
  * `accepted` exists in the contract for a release in progress; here a release happens in the
  * same transaction as the acceptance, so no escrow is ever stored `accepted`.
@@ -56,16 +61,16 @@ function inspectionOver(context: EscrowContext): boolean {
 type EscrowGuard = 'inspection_over' | 'not_due';
 
 const ESCROW_TRANSITIONS = {
-    fund: { by: ['buyer'], from: ['awaiting_funding'], to: 'funded' },
-    deliver: { by: ['seller'], from: ['funded'], to: 'delivered' },
-    accept: { by: ['buyer'], from: ['funded', 'delivered'], to: settled },
-    dispute: { by: ['buyer'], from: ['funded', 'delivered'], to: 'disputed', guard: (context) => (inspectionOver(context) ? 'inspection_over' : null) },
-    refund: { by: ['seller'], from: ['funded', 'delivered', 'disputed'], to: settled },
-    cancel: { by: ['buyer', 'seller'], from: ['awaiting_funding'], to: 'canceled' },
-    // Nobody rules on their own escrow.
-    resolve: { by: ['administrator'], notBy: ['buyer', 'seller'], from: ['disputed'], to: settled },
-    // The automatic release, once the inspection period is over.
-    release: { by: ['platform'], from: ['delivered'], to: settled, guard: (context) => (context.inspectionEndsAt !== null && inspectionOver(context) ? null : 'not_due') },
+  fund: { by: ['buyer'], from: ['awaiting_funding'], to: 'funded' },
+  deliver: { by: ['seller'], from: ['funded'], to: 'delivered' },
+  accept: { by: ['buyer'], from: ['funded', 'delivered'], to: settled },
+  dispute: { by: ['buyer'], from: ['funded', 'delivered'], to: 'disputed', guard: (context) => (inspectionOver(context) ? 'inspection_over' : null) },
+  refund: { by: ['seller'], from: ['funded', 'delivered', 'disputed'], to: settled },
+  cancel: { by: ['buyer', 'seller'], from: ['awaiting_funding'], to: 'canceled' },
+  // Nobody rules on their own escrow.
+  resolve: { by: ['administrator'], notBy: ['buyer', 'seller'], from: ['disputed'], to: settled },
+  // The automatic release, once the inspection period is over.
+  release: { by: ['platform'], from: ['delivered'], to: settled, guard: (context) => (inspectionOver(context) ? null : 'not_due') },
 } satisfies Record<EscrowAction | 'release', Transition<EscrowStatus, EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>>;
 
 const ESCROW_LIFECYCLE = defineLifecycle<EscrowStatus, EscrowAction | 'release', EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>({
