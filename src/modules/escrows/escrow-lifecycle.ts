@@ -30,6 +30,18 @@ export type EscrowAction = (typeof ESCROW_ACTIONS)[number];
 /** What a caller is to one escrow; an administrator who is also a party is both. */
 export type EscrowCapacity = 'buyer' | 'seller' | 'administrator';
 
+/**
+ * The caller's capacities in one escrow; empty when the caller may not even see it. The
+ * service authorizes and the presenter lists `allowed_actions` from the same capacities.
+ */
+export function capacitiesOf(escrow: { buyerUserId: string; sellerUserId: string }, caller: { userId: string; isAdmin: boolean }): Set<EscrowCapacity> {
+  const capacities = new Set<EscrowCapacity>();
+  if (escrow.buyerUserId === caller.userId) capacities.add('buyer');
+  if (escrow.sellerUserId === caller.userId) capacities.add('seller');
+  if (caller.isAdmin) capacities.add('administrator');
+  return capacities;
+}
+
 /** Statuses in which the buyer's money sits in the holding account. */
 export const HELD_STATUSES: readonly EscrowStatus[] = ['funded', 'delivered', 'disputed'];
 

@@ -11,8 +11,8 @@ import { currencies, ensureAccount, parseAmount, platformAccount, post, walletOf
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError, WalletFrozenError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type FeePayer, type Settlement } from './escrow-fee';
-import { authorize, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowAction, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
-import { capacitiesOf, presentEscrows, type EscrowCaller, type EscrowView } from './escrow-presenter';
+import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowAction, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
+import { presentEscrows, type EscrowCaller, type EscrowView } from './escrow-presenter';
 import { EscrowRepository, type Escrow, type ResolutionOutcome } from './escrow-repository';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
