@@ -12,6 +12,7 @@ const CRITICAL_CORE = [
   'src/modules/network-status/network-status-service.ts',
   'src/modules/transfers/recipient.ts',
   'src/modules/payment-links/link-security.ts', // link and receipt security
+  'src/domain/lifecycle.ts', // the one lifecycle engine every state machine runs on
   'src/modules/invoices/invoice-lifecycle.ts',
   'src/modules/escrows/escrow-lifecycle.ts', // the escrow state machine
   'src/modules/escrows/escrow-fee.ts', // the escrow fee and settlements

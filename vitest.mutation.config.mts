@@ -12,6 +12,7 @@ const CORE_TESTS = [
   'test/unit/link-security.test.ts',
   'test/unit/organization-access.test.ts',
   'test/unit/access-policy.test.ts',
+  'test/unit/lifecycle.test.ts',
   'test/unit/invoice-domain.test.ts',
   'test/unit/escrow-domain.test.ts',
   'test/unit/tontine-lifecycle.test.ts',

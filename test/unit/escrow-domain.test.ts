@@ -14,7 +14,7 @@ import {
   type EscrowCapacity,
   type EscrowStatus,
 } from '../../src/modules/escrows';
-import { nextStatus } from '../../src/modules/escrows/escrow-lifecycle';
+import { nextStatus, statusAfter, statusAfterRelease } from '../../src/modules/escrows/escrow-lifecycle';
 
 const NOW = new Date('2026-11-23T12:00:00Z');
 const LATER = new Date('2026-11-26T12:00:00Z');
@@ -197,5 +197,26 @@ describe('escrow lifecycle', () => {
     }
     expect(() => authorize('resolve', state('disputed'), as('administrator'), NOW)).not.toThrow();
     expect(() => authorize('refund', state('disputed'), as('seller', 'administrator'), NOW)).not.toThrow();
+  });
+
+  it('issue 22: every status an action writes comes from the lifecycle, checked on the row it writes', () => {
+    expect(statusAfter('fund', state('awaiting_funding'), as('buyer'), NOW)).toBe('funded');
+    expect(statusAfter('dispute', state('delivered', LATER), as('buyer'), NOW)).toBe('disputed');
+    // A settling action's status is decided by what its settlement pays.
+    expect(statusAfter('accept', state('delivered'), as('buyer'), NOW, { toSellerMinor: 1n, feeMinor: 0n })).toBe('released');
+    expect(statusAfter('accept', state('delivered'), as('buyer'), NOW, { toSellerMinor: 0n, feeMinor: 0n })).toBe('refunded');
+    expect(statusAfter('resolve', state('disputed'), as('administrator'), NOW, { toSellerMinor: 0n, feeMinor: 1n })).toBe('released');
+    expect(() => statusAfter('accept', state('delivered'), as('buyer'), NOW)).toThrow(/outcome/);
+    expect(() => statusAfter('fund', state('funded'), as('buyer'), NOW)).toThrow(expect.objectContaining({ code: 'InvalidEscrowState' }));
+    expect(() => statusAfter('deliver', state('funded'), as('buyer'), NOW)).toThrow(expect.objectContaining({ code: 'InsufficientRole' }));
+  });
+
+  it('issue 22: the automatic release writes its status only when the release is due', () => {
+    const paid = { toSellerMinor: 980n, feeMinor: 20n };
+    expect(statusAfterRelease(state('delivered', LATER), LATER, paid)).toBe('released');
+    expect(() => statusAfterRelease(state('delivered', LATER), NOW, paid)).toThrow(expect.objectContaining({ code: 'InvalidEscrowState' }));
+    expect(() => statusAfterRelease(state('disputed', LATER), LATER, paid)).toThrow(expect.objectContaining({ code: 'InvalidEscrowState' }));
+    // The platform's release is never among a caller's allowed actions.
+    expect(allowedActions(state('delivered', NOW), as('buyer', 'seller', 'administrator'), LATER)).toEqual(['accept', 'refund']);
   });
 });

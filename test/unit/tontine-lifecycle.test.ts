@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { allowedActions, assertAllowed, cycleDueAt, type TontineSituation } from '../../src/modules/tontines';
+import { allowedActions, assertAllowed, cycleDueAt, statusAfter, type TontineSituation } from '../../src/modules/tontines';
 
 const forming: TontineSituation = { status: 'forming', role: 'organizer', memberCount: 3, maxMembers: 5, currentCycle: 0, paidCurrentCycle: false, payoutMade: false };
 
@@ -88,6 +88,32 @@ describe('tontine lifecycle', () => {
     expect(codeOf({ ...forming, memberCount: 2 }, 'start')).toBe('ok');
     expect(codeOf({ ...forming, memberCount: 1 }, 'start')).toBe('NotEnoughMembers');
     expect(allowedActions({ ...forming, memberCount: 2 })).toEqual(['invite', 'start', 'cancel']);
+  });
+
+  it('issue 22: every status a tontine action writes comes from the lifecycle', () => {
+    const active: TontineSituation = { ...forming, status: 'active', currentCycle: 2 };
+    expect(statusAfter(forming, 'start')).toBe('active');
+    expect(statusAfter(forming, 'cancel')).toBe('canceled');
+    expect(statusAfter({ ...active, role: 'member' }, 'contribute', { completesTontine: false })).toBe('active');
+    expect(statusAfter({ ...active, role: 'member' }, 'contribute', { completesTontine: true })).toBe('completed');
+    expect(() => statusAfter({ ...forming, memberCount: 1 }, 'start')).toThrow(expect.objectContaining({ code: 'NotEnoughMembers' }));
+  });
+
+  it('issue 22: only a platform administrator dissolves, a forming or active tontine, and it is never an allowed action', () => {
+    const administrator: TontineSituation = { ...forming, role: 'administrator', status: 'active', payoutMade: true };
+    expect(statusAfter(administrator, 'dissolve')).toBe('canceled');
+    expect(statusAfter({ ...administrator, status: 'forming' }, 'dissolve')).toBe('canceled');
+    expect(allowedActions(administrator)).toEqual([]);
+    for (const status of ['completed', 'canceled'] as const) {
+      try {
+        assertAllowed({ ...administrator, status }, 'dissolve');
+        expect.unreachable();
+      } catch (error) {
+        expect((error as { code: string }).code).toBe('InvalidTontineState');
+        expect((error as { details: unknown }).details).toEqual({ status, action: 'dissolve', allowed_actions: [] });
+      }
+    }
+    expect(codeOf(forming, 'dissolve')).toBe('NotTontineOrganizer');
   });
 
   it('schedules cycle k k periods after the start; a month keeps the day, or the last day of a shorter month', () => {

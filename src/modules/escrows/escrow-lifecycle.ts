@@ -1,7 +1,9 @@
+import { defineLifecycle, type Transition } from '../../domain/lifecycle';
 import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateError } from './escrow-errors';
 
 /**
- * The escrow state machine, as one table (pure: no database, no clock of its own).
+ * The escrow state machine, as one table run by the shared engine (src/domain/lifecycle.ts;
+ * pure: no database, no clock of its own).
  *
  *   awaiting_funding --fund (buyer)--> funded --deliver (seller)--> delivered
  *   awaiting_funding --cancel (buyer or seller)--> canceled
@@ -10,6 +12,10 @@ import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateEr
  *   funded | delivered (before the inspection period ends) --dispute (buyer)--> disputed
  *   funded | delivered | disputed --refund (seller)--> refunded
  *   disputed --resolve (administrator who is not a party)--> released | refunded
+ *
+ * accept, refund, resolve and the automatic release end in the status their one settlement
+ * decides: `released` when it pays the seller or the fee, `refunded` when it only pays the
+ * buyer back (the service passes what the settlement paid to `statusAfter`).
  *
  * `accepted` exists in the contract for a release in progress; here a release happens in the
  * same transaction as the acceptance, so no escrow is ever stored `accepted`.
@@ -24,25 +30,72 @@ export type EscrowAction = (typeof ESCROW_ACTIONS)[number];
 /** What a caller is to one escrow; an administrator who is also a party is both. */
 export type EscrowCapacity = 'buyer' | 'seller' | 'administrator';
 
+/**
+ * The caller's capacities in one escrow; empty when the caller may not even see it. The
+ * service authorizes and the presenter lists `allowed_actions` from the same capacities.
+ */
+export function capacitiesOf(escrow: { buyerUserId: string; sellerUserId: string }, caller: { userId: string; isAdmin: boolean }): Set<EscrowCapacity> {
+  const capacities = new Set<EscrowCapacity>();
+  if (escrow.buyerUserId === caller.userId) capacities.add('buyer');
+  if (escrow.sellerUserId === caller.userId) capacities.add('seller');
+  if (caller.isAdmin) capacities.add('administrator');
+  return capacities;
+}
+
 /** Statuses in which the buyer's money sits in the holding account. */
 export const HELD_STATUSES: readonly EscrowStatus[] = ['funded', 'delivered', 'disputed'];
 
-interface Rule {
-  by: readonly EscrowCapacity[];
-  from: readonly EscrowStatus[];
-  /** Capacities that disqualify a caller even when it also holds one of `by` (nobody rules on their own escrow). */
-  notBy?: readonly EscrowCapacity[];
+/** The platform itself (the automatic release): never a capacity of a caller. */
+type EscrowParty = EscrowCapacity | 'platform';
+
+/** What a settlement paid: the status it ends in is decided by it. */
+export interface SettlementOutcome {
+  toSellerMinor: bigint;
+  feeMinor: bigint;
 }
 
-export const ESCROW_RULES: Readonly<Record<EscrowAction, Rule>> = {
-  fund: { by: ['buyer'], from: ['awaiting_funding'] },
-  deliver: { by: ['seller'], from: ['funded'] },
-  accept: { by: ['buyer'], from: ['funded', 'delivered'] },
-  dispute: { by: ['buyer'], from: ['funded', 'delivered'] },
-  refund: { by: ['seller'], from: ['funded', 'delivered', 'disputed'] },
-  cancel: { by: ['buyer', 'seller'], from: ['awaiting_funding'] },
-  resolve: { by: ['administrator'], from: ['disputed'], notBy: ['buyer', 'seller'] },
-};
+/** A settlement that pays the seller or the platform's fee releases the escrow; one that only pays the buyer back refunds it. */
+function settled(outcome: SettlementOutcome): EscrowStatus {
+  return outcome.toSellerMinor > 0n || outcome.feeMinor > 0n ? 'released' : 'refunded';
+}
+
+/** What the rules read: the escrow, who the caller is to it, and the time. */
+interface EscrowContext extends EscrowState {
+  capacities: ReadonlySet<EscrowParty>;
+  now: Date;
+}
+
+/** A dispute must come before the inspection period ends; after it the release is due. */
+function inspectionOver(context: EscrowContext): boolean {
+  return context.inspectionEndsAt !== null && context.now.getTime() >= context.inspectionEndsAt.getTime();
+}
+
+type EscrowGuard = 'inspection_over' | 'not_due';
+
+const ESCROW_TRANSITIONS = {
+  fund: { by: ['buyer'], from: ['awaiting_funding'], to: 'funded' },
+  deliver: { by: ['seller'], from: ['funded'], to: 'delivered' },
+  accept: { by: ['buyer'], from: ['funded', 'delivered'], to: settled },
+  dispute: { by: ['buyer'], from: ['funded', 'delivered'], to: 'disputed', guard: (context) => (inspectionOver(context) ? 'inspection_over' : null) },
+  refund: { by: ['seller'], from: ['funded', 'delivered', 'disputed'], to: settled },
+  cancel: { by: ['buyer', 'seller'], from: ['awaiting_funding'], to: 'canceled' },
+  // Nobody rules on their own escrow.
+  resolve: { by: ['administrator'], notBy: ['buyer', 'seller'], from: ['disputed'], to: settled },
+  // The automatic release, once the inspection period is over.
+  release: { by: ['platform'], from: ['delivered'], to: settled, guard: (context) => (inspectionOver(context) ? null : 'not_due') },
+} satisfies Record<EscrowAction | 'release', Transition<EscrowStatus, EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>>;
+
+const ESCROW_LIFECYCLE = defineLifecycle<EscrowStatus, EscrowAction | 'release', EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>({
+  initial: 'awaiting_funding',
+  transitions: ESCROW_TRANSITIONS,
+  listed: ESCROW_ACTIONS,
+  partiesOf: (context) => context.capacities,
+  refuse: (refusal, action, context, allowed) => {
+    if (refusal.reason === 'party') return new EscrowRoleForbiddenError(action, ESCROW_TRANSITIONS[action].by);
+    if (refusal.reason === 'conflict') return new ConflictOfInterestError(action);
+    return new InvalidEscrowStateError(action, context.status, allowed());
+  },
+});
 
 /** The part of an escrow the rules read. */
 export interface EscrowState {
@@ -50,24 +103,11 @@ export interface EscrowState {
   inspectionEndsAt: Date | null;
 }
 
-function allowedNow(action: EscrowAction, state: EscrowState, now: Date): boolean {
-  if (!ESCROW_RULES[action].from.includes(state.status)) return false;
-  // A dispute must come before the inspection period ends; after it the release is due.
-  if (action === 'dispute' && state.inspectionEndsAt !== null && now.getTime() >= state.inspectionEndsAt.getTime()) return false;
-  return true;
-}
-
-function mayEverTake(action: EscrowAction, capacities: ReadonlySet<EscrowCapacity>): boolean {
-  return ESCROW_RULES[action].by.some((c) => capacities.has(c));
-}
-
-function conflicted(action: EscrowAction, capacities: ReadonlySet<EscrowCapacity>): boolean {
-  return ESCROW_RULES[action].notBy?.some((c) => capacities.has(c)) ?? false;
-}
+const context = (state: EscrowState, capacities: ReadonlySet<EscrowParty>, now: Date): EscrowContext => ({ status: state.status, inspectionEndsAt: state.inspectionEndsAt, capacities, now });
 
 /** The actions a caller with `capacities` may take now, in the table's order. */
 export function allowedActions(state: EscrowState, capacities: ReadonlySet<EscrowCapacity>, now: Date): EscrowAction[] {
-  return ESCROW_ACTIONS.filter((action) => mayEverTake(action, capacities) && !conflicted(action, capacities) && allowedNow(action, state, now));
+  return ESCROW_LIFECYCLE.allowedActions(context(state, capacities, now)) as EscrowAction[];
 }
 
 /**
@@ -78,35 +118,37 @@ export function allowedActions(state: EscrowState, capacities: ReadonlySet<Escro
  * does not allow it now.
  */
 export function authorize(action: EscrowAction, state: EscrowState, capacities: ReadonlySet<EscrowCapacity>, now: Date): void {
-  const rule = ESCROW_RULES[action];
-  if (!mayEverTake(action, capacities)) throw new EscrowRoleForbiddenError(action, rule.by);
-  if (conflicted(action, capacities)) throw new ConflictOfInterestError(action);
-  if (!allowedNow(action, state, now)) throw new InvalidEscrowStateError(action, state.status, allowedActions(state, capacities, now));
+  ESCROW_LIFECYCLE.assertAllowed(action, context(state, capacities, now));
 }
 
-/** Where an action leads (resolve: where its outcome leads). */
+/**
+ * The status a caller's action writes (checked again, on the same locked row): a settling
+ * action (accept, refund, resolve) needs what its settlement paid.
+ */
+export function statusAfter(action: EscrowAction, state: EscrowState, capacities: ReadonlySet<EscrowCapacity>, now: Date, outcome?: SettlementOutcome): EscrowStatus {
+  return ESCROW_LIFECYCLE.next(action, context(state, capacities, now), outcome);
+}
+
+/** The status the automatic release writes (checked: delivered, inspection period over). */
+export function statusAfterRelease(state: EscrowState, now: Date, outcome: SettlementOutcome): EscrowStatus {
+  return ESCROW_LIFECYCLE.next('release', context(state, PLATFORM, now), outcome);
+}
+
+/** The status a new escrow starts in. */
+export const INITIAL_ESCROW_STATUS: EscrowStatus = ESCROW_LIFECYCLE.initial;
+
+const PLATFORM: ReadonlySet<EscrowParty> = new Set(['platform']);
+
+/** Where an action leads when it pays the seller (resolve: where its outcome leads); the table read for tests. */
 export function nextStatus(action: Exclude<EscrowAction, 'resolve'>): EscrowStatus;
 export function nextStatus(action: 'resolve', outcome: 'release' | 'refund' | 'split'): EscrowStatus;
 export function nextStatus(action: EscrowAction, outcome?: 'release' | 'refund' | 'split'): EscrowStatus {
-  switch (action) {
-    case 'fund':
-      return 'funded';
-    case 'deliver':
-      return 'delivered';
-    case 'accept':
-      return 'released';
-    case 'dispute':
-      return 'disputed';
-    case 'refund':
-      return 'refunded';
-    case 'cancel':
-      return 'canceled';
-    case 'resolve':
-      return outcome === 'refund' ? 'refunded' : 'released';
-  }
+  // A refund pays the buyer back alone; a release or a split pays the seller.
+  const paysSeller = action === 'refund' || outcome === 'refund' ? 0n : 1n;
+  return ESCROW_LIFECYCLE.target(action, { toSellerMinor: paysSeller, feeMinor: 0n });
 }
 
 /** Whether the automatic release may release this escrow at `now`. */
 export function isDueForRelease(state: EscrowState, now: Date): boolean {
-  return state.status === 'delivered' && state.inspectionEndsAt !== null && state.inspectionEndsAt.getTime() <= now.getTime();
+  return ESCROW_LIFECYCLE.refusal('release', context(state, PLATFORM, now)) === null;
 }

@@ -2,7 +2,7 @@ import type { components } from '../../../generated/openapi';
 import type { Knex } from 'knex';
 import { EventRepository, type DomainEvent } from '../events';
 import { currencies, minorToNumber } from '../ledger';
-import { allowedActions, type EscrowCapacity } from './escrow-lifecycle';
+import { allowedActions, capacitiesOf } from './escrow-lifecycle';
 import type { Escrow } from './escrow-repository';
 
 type Db = Knex | Knex.Transaction;
@@ -15,15 +15,6 @@ export interface EscrowCaller {
 
 /** The API representation of an escrow for one caller: the contract's `Escrow`, generated. */
 export type EscrowView = components['schemas']['Escrow'];
-
-/** The caller's capacities in one escrow; empty when the caller may not even see it. */
-export function capacitiesOf(escrow: Pick<Escrow, 'buyerUserId' | 'sellerUserId'>, caller: EscrowCaller): Set<EscrowCapacity> {
-  const capacities = new Set<EscrowCapacity>();
-  if (escrow.buyerUserId === caller.userId) capacities.add('buyer');
-  if (escrow.sellerUserId === caller.userId) capacities.add('seller');
-  if (caller.isAdmin) capacities.add('administrator');
-  return capacities;
-}
 
 const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
 

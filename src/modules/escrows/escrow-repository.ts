@@ -229,7 +229,7 @@ export type NewEscrow = Omit<
   | 'canceledAt'
 >;
 
-/** A platform user found by e-mail or telephone (a counterparty). */
+/** Which escrows a list shows (GET /escrows, GET /admin/escrows). */
 export interface EscrowListFilter {
   /** Escrows in which this user is buyer or seller (all escrows when absent: administrators). */
   partyUserId?: string;

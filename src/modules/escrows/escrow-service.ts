@@ -11,8 +11,8 @@ import { currencies, ensureAccount, parseAmount, platformAccount, post, walletOf
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError, WalletFrozenError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type FeePayer, type Settlement } from './escrow-fee';
-import { authorize, isDueForRelease, nextStatus, type EscrowAction, type EscrowStatus } from './escrow-lifecycle';
-import { capacitiesOf, presentEscrows, type EscrowCaller, type EscrowView } from './escrow-presenter';
+import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowAction, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
+import { presentEscrows, type EscrowCaller, type EscrowView } from './escrow-presenter';
 import { EscrowRepository, type Escrow, type ResolutionOutcome } from './escrow-repository';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
@@ -174,6 +174,8 @@ export class EscrowService {
     const now = this.now();
     authorize(command.action, escrow, capacities, now);
     const events = new EventRepository(trx);
+    // Every status this action writes comes from the lifecycle (checked again on the locked row).
+    const statusFor = (outcome?: SettlementOutcome) => statusAfter(command.action, escrow, capacities, now, outcome);
     const record = (type: string, payload?: Record<string, unknown>) =>
       events.record({ subjectType: 'escrow', subjectId: escrow.id, type, actorUserId: caller.userId, payload, occurredAt: now });
 
@@ -181,13 +183,13 @@ export class EscrowService {
       case 'fund': {
         const posting = await this.fund(trx, escrow);
         await record('escrow.funded', { amount_minor: fundingAmount(escrow.amountMinor, feeOf(escrow)).toString() });
-        return repository.update(escrow.id, { status: nextStatus('fund'), fundingPostingId: posting, fundedAt: now, updatedAt: now });
+        return repository.update(escrow.id, { status: statusFor(), fundingPostingId: posting, fundedAt: now, updatedAt: now });
       }
       case 'deliver': {
         const inspectionEndsAt = new Date(now.getTime() + escrow.inspectionPeriodSeconds * 1000);
         await record('escrow.delivered', { inspection_ends_at: inspectionEndsAt.toISOString() });
         return repository.update(escrow.id, {
-          status: nextStatus('deliver'),
+          status: statusFor(),
           deliveredAt: now,
           inspectionEndsAt,
           autoReleaseAt: inspectionEndsAt,
@@ -198,15 +200,15 @@ export class EscrowService {
       }
       case 'accept':
         await record('escrow.accepted');
-        return this.release(trx, escrow, caller.userId, now);
+        return this.release(trx, escrow, caller.userId, now, statusFor);
       case 'dispute':
         await record('escrow.disputed', { reason: command.reason });
-        return repository.update(escrow.id, { status: nextStatus('dispute'), disputeReason: command.reason, disputedAt: now, updatedAt: now });
+        return repository.update(escrow.id, { status: statusFor(), disputeReason: command.reason, disputedAt: now, updatedAt: now });
       case 'refund':
-        return this.settle(trx, escrow, refundSettlement(escrow.amountMinor, feeOf(escrow)), caller.userId, now);
+        return this.settle(trx, escrow, refundSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, caller.userId, now);
       case 'cancel':
         await record('escrow.canceled');
-        return repository.update(escrow.id, { status: nextStatus('cancel'), canceledAt: now, updatedAt: now });
+        return repository.update(escrow.id, { status: statusFor(), canceledAt: now, updatedAt: now });
       case 'resolve': {
         const settlement = await this.resolution(trx, escrow, command);
         await record('escrow.resolved', { outcome: command.outcome, ...(settlement.sellerAmountMinor ? { seller_amount_minor: settlement.sellerAmountMinor.toString() } : {}) });
@@ -217,7 +219,7 @@ export class EscrowService {
           resolvedByUserId: caller.userId,
           resolvedAt: now,
         });
-        return this.settle(trx, escrow, settlement.plan, caller.userId, now);
+        return this.settle(trx, escrow, settlement.plan, statusFor, caller.userId, now);
       }
     }
   }
@@ -258,7 +260,8 @@ export class EscrowService {
           current = await new EscrowRepository(trx).lockNextDueForRelease(now);
           if (!current || !isDueForRelease(current, now)) return false;
           await new EventRepository(trx).record({ subjectType: 'escrow', subjectId: current.id, type: 'escrow.accepted', actorUserId: null, payload: { automatic: true }, occurredAt: now });
-          await this.release(trx, current, null, now);
+          const due = current;
+          await this.release(trx, due, null, now, (outcome) => statusAfterRelease(due, now, outcome));
           return true;
         });
         if (!releasedOne) break;
@@ -291,7 +294,7 @@ export class EscrowService {
       createdByUserId: caller.userId,
       buyerIdentifier: identifierOf(buyer),
       sellerIdentifier: identifierOf(seller),
-      status: 'awaiting_funding',
+      status: INITIAL_ESCROW_STATUS,
       currency: input.currency,
       amountMinor,
       feeBps: fee.bps,
@@ -347,19 +350,20 @@ export class EscrowService {
     }
   }
 
-  private release(trx: Knex.Transaction, escrow: Escrow, actorUserId: string | null, now: Date): Promise<Escrow> {
-    return this.settle(trx, escrow, releaseSettlement(escrow.amountMinor, feeOf(escrow)), actorUserId, now, { acceptedAt: now });
+  private release(trx: Knex.Transaction, escrow: Escrow, actorUserId: string | null, now: Date, statusFor: (outcome: SettlementOutcome) => EscrowStatus): Promise<Escrow> {
+    return this.settle(trx, escrow, releaseSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, actorUserId, now, { acceptedAt: now });
   }
 
   /**
    * The one settlement posting of an escrow (holding -> seller, buyer, fee account; its
-   * (kind, reference) is unique, so no escrow is settled twice), the row's final status and
-   * its event.
+   * (kind, reference) is unique, so no escrow is settled twice), the row's final status (the
+   * lifecycle's, from what the settlement pays: `statusFor`) and its event.
    */
   private async settle(
     trx: Knex.Transaction,
     escrow: Escrow,
     plan: Settlement,
+    statusFor: (outcome: SettlementOutcome) => EscrowStatus,
     actorUserId: string | null,
     now: Date,
     extra: Partial<Escrow> = {},
@@ -370,7 +374,7 @@ export class EscrowService {
     if (plan.toSellerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.sellerUserId, escrow.currency)).id, amountMinor: plan.toSellerMinor });
     if (buyerWalletId) entries.push({ accountId: buyerWalletId, amountMinor: plan.toBuyerMinor });
     if (plan.feeMinor > 0n) entries.push({ accountId: (await platformAccount(trx, 'fees', escrow.currency)).id, amountMinor: plan.feeMinor });
-    const status: EscrowStatus = plan.toSellerMinor > 0n || plan.feeMinor > 0n ? 'released' : 'refunded';
+    const status = statusFor(plan);
     let postingId: string;
     try {
       const posting = await post(

@@ -14,7 +14,7 @@ import {
   NumberingExhaustedError,
   QuoteExpiredError,
 } from './invoice-errors';
-import { nextStatus, type DocumentAction } from './invoice-lifecycle';
+import { initialStatus, nextStatus, type DocumentAction } from './invoice-lifecycle';
 import { InvoiceRepository, type DocumentChange } from './invoice-repository';
 import {
   STATUSES_BY_KIND,
@@ -185,7 +185,7 @@ export class InvoiceService {
       const doc = await repo.insertDocument({
         organizationId,
         kind: input.kind,
-        status: 'draft',
+        status: initialStatus(input.kind),
         customerId: input.customerId,
         currency: currency.code,
         ...totals,
@@ -244,7 +244,7 @@ export class InvoiceService {
       const invoice = peek.kind === 'credit_note' && peek.invoiceId ? await this.lock(repo, organizationId, peek.invoiceId) : undefined;
       const doc = await this.lock(repo, organizationId, id);
       if (doc.kind === 'quote' && action === 'cancel' && doc.status === 'open' && doc.expiresAt && doc.expiresAt <= now) {
-        return this.view(trx, await repo.updateDocument(organizationId, id, { status: 'canceled', canceledAt: doc.expiresAt }));
+        return this.view(trx, await repo.updateDocument(organizationId, id, { status: nextStatus(doc.kind, doc.status, 'cancel'), canceledAt: doc.expiresAt }));
       }
       const status = nextStatus(doc.kind, doc.status, action);
       const change: DocumentChange = { status };
@@ -268,14 +268,15 @@ export class InvoiceService {
       const quote = await this.lock(repo, organizationId, id);
       if (quote.kind !== 'quote') throw new ActionNotApplicableError(quote.kind, 'accept');
       if (quote.status === 'open' && quote.expiresAt && quote.expiresAt <= now) {
-        await repo.updateDocument(organizationId, id, { status: 'canceled', canceledAt: quote.expiresAt });
+        // An expired quote is canceled as its own `cancel` would (open -> canceled).
+        await repo.updateDocument(organizationId, id, { status: nextStatus(quote.kind, quote.status, 'cancel'), canceledAt: quote.expiresAt });
         return { document: undefined, expiredAt: quote.expiresAt };
       }
       const status = nextStatus(quote.kind, quote.status, 'accept');
       const invoice = await repo.insertDocument({
         organizationId,
         kind: 'invoice',
-        status: 'draft',
+        status: initialStatus('invoice'),
         customerId: quote.customerId,
         currency: quote.currency,
         lineItems: quote.lineItems,
@@ -325,7 +326,7 @@ export class InvoiceService {
       const note = await repo.insertDocument({
         organizationId,
         kind: 'credit_note',
-        status: 'issued',
+        status: initialStatus('credit_note'),
         number,
         customerId: invoice.customerId,
         currency: invoice.currency,

@@ -2,5 +2,5 @@
 export { TontineService, type CreateTontineInput, type TontineServiceDeps } from './tontine-service';
 export { tontineHandlers, type TontineHandlers } from './tontine-handlers';
 export { cycleDrawKey, drawBeneficiary, drawKey, drawOrder, seedCommitment } from './tontine-draw';
-export { allowedActions, assertAllowed, cycleDueAt, type TontineAction, type TontineSituation, type TontineStatus } from './tontine-lifecycle';
+export { allowedActions, assertAllowed, cycleDueAt, statusAfter, type TontineAction, type TontineSituation, type TontineStatus } from './tontine-lifecycle';
 export type { TontineView, TontinePage } from './tontine-presenter';

@@ -1,3 +1,4 @@
+import { defineLifecycle } from '../../domain/lifecycle';
 import {
   AlreadyMemberError,
   ContributionAlreadyPaidError,
@@ -23,16 +24,6 @@ export type PayoutOrder = 'join_order' | 'random';
 
 export const TONTINE_ACTIONS: readonly TontineAction[] = ['invite', 'join', 'leave', 'start', 'contribute', 'cancel'];
 
-/** Who may do what, in which status: the whole lifecycle in one table. */
-const RULES: Readonly<Record<TontineAction, { statuses: readonly TontineStatus[]; roles: readonly TontineRole[] }>> = {
-  invite: { statuses: ['forming'], roles: ['organizer'] },
-  join: { statuses: ['forming'], roles: ['invited'] },
-  leave: { statuses: ['forming'], roles: ['member'] },
-  start: { statuses: ['forming'], roles: ['organizer'] },
-  contribute: { statuses: ['active'], roles: ['organizer', 'member'] },
-  cancel: { statuses: ['forming', 'active'], roles: ['organizer'] },
-};
-
 /** What decides whether the caller may act: the tontine's state as seen by the caller. */
 export interface TontineSituation {
   status: TontineStatus;
@@ -49,51 +40,96 @@ export interface TontineSituation {
   paidRequestedCycle?: boolean;
 }
 
-/**
- * Why the caller may not do `action` now (a factory of the error the contract names), or
- * null when they may. Checked in this order: who the caller is (404 for member-only actions
- * of a non-member, 409 AlreadyMember, 422 OrganizerCannotLeave, 403 NotTontineOrganizer),
- * then the status (409 InvalidTontineState, also for a cancel once a pot was paid out), then
- * the action's own condition (room left, enough members, the named cycle open and not paid yet).
- */
-function refusal(situation: TontineSituation, action: TontineAction): (() => Error) | null {
-  const { role, status } = situation;
-  const rule = RULES[action];
-  if (action === 'join' && role !== 'invited') return () => new AlreadyMemberError();
-  if ((action === 'leave' || action === 'contribute') && (role === 'invited' || role === 'former_member')) return () => new TontineNotFoundError();
-  if (action === 'leave' && role === 'organizer') return () => new OrganizerCannotLeaveError();
-  if (!rule.roles.includes(role)) return () => new NotTontineOrganizerError(action, role, allowedActions(situation));
-  if (!rule.statuses.includes(status)) return () => new InvalidTontineStateError(status, action, allowedActions(situation));
-  // After a payout, the members who already received a pot owe the others: nobody may walk away.
-  if (action === 'cancel' && status === 'active' && situation.payoutMade) {
-    return () =>
-      new InvalidTontineStateError(
-        status,
-        action,
-        allowedActions(situation),
-        'A pot has already been paid out: no member can end this tontine any more (only a platform administrator can dissolve it).',
-      );
-  }
-  if ((action === 'invite' || action === 'join') && situation.memberCount >= situation.maxMembers) return () => new TontineFullError(situation.maxMembers);
-  if (action === 'start' && situation.memberCount < 2) return () => new NotEnoughMembersError(situation.memberCount);
-  if (action === 'contribute' && situation.requestedCycle !== undefined && situation.requestedCycle !== situation.currentCycle) {
-    const requested = situation.requestedCycle;
-    if (situation.paidRequestedCycle) return () => new ContributionAlreadyPaidError(requested);
-    return () => new CycleNotOpenError(requested, situation.currentCycle);
-  }
-  if (action === 'contribute' && situation.paidCurrentCycle) return () => new ContributionAlreadyPaidError(situation.currentCycle);
-  return null;
+/** What a contribution did: whether it paid out the last cycle's pot (which completes the tontine). */
+export interface ContributionOutcome {
+  completesTontine: boolean;
 }
 
+type TontineGuard = 'payout_made' | 'full' | 'not_enough_members' | 'already_paid' | 'cycle_not_open';
+
+const roomLeft = (s: TontineSituation): TontineGuard | null => (s.memberCount >= s.maxMembers ? 'full' : null);
+
+/**
+ * Who may do what, in which status, and the action's own condition: the whole lifecycle in
+ * one table (run by the shared engine, src/domain/lifecycle.ts). `dissolve` is the platform
+ * administrator's (POST /admin/tontines/{id}/dissolve); it is never among a member's
+ * `allowed_actions`.
+ */
+const TONTINE_LIFECYCLE = defineLifecycle<TontineStatus, TontineAction | 'dissolve', TontineRole, TontineSituation, ContributionOutcome, TontineGuard>({
+  // The database's default for a new row.
+  initial: 'forming',
+  transitions: {
+    invite: { from: ['forming'], by: ['organizer'], to: 'forming', guard: roomLeft },
+    join: { from: ['forming'], by: ['invited'], to: 'forming', guard: roomLeft },
+    leave: { from: ['forming'], by: ['member'], to: 'forming' },
+    start: { from: ['forming'], by: ['organizer'], to: 'active', guard: (s) => (s.memberCount < 2 ? 'not_enough_members' : null) },
+    contribute: {
+      from: ['active'],
+      by: ['organizer', 'member'],
+      to: (outcome) => (outcome.completesTontine ? 'completed' : 'active'),
+      guard: (s) => {
+        if (s.requestedCycle !== undefined && s.requestedCycle !== s.currentCycle) return s.paidRequestedCycle ? 'already_paid' : 'cycle_not_open';
+        return s.paidCurrentCycle ? 'already_paid' : null;
+      },
+    },
+    // After a payout, the members who already received a pot owe the others: nobody may walk away.
+    cancel: { from: ['forming', 'active'], by: ['organizer'], to: 'canceled', guard: (s) => (s.status === 'active' && s.payoutMade ? 'payout_made' : null) },
+    dissolve: { from: ['forming', 'active'], by: ['administrator'], to: 'canceled' },
+  },
+  listed: TONTINE_ACTIONS,
+  partiesOf: (situation) => [situation.role],
+  refuse: (refusal, action, situation, allowed) => {
+    const { role, status } = situation;
+    switch (refusal.reason) {
+      case 'unknown':
+      case 'party':
+        // Checked in this order: 409 AlreadyMember, 404 for member-only actions of a
+        // non-member, 422 OrganizerCannotLeave, else 403 NotTontineOrganizer.
+        if (action === 'join') return new AlreadyMemberError();
+        if ((action === 'leave' || action === 'contribute') && (role === 'invited' || role === 'former_member')) return new TontineNotFoundError();
+        if (action === 'leave' && role === 'organizer') return new OrganizerCannotLeaveError();
+        return new NotTontineOrganizerError(action as TontineAction, role, allowed() as TontineAction[]);
+      case 'conflict':
+      case 'state':
+        return new InvalidTontineStateError(status, action, allowed() as TontineAction[]);
+      case 'guard':
+        switch (refusal.guard) {
+          case 'payout_made':
+            return new InvalidTontineStateError(
+              status,
+              action,
+              allowed() as TontineAction[],
+              'A pot has already been paid out: no member can end this tontine any more (only a platform administrator can dissolve it).',
+            );
+          case 'full':
+            return new TontineFullError(situation.maxMembers);
+          case 'not_enough_members':
+            return new NotEnoughMembersError(situation.memberCount);
+          case 'already_paid':
+            return new ContributionAlreadyPaidError(situation.requestedCycle ?? situation.currentCycle);
+          case 'cycle_not_open':
+            return new CycleNotOpenError(situation.requestedCycle as number, situation.currentCycle);
+        }
+    }
+  },
+});
+
 /** Throws the contract's error when the caller may not do `action` now. */
-export function assertAllowed(situation: TontineSituation, action: TontineAction): void {
-  const refuse = refusal(situation, action);
-  if (refuse) throw refuse();
+export function assertAllowed(situation: TontineSituation, action: TontineAction | 'dissolve'): void {
+  TONTINE_LIFECYCLE.assertAllowed(action, situation);
 }
 
 /** What the caller may do now: the `allowed_actions` of the contract. */
 export function allowedActions(situation: TontineSituation): TontineAction[] {
-  return TONTINE_ACTIONS.filter((action) => refusal(situation, action) === null);
+  return TONTINE_LIFECYCLE.allowedActions(situation) as TontineAction[];
+}
+
+/**
+ * The status `action` writes (checked first against the situation it was allowed in); a
+ * contribution needs its outcome (whether it completed the tontine).
+ */
+export function statusAfter(situation: TontineSituation, action: TontineAction | 'dissolve', outcome?: ContributionOutcome): TontineStatus {
+  return TONTINE_LIFECYCLE.next(action, situation, outcome);
 }
 
 const DAY_MS = 86_400_000;

@@ -8,11 +8,12 @@ import { EventRepository } from '../events';
 import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
 import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf } from '../ledger';
 import { cycleDrawKey, drawBeneficiary, newDrawSeed, seedCommitment } from './tontine-draw';
-import { AlreadyMemberError, InvalidTontineStateError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
+import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
   allowedActions,
   assertAllowed,
   cycleDueAt,
+  statusAfter,
   type PayoutOrder,
   type TontineAction,
   type TontineFrequency,
@@ -165,7 +166,7 @@ export class TontineService {
    * canceled.
    */
   async start(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'start', async ({ repo, events, tontine }, at) => {
+    return this.act(userId, id, 'start', async ({ repo, events, tontine, situation }, at) => {
       const members = await repo.members(id);
       const joinOrder = members.map((member) => member.userId);
       const random = tontine.payoutOrder === 'random';
@@ -176,7 +177,7 @@ export class TontineService {
       );
       await repo.openCycle(id, 1, joinOrder);
       await repo.lapseOpenInvitations(id);
-      await repo.update(id, { status: 'active', currentCycle: 1, startedAt: at, drawPerCycle: random });
+      await repo.update(id, { status: statusAfter(situation, 'start'), currentCycle: 1, startedAt: at, drawPerCycle: random });
       await events.record({
         subjectType: 'tontine',
         subjectId: id,
@@ -224,7 +225,7 @@ export class TontineService {
    */
   async cancel(userId: string, id: string): Promise<TontineView> {
     return this.act(userId, id, 'cancel', async (scope, at) => {
-      const refundedMinor = await this.end(scope, userId, at);
+      const refundedMinor = await this.end(scope, 'cancel', userId, at);
       await scope.events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
     });
   }
@@ -244,15 +245,15 @@ export class TontineService {
       const repo = new TontineRepository(trx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      if (tontine.status !== 'forming' && tontine.status !== 'active') throw new InvalidTontineStateError(tontine.status, 'dissolve', []);
+      const situation = await this.outsiderSituation(repo, tontine, 'administrator');
+      assertAllowed(situation, 'dissolve');
       // A member never rules on its own group (as a party never resolves its own escrow).
       if ((await repo.members(id)).some((member) => member.userId === caller.userId)) {
         throw new ForbiddenError('ConflictOfInterest', 'You are a member of this tontine: you cannot dissolve it. Another platform administrator must.');
       }
       const events = new EventRepository(trx);
       const at = this.now();
-      const situation = await this.outsiderSituation(repo, tontine, 'administrator');
-      const refundedMinor = await this.end({ trx, repo, events, tontine, situation }, caller.userId, at);
+      const refundedMinor = await this.end({ trx, repo, events, tontine, situation }, 'dissolve', caller.userId, at);
       await repo.update(id, { dissolutionReason: text, dissolvedByUserId: caller.userId, dissolvedAt: at });
       const cycles = await repo.cycles(id);
       const positions: Array<{ user_id: string; net_position_minor: string }> = [];
@@ -368,7 +369,7 @@ export class TontineService {
    * the pool, cancels the remaining cycles, lapses the open invitations, `canceled`. Returns
    * the amount refunded.
    */
-  private async end({ trx, repo, events, tontine }: Scope, actorUserId: string, at: Date): Promise<bigint> {
+  private async end({ trx, repo, events, tontine, situation }: Scope, action: 'cancel' | 'dissolve', actorUserId: string, at: Date): Promise<bigint> {
     const id = tontine.id;
     let refundedMinor = 0n;
     if (tontine.status === 'active') {
@@ -405,12 +406,12 @@ export class TontineService {
       await repo.cancelRemainingCycles(id);
     }
     await repo.lapseOpenInvitations(id);
-    await repo.update(id, { status: 'canceled', canceledAt: at });
+    await repo.update(id, { status: statusAfter(situation, action), canceledAt: at });
     return refundedMinor;
   }
 
   /** Moves the contribution into the pool; pays the pot out when it was the cycle's last. Returns the contribution id. */
-  private async payContribution({ trx, repo, events, tontine }: Scope, userId: string, at: Date): Promise<string> {
+  private async payContribution({ trx, repo, events, tontine, situation }: Scope, userId: string, at: Date): Promise<string> {
     const cycle = tontine.currentCycle;
     const contribution = await repo.contribution(tontine.id, cycle, userId);
     if (!contribution) throw new Error(`no contribution row for member ${userId} in cycle ${cycle} of tontine ${tontine.id}`);
@@ -433,12 +434,12 @@ export class TontineService {
       payload: { cycle, user_id: userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id, late: contribution.status === 'late' },
       occurredAt: at,
     });
-    if ((await repo.unpaidCount(tontine.id, cycle)) === 0) await this.payOut({ trx, repo, events, tontine }, at);
+    if ((await repo.unpaidCount(tontine.id, cycle)) === 0) await this.payOut({ trx, repo, events, tontine, situation }, at);
     return contribution.id;
   }
 
   /** The whole pot to the cycle's beneficiary, exactly once; then the next cycle, or the end. */
-  private async payOut({ trx, repo, events, tontine }: Omit<Scope, 'situation'>, at: Date): Promise<void> {
+  private async payOut({ trx, repo, events, tontine, situation }: Scope, at: Date): Promise<void> {
     const cycle = tontine.currentCycle;
     const cycles = await repo.cycles(tontine.id);
     const current = cycles.find((c) => c.number === cycle);
@@ -496,7 +497,7 @@ export class TontineService {
       const next = cycles.find((c) => c.number === cycle + 1);
       await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.cycle_opened', actorUserId: null, payload: { cycle: cycle + 1, due_at: next?.dueAt.toISOString() }, occurredAt: at });
     } else {
-      await repo.update(tontine.id, { status: 'completed', completedAt: at });
+      await repo.update(tontine.id, { status: statusAfter(situation, 'contribute', { completesTontine: true }), completedAt: at });
       await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.completed', actorUserId: null, payload: { cycles: cycles.length }, occurredAt: at });
     }
   }
