@@ -8,7 +8,9 @@ import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import { loadConfig } from '../../src/config';
 import { createKnex, migrateLatest } from '../../src/db/database';
+import { withTransaction } from '../../src/db/transaction';
 import { SessionService, TokenService } from '../../src/modules/auth';
+import { fundWallet } from '../../src/modules/ledger';
 import { CREATE_TRANSFER_OPERATION } from '../../src/modules/transfers';
 
 export interface LoadResult {
@@ -237,6 +239,22 @@ export async function createBenchMember(knex: Knex, module: string): Promise<{ o
   const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
   const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
   return { orgId, userId, token };
+}
+
+/**
+ * The probes' parties: `count` users (`party-<i>@probe.example`), each with a funded XOF
+ * wallet and an open session, the rows transferCreateScript's pgbench script picks from.
+ */
+export async function fundedProbeParties(knex: Knex, count: number): Promise<void> {
+  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
+  const sessions = new SessionService(knex, new TokenService(config.jwt));
+  const users = (await knex('users')
+    .insert(Array.from({ length: count }, (_, i) => ({ email: `party-${i}@probe.example`, password_hash: 'not-a-login' })))
+    .returning(['id'])) as Array<{ id: string }>;
+  await withTransaction(knex, async (trx) => {
+    for (const user of users) await fundWallet(trx, user.id, 'XOF', 1_000_000_000_000n);
+  });
+  for (const user of users) await sessions.open({ id: user.id, is_admin: false });
 }
 
 export interface TransferCreateScript {

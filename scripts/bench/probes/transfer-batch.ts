@@ -9,11 +9,7 @@
  * (PROBE_SECONDS per run, default 8; PROBE_PAIRS rounds, default 2; PROBE_PARTIES senders, default 2048:
  * with few wallets, concurrent batches wait on each other's locks).
  */
-import { loadConfig } from '../../../src/config';
-import { withTransaction } from '../../../src/db/transaction';
-import { SessionService, TokenService } from '../../../src/modules/auth';
-import { fundWallet } from '../../../src/modules/ledger';
-import { BENCH_JWT_SECRET, createScratchDatabase, postgresCpuMs, runPgbenchScript, transferCreateScript } from '../bench-support';
+import { createScratchDatabase, fundedProbeParties, postgresCpuMs, runPgbenchScript, transferCreateScript } from '../bench-support';
 
 const PARTIES = Number(process.env.PROBE_PARTIES ?? '2048');
 const SECONDS = Number(process.env.PROBE_SECONDS ?? '8');
@@ -27,15 +23,7 @@ const VARIANTS = [
 async function main(): Promise<void> {
   const db = await createScratchDatabase('probe_batch');
   try {
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
-    const sessions = new SessionService(db.knex, new TokenService(config.jwt));
-    const users = (await db.knex('users')
-      .insert(Array.from({ length: PARTIES }, (_, i) => ({ email: `party-${i}@probe.example`, password_hash: 'not-a-login' })))
-      .returning(['id'])) as Array<{ id: string }>;
-    await withTransaction(db.knex, async (trx) => {
-      for (const user of users) await fundWallet(trx, user.id, 'XOF', 1_000_000_000_000n);
-    });
-    for (const user of users) await sessions.open({ id: user.id, is_admin: false });
+    await fundedProbeParties(db.knex, PARTIES);
     const results: Array<{ variant: string; transfers_per_s: number; postgres_cpu_ms_per_transfer: number }> = [];
     const order = Array.from({ length: PAIRS }, (_, round) => (round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse())).flat();
     for (const variant of order) {

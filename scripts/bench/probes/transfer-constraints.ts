@@ -12,11 +12,7 @@
  * B 471/625, C 584/623 tps: no difference beyond run-to-run noise.
  */
 import type { Knex } from 'knex';
-import { loadConfig } from '../../../src/config';
-import { withTransaction } from '../../../src/db/transaction';
-import { SessionService, TokenService } from '../../../src/modules/auth';
-import { fundWallet } from '../../../src/modules/ledger';
-import { BENCH_JWT_SECRET, createScratchDatabase, runPgbenchScript, transferCreateScript } from '../bench-support';
+import { createScratchDatabase, fundedProbeParties, runPgbenchScript, transferCreateScript } from '../bench-support';
 
 const PARTIES = 256;
 const SECONDS = process.env.PROBE_SECONDS ?? '8';
@@ -66,15 +62,7 @@ async function unfoldChecks(knex: Knex, checks: Check[]): Promise<void> {
 async function main(): Promise<void> {
   const db = await createScratchDatabase('probe_constraints');
   try {
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
-    const sessions = new SessionService(db.knex, new TokenService(config.jwt));
-    const users = (await db.knex('users')
-      .insert(Array.from({ length: PARTIES }, (_, i) => ({ email: `party-${i}@probe.example`, password_hash: 'not-a-login' })))
-      .returning(['id'])) as Array<{ id: string }>;
-    await withTransaction(db.knex, async (trx) => {
-      for (const user of users) await fundWallet(trx, user.id, 'XOF', 1_000_000_000_000n);
-    });
-    for (const user of users) await sessions.open({ id: user.id, is_admin: false });
+    await fundedProbeParties(db.knex, PARTIES);
     const transferCreate = await transferCreateScript(db.knex);
     const results: Array<{ variant: string; tps: number }> = [];
     const run = (variant: string) => results.push({ variant, tps: runPgbenchScript(db.url, transferCreate.script, 32, Number(SECONDS)).tps });

@@ -15,11 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { loadConfig } from '../../../src/config';
-import { withTransaction } from '../../../src/db/transaction';
-import { SessionService, TokenService } from '../../../src/modules/auth';
-import { fundWallet } from '../../../src/modules/ledger';
-import { BENCH_JWT_SECRET, createScratchDatabase, runPgbenchScript, transferCreateScript } from '../bench-support';
+import { createScratchDatabase, fundedProbeParties, runPgbenchScript, transferCreateScript } from '../bench-support';
 
 const PARTIES = Number(process.env.PROBE_PARTIES ?? '1024');
 const SECONDS = Number(process.env.PROBE_SECONDS ?? '8');
@@ -41,15 +37,7 @@ async function createNoLockCopy(knex: Knex): Promise<void> {
 async function main(): Promise<void> {
   const db = await createScratchDatabase('probe_item_cost');
   try {
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
-    const sessions = new SessionService(db.knex, new TokenService(config.jwt));
-    const users = (await db.knex('users')
-      .insert(Array.from({ length: PARTIES }, (_, i) => ({ email: `party-${i}@probe.example`, password_hash: 'not-a-login' })))
-      .returning(['id'])) as Array<{ id: string }>;
-    await withTransaction(db.knex, async (trx) => {
-      for (const user of users) await fundWallet(trx, user.id, 'XOF', 1_000_000_000_000n);
-    });
-    for (const user of users) await sessions.open({ id: user.id, is_admin: false });
+    await fundedProbeParties(db.knex, PARTIES);
     await createNoLockCopy(db.knex);
     const variants: Record<string, () => Promise<{ script: string; remove(): Promise<void> }>> = {
       'A as migrated': () => transferCreateScript(db.knex),
