@@ -27,6 +27,35 @@ const CRITICAL_CORE = [
  * the HTML report still shows them as survivors.
  */
 export const EQUIVALENT_MUTANTS = [
+  // group-commit.ts (issue 21)
+  {
+    file: 'group-commit.ts',
+    mutator: 'ConditionalExpression',
+    original: 'this.timer',
+    replacement: 'true',
+    reason: 'clearTimeout(undefined) does nothing and the timer is already undefined: the guard only skips a no-op',
+  },
+  {
+    file: 'group-commit.ts',
+    mutator: 'ConditionalExpression',
+    original: 'this.queue.length > 0',
+    replacement: 'true',
+    reason: 'flush() with an empty queue sends nothing (its loop runs zero times) and only clears a timer, which exists only while items wait',
+  },
+  {
+    file: 'group-commit.ts',
+    mutator: 'EqualityOperator',
+    original: 'this.queue.length > 0',
+    replacement: 'this.queue.length >= 0',
+    reason: 'as above: an extra flush() of an empty queue sends nothing',
+  },
+  {
+    file: 'group-commit.ts',
+    mutator: 'StringLiteral',
+    original: '`a batch of ${batch.length} answered ${outcomes.length} outcomes`',
+    replacement: '``',
+    reason: 'the error is caught at once in send() and never reaches anyone: only its throw matters (the batch is run again item by item)',
+  },
   // money.ts, shift(): `BigInt('')` is 0n, and a point exactly at either end of the digits
   // gives the same split whichever branch takes it.
   {

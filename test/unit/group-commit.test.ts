@@ -91,4 +91,53 @@ describe('GroupCommit (group commit of postings)', () => {
     expect(await Promise.all([group.submit(6), group.submit(7), group.submit(8)])).toEqual(['only one', 'one:7', 'one:8']);
     expect(group.batchesFailed).toBe(1);
   });
+
+  it('a batch ending while another is still in flight leaves the gathered items to their window', async () => {
+    vi.useFakeTimers();
+    const { calls, runBatch } = controlledBatches();
+    const group = new GroupCommit<number, string>({ windowMs: 2, maxItems: 2, runBatch, runOne: async (item) => `one:${item}` });
+    void group.submit(1); // alone: leaves at once
+    void group.submit(2);
+    void group.submit(3); // two waiting: a full batch leaves at once
+    void group.submit(4); // waits for its window
+    expect(calls.map((call) => call.items)).toEqual([[1], [2, 3]]);
+    calls[0]?.finish();
+    for (let i = 0; i < 5; i += 1) await Promise.resolve();
+    expect(calls).toHaveLength(2);
+    vi.advanceTimersByTime(2);
+    expect(calls.map((call) => call.items)).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it('a full batch clears the window its first item started, so the next item gets a window of its own', async () => {
+    vi.useFakeTimers();
+    const { calls, runBatch } = controlledBatches();
+    const group = new GroupCommit<number, string>({ windowMs: 2, maxItems: 2, runBatch, runOne: async (item) => `one:${item}` });
+    void group.submit(1);
+    void group.submit(2); // starts a window
+    void group.submit(3); // fills the batch: it leaves, and the window is over
+    vi.advanceTimersByTime(5);
+    void group.submit(4); // a new window
+    vi.advanceTimersByTime(2);
+    expect(calls.map((call) => call.items)).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it('tells onBatch the size of each batch and whether it failed as a whole', async () => {
+    const told: Array<[number, boolean]> = [];
+    let fail = false;
+    const group = new GroupCommit<number, string>({
+      runBatch: async (items) => {
+        if (fail) throw new Error('lost connection');
+        return items.map(String);
+      },
+      runOne: async (item) => `one:${item}`,
+      onBatch: (size, failed) => told.push([size, failed]),
+    });
+    expect(await group.submit(1)).toBe('1');
+    fail = true;
+    expect(await group.submit(2)).toBe('one:2');
+    expect(told).toEqual([
+      [1, false],
+      [1, true],
+    ]);
+  });
 });

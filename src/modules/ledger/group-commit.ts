@@ -60,11 +60,6 @@ export class GroupCommit<Item, Outcome> {
     });
   }
 
-  /** Items waiting or in flight (tests, shutdown). */
-  get pending(): number {
-    return this.queue.length + this.inFlight;
-  }
-
   private flush(): void {
     if (this.timer) {
       clearTimeout(this.timer);
