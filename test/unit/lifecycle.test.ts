@@ -77,6 +77,18 @@ describe('the lifecycle engine', () => {
     expect(refusalOf('unlock', at('closed', ['guest', 'thief']))?.refusal).toEqual({ reason: 'conflict' });
   });
 
+  it('refuses a caller who is any one of several `notBy` parties as `conflict`', () => {
+    const gate = defineLifecycle<'shut' | 'ajar', 'pass', 'owner' | 'guest' | 'thief', { status: 'shut' | 'ajar'; parties: Array<'owner' | 'guest' | 'thief'> }>({
+      initial: 'shut',
+      transitions: { pass: { from: ['shut'], to: 'ajar', notBy: ['guest', 'thief'] } },
+      listed: ['pass'],
+      partiesOf: (g) => g.parties,
+      refuse: (refusal) => new Error(refusal.reason),
+    });
+    expect(() => gate.assertAllowed('pass', { status: 'shut', parties: ['owner', 'guest'] })).toThrow('conflict');
+    expect(gate.allowedActions({ status: 'shut', parties: ['owner'] })).toEqual(['pass']);
+  });
+
   it('refuses a status outside `from` as `state`, before the guard', () => {
     expect(refusalOf('lock', at('open', ['owner'], false))?.refusal).toEqual({ reason: 'state' });
     expect(refusalOf('open', at('broken'))?.refusal).toEqual({ reason: 'state' });
