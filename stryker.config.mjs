@@ -27,6 +27,22 @@ const CRITICAL_CORE = [
  * the HTML report still shows them as survivors.
  */
 export const EQUIVALENT_MUTANTS = [
+  // tontine-draw.ts, drawBeneficiary (issue 20)
+  {
+    file: 'tontine-draw.ts',
+    mutator: 'EqualityOperator',
+    original: 'key < best.key',
+    replacement: 'key <= best.key',
+    reason: 'two keys are equal only for the same user id (SHA-256 of seed:cycle:user_id): keeping the first or the last of equal keys names the same member',
+  },
+  // tontine-lifecycle.ts, cancel's guard (issue 20)
+  {
+    file: 'tontine-lifecycle.ts',
+    mutator: 'ConditionalExpression',
+    original: "s.status === 'active'",
+    replacement: 'true',
+    reason: "a payout exists only in an active (or ended) tontine and cancel's from already excludes the ended ones: payoutMade is never true while forming",
+  },
   // lifecycle.ts (issue 22)
   {
     file: 'lifecycle.ts',

@@ -13,6 +13,17 @@ function codeOf(situation: TontineSituation, action: Parameters<typeof assertAll
 }
 
 describe('tontine lifecycle', () => {
+  it('answers a refused caller with the error of its own case (review of the issue 22 engine)', () => {
+    // The organizer's actions refused to an invited user or an administrator: 403, not 404.
+    expect(codeOf({ ...forming, role: 'invited' }, 'start')).toBe('NotTontineOrganizer');
+    expect(codeOf({ ...forming, role: 'invited' }, 'cancel')).toBe('NotTontineOrganizer');
+    // Leave: 422 OrganizerCannotLeave only for the organizer; an administrator is no member (403).
+    expect(codeOf(forming, 'leave')).toBe('OrganizerCannotLeave');
+    expect(codeOf({ ...forming, role: 'administrator' }, 'leave')).toBe('NotTontineOrganizer');
+    // Leave and contribute for someone who is not a member: 404, as the tontine is not theirs.
+    expect(codeOf({ ...forming, role: 'invited' }, 'leave')).toBe('TontineNotFound');
+  });
+
   it('names what each role may do in each status', () => {
     expect(allowedActions(forming)).toEqual(['invite', 'start', 'cancel']);
     expect(allowedActions({ ...forming, role: 'member' })).toEqual(['leave']);
