@@ -14,7 +14,7 @@ import {
   type EscrowCapacity,
   type EscrowStatus,
 } from '../../src/modules/escrows';
-import { nextStatus, statusAfter, statusAfterRelease } from '../../src/modules/escrows/escrow-lifecycle';
+import { capacitiesOf, nextStatus, statusAfter, statusAfterRelease } from '../../src/modules/escrows/escrow-lifecycle';
 
 const NOW = new Date('2026-11-23T12:00:00Z');
 const LATER = new Date('2026-11-26T12:00:00Z');
@@ -218,5 +218,20 @@ describe('escrow lifecycle', () => {
     expect(() => statusAfterRelease(state('disputed', LATER), LATER, paid)).toThrow(expect.objectContaining({ code: 'InvalidEscrowState' }));
     // The platform's release is never among a caller's allowed actions.
     expect(allowedActions(state('delivered', NOW), as('buyer', 'seller', 'administrator'), LATER)).toEqual(['accept', 'refund']);
+  });
+});
+
+describe('capacitiesOf: what a caller is to one escrow', () => {
+  const escrow = { buyerUserId: 'buyer-id', sellerUserId: 'seller-id' };
+  it('names the buyer, the seller and an administrator, and nothing for anyone else', () => {
+    expect([...capacitiesOf(escrow, { userId: 'buyer-id', isAdmin: false })]).toEqual(['buyer']);
+    expect([...capacitiesOf(escrow, { userId: 'seller-id', isAdmin: false })]).toEqual(['seller']);
+    expect([...capacitiesOf(escrow, { userId: 'someone', isAdmin: true })]).toEqual(['administrator']);
+    expect([...capacitiesOf(escrow, { userId: 'someone', isAdmin: false })]).toEqual([]);
+  });
+
+  it('gives an administrator who is a party both capacities (the conflict of interest of issue 20)', () => {
+    expect([...capacitiesOf(escrow, { userId: 'seller-id', isAdmin: true })]).toEqual(['seller', 'administrator']);
+    expect([...capacitiesOf({ buyerUserId: 'same', sellerUserId: 'same' }, { userId: 'same', isAdmin: false })]).toEqual(['buyer', 'seller']);
   });
 });
