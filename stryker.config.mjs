@@ -43,6 +43,21 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'true',
     reason: "a payout exists only in an active (or ended) tontine and cancel's from already excludes the ended ones: payoutMade is never true while forming",
   },
+  // escrow-fee.ts, feeFor's minimum and cap (issue 20.5)
+  {
+    file: 'escrow-fee.ts',
+    mutator: 'EqualityOperator',
+    original: 'byRate < minimumMinor',
+    replacement: 'byRate <= minimumMinor',
+    reason: 'when the fee by rate equals the minimum, either branch gives the same value',
+  },
+  {
+    file: 'escrow-fee.ts',
+    mutator: 'EqualityOperator',
+    original: 'floor > amountMinor',
+    replacement: 'floor >= amountMinor',
+    reason: 'when the fee equals the amount, capping it at the amount gives the same value',
+  },
   // lifecycle.ts (issue 22)
   {
     file: 'lifecycle.ts',
