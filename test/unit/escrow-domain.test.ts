@@ -64,6 +64,7 @@ describe('escrow fee', () => {
     expect(() => feeFor(-1n, 100, 'buyer')).toThrow(new RangeError('an escrow amount is never negative'));
     expect(() => feeFor(100n, 10_001, 'buyer')).toThrow(new RangeError('bad fee rate 10001 bps'));
     expect(() => feeFor(100n, -1, 'seller')).toThrow(new RangeError('bad fee rate -1 bps'));
+    expect(() => feeFor(100n, 100, 'buyer', -1n)).toThrow(new RangeError('a minimum fee is never negative'));
     const fee = feeFor(500_000n, 100, 'buyer');
     for (const sellerAmount of [0n, -1n, 500_000n, 500_001n]) {
       expect(() => splitSettlement(500_000n, fee, sellerAmount), String(sellerAmount)).toThrow(
