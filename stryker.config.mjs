@@ -58,6 +58,21 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'floor >= amountMinor',
     reason: 'when the fee equals the amount, capping it at the amount gives the same value',
   },
+  // invoice-lifecycle.ts on the engine (issue 22)
+  {
+    file: 'invoice-lifecycle.ts',
+    mutator: 'ArrayDeclaration',
+    original: "['finalize', 'pay', 'mark_uncollectible', 'void', 'accept', 'cancel']",
+    replacement: '[]',
+    reason: 'listed only feeds the engine allowedActions, which no document path calls (invoices, quotes and credit notes show no allowed_actions)',
+  },
+  {
+    file: 'invoice-lifecycle.ts',
+    mutator: 'ArrayDeclaration',
+    original: '[]',
+    replacement: '["Stryker was here"]',
+    reason: "the fallback of LIFECYCLE[kind][action]?.from for a 'state' refusal, which the engine gives only for an action the table has: never reached",
+  },
   // lifecycle.ts (issue 22)
   {
     file: 'lifecycle.ts',
