@@ -1,7 +1,7 @@
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadOpenApiDocument } from '../../src/http/openapi-document';
+import { contractDocument, resolveRef, type Json } from '../support/contract-document';
 import { testKnex } from '../support/database';
 
 /**
@@ -11,19 +11,8 @@ import { testKnex } from '../support/database';
  * smallest unit of every supported currency (the currencies table: XOF 1, EUR 0.01, KWD 0.001,
  * ...); what is finer than a given currency allows is the service's check, per currency.
  */
-type Json = Record<string, unknown>;
-const doc = loadOpenApiDocument().parse() as Json;
-
-function resolve(node: unknown): Json {
-  let at = node as Json;
-  while (typeof at?.$ref === 'string') {
-    at = (at.$ref as string)
-      .replace(/^#\//, '')
-      .split('/')
-      .reduce<unknown>((o, key) => (o as Json)[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Json;
-  }
-  return at;
-}
+const doc = contractDocument;
+const resolve = resolveRef;
 
 const escape = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
 

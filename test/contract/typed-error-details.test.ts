@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadOpenApiDocument } from '../../src/http/openapi-document';
+import { contractDocument, resolveRef, type Json } from '../support/contract-document';
 
 /**
  * Issue 15, item 11: every error that carries `details` has its own schema in the contract
@@ -9,19 +9,8 @@ import { loadOpenApiDocument } from '../../src/http/openapi-document';
  * references a schema that reaches it by `error` (a union discriminated by `error`, or the
  * error's own schema). A generated client then reads `details.<field>` without casts.
  */
-type Json = Record<string, unknown>;
-const doc = loadOpenApiDocument().parse() as Json;
-
-function resolve(node: unknown): Json {
-  let at = node as Json;
-  while (typeof at?.$ref === 'string') {
-    at = (at.$ref as string)
-      .replace(/^#\//, '')
-      .split('/')
-      .reduce<unknown>((o, key) => (o as Json)[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Json;
-  }
-  return at;
-}
+const doc = contractDocument;
+const resolve = resolveRef;
 
 /** Each error with details: its `details` keys (required ones first, then optional ones). */
 const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
