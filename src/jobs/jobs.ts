@@ -129,14 +129,16 @@ export class Jobs {
 
   /**
    * Enqueues a job in the transaction of a change: it exists, and runs, only if `trx`
-   * commits. Throws when the queue does not exist (pg-boss would drop the job silently).
+   * commits. Answers the job's id, or null when a `singletonKey` / `singletonSeconds` refused
+   * it (one such job is there already). Throws when the queue does not exist (pg-boss would
+   * drop the job silently).
    */
-  async sendInTransaction(trx: Knex.Transaction, queue: string, data: object, options: SendOptions = {}): Promise<string> {
+  async sendInTransaction(trx: Knex.Transaction, queue: string, data: object, options: SendOptions = {}): Promise<string | null> {
     const id = await this.boss.send(queue, data, { ...options, db: knexExecutor(trx) });
     if (id === null && options.singletonKey === undefined && options.singletonSeconds === undefined) {
       throw new Error(`job queue "${queue}" does not exist: create it (jobs.work or jobs.createQueue) before sending to it`);
     }
-    return id ?? '';
+    return id;
   }
 
   /**
