@@ -11,7 +11,7 @@ import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit
 import { connectRedis } from './http/redis';
 import { Metrics, metricsAddress, serveMetrics } from './http/metrics';
 import { createPayApp } from './pay/pay-app';
-import { startJobs, type Jobs } from './jobs';
+import { runPeriodicTasks, startJobs, type Jobs } from './jobs';
 
 function readConfig(): Config {
   try {
@@ -45,8 +45,8 @@ interface Started {
 }
 
 /**
- * Opens the database, migrates it, builds the app and its servers, then starts the job queue
- * (every module's background work). A failed start closes what it opened (above all the
+ * Opens the database, migrates it, starts the job queue, builds the app and its servers, then
+ * registers every module's background work. A failed start closes what it opened (above all the
  * embedded database's process) before the error goes on.
  */
 async function start(config: Config, logger: Logger): Promise<Started> {
@@ -65,6 +65,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     logger.info({ database: database.kind, applied, ...(database.embeddedPid ? { embeddedPid: database.embeddedPid } : {}) }, 'database ready');
     started.redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
     const rateLimitBackend = started.redis ? redisRateLimitBackend(started.redis) : memoryRateLimitBackend();
+    started.jobs = await startJobs({ knex: database.knex, config, logger, metrics });
     const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis: started.redis, metrics });
     started.app = app;
     metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => app.services.accounts.streams.inUse);
@@ -75,15 +76,17 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     const apiPort = await listen(started.apiServer, config.port);
     const payPort = await listen(started.payServer, config.payPort);
     if (config.metrics.port) started.metricsServer = await serveMetrics(metrics, config.metrics, logger);
-    started.jobs = await startJobs({ knex: database.knex, config, logger, metrics, services: app.services });
     const metricsAt = started.metricsServer ? metricsAddress(started.metricsServer) : 'off';
     logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsAt }, 'listening');
+    await runPeriodicTasks(started.jobs, app.services, config, logger);
+    logger.info('background jobs registered');
     return started as Started;
   } catch (error) {
     logger.error({ err: error }, 'start-up failed; closing what was opened');
     started.apiServer.close();
     started.payServer.close();
     started.metricsServer?.close();
+    await started.jobs?.stop({ graceful: false }).catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop the job queue'));
     await started.app?.services.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
     started.redis?.disconnect();
     await database.close().then(

@@ -28,18 +28,17 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
 }
 
 /**
- * Starts the job queue on the application's pool, registers every module's tasks (the ones
- * that ran at start run now) and reports runs and waiting jobs to the metrics.
+ * Starts the job queue on the application's pool and reports runs and waiting jobs to the
+ * metrics. Started before the app is built, so services can be handed `jobs` to enqueue
+ * from a transaction; nothing runs until workers are registered.
  */
-export async function startJobs(deps: { knex: Knex; config: Config; logger: Logger; metrics: Metrics; services: Services }): Promise<Jobs> {
-  const { config, logger, metrics } = deps;
-  const jobs = await Jobs.start({ knex: deps.knex, config: config.jobs, logger, observer: metrics });
-  try {
-    metrics.observeJobs(() => jobs.queued());
-    for (const task of periodicTasks(deps.services, config, logger)) await jobs.every(task);
-  } catch (error) {
-    await jobs.stop({ graceful: false });
-    throw error;
-  }
+export async function startJobs(deps: { knex: Knex; config: Config; logger: Logger; metrics: Metrics }): Promise<Jobs> {
+  const jobs = await Jobs.start({ knex: deps.knex, config: deps.config.jobs, logger: deps.logger, observer: deps.metrics });
+  deps.metrics.observeJobs(() => jobs.queued());
   return jobs;
+}
+
+/** Registers every module's periodic tasks (the ones that run at start are queued now). */
+export async function runPeriodicTasks(jobs: Jobs, services: Services, config: Config, logger: Logger): Promise<void> {
+  for (const task of periodicTasks(services, config, logger)) await jobs.every(task);
 }
