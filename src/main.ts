@@ -45,8 +45,8 @@ interface Started {
 }
 
 /**
- * Opens the database, migrates it, starts the job queue, builds the app and its servers, then
- * registers every module's background work. A failed start closes what it opened (above all the
+ * Opens the database, migrates it, builds the app and its servers, then starts the job queue
+ * with every module's background work. A failed start closes what it opened (above all the
  * embedded database's process) before the error goes on.
  */
 async function start(config: Config, logger: Logger): Promise<Started> {
@@ -65,7 +65,6 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     logger.info({ database: database.kind, applied, ...(database.embeddedPid ? { embeddedPid: database.embeddedPid } : {}) }, 'database ready');
     started.redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
     const rateLimitBackend = started.redis ? redisRateLimitBackend(started.redis) : memoryRateLimitBackend();
-    started.jobs = await startJobs({ knex: database.knex, config, logger, metrics });
     const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis: started.redis, metrics });
     started.app = app;
     metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => app.services.accounts.streams.inUse);
@@ -78,6 +77,8 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     if (config.metrics.port) started.metricsServer = await serveMetrics(metrics, config.metrics, logger);
     const metricsAt = started.metricsServer ? metricsAddress(started.metricsServer) : 'off';
     logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsAt }, 'listening');
+    // Last, once the seed is done: on the embedded back-end the queue shares its one connection.
+    started.jobs = await startJobs({ knex: database.knex, config, logger, metrics });
     await runPeriodicTasks(started.jobs, app.services, config, logger);
     logger.info('background jobs registered');
     return started as Started;
