@@ -92,6 +92,20 @@ export interface Config {
     /** At most this many escrows released per run (the next run takes the rest). */
     releaseBatchSize: number;
   };
+  /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
+  jobs: JobsConfig;
+}
+
+export interface JobsConfig {
+  /** JOBS_POLLING_INTERVAL_MS: how often each worker asks for its queue's next job. */
+  pollingIntervalMs: number;
+  /** JOBS_MAINTENANCE_INTERVAL_SECONDS: how often expired jobs (a dead worker's) are found and retried. */
+  maintenanceIntervalSeconds: number;
+  /** JOBS_EXPIRE_SECONDS: a job still running after this long counts as failed (its worker died) and is retried. */
+  expireInSeconds: number;
+  /** JOBS_RETRY_LIMIT and JOBS_RETRY_DELAY_SECONDS: retries of a failed job, and the wait before each. */
+  retryLimit: number;
+  retryDelaySeconds: number;
 }
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
@@ -267,6 +281,13 @@ function readConfig(env: Env): Config {
       minFeeMinor: minorAmountsByCurrency(env, 'ESCROW_MIN_FEE'),
       releaseIntervalMs: integer(env, 'ESCROW_RELEASE_INTERVAL_MS', 30_000, 100, 3_600_000),
       releaseBatchSize: integer(env, 'ESCROW_RELEASE_BATCH_SIZE', 100, 1, 10_000),
+    },
+    jobs: {
+      pollingIntervalMs: integer(env, 'JOBS_POLLING_INTERVAL_MS', 2_000, 500, 60_000),
+      maintenanceIntervalSeconds: integer(env, 'JOBS_MAINTENANCE_INTERVAL_SECONDS', 60, 1, 3_600),
+      expireInSeconds: integer(env, 'JOBS_EXPIRE_SECONDS', 300, 1, 86_400),
+      retryLimit: integer(env, 'JOBS_RETRY_LIMIT', 5, 0, 1_000),
+      retryDelaySeconds: integer(env, 'JOBS_RETRY_DELAY_SECONDS', 5, 0, 3_600),
     },
     // Last: the secrets' own errors come first.
     ...sharedRateLimitStore(env, nodeEnv),
