@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { DomainError, type ErrorCategory, type ErrorDetails, type FieldIssue } from '../errors';
 import { operationMatcher } from './operation-matcher';
+import { isConnectionLoss } from '../db/transaction';
 
 const STATUS_BY_CATEGORY: Record<ErrorCategory, number> = {
   invalid: 400,
@@ -138,6 +139,14 @@ export function errorHandler(logger: Logger, validationStatus: ValidationStatusL
       body = { success: false, error: 'ServiceUnavailable', message: 'The service is overloaded: retry after the time in Retry-After.' };
       headers = { 'Retry-After': String(POOL_EXHAUSTED_RETRY_AFTER_SECONDS) };
       (req.log ?? logger).warn({ err }, 'no database connection available');
+    } else if (isConnectionLoss(err)) {
+      // The connection died under the request (a terminated backend, a failover): the work may
+      // or may not have committed, so the client retries with the same Idempotency-Key, which
+      // replays a committed outcome instead of repeating it.
+      status = 503;
+      body = { success: false, error: 'ServiceUnavailable', message: 'The database connection was lost during the request: retry after the time in Retry-After with the same Idempotency-Key, which replays the outcome if it was recorded.' };
+      headers = { 'Retry-After': String(POOL_EXHAUSTED_RETRY_AFTER_SECONDS) };
+      (req.log ?? logger).warn({ err }, 'database connection lost during the request');
     } else {
       const e = (err ?? {}) as HttpLikeError;
       const raw = e.status ?? e.statusCode;
