@@ -89,3 +89,8 @@ check-breaking-selftest: install $(BREAKING_STAMP)
 # Release the contract under its info.version: tag v<version> and contract-releases/v<version>.json.
 release-contract: install
 	bash scripts/breaking/release-contract.sh
+
+# The integrator workflows (workflows/*.arazzo.yaml) run by Redocly Respect against `make run`
+# on a fresh embedded database (scripts/workflows/run.sh).
+workflows: install
+	bash scripts/workflows/run.sh
