@@ -94,3 +94,9 @@ release-contract: install
 # on a fresh embedded database (scripts/workflows/run.sh).
 workflows: install
 	bash scripts/workflows/run.sh
+
+# The fault drill (scripts/drill/): three instances behind nginx on shared PostgreSQL and Redis,
+# kill -9, pg_terminate_backend and a Redis restart under a bounded workload, then the
+# invariants. DRILL_INJECT=ledger leaves a one-sided ledger entry: the drill must then fail.
+drill: install
+	bash scripts/drill/run.sh

@@ -54,18 +54,26 @@ respect() {
   return "$status"
 }
 
-# The Checkout: the merchant's half, the browser's read, the customer's half.
-if respect "checkout: open" workflows/checkout.arazzo.yaml -w open-checkout -J "$work/open.json"; then
-  read -r org code link < <(node -e '
+# The Checkout in three workflows; between them the runner reads what Respect cannot: the
+# active XOF account out of the accounts list, then (as the customer's browser) the form
+# token of the page and the cookie it is bound to.
+step_data() { # FILE STEP: the `data` of a step's response in a Respect JSON log
+  node -e '
     const run = require(process.argv[1]);
     const flow = Object.values(run.files)[0].executedWorkflows[0];
-    const step = (id) => flow.executedSteps.find((s) => s.stepId === id).response.body.data;
-    console.log(step("me").organizations[0].id, step("checkout").code, step("checkout").id);' "$work/open.json")
-  html=$(curl -fsS -c "$work/jar" "$page/pay/$code")
-  form_token=$(grep -o 'name="token" value="[^"]*"' <<<"$html" | head -n 1 | sed 's/.*value="//; s/"$//')
-  browser_id=$(awk '$6 == "pay_bid" { print $7 }' "$work/jar")
-  respect "checkout: pay" workflows/checkout.arazzo.yaml -w pay-checkout \
-    -i "code=$code" -i "linkId=$link" -i "orgId=$org" -i "formToken=$form_token" -i "browserId=$browser_id" || true
+    console.log(JSON.stringify(flow.executedSteps.find((s) => s.stepId === process.argv[2]).response.body.data));' "$1" "$2"
+}
+if respect "checkout: find the account" workflows/checkout.arazzo.yaml -w find-account -J "$work/find.json"; then
+  org=$(step_data "$work/find.json" me | node -pe 'JSON.parse(require("fs").readFileSync(0)).organizations[0].id')
+  account=$(step_data "$work/find.json" accounts | node -pe 'JSON.parse(require("fs").readFileSync(0)).data.find((a) => a.currency_code === "XOF" && a.status === "active").id')
+  if respect "checkout: open" workflows/checkout.arazzo.yaml -w open-checkout -i "orgId=$org" -i "xofAccountId=$account" -J "$work/open.json"; then
+    read -r code link < <(step_data "$work/open.json" checkout | node -pe 'const d = JSON.parse(require("fs").readFileSync(0)); `${d.code} ${d.id}`')
+    html=$(curl -fsS -c "$work/jar" "$page/pay/$code")
+    form_token=$(grep -o 'name="token" value="[^"]*"' <<<"$html" | head -n 1 | sed 's/.*value="//; s/"$//')
+    browser_id=$(awk '$6 == "pay_bid" { print $7 }' "$work/jar")
+    respect "checkout: pay" workflows/checkout.arazzo.yaml -w pay-checkout \
+      -i "code=$code" -i "linkId=$link" -i "orgId=$org" -i "formToken=$form_token" -i "browserId=$browser_id" || true
+  fi
 fi
 
 for file in workflows/*.arazzo.yaml; do
