@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean check-breaking check-breaking-selftest release-contract workflows drill fuzz-scale client-example
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean check-breaking check-breaking-selftest release-contract workflows drill client-example
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
@@ -100,3 +100,7 @@ workflows: install
 # invariants. DRILL_INJECT=ledger leaves a one-sided ledger entry: the drill must then fail.
 drill: install
 	bash scripts/drill/run.sh
+
+# The TypeScript client (clients/typescript): npm pack, then its example against `make run`.
+client-example: install
+	bash scripts/client-example.sh

@@ -121,9 +121,9 @@ export const CHECKS: Check[] = [
       const rows = (
         await db.raw(`
           SELECT t.id, t.status, a.balance_minor::text AS held,
-            coalesce((SELECT sum(t.contribution_minor) FROM tontine_contributions c
+            (t.contribution_minor * (SELECT count(*) FROM tontine_contributions c
               JOIN tontine_cycles y ON y.tontine_id = c.tontine_id AND y.number = c.cycle_number
-              WHERE c.tontine_id = t.id AND c.posting_id IS NOT NULL AND c.refund_posting_id IS NULL AND y.payout_posting_id IS NULL), 0)::text AS owed
+              WHERE c.tontine_id = t.id AND c.posting_id IS NOT NULL AND c.refund_posting_id IS NULL AND y.payout_posting_id IS NULL))::text AS owed
           FROM tontines t JOIN ledger_accounts a ON a.id = t.pool_account_id`)
       ).rows as Array<{ id: string; status: string; held: string; owed: string }>;
       return rows.filter((r) => r.held !== r.owed).map((r) => `tontine ${r.id} (${r.status}): pool holds ${r.held}, open contributions are ${r.owed}`);

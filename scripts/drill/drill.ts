@@ -133,7 +133,7 @@ interface Answer {
   body: Record<string, unknown> & { data?: Record<string, unknown>; error?: string; details?: Record<string, unknown> };
   headers: Headers;
 }
-const stats = { requests: 0, networkErrors: 0, status5xx: new Map<number, number>(), retries: 0 };
+const stats = { requests: 0, networkErrors: 0, status5xx: new Map<number, number>(), retries: 0, samples5xx: [] as string[] };
 
 async function call(method: string, path: string, token: string | undefined, body?: unknown, key?: string): Promise<Answer> {
   stats.requests += 1;
@@ -149,7 +149,10 @@ async function call(method: string, path: string, token: string | undefined, bod
   } catch {
     parsed = { error: `non-JSON ${text.slice(0, 80)}` };
   }
-  if (res.status >= 500) stats.status5xx.set(res.status, (stats.status5xx.get(res.status) ?? 0) + 1);
+  if (res.status >= 500) {
+    stats.status5xx.set(res.status, (stats.status5xx.get(res.status) ?? 0) + 1);
+    if (stats.samples5xx.length < 8) stats.samples5xx.push(`${res.status} ${method} ${path.replace(/[0-9a-f-]{36}/g, '{id}')} ${parsed.error ?? ''} ${String(parsed.message ?? '').slice(0, 80)}`);
+  }
   return { status: res.status, body: parsed, headers: res.headers };
 }
 
@@ -213,8 +216,11 @@ const token = (identifier: string): string => tokens.get(identifier) as string;
 const pick = <T>(items: readonly T[]): T => items[crypto.randomInt(items.length)] as T;
 let progress = 0;
 
+let faultsDone = false;
+
+/** `count` transfers, and more (at most 4 times as many) until every fault has struck, so each lands on live work. */
 async function transfers(count: number): Promise<void> {
-  for (let i = 0; i < count; i += 1) {
+  for (let i = 0; i < count || (!faultsDone && i < 4 * count); i += 1) {
     const from = pick(USERS);
     const to = pick(USERS.filter((u) => u !== from));
     const marker = `drill-transfer-${crypto.randomUUID()}`;
@@ -324,9 +330,10 @@ async function killAndRestartInstance(): Promise<void> {
   faults.push(`kill -9 of instance ${index}`);
   await sleep(1500);
   startInstance(index);
-  await waitFor(`instance ${index} after its restart`, healthy(INSTANCE_PORTS[index] as number), 120);
-  log(`instance ${index} restarted and healthy`);
+  // The restart runs while the workload and the next faults go on; the drill waits for it at the end.
+  restarted = waitFor(`instance ${index} after its restart`, healthy(INSTANCE_PORTS[index] as number), 150).then(() => log(`instance ${index} restarted and healthy`));
 }
+let restarted: Promise<void> = Promise.resolve();
 
 async function terminateBackends(admin: Knex): Promise<void> {
   const rows = (await admin.raw(`SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()`, [dbName])).rows as unknown[];
@@ -386,7 +393,9 @@ async function main(): Promise<number> {
       for (const [share, fault] of faultPlan) {
         while (progress < share * total) await sleep(100);
         await fault();
+        await sleep(3000); // faults apart, each with work around it
       }
+      faultsDone = true;
     })();
     await Promise.all([
       ...Array.from({ length: 4 }, () => transfers(plan.transfers / 4)),
@@ -396,7 +405,9 @@ async function main(): Promise<number> {
     ]);
     progress = Number.MAX_SAFE_INTEGER;
     await faultRunner;
+    await restarted;
     log(`workload done: ${stats.requests} requests, ${stats.retries} retries, ${stats.networkErrors} lost answers, 5xx seen: ${JSON.stringify(Object.fromEntries(stats.status5xx))}`);
+    for (const sample of stats.samples5xx) log(`  5xx (retried with the same key): ${sample}`);
     const outcomes = new Map<string, number>();
     for (const entry of JOURNAL) outcomes.set(`${entry.kind} ${entry.outcome}`, (outcomes.get(`${entry.kind} ${entry.outcome}`) ?? 0) + 1);
     log(`outcomes: ${[...outcomes].map(([k, n]) => `${k}: ${n}`).join(', ')}`);

@@ -5,39 +5,19 @@
 # (generated/openapi.bundled.yaml) for the API, workflows/payment-page.openapi.yaml for the
 # payment page's form.
 #
-# Every workflows/*.arazzo.yaml is run whole, except checkout.arazzo.yaml, run in two halves:
-# Respect cannot read a value out of HTML, so between them this script plays the customer's
-# browser for one read (the page's form token and the cookie it is bound to). A new workflow
+# Every workflows/*.arazzo.yaml is run whole, except checkout.arazzo.yaml, run as its three
+# workflows: between them this script reads what Respect cannot (see that file). A new workflow
 # file (webhooks, API keys) needs nothing here: drop it into workflows/.
-#
-#   WORKFLOWS_PORT (18480) and WORKFLOWS_PAY_PORT (18481): where `make run` listens.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true REDOCLY_SUPPRESS_NOTIFICATIONS=true
-port=${WORKFLOWS_PORT:-18480}
-pay_port=${WORKFLOWS_PAY_PORT:-18481}
-api="http://127.0.0.1:$port/api"
-page="http://127.0.0.1:$pay_port"
+# Run by scripts/with-make-run.sh (which starts `make run` and sets API_URL and PAGE_URL);
+# started alone, it starts `make run` itself.
+if [[ -z "${API_URL:-}" ]]; then exec bash scripts/with-make-run.sh bash "$0" "$@"; fi
+api=$API_URL
+page=$PAGE_URL
 work=$(mktemp -d)
-log_file="$work/run.log"
-
-env -u DATABASE_URL -u REDIS_URL NODE_ENV=development EMBEDDED_DATA_DIR="$work/pg" PORT="$port" PAY_PORT="$pay_port" \
-  PAY_URL="$page" METRICS_PORT=0 LOG_FORMAT=json setsid make run >"$log_file" 2>&1 &
-runner=$!
-cleanup() {
-  kill -TERM -- -"$runner" 2>/dev/null || true
-  for _ in $(seq 1 40); do pgrep -g "$runner" >/dev/null || break; sleep 0.5; done
-  kill -KILL -- -"$runner" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-for _ in $(seq 1 180); do
-  curl -fsS "$api/health" >/dev/null 2>&1 && break
-  if ! kill -0 "$runner" 2>/dev/null; then echo "make run exited early:"; cat "$log_file"; exit 1; fi
-  sleep 1
-done
-curl -fsS "$api/health" >/dev/null || { echo "make run did not answer within 180 s"; tail -n 30 "$log_file"; exit 1; }
+trap 'rm -rf "$work"' EXIT
 
 without_banner() { grep -v -e '[╔║╚]' || true; }
 failed=0
@@ -81,10 +61,5 @@ for file in workflows/*.arazzo.yaml; do
   respect "$(basename "$file" .arazzo.yaml)" "$file" || true
 done
 
-if grep -q '"level":50' "$log_file"; then
-  echo "!! the API logged errors during the workflows:"
-  grep '"level":50' "$log_file" | head -n 20
-  failed=$((failed + 1))
-fi
 echo "workflows: $passed passed, $failed failed"
 (( failed == 0 ))

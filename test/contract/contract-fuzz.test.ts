@@ -10,7 +10,8 @@ import { invalidValueFor, resolveRef, valueFor } from '../support/schema-arbitra
 
 /**
  * Requests generated from the bundled contract, for every operation: parameters and bodies
- * valid and invalid, sent by several roles. Whatever arrives, the API answers no 5xx and no
+ * valid and invalid, sent by every role (anonymous, a user of no organisation, a platform
+ * administrator, and each role of an organisation). Whatever arrives, the API answers no 5xx and no
  * status the operation does not document; the app validates every JSON body it sends against
  * the contract (a mismatch would become a 500). Fixed seed; FUZZ_RUNS requests per operation
  * (a few in `make test`, many in `make fuzz`).
@@ -31,7 +32,8 @@ beforeAll(async () => {
   orgId = org.id;
   callers.anonymous = {};
   callers.user = bearer(await accessTokenFor(app, await createUser()));
-  for (const role of ['owner', 'representative', 'cashier'] as const) callers[role] = bearer(await accessTokenFor(app, await createMember(org, role)));
+  callers.platformAdmin = bearer(await accessTokenFor(app, await createUser({ isAdmin: true })));
+  for (const role of ['owner', 'admin', 'finance_manager', 'representative', 'director', 'cashier'] as const) callers[role] = bearer(await accessTokenFor(app, await createMember(org, role)));
 });
 
 interface Parameter {
