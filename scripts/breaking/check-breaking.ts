@@ -142,7 +142,7 @@ function main(): number {
     const classification = classify(changelog);
     const breaking = [...(run.status === 1 ? ['Optic: the breaking-changes ruleset failed (its reasons follow)'] : []), ...classification.extraBreaking];
     if (run.status === 1 && !process.argv.includes('--no-explain')) {
-      console.log(optic(basePath, headPath, false, dir).stdout.split('\n').filter((line) => !line.includes('--web flag')).join('\n'));
+      console.log(optic(basePath, headPath, false, dir).stdout.split('\n').filter((line) => !line.includes('--web flag') && !line.includes('useoptic.com')).join('\n'));
     }
     for (const line of classification.extraBreaking) console.log(`  x ${line}`);
     for (const line of classification.additions.slice(0, 20)) console.log(`  + ${line}`);

@@ -162,7 +162,7 @@ export function decide(input: GateInput): GateResult {
     problems.push(`info.version ${h} is older than the release it is compared with (${b})`);
   }
   if (breaking.length > 0) {
-    summary = `${breaking.length} breaking change(s) since ${b}`;
+    summary = `${breaking.length} breaking finding(s) since ${b} (Optic's failed checks count as one)`;
     if (head.major <= base.major) {
       problems.push(`breaking changes need a new major version: info.version is ${h}, the release is ${b} (make it ${base.major + 1}.0.0)`);
     }

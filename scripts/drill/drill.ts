@@ -296,17 +296,29 @@ async function escrows(count: number): Promise<void> {
   }
 }
 
+/** A setup step that is no money operation: tried again after a 5xx or a lost answer, not journaled. */
+async function setup(what: string, send: () => Promise<Answer>, expected: number): Promise<Answer> {
+  for (let attempt = 1; attempt <= 10; attempt += 1) {
+    const answer = await send().catch(() => undefined);
+    if (answer && answer.status < 500) {
+      // A 409 after a lost answer: the first try had done it (already invited, joined, started).
+      if (answer.status === expected || (attempt > 1 && answer.status === 409)) return answer;
+      throw new Error(`${what}: ${answer.status} ${answer.body.error}`);
+    }
+    await sleep(300 * attempt);
+  }
+  throw new Error(`${what}: no answer after 10 tries`);
+}
+
 async function tontine(members: string[], cycles: number): Promise<void> {
   const [organizer, ...others] = members as [string, ...string[]];
-  const created = await call('POST', '/tontines', token(organizer), { name: 'Drill circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: members.length, payout_order: 'join_order' });
-  if (created.status !== 201) throw new Error(`tontine create: ${created.status} ${created.body.error}`);
+  const created = await setup('tontine create', () => call('POST', '/tontines', token(organizer), { name: 'Drill circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: members.length, payout_order: 'join_order' }), 201);
   const id = String(created.body.data?.id);
   for (const member of others) {
-    await call('POST', `/tontines/${id}/invitations`, token(organizer), { identifier: member });
-    await call('POST', `/tontines/${id}/join`, token(member));
+    await setup('tontine invitation', () => call('POST', `/tontines/${id}/invitations`, token(organizer), { identifier: member }), 201);
+    await setup('tontine join', () => call('POST', `/tontines/${id}/join`, token(member)), 200);
   }
-  const start = await call('POST', `/tontines/${id}/start`, token(organizer));
-  if (start.status !== 200) throw new Error(`tontine start: ${start.status} ${start.body.error}`);
+  await setup('tontine start', () => call('POST', `/tontines/${id}/start`, token(organizer)), 200);
   for (let cycle = 1; cycle <= cycles; cycle += 1) {
     await Promise.all(
       members.map(async (member) => {

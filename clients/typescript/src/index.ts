@@ -74,7 +74,7 @@ export function retryingFetch(inner: typeof fetch, options: RetryOptions = {}): 
     let lastError: unknown;
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       try {
-        const response = await inner(new Request(request, { body }));
+        const response = await inner(new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal }));
         const again = retryable && attempt < attempts && (RETRY_STATUSES.has(response.status) || (await isConcurrentOperation(response)));
         if (!again) return response;
         await sleep(Math.max(retryAfterMs(response), Math.min(max, base * 2 ** (attempt - 1))));
