@@ -147,7 +147,7 @@ async function call(method: string, path: string, token: string | undefined, bod
   try {
     parsed = text ? (JSON.parse(text) as Answer['body']) : {};
   } catch {
-    parsed = { error: `non-JSON ${text.slice(0, 80)}` };
+    parsed = { error: `non-JSON: ${text.replace(/\s+/g, " ").slice(0, 60)}` };
   }
   if (res.status >= 500) {
     stats.status5xx.set(res.status, (stats.status5xx.get(res.status) ?? 0) + 1);
