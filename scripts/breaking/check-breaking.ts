@@ -31,7 +31,8 @@ function option(name: string): string | undefined {
 }
 
 function git(args: string[]): { ok: boolean; out: string } {
-  const result = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  // A fetch from an origin that does not answer must not hold the gate: 30 s, then the files.
+  const result = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
   return { ok: result.status === 0, out: (result.stdout ?? '').trim() };
 }
 
