@@ -447,7 +447,8 @@ async function main(): Promise<number> {
       if (report.violations.length > 0) failed += 1;
     }
     const seconds = ((Date.now() - started) / 1000).toFixed(0);
-    console.log(`\ndrill: ${reports.length - failed} passed, ${failed} failed (${seconds} s)`);
+    console.log(`\ndrill finished in ${seconds} s`);
+    console.log(`drill: ${reports.length - failed} passed, ${failed} failed`);
     return failed === 0 ? 0 : 1;
   } catch (error) {
     console.error(`drill: ${error instanceof Error ? error.message : String(error)}`);
