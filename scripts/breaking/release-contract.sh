@@ -4,7 +4,6 @@
 # is what `make check-breaking` compares with in a clone that carries no tags).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash scripts/check-generated.sh >/dev/null
 version=$(node -p 'require("./generated/openapi.bundled.json").info.version')
 file="contract-releases/v${version}.json"
 if git rev-parse -q --verify "refs/tags/v${version}" >/dev/null || [[ -e "$file" ]]; then
@@ -12,6 +11,7 @@ if git rev-parse -q --verify "refs/tags/v${version}" >/dev/null || [[ -e "$file"
   exit 1
 fi
 grep -Eq "^##[[:space:]]+\[?v?${version//./\\.}\]?([[:space:]]|$)" CHANGELOG.md || { echo "CHANGELOG.md has no section for ${version}" >&2; exit 1; }
+bash scripts/check-generated.sh >/dev/null
 cp generated/openapi.bundled.json "$file"
 git tag -a "v${version}" -m "Contract v${version}"
 echo "released v${version}: tag v${version} and ${file} (commit it)"
