@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean check-breaking check-breaking-selftest release-contract workflows drill client-example
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
@@ -69,3 +69,38 @@ mutation-score:
 
 clean:
 	rm -rf dist .data test-artifacts .stryker-tmp
+
+# The breaking-change gate (scripts/breaking/check-breaking.ts): the contract against the newest
+# release (a vX.Y.Z tag or contract-releases/vX.Y.Z.json). Its diff tool, Optic, lives in
+# scripts/breaking/ with a lock of its own, installed without install scripts.
+BREAKING_STAMP := scripts/breaking/node_modules/.package-lock.json
+$(BREAKING_STAMP): scripts/breaking/package.json scripts/breaking/package-lock.json
+	npm ci --prefix scripts/breaking --ignore-scripts --no-audit --no-fund
+	@touch $(BREAKING_STAMP)
+
+check-breaking: install $(BREAKING_STAMP)
+	npx --no-install tsx scripts/breaking/check-breaking.ts
+
+# The gate's own proof: a deliberately breaking copy of the contract must fail, an addition
+# with a minor bump and a changelog line must pass (about a minute: two Optic runs).
+check-breaking-selftest: install $(BREAKING_STAMP)
+	npx --no-install tsx scripts/breaking/self-test.ts
+
+# Release the contract under its info.version: tag v<version> and contract-releases/v<version>.json.
+release-contract: install
+	bash scripts/breaking/release-contract.sh
+
+# The integrator workflows (workflows/*.arazzo.yaml) run by Redocly Respect against `make run`
+# on a fresh embedded database (scripts/workflows/run.sh).
+workflows: install
+	bash scripts/workflows/run.sh
+
+# The fault drill (scripts/drill/): three instances behind nginx on shared PostgreSQL and Redis,
+# kill -9, pg_terminate_backend and a Redis restart under a bounded workload, then the
+# invariants. DRILL_INJECT=ledger leaves a one-sided ledger entry: the drill must then fail.
+drill: install
+	bash scripts/drill/run.sh
+
+# The TypeScript client (clients/typescript): npm pack, then its example against `make run`.
+client-example: install
+	bash scripts/client-example.sh

@@ -8,7 +8,7 @@ const DEEP_MODULE_IMPORT = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'generated/**', 'coverage/**', 'test-artifacts/**', '.data/**', '.stryker-tmp/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'clients/typescript/dist/**', 'clients/typescript/src/openapi-types.ts', 'generated/**', 'coverage/**', 'test-artifacts/**', '.data/**', '.stryker-tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -70,7 +70,7 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': 'off' },
   },
   {
-    files: ['scripts/**', 'test/**'],
+    files: ['scripts/**', 'test/**', 'clients/typescript/src/examples/**', 'clients/typescript/scripts/**'],
     rules: { 'no-console': 'off' },
   },
 );

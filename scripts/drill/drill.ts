@@ -1,0 +1,480 @@
+// `make drill`: three API instances behind nginx on loopback, sharing one PostgreSQL database
+// and one Redis; a bounded workload (transfers, payment-page payments, escrow lifecycles,
+// tontine contributions) through nginx while faults strike: kill -9 of one instance (restarted),
+// pg_terminate_backend of every backend of the database, a Redis restart. Then the invariants
+// of scripts/drill/checks.ts are checked and printed; any violation exits 1.
+//
+// Before the real verdict the drill proves its checks can fail: it writes a one-sided ledger
+// entry, expects the ledger check to report it, and removes it. DRILL_INJECT=ledger leaves that
+// entry in place instead, so the drill must fail (the README shows such a run).
+//
+// Needs: PostgreSQL (DRILL_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres, a
+// superuser: it creates and drops its own database), redis-server and nginx binaries
+// (scripts/drill/run.sh installs Debian's nginx when absent). Its own Redis runs on
+// DRILL_REDIS_PORT (16390), nginx on DRILL_PORT (18790, payment page DRILL_PORT + 1), the
+// instances on 18700, 18710, 18720 (+1 for their payment pages). Bounded: DRILL_TIMEOUT_S (300).
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import { injectBadLedgerRow, runChecks, type JournalEntry } from './checks';
+
+const ROOT = resolve(__dirname, '../..');
+const env = process.env;
+const PG_URL = env.DRILL_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_PORT = Number(env.DRILL_REDIS_PORT ?? 16390);
+const NGINX_PORT = Number(env.DRILL_PORT ?? 18790);
+const INSTANCE_PORTS = [18700, 18710, 18720];
+const TIMEOUT_S = Number(env.DRILL_TIMEOUT_S ?? 300);
+const NGINX = env.DRILL_NGINX ?? '/usr/sbin/nginx';
+const SCALE = Number(env.DRILL_SCALE ?? 1);
+const API = `http://127.0.0.1:${NGINX_PORT}/api`;
+const PAGE = `http://127.0.0.1:${NGINX_PORT + 1}`;
+const started = Date.now();
+const work = mkdtempSync(join(tmpdir(), 'drill-'));
+const dbName = `drill_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
+const dbUrl = (() => {
+  const url = new URL(PG_URL);
+  url.pathname = `/${dbName}`;
+  return url.toString();
+})();
+
+const log = (message: string): void => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${message}`);
+const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+// ---------------------------------------------------------------- processes
+const children = new Set<ChildProcess>();
+function startProcess(name: string, command: string, args: string[], extraEnv: Record<string, string> = {}): ChildProcess {
+  const out = openSync(join(work, `${name}.log`), 'a');
+  const child = spawn(command, args, { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: ['ignore', out, out] });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+
+function instanceEnv(index: number): Record<string, string> {
+  const port = INSTANCE_PORTS[index] as number;
+  return {
+    NODE_ENV: 'development',
+    DATABASE_URL: dbUrl,
+    REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}`,
+    PORT: String(port),
+    PAY_PORT: String(port + 1),
+    PAY_URL: PAGE,
+    METRICS_PORT: '0',
+    TRUST_PROXY_HOPS: '1',
+    LOG_FORMAT: 'json',
+    LOG_LEVEL: 'warn',
+    // The workload logs in and pays from one address: the per-IP limits of a real deployment
+    // would refuse it, which is not what the drill is about.
+    RATE_LIMIT_AUTHENTICATED: '100000',
+    RATE_LIMIT_ANONYMOUS: '100000',
+    RATE_LIMIT_LOGIN: '1000',
+    RATE_LIMIT_LOGIN_PER_IP: '1000',
+  };
+}
+
+const instances: Array<ChildProcess | undefined> = [];
+function startInstance(index: number): void {
+  instances[index] = startProcess(`instance-${index}`, process.execPath, ['--import', 'tsx', 'src/main.ts'], instanceEnv(index));
+}
+
+let redis: ChildProcess | undefined;
+function startRedis(): void {
+  redis = startProcess('redis', 'redis-server', ['--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+}
+
+function startNginx(): ChildProcess {
+  const upstream = (offset: number): string => INSTANCE_PORTS.map((p) => `    server 127.0.0.1:${p + offset} max_fails=1 fail_timeout=2s;`).join('\n');
+  const conf = `worker_processes 1;
+error_log ${work}/nginx-error.log warn;
+pid ${work}/nginx.pid;
+events { worker_connections 512; }
+http {
+  access_log off;
+  client_body_temp_path ${work}/nginx-body;
+  proxy_temp_path ${work}/nginx-proxy;
+  fastcgi_temp_path ${work}/nginx-fastcgi;
+  uwsgi_temp_path ${work}/nginx-uwsgi;
+  scgi_temp_path ${work}/nginx-scgi;
+  upstream api {\n${upstream(0)}\n  }
+  upstream pay {\n${upstream(1)}\n  }
+  # A refused connection moves on to the next instance; a request an instance already took is
+  # never sent twice (nginx does not retry a POST once sent: the client retries with its key).
+  proxy_next_upstream error timeout;
+  proxy_connect_timeout 1s;
+  proxy_read_timeout 30s;
+  proxy_set_header Host $host;
+  proxy_set_header X-Forwarded-For $remote_addr;
+  server { listen 127.0.0.1:${NGINX_PORT}; location / { proxy_pass http://api; } }
+  server { listen 127.0.0.1:${NGINX_PORT + 1}; location / { proxy_pass http://pay; } }
+}
+`;
+  writeFileSync(join(work, 'nginx.conf'), conf);
+  return startProcess('nginx', NGINX, ['-p', work, '-c', join(work, 'nginx.conf'), '-g', 'daemon off;']);
+}
+
+async function waitFor(what: string, probe: () => Promise<boolean>, seconds: number): Promise<void> {
+  const until = Date.now() + seconds * 1000;
+  while (Date.now() < until) {
+    if (await probe().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw new Error(`${what} not ready within ${seconds} s`);
+}
+
+const healthy = (port: number) => async (): Promise<boolean> => (await fetch(`http://127.0.0.1:${port}/api/health`, { signal: AbortSignal.timeout(2000) })).status === 200;
+
+// ---------------------------------------------------------------- HTTP with retries
+interface Answer {
+  status: number;
+  body: Record<string, unknown> & { data?: Record<string, unknown>; error?: string; details?: Record<string, unknown> };
+  headers: Headers;
+}
+const stats = { requests: 0, networkErrors: 0, status5xx: new Map<number, number>(), retries: 0, samples5xx: [] as string[] };
+
+async function call(method: string, path: string, token: string | undefined, body?: unknown, key?: string): Promise<Answer> {
+  stats.requests += 1;
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (key) headers['idempotency-key'] = key;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
+  const text = await res.text();
+  let parsed: Answer['body'] = {};
+  try {
+    parsed = text ? (JSON.parse(text) as Answer['body']) : {};
+  } catch {
+    parsed = { error: `non-JSON: ${text.replace(/\s+/g, " ").slice(0, 60)}` };
+  }
+  if (res.status >= 500) {
+    stats.status5xx.set(res.status, (stats.status5xx.get(res.status) ?? 0) + 1);
+    if (stats.samples5xx.length < 8) stats.samples5xx.push(`${res.status} ${method} ${path.replace(/[0-9a-f-]{36}/g, '{id}')} ${parsed.error ?? ''} ${String(parsed.message ?? '').slice(0, 80)}`);
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+
+const RETRYABLE_ERRORS = new Set(['ConcurrentOperation', 'ServiceUnavailable']);
+
+/**
+ * One logical operation: the same request (and Idempotency-Key) again after a lost answer, a
+ * 5xx from nginx or an instance, or a 409 ConcurrentOperation; at most 10 tries.
+ * `alreadyDone` recognises the answer of a retry whose first try had committed.
+ */
+async function operation(
+  entry: Omit<JournalEntry, 'outcome' | 'attempts'>,
+  send: () => Promise<Answer>,
+  alreadyDone: (answer: Answer) => string | undefined = (a) => (a.body.error === 'IdempotencyKeyAlreadyProcessed' ? String(a.body.details?.resource_id ?? '') : undefined),
+): Promise<JournalEntry & { answer?: Answer }> {
+  let last: Answer | undefined;
+  for (let attempt = 1; attempt <= 10; attempt += 1) {
+    if (attempt > 1) {
+      stats.retries += 1;
+      await sleep(Math.min(2000, 150 * 2 ** (attempt - 2)));
+    }
+    try {
+      last = await send();
+    } catch {
+      stats.networkErrors += 1;
+      continue;
+    }
+    if (last.status >= 500 || (last.status === 409 && RETRYABLE_ERRORS.has(String(last.body.error))) || last.status === 429) continue;
+    if (last.status >= 200 && last.status < 300) {
+      return journal({ ...entry, outcome: 'acknowledged', resourceId: String(last.body.data?.id ?? ''), status: last.status, attempts: attempt, answer: last });
+    }
+    const done = attempt > 1 ? alreadyDone(last) : undefined;
+    if (done !== undefined) return journal({ ...entry, outcome: 'acknowledged', resourceId: done || undefined, status: last.status, attempts: attempt, answer: last });
+    return journal({ ...entry, outcome: 'refused', status: last.status, error: String(last.body.error), attempts: attempt, answer: last });
+  }
+  return journal({ ...entry, outcome: 'unknown', status: last?.status, error: last ? String(last.body.error) : 'no answer', attempts: 10, answer: last });
+}
+
+const JOURNAL: JournalEntry[] = [];
+function journal<T extends JournalEntry>(entry: T): T {
+  const { answer: _answer, ...kept } = entry as T & { answer?: unknown };
+  JOURNAL.push(kept as JournalEntry);
+  return entry;
+}
+
+// ---------------------------------------------------------------- workload
+const USERS = ['owner', 'admin', 'finance', 'representative', 'director', 'cashier'].map((name) => `${name}@demo.example`);
+const tokens = new Map<string, string>();
+const userIds = new Map<string, string>();
+
+async function login(identifier: string): Promise<void> {
+  const entry = await operation({ kind: 'transfer', marker: `login:${identifier}` }, () => call('POST', '/auth/login', undefined, { identifier, password: 'demo-password' }));
+  JOURNAL.pop(); // a login is no money operation
+  if (entry.outcome !== 'acknowledged' || !entry.answer) throw new Error(`login ${identifier}: ${entry.status} ${entry.error}`);
+  tokens.set(identifier, String(entry.answer.body.data?.access_token));
+  const me = await call('GET', '/me', tokens.get(identifier));
+  userIds.set(identifier, String(me.body.data?.id));
+}
+
+const token = (identifier: string): string => tokens.get(identifier) as string;
+const pick = <T>(items: readonly T[]): T => items[crypto.randomInt(items.length)] as T;
+let progress = 0;
+
+let faultsDone = false;
+
+/** `count` transfers, and more (at most 4 times as many) until every fault has struck, so each lands on live work. */
+async function transfers(count: number): Promise<void> {
+  for (let i = 0; i < count || (!faultsDone && i < 4 * count); i += 1) {
+    const from = pick(USERS);
+    const to = pick(USERS.filter((u) => u !== from));
+    const marker = `drill-transfer-${crypto.randomUUID()}`;
+    // One in ten asks for more than any wallet holds: refused, and it must leave nothing.
+    const amount = i % 10 === 9 ? 900_000_000 : 100 + crypto.randomInt(900);
+    const key = crypto.randomUUID();
+    await operation({ kind: 'transfer', marker }, () => call('POST', '/transfers', token(from), { amount, currency: 'XOF', recipientIdentifier: to, note: marker }, key));
+    progress += 1;
+  }
+}
+
+async function payments(count: number, code: string): Promise<void> {
+  for (let i = 0; i < count; i += 1) {
+    const marker = `drill-pay-${crypto.randomUUID().slice(0, 18)}`;
+    let answered = false;
+    // Opening the page is safe to repeat; the form is sent once (a customer does not resubmit
+    // a payment whose answer they lost: the outcome is then unknown, and at most one may exist).
+    for (let attempt = 1; attempt <= 10 && !answered; attempt += 1) {
+      let cookie: string | undefined;
+      let formToken: string | undefined;
+      try {
+        const page = await fetch(`${PAGE}/pay/${code}?reference=${marker}`, { signal: AbortSignal.timeout(20_000) });
+        const html = await page.text();
+        cookie = /pay_bid=([^;]+)/.exec(page.headers.get('set-cookie') ?? '')?.[1];
+        formToken = /name="token" value="([^"]+)"/.exec(html)?.[1];
+        if (page.status !== 200 || !cookie || !formToken) throw new Error(`page ${page.status}`);
+      } catch {
+        stats.networkErrors += 1;
+        await sleep(300);
+        continue;
+      }
+      answered = true;
+      stats.requests += 2;
+      try {
+        const form = new URLSearchParams({ token: formToken, method: 'mobile_money', amount: String(500 + crypto.randomInt(500)), phone: '+2250700000099' });
+        const res = await fetch(`${PAGE}/pay/${code}`, { method: 'POST', body: form, headers: { cookie: `pay_bid=${cookie}`, 'content-type': 'application/x-www-form-urlencoded' }, redirect: 'manual', signal: AbortSignal.timeout(20_000) });
+        const id = /\/payments\/([0-9a-f-]{36})/.exec(res.headers.get('location') ?? '')?.[1];
+        if (res.status === 303 && id) journal({ kind: 'payment', marker, outcome: 'acknowledged', resourceId: id, status: 303, attempts: attempt });
+        else if (res.status >= 400 && res.status < 500) journal({ kind: 'payment', marker, outcome: 'refused', status: res.status, attempts: attempt });
+        else journal({ kind: 'payment', marker, outcome: 'unknown', status: res.status, attempts: attempt });
+      } catch {
+        stats.networkErrors += 1;
+        journal({ kind: 'payment', marker, outcome: 'unknown', error: 'no answer', attempts: attempt });
+      }
+    }
+    progress += 1;
+  }
+}
+
+async function escrows(count: number): Promise<void> {
+  for (let i = 0; i < count; i += 1) {
+    const buyer = pick(USERS);
+    const seller = pick(USERS.filter((u) => u !== buyer));
+    const marker = `drill-escrow-${crypto.randomUUID().slice(0, 20)}`;
+    const createKey = crypto.randomUUID();
+    const created = await operation({ kind: 'escrow_create', marker }, () =>
+      call('POST', '/escrows', token(buyer), { role: 'buyer', counterparty_identifier: seller, amount: 1000 + crypto.randomInt(4000), currency: 'XOF', description: 'drill escrow', reference: marker }, createKey),
+    );
+    progress += 1;
+    if (created.outcome !== 'acknowledged' || !created.resourceId) continue;
+    const id = created.resourceId;
+    const fundKey = crypto.randomUUID();
+    const funded = await operation({ kind: 'escrow_fund', marker }, () => call('POST', `/escrows/${id}/fund`, token(buyer), undefined, fundKey));
+    if (funded.outcome !== 'acknowledged') continue;
+    const state = (a: Answer): string | undefined => (a.body.error === 'InvalidEscrowState' ? String(a.body.details?.status) : undefined);
+    const delivered = await operation({ kind: 'escrow_deliver', marker }, () => call('POST', `/escrows/${id}/deliver`, token(seller), { tracking_reference: marker }), (a) =>
+      state(a) === 'delivered' ? id : undefined,
+    );
+    if (delivered.outcome !== 'acknowledged') continue;
+    const acceptKey = crypto.randomUUID();
+    await operation({ kind: 'escrow_accept', marker }, () => call('POST', `/escrows/${id}/accept`, token(buyer), undefined, acceptKey));
+    progress += 1;
+  }
+}
+
+/** A setup step that is no money operation: tried again after a 5xx or a lost answer, not journaled. */
+async function setup(what: string, send: () => Promise<Answer>, expected: number): Promise<Answer> {
+  for (let attempt = 1; attempt <= 10; attempt += 1) {
+    const answer = await send().catch(() => undefined);
+    if (answer && answer.status < 500) {
+      // A 409 after a lost answer: the first try had done it (already invited, joined, started).
+      if (answer.status === expected || (attempt > 1 && answer.status === 409)) return answer;
+      throw new Error(`${what}: ${answer.status} ${answer.body.error}`);
+    }
+    await sleep(300 * attempt);
+  }
+  throw new Error(`${what}: no answer after 10 tries`);
+}
+
+async function tontine(members: string[], cycles: number): Promise<void> {
+  const [organizer, ...others] = members as [string, ...string[]];
+  const created = await setup('tontine create', () => call('POST', '/tontines', token(organizer), { name: 'Drill circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: members.length, payout_order: 'join_order' }), 201);
+  const id = String(created.body.data?.id);
+  for (const member of others) {
+    await setup('tontine invitation', () => call('POST', `/tontines/${id}/invitations`, token(organizer), { identifier: member }), 201);
+    await setup('tontine join', () => call('POST', `/tontines/${id}/join`, token(member)), 200);
+  }
+  await setup('tontine start', () => call('POST', `/tontines/${id}/start`, token(organizer)), 200);
+  for (let cycle = 1; cycle <= cycles; cycle += 1) {
+    await Promise.all(
+      members.map(async (member) => {
+        const key = crypto.randomUUID();
+        const userId = userIds.get(member) as string;
+        await operation({ kind: 'tontine_contribution', marker: `${id}:${cycle}:${userId}`, tontine: { id, cycle, userId } }, () =>
+          call('POST', `/tontines/${id}/contributions`, token(member), { cycle }, key),
+        );
+        progress += 1;
+      }),
+    );
+  }
+}
+
+// ---------------------------------------------------------------- faults
+const faults: string[] = [];
+async function killAndRestartInstance(): Promise<void> {
+  const index = 1;
+  log(`fault: kill -9 instance ${index} (pid ${instances[index]?.pid}, port ${INSTANCE_PORTS[index]})`);
+  instances[index]?.kill('SIGKILL');
+  faults.push(`kill -9 of instance ${index}`);
+  await sleep(1500);
+  startInstance(index);
+  // The restart runs while the workload and the next faults go on; the drill waits for it at the end.
+  restarted = waitFor(`instance ${index} after its restart`, healthy(INSTANCE_PORTS[index] as number), 150).then(() => log(`instance ${index} restarted and healthy`));
+}
+let restarted: Promise<void> = Promise.resolve();
+
+async function terminateBackends(admin: Knex): Promise<void> {
+  const rows = (await admin.raw(`SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()`, [dbName])).rows as unknown[];
+  log(`fault: pg_terminate_backend of every backend of ${dbName}: ${rows.length} terminated`);
+  faults.push(`pg_terminate_backend of ${rows.length} backends`);
+}
+
+async function restartRedis(): Promise<void> {
+  log(`fault: Redis restart (port ${REDIS_PORT})`);
+  redis?.kill('SIGKILL');
+  await sleep(1000);
+  startRedis();
+  faults.push('Redis restart');
+}
+
+// ---------------------------------------------------------------- main
+async function main(): Promise<number> {
+  const admin = knexFactory({ client: 'pg', connection: PG_URL, pool: { min: 0, max: 2 } });
+  let db: Knex | undefined;
+  const watchdog = setTimeout(() => {
+    console.error(`drill: over its ${TIMEOUT_S} s bound: stopping (FAIL)`);
+    teardown(admin).finally(() => process.exit(2));
+  }, TIMEOUT_S * 1000);
+  try {
+    await admin.raw(`CREATE DATABASE ${dbName}`);
+    log(`database ${dbName}; work directory ${work}`);
+    startRedis();
+    const migrate = startProcess('migrate', process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], instanceEnv(0));
+    const migrated = await new Promise<number>((done) => migrate.on('exit', (code) => done(code ?? 1)));
+    if (migrated !== 0) throw new Error(`migrations failed: ${readFileSync(join(work, 'migrate.log'), 'utf8').slice(-800)}`);
+    for (const index of INSTANCE_PORTS.keys()) startInstance(index);
+    startNginx();
+    for (const port of INSTANCE_PORTS) await waitFor(`instance on ${port}`, healthy(port), 180);
+    await waitFor('nginx', healthy(NGINX_PORT), 30);
+    log('3 instances healthy behind nginx; demo data seeded once');
+    db = knexFactory({ client: 'pg', connection: dbUrl, pool: { min: 0, max: 2 } });
+
+    for (const user of USERS) await login(user);
+    // The payment page's Checkout, on the demo organisation's active XOF account.
+    const financeToken = token('finance@demo.example');
+    const me = await call('GET', '/me', financeToken);
+    const orgId = String((me.body.data?.organizations as Array<{ id: string }>)[0]?.id);
+    const accounts = await call('GET', `/business/organizations/${orgId}/accounts`, financeToken);
+    const xof = ((accounts.body.data?.data ?? []) as Array<{ id: string; currency_code: string; status: string }>).find((a) => a.currency_code === 'XOF' && a.status === 'active');
+    const checkout = await call('POST', `/business/organizations/${orgId}/checkout`, financeToken, { destination_account_id: xof?.id });
+    const code = String(checkout.body.data?.code);
+
+    const plan = { transfers: 60 * SCALE, payments: 12 * SCALE, escrows: 8 * SCALE, tontineCycles: 3 };
+    const total = plan.transfers + plan.payments + plan.escrows * 2 + plan.tontineCycles * 4;
+    log(`workload: ${plan.transfers} transfers, ${plan.payments} payment-page payments, ${plan.escrows} escrow lifecycles, a 4-member tontine over ${plan.tontineCycles} cycles (4 transfer workers)`);
+    const faultPlan: Array<[number, () => Promise<void>]> = [
+      [0.2, killAndRestartInstance],
+      [0.45, () => terminateBackends(admin)],
+      [0.7, restartRedis],
+    ];
+    const faultRunner = (async () => {
+      for (const [share, fault] of faultPlan) {
+        while (progress < share * total) await sleep(100);
+        await fault();
+        await sleep(3000); // faults apart, each with work around it
+      }
+      faultsDone = true;
+    })();
+    await Promise.all([
+      ...Array.from({ length: 4 }, () => transfers(plan.transfers / 4)),
+      payments(plan.payments, code),
+      escrows(plan.escrows),
+      tontine(['admin@demo.example', 'cashier@demo.example', 'director@demo.example', 'representative@demo.example'], plan.tontineCycles),
+    ]);
+    progress = Number.MAX_SAFE_INTEGER;
+    await faultRunner;
+    await restarted;
+    log(`workload done: ${stats.requests} requests, ${stats.retries} retries, ${stats.networkErrors} lost answers, 5xx seen: ${JSON.stringify(Object.fromEntries(stats.status5xx))}`);
+    for (const sample of stats.samples5xx) log(`  5xx (retried with the same key): ${sample}`);
+    const outcomes = new Map<string, number>();
+    for (const entry of JOURNAL) outcomes.set(`${entry.kind} ${entry.outcome}`, (outcomes.get(`${entry.kind} ${entry.outcome}`) ?? 0) + 1);
+    log(`outcomes: ${[...outcomes].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+    log(`faults: ${faults.join('; ')}`);
+    if (faults.length !== faultPlan.length) throw new Error(`only ${faults.length} of ${faultPlan.length} faults happened`);
+
+    // The checks must be able to fail: a one-sided entry must be reported, then removed.
+    const remove = await injectBadLedgerRow(db);
+    const caught = (await runChecks({ db, journal: JOURNAL }))[0]?.violations.length ?? 0;
+    if (env.DRILL_INJECT === 'ledger') {
+      log('DRILL_INJECT=ledger: the one-sided entry stays; the checks below must fail');
+    } else {
+      await remove();
+      if (caught === 0) throw new Error('self-check: a one-sided ledger entry was not reported by the ledger check');
+      log(`self-check: a one-sided ledger entry was reported (${caught} violations), then removed`);
+    }
+
+    const reports = await runChecks({ db, journal: JOURNAL });
+    let failed = 0;
+    console.log('\ninvariants:');
+    for (const report of reports) {
+      console.log(`  ${report.violations.length === 0 ? 'ok  ' : 'FAIL'} ${report.name}`);
+      for (const violation of report.violations.slice(0, 10)) console.log(`       ${violation}`);
+      if (report.violations.length > 10) console.log(`       ... ${report.violations.length - 10} more`);
+      if (report.violations.length > 0) failed += 1;
+    }
+    const seconds = ((Date.now() - started) / 1000).toFixed(0);
+    console.log(`\ndrill finished in ${seconds} s`);
+    console.log(`drill: ${reports.length - failed} passed, ${failed} failed`);
+    return failed === 0 ? 0 : 1;
+  } catch (error) {
+    console.error(`drill: ${error instanceof Error ? error.message : String(error)}`);
+    for (const name of ['instance-0', 'instance-1', 'instance-2', 'nginx-error']) {
+      try {
+        const text = readFileSync(join(work, `${name}.log`), 'utf8').trim().split('\n').slice(-5).join('\n');
+        if (text) console.error(`--- ${name}.log (last lines)\n${text}`);
+      } catch {
+        /* no such log */
+      }
+    }
+    return 1;
+  } finally {
+    clearTimeout(watchdog);
+    await db?.destroy();
+    await teardown(admin);
+  }
+}
+
+async function teardown(admin: Knex): Promise<void> {
+  for (const child of [...children]) child.kill('SIGTERM');
+  await sleep(1500);
+  for (const child of [...children]) child.kill('SIGKILL');
+  await admin.raw(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((error: unknown) => console.error(`drop ${dbName}: ${String(error)}`));
+  await admin.destroy();
+  if (!env.DRILL_KEEP) rmSync(work, { recursive: true, force: true });
+}
+
+main().then((code) => process.exit(code));

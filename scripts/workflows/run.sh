@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `make workflows`: the integrator workflows (workflows/*.arazzo.yaml, Arazzo 1.0.1) run by
+# Redocly Respect (@redocly/cli, a devDependency) against `make run` on a fresh embedded
+# database. Respect checks every response against its description: the contract
+# (generated/openapi.bundled.yaml) for the API, workflows/payment-page.openapi.yaml for the
+# payment page's form.
+#
+# Every workflows/*.arazzo.yaml is run whole, except checkout.arazzo.yaml, run as its three
+# workflows: between them this script reads what Respect cannot (see that file). A new workflow
+# file (webhooks, API keys) needs nothing here: drop it into workflows/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true REDOCLY_SUPPRESS_NOTIFICATIONS=true
+# Run by scripts/with-make-run.sh (which starts `make run` and sets API_URL and PAGE_URL);
+# started alone, it starts `make run` itself.
+if [[ -z "${API_URL:-}" ]]; then exec bash scripts/with-make-run.sh bash "$0" "$@"; fi
+api=$API_URL
+page=$PAGE_URL
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+without_banner() { grep -v -e '[╔║╚]' || true; }
+failed=0
+passed=0
+respect() {
+  local label=$1
+  shift
+  echo "== respect: $label"
+  set +e
+  npx --no-install redocly respect "$@" -S "api=$api" -S "page=$page" 2>&1 | without_banner
+  local status=${PIPESTATUS[0]}
+  set -e
+  if (( status == 0 )); then passed=$((passed + 1)); else failed=$((failed + 1)); echo "!! $label failed (exit $status)"; fi
+  return "$status"
+}
+
+# The Checkout in three workflows; between them the runner reads what Respect cannot: the
+# active XOF account out of the accounts list, then (as the customer's browser) the form
+# token of the page and the cookie it is bound to.
+step_data() { # FILE STEP: the `data` of a step's response in a Respect JSON log
+  node -e '
+    const run = require(process.argv[1]);
+    const flow = Object.values(run.files)[0].executedWorkflows[0];
+    console.log(JSON.stringify(flow.executedSteps.find((s) => s.stepId === process.argv[2]).response.body.data));' "$1" "$2"
+}
+if respect "checkout: find the account" workflows/checkout.arazzo.yaml -w find-account -J "$work/find.json"; then
+  org=$(step_data "$work/find.json" me | node -pe 'JSON.parse(require("fs").readFileSync(0)).organizations[0].id')
+  account=$(step_data "$work/find.json" accounts | node -pe 'JSON.parse(require("fs").readFileSync(0)).data.find((a) => a.currency_code === "XOF" && a.status === "active").id')
+  if respect "checkout: open" workflows/checkout.arazzo.yaml -w open-checkout -i "orgId=$org" -i "xofAccountId=$account" -J "$work/open.json"; then
+    read -r code link < <(step_data "$work/open.json" checkout | node -pe 'const d = JSON.parse(require("fs").readFileSync(0)); `${d.code} ${d.id}`')
+    html=$(curl -fsS -c "$work/jar" "$page/pay/$code")
+    form_token=$(grep -o 'name="token" value="[^"]*"' <<<"$html" | head -n 1 | sed 's/.*value="//; s/"$//')
+    browser_id=$(awk '$6 == "pay_bid" { print $7 }' "$work/jar")
+    respect "checkout: pay" workflows/checkout.arazzo.yaml -w pay-checkout \
+      -i "code=$code" -i "linkId=$link" -i "orgId=$org" -i "formToken=$form_token" -i "browserId=$browser_id" || true
+  fi
+fi
+
+for file in workflows/*.arazzo.yaml; do
+  [[ "$file" == workflows/checkout.arazzo.yaml ]] && continue
+  respect "$(basename "$file" .arazzo.yaml)" "$file" || true
+done
+
+echo "workflows: $passed passed, $failed failed"
+(( failed == 0 ))
