@@ -12,8 +12,7 @@
  * the defaults.
  */
 import type { Knex } from 'knex';
-import { IdempotencyService } from '../../src/modules/idempotency';
-import { InvoiceService } from '../../src/modules/invoices';
+import { documentListStatement } from '../../src/modules/invoices';
 import { printResult, runAutocannon, startServerProcess, BENCH_JWT_SECRET, createBenchMember, createScratchDatabase } from './bench-support';
 
 const DOCUMENTS = Number(process.env.BENCH_DOCUMENTS ?? 100_000);
@@ -81,22 +80,17 @@ function nodes(plan: PlanNode): PlanNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 }
 
-/** EXPLAIN ANALYZE of the exact list query the service sends (captured from knex). */
+/** EXPLAIN ANALYZE of the exact statement the list runs (documentListStatement). */
 async function explainList(knex: Knex, orgId: string, startingAfter?: string): Promise<Record<string, unknown>> {
-  const captured: Array<{ sql: string; bindings: unknown[] }> = [];
-  const listener = (query: { sql: string; bindings?: unknown[] }) => {
-    if (/^select/i.test(query.sql) && query.sql.includes('order by')) captured.push({ sql: query.sql, bindings: query.bindings ?? [] });
-  };
-  knex.on('query', listener);
-  await new InvoiceService(knex, { idempotency: new IdempotencyService(knex, { ttlHours: 24 }) }).listDocuments(orgId, { limit: 50, startingAfter });
-  knex.removeListener('query', listener);
-  const query = captured[0];
-  if (!query) throw new Error('the list query was not captured');
-  const result = await knex.raw<{ rows: Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode; 'Execution Time': number }> }> }>(
-    // knex reports the pg-native text ($1, $2...); knex.raw wants ? placeholders (in order).
-    `EXPLAIN (ANALYZE, FORMAT JSON) ${query.sql.replace(/\$\d+/g, '?')}`,
-    query.bindings as Knex.RawBinding[],
-  );
+  const statement = documentListStatement({ organizationId: orgId, asOf: new Date(), limit: 50, startingAfter });
+  const client = knex.client as { acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<unknown> };
+  const connection = (await client.acquireConnection()) as { query(text: string, values: unknown[]): Promise<{ rows: Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode; 'Execution Time': number }> }> }> };
+  let result;
+  try {
+    result = await connection.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
+  } finally {
+    await client.releaseConnection(connection);
+  }
   const top = result.rows[0]?.['QUERY PLAN'][0];
   const all = top ? nodes(top.Plan) : [];
   const indexes = [...new Set(all.map((n) => n['Index Name']).filter(Boolean))];

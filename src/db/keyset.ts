@@ -97,6 +97,12 @@ export class Keyset {
    */
   async preparedRows<Row>(db: Db, name: string, select: string, values: readonly unknown[], scope: KeysetScope, request: PageRequest): Promise<Row[]> {
     if (request.startingAfter !== undefined) await this.requireCursor(db, scope, request.startingAfter);
+    const statement = this.preparedStatement(name, select, values, scope, request);
+    return queryPrepared<Row>(db, statement.name, statement.text, statement.values);
+  }
+
+  /** The statement `preparedRows` runs (the cursor not checked): its name, text and parameters. */
+  preparedStatement(name: string, select: string, values: readonly unknown[], scope: KeysetScope, request: PageRequest): { name: string; text: string; values: unknown[] } {
     const { alias, table } = this.options;
     const params = [...values];
     const param = (value: unknown) => `$${params.push(value)}`;
@@ -106,7 +112,7 @@ export class Keyset {
       text += ` AND (${this.orderBy.map((column) => `${alias}.${column}`).join(', ')}) < (SELECT ${this.orderBy.map((column) => `${CURSOR_ALIAS}.${column}`).join(', ')} FROM ${table} ${CURSOR_ALIAS} WHERE ${CURSOR_ALIAS}.id = ${param(request.startingAfter)}${inScope})`;
     }
     text += ` ORDER BY ${this.orderBy.map((column) => `${alias}.${column} DESC`).join(', ')} LIMIT ${param(request.limit + 1)}`;
-    return queryPrepared<Row>(db, request.startingAfter === undefined ? name : `${name}_after`, text, params);
+    return { name: request.startingAfter === undefined ? name : `${name}_after`, text, values: params };
   }
 }
 
