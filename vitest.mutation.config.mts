@@ -17,6 +17,7 @@ const CORE_TESTS = [
   'test/unit/escrow-domain.test.ts',
   'test/unit/tontine-lifecycle.test.ts',
   'test/unit/tontine-draw.test.ts',
+  'test/unit/health-fast-path.test.ts',
   'test/integration/ledger.test.ts',
   'test/integration/ledger-guards.test.ts',
   'test/integration/money-paths-property.test.ts',

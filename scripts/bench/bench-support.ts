@@ -324,3 +324,123 @@ export function runPgbenchScript(url: string, script: string, clients: number, s
     transactions: Number(/number of transactions actually processed: (\d+)/.exec(run.stdout)?.[1]),
   };
 }
+
+/** CPU milliseconds per unit of work, two decimals. */
+export function perUnit(cpuMs: number, units: number): number {
+  return Number((cpuMs / Math.max(1, units)).toFixed(2));
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+/** pgbench TPC-B, scale 10, `clients` clients, on a scratch database: tps and latency percentiles. */
+export function runPgbench(url: string, clients: number, durationS: number): { tps: number; p50_ms: number; p99_ms: number; transactions: number } {
+  const init = spawnSync('pgbench', ['-i', '-s', '10', '-q', url], { encoding: 'utf8' });
+  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
+  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-'));
+  const run = spawnSync(
+    'pgbench',
+    ['-c', String(clients), '-j', String(Math.min(clients, os.cpus().length)), '-T', String(durationS), '-M', 'prepared', '-l', '--log-prefix', path.join(logDir, 'tx'), url],
+    { encoding: 'utf8', cwd: logDir },
+  );
+  if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr}`);
+  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1] ?? /tps = ([\d.]+)/.exec(run.stdout)?.[1]);
+  // Per-transaction log lines: client_id transaction_no time_us script_no time_epoch time_us_of_epoch
+  const latencies: number[] = [];
+  for (const file of fs.readdirSync(logDir)) {
+    for (const line of fs.readFileSync(path.join(logDir, file), 'utf8').split('\n')) {
+      const us = Number(line.split(' ')[2]);
+      if (Number.isFinite(us) && us > 0) latencies.push(us / 1000);
+    }
+  }
+  fs.rmSync(logDir, { recursive: true, force: true });
+  latencies.sort((a, b) => a - b);
+  return { tps: Math.round(tps), p50_ms: Number(percentile(latencies, 50).toFixed(2)), p99_ms: Number(percentile(latencies, 99).toFixed(2)), transactions: latencies.length };
+}
+
+/** `count` users (`<prefix>-<run>-<i>@bench.example`), each with a large funded XOF wallet and an open session (its access token). */
+export async function benchUsers(knex: Knex, count: number, prefix: string): Promise<Array<{ id: string; email: string; token: string }>> {
+  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
+  const sessions = new SessionService(knex, new TokenService(config.jwt));
+  const run = crypto.randomBytes(3).toString('hex');
+  const rows = (await knex('users')
+    .insert(Array.from({ length: count }, (_, i) => ({ email: `${prefix}-${run}-${i}@bench.example`, password_hash: 'not-a-login' })))
+    .returning(['id', 'email'])) as Array<{ id: string; email: string }>;
+  await withTransaction(knex, async (trx) => {
+    for (const row of rows) await fundWallet(trx, row.id, 'XOF', 1_000_000_000_000n);
+  });
+  const users: Array<{ id: string; email: string; token: string }> = [];
+  for (const row of rows) users.push({ ...row, token: (await sessions.open({ id: row.id, is_admin: false })).access_token });
+  return users;
+}
+
+/** POST `body` to the API as the holder of `token` (with a fresh Idempotency-Key); the `data` of a 2xx answer, else it throws. */
+export async function apiPost<T = { id: string }>(url: string, token: string, body: unknown = {}): Promise<T> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
+    body: JSON.stringify(body),
+  });
+  const answer = (await res.json()) as { data?: T };
+  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${JSON.stringify(answer).slice(0, 300)}`);
+  return answer.data as T;
+}
+
+/** Runs `work` over `items`, `concurrency` at a time, in order of start; the results in the items' order. */
+export async function inParallel<T, R>(items: readonly T[], concurrency: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index] as T, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return results;
+}
+
+/** One load point of a money route against pgbench TPC-B at the same client count, in the same run (issue 21). */
+export interface PostingLoadPoint {
+  connections: number;
+  ours: LoadResult & { server_cpu_ms_per_request: number; postgres_cpu_ms_per_request: number };
+  pgbench_tpcb_scale10: { clients: number; tps: number; p50_ms: number; p99_ms: number; transactions: number; postgres_cpu_ms_per_transaction: number };
+  /** Successful money requests per second (each one posting, one transaction) over TPC-B transactions per second. */
+  ratio_tps: number;
+}
+
+/**
+ * Runs `requests` (autocannon, `connections`, `durationS`) against the API, then pgbench TPC-B
+ * on `tpcbUrl` with as many clients (capped to the connections PostgreSQL has left), and the CPU
+ * each side spends per unit of work (from /proc: a busy machine inflates it far less than
+ * throughput). Only 2xx answers count as work done.
+ */
+export async function postingsAgainstTpcb(
+  server: ServerProcess,
+  knex: Knex,
+  tpcbUrl: string,
+  requests: autocannon.Request[],
+  connections: number,
+  durationS: number,
+): Promise<PostingLoadPoint> {
+  const cpuBefore = await server.cpuMs();
+  const postgresCpuBefore = postgresCpuMs();
+  const ours = await runAutocannon({ url: server.url, duration: durationS, connections, requests });
+  const succeeded = ours.total - ours.non_2xx - ours.errors;
+  const serverCpuMsPerRequest = perUnit((await server.cpuMs()) - cpuBefore, ours.total);
+  const postgresCpuMsPerRequest = perUnit(postgresCpuMs() - postgresCpuBefore, ours.total);
+  const maxConnections = Number((await knex.raw<{ rows: Array<{ max_connections: string }> }>('SHOW max_connections')).rows[0]?.max_connections ?? 100);
+  const used = Number((await knex.raw<{ rows: Array<{ n: string }> }>('SELECT count(*) AS n FROM pg_stat_activity')).rows[0]?.n ?? 0);
+  const clients = Math.max(1, Math.min(connections, maxConnections - used - 5));
+  const postgresCpuBeforePgbench = postgresCpuMs();
+  const pgbench = runPgbench(tpcbUrl, clients, durationS);
+  const postgresCpuMsPerTpcb = perUnit(postgresCpuMs() - postgresCpuBeforePgbench, pgbench.transactions);
+  return {
+    connections,
+    ours: { ...ours, server_cpu_ms_per_request: serverCpuMsPerRequest, postgres_cpu_ms_per_request: postgresCpuMsPerRequest },
+    pgbench_tpcb_scale10: { clients, ...pgbench, postgres_cpu_ms_per_transaction: postgresCpuMsPerTpcb },
+    ratio_tps: Number(((ours.requests_per_s * succeeded) / Math.max(1, ours.total) / Math.max(1, pgbench.tps)).toFixed(3)),
+  };
+}

@@ -14,19 +14,15 @@
  * script to core 1). BENCH_DURATION_S, BENCH_CONNECTIONS and BENCH_SENDERS override defaults;
  * BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the API.
  */
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type autocannon from 'autocannon';
 import type { Knex } from 'knex';
-import { loadConfig } from '../../src/config';
-import { withTransaction } from '../../src/db/transaction';
-import { SessionService, TokenService } from '../../src/modules/auth';
-import { fundWallet, reconcile } from '../../src/modules/ledger';
+import { reconcile } from '../../src/modules/ledger';
 import {
+  benchUsers,
   BENCH_JWT_SECRET,
+  perUnit,
+  runPgbench,
   createScratchDatabase,
   postgresCpuMs,
   printResult,
@@ -46,41 +42,6 @@ interface Sender {
   id: string;
   email: string;
   token: string;
-}
-
-/** CPU milliseconds per unit of work, two decimals. */
-function perUnit(cpuMs: number, units: number): number {
-  return Number((cpuMs / Math.max(1, units)).toFixed(2));
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
-/** pgbench TPC-B, scale 10, `clients` clients, on a scratch database: tps and latency percentiles. */
-function runPgbench(url: string, clients: number, durationS: number): { tps: number; p50_ms: number; p99_ms: number; transactions: number } {
-  const init = spawnSync('pgbench', ['-i', '-s', '10', '-q', url], { encoding: 'utf8' });
-  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
-  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-'));
-  const run = spawnSync(
-    'pgbench',
-    ['-c', String(clients), '-j', String(Math.min(clients, os.cpus().length)), '-T', String(durationS), '-M', 'prepared', '-l', '--log-prefix', path.join(logDir, 'tx'), url],
-    { encoding: 'utf8', cwd: logDir },
-  );
-  if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr}`);
-  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1] ?? /tps = ([\d.]+)/.exec(run.stdout)?.[1]);
-  // Per-transaction log lines: client_id transaction_no time_us script_no time_epoch time_us_of_epoch
-  const latencies: number[] = [];
-  for (const file of fs.readdirSync(logDir)) {
-    for (const line of fs.readFileSync(path.join(logDir, file), 'utf8').split('\n')) {
-      const us = Number(line.split(' ')[2]);
-      if (Number.isFinite(us) && us > 0) latencies.push(us / 1000);
-    }
-  }
-  fs.rmSync(logDir, { recursive: true, force: true });
-  latencies.sort((a, b) => a - b);
-  return { tps: Math.round(tps), p50_ms: Number(percentile(latencies, 50).toFixed(2)), p99_ms: Number(percentile(latencies, 99).toFixed(2)), transactions: latencies.length };
 }
 
 /**
@@ -105,17 +66,7 @@ async function main(): Promise<void> {
   const tpcb = await createScratchDatabase('bench_pgbench');
   try {
     // Senders with a large XOF balance (funded through the ledger) and a real session each.
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
-    const sessions = new SessionService(api.knex, new TokenService(config.jwt));
-    const run = crypto.randomBytes(3).toString('hex');
-    const rows = (await api.knex('users')
-      .insert(Array.from({ length: SENDERS }, (_, i) => ({ email: `sender-${run}-${i}@bench.example`, password_hash: 'not-a-login' })))
-      .returning(['id', 'email'])) as Array<{ id: string; email: string }>;
-    await withTransaction(api.knex, async (trx) => {
-      for (const row of rows) await fundWallet(trx, row.id, 'XOF', 1_000_000_000_000n);
-    });
-    const senders: Sender[] = [];
-    for (const row of rows) senders.push({ ...row, token: (await sessions.open({ id: row.id, is_admin: false })).access_token });
+    const senders: Sender[] = await benchUsers(api.knex, SENDERS, 'sender');
 
     const server = await startServerProcess('scripts/bench/servers/api-server.ts', {
       DATABASE_URL: api.url,

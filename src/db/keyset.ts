@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../errors';
+import { queryPrepared } from './prepared';
 
 type Db = Knex | Knex.Transaction;
 
@@ -85,6 +86,33 @@ export class Keyset {
   async rows<Row>(db: Db, query: Knex.QueryBuilder, scope: KeysetScope, request: PageRequest): Promise<Row[]> {
     if (request.startingAfter !== undefined) await this.requireCursor(db, scope, request.startingAfter);
     return (await this.paginate(db, query, scope, request)) as Row[];
+  }
+
+  /**
+   * `rows` for a list query written as SQL (issue 21: no knex building on a hot list): `select`
+   * is `SELECT ... FROM <table> <alias> WHERE ...` with `$1`... parameters `values`; the cursor
+   * condition, the order and `LIMIT limit + 1` are appended, and the statement runs prepared
+   * under `name` (one name per text: give each shape of `select` its own). Same rows, same order
+   * and the same 400 for a foreign cursor as `rows`.
+   */
+  async preparedRows<Row>(db: Db, name: string, select: string, values: readonly unknown[], scope: KeysetScope, request: PageRequest): Promise<Row[]> {
+    if (request.startingAfter !== undefined) await this.requireCursor(db, scope, request.startingAfter);
+    const statement = this.preparedStatement(name, select, values, scope, request);
+    return queryPrepared<Row>(db, statement.name, statement.text, statement.values);
+  }
+
+  /** The statement `preparedRows` runs (the cursor not checked): its name, text and parameters. */
+  preparedStatement(name: string, select: string, values: readonly unknown[], scope: KeysetScope, request: PageRequest): { name: string; text: string; values: unknown[] } {
+    const { alias, table } = this.options;
+    const params = [...values];
+    const param = (value: unknown) => `$${params.push(value)}`;
+    let text = select;
+    if (request.startingAfter !== undefined) {
+      const inScope = Object.entries(scope).map(([column, value]) => ` AND ${CURSOR_ALIAS}.${column} = ${param(value)}`).join('');
+      text += ` AND (${this.orderBy.map((column) => `${alias}.${column}`).join(', ')}) < (SELECT ${this.orderBy.map((column) => `${CURSOR_ALIAS}.${column}`).join(', ')} FROM ${table} ${CURSOR_ALIAS} WHERE ${CURSOR_ALIAS}.id = ${param(request.startingAfter)}${inScope})`;
+    }
+    text += ` ORDER BY ${this.orderBy.map((column) => `${alias}.${column} DESC`).join(', ')} LIMIT ${param(request.limit + 1)}`;
+    return { name: request.startingAfter === undefined ? name : `${name}_after`, text, values: params };
   }
 }
 

@@ -1,4 +1,4 @@
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import helmet from 'helmet';
 import type { Redis } from 'ioredis';
@@ -10,11 +10,13 @@ import { buildHandlers, NOT_IMPLEMENTED } from '../handlers';
 import { buildServices, type Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
 import { docsRoutes } from './docs-routes';
+import { fixedHeaders } from './fixed-headers';
+import { healthRoute } from './health-route';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
-import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, operationRoute } from './mount-operations';
+import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations } from './mount-operations';
 import { refuseInexactNumbers } from './exact-json-numbers';
 import { requireUtf8 } from './json-charset';
-import { strictPaths } from './strict-paths';
+import { hasTrailingSlash } from './strict-paths';
 import type { Metrics } from './metrics';
 import { operationMatcher } from './operation-matcher';
 import { loadOpenApiDocument } from './openapi-document';
@@ -75,27 +77,26 @@ export function createApp(deps: AppDeps): App {
   app.set('trust proxy', config.trustProxy);
   app.set('etag', false);
 
-  const assignRequestId: RequestHandler = (req, res, next) => {
+  const handlers = buildHandlers(services, { payUrl: config.payUrl });
+  const streamLimits = { stallTimeoutMs: config.statements.streamStallTimeoutMs, maxDurationMs: config.statements.streamMaxDurationMs };
+  const securityHeaders = fixedHeaders(helmet());
+  const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
+  if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
+  // One middleware for what every request gets first (issue 21: three layers were three router
+  // steps on every request, health's included): its request id; strict paths (`/api/transfers/`
+  // is not `/api/transfers`: an unknown path answers 404); and no cache, shared or private, may
+  // keep what answers a bearer token (the caller's own data, or an error about it).
+  const notFound = notFoundHandler();
+  app.use((req, res, next) => {
     const id = requestIdFor(req);
     (req as { id?: string }).id = id;
     res.setHeader('X-Request-Id', id);
-    next();
-  };
-  const handlers = buildHandlers(services, { payUrl: config.payUrl });
-  const streamLimits = { stallTimeoutMs: config.statements.streamStallTimeoutMs, maxDurationMs: config.statements.streamMaxDurationMs };
-  const securityHeaders = helmet();
-  const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
-  if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
-  app.use(assignRequestId);
-  app.use(strictPaths());
-  // What answers a bearer token is the caller's own data (or an error about it): no cache,
-  // shared or private, may keep it.
-  app.use((req, res, next) => {
+    if (hasTrailingSlash(req)) return notFound(req, res, next);
     if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
     next();
   });
   // Ahead of the pipeline, with a per-IP budget of its own: see the getHealth description in the contract.
-  app.get('/api/health', securityHeaders, healthRateLimiter(config.rateLimit), operationRoute('getHealth', handlers.getHealth, streamLimits));
+  app.get('/api/health', securityHeaders, healthRateLimiter(config.rateLimit), healthRoute(handlers.getHealth));
   app.use(
     pinoHttp({
       logger,

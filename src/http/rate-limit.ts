@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { RateLimitConfig } from '../config';
 import { loginIdentifierKey } from '../modules/auth';
+import { FixedWindowCounter, partitionKey } from './fixed-window-counter';
 import { RATE_LIMITED_BY } from './metrics';
 
 /**
@@ -197,15 +198,27 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
  * monitor's polling, so a flood from one address is refused (429) without a load balancer
  * ever meeting the limit. Counted in this instance's memory whatever the backend: each
  * instance answers for its own health, and health must answer while Redis is down.
+ * Synchronous (a FixedWindowCounter, no store promises): the same headers and 429 as the
+ * other limiters, at a fraction of their cost on the route polled hardest (issue 21).
  */
 export function healthRateLimiter(config: RateLimitConfig): RequestHandler {
-  return limiter(memoryRateLimitBackend(), 'health', {
-    windowMs: config.windowMs,
-    limit: config.healthPerWindow,
-    keyGenerator: (req) => `ip:${clientIp(req)}`,
-    passOnStoreError: true,
-    handler: refuseWithEnvelope('health', 'Too many health requests: wait for the time in Retry-After, then retry.'),
-  });
+  const name = 'health';
+  const limit = config.healthPerWindow;
+  const windowSeconds = Math.ceil(config.windowMs / 1000);
+  const counter = new FixedWindowCounter(config.windowMs, (key) => `"${name}"; q=${limit}; w=${windowSeconds}; pk=:${partitionKey(key)}:`);
+  return (req, res, next) => {
+    const count = counter.hit(`ip:${clientIp(req)}`);
+    const secondsLeft = counter.secondsLeft(count);
+    res.setHeader('RateLimit', `"${name}"; r=${Math.max(limit - count.hits, 0)}; t=${secondsLeft}`);
+    res.setHeader('RateLimit-Policy', count.policy);
+    if (count.hits <= limit) {
+      next();
+      return;
+    }
+    res.setHeader('Retry-After', String(secondsLeft));
+    res.locals[RATE_LIMITED_BY] = name;
+    res.status(429).json(rateLimited('Too many health requests: wait for the time in Retry-After, then retry.'));
+  };
 }
 
 /**

@@ -4,3 +4,4 @@ export { invoiceHandlers } from './invoice-handlers';
 export { computeTotals, taxOf } from './invoice-amounts';
 export { LIFECYCLE, nextStatus } from './invoice-lifecycle';
 export { STATUSES_BY_KIND, amountDue, formatDocumentNumber, type DocumentKind } from './invoice-types';
+export { documentListStatement } from './invoice-repository';

@@ -21,7 +21,9 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
     async listInvoices({ organization, query }) {
       const page = pageRequest(query);
       const { documents } = await invoices.listDocuments(organization.id, { ...page, kind: query.kind, status: query.status, customerId: query.customer_id });
-      return { data: toListPage(documents.map(presentDocument), page.limit) };
+      // The page first, then only its documents presented (not the extra one that says more follow).
+      const listed = toListPage(documents, page.limit);
+      return { data: { ...listed, data: listed.data.map(presentDocument) } };
     },
     async createInvoice({ organization, caller, body, headers }) {
       const created = await invoices.createDocument(

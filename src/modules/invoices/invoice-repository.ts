@@ -285,19 +285,55 @@ export class InvoiceRepository {
     return row ? Number(row.last_number) : null;
   }
 
-  /** Newest first, `limit + 1` rows (the extra one tells whether there is more); 400 when the cursor is not one of the organisation's documents. */
+  /**
+   * Newest first, `limit + 1` rows (the extra one tells whether there is more); 400 when the
+   * cursor is not one of the organisation's documents. Written as SQL and prepared, one
+   * statement per combination of filters (issue 21: building it with knex was a tenth of the
+   * list's CPU): the same columns as `documentColumns`, the same filters as the other reads.
+   */
   async list(query: DocumentListQuery): Promise<BillingDocument[]> {
-    const q = this.db('documents as d').where('d.organization_id', query.organizationId).select(documentColumns(this.db, 'd', query.asOf));
-    if (query.kind) q.andWhere('d.kind', query.kind);
-    if (query.status === 'canceled') {
-      q.andWhere((w) => w.where('d.status', 'canceled').orWhere((e) => e.where({ 'd.kind': 'quote', 'd.status': 'open' }).andWhere('d.expires_at', '<=', query.asOf)));
-    } else if (query.status === 'open') {
-      q.andWhere('d.status', 'open').andWhere((w) => w.whereNot('d.kind', 'quote').orWhereNull('d.expires_at').orWhere('d.expires_at', '>', query.asOf));
-    } else if (query.status) {
-      q.andWhere('d.status', query.status);
-    }
-    if (query.customerId) q.andWhere('d.customer_id', query.customerId);
-    const rows = await DOCUMENTS.rows<DocumentRow>(this.db, q, { organization_id: query.organizationId }, query);
+    const { name, select, values } = documentListQuery(query);
+    const rows = await DOCUMENTS.preparedRows<DocumentRow>(this.db, name, select, values, { organization_id: query.organizationId }, query);
     return rows.map(toDocument);
   }
 }
+
+/** The statement `list` runs for `query` (the cursor not checked): for EXPLAIN in the benchmark. */
+export function documentListStatement(query: DocumentListQuery): { name: string; text: string; values: unknown[] } {
+  const { name, select, values } = documentListQuery(query);
+  return DOCUMENTS.preparedStatement(name, select, values, { organization_id: query.organizationId }, query);
+}
+
+/** The list's SELECT for the filters of `query`, named after which filters it has (one text per name). */
+function documentListQuery(query: DocumentListQuery): { name: string; select: string; values: unknown[] } {
+  const values: unknown[] = [query.organizationId, query.asOf];
+  const param = (value: unknown) => `$${values.push(value)}`;
+  let shape = '';
+  let where = '';
+  if (query.kind) {
+    where += ` AND d.kind = ${param(query.kind)}`;
+    shape += 'k';
+  }
+  if (query.status === 'canceled') {
+    where += " AND (d.status = 'canceled' OR (d.kind = 'quote' AND d.status = 'open' AND d.expires_at <= $2))";
+    shape += 'c';
+  } else if (query.status === 'open') {
+    where += " AND d.status = 'open' AND (d.kind <> 'quote' OR d.expires_at IS NULL OR d.expires_at > $2)";
+    shape += 'o';
+  } else if (query.status) {
+    where += ` AND d.status = ${param(query.status)}`;
+    shape += 's';
+  }
+  if (query.customerId) {
+    where += ` AND d.customer_id = ${param(query.customerId)}`;
+    shape += 'u';
+  }
+  return { name: `documents_list_${shape}`, select: `${DOCUMENT_LIST_SELECT}${where}`, values };
+}
+
+/** The list's columns as `documentColumns` reads them at `$2` (asOf), from `documents d` of organisation `$1`. */
+const DOCUMENT_LIST_SELECT = `SELECT ${DOCUMENT_COLUMNS.map((column) => `d.${column}`).join(', ')},
+  CASE WHEN d.kind = 'quote' AND d.status = 'open' AND d.expires_at <= $2 THEN 'canceled' ELSE d.status END AS status,
+  CASE WHEN d.kind = 'quote' AND d.status = 'open' AND d.expires_at <= $2 THEN d.expires_at ELSE d.canceled_at END AS canceled_at,
+  to_char(d.issue_date, 'YYYY-MM-DD') AS issue_date, to_char(d.due_date, 'YYYY-MM-DD') AS due_date
+  FROM documents d WHERE d.organization_id = $1`;

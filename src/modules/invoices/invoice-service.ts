@@ -164,8 +164,8 @@ export class InvoiceService {
       );
     }
     const rows = await new InvoiceRepository(this.knex).list({ organizationId, ...input, asOf: this.now() });
-    const documents = await Promise.all(rows.map((doc) => this.view(this.knex, doc)));
-    return { documents, limit: input.limit };
+    // One currency look-up per distinct code, not one promise per document (issue 21).
+    return { documents: await currencies.withExponents(this.knex, rows), limit: input.limit };
   }
 
   async createDocument(organizationId: string, actorUserId: string, input: CreateDocumentInput, idempotencyKey?: string): Promise<DocumentView> {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { queryPrepared } from '../../db/prepared';
 import type { AuthorizedOrganization, ModuleAccess, ModuleName, Role } from '../../contract';
 
 /** What other modules may read of an organisation: its name, its status and its modules' access. */
@@ -19,6 +20,11 @@ interface MembershipRow extends ProfileRow {
 /** The organisation's modules and their access, as one JSON object (`{}` when none is enabled). */
 const MODULES_JSON = `(SELECT coalesce(json_object_agg(om.module, om.access), '{}'::json)
    FROM organization_modules om WHERE om.organization_id = o.id) AS modules`;
+
+/** The organisation `$1` with the role of its active member `$2`. */
+const FOR_MEMBER_SQL = `SELECT o.id, o.name, o.status, m.role, ${MODULES_JSON}
+  FROM organizations o JOIN memberships m ON m.organization_id = o.id AND m.user_id = $2 AND m.status = 'active'
+  WHERE o.id = $1 LIMIT 1`;
 
 function moduleAccessOf(row: ProfileRow): AuthorizedOrganization['moduleAccess'] {
   const modules = typeof row.modules === 'string' ? (JSON.parse(row.modules) as ProfileRow['modules']) : row.modules;
@@ -41,18 +47,8 @@ export class OrganizationRepository {
    * undefined when the organisation does not exist or the user is not an active member.
    */
   async findForMember(organizationId: string, userId: string): Promise<AuthorizedOrganization | undefined> {
-    const row = await this.db('organizations as o')
-      .join('memberships as m', (join) => {
-        join.on('m.organization_id', 'o.id').andOnVal('m.user_id', userId).andOnVal('m.status', 'active');
-      })
-      .where('o.id', organizationId)
-      .first<MembershipRow | undefined>(
-        'o.id',
-        'o.name',
-        'o.status',
-        'm.role',
-        this.db.raw(MODULES_JSON),
-      );
+    // Every Business request runs it: prepared, not built by knex (issue 21).
+    const [row] = await queryPrepared<MembershipRow>(this.db, 'organization_for_member', FOR_MEMBER_SQL, [organizationId, userId]);
     if (!row) return undefined;
     return { id: row.id, name: row.name, status: row.status, role: row.role, moduleAccess: moduleAccessOf(row) };
   }
