@@ -105,7 +105,7 @@ async function main(): Promise<void> {
   const tpcb = await createScratchDatabase('bench_pgbench');
   try {
     // Senders with a large XOF balance (funded through the ledger) and a real session each.
-    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', SINGLE_INSTANCE: 'true' });
+    const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', API_KEY_PEPPER: 'bench-api-key-pepper-bench-api-key-pepper-0', SINGLE_INSTANCE: 'true' });
     const sessions = new SessionService(api.knex, new TokenService(config.jwt));
     const run = crypto.randomBytes(3).toString('hex');
     const rows = (await api.knex('users')

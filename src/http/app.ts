@@ -113,7 +113,7 @@ export function createApp(deps: AppDeps): App {
   // Authentication and the limiter read headers only, so they run before the body is read:
   // a caller over its budget (anonymous callers by IP) costs no body parsing, and a path
   // outside /api never has its body read at all.
-  app.use('/api', authenticate(services.accessCheck, config.jwt));
+  app.use('/api', authenticate(services.accessCheck, config.jwt, services.apiKeys));
   app.use('/api', rateLimiter);
   app.use(
     '/api',
@@ -135,7 +135,7 @@ export function createApp(deps: AppDeps): App {
       // coerces path and query parameters, which arrive as strings.
       validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
       validateResponses: config.validateResponses ? { onError: responseDrift(config.nodeEnv === 'test', logger) } : false,
-      validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler } },
+      validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler, apiKeyAuth: bearerAuthSecurityHandler } },
       validateFormats: true,
       // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.
       ajvFormats: { mode: 'full' },
