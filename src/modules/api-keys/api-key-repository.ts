@@ -146,7 +146,7 @@ export class ApiKeyRepository {
   async recordUse(keyId: string, at: Date, ip: string, notBefore: Date): Promise<void> {
     await this.db('api_keys')
       .where('id', keyId)
-      .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', notBefore))
+      .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<=', notBefore))
       .update({ last_used_at: at, last_used_ip: ip });
   }
 
