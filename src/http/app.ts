@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
 import { buildHandlers, NOT_IMPLEMENTED } from '../handlers';
+import { redactApiKeys } from '../modules/api-keys';
 import { buildServices, type Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
 import { docsRoutes } from './docs-routes';
@@ -44,7 +45,8 @@ export interface App extends Express {
 
 /** What a request log line says of its request (pino-http hands the serializer its own summary). */
 function requestLogFields(req: { id?: unknown; method?: string; url?: string; remoteAddress?: string; headers?: Record<string, unknown> }) {
-  return { id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress, userAgent: req.headers?.['user-agent'] };
+  // A client that puts an API key in a URL must not have it written down: key-shaped text is cut.
+  return { id: req.id, method: req.method, url: req.url && redactApiKeys(req.url), remoteAddress: req.remoteAddress, userAgent: req.headers?.['user-agent'] };
 }
 
 /**

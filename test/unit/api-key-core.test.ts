@@ -15,6 +15,7 @@ import {
   normalizeScopes,
   parseApiKey,
   randomBase62,
+  redactApiKeys,
   scopeGrants,
   toBase62,
 } from '../../src/modules/api-keys';
@@ -119,6 +120,15 @@ describe('the key format', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('redactApiKeys cuts every key-shaped text to its prefix and leaves other text alone', () => {
+    const key = formatApiKey('test', PUBLIC_ID, SECRET);
+    const live = formatApiKey('live', PUBLIC_ID, SECRET);
+    expect(redactApiKeys(`/api/x?key=${key}&b=${live}`)).toBe('/api/x?key=sk_test_[redacted]&b=sk_live_[redacted]');
+    expect(redactApiKeys(`a ${key.slice(0, 30)}`)).toBe('a sk_test_[redacted]');
+    expect(redactApiKeys('/api/business/organizations/x/payments?limit=5')).toBe('/api/business/organizations/x/payments?limit=5');
+    expect(redactApiKeys('task_test_ok sk_other_x')).toBe('task_test_ok sk_other_x');
   });
 
   it('looksLikeApiKey tells keys from JWTs by their prefix', () => {

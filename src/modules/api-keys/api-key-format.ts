@@ -101,3 +101,10 @@ export function randomBase62(length: number, randomBytes: (size: number) => Buff
   }
   return out;
 }
+
+const KEY_IN_TEXT = /(?<![0-9A-Za-z])sk_(live|test)_[0-9A-Za-z_]*/g;
+
+/** `text` with anything shaped as a key cut to its prefix (`sk_test_[redacted]`): for log lines (a key sent in a URL). */
+export function redactApiKeys(text: string): string {
+  return text.includes('sk_') ? text.replace(KEY_IN_TEXT, 'sk_$1_[redacted]') : text;
+}

@@ -10,6 +10,7 @@ export {
   looksLikeApiKey,
   parseApiKey,
   randomBase62,
+  redactApiKeys,
   toBase62,
   type ApiKeyEnvironment,
   type ParsedApiKey,
