@@ -4263,10 +4263,10 @@ export interface components {
          */
         ApiKeyStatus: "active" | "revoked" | "expired";
         /**
-         * ApiKeyFields
-         * @description The fields of an API key (ApiKey, ApiKeyWithSecret). A server-to-server key of the organisation. The secret itself is shown once, when the key is created or rolled; afterwards only `prefix` and `last4` identify it.
+         * ApiKey
+         * @description A server-to-server key of the organisation. The secret itself is shown once, when the key is created or rolled; afterwards only `prefix` and `last4` identify it.
          */
-        ApiKeyFields: {
+        ApiKey: {
             /**
              * Format: uuid
              * @description Identifier of the key (stays the same when it is rolled).
@@ -4308,11 +4308,6 @@ export interface components {
             created_by: string;
         };
         /**
-         * ApiKey
-         * @description A server-to-server key of the organisation. The secret itself is shown once, when the key is created or rolled; afterwards only `prefix` and `last4` identify it.
-         */
-        ApiKey: components["schemas"]["ApiKeyFields"];
-        /**
          * ApiKeyList
          * @description A page of the organisation's API keys (all statuses), newest first.
          */
@@ -4349,9 +4344,48 @@ export interface components {
         };
         /**
          * ApiKeyWithSecret
-         * @description A key with its secret, answered once (creation, roll): store the secret on your server now; it cannot be shown again. Send it as `Authorization: Bearer <secret>`.
+         * @description A key with its secret, answered once (creation, roll): store the secret on your server now; it cannot be shown again. Send it as `Authorization: Bearer <secret>`. The other fields are those of ApiKey.
          */
-        ApiKeyWithSecret: components["schemas"]["ApiKeyFields"] & {
+        ApiKeyWithSecret: {
+            /**
+             * Format: uuid
+             * @description Identifier of the key (stays the same when it is rolled).
+             */
+            id: string;
+            /** @description A name to recognise the key by. */
+            name: string;
+            /**
+             * @description The key's environment and public id (the start of its current secret), not secret.
+             * @example sk_test_4kQ9vX2mB7pZ
+             */
+            prefix: string;
+            /** @description The last four characters of the current secret. */
+            last4: string;
+            /** @description What the key may do. */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            status: components["schemas"]["ApiKeyStatus"];
+            /**
+             * Format: date-time
+             * @description When the key was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the key stops working (at most one year after its creation).
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the key was last used (updated at most once a minute); `null` when never.
+             */
+            last_used_at: string | null;
+            /** @description The address the key was last used from (with `last_used_at`). */
+            last_used_ip?: string | null;
+            /**
+             * Format: uuid
+             * @description The user who created the key.
+             */
+            created_by: string;
             /** @description The key: `sk_live_` (production) or `sk_test_`, the public id, `_`, 32 random base62 characters and a 6-character CRC32 checksum in base62. */
             secret: string;
         };
