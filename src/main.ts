@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger } from './logger';
 import { migrateLatest, openDatabase } from './db/database';
-import { seedDemoDataIfEmpty } from './seed/demo-seed';
+import { seedDemoDataIfEmpty, type SeedReport } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
@@ -56,7 +56,13 @@ async function main(): Promise<void> {
     const accounts = app.services.accounts;
     metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => accounts.streams.inUse);
     await app.services.ready();
-    if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
+    const seedReport: SeedReport = {};
+    if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services, seedReport))) {
+      logger.info('demo data seeded');
+      // The demo API key, once, on the terminal (local development only: seedDemo is never on in
+      // production). Written straight to stdout, not through the logger: keys never reach a log line.
+      if (seedReport.demoApiKey) process.stdout.write(`\nDemo API key of "${seedReport.demoApiKey.organization}" (local only, shown once): ${seedReport.demoApiKey.secret}\n\n`);
+    }
     const payApp = createPayApp({ config, logger, paymentPage: app.services.paymentPage, rateLimitBackend });
 
     apiServer.on('request', app);

@@ -33,6 +33,13 @@ export interface ApiKeyServiceOptions {
   randomBytes?: (size: number) => Buffer;
 }
 
+export interface NewApiKey {
+  name: string;
+  scopes: readonly ApiKeyScope[];
+  /** ISO 8601; 90 days from now when absent, at most one year ahead. */
+  expiresAt?: string;
+}
+
 /** Whom a key speaks for, or why it is refused (the message of the 401). */
 export type ApiKeyDecision = { caller: Caller & { apiKey: ApiKeyCaller } } | { refusal: string };
 
@@ -104,29 +111,32 @@ export class ApiKeyService {
     return this.present(key, this.clock());
   }
 
-  async create(organizationId: string, actorUserId: string, input: { name: string; scopes: readonly ApiKeyScope[]; expiresAt?: string }): Promise<ApiKeyWithSecretView> {
+  async create(organizationId: string, actorUserId: string, input: NewApiKey): Promise<ApiKeyWithSecretView> {
+    return withTransaction(this.knex, (trx) => this.createWithin(trx, organizationId, actorUserId, input));
+  }
+
+  /** `create` inside the caller's transaction (the demo seed's). */
+  async createWithin(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: NewApiKey): Promise<ApiKeyWithSecretView> {
     const now = this.clock();
     const expiresAt = input.expiresAt === undefined ? new Date(now.getTime() + DEFAULT_API_KEY_LIFETIME_DAYS * DAY_MS) : new Date(input.expiresAt);
     if (expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
     if (expiresAt.getTime() - now.getTime() > MAX_API_KEY_LIFETIME_MS) throw ValidationError.field('body.expires_at', 'expires_at must be at most one year ahead.');
     const scopes = normalizeScopes(input.scopes);
-    return withTransaction(this.knex, async (trx) => {
-      const keys = new ApiKeyRepository(trx);
-      await keys.lockOrganization(organizationId);
-      if ((await keys.countActive(organizationId, now)) >= MAX_ACTIVE_API_KEYS) throw new TooManyApiKeysError(MAX_ACTIVE_API_KEYS);
-      const keyId = await keys.insert({ organizationId, name: input.name, scopes, environment: this.options.environment, createdBy: actorUserId, createdAt: now, expiresAt });
-      const secret = await this.newSecret(keys, keyId, now);
-      const key = await this.mustFind(keys, organizationId, keyId);
-      await new EventRepository(trx).record({
-        subjectType: 'api_key',
-        subjectId: keyId,
-        type: 'api_key.created',
-        actorUserId,
-        payload: { organization_id: organizationId, name: key.name, scopes: key.scopes, prefix: displayPrefix(key.environment, key.publicId), expires_at: key.expiresAt.toISOString() },
-        occurredAt: now,
-      });
-      return { ...this.present(key, now), secret };
+    const keys = new ApiKeyRepository(trx);
+    await keys.lockOrganization(organizationId);
+    if ((await keys.countActive(organizationId, now)) >= MAX_ACTIVE_API_KEYS) throw new TooManyApiKeysError(MAX_ACTIVE_API_KEYS);
+    const keyId = await keys.insert({ organizationId, name: input.name, scopes, environment: this.options.environment, createdBy: actorUserId, createdAt: now, expiresAt });
+    const secret = await this.newSecret(keys, keyId, now);
+    const key = await this.mustFind(keys, organizationId, keyId);
+    await new EventRepository(trx).record({
+      subjectType: 'api_key',
+      subjectId: keyId,
+      type: 'api_key.created',
+      actorUserId,
+      payload: { organization_id: organizationId, name: key.name, scopes: key.scopes, prefix: displayPrefix(key.environment, key.publicId), expires_at: key.expiresAt.toISOString() },
+      occurredAt: now,
     });
+    return { ...this.present(key, now), secret };
   }
 
   async roll(organizationId: string, keyId: string, actorUserId: string, expireCurrentInSeconds = DEFAULT_ROLL_GRACE_SECONDS): Promise<ApiKeyWithSecretView> {

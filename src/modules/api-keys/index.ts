@@ -17,4 +17,4 @@ export {
 } from './api-key-format';
 export { apiKeySecretMatches, hashApiKeySecret } from './api-key-secret';
 export { acceptedScopes, API_KEY_RESOURCES, API_KEY_SCOPES, normalizeScopes, scopeGrants } from './api-key-scopes';
-export { ApiKeyService, MAX_ACTIVE_API_KEYS, LAST_USED_RESOLUTION_MS, type ApiKeyDecision, type ApiKeyServiceOptions } from './api-key-service';
+export { ApiKeyService, MAX_ACTIVE_API_KEYS, LAST_USED_RESOLUTION_MS, type ApiKeyDecision, type ApiKeyServiceOptions, type NewApiKey } from './api-key-service';
