@@ -7697,7 +7697,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description `ValidationError`: `expires_at` is not in the future or is more than one year ahead. `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). */
+            /** @description `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). An `expires_at` not in the future or more than one year ahead is a 400 `ValidationError` naming `body.expires_at`. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
