@@ -19,6 +19,9 @@ const CRITICAL_CORE = [
   'src/modules/escrows/escrow-fee.ts', // the escrow fee and settlements
   'src/modules/tontines/tontine-lifecycle.ts', // the tontine state machine and schedule
   'src/modules/tontines/tontine-draw.ts', // the auditable random payout order
+  'src/modules/api-keys/api-key-format.ts', // API key format and checksum (issue 24)
+  'src/modules/api-keys/api-key-secret.ts', // the stored hash and its constant-time compare
+  'src/modules/api-keys/api-key-scopes.ts', // what a key's scopes allow
 ];
 
 /**

@@ -1397,6 +1397,102 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/business/organizations/{orgId}/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description The organisation's API keys, every status, newest first, with cursor pagination; never their secrets. Roles: owner or admin (an API key cannot manage keys: 403 `ApiKeyNotAllowed`).
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Creates a key for the organisation's servers, with the scopes it may use and an expiry (90 days by default, at most one year ahead). The answer carries `secret`, shown this once: store it on your server and send it as `Authorization: Bearer <secret>`. Only a hash of it is kept. At most 20 active keys per organisation (422 `TooManyApiKeys`). Records the event `api_key.created`. Roles: owner or admin.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/api-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an API key
+         * @description One key of the organisation, never its secret. Roles: owner or admin.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes the key at once: from the moment this answers, every request with it (any of its secrets) answers 401. Revoking a revoked key answers it as it is. Records the event `api_key.revoked`. Roles: owner or admin.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/api-keys/{keyId}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an API key
+         * @description Gives the key a new secret, answered this once; the current secret keeps working for `expire_current_in_seconds` (one day by default, 0 to stop it at once, at most 7 days), so servers can switch without downtime. The key keeps its id, scopes and expiry. A revoked or expired key cannot be rolled (409 `ApiKeyNotActive`). Records the event `api_key.rolled`. Roles: owner or admin.
+         */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1545,6 +1641,28 @@ export interface components {
             success: true;
             data: components["schemas"]["AuthTokens"];
             message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ErrorMessage
+         * @description Human-readable description of the error (may change; branch on `error`).
+         */
+        ErrorMessage: string;
+        /**
+         * ForbiddenError
+         * @description A 403 without details: `InsufficientRole`, `FeatureUnavailable`, `ConflictOfInterest` or `ApiKeyNotAllowed` (an API key on an operation keys may not call: personal routes, key and member management).
+         */
+        ForbiddenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ApiKeyNotAllowed";
+            message: components["schemas"]["ErrorMessage"];
         };
         /**
          * LogoutResult
@@ -1784,11 +1902,6 @@ export interface components {
             data: components["schemas"]["Transfer"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
-        /**
-         * ErrorMessage
-         * @description Human-readable description of the error (may change; branch on `error`).
-         */
-        ErrorMessage: string;
         /**
          * IdempotencyConflictDetails
          * @description The resource that an already processed `Idempotency-Key` produced, so a client that lost the first response can recover it. Present with `IdempotencyKeyAlreadyProcessed`.
@@ -2840,8 +2953,7 @@ export interface components {
              */
             success: false;
             /**
-             * @description Stable error name.
-             * @constant
+             * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             error: "NotTontineOrganizer";
@@ -2862,6 +2974,11 @@ export interface components {
                 allowed_actions: ("invite" | "join" | "leave" | "start" | "contribute" | "cancel")[];
             };
         };
+        /**
+         * TontineForbiddenError
+         * @description Error envelope of a 403 on a tontine action, discriminated by `error`.
+         */
+        TontineForbiddenError: components["schemas"]["NotTontineOrganizerError"] | components["schemas"]["ForbiddenError"];
         /**
          * TontineActionRequest
          * @description The body of an action without parameters: `{}`, or no body at all (then no `Content-Type` is needed).
@@ -3076,6 +3193,40 @@ export interface components {
             data: components["schemas"]["PaymentLink"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * ApiKeyScope
+         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`. Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
+         * @enum {string}
+         */
+        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write";
+        /**
+         * InsufficientScopeError
+         * @description The API key lacks the scope the operation needs; `details` name it and the key's scopes. The `X-Accepted-Scopes` header lists the scopes any of which would do.
+         */
+        InsufficientScopeError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InsufficientScope";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The scope the operation needs and those the key has. */
+            details: {
+                required_scope: components["schemas"]["ApiKeyScope"];
+                /** @description The key's scopes. */
+                granted_scopes: components["schemas"]["ApiKeyScope"][];
+            };
+        };
+        /**
+         * BusinessForbiddenError
+         * @description Error envelope of a 403 on a Business route, discriminated by `error`.
+         */
+        BusinessForbiddenError: components["schemas"]["ForbiddenError"] | components["schemas"]["InsufficientScopeError"];
         /**
          * DestinationAccountInactiveError
          * @description The destination account is not active: it cannot receive payments.
@@ -4105,6 +4256,177 @@ export interface components {
             data: components["schemas"]["NetworkStatusHistory"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * ApiKeyStatus
+         * @description `active` (usable), `revoked` (deleted: refused at once) or `expired` (past `expires_at`). A key that is not active answers 401.
+         * @enum {string}
+         */
+        ApiKeyStatus: "active" | "revoked" | "expired";
+        /**
+         * ApiKey
+         * @description A server-to-server key of the organisation. The secret itself is shown once, when the key is created or rolled; afterwards only `prefix` and `last4` identify it.
+         */
+        ApiKey: {
+            /**
+             * Format: uuid
+             * @description Identifier of the key (stays the same when it is rolled).
+             */
+            id: string;
+            /** @description A name to recognise the key by. */
+            name: string;
+            /**
+             * @description The key's environment and public id (the start of its current secret), not secret.
+             * @example sk_test_4kQ9vX2mB7pZ
+             */
+            prefix: string;
+            /** @description The last four characters of the current secret. */
+            last4: string;
+            /** @description What the key may do. */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            status: components["schemas"]["ApiKeyStatus"];
+            /**
+             * Format: date-time
+             * @description When the key was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the key stops working (at most one year after its creation).
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the key was last used (updated at most once a minute); `null` when never.
+             */
+            last_used_at: string | null;
+            /** @description The address the key was last used from (with `last_used_at`). */
+            last_used_ip?: string | null;
+            /**
+             * Format: uuid
+             * @description The user who created the key.
+             */
+            created_by: string;
+        };
+        /**
+         * ApiKeyList
+         * @description A page of the organisation's API keys (all statuses), newest first.
+         */
+        ApiKeyList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["ApiKey"][];
+        };
+        /**
+         * ApiKeyListResponse
+         * @description Envelope of a list of API keys.
+         */
+        ApiKeyListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["ApiKeyList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateApiKeyRequest
+         * @description A new key: a name, its scopes and, optionally, its expiry (90 days by default, at most one year ahead).
+         */
+        CreateApiKeyRequest: {
+            /** @description A name to recognise the key by. */
+            name: string;
+            /** @description What the key may do. */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /**
+             * Format: date-time
+             * @description When the key stops working; in the future and at most one year ahead. 90 days from now when absent.
+             */
+            expires_at?: string;
+        };
+        /**
+         * ApiKeyWithSecret
+         * @description A key with its secret, answered once (creation, roll): store the secret on your server now; it cannot be shown again. Send it as `Authorization: Bearer <secret>`. The other fields are those of ApiKey.
+         */
+        ApiKeyWithSecret: {
+            /**
+             * Format: uuid
+             * @description Identifier of the key (stays the same when it is rolled).
+             */
+            id: string;
+            /** @description A name to recognise the key by. */
+            name: string;
+            /**
+             * @description The key's environment and public id (the start of its current secret), not secret.
+             * @example sk_test_4kQ9vX2mB7pZ
+             */
+            prefix: string;
+            /** @description The last four characters of the current secret. */
+            last4: string;
+            /** @description What the key may do. */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            status: components["schemas"]["ApiKeyStatus"];
+            /**
+             * Format: date-time
+             * @description When the key was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the key stops working (at most one year after its creation).
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the key was last used (updated at most once a minute); `null` when never.
+             */
+            last_used_at: string | null;
+            /** @description The address the key was last used from (with `last_used_at`). */
+            last_used_ip?: string | null;
+            /**
+             * Format: uuid
+             * @description The user who created the key.
+             */
+            created_by: string;
+            /** @description The key: `sk_live_` (production) or `sk_test_`, the public id, `_`, 32 random base62 characters and a 6-character CRC32 checksum in base62. */
+            secret: string;
+        };
+        /**
+         * ApiKeySecretResponse
+         * @description Envelope of an API key with its secret (creation and roll only).
+         */
+        ApiKeySecretResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["ApiKeyWithSecret"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ApiKeyResponse
+         * @description Envelope of one API key (never its secret).
+         */
+        ApiKeyResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["ApiKey"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * RollApiKeyRequest
+         * @description How long the current secret keeps working after the roll: 0 (stops at once) to 604800 seconds (7 days), 86400 (one day) by default.
+         */
+        RollApiKeyRequest: {
+            /**
+             * Format: int32
+             * @description Seconds the current secret keeps working.
+             * @default 86400
+             */
+            expire_current_in_seconds: number;
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -4142,6 +4464,18 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `ApiKeyNotAllowed`: an API key was sent to a route keys may not call (personal routes act for a person: use a user's access token). */
+        ApiKeyNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ForbiddenError"];
+            };
+        };
         /** @description `PayloadTooLarge`: the request body exceeds the size limit of the JSON parser. */
         PayloadTooLarge: {
             headers: {
@@ -4177,7 +4511,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description Session absent or expired (`Unauthorized`): no `Authorization` header, a malformed one, a token with a bad signature, the wrong algorithm, issuer or audience, an expired token, or a token whose session was revoked. */
+        /** @description Session absent or expired (`Unauthorized`): no `Authorization` header, a malformed one, a token with a bad signature, the wrong algorithm, issuer or audience, an expired token, or a token whose session was revoked; an API key that is unknown, revoked, expired, of another environment or mistyped (its checksum is wrong). */
         Unauthorized: {
             headers: {
                 "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
@@ -4216,7 +4550,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `InsufficientRole`: the caller's role in the escrow may never take this action (a seller funding, a buyer refunding, a party resolving a dispute). `ConflictOfInterest`: a platform administrator who is also the buyer or the seller tries to resolve the escrow; another administrator must (its `allowed_actions` never list `resolve`). */
+        /** @description `InsufficientRole`: the caller's role in the escrow may never take this action (a seller funding, a buyer refunding, a party resolving a dispute). `ConflictOfInterest`: a platform administrator who is also the buyer or the seller tries to resolve the escrow; another administrator must (its `allowed_actions` never list `resolve`). `ApiKeyNotAllowed`: an API key was sent (escrows are personal routes). */
         EscrowForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -4291,7 +4625,7 @@ export interface components {
                 "application/json": components["schemas"]["TontineConflictError"];
             };
         };
-        /** @description `NotTontineOrganizer`: only the organizer may do this (invite, start, cancel). `details` give the caller's `role` and the `allowed_actions`. */
+        /** @description `NotTontineOrganizer`: only the organizer may do this (invite, start, cancel). `details` give the caller's `role` and the `allowed_actions`. `ApiKeyNotAllowed`: an API key was sent (tontines are personal routes). */
         TontineForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -4300,19 +4634,20 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["NotTontineOrganizerError"];
+                "application/json": components["schemas"]["TontineForbiddenError"];
             };
         };
-        /** @description The caller is a member of the organisation but may not do this: `InsufficientRole` (the route's role rule excludes the caller's role) or `FeatureUnavailable` (the module is not enabled for the organisation). */
+        /** @description The caller may not do this: `InsufficientRole` (a member whose role the route's rule excludes), `FeatureUnavailable` (the module is not enabled for the organisation), `InsufficientScope` (an API key without the scope the route's `x-access` rule names; `details` and `X-Accepted-Scopes` say which) or `ApiKeyNotAllowed` (an API key on a route keys may not call). */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "X-Accepted-Scopes": components["headers"]["AcceptedScopes"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["BusinessForbiddenError"];
             };
         };
         /** @description `NotFound`: the organisation is unknown, foreign to the caller (the caller is not an active member), or `orgId` is not a UUID. All three answer exactly the same. */
@@ -4449,6 +4784,18 @@ export interface components {
                 "application/json": components["schemas"]["CreditNoteConflictError"];
             };
         };
+        /** @description `NotFound`: the organisation is unknown or foreign to the caller; `ApiKeyNotFound`: the organisation has no key with this id. */
+        ApiKeyNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /**
@@ -4521,6 +4868,11 @@ export interface components {
          * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
          */
         InvoiceId: string;
+        /**
+         * @description Identifier of an API key of the organisation.
+         * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+         */
+        ApiKeyId: string;
     };
     requestBodies: never;
     headers: {
@@ -4554,6 +4906,11 @@ export interface components {
          * @example /api/transfers/9b2f6e1a-4c3d-4e8f-a1b2-c3d4e5f6a7b8
          */
         Location: string;
+        /**
+         * @description On 403 `InsufficientScope`: the API key scopes, any one of which allows the operation, separated by `, ` (a read scope is also allowed by its write scope).
+         * @example payments:read, payments:write
+         */
+        AcceptedScopes: string;
     };
     pathItems: never;
 }
@@ -4639,6 +4996,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            403: components["responses"]["ApiKeyNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4669,6 +5027,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4715,6 +5074,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            403: components["responses"]["ApiKeyNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4745,6 +5105,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4784,6 +5145,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4823,6 +5185,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             /** @description `RecipientNotFound`: no active platform user has this e-mail address (or, with `rail: p2p`, this telephone number). Does not consume the `Idempotency-Key`. */
             404: {
                 headers: {
@@ -4885,6 +5248,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             /** @description `NotFound`: the caller sent no transfer with this id. */
             404: {
                 headers: {
@@ -4925,6 +5289,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4965,6 +5330,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             /** @description `IdempotencyKeyNotFound`: the caller has no unexpired key with this value. */
             404: {
                 headers: {
@@ -5026,6 +5392,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5065,6 +5432,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             /** @description `CounterpartyNotFound`: no platform user matches `counterparty_identifier`. */
             404: {
                 headers: {
@@ -5126,6 +5494,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             404: components["responses"]["EscrowNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5610,6 +5979,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5643,6 +6013,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5679,6 +6050,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             404: components["responses"]["TontineNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5772,6 +6144,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             404: components["responses"]["TontineNotFound"];
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5814,6 +6187,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             404: components["responses"]["TontineNotFound"];
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5930,6 +6304,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             404: components["responses"]["TontineNotFound"];
             /** @description `ContributionAlreadyPaid`: the caller already paid the named cycle (`details.cycle`). `CycleNotOpen`: the named cycle is not the open one (`details`: `cycle`, `open_cycle`). `InvalidTontineState`: the tontine is not `active` (`details`: `status`, `action`, `allowed_actions`). `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`: see the description. */
             409: {
@@ -7235,6 +7610,244 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of API keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret (shown once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeySecretResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). An `expires_at` not in the future or more than one year ahead is a 400 `ValidationError` naming `body.expires_at`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ApiKeyNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, `revoked`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ApiKeyNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RollApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key, with its new secret (shown once). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeySecretResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ApiKeyNotFound"];
+            /** @description `ApiKeyNotActive`: the key is revoked or expired. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

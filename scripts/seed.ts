@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { loadConfig } from '../src/config';
 import { migrateLatest, openDatabase } from '../src/db/database';
-import { seedDemoData, seedDemoDataIfEmpty } from '../src/seed/demo-seed';
+import { seedDemoData, seedDemoDataIfEmpty, type SeedReport } from '../src/seed/demo-seed';
 import { buildServices } from '../src/services';
 
 /** `make seed`: the local demo data. `--force` seeds even when users exist (fails on duplicates). */
@@ -12,13 +12,15 @@ async function main(): Promise<void> {
   try {
     await migrateLatest(database.knex);
     const services = buildServices({ config, knex: database.knex, logger: pino({ level: 'warn' }) });
+    const report: SeedReport = {};
     if (process.argv.includes('--force')) {
-      await seedDemoData(database.knex, services);
+      await seedDemoData(database.knex, services, report);
       process.stdout.write('demo data seeded\n');
     } else {
-      const seeded = await seedDemoDataIfEmpty(database.knex, services);
+      const seeded = await seedDemoDataIfEmpty(database.knex, services, report);
       process.stdout.write(seeded ? 'demo data seeded\n' : 'database not empty: nothing seeded (use --force)\n');
     }
+    if (report.demoApiKey) process.stdout.write(`Demo API key of "${report.demoApiKey.organization}" (local only, shown once): ${report.demoApiKey.secret}\n`);
     await services.shutdown();
   } finally {
     await database.close();

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -20,6 +21,8 @@ export interface RateLimitConfig {
   healthPerWindow: number;
   /** Login attempts per window per IP, whatever the identifier. */
   loginPerIpPerWindow: number;
+  /** Requests per window per API key (RATE_LIMIT_API_KEY). */
+  apiKeyPerWindow: number;
 }
 
 export interface Config {
@@ -55,6 +58,13 @@ export interface Config {
   };
   idempotencyTtlHours: number;
   rateLimit: RateLimitConfig;
+  /** API keys of organisations (issue 24). */
+  apiKeys: {
+    /** API_KEY_PEPPER: the HMAC key of stored secrets; required in production, derived from JWT_SECRET elsewhere. */
+    pepper: string;
+    /** `live` (sk_live_) in production, `test` (sk_test_) elsewhere. */
+    environment: 'live' | 'test';
+  };
   /** Secret of the payment page's CSRF tokens and signed amounts, and of statement cursors. */
   paySecret: string;
   logLevel: LogLevel;
@@ -184,6 +194,22 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
 }
 
 /**
+ * API_KEY_PEPPER, the HMAC key of stored API key secrets: required in production (changing it
+ * invalidates every key); in development and tests a default derived from JWT_SECRET, so a
+ * local start needs nothing and no public constant is ever a production pepper.
+ */
+function apiKeyPepper(env: Env, nodeEnv: NodeEnv): string {
+  const raw = env.API_KEY_PEPPER;
+  if (raw === undefined || raw === '') {
+    if (nodeEnv === 'production') throw new ConfigError('API_KEY_PEPPER must be set in production (at least 32 characters; it keys the hashes of API key secrets)');
+    const jwtSecret = env.JWT_SECRET || DEFAULT_JWT_SECRET;
+    return crypto.createHmac('sha256', jwtSecret).update('api-key-pepper').digest('hex');
+  }
+  if (raw.length < 32) throw new ConfigError('API_KEY_PEPPER must be at least 32 characters long');
+  return raw;
+}
+
+/**
  * Without Redis every instance counts rate limits on its own, so N instances allow N times
  * the configured limits. Production therefore needs REDIS_URL, unless SINGLE_INSTANCE says
  * only one instance runs.
@@ -253,8 +279,10 @@ function readConfig(env: Env): Config {
       loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 1_000_000),
       healthPerWindow: integer(env, 'RATE_LIMIT_HEALTH', 1_200, 1, 1_000_000),
       loginPerIpPerWindow: integer(env, 'RATE_LIMIT_LOGIN_PER_IP', 30, 1, 1_000_000),
+      apiKeyPerWindow: integer(env, 'RATE_LIMIT_API_KEY', 1_200, 1, 1_000_000),
     },
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
+    apiKeys: { pepper: apiKeyPepper(env, nodeEnv), environment: nodeEnv === 'production' ? 'live' : 'test' },
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),

@@ -1,5 +1,6 @@
 import type { Handler, OperationId } from './contract';
 import { accountHandlers } from './modules/accounts';
+import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
 import { escrowHandlers } from './modules/escrows';
 import { healthHandlers } from './modules/health';
@@ -35,6 +36,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...invoiceHandlers(services.invoices),
     ...accountHandlers(services.accounts),
     ...networkStatusHandlers(services.networkStatus),
+    ...apiKeyHandlers(services.apiKeys),
     ...escrowHandlers(services.escrows),
     ...tontineHandlers(services.tontines),
   };

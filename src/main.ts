@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger } from './logger';
 import { migrateLatest, openDatabase, type Database } from './db/database';
-import { seedDemoDataIfEmpty } from './seed/demo-seed';
+import { seedDemoDataIfEmpty, type SeedReport } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
@@ -30,6 +30,18 @@ function listen(server: http.Server, port: number): Promise<number> {
     server.once('error', reject);
     server.listen(port, () => resolve((server.address() as AddressInfo).port));
   });
+}
+
+/**
+ * The demo data on a fresh development database, and its API key once on the terminal (local
+ * development only: seedDemo is never on in production). Written straight to stdout, not
+ * through the logger: keys never reach a log line.
+ */
+async function seedDemo(database: Database, app: App, logger: Logger): Promise<void> {
+  const seedReport: SeedReport = {};
+  if (!(await seedDemoDataIfEmpty(database.knex, app.services, seedReport))) return;
+  logger.info('demo data seeded');
+  if (seedReport.demoApiKey) process.stdout.write(`\nDemo API key of "${seedReport.demoApiKey.organization}" (local only, shown once): ${seedReport.demoApiKey.secret}\n\n`);
 }
 
 interface Started {
@@ -69,7 +81,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     started.app = app;
     metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => app.services.accounts.streams.inUse);
     await app.services.ready();
-    if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
+    if (config.seedDemo) await seedDemo(database, app, logger);
     started.apiServer.on('request', app);
     started.payServer.on('request', createPayApp({ config, logger, paymentPage: app.services.paymentPage, rateLimitBackend }));
     const apiPort = await listen(started.apiServer, config.port);

@@ -5,6 +5,7 @@ import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
+import { ApiKeyService } from './modules/api-keys';
 import { EscrowService } from './modules/escrows';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
@@ -55,6 +56,8 @@ export function buildServices(deps: ServiceDeps) {
     sessions,
     /** What a bearer token is worth: its claims, then its session (the middleware of src/http/authenticate.ts asks). */
     accessCheck: new AccessCheck(knex, config.jwt.accessTtlSeconds),
+    /** Keys of organisations' servers: managed by owners and admins, checked on every request that presents one. */
+    apiKeys: new ApiKeyService(knex, { pepper: config.apiKeys.pepper, environment: config.apiKeys.environment, clock }),
     passwords,
     auth: new AuthService(knex, passwords, sessions, config.login, (userId) => organizationAccess.activeOrganizationsOf(userId), clock),
     organizationAccess,

@@ -18,14 +18,19 @@ export const ROLES = ['owner', 'admin', 'representative', 'director', 'finance_m
 
 type Operation<Id extends OperationId> = (typeof OPERATIONS)[Id];
 
-export type ModuleName = NonNullable<{ [Id in OperationId]: Operation<Id>['access'] }[OperationId]>['module'];
+export type ModuleName = NonNullable<NonNullable<{ [Id in OperationId]: Operation<Id>['access'] }[OperationId]>['module']>;
+
+/** What an API key may do (the contract's ApiKeyScope): `<resource>:read` or `<resource>:write`. */
+export type ApiKeyScope = components['schemas']['ApiKeyScope'];
 
 /** The `x-access` rule of a Business operation (see the contract). */
 export interface AccessRule {
   /** Roles allowed on the operation. */
   readonly roles: readonly Role[];
-  /** The module the operation belongs to; it must be enabled for the organisation. */
-  readonly module: ModuleName;
+  /** The module the operation belongs to; it must be enabled for the organisation. None for the organisation's own settings (its API keys). */
+  readonly module: ModuleName | null;
+  /** The API key scope the operation needs; none when keys may not call it (they get 403 ApiKeyNotAllowed). */
+  readonly scope: ApiKeyScope | null;
   /** A write needs the module open (read_only or locked: 423). */
   readonly write: boolean;
   /** The organisation must be active (otherwise 422 OrganizationInactive). */
@@ -33,11 +38,22 @@ export interface AccessRule {
 }
 export type ModuleAccess = 'open' | 'read_only' | 'locked';
 
-/** The authenticated caller (a bearer token whose session is live). */
+/** The authenticated caller: a bearer token whose session is live, or an organisation's API key. */
 export interface Caller {
+  /** The user; for an API key, the user who created it (records it makes name them). */
   userId: string;
+  /** The session; empty for an API key (only personal routes read it, and they refuse keys). */
   sessionId: string;
   isAdmin: boolean;
+  /** Set when the caller is an API key (issue 24): its organisation and scopes. */
+  apiKey?: ApiKeyCaller;
+}
+
+/** An API key calling: it acts only on its organisation, within its scopes. */
+export interface ApiKeyCaller {
+  id: string;
+  organizationId: string;
+  scopes: readonly ApiKeyScope[];
 }
 
 /** The organisation of a Business route once its `x-access` rule let the caller through. */
@@ -45,8 +61,10 @@ export interface AuthorizedOrganization {
   id: string;
   name: string;
   status: 'active' | 'inactive' | 'suspended';
-  /** The caller's role (an active membership). */
-  role: Role;
+  /** The caller's role (an active membership); null for an API key (its scopes decide). */
+  role: Role | null;
+  /** The API key's scopes when an API key calls (role is then null). */
+  apiKeyScopes?: readonly ApiKeyScope[];
   /** Enabled modules and their access; a module absent here is not enabled. */
   moduleAccess: Partial<Record<ModuleName, ModuleAccess>>;
 }

@@ -46,7 +46,7 @@ export async function queryRaw<Row>(db: Knex | Knex.Transaction, config: QueryCo
   const source = db.client as ConnectionSource;
   const connection = await source.acquireConnection();
   // Told as knex tells its own queries (`knex.on('query')`: logs, tests counting round trips).
-  source.emit('query', { sql: text, bindings: values, method: 'raw', options: { name } });
+  source.emit('query', { sql: config.text, bindings: config.values ?? [], method: 'raw', options: { name: config.name ?? '' } });
   try {
     return (await connection.query(config)) as { rows: Row[] };
   } catch (error) {

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
 import { buildHandlers, NOT_IMPLEMENTED } from '../handlers';
+import { redactApiKeys } from '../modules/api-keys';
 import { buildServices, type Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
 import { docsRoutes } from './docs-routes';
@@ -46,7 +47,8 @@ export interface App extends Express {
 
 /** What a request log line says of its request (pino-http hands the serializer its own summary). */
 function requestLogFields(req: { id?: unknown; method?: string; url?: string; remoteAddress?: string; headers?: Record<string, unknown> }) {
-  return { id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress, userAgent: req.headers?.['user-agent'] };
+  // A client that puts an API key in a URL must not have it written down: key-shaped text is cut.
+  return { id: req.id, method: req.method, url: req.url && redactApiKeys(req.url), remoteAddress: req.remoteAddress, userAgent: req.headers?.['user-agent'] };
 }
 
 /**
@@ -114,7 +116,7 @@ export function createApp(deps: AppDeps): App {
   // Authentication and the limiter read headers only, so they run before the body is read:
   // a caller over its budget (anonymous callers by IP) costs no body parsing, and a path
   // outside /api never has its body read at all.
-  app.use('/api', authenticate(services.accessCheck, config.jwt));
+  app.use('/api', authenticate(services.accessCheck, config.jwt, services.apiKeys));
   app.use('/api', rateLimiter);
   app.use(
     '/api',
@@ -136,7 +138,7 @@ export function createApp(deps: AppDeps): App {
       // coerces path and query parameters, which arrive as strings.
       validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
       validateResponses: config.validateResponses ? { onError: responseDrift(config.nodeEnv === 'test', logger) } : false,
-      validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler } },
+      validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler, apiKeyAuth: bearerAuthSecurityHandler } },
       validateFormats: true,
       // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.
       ajvFormats: { mode: 'full' },

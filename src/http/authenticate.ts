@@ -4,6 +4,8 @@ import passport from 'passport';
 import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
 import type { Config } from '../config';
 import { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, type AccessCheck, type AccessTokenPayload } from '../modules/auth';
+import { looksLikeApiKey, type ApiKeyService } from '../modules/api-keys';
+import { clientIp } from './rate-limit';
 import type { AuthContext } from './request-context';
 
 /**
@@ -93,9 +95,14 @@ const BEARER = /^bearer\s+(\S+)$/i;
 /**
  * Runs on every API request: a valid bearer token sets `req.auth`; an invalid one records
  * why in `req.authFailure`. Whether a route requires a token is the contract's business
- * (the validator's `bearerAuth` security handler), so no route can forget it.
+ * (the validator's `bearerAuth` and `apiKeyAuth` security handlers), so no route can forget it.
+ *
+ * A bearer that starts `sk_live_` / `sk_test_` is an organisation's API key (issue 24): the
+ * api-keys module checks it (its checksum first, with no database work; then its row, read on
+ * every request so a revocation counts from its commit) and `req.auth.apiKey` says so. Which
+ * operations a key may call is the mount's business (the contract's security schemes).
  */
-export function authenticate(access: AccessCheck, jwtConfig: Config['jwt']): RequestHandler {
+export function authenticate(access: AccessCheck, jwtConfig: Config['jwt'], apiKeys: ApiKeyService): RequestHandler {
   const verified = new VerifiedTokens();
   const authenticator = new passport.Passport();
   authenticator.use('jwt', createJwtStrategy(access, jwtConfig, verified));
@@ -109,6 +116,14 @@ export function authenticate(access: AccessCheck, jwtConfig: Config['jwt']): Req
       next();
     };
     const token = BEARER.exec(header)?.[1];
+    if (token !== undefined && looksLikeApiKey(token)) {
+      apiKeys.authenticate(token, clientIp(req)).then((decision) => {
+        if ('caller' in decision) req.auth = decision.caller satisfies AuthContext;
+        else req.authFailure = decision.refusal;
+        next();
+      }, next);
+      return;
+    }
     const payload = token === undefined ? undefined : verified.recall(token);
     if (payload) checkSession(access, req, payload, conclude as VerifiedCallback);
     else authenticator.authenticate('jwt', { session: false }, conclude)(req, res, next);
@@ -120,11 +135,11 @@ function describeFailure(info: unknown): string {
   if (name === 'TokenExpiredError') return 'The access token has expired: refresh it or log in again.';
   if (info instanceof Error && info.message === 'No auth token') return 'The Authorization header must be "Bearer <access token>".';
   const message = (info as { message?: string } | undefined)?.message;
-  if (message && /session|disabled|locked|malformed|access token (has|is|lives)/.test(message)) return message;
+  if (message && /session|disabled|locked|malformed|access token (has|is|lives)|API key/.test(message)) return message;
   return 'The access token is invalid.';
 }
 
-/** The contract's `bearerAuth` scheme: a request to an operation that declares it needs `req.auth`. */
+/** The contract's `bearerAuth` and `apiKeyAuth` schemes: a request to an operation that declares one needs `req.auth` (which of the two: the mount). */
 export function bearerAuthSecurityHandler(req: { auth?: AuthContext; authFailure?: string }): true {
   if (req.auth) return true;
   const error = new Error(req.authFailure ?? 'Authentication is required: send "Authorization: Bearer <access token>".');

@@ -2,6 +2,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { isUuid } from '../ids';
 import { OPERATIONS, type ChunkWriter, type Handler, type OperationId } from '../contract';
 import { NotImplementedError, UnauthorizedError } from '../errors';
+import { ApiKeyNotAllowedError } from '../modules/api-keys';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
 import { write } from './stream';
 import { clientIp } from './rate-limit';
@@ -63,8 +64,19 @@ export function organizationAccessCheck(operationId: string, service: Organizati
       req.log?.error({ operationId }, 'Business operation has no x-access rule in the contract: refused');
       throw new Error(`operation ${operationId} has no access rule`);
     }
-    const orgId = req.params.orgId;
-    req.organization = await service.authorize(typeof orgId === 'string' ? orgId : '', req.auth.userId, rule);
+    const orgId = typeof req.params.orgId === 'string' ? req.params.orgId : '';
+    req.organization = req.auth.apiKey ? await service.authorizeApiKey(orgId, req.auth.apiKey, rule) : await service.authorize(orgId, req.auth.userId, rule);
+    next();
+  };
+}
+
+/**
+ * The caller kind (issue 24): an API key may call only the operations whose security lists
+ * `apiKeyAuth` (its organisation's Business operations); anywhere else, 403 ApiKeyNotAllowed.
+ */
+export function refuseApiKeys(): RequestHandler {
+  return (req, _res, next) => {
+    if (req.auth?.apiKey) throw new ApiKeyNotAllowedError();
     next();
   };
 }
@@ -158,7 +170,7 @@ export function mountOperations(options: MountOptions): Router {
     const handler = options.handlers[operationId] as ((input: never) => Promise<unknown>) | undefined;
     if (!handler && !notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has no handler`);
     if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
-    const chain: RequestHandler[] = [...(options.before?.[operationId] ?? [])];
+    const chain: RequestHandler[] = [...(operation.apiKey ? [] : [refuseApiKeys()]), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
     chain.push(operationRoute(operationId, handler, options.streamLimits));
     router[operation.method](expressPath(operation.path), ...chain);

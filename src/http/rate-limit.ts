@@ -135,15 +135,16 @@ function refuseWithEnvelope(name: string, message: string): Options['handler'] {
 
 /**
  * The general limiter: one bucket per authenticated user (so an integrator's server behind
- * one IP is not throttled by its neighbours), one per IP for anonymous calls.
+ * one IP is not throttled by its neighbours), one per API key (RATE_LIMIT_API_KEY), one per
+ * IP for anonymous calls.
  * If the store fails (Redis down) it fails open: authentication still guards every route,
  * and a cache outage must not take payments reads down with it.
  */
 export function apiRateLimiter(backend: RateLimitBackend, config: RateLimitConfig): RequestHandler {
   return limiter(backend, 'api', {
     windowMs: config.windowMs,
-    limit: (req) => (req.auth ? config.authenticatedPerWindow : config.anonymousPerWindow),
-    keyGenerator: (req) => (req.auth ? `user:${req.auth.userId}` : `ip:${clientIp(req)}`),
+    limit: (req) => (req.auth?.apiKey ? config.apiKeyPerWindow : req.auth ? config.authenticatedPerWindow : config.anonymousPerWindow),
+    keyGenerator: (req) => (req.auth?.apiKey ? `key:${req.auth.apiKey.id}` : req.auth ? `user:${req.auth.userId}` : `ip:${clientIp(req)}`),
     passOnStoreError: true,
     handler: refuseWithEnvelope('api', 'Too many requests: wait for the time in Retry-After, then retry.'),
   });

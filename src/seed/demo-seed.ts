@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Services } from '../services';
 import { seedOrganizationAccounts } from './accounts-seed';
+import { seedApiKeys, type SeedReport } from './api-keys-seed';
 import { seedEscrows } from './escrows-seed';
 import { seedIdentity } from './identity-seed';
 import { seedInvoices } from './invoices-seed';
@@ -13,7 +14,8 @@ import { seedWallets } from './wallets-seed';
  * Local demo data (never in production). Each module contributes one step, run in order in
  * one transaction, so the seed is all or nothing.
  */
-export type SeedStep = (trx: Knex.Transaction, services: Services) => Promise<void>;
+export type SeedStep = (trx: Knex.Transaction, services: Services, report: SeedReport) => Promise<void>;
+export type { SeedReport };
 
 const STEPS: SeedStep[] = [
   seedIdentity, // first: users and organisations (src/seed/identity-seed.ts)
@@ -24,14 +26,15 @@ const STEPS: SeedStep[] = [
   seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/seed/wallets-seed.ts)
   seedEscrows, // one escrow in every status between the demo users (src/seed/escrows-seed.ts)
   seedTontines, // after the wallets: a forming, an active and a completed tontine (src/seed/tontines-seed.ts)
+  seedApiKeys, // one API key of the demo organisation, its secret in the report (src/seed/api-keys-seed.ts)
 ];
 
 /** The advisory lock instances starting together take before they look at the database (any fixed number). */
 const SEED_LOCK_KEY = 7_305_110_001;
 
-export async function seedDemoData(knex: Knex, services: Services): Promise<void> {
+export async function seedDemoData(knex: Knex, services: Services, report: SeedReport = {}): Promise<void> {
   await knex.transaction(async (trx) => {
-    for (const step of STEPS) await step(trx, services);
+    for (const step of STEPS) await step(trx, services, report);
   });
 }
 
@@ -41,12 +44,12 @@ export async function seedDemoData(knex: Knex, services: Services): Promise<void
  * and the others then find its users (the lock ends with the transaction, also on the
  * embedded server whose one session outlives connections).
  */
-export async function seedDemoDataIfEmpty(knex: Knex, services: Services): Promise<boolean> {
+export async function seedDemoDataIfEmpty(knex: Knex, services: Services, report: SeedReport = {}): Promise<boolean> {
   return knex.transaction(async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?::bigint)', [SEED_LOCK_KEY]);
     const row = await trx('users').first<{ id: string } | undefined>('id');
     if (row) return false;
-    for (const step of STEPS) await step(trx, services);
+    for (const step of STEPS) await step(trx, services, report);
     return true;
   });
 }

@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
  * A partner team generates a client from the published contract and codes the demo journey
  * against it. With each common generator (openapi-typescript, @hey-api/openapi-ts,
  * swagger-typescript-api, openapi-zod-client), the journey (login, me, wallets, transfer, and
- * the typed errors of invoices, network status, escrows and tontines) must type-check without
+ * the typed errors of invoices, network status, escrows and tontines; and a server's journey
+ * with an API key: create it, then read a payment with it) must type-check without
  * casts into `data` or `details`: every response is a concrete type (the journey's
  * `@ts-expect-error` lines on wrong field accesses would be unused under `any`, which fails
  * the compile) and each error with details has its own, reached by narrowing on `error`.
@@ -36,6 +37,10 @@ const SCHEMAS: Record<string, string> = {
   ESCROW_422: 'EscrowUnprocessableError',
   ESCROW_409: 'EscrowActionConflictError',
   TONTINE_409: 'TontineConflictError',
+  // Issue 24: the server journey with an API key.
+  API_KEY_SECRET_RESPONSE: 'ApiKeySecretResponse',
+  PAYMENT_RESPONSE: 'PaymentResponse',
+  BUSINESS_403: 'BusinessForbiddenError',
 };
 
 /** Every placeholder as `Api.<schema name>`: each generator's client-types.ts exports those names. */
@@ -69,6 +74,8 @@ const GENERATORS: Record<string, Generator> = {
       TRANSFER_422: "Api.paths['/transfers']['post']['responses'][422]['content']['application/json']",
       INVOICE_409: "Api.paths['/business/organizations/{orgId}/invoices/{invoiceId}/pay']['post']['responses'][409]['content']['application/json']",
       NETWORK_STATUS_422: "Api.paths['/business/organizations/{orgId}/network-status']['patch']['responses'][422]['content']['application/json']",
+      PAYMENT_RESPONSE: "Api.paths['/business/organizations/{orgId}/payments/{paymentId}']['get']['responses'][200]['content']['application/json']",
+      BUSINESS_403: "Api.paths['/business/organizations/{orgId}/payments/{paymentId}']['get']['responses'][403]['content']['application/json']",
     },
   },
   '@hey-api/openapi-ts': {

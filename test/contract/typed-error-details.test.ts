@@ -34,6 +34,7 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   DestinationAccountInactive: { required: ['destination_account_id'] },
   PaymentLinkNotActive: { required: ['status'] },
   VersionExhausted: { required: ['max_version'] },
+  InsufficientScope: { required: ['required_scope', 'granted_scopes'] },
 };
 
 /**
@@ -81,6 +82,16 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   createSignedPaymentLink: { '409': ['PaymentLinkNotActive'] },
   updateNetworkStatus: { '422': ['VersionExhausted'] },
 };
+// Issue 24: every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
+for (const item of Object.values(doc.paths as Record<string, Json>)) {
+  for (const op of Object.values(item)) {
+    const operation = op as { operationId?: string; 'x-access'?: { scope?: string } };
+    if (operation?.operationId && operation['x-access']?.scope) {
+      const statuses = (RETURNED_BY[operation.operationId] ??= {});
+      statuses['403'] = [...(statuses['403'] ?? []), 'InsufficientScope'];
+    }
+  }
+}
 
 function operations(): Array<{ id: string; responses: Record<string, unknown> }> {
   const found: Array<{ id: string; responses: Record<string, unknown> }> = [];

@@ -89,7 +89,7 @@ function tempDir(): string {
 }
 
 // One instance (no Redis here): production otherwise requires REDIS_URL.
-const PRODUCTION_SECRETS = { JWT_SECRET: 'p'.repeat(48), PAY_SECRET: 'q'.repeat(48), SINGLE_INSTANCE: 'true' };
+const PRODUCTION_SECRETS = { JWT_SECRET: 'p'.repeat(48), PAY_SECRET: 'q'.repeat(48), API_KEY_PEPPER: 'r'.repeat(48), SINGLE_INSTANCE: 'true' };
 
 describe('starting the service', () => {
   it('a development start seeds the demo data once: every demo user logs in and GET /me lists Demo Trading SARL', async () => {
@@ -98,6 +98,10 @@ describe('starting the service', () => {
     try {
       expect(first.output()).toContain('starting in development mode');
       expect(first.output()).toContain('demo data seeded');
+      // Issue 24: the demo key is printed once (not as a log line) and reads the demo organisation's payments.
+      const printed = /Demo API key of "Demo Trading SARL" \(local only, shown once\): (sk_test_\S+)/.exec(first.output());
+      expect(printed).not.toBeNull();
+      expect(first.output().split('\n').filter((line) => line.startsWith('{') && line.includes(printed?.[1] as string))).toEqual([]);
       for (const user of DEMO_USERS) {
         const res = await login(first.port, user.email, DEMO_PASSWORD);
         expect(res.status, user.email).toBe(200);
@@ -105,6 +109,9 @@ describe('starting the service', () => {
           const me = await fetch(`http://127.0.0.1:${first.port}/api/me`, { headers: { Authorization: `Bearer ${res.body.data?.access_token}` } });
           const body = (await me.json()) as { data: { organizations: Array<{ name: string; role: string }> } };
           expect(body.data.organizations).toContainEqual(expect.objectContaining({ name: 'Demo Trading SARL', role: 'owner' }));
+          const demo = (body.data.organizations as Array<{ id?: string; name: string }>).find((o) => o.name === 'Demo Trading SARL');
+          const payments = await fetch(`http://127.0.0.1:${first.port}/api/business/organizations/${demo?.id}/payments`, { headers: { Authorization: `Bearer ${printed?.[1]}` } });
+          expect(payments.status).toBe(200);
         }
       }
       expect((await login(first.port, '+225 07 00 00 00 01', DEMO_PASSWORD)).status).toBe(200);
@@ -114,6 +121,7 @@ describe('starting the service', () => {
     const second = await start({ NODE_ENV: 'development' }, dataDir);
     try {
       expect(second.output()).not.toContain('demo data seeded');
+      expect(second.output()).not.toContain('Demo API key');
       expect((await login(second.port, 'owner@demo.example', DEMO_PASSWORD)).status).toBe(200);
     } finally {
       await stop(second.child);

@@ -11,9 +11,9 @@ import { addMember, createMember, createOrganization, createUser } from '../supp
  */
 const service = new OrganizationAccessService(testKnex());
 
-const READ_INVOICES: AccessRule = { roles: ['owner', 'admin', 'director'], module: 'invoices', write: false, requiresActiveOrg: false };
-const WRITE_INVOICES: AccessRule = { roles: ['owner', 'finance_manager'], module: 'invoices', write: true, requiresActiveOrg: false };
-const ACTIVE_ONLY: AccessRule = { roles: ['owner'], module: 'network_status', write: false, requiresActiveOrg: true };
+const READ_INVOICES: AccessRule = { roles: ['owner', 'admin', 'director'], module: 'invoices', scope: 'invoices:read', write: false, requiresActiveOrg: false };
+const WRITE_INVOICES: AccessRule = { roles: ['owner', 'finance_manager'], module: 'invoices', scope: 'invoices:write', write: true, requiresActiveOrg: false };
+const ACTIVE_ONLY: AccessRule = { roles: ['owner'], module: 'network_status', scope: 'network_status:write', write: false, requiresActiveOrg: true };
 
 const NOT_FOUND = { code: 'NotFound', category: 'not_found', message: 'Organization not found.' };
 const INSUFFICIENT_ROLE = { code: 'InsufficientRole', category: 'forbidden', message: 'Your role in this organisation does not allow this operation.' };

@@ -21,9 +21,12 @@ export interface ContractOperation {
 /** An `x-access` rule as the contract writes it. */
 export interface AccessRule {
   roles: Role[];
-  module: string;
+  /** Absent for the organisation's own settings (its API keys). */
+  module?: string;
   write: boolean;
   requiresActiveOrg?: boolean;
+  /** The API key scope the operation needs; absent when keys may not call it. */
+  scope?: string;
 }
 
 export interface ContractRequest {

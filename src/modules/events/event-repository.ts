@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 type Db = Knex | Knex.Transaction;
 
-export type EventSubjectType = 'escrow' | 'tontine';
+export type EventSubjectType = 'escrow' | 'tontine' | 'api_key';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

@@ -7,7 +7,8 @@ export type IdempotencyStatus = 'in_progress' | 'completed';
 
 export interface IdempotencyRecord {
   id: string;
-  userId: string;
+  /** The user whose key it is; null for an organisation's key (an API key's). */
+  userId: string | null;
   operation: string;
   key: string;
   requestHash: string;
@@ -27,7 +28,8 @@ export interface IdempotencyRecord {
 
 interface Row {
   id: string;
-  user_id: string;
+  user_id: string | null;
+  organization_id: string | null;
   operation: string;
   key: string;
   request_hash: string;
@@ -67,8 +69,22 @@ function toRecord(row: Row): IdempotencyRecord {
   };
 }
 
+/** Whose key it is: the user's, or with `organizationId` (an API key calling) the organisation's. */
+export interface IdempotencyScope {
+  userId: string;
+  organizationId?: string;
+  operation: string;
+  key: string;
+}
+
+/** The owner columns of a scope: a key belongs to a user or to an organisation, never both. */
+function ownerOf(scope: { userId: string; organizationId?: string }): { user_id: string | null; organization_id: string | null } {
+  return scope.organizationId ? { user_id: null, organization_id: scope.organizationId } : { user_id: scope.userId, organization_id: null };
+}
+
 export interface ClaimInput {
   userId: string;
+  organizationId?: string;
   operation: string;
   key: string;
   requestHash: string;
@@ -106,11 +122,12 @@ const FRESH_CLAIM = (knex: Db, input: ClaimInput) => ({
 export const idempotencyRepository = {
   /** Inserts an in_progress claim unless the key exists; returns it when this call claimed the key. */
   async insertClaim(db: Db, input: ClaimInput): Promise<IdempotencyRecord | undefined> {
+    const byOrganization = input.organizationId !== undefined;
     const rows = await prepared(
-      'idempotency_insert_claim',
+      byOrganization ? 'idempotency_insert_org_claim' : 'idempotency_insert_claim',
       db<Row>('idempotency_keys')
-        .insert({ user_id: input.userId, operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } as never)
-        .onConflict(['user_id', 'operation', 'key'])
+        .insert({ ...ownerOf(input), operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } as never)
+        .onConflict([byOrganization ? 'organization_id' : 'user_id', 'operation', 'key'])
         .ignore()
         .returning('*'),
     );
@@ -133,8 +150,12 @@ export const idempotencyRepository = {
     return row ? toRecord(row) : undefined;
   },
 
-  async find(db: Db, scope: { userId: string; operation: string; key: string }): Promise<IdempotencyRecord | undefined> {
-    const row = await db<Row>('idempotency_keys').where({ user_id: scope.userId, operation: scope.operation, key: scope.key }).first();
+  async find(db: Db, scope: IdempotencyScope): Promise<IdempotencyRecord | undefined> {
+    const owner = ownerOf(scope);
+    const query = db<Row>('idempotency_keys').where({ operation: scope.operation, key: scope.key });
+    if (owner.organization_id) query.andWhere('organization_id', owner.organization_id);
+    else query.andWhere('user_id', scope.userId);
+    const row = await query.first();
     return row ? toRecord(row) : undefined;
   },
 

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ConflictError, NotFoundError, UnprocessableError, ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
-import { idempotencyRepository, type IdempotencyRecord } from './idempotency-repository';
+import { idempotencyRepository, type IdempotencyRecord, type IdempotencyScope } from './idempotency-repository';
 
 /**
  * Idempotency for every money-moving POST (transfers, escrows, tontines, payment-link
@@ -47,6 +47,11 @@ import { idempotencyRepository, type IdempotencyRecord } from './idempotency-rep
 
 export interface IdempotentRequest {
   userId: string;
+  /**
+   * Set when an organisation's API key calls (issue 24): the key is scoped to the
+   * organisation (every key of it, not the user who created them) and the operation.
+   */
+  organizationId?: string;
   /** The operationId, e.g. `createTransfer`. */
   operation: string;
   /** The Idempotency-Key header. */
@@ -153,7 +158,7 @@ export class IdempotencyService {
   async execute<T>(request: IdempotentRequest, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T>>): Promise<T> {
     const key = validateIdempotencyKey(request.key);
     const hash = requestHash(request.request);
-    const claim = await this.claim({ userId: request.userId, operation: request.operation, key }, hash);
+    const claim = await this.claim({ userId: request.userId, organizationId: request.organizationId, operation: request.operation, key }, hash);
     try {
       return await withTransaction(this.knex, async (trx) => {
         const outcome = await effect(trx);
@@ -209,7 +214,7 @@ export class IdempotencyService {
     return idempotencyRepository.purgeExpired(this.knex, limit);
   }
 
-  private async claim(scope: { userId: string; operation: string; key: string }, hash: string): Promise<IdempotencyRecord> {
+  private async claim(scope: IdempotencyScope, hash: string): Promise<IdempotencyRecord> {
     const input = { ...scope, requestHash: hash, leaseSeconds: this.leaseSeconds, ttlHours: this.ttlHours };
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const inserted = await idempotencyRepository.insertClaim(this.knex, { ...input, claimToken: crypto.randomUUID() });

@@ -39,6 +39,7 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
         },
         headers['Idempotency-Key'] || undefined,
+        caller.apiKey ? 'organization' : 'user',
       );
       return { data: presentDocument(created) };
     },
@@ -58,6 +59,7 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
         caller.userId,
         { reason: body.reason, lineItems: body.line_items, memo: body.memo },
         headers['Idempotency-Key'] || undefined,
+        caller.apiKey ? 'organization' : 'user',
       );
       return { data: presentDocument(note) };
     },

@@ -79,7 +79,12 @@ export interface InvoiceServiceOptions {
 export interface IdempotencyScope {
   userId: string;
   key?: string;
+  /** An API key's Idempotency-Key is scoped to its organisation (issue 24), a user's to the user. */
+  owner?: 'user' | 'organization';
 }
+
+/** Whose Idempotency-Keys a creation's key is among: the user's, or (an API key calling) the organisation's. */
+export type IdempotencyOwner = NonNullable<IdempotencyScope['owner']>;
 
 const DAY_MS = 86_400_000;
 /** The number format's largest sequence: nine digits (INV-2026-999999999; CHECK documents_number_format). */
@@ -121,7 +126,8 @@ export class InvoiceService {
     effect: (trx: Knex.Transaction) => Promise<DocumentView>,
   ): Promise<DocumentView> {
     if (!scope.key) return withTransaction(this.knex, effect);
-    return this.idempotency.execute({ userId: scope.userId, operation, key: scope.key, request: { organizationId, ...(request as object) } }, async (trx) => {
+    const owner = scope.owner === 'organization' ? { organizationId } : {};
+    return this.idempotency.execute({ userId: scope.userId, ...owner, operation, key: scope.key, request: { organizationId, ...(request as object) } }, async (trx) => {
       const doc = await effect(trx);
       return {
         result: doc,
@@ -168,7 +174,13 @@ export class InvoiceService {
     return { documents: await currencies.withExponents(this.knex, rows), limit: input.limit };
   }
 
-  async createDocument(organizationId: string, actorUserId: string, input: CreateDocumentInput, idempotencyKey?: string): Promise<DocumentView> {
+  async createDocument(
+    organizationId: string,
+    actorUserId: string,
+    input: CreateDocumentInput,
+    idempotencyKey?: string,
+    idempotencyOwner: IdempotencyOwner = 'user',
+  ): Promise<DocumentView> {
     const now = this.now();
     if (input.kind === 'invoice' && input.expiresAt) throw ValidationError.field('body.expires_at', 'expires_at applies to quotes only.');
     if (input.kind === 'quote' && input.dueDate) throw ValidationError.field('body.due_date', 'due_date applies to invoices only.');
@@ -177,7 +189,7 @@ export class InvoiceService {
     if (input.expiresAt && Number.isNaN(input.expiresAt.getTime())) throw ValidationError.field('body.expires_at', 'expires_at must be a valid date-time.');
     if (input.expiresAt && input.expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
     const fingerprint = { ...input, expiresAt: input.expiresAt?.toISOString() ?? null };
-    return this.create(organizationId, 'createInvoice', { userId: actorUserId, key: idempotencyKey }, fingerprint, async (trx) => {
+    return this.create(organizationId, 'createInvoice', { userId: actorUserId, key: idempotencyKey, owner: idempotencyOwner }, fingerprint, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const currency = await currencies.require(trx, input.currency, 'body.currency');
       const totals = computeTotals(input.lineItems, currency.exponent);
@@ -304,9 +316,10 @@ export class InvoiceService {
     actorUserId: string,
     input: CreateCreditNoteInput,
     idempotencyKey?: string,
+    idempotencyOwner: IdempotencyOwner = 'user',
   ): Promise<DocumentView> {
     const now = this.now();
-    return this.create(organizationId, 'createCreditNote', { userId: actorUserId, key: idempotencyKey }, { invoiceId, ...input }, async (trx) => {
+    return this.create(organizationId, 'createCreditNote', { userId: actorUserId, key: idempotencyKey, owner: idempotencyOwner }, { invoiceId, ...input }, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const invoice = await this.lock(repo, organizationId, invoiceId);
       if (invoice.kind !== 'invoice') throw new ActionNotApplicableError(invoice.kind, 'credit');

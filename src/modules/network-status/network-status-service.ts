@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
 import { setLocal, withTransaction } from '../../db/transaction';
-import type { Role } from '../../contract';
-import { roleAllowed } from '../organizations';
+import type { ApiKeyScope, Role } from '../../contract';
+import { callerMay } from '../organizations';
 import { StatusUnavailableError, VersionConflictError, VersionExhaustedError } from './network-status-errors';
 import { NetworkStatusRepository, type NetworkStatusChange, type NetworkStatusRecord } from './network-status-repository';
 
@@ -24,7 +24,9 @@ export const DEFAULT_NETWORK_STATUS_OPTIONS: NetworkStatusOptions = { lockTimeou
 export interface CallerOrganization {
   id: string;
   status: string;
-  role: Role;
+  /** The member's role; null for an API key, whose scopes decide. */
+  role: Role | null;
+  apiKeyScopes?: readonly ApiKeyScope[];
 }
 
 export type NetworkStatusView = NetworkStatusRecord & { canManage: boolean };
@@ -50,9 +52,9 @@ export class NetworkStatusService {
     this.options = { ...DEFAULT_NETWORK_STATUS_OPTIONS, ...options };
   }
 
-  /** Owner or admin (the PATCH rule of the access policy) of an active organisation. */
+  /** Owner or admin (the PATCH rule of the access policy), or a key with its scope, of an active organisation. */
   canManage(organization: CallerOrganization): boolean {
-    return organization.status === 'active' && roleAllowed('updateNetworkStatus', organization.role);
+    return organization.status === 'active' && callerMay('updateNetworkStatus', organization);
   }
 
   async get(organization: CallerOrganization): Promise<NetworkStatusView> {

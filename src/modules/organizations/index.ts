@@ -1,5 +1,5 @@
 /** Public face of the organizations module: membership, roles and the x-access check. */
-export { accessRuleFor, roleAllowed } from './access-policy';
+export { accessRuleFor, callerMay, roleAllowed } from './access-policy';
 export { OrganizationAccessService } from './organization-access-service';
 export {
   FeatureUnavailableError,

@@ -1,0 +1,21 @@
+import { pageRequest, type Handlers } from '../../contract';
+import type { ApiKeyService } from './api-key-service';
+
+type ApiKeyOperation = 'listApiKeys' | 'createApiKey' | 'getApiKey' | 'revokeApiKey' | 'rollApiKey';
+
+/** Keys of an organisation, managed by its owner or admin (the x-access rule; keys themselves are refused by the mount). */
+export function apiKeyHandlers(apiKeys: ApiKeyService): Handlers<ApiKeyOperation> {
+  return {
+    listApiKeys: async ({ organization, query }) => ({ data: await apiKeys.list(organization.id, pageRequest(query)) }),
+    async createApiKey({ organization, caller, body }) {
+      const data = await apiKeys.create(organization.id, caller.userId, { name: body.name, scopes: body.scopes, expiresAt: body.expires_at });
+      return { status: 201, data, message: 'Store the secret now: it is shown only once.' };
+    },
+    getApiKey: async ({ organization, path }) => ({ data: await apiKeys.get(organization.id, path.keyId) }),
+    revokeApiKey: async ({ organization, path, caller }) => ({ data: await apiKeys.revoke(organization.id, path.keyId, caller.userId) }),
+    async rollApiKey({ organization, path, caller, body }) {
+      const data = await apiKeys.roll(organization.id, path.keyId, caller.userId, body?.expire_current_in_seconds);
+      return { data, message: 'Store the new secret now: it is shown only once.' };
+    },
+  };
+}
