@@ -5,15 +5,16 @@ import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
-import { EscrowService } from './modules/escrows';
+import { EscrowService, escrowSnapshot } from './modules/escrows';
+import { registerSnapshot } from './modules/events';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OrganizationAccessService } from './modules/organizations';
-import { PaymentLinksService, PaymentPageService, PaymentsService } from './modules/payment-links';
-import { TontineService } from './modules/tontines';
+import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
+import { TontineService, tontineSnapshot } from './modules/tontines';
 import { SandboxRail, TransferService } from './modules/transfers';
 import { WalletService } from './modules/wallets';
 import { StreamBudget } from './stream-budget';
@@ -49,6 +50,10 @@ export function buildServices(deps: ServiceDeps) {
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
+  // What an event without its object carries as `data.object`, taken just before its COMMIT.
+  registerSnapshot('escrow', escrowSnapshot);
+  registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
+  registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,

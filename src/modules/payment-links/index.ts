@@ -8,3 +8,4 @@ export { escapeHtml, formatMoney } from './payment-links-presenter';
 export type { Payment, PaymentLink } from './payment-links-types';
 export { insertDemoLinks } from './demo-links';
 export { signAmount } from './link-security';
+export { paymentLinkSnapshot } from './payment-link-snapshot';
