@@ -57,6 +57,19 @@ export const OPERATIONS = {
   getNetworkStatus: {"method":"get","path":"/business/organizations/{orgId}/network-status","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin","representative","director","finance_manager"],"module":"network_status","write":false,"requiresActiveOrg":false}},
   updateNetworkStatus: {"method":"patch","path":"/business/organizations/{orgId}/network-status","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":"network_status","write":false,"requiresActiveOrg":true}},
   getNetworkStatusHistory: {"method":"get","path":"/business/organizations/{orgId}/network-status/history","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":"network_status","write":false,"requiresActiveOrg":false}},
+  listEvents: {"method":"get","path":"/events","secured":true,"headers":[],"statuses":[200],"access":null},
+  getEvent: {"method":"get","path":"/events/{eventId}","secured":true,"headers":[],"statuses":[200],"access":null},
+  listOrganizationEvents: {"method":"get","path":"/business/organizations/{orgId}/events","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin","finance_manager"],"module":null,"write":false,"requiresActiveOrg":false}},
+  getOrganizationEvent: {"method":"get","path":"/business/organizations/{orgId}/events/{eventId}","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin","finance_manager"],"module":null,"write":false,"requiresActiveOrg":false}},
+  listWebhookEndpoints: {"method":"get","path":"/business/organizations/{orgId}/webhook-endpoints","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":null,"write":false,"requiresActiveOrg":false}},
+  createWebhookEndpoint: {"method":"post","path":"/business/organizations/{orgId}/webhook-endpoints","secured":true,"headers":[],"statuses":[201],"access":{"roles":["owner","admin"],"module":null,"write":true,"requiresActiveOrg":false}},
+  getWebhookEndpoint: {"method":"get","path":"/business/organizations/{orgId}/webhook-endpoints/{endpointId}","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":null,"write":false,"requiresActiveOrg":false}},
+  deleteWebhookEndpoint: {"method":"delete","path":"/business/organizations/{orgId}/webhook-endpoints/{endpointId}","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":null,"write":true,"requiresActiveOrg":false}},
+  updateWebhookEndpoint: {"method":"patch","path":"/business/organizations/{orgId}/webhook-endpoints/{endpointId}","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":null,"write":true,"requiresActiveOrg":false}},
+  rotateWebhookEndpointSecret: {"method":"post","path":"/business/organizations/{orgId}/webhook-endpoints/{endpointId}/rotate-secret","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":null,"write":true,"requiresActiveOrg":false}},
+  testWebhookEndpoint: {"method":"post","path":"/business/organizations/{orgId}/webhook-endpoints/{endpointId}/test","secured":true,"headers":[],"statuses":[202],"access":{"roles":["owner","admin"],"module":null,"write":true,"requiresActiveOrg":false}},
+  listWebhookDeliveries: {"method":"get","path":"/business/organizations/{orgId}/webhook-endpoints/{endpointId}/deliveries","secured":true,"headers":[],"statuses":[200],"access":{"roles":["owner","admin"],"module":null,"write":false,"requiresActiveOrg":false}},
+  retryWebhookDelivery: {"method":"post","path":"/business/organizations/{orgId}/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry","secured":true,"headers":[],"statuses":[202],"access":{"roles":["owner","admin"],"module":null,"write":true,"requiresActiveOrg":false}},
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;

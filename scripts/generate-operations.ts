@@ -57,7 +57,7 @@ for (const [route, rawItem] of Object.entries(doc.paths as Json)) {
       statuses,
       access: access && {
         roles: access.roles,
-        module: access.module,
+        module: access.module ?? null,
         write: access.write === true,
         requiresActiveOrg: access.requiresActiveOrg === true,
       },

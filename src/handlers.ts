@@ -2,6 +2,7 @@ import type { Handler, OperationId } from './contract';
 import { accountHandlers } from './modules/accounts';
 import { authHandlers } from './modules/auth';
 import { escrowHandlers } from './modules/escrows';
+import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
@@ -37,5 +38,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...networkStatusHandlers(services.networkStatus),
     ...escrowHandlers(services.escrows),
     ...tontineHandlers(services.tontines),
+    ...eventsHandlers(services.events),
+    ...webhookHandlers(services.webhooks, services.clock),
   };
 }

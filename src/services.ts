@@ -6,7 +6,7 @@ import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { EscrowService, escrowSnapshot } from './modules/escrows';
-import { registerSnapshot } from './modules/events';
+import { EventsService, WebhookService, registerSnapshot } from './modules/events';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
@@ -54,6 +54,9 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('escrow', escrowSnapshot);
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
+  const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
+  // Until the job queue drives deliveries: a small loop per instance (SKIP LOCKED claims), off under tests.
+  webhooks.start();
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -75,6 +78,10 @@ export function buildServices(deps: ServiceDeps) {
     wallets: new WalletService(knex),
     escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
     tontines: new TontineService({ knex, idempotency, now: deps.now }),
+    /** The services' clock (presenters that show time-dependent fields read it). */
+    clock,
+    events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),
+    webhooks,
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();
@@ -85,6 +92,7 @@ export function buildServices(deps: ServiceDeps) {
      * closing the pool.
      */
     async shutdown(): Promise<void> {
+      await webhooks.stop();
       await transfers.whenDispatched();
       payoutRail.stop();
       await Promise.all([payments.stop(), payoutRail.idle()]);

@@ -18,14 +18,14 @@ export const ROLES = ['owner', 'admin', 'representative', 'director', 'finance_m
 
 type Operation<Id extends OperationId> = (typeof OPERATIONS)[Id];
 
-export type ModuleName = NonNullable<{ [Id in OperationId]: Operation<Id>['access'] }[OperationId]>['module'];
+export type ModuleName = NonNullable<NonNullable<{ [Id in OperationId]: Operation<Id>['access'] }[OperationId]>['module']>;
 
 /** The `x-access` rule of a Business operation (see the contract). */
 export interface AccessRule {
   /** Roles allowed on the operation. */
   readonly roles: readonly Role[];
-  /** The module the operation belongs to; it must be enabled for the organisation. */
-  readonly module: ModuleName;
+  /** The module the operation belongs to; it must be enabled for the organisation. Null: no module (events, webhooks). */
+  readonly module: ModuleName | null;
   /** A write needs the module open (read_only or locked: 423). */
   readonly write: boolean;
   /** The organisation must be active (otherwise 422 OrganizationInactive). */

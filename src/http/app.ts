@@ -86,6 +86,8 @@ export function createApp(deps: AppDeps): App {
   const securityHeaders = helmet();
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
   if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
+  const metrics = deps.metrics;
+  if (metrics) services.webhooks.onOutcome((outcome) => metrics.webhookDelivery(outcome));
   app.use(assignRequestId);
   app.use(strictPaths());
   // What answers a bearer token is the caller's own data (or an error about it): no cache,

@@ -2,3 +2,10 @@
 export { EventRepository, type DomainEvent, type EventSubjectType, type NewEvent, type StoredEvent } from './event-repository';
 export { registerSnapshot, type SnapshotLoader } from './event-snapshots';
 export { EVENT_OBJECT_TYPES, EVENT_TYPES, isKnownPattern, patternsMatching, type EventType } from './event-types';
+export { presentEvent, publicEventId } from './event-presenter';
+export { EventsService } from './events-service';
+export { eventsHandlers, webhookHandlers } from './events-handlers';
+export { MAX_ENDPOINTS, WebhookService, type DeliveryOutcome, type WebhookOptions } from './webhook-service';
+export { generateSecret, sign, signatureHeader } from './webhook-signature';
+export { checkUrlSyntax, checkWebhookUrl, guardedLookup, isPublicAddress, type LookupAll, type UrlRefusal } from './webhook-url-guard';
+export { nextStep, parseRetryAfter, failingTooLong } from './webhook-schedule';

@@ -19,9 +19,11 @@ export class OrganizationAccessService {
     const organization = await new OrganizationRepository(this.knex).findForMember(organizationId.toLowerCase(), userId);
     if (!organization) throw new OrganizationNotFoundError();
     if (!rule.roles.includes(organization.role)) throw new InsufficientRoleError();
-    const access = organization.moduleAccess[rule.module];
-    if (!access) throw new FeatureUnavailableError(rule.module);
-    if (rule.write && access !== 'open') throw new ModuleLockedError(rule.module);
+    if (rule.module !== null) {
+      const access = organization.moduleAccess[rule.module];
+      if (!access) throw new FeatureUnavailableError(rule.module);
+      if (rule.write && access !== 'open') throw new ModuleLockedError(rule.module);
+    }
     if (rule.requiresActiveOrg && organization.status !== 'active') throw new OrganizationInactiveError();
     return organization;
   }
