@@ -40,7 +40,8 @@ const NO = 403;
 const ROLE_COLUMNS = ['owner', 'admin', 'representative', 'director', 'finance_manager', 'cashier'] as const;
 type Outcome = typeof OK | typeof NO;
 interface SpecRule {
-  module: ModuleName;
+  /** Null: the operation belongs to no module (events, webhooks): nothing to enable or lock. */
+  module: ModuleName | null;
   write: boolean;
   active: boolean;
   roles: [Outcome, Outcome, Outcome, Outcome, Outcome, Outcome];
@@ -78,6 +79,18 @@ const SPEC_RULES: Record<string, SpecRule> = {
   // The spec gives the PATCH no 423 (no module lock) but 422 for an inactive organisation.
   updateNetworkStatus:      { module: 'network_status', ...ACTIVE_ONLY, roles: [OK, OK, NO, NO, NO, NO] },
   getNetworkStatusHistory:  { module: 'network_status', ...READ,        roles: [OK, OK, NO, NO, NO, NO] },
+  // Issue 23: events (owner, admin, finance_manager) and webhook endpoints (owner or admin).
+  listOrganizationEvents:   { module: null,            ...READ,         roles: [OK, OK, NO, NO, OK, NO] },
+  getOrganizationEvent:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, OK, NO] },
+  listWebhookEndpoints:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  createWebhookEndpoint:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  getWebhookEndpoint:       { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  updateWebhookEndpoint:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  deleteWebhookEndpoint:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  rotateWebhookEndpointSecret: { module: null,         ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  testWebhookEndpoint:      { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  listWebhookDeliveries:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  retryWebhookDelivery:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
 };
 
 const outcomeOf = (rule: SpecRule, role: Role): Outcome => rule.roles[ROLE_COLUMNS.indexOf(role)] as Outcome;
@@ -85,8 +98,10 @@ const allowedRoles = (rule: SpecRule): Role[] => ROLE_COLUMNS.filter((role) => o
 const deniedRoles = (rule: SpecRule): Role[] => ROLE_COLUMNS.filter((role) => outcomeOf(rule, role) === NO);
 
 const entries = Object.entries(SPEC_RULES);
-const writes = entries.filter(([, rule]) => rule.write);
-const reads = entries.filter(([, rule]) => !rule.write);
+/** The operations of a module: the module checks apply to them. */
+const moduleEntries = entries.filter((entry): entry is [string, SpecRule & { module: ModuleName }] => entry[1].module !== null);
+const writes = moduleEntries.filter(([, rule]) => rule.write);
+const reads = moduleEntries.filter(([, rule]) => !rule.write);
 
 let app: App;
 
@@ -218,7 +233,7 @@ describe('organisation membership: 404, and the same 404 whatever the reason', (
 });
 
 describe('modules', () => {
-  for (const [operationId, rule] of entries) {
+  for (const [operationId, rule] of moduleEntries) {
     const role = allowedRoles(rule)[0] as Role;
 
     it(`${operationId}: module ${rule.module} not enabled -> 403 FeatureUnavailable`, async () => {

@@ -39,8 +39,6 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128],
   ['::1', 128],
-  ['::ffff:0:0', 96],
-  ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['100::', 64],
   ['2001::', 23],
@@ -53,6 +51,14 @@ for (const [network, prefix] of [
 ] as const) {
   BLOCKED.addSubnet(network, prefix, 'ipv6');
 }
+
+/**
+ * IPv6 ranges that carry an IPv4 address (mapped, NAT64): judged by the address they carry.
+ * Kept apart because node's BlockList matches every IPv4 address against ::ffff:0:0/96.
+ */
+const CARRIES_IPV4 = new net.BlockList();
+CARRIES_IPV4.addSubnet('::ffff:0:0', 96, 'ipv6');
+CARRIES_IPV4.addSubnet('64:ff9b::', 96, 'ipv6');
 
 /** The IPv4 address an IPv6 address carries (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`), if any. */
 function embeddedIpv4(address: string): string | undefined {
@@ -73,6 +79,8 @@ export function isPublicAddress(address: string): boolean {
   if (family === 6) {
     const v4 = embeddedIpv4(address);
     if (v4 !== undefined) return net.isIPv4(v4) && !BLOCKED.check(v4, 'ipv4');
+    // A form of a mapped or NAT64 address the parser above does not read: refused.
+    if (CARRIES_IPV4.check(address, 'ipv6')) return false;
     return !BLOCKED.check(address, 'ipv6');
   }
   return false;
