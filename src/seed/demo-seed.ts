@@ -8,6 +8,7 @@ import { seedNetworkStatus } from './network-status-seed';
 import { seedPaymentLinks } from './payment-links-seed';
 import { seedTontines } from './tontines-seed';
 import { seedWallets } from './wallets-seed';
+import { seedWebhooks } from './webhooks-seed';
 
 /**
  * Local demo data (never in production). Each module contributes one step, run in order in
@@ -24,6 +25,7 @@ const STEPS: SeedStep[] = [
   seedWallets, // 1,000,000 XOF and 1,000 EUR per demo user, posted from external clearing (src/seed/wallets-seed.ts)
   seedEscrows, // one escrow in every status between the demo users (src/seed/escrows-seed.ts)
   seedTontines, // after the wallets: a forming, an active and a completed tontine (src/seed/tontines-seed.ts)
+  seedWebhooks, // one disabled webhook endpoint per demo organisation, at a local address (src/seed/webhooks-seed.ts)
 ];
 
 /** The advisory lock instances starting together take before they look at the database (any fixed number). */

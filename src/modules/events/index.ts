@@ -5,7 +5,7 @@ export { EVENT_OBJECT_TYPES, EVENT_TYPES, isKnownPattern, patternsMatching, type
 export { presentEvent, publicEventId } from './event-presenter';
 export { EventsService } from './events-service';
 export { eventsHandlers, webhookHandlers } from './events-handlers';
-export { MAX_ENDPOINTS, WebhookService, type DeliveryOutcome, type WebhookOptions } from './webhook-service';
+export { MAX_ENDPOINTS, WebhookService, insertDemoEndpoint, type DeliveryOutcome, type WebhookOptions } from './webhook-service';
 export { generateSecret, sign, signatureHeader } from './webhook-signature';
 export { checkUrlSyntax, checkWebhookUrl, guardedLookup, isPublicAddress, type LookupAll, type UrlRefusal } from './webhook-url-guard';
 export { nextStep, parseRetryAfter, failingTooLong } from './webhook-schedule';

@@ -290,3 +290,24 @@ export class WebhookService {
     await this.running;
   }
 }
+
+/**
+ * The demo data's endpoint of an organisation (src/seed/webhooks-seed.ts): a local address,
+ * disabled, so nothing is sent until a developer enables it with a receiver listening there;
+ * its `webhook_endpoint.test` event is one of the organisation's demo events.
+ */
+export async function insertDemoEndpoint(trx: Knex.Transaction, organizationId: string, url: string, now: Date): Promise<void> {
+  const repo = new WebhookRepository(trx);
+  const created = await repo.insertEndpoint({ organizationId, url, description: 'Demo receiver (enable it once something listens there)', events: ['*'], secret: generateSecret(), now });
+  const disabled = await repo.updateEndpoint(created.id, { status: 'disabled', disabledReason: 'manual', updatedAt: now });
+  await new EventRepository(trx).record({
+    subjectType: 'webhook_endpoint',
+    subjectId: disabled.id,
+    type: 'webhook_endpoint.test',
+    actorUserId: null,
+    occurredAt: now,
+    organizationId,
+    object: presentEndpoint(disabled, now),
+    onlyEndpointId: disabled.id,
+  });
+}
