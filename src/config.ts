@@ -103,9 +103,23 @@ export interface Config {
     disableAfterHours: number;
     /** WEBHOOK_ALLOW_PRIVATE_TARGETS: http and private or loopback targets allowed (never in production). */
     allowPrivateTargets: boolean;
-    /** WEBHOOK_DISPATCH_INTERVAL_MS: how often this instance looks for due deliveries; 0 = never (tests drive it). */
-    dispatchIntervalMs: number;
+    /** WEBHOOK_DISPATCH_INTERVAL_SECONDS: the period of the `webhooks.dispatch-due` job (due deliveries, claimed with SKIP LOCKED). */
+    dispatchEverySeconds: number;
   };
+  /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
+  jobs: JobsConfig;
+}
+
+export interface JobsConfig {
+  /** JOBS_POLLING_INTERVAL_MS: how often each worker asks for its queue's next job. */
+  pollingIntervalMs: number;
+  /** JOBS_MAINTENANCE_INTERVAL_SECONDS: how often expired jobs (a dead worker's) are found and retried. */
+  maintenanceIntervalSeconds: number;
+  /** JOBS_EXPIRE_SECONDS: a job still running after this long counts as failed (its worker died) and is retried. */
+  expireInSeconds: number;
+  /** JOBS_RETRY_LIMIT and JOBS_RETRY_DELAY_SECONDS: retries of a failed job, and the wait before each. */
+  retryLimit: number;
+  retryDelaySeconds: number;
 }
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
@@ -306,7 +320,14 @@ function readConfig(env: Env): Config {
       retryDelaysSeconds: delays(env, 'WEBHOOK_RETRY_DELAYS_SECONDS', [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
       disableAfterHours: integer(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 8_760),
       allowPrivateTargets: allowPrivateTargets(env, nodeEnv),
-      dispatchIntervalMs: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', nodeEnv === 'test' ? 0 : 1_000, 0, 3_600_000),
+      dispatchEverySeconds: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_SECONDS', 2, 1, 3_600),
+    },
+    jobs: {
+      pollingIntervalMs: integer(env, 'JOBS_POLLING_INTERVAL_MS', 2_000, 500, 60_000),
+      maintenanceIntervalSeconds: integer(env, 'JOBS_MAINTENANCE_INTERVAL_SECONDS', 60, 1, 3_600),
+      expireInSeconds: integer(env, 'JOBS_EXPIRE_SECONDS', 300, 1, 86_400),
+      retryLimit: integer(env, 'JOBS_RETRY_LIMIT', 5, 0, 1_000),
+      retryDelaySeconds: integer(env, 'JOBS_RETRY_DELAY_SECONDS', 5, 0, 3_600),
     },
     // Last: the secrets' own errors come first.
     ...sharedRateLimitStore(env, nodeEnv),

@@ -1,16 +1,17 @@
 import http from 'node:http';
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger } from './logger';
-import { migrateLatest, openDatabase } from './db/database';
+import { migrateLatest, openDatabase, type Database } from './db/database';
 import { seedDemoDataIfEmpty } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
 import { Metrics, metricsAddress, serveMetrics } from './http/metrics';
 import { createPayApp } from './pay/pay-app';
-import { startBackgroundJob } from './background-job';
+import { runPeriodicTasks, startJobs, type Jobs } from './jobs';
 
 function readConfig(): Config {
   try {
@@ -31,134 +32,124 @@ function listen(server: http.Server, port: number): Promise<number> {
   });
 }
 
-async function main(): Promise<void> {
-  const config = readConfig();
-  const logger = createLogger(config);
-  // The mode decides secrets, seeding and the embedded database: say it first.
-  logger.info({ mode: config.nodeEnv, seedDemo: config.seedDemo, database: config.databaseUrl ? 'postgres' : 'embedded' }, `starting in ${config.nodeEnv} mode`);
+interface Started {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  app: App;
+  redis?: Redis;
+  apiServer: http.Server;
+  payServer: http.Server;
+  metricsServer?: http.Server;
+  jobs?: Jobs;
+}
+
+/**
+ * Opens the database, migrates it, builds the app and its servers, then starts the job queue
+ * with every module's background work. A failed start closes what it opened (above all the
+ * embedded database's process) before the error goes on.
+ */
+async function start(config: Config, logger: Logger): Promise<Started> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
-  // From here on a failed start closes what it opened (above all the embedded database's
-  // process) before the process exits.
-  let redis: Redis | undefined;
-  let app: App | undefined;
-  const apiServer = http.createServer();
-  const payServer = http.createServer();
+  const started: Partial<Started> & Pick<Started, 'config' | 'logger' | 'database' | 'apiServer' | 'payServer'> = {
+    config,
+    logger,
+    database,
+    apiServer: http.createServer(),
+    payServer: http.createServer(),
+  };
   const metrics = new Metrics({ defaultMetrics: true });
   metrics.observePool(database.knex);
-  let metricsServer: http.Server | undefined;
   try {
     const applied = await migrateLatest(database.knex);
     logger.info({ database: database.kind, applied, ...(database.embeddedPid ? { embeddedPid: database.embeddedPid } : {}) }, 'database ready');
-    redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
-    const rateLimitBackend = redis ? redisRateLimitBackend(redis) : memoryRateLimitBackend();
-
-    app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis, metrics });
-    const accounts = app.services.accounts;
-    metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => accounts.streams.inUse);
+    started.redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
+    const rateLimitBackend = started.redis ? redisRateLimitBackend(started.redis) : memoryRateLimitBackend();
+    const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis: started.redis, metrics });
+    started.app = app;
+    metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => app.services.accounts.streams.inUse);
     await app.services.ready();
     if (config.seedDemo && (await seedDemoDataIfEmpty(database.knex, app.services))) logger.info('demo data seeded');
-    const payApp = createPayApp({ config, logger, paymentPage: app.services.paymentPage, rateLimitBackend });
-
-    apiServer.on('request', app);
-    payServer.on('request', payApp);
-    const apiPort = await listen(apiServer, config.port);
-    const payPort = await listen(payServer, config.payPort);
-    if (config.metrics.port) metricsServer = await serveMetrics(metrics, config.metrics, logger);
-    logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsServer ? metricsAddress(metricsServer) : 'off' }, 'listening');
+    started.apiServer.on('request', app);
+    started.payServer.on('request', createPayApp({ config, logger, paymentPage: app.services.paymentPage, rateLimitBackend }));
+    const apiPort = await listen(started.apiServer, config.port);
+    const payPort = await listen(started.payServer, config.payPort);
+    if (config.metrics.port) started.metricsServer = await serveMetrics(metrics, config.metrics, logger);
+    const metricsAt = started.metricsServer ? metricsAddress(started.metricsServer) : 'off';
+    logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsAt }, 'listening');
+    // Last, once the seed is done: on the embedded back-end the queue shares its one connection.
+    started.jobs = await startJobs({ knex: database.knex, config, logger, metrics });
+    await runPeriodicTasks(started.jobs, app.services, config, logger);
+    logger.info('background jobs registered');
+    return started as Started;
   } catch (error) {
     logger.error({ err: error }, 'start-up failed; closing what was opened');
-    apiServer.close();
-    payServer.close();
-    metricsServer?.close();
-    await app?.services.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
-    redis?.disconnect();
+    started.apiServer.close();
+    started.payServer.close();
+    started.metricsServer?.close();
+    await started.jobs?.stop({ graceful: false }).catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop the job queue'));
+    await started.app?.services.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
+    started.redis?.disconnect();
     await database.close().then(
       () => logger.info('start-up failed; the database is closed'),
       (closeError: unknown) => logger.error({ err: closeError }, 'could not close the database'),
     );
     throw error;
   }
-  const started = app;
-  const onJobRun = (job: string, outcome: 'success' | 'failure') => metrics.jobRun(job, outcome);
+}
 
-  // Pending bank and mobile-money transfers are handed to their rail again at start and then
-  // every minute: a restart or a failed settlement never leaves money parked in transit. Each
-  // is claimed with SKIP LOCKED and a hand-over lease, so with several instances the rail is
-  // called once per transfer (and again only when its outcome has not come within the lease).
-  const pendingTransfers = startBackgroundJob('resume pending transfers', 60_000, logger, async () => {
-    const resumed = await started.services.transfers.resumePending();
-    if (resumed) logger.info({ resumed }, 'pending transfers handed to their rail again');
-  }, onJobRun);
-  // Payments on the payment page whose sandbox decision is due are settled at start (a
-  // restart lost their timers) and then every 10 seconds, a bounded batch at a time; reads
-  // (the status API, the result page) never settle anything. Each payment is claimed with
-  // SKIP LOCKED: instances sweeping at once settle different ones, each counting its own.
-  const duePayments = startBackgroundJob('settle due payments', 10_000, logger, async () => {
-    const settled = await started.services.payments.sweepDue({ batchSize: 100 });
-    if (settled) logger.info({ settled }, 'due sandbox payments settled');
-  }, onJobRun);
-  // Expired idempotency keys are free for reuse already; deleting them keeps the table small.
-  const keyPurge = startBackgroundJob('purge expired idempotency keys', 15 * 60_000, logger, async () => {
-    let purged = 0;
-    for (let batch = await started.services.idempotency.purgeExpired(); batch > 0; batch = await started.services.idempotency.purgeExpired()) purged += batch;
-    if (purged) logger.info({ purged }, 'expired idempotency keys deleted');
-  }, onJobRun);
-  // Failed-login counters nobody touched for longer than a known source is remembered.
-  const loginAttemptsPurge = startBackgroundJob('purge old login attempts', 60 * 60_000, logger, async () => {
-    const purged = await started.services.auth.purgeLoginAttempts();
-    if (purged) logger.info({ purged }, 'old login attempts deleted');
-  }, onJobRun);
-  // Delivered escrows whose inspection period ended without a dispute are released to the
-  // seller, a bounded batch per run; instances running it at once skip each other's rows.
-  const escrowRelease = startBackgroundJob('release escrows after inspection', config.escrows.releaseIntervalMs, logger, async () => {
-    const released = await started.services.escrows.releaseDue({ batchSize: config.escrows.releaseBatchSize });
-    if (released) logger.info({ released }, 'escrows released after their inspection period');
-  }, onJobRun);
-  // Tontine contributions still unpaid when their cycle falls due become `late` (every
-  // minute; safe with several instances: each run locks its tontines with SKIP LOCKED).
-  const lateContributions = startBackgroundJob('mark late tontine contributions', 60_000, logger, async () => {
-    let marked = 0;
-    for (let batch = await started.services.tontines.markLateContributions(); batch > 0; batch = await started.services.tontines.markLateContributions()) marked += batch;
-    if (marked) logger.info({ marked }, 'late tontine contributions marked');
-  }, onJobRun);
-  await Promise.all([pendingTransfers.runNow(), duePayments.runNow(), escrowRelease.runNow(), lateContributions.runNow()]);
-  const jobs = [pendingTransfers, duePayments, keyPurge, loginAttemptsPurge, escrowRelease, lateContributions];
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
 
+/**
+ * Stops taking requests and jobs, lets the requests, running jobs and payment settlements in
+ * flight finish (within SHUTDOWN_TIMEOUT_MS, then connections are closed) before the pool
+ * closes under them.
+ */
+async function shutdown(started: Started, signal: string): Promise<void> {
+  const { config, logger, apiServer, payServer } = started;
+  logger.info({ signal }, 'shutting down: no new connections or jobs, finishing in-flight requests and jobs');
+  let timedOut!: () => void;
+  const deadline = new Promise<void>((resolve) => (timedOut = resolve));
+  const forced = setTimeout(() => {
+    logger.warn('in-flight work did not finish in time; closing connections');
+    apiServer.closeAllConnections();
+    payServer.closeAllConnections();
+    timedOut();
+  }, config.shutdownTimeoutMs);
+  forced.unref();
+  const drained = (async () => {
+    const jobsStopped = started.jobs?.stop({ graceful: true, timeoutMs: config.shutdownTimeoutMs }).catch((err: unknown) => logger.error({ err }, 'could not stop the job queue'));
+    await Promise.all([closeServer(apiServer), closeServer(payServer), jobsStopped]);
+    started.metricsServer?.close();
+    await started.app.services.shutdown();
+  })();
+  await Promise.race([drained, deadline]);
+  clearTimeout(forced);
+  await started.database.close();
+  if (started.redis) await started.redis.quit().catch(() => started.redis?.disconnect());
+  logger.info('stopped');
+}
+
+/** Composes the process: configuration, logger, the started instance, and its shutdown on a signal. */
+async function main(): Promise<void> {
+  const config = readConfig();
+  const logger = createLogger(config);
+  // The mode decides secrets, seeding and the embedded database: say it first.
+  logger.info({ mode: config.nodeEnv, seedDemo: config.seedDemo, database: config.databaseUrl ? 'postgres' : 'embedded' }, `starting in ${config.nodeEnv} mode`);
+  const started = await start(config, logger);
   let stopping = false;
-  const shutdown = async (signal: string): Promise<void> => {
+  const onSignal = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
-    let timedOut!: () => void;
-    const deadline = new Promise<void>((resolve) => (timedOut = resolve));
-    const forced = setTimeout(() => {
-      logger.warn('in-flight work did not finish in time; closing connections');
-      apiServer.closeAllConnections();
-      payServer.closeAllConnections();
-      timedOut();
-    }, config.shutdownTimeoutMs);
-    forced.unref();
-    const closeServer = (server: http.Server) =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
-    // Requests, background runs and payment settlements in flight finish (within the same
-    // bounded time) before the pool closes under them.
-    const drained = (async () => {
-      await Promise.all([closeServer(apiServer), closeServer(payServer), ...jobs.map((job) => job.stop())]);
-      metricsServer?.close();
-      await started.services.shutdown();
-    })();
-    await Promise.race([drained, deadline]);
-    clearTimeout(forced);
-    await database.close();
-    if (redis) await redis.quit().catch(() => redis.disconnect());
-    logger.info('stopped');
-    process.exit(0);
+    void shutdown(started, signal).then(() => process.exit(0));
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
 }
 
 main().catch((error: unknown) => {

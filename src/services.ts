@@ -55,8 +55,6 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
-  // Until the job queue drives deliveries: a small loop per instance (SKIP LOCKED claims), off under tests.
-  webhooks.start();
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -92,7 +90,6 @@ export function buildServices(deps: ServiceDeps) {
      * closing the pool.
      */
     async shutdown(): Promise<void> {
-      await webhooks.stop();
       await transfers.whenDispatched();
       payoutRail.stop();
       await Promise.all([payments.stop(), payoutRail.idle()]);

@@ -12,7 +12,7 @@ export function prepared<Query extends { options(options: Readonly<Record<string
   return query.options({ name });
 }
 
-interface QueryConfig {
+export interface QueryConfig {
   name?: string;
   text: string;
   values?: unknown[];
@@ -33,10 +33,19 @@ interface ConnectionSource {
  * none of knex's query building: the hot money paths are one such call each.
  */
 export async function queryPrepared<Row>(db: Knex | Knex.Transaction, name: string, text: string, values: unknown[]): Promise<Row[]> {
+  return (await queryRaw<Row>(db, { name, text, values })).rows;
+}
+
+/**
+ * Runs one statement on the raw `pg` connection of `db` (the transaction's own connection, or
+ * one borrowed from the pool and given back). Unnamed and without values it may hold several
+ * statements (the job queue's schema changes).
+ */
+export async function queryRaw<Row>(db: Knex | Knex.Transaction, config: QueryConfig): Promise<{ rows: Row[] }> {
   const source = db.client as ConnectionSource;
   const connection = await source.acquireConnection();
   try {
-    return (await connection.query({ name, text, values })).rows as Row[];
+    return (await connection.query(config)) as { rows: Row[] };
   } catch (error) {
     // A connection that failed below SQL (terminated, reset) must not go back to the pool as if
     // it were healthy: knex learns it from an 'error' or 'end' event that may come after the

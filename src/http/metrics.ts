@@ -17,8 +17,8 @@ interface TarnPool {
 
 /**
  * Prometheus metrics (prom-client), served on a port of their own (see startMetricsServer):
- * requests by contract operation and status with durations, the database pool, background
- * job runs, rate-limit refusals. Labels are bounded: a request the contract does not know is
+ * requests by contract operation and status with durations, the database pool, job runs and
+ * jobs waiting, rate-limit refusals. Labels are bounded: a request the contract does not know is
  * `unmatched`, never its raw path.
  */
 export class Metrics {
@@ -31,7 +31,7 @@ export class Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
-  private readonly jobRuns = new Counter({ name: 'background_job_runs_total', help: 'Background job runs by job and outcome (success, failure).', labelNames: ['job', 'outcome'] as const, registers: [this.registry] });
+  private readonly jobRuns = new Counter({ name: 'job_runs_total', help: 'Job runs (background work, src/jobs) by queue and outcome (success, failure).', labelNames: ['queue', 'outcome'] as const, registers: [this.registry] });
   private readonly webhookDeliveries = new Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (succeeded, failed, gone, exhausted).', labelNames: ['outcome'] as const, registers: [this.registry] });
   private readonly refusals = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused by a rate limiter (429), by limiter.', labelNames: ['limiter'] as const, registers: [this.registry] });
 
@@ -93,8 +93,21 @@ export class Metrics {
     this.webhookDeliveries.inc({ outcome });
   }
 
-  jobRun(job: string, outcome: 'success' | 'failure'): void {
-    this.jobRuns.inc({ job, outcome });
+  jobRun(queue: string, outcome: 'success' | 'failure'): void {
+    this.jobRuns.inc({ queue, outcome });
+  }
+
+  /** Reports the jobs waiting per queue (`jobs_queued{queue}`), counted at each scrape. */
+  observeJobs(count: () => Promise<Record<string, number>>): void {
+    new Gauge({
+      name: 'jobs_queued',
+      help: 'Jobs waiting per queue (queued, deferred or waiting for a retry).',
+      labelNames: ['queue'] as const,
+      registers: [this.registry],
+      async collect() {
+        for (const [queue, queued] of Object.entries(await count())) this.set({ queue }, queued);
+      },
+    });
   }
 }
 

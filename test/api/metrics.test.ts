@@ -3,13 +3,13 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackgroundJob } from '../../src/background-job';
 import { createApp, type App } from '../../src/http/app';
 import { Metrics, startMetricsServer } from '../../src/http/metrics';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
 import { testConfig } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
+import { startTestJobs, testQueue, until } from '../support/jobs';
 
 let app: App;
 let metrics: Metrics;
@@ -44,9 +44,12 @@ describe('/metrics', () => {
     for (let i = 0; i < 3; i += 1) expect((await request(app).get('/api/me').set(bearer(token))).status).toBe(200);
     expect((await request(app).get('/api/me').set(bearer(token))).status).toBe(429);
     expect((await request(app).get('/api/no-such-path')).status).toBe(404);
-    const job = startBackgroundJob('test job', 60_000, pino({ level: 'silent' }), () => Promise.reject(new Error('boom')), (name, outcome) => metrics.jobRun(name, outcome));
-    await job.runNow();
-    await job.stop();
+    const jobs = await startTestJobs({ observer: metrics, config: { retryLimit: 0 } });
+    const queue = testQueue('metrics');
+    await jobs.work(queue, () => Promise.reject(new Error('boom')));
+    await jobs.send(queue, {});
+    await until(async () => (await metrics.registry.getSingleMetricAsString('job_runs_total')).includes(queue));
+    await jobs.stop();
 
     const res = await fetch(metricsUrl);
     expect(res.status).toBe(200);
@@ -57,7 +60,7 @@ describe('/metrics', () => {
     expect(sample(text, 'http_requests_total{operation="unmatched",method="GET",status="404"}')).toBe(1);
     expect(sample(text, 'http_request_duration_seconds_count{operation="getMe",status="200"}')).toBe(3);
     expect(sample(text, 'rate_limit_refusals_total{limiter="api"}')).toBe(1);
-    expect(sample(text, 'background_job_runs_total{job="test job",outcome="failure"}')).toBe(1);
+    expect(sample(text, `job_runs_total{queue="${queue}",outcome="failure"}`)).toBe(1);
     expect(sample(text, 'db_pool_connections_in_use{pool="main"}')).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'db_pool_acquires_waiting{pool="main"}')).toBeGreaterThanOrEqual(0);
     expect(text).not.toContain('no-such-path');

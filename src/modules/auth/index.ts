@@ -7,3 +7,4 @@ export { ARGON2_OPTIONS, PasswordHasher } from './password-hasher';
 export { SessionService } from './session-service';
 export { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, TokenService } from './token-service';
 export { UserRepository, type UserContact, type UserStatus } from './user-repository';
+export { authJobs } from './auth-jobs';

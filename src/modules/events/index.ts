@@ -9,3 +9,4 @@ export { MAX_ENDPOINTS, WebhookService, insertDemoEndpoint, type DeliveryOutcome
 export { generateSecret, sign, signatureHeader } from './webhook-signature';
 export { checkUrlSyntax, checkWebhookUrl, guardedLookup, isPublicAddress, type LookupAll, type UrlRefusal } from './webhook-url-guard';
 export { nextStep, parseRetryAfter, failingTooLong } from './webhook-schedule';
+export { eventsJobs } from './events-jobs';

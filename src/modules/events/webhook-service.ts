@@ -19,7 +19,6 @@ export interface WebhookOptions {
   retryDelaysSeconds: readonly number[];
   disableAfterHours: number;
   allowPrivateTargets: boolean;
-  dispatchIntervalMs: number;
 }
 
 export interface WebhookServiceDeps {
@@ -51,9 +50,6 @@ const NOT_FOUND = 'No webhook endpoint of this organisation has this id.';
  */
 export class WebhookService {
   private readonly outcomeListeners: ((outcome: DeliveryOutcome) => void)[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> = Promise.resolve();
-  private stopped = false;
 
   constructor(private readonly deps: WebhookServiceDeps) {}
 
@@ -264,30 +260,6 @@ export class WebhookService {
       }
       return result.outcome === 'gone' ? 'gone' : step.status === 'exhausted' ? 'exhausted' : 'failed';
     });
-  }
-
-  /**
-   * The in-process dispatcher (until the job queue drives `runDue`): every
-   * WEBHOOK_DISPATCH_INTERVAL_MS, one batch at a time. Safe with several instances (SKIP LOCKED).
-   */
-  start(): void {
-    if (this.deps.options.dispatchIntervalMs <= 0 || this.timer) return;
-    const tick = () => {
-      if (this.stopped) return;
-      this.running = this.runDue()
-        .catch((error: unknown) => this.deps.logger?.error({ err: error }, 'webhook dispatch failed'))
-        .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.deps.options.dispatchIntervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(tick, this.deps.options.dispatchIntervalMs).unref();
-  }
-
-  /** Stops the dispatcher and waits for the batch under way. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
   }
 }
 

@@ -2,3 +2,4 @@
 export { IdempotencyService, canonicalJson, keyAlreadyProcessed, keyReused, requestHash, validateIdempotencyKey } from './idempotency-service';
 export type { IdempotencyKeyView, IdempotencyServiceOptions, IdempotentOutcome, IdempotentRequest, IdempotentResource, ResourceStatusReader } from './idempotency-service';
 export { idempotencyHandlers } from './idempotency-handlers';
+export { idempotencyJobs } from './idempotency-jobs';

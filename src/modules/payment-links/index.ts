@@ -9,3 +9,4 @@ export type { Payment, PaymentLink } from './payment-links-types';
 export { insertDemoLinks } from './demo-links';
 export { signAmount } from './link-security';
 export { paymentLinkSnapshot } from './payment-link-snapshot';
+export { paymentJobs } from './payment-jobs';

@@ -5,3 +5,4 @@ export { cycleDrawKey, drawBeneficiary, drawKey, drawOrder, seedCommitment } fro
 export { allowedActions, assertAllowed, cycleDueAt, statusAfter, type TontineAction, type TontineSituation, type TontineStatus } from './tontine-lifecycle';
 export type { TontineView, TontinePage } from './tontine-presenter';
 export { tontineSnapshot } from './tontine-snapshot';
+export { tontineJobs } from './tontine-jobs';

@@ -3,3 +3,4 @@ export { TransferService, CREATE_TRANSFER_OPERATION, type CreateTransferInput, t
 export { transfersHandlers } from './transfers-handlers';
 export { SandboxRail, SANDBOX_MAGIC, sandboxOutcome, type PayoutRail, type RailAdapter } from './rails';
 export { parseIdentifier } from './recipient';
+export { transferJobs } from './transfer-jobs';

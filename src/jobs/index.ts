@@ -1,0 +1,46 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Metrics } from '../http/metrics';
+import { authJobs } from '../modules/auth';
+import { escrowJobs } from '../modules/escrows';
+import { eventsJobs } from '../modules/events';
+import { idempotencyJobs } from '../modules/idempotency';
+import { paymentJobs } from '../modules/payment-links';
+import { tontineJobs } from '../modules/tontines';
+import { transferJobs } from '../modules/transfers';
+import type { Services } from '../services';
+import { Jobs } from './jobs';
+import type { PeriodicTask } from './periodic-task';
+
+export { Jobs, knexExecutor, type JobContext, type JobHandler, type QueueOptions, type SendOptions } from './jobs';
+export type { PeriodicTask } from './periodic-task';
+
+/** Every module's periodic tasks: one list to see all the background work. */
+export function periodicTasks(services: Services, config: Config, logger: Logger): PeriodicTask[] {
+  return [
+    ...transferJobs(services.transfers, logger),
+    ...paymentJobs(services.payments, logger),
+    ...idempotencyJobs(services.idempotency, logger),
+    ...authJobs(services.auth, logger),
+    ...escrowJobs(services.escrows, config.escrows, logger),
+    ...tontineJobs(services.tontines, logger),
+    ...eventsJobs(services.webhooks, services.events, config.webhooks, logger),
+  ];
+}
+
+/**
+ * Starts the job queue on the application's pool and reports runs and waiting jobs to the
+ * metrics. Started before the app is built, so services can be handed `jobs` to enqueue
+ * from a transaction; nothing runs until workers are registered.
+ */
+export async function startJobs(deps: { knex: Knex; config: Config; logger: Logger; metrics: Metrics }): Promise<Jobs> {
+  const jobs = await Jobs.start({ knex: deps.knex, config: deps.config.jobs, logger: deps.logger, observer: deps.metrics });
+  deps.metrics.observeJobs(() => jobs.queued());
+  return jobs;
+}
+
+/** Registers every module's periodic tasks (the ones that run at start are queued now). */
+export async function runPeriodicTasks(jobs: Jobs, services: Services, config: Config, logger: Logger): Promise<void> {
+  for (const task of periodicTasks(services, config, logger)) await jobs.every(task);
+}
