@@ -18,6 +18,9 @@ const CRITICAL_CORE = [
   'src/modules/escrows/escrow-fee.ts', // the escrow fee and settlements
   'src/modules/tontines/tontine-lifecycle.ts', // the tontine state machine and schedule
   'src/modules/tontines/tontine-draw.ts', // the auditable random payout order
+  'src/modules/events/webhook-url-guard.ts', // the SSRF guard of webhook URLs (issue 23)
+  'src/modules/events/webhook-signature.ts', // Standard Webhooks signatures
+  'src/modules/events/webhook-schedule.ts', // the retry schedule and the disable rule
 ];
 
 /**
