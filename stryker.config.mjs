@@ -22,6 +22,9 @@ const CRITICAL_CORE = [
   'src/modules/api-keys/api-key-format.ts', // API key format and checksum (issue 24)
   'src/modules/api-keys/api-key-secret.ts', // the stored hash and its constant-time compare
   'src/modules/api-keys/api-key-scopes.ts', // what a key's scopes allow
+  'src/modules/events/webhook-url-guard.ts', // the SSRF guard of webhook URLs (issue 23)
+  'src/modules/events/webhook-signature.ts', // Standard Webhooks signatures
+  'src/modules/events/webhook-schedule.ts', // the retry schedule and the disable rule
 ];
 
 /**

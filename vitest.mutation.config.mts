@@ -10,6 +10,8 @@ const CORE_TESTS = [
   'test/unit/money.test.ts',
   'test/unit/recipient.test.ts',
   'test/unit/link-security.test.ts',
+  'test/unit/webhook-url-guard.test.ts',
+  'test/unit/webhook-signature.test.ts',
   'test/unit/organization-access.test.ts',
   'test/unit/access-policy.test.ts',
   'test/unit/lifecycle.test.ts',

@@ -1493,8 +1493,1292 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your events
+         * @description The events of the transfers you sent or received, the escrows you are a party to and the tontines you belong to, newest first. Kept EVENT_RETENTION_DAYS (90 by default, at least 30), then purged.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an event (`evt_...`).
+                 * @example evt_3f2b8c1d4e5a4b6c9d7e8f9a0b1c2d3e
+                 */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of your events
+         * @description One event of a transfer, escrow or tontine you take part in; any other answers 404.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the organisation's events
+         * @description Every change of the organisation's objects (payments, links, Checkouts, invoices, quotes, credit notes, network status, webhook endpoints), newest first. Use it to replay what your webhook endpoint missed: page back with `starting_after` until an event you already processed. Kept EVENT_RETENTION_DAYS (90 by default, at least 30), then purged. Roles: owner, admin or finance_manager.
+         */
+        get: operations["listOrganizationEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an event (`evt_...`).
+                 * @example evt_3f2b8c1d4e5a4b6c9d7e8f9a0b1c2d3e
+                 */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the organisation's events
+         * @description One event of the organisation; another organisation's event answers 404. Roles: owner, admin or finance_manager.
+         */
+        get: operations["getOrganizationEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The organisation's endpoints (at most 16), oldest first, never with their secret. Roles: owner or admin.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL that receives the organisation's events selected by `events` (types, prefixes such as `invoice.*`, or `*`), signed per Standard Webhooks 1.0. Answers 201 with `secret` (`whsec_...`), shown in this response only. At most 16 endpoints per organisation. Roles: owner or admin.
+         *
+         *     Verify each delivery in Node with the `standardwebhooks` package: `new Webhook(secret).verify(rawBody, headers)` on the raw body (before any JSON parsing), then dedupe on the `webhook-id` header and drop an event whose `sequence` is lower than the last one you processed for its `object_id`.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/webhook-endpoints/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint, never with its secret. Roles: owner or admin.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint and its deliveries; nothing more is sent to it. Roles: owner or admin.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes `url`, `events`, `description` or `status`. Enabling an endpoint again resumes its waiting deliveries and restarts its failure clock. Roles: owner or admin.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/webhook-endpoints/{endpointId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's secret
+         * @description Answers the new secret once. Until `previous_secret_expires_at` (`expire_current_in_seconds` from now, 86400 by default), every delivery carries two signatures, one per secret, so receivers can switch without losing a delivery. Roles: owner or admin.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/webhook-endpoints/{endpointId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Records a `webhook_endpoint.test` event (its object is the endpoint) and delivers it to this endpoint only, whatever its `events`. Answers 202 with the queued delivery. Roles: owner or admin.
+         */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/webhook-endpoints/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description The endpoint's deliveries, newest first, each with its attempts (time, HTTP status or error, duration). Roles: owner or admin.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+                /**
+                 * @description Identifier of a delivery of the endpoint.
+                 * @example 2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f
+                 */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a delivery now
+         * @description Sends the delivery again at once (whatever its status; a succeeded one is sent again, with the same `webhook-id`). Answers 202 with the delivery as it stands after that attempt. Roles: owner or admin.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "payment.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.succeeded
+         * @description Sent to the endpoints whose `events` select `payment.succeeded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPaymentSucceeded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.failed
+         * @description Sent to the endpoints whose `events` select `payment.failed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPaymentFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment-link.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment_link.created
+         * @description Sent to the endpoints whose `events` select `payment_link.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPaymentLinkCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment-link.deactivated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment_link.deactivated
+         * @description Sent to the endpoints whose `events` select `payment_link.deactivated`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPaymentLinkDeactivated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "checkout.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * checkout.created
+         * @description Sent to the endpoints whose `events` select `checkout.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookCheckoutCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * invoice.created
+         * @description Sent to the endpoints whose `events` select `invoice.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookInvoiceCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice.finalized": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * invoice.finalized
+         * @description Sent to the endpoints whose `events` select `invoice.finalized`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookInvoiceFinalized"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice.paid": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * invoice.paid
+         * @description Sent to the endpoints whose `events` select `invoice.paid`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookInvoicePaid"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice.voided": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * invoice.voided
+         * @description Sent to the endpoints whose `events` select `invoice.voided`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookInvoiceVoided"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice.marked-uncollectible": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * invoice.marked_uncollectible
+         * @description Sent to the endpoints whose `events` select `invoice.marked_uncollectible`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookInvoiceMarkedUncollectible"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "quote.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * quote.created
+         * @description Sent to the endpoints whose `events` select `quote.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookQuoteCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "quote.finalized": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * quote.finalized
+         * @description Sent to the endpoints whose `events` select `quote.finalized`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookQuoteFinalized"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "quote.accepted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * quote.accepted
+         * @description Sent to the endpoints whose `events` select `quote.accepted`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookQuoteAccepted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "quote.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * quote.canceled
+         * @description Sent to the endpoints whose `events` select `quote.canceled`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookQuoteCanceled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credit-note.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * credit_note.created
+         * @description Sent to the endpoints whose `events` select `credit_note.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookCreditNoteCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credit-note.voided": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * credit_note.voided
+         * @description Sent to the endpoints whose `events` select `credit_note.voided`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookCreditNoteVoided"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "network-status.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * network_status.updated
+         * @description Sent to the endpoints whose `events` select `network_status.updated`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookNetworkStatusUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * transfer.created
+         * @description Sent to the endpoints whose `events` select `transfer.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTransferCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * transfer.completed
+         * @description Sent to the endpoints whose `events` select `transfer.completed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTransferCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * transfer.failed
+         * @description Sent to the endpoints whose `events` select `transfer.failed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTransferFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.created
+         * @description Sent to the endpoints whose `events` select `escrow.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.funded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.funded
+         * @description Sent to the endpoints whose `events` select `escrow.funded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowFunded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.delivered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.delivered
+         * @description Sent to the endpoints whose `events` select `escrow.delivered`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowDelivered"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.accepted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.accepted
+         * @description Sent to the endpoints whose `events` select `escrow.accepted`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowAccepted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.disputed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.disputed
+         * @description Sent to the endpoints whose `events` select `escrow.disputed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowDisputed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.resolved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.resolved
+         * @description Sent to the endpoints whose `events` select `escrow.resolved`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowResolved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.released": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.released
+         * @description Sent to the endpoints whose `events` select `escrow.released`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowReleased"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.refunded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.refunded
+         * @description Sent to the endpoints whose `events` select `escrow.refunded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowRefunded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "escrow.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.canceled
+         * @description Sent to the endpoints whose `events` select `escrow.canceled`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowCanceled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.created
+         * @description Sent to the endpoints whose `events` select `tontine.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.member-invited": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.member_invited
+         * @description Sent to the endpoints whose `events` select `tontine.member_invited`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineMemberInvited"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.member-joined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.member_joined
+         * @description Sent to the endpoints whose `events` select `tontine.member_joined`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineMemberJoined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.member-left": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.member_left
+         * @description Sent to the endpoints whose `events` select `tontine.member_left`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineMemberLeft"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.started
+         * @description Sent to the endpoints whose `events` select `tontine.started`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineStarted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.contribution-paid": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.contribution_paid
+         * @description Sent to the endpoints whose `events` select `tontine.contribution_paid`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineContributionPaid"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.contribution-refunded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.contribution_refunded
+         * @description Sent to the endpoints whose `events` select `tontine.contribution_refunded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineContributionRefunded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.contributions-late": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.contributions_late
+         * @description Sent to the endpoints whose `events` select `tontine.contributions_late`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineContributionsLate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.beneficiary-drawn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.beneficiary_drawn
+         * @description Sent to the endpoints whose `events` select `tontine.beneficiary_drawn`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineBeneficiaryDrawn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.payout-made": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.payout_made
+         * @description Sent to the endpoints whose `events` select `tontine.payout_made`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontinePayoutMade"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.cycle-opened": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.cycle_opened
+         * @description Sent to the endpoints whose `events` select `tontine.cycle_opened`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineCycleOpened"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.completed
+         * @description Sent to the endpoints whose `events` select `tontine.completed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.canceled
+         * @description Sent to the endpoints whose `events` select `tontine.canceled`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineCanceled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.dissolved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.dissolved
+         * @description Sent to the endpoints whose `events` select `tontine.dissolved`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineDissolved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.member-dissolution": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.member_dissolution
+         * @description Sent to the endpoints whose `events` select `tontine.member_dissolution`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontineMemberDissolution"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook-endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.disabled
+         * @description Sent to the endpoints whose `events` select `webhook_endpoint.disabled`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookWebhookEndpointDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook-endpoint.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.test
+         * @description Sent to the endpoints whose `events` select `webhook_endpoint.test`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookWebhookEndpointTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "api-key.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * api_key.created
+         * @description Sent to the endpoints whose `events` select `api_key.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookApiKeyCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "api-key.rolled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * api_key.rolled
+         * @description Sent to the endpoints whose `events` select `api_key.rolled`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookApiKeyRolled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "api-key.revoked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * api_key.revoked
+         * @description Sent to the endpoints whose `events` select `api_key.revoked`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookApiKeyRevoked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -4426,6 +5710,1341 @@ export interface components {
              * @default 86400
              */
             expire_current_in_seconds: number;
+        };
+        /**
+         * WebhookEventFilter
+         * @description An event type (`invoice.paid`), a prefix (`invoice.*`) or `*` for every event.
+         * @example invoice.*
+         */
+        WebhookEventFilter: string;
+        /**
+         * EventId
+         * @description Identifier of an event: `evt_` and 32 hexadecimal digits. It is also the `webhook-id` header of every delivery of the event (the same on each retry): dedupe on it.
+         * @example evt_3f2b8c1d4e5a4b6c9d7e8f9a0b1c2d3e
+         */
+        EventId: string;
+        /**
+         * EventType
+         * @description `<object>.<what>`, such as `invoice.paid`. The contract's top-level `webhooks` lists every type with the schema of its payload.
+         * @example invoice.paid
+         */
+        EventType: string;
+        /**
+         * EventObjectType
+         * @description The type of the object the event is about (`data.object`).
+         * @enum {string}
+         */
+        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key";
+        /**
+         * Event
+         * @description One state change, recorded in the same transaction as the change (never an event for a change that rolled back, never a change without its event). `sequence` counts the events of one object (1, 2, 3...): a receiver that already holds a higher `sequence` for `object_id` drops the event as stale. `data.object` is the object exactly as the API returned it when the change committed (a thin event never forces a refetch); `data.previous_status` is its status before the change (null for its first event or an object without a status).
+         */
+        Event: {
+            id: components["schemas"]["EventId"];
+            /**
+             * @description Always `event`.
+             * @constant
+             */
+            object: "event";
+            type: components["schemas"]["EventType"];
+            /**
+             * Format: date-time
+             * @description When the change happened.
+             */
+            created_at: string;
+            object_type: components["schemas"]["EventObjectType"];
+            /**
+             * Format: uuid
+             * @description Identifier of the object (for `network_status`, the organisation's).
+             */
+            object_id: string;
+            /**
+             * Format: int32
+             * @description Position of this event among the events of the same object (1 for its first).
+             */
+            sequence: number;
+            /**
+             * Format: uuid
+             * @description The organisation the object belongs to; null for a user's transfer, escrow or tontine.
+             */
+            organization_id: string | null;
+            data: {
+                /** @description The object as the API returns it (see the event type's schema under `webhooks`). */
+                object: Record<string, never> | null;
+                /** @description The object's status before the change. */
+                previous_status: string | null;
+            };
+        };
+        /**
+         * EventList
+         * @description A page of events, newest first. Pass `next_cursor` as `starting_after` for the next page.
+         */
+        EventList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            data: components["schemas"]["Event"][];
+            /** @description Whether more events exist after this page. */
+            has_more: boolean;
+            /** @description The id of this page's last event when more follow; null otherwise. */
+            next_cursor: string | null;
+        };
+        /**
+         * EventListResponse
+         * @description Envelope of a list of events.
+         */
+        EventListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["EventList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * EventResponse
+         * @description Envelope of one event.
+         */
+        EventResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Event"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * WebhookEndpoint
+         * @description A URL of the organisation that receives its events, signed per Standard Webhooks 1.0. The secret is shown only when the endpoint is created or its secret rotated.
+         */
+        WebhookEndpoint: {
+            /**
+             * Format: uuid
+             * @description Identifier of the endpoint.
+             */
+            id: string;
+            /**
+             * @description Always `webhook_endpoint`.
+             * @constant
+             */
+            object: "webhook_endpoint";
+            /**
+             * Format: uri
+             * @description Where deliveries are POSTed. In production: `https`, a host whose every address is public, no user name or password, and no port below 1024 other than 443; otherwise 422 `WebhookUrlNotAllowed` with `details.reason`.
+             */
+            url: string;
+            /** @description A note for yourselves. */
+            description: string | null;
+            /** @description The events this endpoint receives. */
+            events: components["schemas"]["WebhookEventFilter"][];
+            /**
+             * @description A disabled endpoint receives nothing (its deliveries wait until it is enabled again).
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * @description Why it is disabled: `manual` (PATCH), `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_HOURS).
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "gone" | "failing" | null;
+            /**
+             * Format: date-time
+             * @description Until then, deliveries also carry a signature with the previous secret.
+             */
+            previous_secret_expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+        };
+        /**
+         * WebhookEndpointList
+         * @description The organisation's webhook endpoints (at most 16), oldest first.
+         */
+        WebhookEndpointList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["WebhookEndpoint"][];
+        };
+        /**
+         * WebhookEndpointListResponse
+         * @description Envelope of the webhook endpoints.
+         */
+        WebhookEndpointListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["WebhookEndpointList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateWebhookEndpointRequest
+         * @description A new webhook endpoint (at most 16 per organisation).
+         */
+        CreateWebhookEndpointRequest: {
+            /**
+             * Format: uri
+             * @description Where deliveries are POSTed. In production: `https`, a host whose every address is public, no user name or password, and no port below 1024 other than 443; otherwise 422 `WebhookUrlNotAllowed` with `details.reason`.
+             */
+            url: string;
+            /** @description The events this endpoint receives. */
+            events: components["schemas"]["WebhookEventFilter"][];
+            /** @description A note for yourselves. */
+            description?: string | null;
+        };
+        /**
+         * WebhookEndpointWithSecret
+         * @description A URL of the organisation that receives its events, signed per Standard Webhooks 1.0. The secret is shown only when the endpoint is created or its secret rotated.
+         */
+        WebhookEndpointWithSecret: {
+            /**
+             * Format: uuid
+             * @description Identifier of the endpoint.
+             */
+            id: string;
+            /**
+             * @description Always `webhook_endpoint`.
+             * @constant
+             */
+            object: "webhook_endpoint";
+            /**
+             * Format: uri
+             * @description Where deliveries are POSTed. In production: `https`, a host whose every address is public, no user name or password, and no port below 1024 other than 443; otherwise 422 `WebhookUrlNotAllowed` with `details.reason`.
+             */
+            url: string;
+            /** @description A note for yourselves. */
+            description: string | null;
+            /** @description The events this endpoint receives. */
+            events: components["schemas"]["WebhookEventFilter"][];
+            /**
+             * @description A disabled endpoint receives nothing (its deliveries wait until it is enabled again).
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * @description Why it is disabled: `manual` (PATCH), `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_HOURS).
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "gone" | "failing" | null;
+            /**
+             * Format: date-time
+             * @description Until then, deliveries also carry a signature with the previous secret.
+             */
+            previous_secret_expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /** @description `whsec_` and the base64 key: give it as is to the `standardwebhooks` verifier. Store it now: it is never shown again. */
+            secret: string;
+        };
+        /**
+         * WebhookEndpointSecretResponse
+         * @description Envelope of an endpoint with its new secret.
+         */
+        WebhookEndpointSecretResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["WebhookEndpointWithSecret"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * WebhookEndpointResponse
+         * @description Envelope of one webhook endpoint.
+         */
+        WebhookEndpointResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["WebhookEndpoint"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * UpdateWebhookEndpointRequest
+         * @description The fields to change; enabling an endpoint again resumes its waiting deliveries.
+         */
+        UpdateWebhookEndpointRequest: {
+            /**
+             * Format: uri
+             * @description Where deliveries are POSTed. In production: `https`, a host whose every address is public, no user name or password, and no port below 1024 other than 443; otherwise 422 `WebhookUrlNotAllowed` with `details.reason`.
+             */
+            url?: string;
+            /** @description The events this endpoint receives. */
+            events?: components["schemas"]["WebhookEventFilter"][];
+            /** @description A note for yourselves. */
+            description?: string | null;
+            /**
+             * @description Enable or disable the endpoint.
+             * @enum {string}
+             */
+            status?: "enabled" | "disabled";
+        };
+        /**
+         * RotateWebhookSecretRequest
+         * @description How long the current secret keeps signing deliveries beside the new one.
+         */
+        RotateWebhookSecretRequest: {
+            /**
+             * Format: int32
+             * @description 0 to 604800 seconds (7 days); 86400 by default. 0 ends the current secret at once.
+             * @default 86400
+             */
+            expire_current_in_seconds: number;
+        };
+        /**
+         * WebhookDeliveryStatus
+         * @description `pending` (not tried yet), `succeeded` (a 2xx), `failed` (the last attempt failed; `next_attempt_at` says when the next one runs, null when none will), `exhausted` (every scheduled retry failed).
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed" | "exhausted";
+        /**
+         * WebhookDelivery
+         * @description One event sent to one endpoint, with every attempt.
+         */
+        WebhookDelivery: {
+            /**
+             * Format: uuid
+             * @description Identifier of the delivery.
+             */
+            id: string;
+            /**
+             * @description Always `webhook_delivery`.
+             * @constant
+             */
+            object: "webhook_delivery";
+            /**
+             * Format: uuid
+             * @description The endpoint.
+             */
+            endpoint_id: string;
+            event_id: components["schemas"]["EventId"];
+            event_type: components["schemas"]["EventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /**
+             * Format: int32
+             * @description Attempts made so far.
+             */
+            attempt_count: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt runs; null when none is scheduled.
+             */
+            next_attempt_at: string | null;
+            /** @description The attempts, oldest first. */
+            attempts: {
+                /**
+                 * Format: date-time
+                 * @description When the request was sent.
+                 */
+                attempted_at: string;
+                /**
+                 * Format: int32
+                 * @description The receiver's status; null when no answer came.
+                 */
+                http_status: number | null;
+                /** @description Why the attempt failed (timeout, connection refused, redirect, non-2xx), null on success. */
+                error: string | null;
+                /**
+                 * Format: int32
+                 * @description How long the attempt took.
+                 */
+                duration_ms: number;
+            }[];
+            /**
+             * Format: date-time
+             * @description When the event was queued for this endpoint.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the delivery last changed.
+             */
+            updated_at: string;
+        };
+        /**
+         * WebhookDeliveryResponse
+         * @description Envelope of one webhook delivery.
+         */
+        WebhookDeliveryResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["WebhookDelivery"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * WebhookDeliveryList
+         * @description A page of an endpoint's deliveries, newest first.
+         */
+        WebhookDeliveryList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["WebhookDelivery"][];
+        };
+        /**
+         * WebhookDeliveryListResponse
+         * @description Envelope of webhook deliveries.
+         */
+        WebhookDeliveryListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["WebhookDeliveryList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * PaymentSucceededEvent
+         * @description The `payment.succeeded` event; `data.object` is the payment as the API returns it.
+         */
+        PaymentSucceededEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payment.succeeded`.
+             * @constant
+             */
+            type?: "payment.succeeded";
+            /**
+             * @description Always `payment`.
+             * @constant
+             */
+            object_type?: "payment";
+            data?: {
+                object?: components["schemas"]["Payment"];
+            };
+        };
+        /**
+         * PaymentFailedEvent
+         * @description The `payment.failed` event; `data.object` is the payment as the API returns it.
+         */
+        PaymentFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payment.failed`.
+             * @constant
+             */
+            type?: "payment.failed";
+            /**
+             * @description Always `payment`.
+             * @constant
+             */
+            object_type?: "payment";
+            data?: {
+                object?: components["schemas"]["Payment"];
+            };
+        };
+        /**
+         * PaymentLinkCreatedEvent
+         * @description The `payment_link.created` event; `data.object` is the payment link as the API returns it.
+         */
+        PaymentLinkCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payment_link.created`.
+             * @constant
+             */
+            type?: "payment_link.created";
+            /**
+             * @description Always `payment_link`.
+             * @constant
+             */
+            object_type?: "payment_link";
+            data?: {
+                object?: components["schemas"]["PaymentLink"];
+            };
+        };
+        /**
+         * PaymentLinkDeactivatedEvent
+         * @description The `payment_link.deactivated` event; `data.object` is the payment link as the API returns it.
+         */
+        PaymentLinkDeactivatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payment_link.deactivated`.
+             * @constant
+             */
+            type?: "payment_link.deactivated";
+            /**
+             * @description Always `payment_link`.
+             * @constant
+             */
+            object_type?: "payment_link";
+            data?: {
+                object?: components["schemas"]["PaymentLink"];
+            };
+        };
+        /**
+         * CheckoutCreatedEvent
+         * @description The `checkout.created` event; `data.object` is the payment link as the API returns it.
+         */
+        CheckoutCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `checkout.created`.
+             * @constant
+             */
+            type?: "checkout.created";
+            /**
+             * @description Always `payment_link`.
+             * @constant
+             */
+            object_type?: "payment_link";
+            data?: {
+                object?: components["schemas"]["PaymentLink"];
+            };
+        };
+        /**
+         * InvoiceCreatedEvent
+         * @description The `invoice.created` event; `data.object` is the invoice as the API returns it.
+         */
+        InvoiceCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `invoice.created`.
+             * @constant
+             */
+            type?: "invoice.created";
+            /**
+             * @description Always `invoice`.
+             * @constant
+             */
+            object_type?: "invoice";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * InvoiceFinalizedEvent
+         * @description The `invoice.finalized` event; `data.object` is the invoice as the API returns it.
+         */
+        InvoiceFinalizedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `invoice.finalized`.
+             * @constant
+             */
+            type?: "invoice.finalized";
+            /**
+             * @description Always `invoice`.
+             * @constant
+             */
+            object_type?: "invoice";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * InvoicePaidEvent
+         * @description The `invoice.paid` event; `data.object` is the invoice as the API returns it.
+         */
+        InvoicePaidEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `invoice.paid`.
+             * @constant
+             */
+            type?: "invoice.paid";
+            /**
+             * @description Always `invoice`.
+             * @constant
+             */
+            object_type?: "invoice";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * InvoiceVoidedEvent
+         * @description The `invoice.voided` event; `data.object` is the invoice as the API returns it.
+         */
+        InvoiceVoidedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `invoice.voided`.
+             * @constant
+             */
+            type?: "invoice.voided";
+            /**
+             * @description Always `invoice`.
+             * @constant
+             */
+            object_type?: "invoice";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * InvoiceMarkedUncollectibleEvent
+         * @description The `invoice.marked_uncollectible` event; `data.object` is the invoice as the API returns it.
+         */
+        InvoiceMarkedUncollectibleEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `invoice.marked_uncollectible`.
+             * @constant
+             */
+            type?: "invoice.marked_uncollectible";
+            /**
+             * @description Always `invoice`.
+             * @constant
+             */
+            object_type?: "invoice";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * QuoteCreatedEvent
+         * @description The `quote.created` event; `data.object` is the quote as the API returns it.
+         */
+        QuoteCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `quote.created`.
+             * @constant
+             */
+            type?: "quote.created";
+            /**
+             * @description Always `quote`.
+             * @constant
+             */
+            object_type?: "quote";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * QuoteFinalizedEvent
+         * @description The `quote.finalized` event; `data.object` is the quote as the API returns it.
+         */
+        QuoteFinalizedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `quote.finalized`.
+             * @constant
+             */
+            type?: "quote.finalized";
+            /**
+             * @description Always `quote`.
+             * @constant
+             */
+            object_type?: "quote";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * QuoteAcceptedEvent
+         * @description The `quote.accepted` event; `data.object` is the quote as the API returns it.
+         */
+        QuoteAcceptedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `quote.accepted`.
+             * @constant
+             */
+            type?: "quote.accepted";
+            /**
+             * @description Always `quote`.
+             * @constant
+             */
+            object_type?: "quote";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * QuoteCanceledEvent
+         * @description The `quote.canceled` event; `data.object` is the quote as the API returns it.
+         */
+        QuoteCanceledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `quote.canceled`.
+             * @constant
+             */
+            type?: "quote.canceled";
+            /**
+             * @description Always `quote`.
+             * @constant
+             */
+            object_type?: "quote";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * CreditNoteCreatedEvent
+         * @description The `credit_note.created` event; `data.object` is the credit note as the API returns it.
+         */
+        CreditNoteCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `credit_note.created`.
+             * @constant
+             */
+            type?: "credit_note.created";
+            /**
+             * @description Always `credit_note`.
+             * @constant
+             */
+            object_type?: "credit_note";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * CreditNoteVoidedEvent
+         * @description The `credit_note.voided` event; `data.object` is the credit note as the API returns it.
+         */
+        CreditNoteVoidedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `credit_note.voided`.
+             * @constant
+             */
+            type?: "credit_note.voided";
+            /**
+             * @description Always `credit_note`.
+             * @constant
+             */
+            object_type?: "credit_note";
+            data?: {
+                object?: components["schemas"]["Invoice"];
+            };
+        };
+        /**
+         * NetworkStatusUpdatedEvent
+         * @description The `network_status.updated` event; `data.object` is the network status as the API returns it.
+         */
+        NetworkStatusUpdatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `network_status.updated`.
+             * @constant
+             */
+            type?: "network_status.updated";
+            /**
+             * @description Always `network_status`.
+             * @constant
+             */
+            object_type?: "network_status";
+            data?: {
+                object?: components["schemas"]["NetworkStatus"];
+            };
+        };
+        /**
+         * TransferCreatedEvent
+         * @description The `transfer.created` event; `data.object` is the transfer as the API returns it.
+         */
+        TransferCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `transfer.created`.
+             * @constant
+             */
+            type?: "transfer.created";
+            /**
+             * @description Always `transfer`.
+             * @constant
+             */
+            object_type?: "transfer";
+            data?: {
+                object?: components["schemas"]["Transfer"];
+            };
+        };
+        /**
+         * TransferCompletedEvent
+         * @description The `transfer.completed` event; `data.object` is the transfer as the API returns it.
+         */
+        TransferCompletedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `transfer.completed`.
+             * @constant
+             */
+            type?: "transfer.completed";
+            /**
+             * @description Always `transfer`.
+             * @constant
+             */
+            object_type?: "transfer";
+            data?: {
+                object?: components["schemas"]["Transfer"];
+            };
+        };
+        /**
+         * TransferFailedEvent
+         * @description The `transfer.failed` event; `data.object` is the transfer as the API returns it.
+         */
+        TransferFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `transfer.failed`.
+             * @constant
+             */
+            type?: "transfer.failed";
+            /**
+             * @description Always `transfer`.
+             * @constant
+             */
+            object_type?: "transfer";
+            data?: {
+                object?: components["schemas"]["Transfer"];
+            };
+        };
+        /**
+         * EscrowCreatedEvent
+         * @description The `escrow.created` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.created`.
+             * @constant
+             */
+            type?: "escrow.created";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowFundedEvent
+         * @description The `escrow.funded` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowFundedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.funded`.
+             * @constant
+             */
+            type?: "escrow.funded";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowDeliveredEvent
+         * @description The `escrow.delivered` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowDeliveredEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.delivered`.
+             * @constant
+             */
+            type?: "escrow.delivered";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowAcceptedEvent
+         * @description The `escrow.accepted` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowAcceptedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.accepted`.
+             * @constant
+             */
+            type?: "escrow.accepted";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowDisputedEvent
+         * @description The `escrow.disputed` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowDisputedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.disputed`.
+             * @constant
+             */
+            type?: "escrow.disputed";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowResolvedEvent
+         * @description The `escrow.resolved` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowResolvedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.resolved`.
+             * @constant
+             */
+            type?: "escrow.resolved";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowReleasedEvent
+         * @description The `escrow.released` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowReleasedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.released`.
+             * @constant
+             */
+            type?: "escrow.released";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowRefundedEvent
+         * @description The `escrow.refunded` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowRefundedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.refunded`.
+             * @constant
+             */
+            type?: "escrow.refunded";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * EscrowCanceledEvent
+         * @description The `escrow.canceled` event; `data.object` is the escrow as the API returns it.
+         */
+        EscrowCanceledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.canceled`.
+             * @constant
+             */
+            type?: "escrow.canceled";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
+         * TontineCreatedEvent
+         * @description The `tontine.created` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.created`.
+             * @constant
+             */
+            type?: "tontine.created";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineMemberInvitedEvent
+         * @description The `tontine.member_invited` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineMemberInvitedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.member_invited`.
+             * @constant
+             */
+            type?: "tontine.member_invited";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineMemberJoinedEvent
+         * @description The `tontine.member_joined` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineMemberJoinedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.member_joined`.
+             * @constant
+             */
+            type?: "tontine.member_joined";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineMemberLeftEvent
+         * @description The `tontine.member_left` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineMemberLeftEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.member_left`.
+             * @constant
+             */
+            type?: "tontine.member_left";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineStartedEvent
+         * @description The `tontine.started` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineStartedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.started`.
+             * @constant
+             */
+            type?: "tontine.started";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineContributionPaidEvent
+         * @description The `tontine.contribution_paid` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineContributionPaidEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.contribution_paid`.
+             * @constant
+             */
+            type?: "tontine.contribution_paid";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineContributionRefundedEvent
+         * @description The `tontine.contribution_refunded` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineContributionRefundedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.contribution_refunded`.
+             * @constant
+             */
+            type?: "tontine.contribution_refunded";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineContributionsLateEvent
+         * @description The `tontine.contributions_late` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineContributionsLateEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.contributions_late`.
+             * @constant
+             */
+            type?: "tontine.contributions_late";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineBeneficiaryDrawnEvent
+         * @description The `tontine.beneficiary_drawn` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineBeneficiaryDrawnEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.beneficiary_drawn`.
+             * @constant
+             */
+            type?: "tontine.beneficiary_drawn";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontinePayoutMadeEvent
+         * @description The `tontine.payout_made` event; `data.object` is the tontine as the API returns it.
+         */
+        TontinePayoutMadeEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.payout_made`.
+             * @constant
+             */
+            type?: "tontine.payout_made";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineCycleOpenedEvent
+         * @description The `tontine.cycle_opened` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineCycleOpenedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.cycle_opened`.
+             * @constant
+             */
+            type?: "tontine.cycle_opened";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineCompletedEvent
+         * @description The `tontine.completed` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineCompletedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.completed`.
+             * @constant
+             */
+            type?: "tontine.completed";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineCanceledEvent
+         * @description The `tontine.canceled` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineCanceledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.canceled`.
+             * @constant
+             */
+            type?: "tontine.canceled";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineDissolvedEvent
+         * @description The `tontine.dissolved` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineDissolvedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.dissolved`.
+             * @constant
+             */
+            type?: "tontine.dissolved";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontineMemberDissolutionEvent
+         * @description The `tontine.member_dissolution` event; `data.object` is the tontine as the API returns it.
+         */
+        TontineMemberDissolutionEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.member_dissolution`.
+             * @constant
+             */
+            type?: "tontine.member_dissolution";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * WebhookEndpointDisabledEvent
+         * @description The `webhook_endpoint.disabled` event; `data.object` is the webhook endpoint as the API returns it.
+         */
+        WebhookEndpointDisabledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `webhook_endpoint.disabled`.
+             * @constant
+             */
+            type?: "webhook_endpoint.disabled";
+            /**
+             * @description Always `webhook_endpoint`.
+             * @constant
+             */
+            object_type?: "webhook_endpoint";
+            data?: {
+                object?: components["schemas"]["WebhookEndpoint"];
+            };
+        };
+        /**
+         * WebhookEndpointTestEvent
+         * @description The `webhook_endpoint.test` event; `data.object` is the webhook endpoint as the API returns it.
+         */
+        WebhookEndpointTestEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `webhook_endpoint.test`.
+             * @constant
+             */
+            type?: "webhook_endpoint.test";
+            /**
+             * @description Always `webhook_endpoint`.
+             * @constant
+             */
+            object_type?: "webhook_endpoint";
+            data?: {
+                object?: components["schemas"]["WebhookEndpoint"];
+            };
+        };
+        /**
+         * ApiKeyCreatedEvent
+         * @description The `api_key.created` event (an API key was created (never its secret)); `data.object` is the API key as the API returns it, never its secret.
+         */
+        ApiKeyCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `api_key.created`.
+             * @constant
+             */
+            type?: "api_key.created";
+            /**
+             * @description Always `api_key`.
+             * @constant
+             */
+            object_type?: "api_key";
+            data?: {
+                object?: components["schemas"]["ApiKey"];
+            };
+        };
+        /**
+         * ApiKeyRolledEvent
+         * @description The `api_key.rolled` event (an API key got a new secret (the old one works until `previous_secret_expires_at` of its history)); `data.object` is the API key as the API returns it, never its secret.
+         */
+        ApiKeyRolledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `api_key.rolled`.
+             * @constant
+             */
+            type?: "api_key.rolled";
+            /**
+             * @description Always `api_key`.
+             * @constant
+             */
+            object_type?: "api_key";
+            data?: {
+                object?: components["schemas"]["ApiKey"];
+            };
+        };
+        /**
+         * ApiKeyRevokedEvent
+         * @description The `api_key.revoked` event (an API key was revoked); `data.object` is the API key as the API returns it, never its secret.
+         */
+        ApiKeyRevokedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `api_key.revoked`.
+             * @constant
+             */
+            type?: "api_key.revoked";
+            /**
+             * @description Always `api_key`.
+             * @constant
+             */
+            object_type?: "api_key";
+            data?: {
+                object?: components["schemas"]["ApiKey"];
+            };
         };
     };
     responses: {
@@ -7851,6 +10470,2130 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of events to return (1 to 100).
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (an event id).
+                 * @example evt_3f2b8c1d4e5a4b6c9d7e8f9a0b1c2d3e
+                 */
+                starting_after?: string;
+                /**
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @example escrow.*
+                 */
+                type?: components["schemas"]["WebhookEventFilter"];
+                /**
+                 * @description Only events about this object.
+                 * @example 0b7c1e9a-3d2f-4c5b-8a6e-1f2d3c4b5a69
+                 */
+                object_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an event (`evt_...`).
+                 * @example evt_3f2b8c1d4e5a4b6c9d7e8f9a0b1c2d3e
+                 */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `NotFound`: no event of yours has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of events to return (1 to 100).
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (an event id).
+                 * @example evt_3f2b8c1d4e5a4b6c9d7e8f9a0b1c2d3e
+                 */
+                starting_after?: string;
+                /**
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @example escrow.*
+                 */
+                type?: components["schemas"]["WebhookEventFilter"];
+                /**
+                 * @description Only events about this object.
+                 * @example 0b7c1e9a-3d2f-4c5b-8a6e-1f2d3c4b5a69
+                 */
+                object_id?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganizationEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an event (`evt_...`).
+                 * @example evt_3f2b8c1d4e5a4b6c9d7e8f9a0b1c2d3e
+                 */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the event is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its secret (shown once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointSecretResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `WebhookUrlNotAllowed`: the URL is refused (`details.reason`: `scheme` (not https), `userinfo`, `port`, `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`). `TooManyWebhookEndpoints`: the organisation already has 16 endpoints. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the endpoint is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the endpoint is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the endpoint is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `WebhookUrlNotAllowed`: the URL is refused (`details.reason`: `scheme` (not https), `userinfo`, `port`, `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`). `TooManyWebhookEndpoints`: the organisation already has 16 endpoints. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its new secret (shown once). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointSecretResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the endpoint is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the endpoint is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this status.
+                 * @example failed
+                 */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+                /**
+                 * @description Maximum number of deliveries to return (1 to 100).
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the endpoint is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a webhook endpoint of the organisation.
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
+                endpointId: string;
+                /**
+                 * @description Identifier of a delivery of the endpoint.
+                 * @example 2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f
+                 */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery after the attempt. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller, or the endpoint or the delivery is not one of the organisation's (another organisation's answers exactly the same). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    webhookPaymentSucceeded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentSucceededEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPaymentFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPaymentLinkCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentLinkCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPaymentLinkDeactivated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentLinkDeactivatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCheckoutCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckoutCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookInvoiceCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoiceCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookInvoiceFinalized: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoiceFinalizedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookInvoicePaid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoicePaidEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookInvoiceVoided: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoiceVoidedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookInvoiceMarkedUncollectible: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoiceMarkedUncollectibleEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookQuoteCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QuoteCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookQuoteFinalized: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QuoteFinalizedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookQuoteAccepted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QuoteAcceptedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookQuoteCanceled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QuoteCanceledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCreditNoteCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditNoteCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCreditNoteVoided: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditNoteVoidedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookNetworkStatusUpdated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NetworkStatusUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTransferCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTransferCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTransferFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowFunded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowFundedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowDelivered: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowDeliveredEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowAccepted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowAcceptedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowDisputed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowDisputedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowResolved: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowResolvedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowReleased: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowReleasedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowRefunded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowRefundedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEscrowCanceled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowCanceledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineMemberInvited: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineMemberInvitedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineMemberJoined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineMemberJoinedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineMemberLeft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineMemberLeftEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineStarted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineStartedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineContributionPaid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineContributionPaidEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineContributionRefunded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineContributionRefundedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineContributionsLate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineContributionsLateEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineBeneficiaryDrawn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineBeneficiaryDrawnEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontinePayoutMade: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontinePayoutMadeEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineCycleOpened: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineCycleOpenedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineCanceled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineCanceledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineDissolved: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineDissolvedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontineMemberDissolution: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontineMemberDissolutionEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointDisabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookEndpointTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookApiKeyCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookApiKeyRolled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyRolledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookApiKeyRevoked: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

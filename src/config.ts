@@ -102,6 +102,20 @@ export interface Config {
     /** At most this many escrows released per run (the next run takes the rest). */
     releaseBatchSize: number;
   };
+  /** EVENT_RETENTION_DAYS: events older than this are purged (at least 30; 90 by default). */
+  eventRetentionDays: number;
+  webhooks: {
+    /** WEBHOOK_TIMEOUT_MS: a delivery not answered 2xx within this time failed. */
+    timeoutMs: number;
+    /** WEBHOOK_RETRY_DELAYS_SECONDS: the delay before each attempt (the first is 0), then `exhausted`. */
+    retryDelaysSeconds: readonly number[];
+    /** WEBHOOK_DISABLE_AFTER_HOURS: an endpoint whose every delivery failed this long is disabled. */
+    disableAfterHours: number;
+    /** WEBHOOK_ALLOW_PRIVATE_TARGETS: http and private or loopback targets allowed (never in production). */
+    allowPrivateTargets: boolean;
+    /** WEBHOOK_DISPATCH_INTERVAL_SECONDS: the period of the `webhooks.dispatch-due` job (due deliveries, claimed with SKIP LOCKED). */
+    dispatchEverySeconds: number;
+  };
   /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
   jobs: JobsConfig;
 }
@@ -134,6 +148,24 @@ function integer(env: Env, key: string, fallback: number, min: number, max: numb
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${key} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** A comma-separated list of 1 to 30 delays in seconds (0 to 7 days each), the first one 0. */
+function delays(env: Env, key: string, fallback: number[]): number[] {
+  const raw = env[key];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const parts = raw.split(',').map((part) => part.trim());
+  if (parts.length > 30 || parts.some((part) => !/^\d+$/.test(part) || Number(part) > 604_800)) {
+    throw new ConfigError(`${key} must be 1 to 30 comma-separated whole numbers of seconds (at most 604800 each), got "${raw}"`);
+  }
+  return parts.map(Number);
+}
+
+/** Private webhook targets: allowed by default outside production, refused in production. */
+function allowPrivateTargets(env: Env, nodeEnv: NodeEnv): boolean {
+  const allowed = boolean(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', nodeEnv !== 'production');
+  if (allowed && nodeEnv === 'production') throw new ConfigError('WEBHOOK_ALLOW_PRIVATE_TARGETS=true is refused in production (webhook URLs must reach public https hosts)');
+  return allowed;
 }
 
 function boolean(env: Env, key: string, fallback: boolean): boolean {
@@ -309,6 +341,14 @@ function readConfig(env: Env): Config {
       minFeeMinor: minorAmountsByCurrency(env, 'ESCROW_MIN_FEE'),
       releaseIntervalMs: integer(env, 'ESCROW_RELEASE_INTERVAL_MS', 30_000, 100, 3_600_000),
       releaseBatchSize: integer(env, 'ESCROW_RELEASE_BATCH_SIZE', 100, 1, 10_000),
+    },
+    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 90, 30, 3_650),
+    webhooks: {
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
+      retryDelaysSeconds: delays(env, 'WEBHOOK_RETRY_DELAYS_SECONDS', [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
+      disableAfterHours: integer(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 8_760),
+      allowPrivateTargets: allowPrivateTargets(env, nodeEnv),
+      dispatchEverySeconds: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_SECONDS', 2, 1, 3_600),
     },
     jobs: {
       pollingIntervalMs: integer(env, 'JOBS_POLLING_INTERVAL_MS', 2_000, 500, 60_000),

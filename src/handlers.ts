@@ -3,6 +3,7 @@ import { accountHandlers } from './modules/accounts';
 import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
 import { escrowHandlers } from './modules/escrows';
+import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
@@ -39,5 +40,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...apiKeyHandlers(services.apiKeys),
     ...escrowHandlers(services.escrows),
     ...tontineHandlers(services.tontines),
+    ...eventsHandlers(services.events),
+    ...webhookHandlers(services.webhooks, services.clock),
   };
 }

@@ -6,15 +6,16 @@ import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { ApiKeyService } from './modules/api-keys';
-import { EscrowService } from './modules/escrows';
+import { EscrowService, escrowSnapshot } from './modules/escrows';
+import { EventsService, WebhookService, registerSnapshot } from './modules/events';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OrganizationAccessService } from './modules/organizations';
-import { PaymentLinksService, PaymentPageService, PaymentsService } from './modules/payment-links';
-import { TontineService } from './modules/tontines';
+import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
+import { TontineService, tontineSnapshot } from './modules/tontines';
 import { SandboxRail, TransferService } from './modules/transfers';
 import { WalletService } from './modules/wallets';
 import { StreamBudget } from './stream-budget';
@@ -50,6 +51,11 @@ export function buildServices(deps: ServiceDeps) {
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
+  // What an event without its object carries as `data.object`, taken just before its COMMIT.
+  registerSnapshot('escrow', escrowSnapshot);
+  registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
+  registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
+  const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -73,6 +79,10 @@ export function buildServices(deps: ServiceDeps) {
     wallets: new WalletService(knex),
     escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
     tontines: new TontineService({ knex, idempotency, now: deps.now }),
+    /** The services' clock (presenters that show time-dependent fields read it). */
+    clock,
+    events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),
+    webhooks,
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

@@ -45,6 +45,23 @@ const CONNECTION_RETRY_BASE_MS = 100;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+type BeforeCommitHook = (trx: Knex.Transaction) => Promise<void>;
+
+/** The hooks of each transaction opened by withTransaction, run after its work and before COMMIT. */
+const beforeCommitHooks = new WeakMap<Knex.Transaction, BeforeCommitHook[]>();
+
+/**
+ * Runs `hook` inside `trx` once its work is done, just before COMMIT (a failing hook rolls the
+ * transaction back). Returns false, and registers nothing, when `trx` was not opened by
+ * withTransaction: the caller must then do the work at once.
+ */
+export function onBeforeCommit(trx: Knex.Transaction, hook: BeforeCommitHook): boolean {
+  const hooks = beforeCommitHooks.get(trx);
+  if (!hooks) return false;
+  hooks.push(hook);
+  return true;
+}
+
 /**
  * Runs `fn` in one database transaction and retries it, a bounded number of times with a
  * small jittered back-off, when PostgreSQL aborts it for a serialization failure or a
@@ -62,9 +79,17 @@ export async function withTransaction<T>(
   const config: Knex.TransactionConfig = {};
   if (options.isolationLevel) config.isolationLevel = options.isolationLevel;
   if (options.readOnly) config.readOnly = true;
+  const managed = async (trx: Knex.Transaction): Promise<T> => {
+    const hooks: BeforeCommitHook[] = [];
+    beforeCommitHooks.set(trx, hooks);
+    const result = await fn(trx);
+    // Hooks may register more hooks (and run queries): run them in order until none is left.
+    for (let hook = hooks.shift(); hook; hook = hooks.shift()) await hook(trx);
+    return result;
+  };
   for (let attempt = 0; ; attempt += 1) {
     try {
-      return await (db as Knex).transaction(fn, config);
+      return await (db as Knex).transaction(managed, config);
     } catch (error) {
       const lost = options.retryOnConnectionLoss === true && isConnectionLoss(error);
       if (attempt >= retries || !(lost || isRetryableDatabaseError(error))) throw error;

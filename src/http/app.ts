@@ -84,6 +84,8 @@ export function createApp(deps: AppDeps): App {
   const securityHeaders = fixedHeaders(helmet());
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
   if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
+  const metrics = deps.metrics;
+  if (metrics) services.webhooks.onOutcome((outcome) => metrics.webhookDelivery(outcome));
   // One middleware for what every request gets first (issue 21: three layers were three router
   // steps on every request, health's included): its request id; strict paths (`/api/transfers/`
   // is not `/api/transfers`: an unknown path answers 404); and no cache, shared or private, may

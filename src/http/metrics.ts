@@ -32,6 +32,7 @@ export class Metrics {
     registers: [this.registry],
   });
   private readonly jobRuns = new Counter({ name: 'job_runs_total', help: 'Job runs (background work, src/jobs) by queue and outcome (success, failure).', labelNames: ['queue', 'outcome'] as const, registers: [this.registry] });
+  private readonly webhookDeliveries = new Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (succeeded, failed, gone, exhausted).', labelNames: ['outcome'] as const, registers: [this.registry] });
   private readonly refusals = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused by a rate limiter (429), by limiter.', labelNames: ['limiter'] as const, registers: [this.registry] });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -86,6 +87,10 @@ export class Metrics {
         this.set(read());
       },
     });
+  }
+
+  webhookDelivery(outcome: string): void {
+    this.webhookDeliveries.inc({ outcome });
   }
 
   jobRun(queue: string, outcome: 'success' | 'failure'): void {

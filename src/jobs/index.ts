@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import type { Metrics } from '../http/metrics';
 import { authJobs } from '../modules/auth';
 import { escrowJobs } from '../modules/escrows';
+import { eventsJobs } from '../modules/events';
 import { idempotencyJobs } from '../modules/idempotency';
 import { paymentJobs } from '../modules/payment-links';
 import { tontineJobs } from '../modules/tontines';
@@ -24,6 +25,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...authJobs(services.auth, logger),
     ...escrowJobs(services.escrows, config.escrows, logger),
     ...tontineJobs(services.tontines, logger),
+    ...eventsJobs(services.webhooks, services.events, config.webhooks, logger),
   ];
 }
 

@@ -9,6 +9,7 @@ import { seedNetworkStatus } from './network-status-seed';
 import { seedPaymentLinks } from './payment-links-seed';
 import { seedTontines } from './tontines-seed';
 import { seedWallets } from './wallets-seed';
+import { seedWebhooks } from './webhooks-seed';
 
 /**
  * Local demo data (never in production). Each module contributes one step, run in order in
@@ -27,6 +28,7 @@ const STEPS: SeedStep[] = [
   seedEscrows, // one escrow in every status between the demo users (src/seed/escrows-seed.ts)
   seedTontines, // after the wallets: a forming, an active and a completed tontine (src/seed/tontines-seed.ts)
   seedApiKeys, // one API key of the demo organisation, its secret in the report (src/seed/api-keys-seed.ts)
+  seedWebhooks, // one disabled webhook endpoint per demo organisation, at a local address (src/seed/webhooks-seed.ts)
 ];
 
 /** The advisory lock instances starting together take before they look at the database (any fixed number). */

@@ -40,7 +40,7 @@ const NO = 403;
 const ROLE_COLUMNS = ['owner', 'admin', 'representative', 'director', 'finance_manager', 'cashier'] as const;
 type Outcome = typeof OK | typeof NO;
 interface SpecRule {
-  /** null: the organisation's own settings (its API keys), in no module. */
+  /** null: the operation belongs to no module (API keys, events, webhooks): nothing to enable or lock. */
   module: ModuleName | null;
   write: boolean;
   active: boolean;
@@ -85,6 +85,18 @@ const SPEC_RULES: Record<string, SpecRule> = {
   getApiKey:                { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   revokeApiKey:             { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   rollApiKey:               { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  // Issue 23: events (owner, admin, finance_manager) and webhook endpoints (owner or admin).
+  listOrganizationEvents:   { module: null,            ...READ,         roles: [OK, OK, NO, NO, OK, NO] },
+  getOrganizationEvent:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, OK, NO] },
+  listWebhookEndpoints:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  createWebhookEndpoint:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  getWebhookEndpoint:       { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  updateWebhookEndpoint:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  deleteWebhookEndpoint:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  rotateWebhookEndpointSecret: { module: null,         ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  testWebhookEndpoint:      { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  listWebhookDeliveries:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  retryWebhookDelivery:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
 };
 
 const outcomeOf = (rule: SpecRule, role: Role): Outcome => rule.roles[ROLE_COLUMNS.indexOf(role)] as Outcome;

@@ -26,7 +26,7 @@ describe('event table', () => {
     const event = await new EventRepository(knex).record({ subjectType: 'tontine', subjectId: id, type: 'tontine.created', actorUserId: null, occurredAt: new Date() });
     await expect(knex('events').where({ id: event.id }).update({ type: 'tontine.canceled' })).rejects.toMatchObject({ code: '23001' });
     await expect(knex('events').where({ id: event.id }).delete()).rejects.toMatchObject({ code: '23001' });
-    await expect(knex('events').insert({ subject_type: 'invoice', subject_id: id, type: 'invoice.paid', occurred_at: new Date() })).rejects.toMatchObject({ code: '23514' });
-    await expect(knex('events').insert({ subject_type: 'escrow', subject_id: id, type: 'Funded', occurred_at: new Date() })).rejects.toMatchObject({ code: '23514' });
+    await expect(knex('events').insert({ subject_type: 'wallet', subject_id: id, type: 'wallet.frozen', occurred_at: new Date(), object_sequence: 1 })).rejects.toMatchObject({ code: '23514' });
+    await expect(knex('events').insert({ subject_type: 'escrow', subject_id: id, type: 'Funded', occurred_at: new Date(), object_sequence: 1 })).rejects.toMatchObject({ code: '23514' });
   });
 });

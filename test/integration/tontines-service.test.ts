@@ -99,7 +99,7 @@ describe('late marking (background job)', () => {
     expect(afterC).toMatchObject({ current_cycle: 2, pool_balance: '0', next_payout_at: new Date(start + 14 * DAY_MS).toISOString() });
     expect(afterC.current_contributions?.map((k) => k.status)).toEqual(['pending', 'pending', 'pending']);
     expect(await walletBalance(a.id, 'XOF')).toBe(12_000n);
-    const paidEvents = await knex('events').where({ subject_id: tontine.id, type: 'tontine.contribution_paid' }).select('payload');
+    const paidEvents = await knex('events').where({ subject_id: tontine.id, type: 'tontine.contribution_paid' }).orderBy('sequence').select('payload');
     expect(paidEvents.map((e: { payload: { late: boolean } }) => e.payload.late)).toEqual([false, true, true]);
   });
 

@@ -43,15 +43,16 @@ export async function up(knex: Knex): Promise<void> {
     ADD CONSTRAINT api_key_secrets_hash_format CHECK (secret_hash ~ '^[0-9a-f]{64}$'),
     ADD CONSTRAINT api_key_secrets_last4_format CHECK (last4 ~ '^[0-9A-Za-z]{4}$');
     CREATE UNIQUE INDEX api_key_secrets_one_current ON api_key_secrets (api_key_id) WHERE retires_at IS NULL`);
-  // Key events are events of the organisation's key (subject 'api_key').
+  // Key events are events of the organisation's key (subject 'api_key'), beside every subject of the
+  // webhooks migration (20261124130100) before it.
   await knex.raw(`ALTER TABLE events DROP CONSTRAINT events_subject_type;
-    ALTER TABLE events ADD CONSTRAINT events_subject_type CHECK (subject_type IN ('escrow', 'tontine', 'api_key'))`);
+    ALTER TABLE events ADD CONSTRAINT events_subject_type CHECK (subject_type IN ('escrow', 'tontine', 'payment', 'payment_link', 'invoice', 'quote', 'credit_note', 'network_status', 'transfer', 'webhook_endpoint', 'api_key'))`);
 }
 
 export async function down(knex: Knex): Promise<void> {
   // The events are append-only: key events stay, so the narrower check applies to new rows only.
   await knex.raw(`ALTER TABLE events DROP CONSTRAINT events_subject_type;
-    ALTER TABLE events ADD CONSTRAINT events_subject_type CHECK (subject_type IN ('escrow', 'tontine')) NOT VALID`);
+    ALTER TABLE events ADD CONSTRAINT events_subject_type CHECK (subject_type IN ('escrow', 'tontine', 'payment', 'payment_link', 'invoice', 'quote', 'credit_note', 'network_status', 'transfer', 'webhook_endpoint')) NOT VALID`);
   await knex.schema.dropTable('api_key_secrets');
   await knex.schema.dropTable('api_keys');
 }

@@ -135,6 +135,9 @@ export class ApiKeyService {
       actorUserId,
       payload: { organization_id: organizationId, name: key.name, scopes: key.scopes, prefix: displayPrefix(key.environment, key.publicId), expires_at: key.expiresAt.toISOString() },
       occurredAt: now,
+      organizationId,
+      object: this.present(key, now),
+      previousStatus: null,
     });
     return { ...this.present(key, now), secret };
   }
@@ -163,6 +166,9 @@ export class ApiKeyService {
           previous_secret_expires_at: retiresAt.toISOString(),
         },
         occurredAt: now,
+        organizationId,
+        object: this.present(key, now),
+        previousStatus: status,
       });
       return { ...this.present(key, now), secret };
     });
@@ -177,6 +183,7 @@ export class ApiKeyService {
       if (!current) throw new ApiKeyNotFoundError();
       if (current.revokedAt) return this.present(current, now);
       await keys.revoke(keyId, actorUserId, now);
+      const revoked = this.present(await this.mustFind(keys, organizationId, keyId), now);
       await new EventRepository(trx).record({
         subjectType: 'api_key',
         subjectId: keyId,
@@ -184,8 +191,11 @@ export class ApiKeyService {
         actorUserId,
         payload: { organization_id: organizationId, prefix: displayPrefix(current.environment, current.publicId) },
         occurredAt: now,
+        organizationId,
+        object: revoked,
+        previousStatus: statusOf(current, now),
       });
-      return this.present(await this.mustFind(keys, organizationId, keyId), now);
+      return revoked;
     });
   }
 

@@ -1,8 +1,23 @@
 import type { Knex } from 'knex';
+import { onBeforeCommit } from '../../db/transaction';
+import { patternsMatching } from './event-types';
+import { snapshotOf } from './event-snapshots';
 
 type Db = Knex | Knex.Transaction;
 
-export type EventSubjectType = 'escrow' | 'tontine' | 'api_key';
+/** What an event is about: the `object_type` of the public event. */
+export type EventSubjectType =
+  | 'escrow'
+  | 'tontine'
+  | 'payment'
+  | 'payment_link'
+  | 'invoice'
+  | 'quote'
+  | 'credit_note'
+  | 'network_status'
+  | 'transfer'
+  | 'webhook_endpoint'
+  | 'api_key';
 
 export interface NewEvent {
   subjectType: EventSubjectType;
@@ -11,8 +26,20 @@ export interface NewEvent {
   type: string;
   /** The user who acted; null when the platform did (a background job). */
   actorUserId: string | null;
+  /** Internal details kept for the object's history (escrow and tontine timelines). */
   payload?: Record<string, unknown>;
   occurredAt: Date;
+  /** The organisation the object belongs to (its webhook endpoints hear about it); null for a user's own object. */
+  organizationId?: string | null;
+  /**
+   * The object exactly as the API returns it after the change. When absent, the snapshot
+   * registered for the subject type is taken just before COMMIT (so it sees the whole change).
+   */
+  object?: unknown;
+  /** The status before the change; when absent, the status shown by the object's previous event. */
+  previousStatus?: string | null;
+  /** Deliver to this endpoint only (the `webhook_endpoint.test` event), not to every matching one. */
+  onlyEndpointId?: string;
 }
 
 export interface DomainEvent {
@@ -25,6 +52,13 @@ export interface DomainEvent {
   occurredAt: Date;
 }
 
+/** An event with everything its public form needs. */
+export interface StoredEvent extends DomainEvent {
+  organizationId: string | null;
+  objectSequence: number;
+  data: { object: unknown; previous_status: string | null } | null;
+}
+
 interface EventRow {
   id: string;
   subject_type: EventSubjectType;
@@ -33,7 +67,13 @@ interface EventRow {
   actor_user_id: string | null;
   payload: Record<string, unknown>;
   occurred_at: Date;
+  organization_id?: string | null;
+  object_sequence?: number;
+  data?: StoredEvent['data'];
 }
+
+const COLUMNS = ['id', 'subject_type', 'subject_id', 'type', 'actor_user_id', 'payload', 'occurred_at'] as const;
+const ALL_COLUMNS = [...COLUMNS, 'organization_id', 'object_sequence', 'data'] as const;
 
 function toEvent(row: EventRow): DomainEvent {
   return {
@@ -47,22 +87,91 @@ function toEvent(row: EventRow): DomainEvent {
   };
 }
 
+function toStored(row: EventRow): StoredEvent {
+  return { ...toEvent(row), organizationId: row.organization_id ?? null, objectSequence: Number(row.object_sequence), data: row.data ?? null };
+}
+
+/** The events of each open transaction whose snapshot is still to be taken, in order. */
+const pendingSnapshots = new WeakMap<Knex.Transaction, PendingSnapshot[]>();
+
+/** The status the object showed in its previous event (null for its first). */
+const PREVIOUS_STATUS = `(SELECT p.data->'object'->>'status' FROM events p
+  WHERE p.subject_type = ? AND p.subject_id = ? AND p.object_sequence < ? ORDER BY p.object_sequence DESC LIMIT 1)`;
+/** The same inside the insert, before the new row exists (`seq.last` is its sequence). */
+const PREVIOUS_STATUS_OF_SEQ = `(SELECT p.data->'object'->>'status' FROM events p
+  WHERE p.subject_type = ? AND p.subject_id = ? AND p.object_sequence < seq.last ORDER BY p.object_sequence DESC LIMIT 1)`;
+
 /** The event table: written in the transaction of the state change it records; append-only. */
 export class EventRepository {
   constructor(private readonly db: Db) {}
 
+  /**
+   * Records one event in the caller's transaction: the row, its per-object sequence (one
+   * statement) and, for an organisation's object, one pending delivery per enabled endpoint
+   * whose filter matches. Never an event without its change, nor a change without its event.
+   */
   async record(event: NewEvent): Promise<DomainEvent> {
-    const [row] = await this.db('events')
-      .insert({
-        subject_type: event.subjectType,
-        subject_id: event.subjectId,
-        type: event.type,
-        actor_user_id: event.actorUserId,
-        payload: JSON.stringify(event.payload ?? {}),
-        occurred_at: event.occurredAt,
-      })
-      .returning(['id', 'subject_type', 'subject_id', 'type', 'actor_user_id', 'payload', 'occurred_at']);
-    return toEvent(row as EventRow);
+    const hasObject = event.object !== undefined;
+    const explicitPrevious = event.previousStatus !== undefined;
+    const result = await this.db.raw(
+      `WITH seq AS (
+         INSERT INTO event_sequences (object_type, object_id, last) VALUES (?, ?, 1)
+         ON CONFLICT (object_type, object_id) DO UPDATE SET last = event_sequences.last + 1
+         RETURNING last)
+       INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)
+       SELECT ?, ?, ?, ?, ?::jsonb, ?, ?, seq.last,
+         CASE WHEN ?::boolean THEN jsonb_build_object('object', ?::jsonb, 'previous_status',
+           CASE WHEN ?::boolean THEN ?::text ELSE ${PREVIOUS_STATUS_OF_SEQ} END) END
+       FROM seq
+       RETURNING ${ALL_COLUMNS.join(', ')}`,
+      [
+        event.subjectType,
+        event.subjectId,
+        event.subjectType,
+        event.subjectId,
+        event.type,
+        event.actorUserId,
+        JSON.stringify(event.payload ?? {}),
+        event.occurredAt,
+        event.organizationId ?? null,
+        hasObject,
+        JSON.stringify(event.object ?? null),
+        explicitPrevious,
+        event.previousStatus ?? null,
+        event.subjectType,
+        event.subjectId,
+      ],
+    );
+    const row = (result as { rows: EventRow[] }).rows[0] as EventRow;
+    if (!hasObject) await this.snapshotLater({ id: row.id, subjectType: event.subjectType, subjectId: event.subjectId, occurredAt: event.occurredAt, payload: event.payload ?? {} });
+    if (event.onlyEndpointId) {
+      await this.db('webhook_deliveries').insert({ endpoint_id: event.onlyEndpointId, event_id: row.id, organization_id: event.organizationId, next_attempt_at: event.occurredAt });
+    } else if (event.organizationId) {
+      await this.db.raw(
+        `INSERT INTO webhook_deliveries (endpoint_id, event_id, organization_id, next_attempt_at)
+         SELECT id, ?, organization_id, ? FROM webhook_endpoints
+         WHERE organization_id = ? AND status = 'enabled' AND events && ?::text[]`,
+        [row.id, event.occurredAt, event.organizationId, patternsMatching(event.type)],
+      );
+    }
+    return toEvent(row);
+  }
+
+  /** Takes the object's snapshot just before COMMIT (or now, outside a managed transaction). */
+  private async snapshotLater(pending: PendingSnapshot): Promise<void> {
+    const trx = this.db as Knex.Transaction;
+    const queue = pendingSnapshots.get(trx);
+    if (queue) {
+      queue.push(pending);
+      return;
+    }
+    const fresh = [pending];
+    const registered = trx.isTransaction === true && onBeforeCommit(trx, async (tx) => {
+      pendingSnapshots.delete(tx);
+      await takeSnapshots(tx, fresh);
+    });
+    if (registered) pendingSnapshots.set(trx, fresh);
+    else await takeSnapshots(this.db, fresh);
   }
 
   /** The history of several subjects of one type, oldest first, grouped by subject id. */
@@ -70,11 +179,63 @@ export class EventRepository {
     const history = new Map<string, DomainEvent[]>(subjectIds.map((id) => [id, []]));
     if (subjectIds.length === 0) return history;
     const rows = (await this.db<EventRow>('events')
-      .select('id', 'subject_type', 'subject_id', 'type', 'actor_user_id', 'payload', 'occurred_at')
+      .select(...COLUMNS)
       .where('subject_type', subjectType)
       .whereIn('subject_id', subjectIds)
       .orderBy('sequence', 'asc')) as EventRow[];
     for (const row of rows) history.get(row.subject_id)?.push(toEvent(row));
     return history;
+  }
+
+  async findById(id: string): Promise<StoredEvent | undefined> {
+    const row = (await this.db('events').select(...ALL_COLUMNS).where({ id }).first()) as EventRow | undefined;
+    return row ? toStored(row) : undefined;
+  }
+
+  /**
+   * A page of events, newest first (by the global sequence), within `scope`; `startingAfter`
+   * is an event id of the same scope (else undefined is returned: the caller answers 400).
+   */
+  async page(
+    scope: (query: Knex.QueryBuilder) => void,
+    filter: { type?: string; objectId?: string; limit: number; startingAfter?: string },
+  ): Promise<StoredEvent[] | undefined> {
+    let before: string | undefined;
+    if (filter.startingAfter) {
+      const cursor = (await this.db('events as e').modify(scope).where('e.id', filter.startingAfter).first('e.sequence')) as { sequence: string } | undefined;
+      if (!cursor) return undefined;
+      before = String(cursor.sequence);
+    }
+    const query = this.db('events as e').modify(scope).select(ALL_COLUMNS.map((c) => `e.${c}`));
+    if (before !== undefined) query.where('e.sequence', '<', before);
+    if (filter.type?.endsWith('.*')) query.where('e.type', 'like', `${filter.type.slice(0, -1).replace(/[\\%_]/g, '\\$&')}%`);
+    else if (filter.type && filter.type !== '*') query.where('e.type', filter.type);
+    if (filter.objectId) query.where('e.subject_id', filter.objectId);
+    const rows = (await query.orderBy('e.sequence', 'desc').limit(filter.limit + 1)) as EventRow[];
+    return rows.map(toStored);
+  }
+
+  /** Deletes events older than `before`, at most `batch` rows; returns how many. */
+  async purgeOlderThan(before: Date, batch: number): Promise<number> {
+    const trx = this.db as Knex.Transaction;
+    await trx.raw(`SELECT set_config('app.purge_events', 'on', true)`);
+    const result = await trx.raw(
+      `DELETE FROM events WHERE sequence IN (SELECT sequence FROM events WHERE occurred_at < ? ORDER BY sequence LIMIT ?)`,
+      [before, batch],
+    );
+    return (result as { rowCount: number }).rowCount ?? 0;
+  }
+}
+
+type PendingSnapshot = { id: string; subjectType: EventSubjectType; subjectId: string; occurredAt: Date; payload: Record<string, unknown> };
+
+/** Writes each pending event's `data` once: the object as it stands and the status its previous event showed. */
+async function takeSnapshots(db: Db, events: PendingSnapshot[]): Promise<void> {
+  for (const event of events) {
+    const object = await snapshotOf(db, event.subjectType, event.subjectId, event.occurredAt);
+    await db.raw(
+      `UPDATE events e SET data = jsonb_build_object('object', ?::jsonb, 'previous_status', ${PREVIOUS_STATUS.replace('< ?', '< e.object_sequence')}) WHERE e.id = ?`,
+      [JSON.stringify(object ?? event.payload), event.subjectType, event.subjectId, event.id],
+    );
   }
 }

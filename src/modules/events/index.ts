@@ -1,2 +1,12 @@
-/** Public face of the events module: the history of escrows and tontines (and, later, webhooks). */
-export { EventRepository, type DomainEvent, type EventSubjectType, type NewEvent } from './event-repository';
+/** Public face of the events module: the outbox of every state change, the events API and partner webhooks. */
+export { EventRepository, type DomainEvent, type EventSubjectType, type NewEvent, type StoredEvent } from './event-repository';
+export { registerSnapshot, type SnapshotLoader } from './event-snapshots';
+export { EVENT_OBJECT_TYPES, EVENT_TYPES, isKnownPattern, patternsMatching, type EventType } from './event-types';
+export { presentEvent, publicEventId } from './event-presenter';
+export { EventsService } from './events-service';
+export { eventsHandlers, webhookHandlers } from './events-handlers';
+export { MAX_ENDPOINTS, WebhookService, insertDemoEndpoint, type DeliveryOutcome, type WebhookOptions } from './webhook-service';
+export { generateSecret, sign, signatureHeader } from './webhook-signature';
+export { checkUrlSyntax, checkWebhookUrl, guardedLookup, isPublicAddress, type LookupAll, type UrlRefusal } from './webhook-url-guard';
+export { nextStep, parseRetryAfter, failingTooLong } from './webhook-schedule';
+export { eventsJobs } from './events-jobs';

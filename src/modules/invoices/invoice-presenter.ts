@@ -1,7 +1,9 @@
 import type { components } from '../../../generated/openapi';
 import { formatMinor } from '../ledger';
-import type { DocumentView } from './invoice-service';
-import { amountDue, type Customer } from './invoice-types';
+import { amountDue, type BillingDocument, type Customer } from './invoice-types';
+
+/** A document with its currency's exponent (the service's DocumentView). */
+type DocumentView = BillingDocument & { exponent: number };
 
 type InvoiceData = components['schemas']['Invoice'];
 type CustomerData = components['schemas']['Customer'];

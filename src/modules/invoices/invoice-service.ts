@@ -3,7 +3,9 @@ import { systemClock, type Clock } from '../../clock';
 import { ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
 import type { IdempotencyService } from '../idempotency';
+import { EventRepository } from '../events';
 import { currencies, formatMinor } from '../ledger';
+import { presentDocument } from './invoice-presenter';
 import { computeTotals, type LineItemInput } from './invoice-amounts';
 import {
   ActionNotApplicableError,
@@ -87,6 +89,9 @@ export interface IdempotencyScope {
 export type IdempotencyOwner = NonNullable<IdempotencyScope['owner']>;
 
 const DAY_MS = 86_400_000;
+
+/** The event each transition records (`invoice.paid`, `quote.canceled`, `credit_note.voided`...). */
+const EVENT_OF_ACTION = { pay: 'paid', mark_uncollectible: 'marked_uncollectible', void: 'voided', cancel: 'canceled' } as const;
 /** The number format's largest sequence: nine digits (INV-2026-999999999; CHECK documents_number_format). */
 const MAX_SEQUENCE = 999_999_999;
 
@@ -207,7 +212,9 @@ export class InvoiceService {
         createdBy: actorUserId,
         createdAt: now,
       });
-      return { ...doc, exponent: currency.exponent };
+      const view = { ...doc, exponent: currency.exponent };
+      await recordDocumentEvent(trx, 'created', view, null, now, actorUserId);
+      return view;
     });
   }
 
@@ -241,7 +248,9 @@ export class InvoiceService {
         change.expiresAt = doc.expiresAt ?? new Date(now.getTime() + this.termDays * DAY_MS);
       }
       change.number = await this.assignNumber(repo, organizationId, doc.kind, now);
-      return this.view(trx, await repo.updateDocument(organizationId, id, change));
+      const view = await this.view(trx, await repo.updateDocument(organizationId, id, change));
+      await recordDocumentEvent(trx, 'finalized', view, doc.status, now);
+      return view;
     });
   }
 
@@ -256,7 +265,9 @@ export class InvoiceService {
       const invoice = peek.kind === 'credit_note' && peek.invoiceId ? await this.lock(repo, organizationId, peek.invoiceId) : undefined;
       const doc = await this.lock(repo, organizationId, id);
       if (doc.kind === 'quote' && action === 'cancel' && doc.status === 'open' && doc.expiresAt && doc.expiresAt <= now) {
-        return this.view(trx, await repo.updateDocument(organizationId, id, { status: nextStatus(doc.kind, doc.status, 'cancel'), canceledAt: doc.expiresAt }));
+        const canceled = await this.view(trx, await repo.updateDocument(organizationId, id, { status: nextStatus(doc.kind, doc.status, 'cancel'), canceledAt: doc.expiresAt }));
+        await recordDocumentEvent(trx, 'canceled', canceled, doc.status, now);
+        return canceled;
       }
       const status = nextStatus(doc.kind, doc.status, action);
       const change: DocumentChange = { status };
@@ -268,7 +279,9 @@ export class InvoiceService {
       if (invoice && action === 'void') {
         await repo.updateDocument(organizationId, invoice.id, { creditedMinor: invoice.creditedMinor - doc.totalMinor });
       }
-      return this.view(trx, updated);
+      const view = await this.view(trx, updated);
+      await recordDocumentEvent(trx, EVENT_OF_ACTION[action], view, doc.status, now);
+      return view;
     });
   }
 
@@ -281,7 +294,8 @@ export class InvoiceService {
       if (quote.kind !== 'quote') throw new ActionNotApplicableError(quote.kind, 'accept');
       if (quote.status === 'open' && quote.expiresAt && quote.expiresAt <= now) {
         // An expired quote is canceled as its own `cancel` would (open -> canceled).
-        await repo.updateDocument(organizationId, id, { status: nextStatus(quote.kind, quote.status, 'cancel'), canceledAt: quote.expiresAt });
+        const canceled = await repo.updateDocument(organizationId, id, { status: nextStatus(quote.kind, quote.status, 'cancel'), canceledAt: quote.expiresAt });
+        await recordDocumentEvent(trx, 'canceled', await this.view(trx, canceled), quote.status, now);
         return { document: undefined, expiredAt: quote.expiresAt };
       }
       const status = nextStatus(quote.kind, quote.status, 'accept');
@@ -299,8 +313,10 @@ export class InvoiceService {
         createdBy: actorUserId,
         createdAt: now,
       });
-      const accepted = await repo.updateDocument(organizationId, id, { status, acceptedAt: now, invoiceId: invoice.id });
-      return { document: await this.view(trx, accepted), expiredAt: undefined };
+      const accepted = await this.view(trx, await repo.updateDocument(organizationId, id, { status, acceptedAt: now, invoiceId: invoice.id }));
+      await recordDocumentEvent(trx, 'accepted', accepted, quote.status, now, actorUserId);
+      await recordDocumentEvent(trx, 'created', await this.view(trx, invoice), null, now, actorUserId);
+      return { document: accepted, expiredAt: undefined };
     });
     if (!outcome.document) throw new QuoteExpiredError(outcome.expiredAt as Date);
     return outcome.document;
@@ -353,9 +369,25 @@ export class InvoiceService {
         createdAt: now,
       });
       await repo.updateDocument(organizationId, invoice.id, { creditedMinor: invoice.creditedMinor + totals.totalMinor });
-      return { ...note, exponent: currency.exponent };
+      const view = { ...note, exponent: currency.exponent };
+      await recordDocumentEvent(trx, 'created', view, null, now, actorUserId);
+      return view;
     });
   }
+}
+
+/** Records `<kind>.<what>` for a document in the transaction of its change, with the document as the API shows it. */
+async function recordDocumentEvent(trx: Knex.Transaction, what: string, doc: DocumentView, previousStatus: DocumentStatus | null, at: Date, actorUserId: string | null = null): Promise<void> {
+  await new EventRepository(trx).record({
+    subjectType: doc.kind,
+    subjectId: doc.id,
+    type: `${doc.kind}.${what}`,
+    actorUserId,
+    occurredAt: at,
+    organizationId: doc.organizationId,
+    object: presentDocument(doc),
+    previousStatus,
+  });
 }
 
 /** True for an existing day written YYYY-MM-DD (2026-02-30 is not one). */

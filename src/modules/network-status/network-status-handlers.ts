@@ -1,17 +1,7 @@
 import { pageRequest, toListPage, type Handlers, type Schemas } from '../../contract';
 import type { NetworkStatusChange } from './network-status-repository';
-import type { NetworkStatusService, NetworkStatusView } from './network-status-service';
-
-function present(view: NetworkStatusView): Schemas['NetworkStatus'] {
-  return {
-    is_open: view.isOpen,
-    is_visible: view.isVisible,
-    version: view.version,
-    can_manage: view.canManage,
-    updated_at: view.updatedAt ? view.updatedAt.toISOString() : null,
-    updated_by: view.updatedBy,
-  };
-}
+import { presentNetworkStatus as present } from './network-status-presenter';
+import type { NetworkStatusService } from './network-status-service';
 
 function presentChange(change: NetworkStatusChange): Schemas['NetworkStatusChange'] {
   return {

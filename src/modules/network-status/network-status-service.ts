@@ -2,7 +2,9 @@ import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
 import { setLocal, withTransaction } from '../../db/transaction';
 import type { ApiKeyScope, Role } from '../../contract';
+import { EventRepository } from '../events';
 import { callerMay } from '../organizations';
+import { presentNetworkStatus } from './network-status-presenter';
 import { StatusUnavailableError, VersionConflictError, VersionExhaustedError } from './network-status-errors';
 import { NetworkStatusRepository, type NetworkStatusChange, type NetworkStatusRecord } from './network-status-repository';
 
@@ -85,6 +87,17 @@ export class NetworkStatusService {
           const changed = await repo.compareAndSet(organization.id, input.version, input.isOpen, actorUserId);
           if (!changed) throw new VersionConflictError();
           await repo.insertChange({ organizationId: organization.id, actorUserId, before: changed.before, after: changed.after, requestId });
+          // The event's object is the status as an owner or admin reads it (they may manage it).
+          await new EventRepository(trx).record({
+            subjectType: 'network_status',
+            subjectId: organization.id,
+            type: 'network_status.updated',
+            actorUserId,
+            occurredAt: changed.after.updatedAt ?? new Date(),
+            organizationId: organization.id,
+            object: presentNetworkStatus({ ...changed.after, canManage: true }),
+            previousStatus: null,
+          });
           return changed.after;
         },
         { retries: 0 },

@@ -8,4 +8,5 @@ export { escapeHtml, formatMoney } from './payment-links-presenter';
 export type { Payment, PaymentLink } from './payment-links-types';
 export { insertDemoLinks } from './demo-links';
 export { signAmount } from './link-security';
+export { paymentLinkSnapshot } from './payment-link-snapshot';
 export { paymentJobs } from './payment-jobs';

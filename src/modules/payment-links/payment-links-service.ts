@@ -4,6 +4,7 @@ import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
+import { EventRepository } from '../events';
 import { formatMinor, parseAmount } from '../ledger';
 import { generateLinkCode, signAmount } from './link-security';
 import {
@@ -111,7 +112,7 @@ export class PaymentLinksService {
     return withTransaction(this.knex, async (trx) => {
       const links = new PaymentLinksRepository(trx);
       const account = await this.destination(trx, organizationId, input.destinationAccountId);
-      await links.insertCheckoutIfAbsent({
+      const createdId = await links.insertCheckoutIfAbsent({
         organizationId,
         kind: 'checkout',
         code: generateLinkCode(),
@@ -120,6 +121,7 @@ export class PaymentLinksService {
         requireSignedAmount: input.requireSignedAmount ?? false,
         createdBy: userId,
       });
+      if (createdId) await recordLinkEvent(trx, 'checkout.created', organizationId, createdId, userId, this.clock());
       let checkout = await links.findCheckoutForAccount(account.id);
       if (!checkout) throw new Error(`the Checkout of account ${account.id} vanished after a conflicting insert`);
       if (checkout.status === 'inactive') await links.setStatus(checkout.id, 'active');
@@ -180,6 +182,7 @@ export class PaymentLinksService {
         expiresAt,
         createdBy: userId,
       });
+      await recordLinkEvent(trx, 'payment_link.created', organizationId, id, userId, now);
       return linkView(trx, (await links.findById(organizationId, id)) as LinkRecord, now);
     });
   }
@@ -207,6 +210,7 @@ export class PaymentLinksService {
       if (link.status === 'completed') throw new PaymentLinkNotActive(link.status);
       if (link.status === 'inactive') return link;
       await links.setStatus(linkId, 'inactive');
+      await recordLinkEvent(trx, 'payment_link.deactivated', organizationId, linkId, null, this.clock());
       return linkView(trx, (await links.findById(organizationId, linkId)) as LinkRecord, this.clock());
     });
   }
@@ -243,4 +247,9 @@ export class PaymentLinksService {
       url: `${publicUrlOf(this.options.payUrl, link.code)}?${query.toString()}`,
     };
   }
+}
+
+/** Records a link's event in the transaction of its change; its object is taken just before COMMIT (paymentLinkSnapshot). */
+async function recordLinkEvent(trx: Knex.Transaction, type: string, organizationId: string, linkId: string, actorUserId: string | null, at: Date): Promise<void> {
+  await new EventRepository(trx).record({ subjectType: 'payment_link', subjectId: linkId, type, actorUserId, occurredAt: at, organizationId });
 }

@@ -5,7 +5,9 @@ import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
+import { EventRepository } from '../events';
 import { externalClearingAccount, post } from '../ledger';
+import { presentPayment } from './payment-links-presenter';
 import { PaymentNotFound, PaymentRefused } from './payment-links-errors';
 import { publicLinkView, type PublicPaymentLink } from './link-views';
 import { PaymentLinksRepository, type LinkRecord } from './payment-links-repository';
@@ -250,7 +252,18 @@ export class PaymentsService {
         }
       }
     }
-    return { payment: (await payments.findById(payment.id)) as Payment, changed: true };
+    const settled = (await payments.findById(payment.id)) as Payment;
+    await new EventRepository(trx).record({
+      subjectType: 'payment',
+      subjectId: settled.id,
+      type: settled.status === 'succeeded' ? 'payment.succeeded' : 'payment.failed',
+      actorUserId: null,
+      occurredAt: now,
+      organizationId: settled.organizationId,
+      object: presentPayment(settled),
+      previousStatus: payment.status,
+    });
+    return { payment: settled, changed: true };
   }
 
   /**

@@ -4,4 +4,5 @@ export { tontineHandlers, type TontineHandlers } from './tontine-handlers';
 export { cycleDrawKey, drawBeneficiary, drawKey, drawOrder, seedCommitment } from './tontine-draw';
 export { allowedActions, assertAllowed, cycleDueAt, statusAfter, type TontineAction, type TontineSituation, type TontineStatus } from './tontine-lifecycle';
 export type { TontineView, TontinePage } from './tontine-presenter';
+export { tontineSnapshot } from './tontine-snapshot';
 export { tontineJobs } from './tontine-jobs';

@@ -1,0 +1,77 @@
+/**
+ * Every event type the platform emits, with the object type it carries. The contract lists the
+ * same types under its top-level `webhooks:` (a unit test keeps the two in step); webhook
+ * endpoint filters are checked against this list.
+ */
+export const EVENT_OBJECT_TYPES = {
+  'payment.succeeded': 'payment',
+  'payment.failed': 'payment',
+  'payment_link.created': 'payment_link',
+  'payment_link.deactivated': 'payment_link',
+  'checkout.created': 'payment_link',
+  'invoice.created': 'invoice',
+  'invoice.finalized': 'invoice',
+  'invoice.paid': 'invoice',
+  'invoice.voided': 'invoice',
+  'invoice.marked_uncollectible': 'invoice',
+  'quote.created': 'quote',
+  'quote.finalized': 'quote',
+  'quote.accepted': 'quote',
+  'quote.canceled': 'quote',
+  'credit_note.created': 'credit_note',
+  'credit_note.voided': 'credit_note',
+  'network_status.updated': 'network_status',
+  'transfer.created': 'transfer',
+  'transfer.completed': 'transfer',
+  'transfer.failed': 'transfer',
+  'escrow.created': 'escrow',
+  'escrow.funded': 'escrow',
+  'escrow.delivered': 'escrow',
+  'escrow.accepted': 'escrow',
+  'escrow.disputed': 'escrow',
+  'escrow.resolved': 'escrow',
+  'escrow.released': 'escrow',
+  'escrow.refunded': 'escrow',
+  'escrow.canceled': 'escrow',
+  'tontine.created': 'tontine',
+  'tontine.member_invited': 'tontine',
+  'tontine.member_joined': 'tontine',
+  'tontine.member_left': 'tontine',
+  'tontine.started': 'tontine',
+  'tontine.contribution_paid': 'tontine',
+  'tontine.contribution_refunded': 'tontine',
+  'tontine.contributions_late': 'tontine',
+  'tontine.beneficiary_drawn': 'tontine',
+  'tontine.payout_made': 'tontine',
+  'tontine.cycle_opened': 'tontine',
+  'tontine.completed': 'tontine',
+  'tontine.canceled': 'tontine',
+  'tontine.dissolved': 'tontine',
+  'tontine.member_dissolution': 'tontine',
+  'webhook_endpoint.disabled': 'webhook_endpoint',
+  'webhook_endpoint.test': 'webhook_endpoint',
+  'api_key.created': 'api_key',
+  'api_key.rolled': 'api_key',
+  'api_key.revoked': 'api_key',
+} as const;
+
+export type EventType = keyof typeof EVENT_OBJECT_TYPES;
+
+export const EVENT_TYPES = Object.keys(EVENT_OBJECT_TYPES) as EventType[];
+
+/** The filters that select `type`: itself, each prefix wildcard (`escrow.*`) and `*`. */
+export function patternsMatching(type: string): string[] {
+  const patterns = [type, '*'];
+  for (let dot = type.indexOf('.'); dot !== -1; dot = type.indexOf('.', dot + 1)) patterns.push(`${type.slice(0, dot)}.*`);
+  return patterns;
+}
+
+/** True when `pattern` is `*`, a known type, or `<prefix>.*` that selects at least one known type. */
+export function isKnownPattern(pattern: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.endsWith('.*')) {
+    const prefix = pattern.slice(0, -1);
+    return prefix.length > 1 && EVENT_TYPES.some((type) => type.startsWith(prefix));
+  }
+  return (EVENT_TYPES as string[]).includes(pattern);
+}

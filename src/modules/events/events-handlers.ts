@@ -1,0 +1,78 @@
+import type { Handlers, Schemas } from '../../contract';
+import type { StoredEvent } from './event-repository';
+import { presentEvent } from './event-presenter';
+import type { EventQuery, EventsService } from './events-service';
+import { presentDelivery, presentEndpoint, presentEndpointWithSecret } from './webhook-presenter';
+import type { WebhookService } from './webhook-service';
+
+/** The contract's default page of events. */
+const DEFAULT_EVENT_LIMIT = 20;
+
+type EventOperation = 'listEvents' | 'getEvent' | 'listOrganizationEvents' | 'getOrganizationEvent';
+type WebhookOperation =
+  | 'listWebhookEndpoints'
+  | 'createWebhookEndpoint'
+  | 'getWebhookEndpoint'
+  | 'updateWebhookEndpoint'
+  | 'deleteWebhookEndpoint'
+  | 'rotateWebhookEndpointSecret'
+  | 'testWebhookEndpoint'
+  | 'listWebhookDeliveries'
+  | 'retryWebhookDelivery';
+
+function eventQuery(query: { limit?: number; starting_after?: string; type?: string; object_id?: string }): EventQuery {
+  return { limit: query.limit ?? DEFAULT_EVENT_LIMIT, startingAfter: query.starting_after, type: query.type, objectId: query.object_id };
+}
+
+function eventPage(rows: StoredEvent[], limit: number): Schemas['EventList'] {
+  const hasMore = rows.length > limit;
+  const data = (hasMore ? rows.slice(0, limit) : rows).map(presentEvent);
+  return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+}
+
+/** The events API: a user's events and an organisation's. */
+export function eventsHandlers(events: EventsService): Handlers<EventOperation> {
+  return {
+    async listEvents({ caller, query }) {
+      const request = eventQuery(query);
+      return { data: eventPage(await events.listForUser(caller.userId, request), request.limit) };
+    },
+    getEvent: async ({ caller, path }) => ({ data: presentEvent(await events.getForUser(caller.userId, path.eventId)) }),
+    async listOrganizationEvents({ organization, query }) {
+      const request = eventQuery(query);
+      return { data: eventPage(await events.listForOrganization(organization.id, request), request.limit) };
+    },
+    getOrganizationEvent: async ({ organization, path }) => ({ data: presentEvent(await events.getForOrganization(organization.id, path.eventId)) }),
+  };
+}
+
+/** Webhook endpoints of an organisation and their deliveries (owner or admin). */
+export function webhookHandlers(webhooks: WebhookService, clock: () => Date): Handlers<WebhookOperation> {
+  const endpoint = (value: Parameters<typeof presentEndpoint>[0]) => presentEndpoint(value, clock());
+  return {
+    async listWebhookEndpoints({ organization }) {
+      const endpoints = await webhooks.list(organization.id);
+      return { data: { object: 'list', data: endpoints.map(endpoint), has_more: false, next_cursor: null } };
+    },
+    async createWebhookEndpoint({ organization, body }) {
+      const created = await webhooks.create(organization.id, { url: body.url, events: body.events, description: body.description });
+      return { data: presentEndpointWithSecret(created, clock()) };
+    },
+    getWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.get(organization.id, path.endpointId)) }),
+    updateWebhookEndpoint: async ({ organization, path, body }) => ({ data: endpoint(await webhooks.update(organization.id, path.endpointId, body)) }),
+    deleteWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.remove(organization.id, path.endpointId)) }),
+    async rotateWebhookEndpointSecret({ organization, path, body }) {
+      const rotated = await webhooks.rotateSecret(organization.id, path.endpointId, body?.expire_current_in_seconds ?? 86_400);
+      return { data: presentEndpointWithSecret(rotated, clock()) };
+    },
+    testWebhookEndpoint: async ({ organization, path }) => ({ data: presentDelivery(await webhooks.test(organization.id, path.endpointId)) }),
+    async listWebhookDeliveries({ organization, path, query }) {
+      const limit = query.limit ?? DEFAULT_EVENT_LIMIT;
+      const rows = await webhooks.deliveries(organization.id, path.endpointId, { status: query.status, limit, startingAfter: query.starting_after });
+      const hasMore = rows.length > limit;
+      const data = (hasMore ? rows.slice(0, limit) : rows).map(presentDelivery);
+      return { data: { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null } };
+    },
+    retryWebhookDelivery: async ({ organization, path }) => ({ data: presentDelivery(await webhooks.retry(organization.id, path.endpointId, path.deliveryId)) }),
+  };
+}

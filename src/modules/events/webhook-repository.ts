@@ -1,0 +1,258 @@
+import type { Knex } from 'knex';
+
+type Db = Knex | Knex.Transaction;
+
+export type EndpointStatus = 'enabled' | 'disabled';
+export type DisabledReason = 'manual' | 'gone' | 'failing';
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'exhausted';
+
+export interface WebhookEndpoint {
+  id: string;
+  organizationId: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  status: EndpointStatus;
+  disabledReason: DisabledReason | null;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
+  failingSince: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface DeliveryAttempt {
+  attempted_at: string;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  organizationId: string;
+  status: DeliveryStatus;
+  attemptCount: number;
+  nextAttemptAt: Date | null;
+  attempts: DeliveryAttempt[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface EndpointRow {
+  id: string;
+  organization_id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  status: EndpointStatus;
+  disabled_reason: DisabledReason | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface DeliveryRow {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  organization_id: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+  next_attempt_at: Date | null;
+  attempts: DeliveryAttempt[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    url: row.url,
+    description: row.description,
+    events: row.events,
+    status: row.status,
+    disabledReason: row.disabled_reason,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at,
+    failingSince: row.failing_since,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toDelivery(row: DeliveryRow): WebhookDelivery {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    organizationId: row.organization_id,
+    status: row.status,
+    attemptCount: Number(row.attempt_count),
+    nextAttemptAt: row.next_attempt_at,
+    attempts: row.attempts,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export interface EndpointChange {
+  url?: string;
+  description?: string | null;
+  events?: string[];
+  status?: EndpointStatus;
+  disabledReason?: DisabledReason | null;
+  secret?: string;
+  previousSecret?: string | null;
+  previousSecretExpiresAt?: Date | null;
+  failingSince?: Date | null;
+  updatedAt: Date;
+}
+
+const DELIVERY_COLUMNS = ['d.id', 'd.endpoint_id', 'd.event_id', 'e.type as event_type', 'd.organization_id', 'd.status', 'd.attempt_count', 'd.next_attempt_at', 'd.attempts', 'd.created_at', 'd.updated_at'];
+
+/** Webhook endpoints and their deliveries (an endpoint is always read within its organisation). */
+export class WebhookRepository {
+  constructor(private readonly db: Db) {}
+
+  async lockOrganization(organizationId: string): Promise<void> {
+    await this.db('organizations').where({ id: organizationId }).forUpdate().first('id');
+  }
+
+  async countEndpoints(organizationId: string): Promise<number> {
+    const row = (await this.db('webhook_endpoints').where({ organization_id: organizationId }).count({ n: '*' }).first()) as { n: string | number };
+    return Number(row.n);
+  }
+
+  async insertEndpoint(input: { organizationId: string; url: string; description: string | null; events: string[]; secret: string; now: Date }): Promise<WebhookEndpoint> {
+    const [row] = (await this.db('webhook_endpoints')
+      .insert({
+        organization_id: input.organizationId,
+        url: input.url,
+        description: input.description,
+        events: input.events,
+        secret: input.secret,
+        created_at: input.now,
+        updated_at: input.now,
+      })
+      .returning('*')) as EndpointRow[];
+    return toEndpoint(row as EndpointRow);
+  }
+
+  async listEndpoints(organizationId: string): Promise<WebhookEndpoint[]> {
+    const rows = (await this.db('webhook_endpoints').where({ organization_id: organizationId }).orderBy([{ column: 'created_at' }, { column: 'id' }])) as EndpointRow[];
+    return rows.map(toEndpoint);
+  }
+
+  async findEndpoint(organizationId: string, id: string, options: { forUpdate?: boolean } = {}): Promise<WebhookEndpoint | undefined> {
+    const query = this.db('webhook_endpoints').where({ organization_id: organizationId, id });
+    if (options.forUpdate) query.forUpdate();
+    const row = (await query.first()) as EndpointRow | undefined;
+    return row ? toEndpoint(row) : undefined;
+  }
+
+  async findEndpointById(id: string, options: { forUpdate?: boolean } = {}): Promise<WebhookEndpoint | undefined> {
+    const query = this.db('webhook_endpoints').where({ id });
+    if (options.forUpdate) query.forUpdate();
+    const row = (await query.first()) as EndpointRow | undefined;
+    return row ? toEndpoint(row) : undefined;
+  }
+
+  async updateEndpoint(id: string, change: EndpointChange): Promise<WebhookEndpoint> {
+    const row: Record<string, unknown> = { updated_at: change.updatedAt };
+    if (change.url !== undefined) row.url = change.url;
+    if (change.description !== undefined) row.description = change.description;
+    if (change.events !== undefined) row.events = change.events;
+    if (change.status !== undefined) row.status = change.status;
+    if (change.disabledReason !== undefined) row.disabled_reason = change.disabledReason;
+    if (change.secret !== undefined) row.secret = change.secret;
+    if (change.previousSecret !== undefined) row.previous_secret = change.previousSecret;
+    if (change.previousSecretExpiresAt !== undefined) row.previous_secret_expires_at = change.previousSecretExpiresAt;
+    if (change.failingSince !== undefined) row.failing_since = change.failingSince;
+    const [updated] = (await this.db('webhook_endpoints').where({ id }).update(row).returning('*')) as EndpointRow[];
+    return toEndpoint(updated as EndpointRow);
+  }
+
+  async deleteEndpoint(id: string): Promise<void> {
+    await this.db('webhook_endpoints').where({ id }).del();
+  }
+
+  private deliveries() {
+    return this.db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').select(DELIVERY_COLUMNS);
+  }
+
+  async findDelivery(endpointId: string, id: string): Promise<WebhookDelivery | undefined> {
+    const row = (await this.deliveries().where({ 'd.endpoint_id': endpointId, 'd.id': id }).first()) as DeliveryRow | undefined;
+    return row ? toDelivery(row) : undefined;
+  }
+
+  async findDeliveryById(id: string, options: { forUpdate?: boolean } = {}): Promise<WebhookDelivery | undefined> {
+    const query = this.deliveries().where('d.id', id);
+    if (options.forUpdate) query.forUpdate('d');
+    const row = (await query.first()) as DeliveryRow | undefined;
+    return row ? toDelivery(row) : undefined;
+  }
+
+  async findDeliveryForEvent(endpointId: string, eventId: string): Promise<WebhookDelivery | undefined> {
+    const row = (await this.deliveries().where({ 'd.endpoint_id': endpointId, 'd.event_id': eventId }).first()) as DeliveryRow | undefined;
+    return row ? toDelivery(row) : undefined;
+  }
+
+  /** Newest first, `limit + 1` rows; undefined when the cursor is not a delivery of the endpoint. */
+  async pageDeliveries(endpointId: string, filter: { status?: DeliveryStatus; limit: number; startingAfter?: string }): Promise<WebhookDelivery[] | undefined> {
+    const query = this.deliveries().where('d.endpoint_id', endpointId);
+    if (filter.startingAfter) {
+      const cursor = await this.db('webhook_deliveries').where({ endpoint_id: endpointId, id: filter.startingAfter }).first('created_at', 'id');
+      if (!cursor) return undefined;
+      query.andWhere(this.db.raw('(d.created_at, d.id) < (SELECT created_at, id FROM webhook_deliveries WHERE id = ?)', [filter.startingAfter]));
+    }
+    if (filter.status) query.where('d.status', filter.status);
+    const rows = (await query.orderBy([{ column: 'd.created_at', order: 'desc' }, { column: 'd.id', order: 'desc' }]).limit(filter.limit + 1)) as DeliveryRow[];
+    return rows.map(toDelivery);
+  }
+
+  /**
+   * Claims up to `limit` due deliveries of enabled endpoints (FOR UPDATE SKIP LOCKED: each goes
+   * to one worker, on any instance) and pushes their `next_attempt_at` to `leaseUntil`, so a
+   * worker that dies mid-attempt leaves them to be claimed again after the lease.
+   */
+  async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<string[]> {
+    const result = await this.db.raw(
+      `UPDATE webhook_deliveries SET next_attempt_at = ?, updated_at = ?
+       WHERE id IN (
+         SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+         WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ? AND w.status = 'enabled'
+         ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE OF d SKIP LOCKED)
+       RETURNING id`,
+      [leaseUntil, now, now, limit],
+    );
+    return (result as { rows: { id: string }[] }).rows.map((row) => row.id);
+  }
+
+  async recordAttempt(id: string, change: { status: DeliveryStatus; attempt: DeliveryAttempt; nextAttemptAt: Date | null; now: Date }): Promise<void> {
+    await this.db('webhook_deliveries')
+      .where({ id })
+      .update({
+        status: change.status,
+        attempt_count: this.db.raw('attempt_count + 1'),
+        // The last 50 attempts are kept (a delivery retried by hand again and again stays small).
+        attempts: this.db.raw(`CASE WHEN jsonb_array_length(attempts) >= 50 THEN (attempts - 0) || ?::jsonb ELSE attempts || ?::jsonb END`, [
+          JSON.stringify([change.attempt]),
+          JSON.stringify([change.attempt]),
+        ]),
+        next_attempt_at: change.nextAttemptAt,
+        updated_at: change.now,
+      });
+  }
+}

@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import { checkUrlSyntax, checkWebhookUrl, guardedLookup, isPublicAddress, type LookupAll } from '../../src/modules/events';
+
+const PRODUCTION = { allowPrivateTargets: false };
+const DEVELOPMENT = { allowPrivateTargets: true };
+
+/** A resolver answering from a table (an unknown name does not resolve). */
+function resolver(table: Record<string, string[]>): LookupAll {
+  return async (hostname) => {
+    const addresses = table[hostname];
+    if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+}
+
+describe('isPublicAddress', () => {
+  it.each([
+    '10.1.2.3',
+    '127.0.0.1',
+    '127.255.255.254',
+    '0.0.0.0',
+    '169.254.169.254',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '100.64.0.1',
+    '100.127.255.255',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fc00::1',
+    'fd00:ec2::254',
+    'fe80::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:169.254.169.254',
+    '64:ff9b::a00:1',
+    'ff02::1',
+  ])('%s is not public', (address) => {
+    expect(isPublicAddress(address)).toBe(false);
+  });
+
+  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('%s is public', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
+
+  it('a host name is not an address', () => {
+    expect(isPublicAddress('example.com')).toBe(false);
+  });
+});
+
+describe('checkUrlSyntax in production settings', () => {
+  it.each([
+    ['http://hooks.example.com/x', 'scheme'],
+    ['ftp://hooks.example.com/x', 'scheme'],
+    ['https://user:pass@hooks.example.com/x', 'userinfo'],
+    ['https://user@hooks.example.com/x', 'userinfo'],
+    ['https://hooks.example.com:22/x', 'port'],
+    ['https://hooks.example.com:80/x', 'port'],
+    ['https://127.0.0.1/x', 'private_address'],
+    ['https://10.0.0.8/x', 'private_address'],
+    ['https://169.254.169.254/latest/meta-data', 'private_address'],
+    ['https://100.64.1.1/x', 'private_address'],
+    ['https://[::1]/x', 'private_address'],
+    ['https://[::ffff:127.0.0.1]/x', 'private_address'],
+    ['https://[fd00:ec2::254]/x', 'private_address'],
+    ['https://2130706433/x', 'private_address'],
+    ['https://0x7f.1/x', 'private_address'],
+    ['not a url', 'invalid'],
+  ])('%s is refused (%s)', (url, reason) => {
+    expect(checkUrlSyntax(url, PRODUCTION)).toEqual({ ok: false, reason });
+  });
+
+  it.each(['https://hooks.example.com/x', 'https://hooks.example.com:443/x', 'https://hooks.example.com:8443/x', 'https://8.8.8.8/x'])('%s passes', (url) => {
+    expect(checkUrlSyntax(url, PRODUCTION).ok).toBe(true);
+  });
+
+  it('with private targets allowed, http and loopback pass; userinfo and low ports never do', () => {
+    expect(checkUrlSyntax('http://127.0.0.1:4567/hook', DEVELOPMENT).ok).toBe(true);
+    expect(checkUrlSyntax('http://localhost:8080/hook', DEVELOPMENT).ok).toBe(true);
+    expect(checkUrlSyntax('http://a:b@127.0.0.1:4567/hook', DEVELOPMENT)).toEqual({ ok: false, reason: 'userinfo' });
+    expect(checkUrlSyntax('http://127.0.0.1:25/hook', DEVELOPMENT)).toEqual({ ok: false, reason: 'port' });
+  });
+});
+
+describe('checkWebhookUrl (DNS)', () => {
+  const dns = resolver({
+    'public.example': ['93.184.216.34'],
+    'internal.example': ['10.0.0.5'],
+    'mixed.example': ['93.184.216.34', '127.0.0.1'],
+    'v6private.example': ['fd12::1'],
+  });
+
+  it('refuses a host any of whose addresses is private, and one that does not resolve', async () => {
+    expect(await checkWebhookUrl('https://internal.example/x', PRODUCTION, dns)).toEqual({ ok: false, reason: 'private_address' });
+    expect(await checkWebhookUrl('https://mixed.example/x', PRODUCTION, dns)).toEqual({ ok: false, reason: 'private_address' });
+    expect(await checkWebhookUrl('https://v6private.example/x', PRODUCTION, dns)).toEqual({ ok: false, reason: 'private_address' });
+    expect(await checkWebhookUrl('https://nowhere.example/x', PRODUCTION, dns)).toEqual({ ok: false, reason: 'unresolvable' });
+  });
+
+  it('accepts a host whose every address is public', async () => {
+    expect((await checkWebhookUrl('https://public.example/x', PRODUCTION, dns)).ok).toBe(true);
+  });
+
+  it('asks no DNS when private targets are allowed', async () => {
+    const refuse: LookupAll = async () => {
+      throw new Error('no DNS expected');
+    };
+    expect((await checkWebhookUrl('http://anything.example/x', DEVELOPMENT, refuse)).ok).toBe(true);
+  });
+});
+
+describe('guardedLookup (the connection goes to the address that was checked)', () => {
+  function lookup(policy: { allowPrivateTargets: boolean }, answers: string[][]) {
+    let call = 0;
+    const rebinding: LookupAll = async () => (answers[Math.min(call++, answers.length - 1)] as string[]).map((address) => ({ address, family: 4 }));
+    const guarded = guardedLookup(policy, rebinding);
+    return {
+      resolve: () =>
+        new Promise<{ error: NodeJS.ErrnoException | null; address: unknown }>((done) => guarded('rebind.example', {}, (error, address) => done({ error, address }))),
+      calls: () => call,
+    };
+  }
+
+  it('refuses a name that now resolves to a private address, even if it was public when the endpoint was saved', async () => {
+    const dns = lookup(PRODUCTION, [['10.0.0.1']]);
+    const { error } = await dns.resolve();
+    expect(error).toMatchObject({ code: 'EPRIVATEADDRESS' });
+  });
+
+  it('resolves once and hands the socket that very address', async () => {
+    const dns = lookup(PRODUCTION, [['93.184.216.34'], ['127.0.0.1']]);
+    const { error, address } = await dns.resolve();
+    expect(error).toBeNull();
+    expect(address).toBe('93.184.216.34');
+    expect(dns.calls()).toBe(1);
+  });
+
+  it('lets private addresses through when allowed (development, tests)', async () => {
+    const { error, address } = await lookup(DEVELOPMENT, [['127.0.0.1']]).resolve();
+    expect(error).toBeNull();
+    expect(address).toBe('127.0.0.1');
+  });
+});
