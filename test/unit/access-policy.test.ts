@@ -5,8 +5,8 @@ import { accessRuleFor, roleAllowed } from '../../src/modules/organizations';
 // not read from the contract's operation map.
 describe('access rules lookup', () => {
   it('returns the rule of a Business operation', () => {
-    expect(accessRuleFor('createInvoice')).toEqual({ roles: ['owner', 'admin', 'finance_manager'], module: 'invoices', write: true, requiresActiveOrg: false });
-    expect(accessRuleFor('updateNetworkStatus')).toEqual({ roles: ['owner', 'admin'], module: 'network_status', write: false, requiresActiveOrg: true });
+    expect(accessRuleFor('createInvoice')).toEqual({ roles: ['owner', 'admin', 'finance_manager'], module: 'invoices', scope: 'invoices:write', write: true, requiresActiveOrg: false });
+    expect(accessRuleFor('updateNetworkStatus')).toEqual({ roles: ['owner', 'admin'], module: 'network_status', scope: 'network_status:write', write: false, requiresActiveOrg: true });
   });
 
   it('has no rule for an operation outside the Business area, an unknown one, or a name every object has', () => {
