@@ -5846,11 +5846,8 @@ export interface components {
              * @enum {string}
              */
             status: "enabled" | "disabled";
-            /**
-             * @description Why it is disabled: `manual` (PATCH), `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_HOURS).
-             * @enum {string|null}
-             */
-            disabled_reason: "manual" | "gone" | "failing" | null;
+            /** @description Why it is disabled: `manual` (PATCH), `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_HOURS). */
+            disabled_reason: ("manual" | "gone" | "failing") | null;
             /**
              * Format: date-time
              * @description Until then, deliveries also carry a signature with the previous secret.
@@ -5931,11 +5928,8 @@ export interface components {
              * @enum {string}
              */
             status: "enabled" | "disabled";
-            /**
-             * @description Why it is disabled: `manual` (PATCH), `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_HOURS).
-             * @enum {string|null}
-             */
-            disabled_reason: "manual" | "gone" | "failing" | null;
+            /** @description Why it is disabled: `manual` (PATCH), `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_HOURS). */
+            disabled_reason: ("manual" | "gone" | "failing") | null;
             /**
              * Format: date-time
              * @description Until then, deliveries also carry a signature with the previous secret.
@@ -5967,6 +5961,61 @@ export interface components {
             data: components["schemas"]["WebhookEndpointWithSecret"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * WebhookUrlNotAllowedError
+         * @description The webhook URL is refused by the SSRF guard.
+         */
+        WebhookUrlNotAllowedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "WebhookUrlNotAllowed";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description Why the URL is refused. */
+            details: {
+                /**
+                 * @description `invalid` (not a URL), `scheme` (not https; http only where private targets are allowed), `userinfo`, `port` (below 1024 and not 443), `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`.
+                 * @enum {string}
+                 */
+                reason: "invalid" | "scheme" | "userinfo" | "port" | "private_address" | "unresolvable";
+            };
+        };
+        /**
+         * TooManyWebhookEndpointsError
+         * @description The organisation already has the most webhook endpoints it may have.
+         */
+        TooManyWebhookEndpointsError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "TooManyWebhookEndpoints";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The limit. */
+            details: {
+                /**
+                 * Format: int32
+                 * @description Endpoints an organisation may have (16).
+                 */
+                max: number;
+            };
+        };
+        /**
+         * WebhookEndpointUnprocessableError
+         * @description Error envelope of a 422 on creating or changing a webhook endpoint, discriminated by `error`.
+         */
+        WebhookEndpointUnprocessableError: components["schemas"]["WebhookUrlNotAllowedError"] | components["schemas"]["TooManyWebhookEndpointsError"];
         /**
          * WebhookEndpointResponse
          * @description Envelope of one webhook endpoint.
@@ -10516,6 +10565,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10550,6 +10600,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
             /** @description `NotFound`: no event of yours has this id. */
             404: {
                 headers: {
@@ -10758,7 +10809,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["WebhookEndpointUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -10932,7 +10983,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["WebhookEndpointUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];

@@ -35,6 +35,8 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   PaymentLinkNotActive: { required: ['status'] },
   VersionExhausted: { required: ['max_version'] },
   InsufficientScope: { required: ['required_scope', 'granted_scopes'] },
+  WebhookUrlNotAllowed: { required: ['reason'] },
+  TooManyWebhookEndpoints: { required: ['max'] },
 };
 
 /**
@@ -81,6 +83,8 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   deactivatePaymentLink: { '409': ['PaymentLinkNotActive'] },
   createSignedPaymentLink: { '409': ['PaymentLinkNotActive'] },
   updateNetworkStatus: { '422': ['VersionExhausted'] },
+  createWebhookEndpoint: { '422': ['WebhookUrlNotAllowed', 'TooManyWebhookEndpoints'] },
+  updateWebhookEndpoint: { '422': ['WebhookUrlNotAllowed'] },
 };
 // Issue 24: every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {
