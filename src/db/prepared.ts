@@ -53,7 +53,11 @@ export async function queryRaw<Row>(db: Knex | Knex.Transaction, config: QueryCo
     // A connection that failed below SQL (terminated, reset) must not go back to the pool as if
     // it were healthy: knex learns it from an 'error' or 'end' event that may come after the
     // next caller took it. Marked as knex marks it, the pool destroys it on release.
-    if (isConnectionLoss(error)) (connection as { __knex__disposed?: unknown }).__knex__disposed = error;
+    // So must a pooled connection left inside a transaction block that failed: a multi-statement
+    // text with its own BEGIN (the job queue's schema install, raced by instances starting
+    // together) aborts midway and would answer 25P02 to every later caller.
+    const abortedOwnBlock = !db.isTransaction && (connection as { _txStatus?: string })._txStatus !== undefined && (connection as { _txStatus?: string })._txStatus !== 'I';
+    if (isConnectionLoss(error) || abortedOwnBlock || (!db.isTransaction && /\bBEGIN\b/i.test(config.text))) (connection as { __knex__disposed?: unknown }).__knex__disposed = error;
     throw error;
   } finally {
     await source.releaseConnection(connection);
