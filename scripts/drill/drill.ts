@@ -82,8 +82,15 @@ function instanceEnv(index: number): Record<string, string> {
 }
 
 const instances: Array<ChildProcess | undefined> = [];
+/** Instances that exited on their own (not the drill's kill -9, not its teardown). */
+const unexpectedExits: string[] = [];
+let tearingDown = false;
 function startInstance(index: number): void {
-  instances[index] = startProcess(`instance-${index}`, process.execPath, ['--import', 'tsx', 'src/main.ts'], instanceEnv(index));
+  const child = startProcess(`instance-${index}`, process.execPath, ['--import', 'tsx', 'src/main.ts'], instanceEnv(index));
+  instances[index] = child;
+  child.on('exit', (code, signal) => {
+    if (!tearingDown && signal !== 'SIGKILL') unexpectedExits.push(`instance ${index} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}`);
+  });
 }
 
 let redis: ChildProcess | undefined;
@@ -542,6 +549,7 @@ async function main(): Promise<number> {
     }
 
     const reports = await runChecks({ db, journal: JOURNAL, webhooks, window: { from: instancesFrom, to: new Date(), instanceStarts: INSTANCE_PORTS.length + 1 } });
+    reports.push({ name: 'instances: none exited by itself (only the kill -9, restarted)', violations: [...unexpectedExits], info: [] });
     let failed = 0;
     console.log('\ninvariants:');
     for (const report of reports) {
@@ -576,6 +584,7 @@ async function main(): Promise<number> {
 }
 
 async function teardown(admin: Knex): Promise<void> {
+  tearingDown = true;
   for (const child of [...children]) child.kill('SIGTERM');
   await sleep(1500);
   for (const child of [...children]) child.kill('SIGKILL');
