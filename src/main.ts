@@ -11,7 +11,7 @@ import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit
 import { connectRedis } from './http/redis';
 import { Metrics, metricsAddress, serveMetrics } from './http/metrics';
 import { createPayApp } from './pay/pay-app';
-import { runPeriodicTasks, startJobs, type Jobs } from './jobs';
+import { startBackgroundJobs, type Jobs } from './jobs';
 
 function readConfig(): Config {
   try {
@@ -90,8 +90,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     const metricsAt = started.metricsServer ? metricsAddress(started.metricsServer) : 'off';
     logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsAt }, 'listening');
     // Last, once the seed is done: on the embedded back-end the queue shares its one connection.
-    started.jobs = await startJobs({ knex: database.knex, config, logger, metrics });
-    await runPeriodicTasks(started.jobs, app.services, config, logger);
+    started.jobs = await startBackgroundJobs({ knex: database.knex, config, logger, metrics, services: app.services });
     logger.info('background jobs registered');
     return started as Started;
   } catch (error) {

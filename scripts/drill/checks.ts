@@ -1,9 +1,8 @@
 // The invariants the drill checks after its workload and faults (scripts/drill/drill.ts), one
 // function each in CHECKS: each reads the database (and the drill's journal of what the client
-// was told) and returns its violations, [] when it holds. A new invariant is one more entry:
-// the webhook deliveries ("every event reached the receiver at least once, duplicates counted")
-// and the scheduled jobs ("ran once per period across the instances") join here once the events
-// and job-queue branches have landed.
+// was told, what its webhook receiver got, when the instances started) and returns its
+// violations, [] when it holds, and what it saw (printed under its line). A new invariant is
+// one more entry.
 import type { Knex } from 'knex';
 import { reconcile } from '../../src/modules/ledger';
 
@@ -23,14 +22,42 @@ export interface JournalEntry {
   tontine?: { id: string; cycle: number; userId: string };
 }
 
+/** What the drill's webhook receiver got, per `webhook-id`. */
+export interface Reception {
+  /** Deliveries it answered with a 2xx (more than one: a duplicate). */
+  acknowledged: number;
+  /** Attempts it refused on purpose (a 503, to be retried). */
+  refused: number;
+  /** Deliveries whose signature the `standardwebhooks` verifier refused. */
+  badSignature: number;
+}
+
+export interface WebhookContext {
+  /** The demo organisation's endpoint the drill pointed at its receiver. */
+  endpointId: string;
+  organizationId: string;
+  /** The organisation's events after this `events.sequence` must each have a delivery to the endpoint. */
+  afterSequence: string;
+  received: Map<string, Reception>;
+}
+
 export interface CheckContext {
   db: Knex;
   journal: JournalEntry[];
+  webhooks?: WebhookContext;
+  /** The drill's window (the first instance's start to now) and how many times an instance started. */
+  window?: { from: Date; to: Date; instanceStarts: number };
+}
+
+export interface CheckResult {
+  violations: string[];
+  /** What the check saw, printed under its line whether it passed or not. */
+  info: string[];
 }
 
 export interface Check {
   name: string;
-  run: (ctx: CheckContext) => Promise<string[]>;
+  run: (ctx: CheckContext) => Promise<string[] | CheckResult>;
 }
 
 const json = (value: unknown): string => JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
@@ -149,20 +176,102 @@ export const CHECKS: Check[] = [
       return violations;
     },
   },
+  {
+    name: 'webhooks: every event of the organisation has its delivery, each reached the receiver at least once, signed (duplicates counted)',
+    run: async ({ db, webhooks }) => {
+      if (!webhooks) return ['the drill set up no webhook receiver'];
+      const { endpointId, organizationId, afterSequence, received } = webhooks;
+      const violations: string[] = [];
+      // The outbox: each event of the organisation (after the endpoint was pointed at the
+      // receiver) has a delivery to it; events for other endpoints only (tests, disabled) aside.
+      const undelivered = (
+        await db.raw(
+          `SELECT e.id, e.type FROM events e
+           WHERE e.organization_id = ? AND e.sequence > ?::bigint AND e.type NOT LIKE 'webhook\\_endpoint.%'
+             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ?)`,
+          [organizationId, afterSequence, endpointId],
+        )
+      ).rows as Array<{ id: string; type: string }>;
+      violations.push(...undelivered.map((e) => `event ${e.type} ${e.id} has no delivery to the endpoint`));
+      const deliveries = (
+        await db.raw(
+          `SELECT 'evt_' || replace(e.id::text, '-', '') AS event_id, e.type, d.status, d.attempt_count FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.endpoint_id = ?`,
+          [endpointId],
+        )
+      ).rows as Array<{ event_id: string; type: string; status: string; attempt_count: number }>;
+      let duplicates = 0;
+      let retried = 0;
+      for (const delivery of deliveries) {
+        const got = received.get(delivery.event_id);
+        if (!got || got.acknowledged === 0) violations.push(`event ${delivery.type} ${delivery.event_id} never reached the receiver (delivery ${delivery.status}, ${delivery.attempt_count} attempts)`);
+        if (got && got.badSignature > 0) violations.push(`event ${delivery.event_id}: ${got.badSignature} delivery(ies) with a signature standardwebhooks refused`);
+        if (got) duplicates += Math.max(0, got.acknowledged - 1);
+        if (got && got.refused > 0) retried += 1;
+      }
+      const known = new Set(deliveries.map((d) => d.event_id));
+      const strangers = [...received.keys()].filter((id) => !known.has(id));
+      violations.push(...strangers.map((id) => `the receiver got ${id}, which is no delivery of its endpoint`));
+      const byType = new Map<string, number>();
+      for (const d of deliveries) byType.set(d.type, (byType.get(d.type) ?? 0) + 1);
+      return {
+        violations,
+        info: [
+          `${deliveries.length} events delivered (${[...byType].map(([type, n]) => `${type} ${n}`).join(', ')}); ${retried} refused once on purpose and retried; duplicates: ${duplicates}`,
+        ],
+      };
+    },
+  },
+  {
+    name: 'scheduled jobs: each periodic task ran at most once per period (plus one run per instance start) across the instances, and ran',
+    run: async ({ db, window }) => {
+      if (!window) return ['the drill gave no time window'];
+      // Each periodic task's period is its pg-boss schedule's slot (src/jobs/jobs.ts `every`).
+      const schedules = (await db.raw(`SELECT name, (options->>'singletonSeconds')::int AS period FROM pgboss.schedule ORDER BY name`)).rows as Array<{ name: string; period: number }>;
+      if (schedules.length === 0) return ['no periodic task is scheduled in pgboss.schedule'];
+      const runs = (
+        await db.raw(
+          `SELECT name, singleton_key, singleton_on::text AS slot, count(*)::int AS n FROM (
+             SELECT name, singleton_key, singleton_on, started_on FROM pgboss.job
+             UNION ALL SELECT name, singleton_key, singleton_on, started_on FROM pgboss.archive) j
+           WHERE started_on IS NOT NULL AND started_on BETWEEN ? AND ? AND name = ANY(?)
+           GROUP BY 1, 2, 3`,
+          [window.from, window.to, schedules.map((s) => s.name)],
+        )
+      ).rows as Array<{ name: string; singleton_key: string | null; slot: string | null; n: number }>;
+      const seconds = (window.to.getTime() - window.from.getTime()) / 1000;
+      const violations: string[] = [];
+      const info: string[] = [];
+      for (const { name, period } of schedules) {
+        const mine = runs.filter((r) => r.name === name);
+        for (const r of mine.filter((r) => r.n > 1)) violations.push(`${name}: ${r.n} runs in the one slot ${r.slot} (key ${r.singleton_key})`);
+        const ticks = mine.filter((r) => r.singleton_key === 'tick').reduce((sum, r) => sum + r.n, 0);
+        const starts = mine.filter((r) => r.singleton_key === 'start').reduce((sum, r) => sum + r.n, 0);
+        const others = mine.filter((r) => r.singleton_key !== 'tick' && r.singleton_key !== 'start').reduce((sum, r) => sum + r.n, 0);
+        const allowed = Math.ceil(seconds / period) + 1 + window.instanceStarts;
+        if (ticks + starts + others > allowed) violations.push(`${name}: ${ticks + starts + others} runs in ${seconds.toFixed(0)} s, more than once per ${period} s period (at most ${allowed})`);
+        if (others > 0) violations.push(`${name}: ${others} runs outside its schedule`);
+        if (period <= seconds / 2 && ticks + starts === 0) violations.push(`${name}: never ran in ${seconds.toFixed(0)} s (period ${period} s)`);
+        info.push(`${name}: ${ticks + starts} runs (${starts} at an instance start) in ${seconds.toFixed(0)} s, period ${period} s, at most ${allowed}`);
+      }
+      return { violations, info };
+    },
+  },
 ];
 
 export interface CheckReport {
   name: string;
   violations: string[];
+  info: string[];
 }
 
 export async function runChecks(ctx: CheckContext, checks: Check[] = CHECKS): Promise<CheckReport[]> {
   const reports: CheckReport[] = [];
   for (const check of checks) {
     try {
-      reports.push({ name: check.name, violations: await check.run(ctx) });
+      const result = await check.run(ctx);
+      reports.push(Array.isArray(result) ? { name: check.name, violations: result, info: [] } : { name: check.name, ...result });
     } catch (error) {
-      reports.push({ name: check.name, violations: [`the check itself failed: ${error instanceof Error ? error.message : String(error)}`] });
+      reports.push({ name: check.name, violations: [`the check itself failed: ${error instanceof Error ? error.message : String(error)}`], info: [] });
     }
   }
   return reports;

@@ -1,8 +1,10 @@
 // `make drill`: three API instances behind nginx on loopback, sharing one PostgreSQL database
 // and one Redis; a bounded workload (transfers, payment-page payments, escrow lifecycles,
-// tontine contributions) through nginx while faults strike: kill -9 of one instance (restarted),
-// pg_terminate_backend of every backend of the database, a Redis restart. Then the invariants
-// of scripts/drill/checks.ts are checked and printed; any violation exits 1.
+// tontine contributions, invoices) through nginx while faults strike: kill -9 of one instance
+// (restarted), pg_terminate_backend of every backend of the database, a Redis restart. The demo
+// organisation's webhook endpoint points at a receiver the drill runs (DRILL_HOOK_PORT, 18780),
+// which refuses the first attempt of one event in five (503) so retries happen too. Then the
+// invariants of scripts/drill/checks.ts are checked and printed; any violation exits 1.
 //
 // Before the real verdict the drill proves its checks can fail: it writes a one-sided ledger
 // entry, expects the ledger check to report it, and removes it. DRILL_INJECT=ledger leaves that
@@ -15,17 +17,20 @@
 // instances on 18700, 18710, 18720 (+1 for their payment pages). Bounded: DRILL_TIMEOUT_S (300).
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
+import http from 'node:http';
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { injectBadLedgerRow, runChecks, type JournalEntry } from './checks';
+import { Webhook } from 'standardwebhooks';
+import { CHECKS, injectBadLedgerRow, runChecks, type JournalEntry, type Reception, type WebhookContext } from './checks';
 
 const ROOT = resolve(__dirname, '../..');
 const env = process.env;
 const PG_URL = env.DRILL_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_PORT = Number(env.DRILL_REDIS_PORT ?? 16390);
 const NGINX_PORT = Number(env.DRILL_PORT ?? 18790);
+const HOOK_PORT = Number(env.DRILL_HOOK_PORT ?? 18780);
 const INSTANCE_PORTS = [18700, 18710, 18720];
 const TIMEOUT_S = Number(env.DRILL_TIMEOUT_S ?? 300);
 const NGINX = env.DRILL_NGINX ?? '/usr/sbin/nginx';
@@ -77,8 +82,15 @@ function instanceEnv(index: number): Record<string, string> {
 }
 
 const instances: Array<ChildProcess | undefined> = [];
+/** Instances that exited on their own (not the drill's kill -9, not its teardown). */
+const unexpectedExits: string[] = [];
+let tearingDown = false;
 function startInstance(index: number): void {
-  instances[index] = startProcess(`instance-${index}`, process.execPath, ['--import', 'tsx', 'src/main.ts'], instanceEnv(index));
+  const child = startProcess(`instance-${index}`, process.execPath, ['--import', 'tsx', 'src/main.ts'], instanceEnv(index));
+  instances[index] = child;
+  child.on('exit', (code, signal) => {
+    if (!tearingDown && signal !== 'SIGKILL') unexpectedExits.push(`instance ${index} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}`);
+  });
 }
 
 let redis: ChildProcess | undefined;
@@ -126,6 +138,43 @@ async function waitFor(what: string, probe: () => Promise<boolean>, seconds: num
 }
 
 const healthy = (port: number) => async (): Promise<boolean> => (await fetch(`http://127.0.0.1:${port}/api/health`, { signal: AbortSignal.timeout(2000) })).status === 200;
+
+// ---------------------------------------------------------------- the webhook receiver
+/**
+ * The receiver the demo organisation's endpoint points at: verifies each delivery with the
+ * `standardwebhooks` package once the drill knows the secret, counts deliveries per
+ * `webhook-id`, and refuses (503) the first attempt of one event in five, so those are retried.
+ */
+const received = new Map<string, Reception>();
+let hookVerifier: Webhook | undefined;
+function startReceiver(): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id'] ?? '');
+      const got = received.get(id) ?? { acknowledged: 0, refused: 0, badSignature: 0 };
+      received.set(id, got);
+      try {
+        hookVerifier?.verify(Buffer.concat(chunks).toString('utf8'), req.headers as Record<string, string>);
+      } catch {
+        got.badSignature += 1;
+      }
+      const refuseFirst = crypto.createHash('sha256').update(id).digest()[0]! % 5 === 0;
+      if (refuseFirst && got.refused === 0 && got.acknowledged === 0) {
+        got.refused += 1;
+        res.writeHead(503).end();
+        return;
+      }
+      got.acknowledged += 1;
+      res.writeHead(204).end();
+    });
+  });
+  return new Promise((done, fail) => {
+    server.once('error', fail);
+    server.listen(HOOK_PORT, '127.0.0.1', () => done(server));
+  });
+}
 
 // ---------------------------------------------------------------- HTTP with retries
 interface Answer {
@@ -310,6 +359,59 @@ async function setup(what: string, send: () => Promise<Answer>, expected: number
   throw new Error(`${what}: no answer after 10 tries`);
 }
 
+/** Invoices of the demo organisation (created, then finalised): events for the webhook receiver. */
+async function invoices(orgId: string, count: number): Promise<void> {
+  const finance = token('finance@demo.example');
+  const base = `/business/organizations/${orgId}`;
+  const customer = await setup('customer', () => call('POST', `${base}/customers`, finance, { name: 'Drill customer', email: 'drill@customer.example' }), 201);
+  for (let i = 0; i < count; i += 1) {
+    const key = crypto.randomUUID();
+    const body = { kind: 'invoice', customer_id: customer.body.data?.id, currency: 'XOF', line_items: [{ description: `Drill work ${i}`, quantity: 1, unit_amount: String(1000 + i) }] };
+    const created = await setup('invoice', () => call('POST', `${base}/invoices`, finance, body, key), 201).catch(() => undefined);
+    const id = created?.body.data?.id;
+    if (id) await setup('invoice finalize', () => call('POST', `${base}/invoices/${String(id)}/finalize`, finance), 200).catch(() => undefined);
+    progress += 1;
+  }
+}
+
+/**
+ * Points the demo organisation's (disabled) webhook endpoint at the drill's receiver, takes a
+ * new secret (the old one ends now), then enables it. Answers what the webhook check needs.
+ */
+async function pointWebhookAtReceiver(db: Knex, orgId: string): Promise<WebhookContext> {
+  const owner = token('owner@demo.example');
+  const base = `/business/organizations/${orgId}/webhook-endpoints`;
+  const list = await setup('webhook endpoints', () => call('GET', base, owner), 200);
+  const demo = ((list.body.data?.data ?? []) as Array<{ id: string; url: string }>)[0];
+  if (!demo) throw new Error('the demo organisation has no webhook endpoint');
+  await setup('webhook url', () => call('PATCH', `${base}/${demo.id}`, owner, { url: `http://127.0.0.1:${HOOK_PORT}/webhooks`, events: ['*'] }), 200);
+  const rotated = await setup('webhook secret', () => call('POST', `${base}/${demo.id}/rotate-secret`, owner, { expire_current_in_seconds: 0 }), 200);
+  hookVerifier = new Webhook(String(rotated.body.data?.secret));
+  const after = (await db.raw(`SELECT coalesce(max(sequence), 0)::text AS n FROM events`)).rows[0].n as string;
+  await setup('webhook enable', () => call('PATCH', `${base}/${demo.id}`, owner, { status: 'enabled' }), 200);
+  return { endpointId: demo.id, organizationId: orgId, afterSequence: after, received };
+}
+
+/** Until the sandbox payments are settled and every delivery to the endpoint succeeded (or `seconds` passed). */
+async function drainWebhooks(db: Knex, endpointId: string, seconds: number): Promise<void> {
+  const began = Date.now();
+  while (Date.now() - began < seconds * 1000) {
+    const row = (
+      await db.raw(
+        `SELECT (SELECT count(*) FROM payments WHERE status = 'pending')::int AS payments,
+                (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status <> 'succeeded')::int AS deliveries`,
+        [endpointId],
+      )
+    ).rows[0] as { payments: number; deliveries: number };
+    if (row.payments === 0 && row.deliveries === 0) {
+      log(`webhooks: every delivery succeeded ${((Date.now() - began) / 1000).toFixed(1)} s after the workload (${received.size} events at the receiver)`);
+      return;
+    }
+    await sleep(500);
+  }
+  log(`webhooks: not drained after ${seconds} s (the check below says what is missing)`);
+}
+
 async function tontine(members: string[], cycles: number): Promise<void> {
   const [organizer, ...others] = members as [string, ...string[]];
   const created = await setup('tontine create', () => call('POST', '/tontines', token(organizer), { name: 'Drill circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: members.length, payout_order: 'join_order' }), 201);
@@ -369,13 +471,16 @@ async function main(): Promise<number> {
     console.error(`drill: over its ${TIMEOUT_S} s bound: stopping (FAIL)`);
     teardown(admin).finally(() => process.exit(2));
   }, TIMEOUT_S * 1000);
+  let receiver: http.Server | undefined;
   try {
     await admin.raw(`CREATE DATABASE ${dbName}`);
     log(`database ${dbName}; work directory ${work}`);
+    receiver = await startReceiver();
     startRedis();
     const migrate = startProcess('migrate', process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], instanceEnv(0));
     const migrated = await new Promise<number>((done) => migrate.on('exit', (code) => done(code ?? 1)));
     if (migrated !== 0) throw new Error(`migrations failed: ${readFileSync(join(work, 'migrate.log'), 'utf8').slice(-800)}`);
+    const instancesFrom = new Date();
     for (const index of INSTANCE_PORTS.keys()) startInstance(index);
     startNginx();
     for (const port of INSTANCE_PORTS) await waitFor(`instance on ${port}`, healthy(port), 180);
@@ -392,10 +497,14 @@ async function main(): Promise<number> {
     const xof = ((accounts.body.data?.data ?? []) as Array<{ id: string; currency_code: string; status: string }>).find((a) => a.currency_code === 'XOF' && a.status === 'active');
     const checkout = await call('POST', `/business/organizations/${orgId}/checkout`, financeToken, { destination_account_id: xof?.id });
     const code = String(checkout.body.data?.code);
+    const webhooks = await pointWebhookAtReceiver(db, orgId);
+    log(`webhooks: the demo organisation's endpoint points at the receiver on :${HOOK_PORT}, enabled`);
 
-    const plan = { transfers: 60 * SCALE, payments: 12 * SCALE, escrows: 8 * SCALE, tontineCycles: 3 };
-    const total = plan.transfers + plan.payments + plan.escrows * 2 + plan.tontineCycles * 4;
-    log(`workload: ${plan.transfers} transfers, ${plan.payments} payment-page payments, ${plan.escrows} escrow lifecycles, a 4-member tontine over ${plan.tontineCycles} cycles (4 transfer workers)`);
+    const plan = { transfers: 60 * SCALE, payments: 12 * SCALE, escrows: 8 * SCALE, tontineCycles: 3, invoices: 8 * SCALE };
+    const total = plan.transfers + plan.payments + plan.escrows * 2 + plan.tontineCycles * 4 + plan.invoices;
+    log(
+      `workload: ${plan.transfers} transfers, ${plan.payments} payment-page payments, ${plan.escrows} escrow lifecycles, a 4-member tontine over ${plan.tontineCycles} cycles, ${plan.invoices} invoices (4 transfer workers); webhooks to the receiver`,
+    );
     const faultPlan: Array<[number, () => Promise<void>]> = [
       [0.2, killAndRestartInstance],
       [0.45, () => terminateBackends(admin)],
@@ -414,6 +523,7 @@ async function main(): Promise<number> {
       payments(plan.payments, code),
       escrows(plan.escrows),
       tontine(['admin@demo.example', 'cashier@demo.example', 'director@demo.example', 'representative@demo.example'], plan.tontineCycles),
+      invoices(orgId, plan.invoices),
     ]);
     progress = Number.MAX_SAFE_INTEGER;
     await faultRunner;
@@ -425,10 +535,11 @@ async function main(): Promise<number> {
     log(`outcomes: ${[...outcomes].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
     log(`faults: ${faults.join('; ')}`);
     if (faults.length !== faultPlan.length) throw new Error(`only ${faults.length} of ${faultPlan.length} faults happened`);
+    await drainWebhooks(db, webhooks.endpointId, 60);
 
     // The checks must be able to fail: a one-sided entry must be reported, then removed.
     const remove = await injectBadLedgerRow(db);
-    const caught = (await runChecks({ db, journal: JOURNAL }))[0]?.violations.length ?? 0;
+    const caught = (await runChecks({ db, journal: JOURNAL }, CHECKS.slice(0, 1)))[0]?.violations.length ?? 0;
     if (env.DRILL_INJECT === 'ledger') {
       log('DRILL_INJECT=ledger: the one-sided entry stays; the checks below must fail');
     } else {
@@ -437,11 +548,13 @@ async function main(): Promise<number> {
       log(`self-check: a one-sided ledger entry was reported (${caught} violations), then removed`);
     }
 
-    const reports = await runChecks({ db, journal: JOURNAL });
+    const reports = await runChecks({ db, journal: JOURNAL, webhooks, window: { from: instancesFrom, to: new Date(), instanceStarts: INSTANCE_PORTS.length + 1 } });
+    reports.push({ name: 'instances: none exited by itself (only the kill -9, restarted)', violations: [...unexpectedExits], info: [] });
     let failed = 0;
     console.log('\ninvariants:');
     for (const report of reports) {
       console.log(`  ${report.violations.length === 0 ? 'ok  ' : 'FAIL'} ${report.name}`);
+      for (const line of report.info) console.log(`       ${line}`);
       for (const violation of report.violations.slice(0, 10)) console.log(`       ${violation}`);
       if (report.violations.length > 10) console.log(`       ... ${report.violations.length - 10} more`);
       if (report.violations.length > 0) failed += 1;
@@ -463,12 +576,15 @@ async function main(): Promise<number> {
     return 1;
   } finally {
     clearTimeout(watchdog);
+    receiver?.closeAllConnections();
+    receiver?.close();
     await db?.destroy();
     await teardown(admin);
   }
 }
 
 async function teardown(admin: Knex): Promise<void> {
+  tearingDown = true;
   for (const child of [...children]) child.kill('SIGTERM');
   await sleep(1500);
   for (const child of [...children]) child.kill('SIGKILL');

@@ -7,7 +7,8 @@
 #
 # Every workflows/*.arazzo.yaml is run whole, except checkout.arazzo.yaml, run as its three
 # workflows: between them this script reads what Respect cannot (see that file). A new workflow
-# file (webhooks, API keys) needs nothing here: drop it into workflows/.
+# file needs nothing here: drop it into workflows/. webhooks.arazzo.yaml gets the URL of a
+# receiver this script runs on loopback (`receiverUrl`), which answers 204 to every delivery.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true REDOCLY_SUPPRESS_NOTIFICATIONS=true
@@ -17,7 +18,25 @@ if [[ -z "${API_URL:-}" ]]; then exec bash scripts/with-make-run.sh bash "$0" "$
 api=$API_URL
 page=$PAGE_URL
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+receiver_pid=""
+trap '[[ -n "$receiver_pid" ]] && kill "$receiver_pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+# The webhook receiver of webhooks.arazzo.yaml: on a free loopback port, 204 to every POST,
+# one line per delivery in its log.
+node -e '
+  const http = require("node:http");
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      process.stderr.write(`${req.method} ${req.url} webhook-id=${req.headers["webhook-id"]} signature=${req.headers["webhook-signature"] ? "present" : "absent"}\n`);
+      res.writeHead(204).end();
+    });
+  });
+  server.listen(0, "127.0.0.1", () => process.stdout.write(`${server.address().port}\n`));
+' >"$work/receiver.port" 2>"$work/receiver.log" &
+receiver_pid=$!
+for _ in $(seq 1 100); do [[ -s "$work/receiver.port" ]] && break; sleep 0.1; done
+receiver_url="http://127.0.0.1:$(cat "$work/receiver.port")/webhooks"
 
 without_banner() { grep -v -e '[╔║╚]' || true; }
 failed=0
@@ -58,8 +77,12 @@ fi
 
 for file in workflows/*.arazzo.yaml; do
   [[ "$file" == workflows/checkout.arazzo.yaml ]] && continue
-  respect "$(basename "$file" .arazzo.yaml)" "$file" || true
+  inputs=()
+  [[ "$file" == workflows/webhooks.arazzo.yaml ]] && inputs=(-i "receiverUrl=$receiver_url")
+  respect "$(basename "$file" .arazzo.yaml)" "$file" "${inputs[@]}" || true
 done
+echo "webhook receiver ($receiver_url): $(wc -l <"$work/receiver.log") deliveries"
+sed 's/^/  /' "$work/receiver.log"
 
 echo "workflows: $passed passed, $failed failed"
 (( failed == 0 ))

@@ -81,7 +81,13 @@ export class Jobs {
     // pg-boss reports failures of its own loops (polling, maintenance) as events: an
     // EventEmitter 'error' nobody listens to would end the process.
     boss.on('error', (err) => deps.logger.error({ err }, 'job queue error'));
-    await boss.start();
+    try {
+      await boss.start();
+    } catch (error) {
+      // Nothing of a failed start keeps running (its timers would hold the process).
+      await boss.stop({ graceful: false, close: false, wait: true }).catch(() => undefined);
+      throw error;
+    }
     return new Jobs(boss, deps);
   }
 

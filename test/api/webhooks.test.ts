@@ -6,7 +6,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import type { App } from '../../src/http/app';
-import { EventRepository } from '../../src/modules/events';
+import { EventRepository, WebhookService } from '../../src/modules/events';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, businessPath, createOrganization, memberToken, type TestOrganization } from '../support/factories';
@@ -184,11 +184,39 @@ describe('webhook endpoints: CRUD', () => {
       ['https://user:pw@hooks.example.com/x', 'userinfo'],
       ['https://hooks.example.com:25/x', 'port'],
       ['https://localhost/x', 'private_address'],
+      ['https://10.0.0.8/x', 'private_address'],
+      ['https://172.16.5.4/x', 'private_address'],
+      ['https://192.168.1.1/x', 'private_address'],
+      ['https://100.64.1.1/x', 'private_address'],
+      ['https://[fe80::1]/x', 'private_address'],
+      ['https://[::ffff:127.0.0.1]/x', 'private_address'],
+      ['https://[fd00:ec2::254]/x', 'private_address'],
+      ['https://hooks.example.com:80/x', 'port'],
     ]) {
       const res = await request(strict).post(`${businessPath(org.id)}/webhook-endpoints`).set(bearer(token)).send({ url, events: ['*'] });
       expect(res.status, url).toBe(422);
       expect(res.body, url).toMatchObject({ success: false, error: 'WebhookUrlNotAllowed', details: { reason } });
     }
+    // Changing the URL of an endpoint is checked the same way.
+    const created = await request(strict).post(`${businessPath(org.id)}/webhook-endpoints`).set(bearer(token)).send({ url: 'https://8.8.8.8/hooks', events: ['*'] });
+    expect(created.status).toBe(201);
+    const patched = await request(strict).patch(`${businessPath(org.id)}/webhook-endpoints/${created.body.data.id}`).set(bearer(token)).send({ url: 'https://169.254.169.254/latest' });
+    expect(patched.status).toBe(422);
+    expect(patched.body).toMatchObject({ success: false, error: 'WebhookUrlNotAllowed', details: { reason: 'private_address' } });
+  });
+
+  it.each([
+    [{ events: [] }, 'body.events'],
+    [{ events: ['invoice.exploded'] }, 'body.events'],
+    [{ url: 'not a url' }, 'body.url'],
+    [{ status: 'paused' }, 'body.status'],
+  ])('refuses the change %o of an endpoint with 400 ValidationError naming %s', async (body, field) => {
+    const o = await organisation();
+    const { id } = await createEndpoint(o, 'https://hooks.example.com/p');
+    const res = await request(app).patch(o.path(`/${id}`)).set(bearer(o.token)).send(body);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ success: false, error: 'ValidationError' });
+    expect(JSON.stringify(res.body.details)).toContain(field);
   });
 });
 
@@ -330,6 +358,30 @@ describe('delivery (Standard Webhooks 1.0, real receivers on loopback)', () => {
   });
 });
 
+describe('SSRF at delivery time (production settings, a real receiver on loopback)', () => {
+  it('never connects to a host that resolves to a private address when the delivery is made (DNS rebinding)', async () => {
+    const hook = await receiver();
+    const port = new URL(hook.url).port;
+    let answers = [['93.184.216.34']];
+    const lookupAll = async () => (answers.shift() ?? ['127.0.0.1']).map((address) => ({ address, family: 4 }));
+    const strict = new WebhookService({
+      knex: testKnex(),
+      options: { timeoutMs: 2_000, retryDelaysSeconds: [0, 60], disableAfterHours: 120, allowPrivateTargets: false },
+      clock: () => clock,
+      lookupAll,
+    });
+    const org = await createOrganization();
+    // Saved while the name resolved to a public address (the check at creation passes)...
+    const endpoint = await strict.create(org.id, { url: `https://rebind.example:${port}/hook`, events: ['*'] });
+    // ...then the name resolves to loopback, where the receiver listens.
+    answers = [];
+    const test = await strict.test(org.id, endpoint.id);
+    expect(test.status).toBe('failed');
+    expect(test.attempts[0]).toMatchObject({ http_status: null, error: 'url refused: private_address' });
+    expect(hook.requests).toEqual([]);
+  });
+});
+
 describe('rotation, test event, retry', () => {
   it('during a rotation each delivery carries both signatures; after it only the new secret verifies', async () => {
     const hook = await receiver();
@@ -382,6 +434,39 @@ describe('rotation, test event, retry', () => {
     expect(retried.status).toBe(202);
     expect(retried.body.data).toMatchObject({ id: tested.body.data.id, attempt_count: 2, status: 'succeeded' });
     expect(hook.requests[1]?.headers['webhook-id']).toBe(hook.requests[0]?.headers['webhook-id']);
+  });
+
+  it('the dispatcher does not send a test event again while its first attempt is under way', async () => {
+    const hook = await receiver();
+    hook.script.push({ status: 200, delayMs: 300 });
+    const o = await organisation();
+    const { id } = await createEndpoint(o, hook.url, ['invoice.paid']);
+    const tested = request(app).post(o.path(`/${id}/test`)).set(bearer(o.token)).then((res) => res);
+    while (hook.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    // The first attempt is waiting for its answer: a dispatcher run now must not claim it.
+    await app.services.webhooks.runDue();
+    expect(hook.requests).toHaveLength(1);
+    const res = await tested;
+    expect(res.body.data).toMatchObject({ status: 'succeeded', attempt_count: 1, next_attempt_at: null });
+    expect(await deliverDue(id)).toBe(0);
+    expect(hook.requests).toHaveLength(1);
+  });
+
+  it('a manual retry of a failed delivery is not sent a second time by the dispatcher meanwhile', async () => {
+    const hook = await receiver();
+    hook.script.push({ status: 500 }, { status: 200, delayMs: 300 });
+    const o = await organisation();
+    const { id } = await createEndpoint(o, hook.url);
+    await invoiceCreated(o);
+    await deliverDue(id);
+    const [delivery] = (await testKnex()('webhook_deliveries').where({ endpoint_id: id })) as { id: string; status: string }[];
+    expect(delivery?.status).toBe('failed');
+    const retried = request(app).post(o.path(`/${id}/deliveries/${delivery?.id}/retry`)).set(bearer(o.token)).then((res) => res);
+    while (hook.requests.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    await app.services.webhooks.runDue();
+    expect(hook.requests).toHaveLength(2);
+    expect((await retried).body.data).toMatchObject({ status: 'succeeded', attempt_count: 2 });
+    expect(hook.requests).toHaveLength(2);
   });
 
   it('the deliveries list pages with starting_after and refuses a foreign cursor and a bad status', async () => {

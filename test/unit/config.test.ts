@@ -71,6 +71,13 @@ describe('config', () => {
       }
     });
 
+    it('production refuses private webhook targets by default and refuses WEBHOOK_ALLOW_PRIVATE_TARGETS=true', () => {
+      expect(loadConfig({ ...SECRETS }).webhooks.allowPrivateTargets).toBe(false);
+      expect(loadConfig({ ...SECRETS, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' }).webhooks.allowPrivateTargets).toBe(false);
+      expect(() => loadConfig({ ...SECRETS, NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_TARGETS=true is refused in production/);
+      expect(loadConfig({ NODE_ENV: 'development' }).webhooks.allowPrivateTargets).toBe(true);
+    });
+
     it('an unset NODE_ENV never seeds, skips response validation and reports production', () => {
       const config = loadConfig({ ...SECRETS, SEED_DEMO: 'true' });
       expect(config.nodeEnv).toBe('production');

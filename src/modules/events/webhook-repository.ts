@@ -240,6 +240,16 @@ export class WebhookRepository {
     return (result as { rows: { id: string }[] }).rows.map((row) => row.id);
   }
 
+  /**
+   * Leases one delivery for an attempt made outside the dispatcher (the test event, a manual
+   * retry): a dispatcher run meanwhile does not claim it (no second send while it is under
+   * way); the attempt's record sets its next time, and a worker dying mid-attempt leaves it
+   * to the dispatcher once the lease ends.
+   */
+  async lease(id: string, leaseUntil: Date, now: Date): Promise<void> {
+    await this.db('webhook_deliveries').where({ id }).whereIn('status', ['pending', 'failed']).update({ next_attempt_at: leaseUntil, updated_at: now });
+  }
+
   async recordAttempt(id: string, change: { status: DeliveryStatus; attempt: DeliveryAttempt; nextAttemptAt: Date | null; now: Date }): Promise<void> {
     await this.db('webhook_deliveries')
       .where({ id })

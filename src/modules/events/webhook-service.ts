@@ -156,7 +156,9 @@ export class WebhookService {
         object: presentEndpoint(endpoint, this.deps.clock()),
         onlyEndpointId: endpoint.id,
       });
-      return ((await repo.findDeliveryForEvent(endpoint.id, event.id)) as WebhookDelivery).id;
+      const delivery = (await repo.findDeliveryForEvent(endpoint.id, event.id)) as WebhookDelivery;
+      await repo.lease(delivery.id, this.leaseUntil(), this.deps.clock());
+      return delivery.id;
     });
     return this.deliver(deliveryId);
   }
@@ -175,6 +177,7 @@ export class WebhookService {
     if (!(await repo.findEndpoint(organizationId, endpointId)) || !(await repo.findDelivery(endpointId, deliveryId))) {
       throw new NotFoundError('No delivery of this endpoint has this id.');
     }
+    await repo.lease(deliveryId, this.leaseUntil(), this.deps.clock());
     return this.deliver(deliveryId);
   }
 
@@ -184,7 +187,7 @@ export class WebhookService {
    */
   async runDue(limit = 50): Promise<number> {
     const now = this.deps.clock();
-    const leaseUntil = new Date(now.getTime() + this.deps.options.timeoutMs + 30_000);
+    const leaseUntil = this.leaseUntil();
     const claimed = await withTransaction(this.deps.knex, (trx) => new WebhookRepository(trx).claimDue(now, leaseUntil, limit));
     for (const id of claimed) {
       try {
@@ -195,6 +198,11 @@ export class WebhookService {
       }
     }
     return claimed.length;
+  }
+
+  /** Until when an attempt starting now keeps its delivery from being claimed again (the timeout and a margin). */
+  private leaseUntil(): Date {
+    return new Date(this.deps.clock().getTime() + this.deps.options.timeoutMs + 30_000);
   }
 
   /** Makes one attempt of a delivery (HTTP outside any transaction), then records its outcome. */
