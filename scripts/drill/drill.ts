@@ -89,7 +89,16 @@ function startInstance(index: number): void {
   const child = startProcess(`instance-${index}`, process.execPath, ['--import', 'tsx', 'src/main.ts'], instanceEnv(index));
   instances[index] = child;
   child.on('exit', (code, signal) => {
-    if (!tearingDown && signal !== 'SIGKILL') unexpectedExits.push(`instance ${index} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}`);
+    if (tearingDown || signal === 'SIGKILL') return;
+    // Its last error line says why (the work directory is gone after the drill).
+    let why = '';
+    try {
+      const lines = readFileSync(join(work, `instance-${index}.log`), 'utf8').trim().split('\n');
+      why = (lines.filter((line) => /"level":(50|60)|Error|Failed/.test(line)).pop() ?? lines.pop() ?? '').slice(0, 400);
+    } catch {
+      /* no log */
+    }
+    unexpectedExits.push(`instance ${index} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}; last error: ${why}`);
   });
 }
 
