@@ -70,7 +70,8 @@ export type PostingResult =
 
 interface LedgerPostRow {
   refusal: 'AccountFrozen' | 'InsufficientFunds' | null;
-  refusal_detail: never;
+  /** What ledger_post says of a refusal: the account, and for InsufficientFunds the amounts. */
+  refusal_detail: { account_id: string; owner_id: string | null; currency: string; available: string; required: string } | null;
   posting_id: string;
   created_at: Date;
   entry_ids: string[];
