@@ -124,7 +124,7 @@ export function describeContractFuzz(shard: number, shards: number): void {
     const { processMs, databaseMs, wallMs } = await meter.stop();
     const perRequest = (ms: number) => (ms / Math.max(requests, 1)).toFixed(2);
     console.log(
-      `fuzz shard ${shard + 1}/${shards}: ${requests} requests in ${(wallMs / 1000).toFixed(1)} s wall; CPU ${(processMs / 1000).toFixed(1)} s in this process (tests + app) + ${(databaseMs / 1000).toFixed(1)} s in its database backends = ${perRequest(processMs)} + ${perRequest(databaseMs)} ms per request`,
+      `fuzz shard ${shard + 1}/${shards}: ${requests} requests in ${(wallMs / 1000).toFixed(1)} s wall; CPU ${(processMs / 1000).toFixed(1)} s in this process (tests + app${databaseKind() === 'embedded' ? ' + embedded database' : ''}) + ${(databaseMs / 1000).toFixed(1)} s in its database backends = ${perRequest(processMs)} + ${perRequest(databaseMs)} ms per request`,
     );
     if (process.env.FUZZ_CPU_REPORT) console.log(cpuByOperation.sort((a, b) => b[1] - a[1]).map(([id, ms]) => `${id} ${(ms / RUNS).toFixed(2)} ms/request`).join('\n'));
     agent.destroy();
