@@ -7,8 +7,8 @@ import type { Knex } from 'knex';
  * says more about the neighbours than about the code): this process's user+system time (the
  * test and the in-process app server) and, on PostgreSQL, the time of this database's server
  * backends of this process's pool, read from /proc (0 when the server is not a local process
- * this user may read; a backend that started and ended between start() and stop() is missed,
- * so it is a lower bound).
+ * this user may read; backends are looked at every second, so the last second of one the pool
+ * closed is missed: a lower bound).
  * With a `profileFile` the process is also profiled between start() and stop() (a V8 CPU
  * profile, for Chrome DevTools or speedscope).
  */
@@ -43,8 +43,18 @@ export async function startCpuMeter(knex: Knex, kind: 'postgres' | 'embedded', p
     const pool = (knex.client as { pool?: { free: Array<{ resource: unknown }>; used: Array<{ resource: unknown }> } }).pool;
     return [...(pool?.free ?? []), ...(pool?.used ?? [])].map((entry) => Number((entry.resource as { processID?: number }).processID)).filter((pid) => pid > 0);
   };
-  // Backends seen at the start, with their time then; backends that start later count from 0.
-  const before = backendTicks(backends());
+  // Each backend's time when first seen (0 for one that starts later) and when last seen; the
+  // pool opens and closes connections as it goes, so they are looked at every second.
+  const first = backendTicks(backends());
+  const last = new Map(first);
+  const look = () => {
+    for (const [pid, ticks] of backendTicks(backends())) {
+      if (!first.has(pid)) first.set(pid, 0);
+      last.set(pid, ticks);
+    }
+  };
+  const looking = setInterval(look, 1000);
+  looking.unref();
   let session: inspector.Session | undefined;
   if (profileFile) {
     session = new inspector.Session();
@@ -65,8 +75,10 @@ export async function startCpuMeter(knex: Knex, kind: 'postgres' | 'embedded', p
         fs.writeFileSync(profileFile, JSON.stringify(result.profile));
         session.disconnect();
       }
+      clearInterval(looking);
+      look();
       let databaseTicks = 0;
-      for (const [pid, now] of backendTicks(backends())) databaseTicks += now - (before.get(pid) ?? 0);
+      for (const [pid, ticks] of last) databaseTicks += ticks - (first.get(pid) ?? 0);
       return { processMs: (used.user + used.system) / 1000, databaseMs: databaseTicks * TICK_MS, wallMs };
     },
   };
