@@ -76,7 +76,23 @@ function expandClass(body: string): string[] {
   return chars.filter((c) => c >= ' ' && c <= '~');
 }
 
+/**
+ * Arbitraries already built, by schema node and depth: arbitraries are immutable, and building
+ * one (fast-check prepares string and URL arbitraries eagerly) costs more than drawing from it,
+ * so every operation that meets a schema again reuses it.
+ */
+const built = new WeakMap<Json, Map<number, fc.Arbitrary<unknown>>>();
+
 export function valueFor(doc: Json, node: unknown, depth = 0): fc.Arbitrary<unknown> {
+  if (node === null || typeof node !== 'object') return buildValueFor(doc, node, depth);
+  let byDepth = built.get(node as Json);
+  if (!byDepth) built.set(node as Json, (byDepth = new Map()));
+  let arbitrary = byDepth.get(depth);
+  if (!arbitrary) byDepth.set(depth, (arbitrary = buildValueFor(doc, node, depth)));
+  return arbitrary;
+}
+
+function buildValueFor(doc: Json, node: unknown, depth: number): fc.Arbitrary<unknown> {
   const schema = mergeAllOf(doc, resolveRef(doc, node));
   if (schema.const !== undefined) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
