@@ -219,7 +219,8 @@ describe('an instance killed between the commit of a change and the delivery of 
     const [delivered] = hook.requests as [Delivered];
     expect(delivered.headers['webhook-id']).toBe(eventId);
     expect(verify(secret, delivered)).toMatchObject({ id: eventId, type: 'invoice.paid' });
-    expect(first.attempted()).toBe(0);
+    // (On the embedded back-end the run's database is shared: the first instance's start run may
+    // have attempted other files' leftover deliveries, never this one: pending with 0 attempts above.)
     expect(second.attempted()).toBeGreaterThanOrEqual(1);
     const done = (await second.knex('webhook_deliveries').where({ endpoint_id: endpointId }).first()) as { status: string; attempt_count: number };
     expect(done).toMatchObject({ status: 'succeeded', attempt_count: 1 });
