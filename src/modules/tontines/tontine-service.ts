@@ -1,12 +1,12 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { DomainError, ForbiddenError, UnprocessableError, ValidationError } from '../../errors';
+import { ForbiddenError, ValidationError } from '../../errors';
 import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
-import { parseLoginIdentifier, UserRepository } from '../auth';
+import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository } from '../events';
-import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
-import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf } from '../ledger';
+import type { IdempotencyService } from '../idempotency';
+import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf, walletRefusal } from '../ledger';
 import { cycleDrawKey, drawBeneficiary, newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
@@ -24,8 +24,8 @@ import {
 import { detailView, summaryView, type TontinePage, type TontineView } from './tontine-presenter';
 import { TontineRepository, type Contribution, type Tontine } from './tontine-repository';
 
-export const CONTRIBUTE_OPERATION = 'contributeToTontine';
-const CONTRIBUTION_RESOURCE = 'tontine_contribution';
+/** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
+export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
 
 export interface CreateTontineInput {
   name: string;
@@ -72,13 +72,14 @@ export class TontineService {
     deps.idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, (db, id) => new TontineRepository(db).contributionStatus(id));
   }
 
-  async create(userId: string, input: CreateTontineInput): Promise<TontineView> {
-    const currency = await currencies.require(this.knex, input.currency, 'body.currency');
+  /** POST /tontines, in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */
+  async create(db: Knex | Knex.Transaction, userId: string, input: CreateTontineInput): Promise<TontineView> {
+    const currency = await currencies.require(db, input.currency, 'body.currency');
     const contributionMinor = parseAmount(input.contribution_amount, currency.exponent, { field: 'body.contribution_amount' });
     const id = crypto.randomUUID();
     const seed = newDrawSeed();
     const at = this.now();
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new TontineRepository(trx);
       const pool = await ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency: currency.code, kind: 'tontine_pool', externalRef: id });
       await repo.insert({
@@ -125,11 +126,11 @@ export class TontineService {
     return toPage(views, options.limit);
   }
 
-  async invite(userId: string, id: string, identifier: string): Promise<TontineView> {
-    const login = parseLoginIdentifier(identifier);
-    return this.act(userId, id, 'invite', async ({ trx, repo, events, tontine }, at) => {
-      const invitee = await new UserRepository(trx).findCredentials(login);
-      if (!invitee || invitee.status === 'disabled') throw new InviteeNotFoundError();
+  async invite(db: Knex | Knex.Transaction, userId: string, id: string, identifier: string): Promise<TontineView> {
+    const invited = parsePartyIdentifier(identifier, { path: 'body.identifier', name: 'identifier' });
+    return this.act(db, userId, id, 'invite', async ({ trx, repo, events, tontine }, at) => {
+      const invitee = await new UserRepository(trx).findReachable(invited);
+      if (!invitee) throw new InviteeNotFoundError();
       if ((await repo.members(id)).some((member) => member.userId === invitee.id)) throw new AlreadyMemberError();
       if (await repo.openInvitation(id, invitee.id, userId, at)) {
         await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.member_invited', actorUserId: userId, payload: { user_id: invitee.id }, occurredAt: at });
@@ -137,16 +138,17 @@ export class TontineService {
     });
   }
 
-  async join(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'join', async ({ repo, events }, at) => {
+  async join(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+    return this.act(db, userId, id, 'join', async ({ repo, events }, at) => {
       await repo.addMember(id, userId, 'member', at);
       await repo.acceptInvitation(id, userId);
       await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_joined', actorUserId: userId, payload: { user_id: userId }, occurredAt: at });
     });
   }
 
-  async leave(userId: string, id: string): Promise<TontineView> {
+  async leave(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
     return this.act(
+      db,
       userId,
       id,
       'leave',
@@ -154,7 +156,6 @@ export class TontineService {
         await repo.removeMember(id, userId);
         await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_left', actorUserId: userId, payload: { user_id: userId }, occurredAt: at });
       },
-      undefined,
       'former_member',
     );
   }
@@ -165,8 +166,8 @@ export class TontineService {
    * complete (see tontine-draw.ts), so nobody learns the order while the tontine can still be
    * canceled.
    */
-  async start(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'start', async ({ repo, events, tontine, situation }, at) => {
+  async start(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+    return this.act(db, userId, id, 'start', async ({ repo, events, tontine, situation }, at) => {
       const members = await repo.members(id);
       const joinOrder = members.map((member) => member.userId);
       const random = tontine.payoutOrder === 'random';
@@ -190,32 +191,25 @@ export class TontineService {
   }
 
   /**
-   * Pays the caller's contribution to the running cycle, idempotently (as POST /transfers).
-   * The cycle's last contribution also pays the pot out and opens the next cycle, or
-   * completes the tontine, in the same transaction.
+   * Pays the caller's contribution to the running cycle, in `db`'s transaction (the pipeline's,
+   * which the Idempotency-Key completes in). The cycle's last contribution also pays the pot
+   * out and opens the next cycle, or completes the tontine, in the same transaction. Returns
+   * the tontine after it and the contribution paid.
    */
-  async contribute(userId: string, id: string, idempotencyKey: string, body: { cycle: number }): Promise<TontineView> {
-    const key = validateIdempotencyKey(idempotencyKey);
-    return this.deps.idempotency.execute({ userId, operation: CONTRIBUTE_OPERATION, key, request: { tontine_id: id, body } }, async (trx) => {
-      let contributionId = '';
-      const view = await this.act(
-        userId,
-        id,
-        'contribute',
-        async (scope, at) => {
-          contributionId = await this.payContribution(scope, userId, at);
-        },
-        trx,
-        undefined,
-        body.cycle,
-      );
-      return {
-        result: view,
-        responseStatus: 200,
-        responseBody: view,
-        resource: { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${id}` },
-      };
-    });
+  async contribute(db: Knex | Knex.Transaction, userId: string, id: string, body: { cycle: number }): Promise<{ tontine: TontineView; contributionId: string }> {
+    let contributionId = '';
+    const tontine = await this.act(
+      db,
+      userId,
+      id,
+      'contribute',
+      async (scope, at) => {
+        contributionId = await this.payContribution(scope, userId, at);
+      },
+      undefined,
+      body.cycle,
+    );
+    return { tontine, contributionId };
   }
 
   /**
@@ -223,8 +217,8 @@ export class TontineService {
    * payments first. Once a pot has been paid out the lifecycle refuses it (409): only a platform
    * administrator can then end the tontine (`dissolve`).
    */
-  async cancel(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'cancel', async (scope, at) => {
+  async cancel(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+    return this.act(db, userId, id, 'cancel', async (scope, at) => {
       const refundedMinor = await this.end(scope, 'cancel', userId, at);
       await scope.events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
     });
@@ -237,11 +231,11 @@ export class TontineService {
    * member; one `tontine.dissolved` event, and one `tontine.member_dissolution` history entry
    * per member with that member's net position (what the others are owed or owe).
    */
-  async dissolve(caller: { userId: string; isAdmin: boolean }, id: string, reason: string): Promise<TontineView> {
+  async dissolve(db: Knex | Knex.Transaction, caller: { userId: string; isAdmin: boolean }, id: string, reason: string): Promise<TontineView> {
     if (!caller.isAdmin) throw new ForbiddenError('InsufficientRole', 'Only platform administrators may dissolve a tontine.');
     const text = reason.trim();
     if (text.length === 0) throw ValidationError.field('body.reason', 'reason must not be blank.');
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new TontineRepository(trx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
@@ -303,20 +297,20 @@ export class TontineService {
   /**
    * One action: locks the tontine, works out the caller's situation (404 when the caller may
    * not see it), checks the lifecycle, runs `change` and answers the tontine after it, all in
-   * one transaction (`trx` when the caller already holds one).
+   * one transaction (`db`'s when it is one).
    */
   private async act(
+    db: Knex | Knex.Transaction,
     userId: string,
     id: string,
     action: TontineAction,
     change: (scope: Scope, at: Date) => Promise<void>,
-    trx?: Knex.Transaction,
     /** How the caller sees the tontine afterwards, when no longer as a member (after leaving). */
     roleAfter?: 'former_member',
     /** The cycle a contribution names. */
     requestedCycle?: number,
   ): Promise<TontineView> {
-    return withTransaction(trx ?? this.knex, async (tx) => {
+    return withTransaction(db, async (tx) => {
       const repo = new TontineRepository(tx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
@@ -416,7 +410,7 @@ export class TontineService {
     const contribution = await repo.contribution(tontine.id, cycle, userId);
     if (!contribution) throw new Error(`no contribution row for member ${userId} in cycle ${cycle} of tontine ${tontine.id}`);
     const wallet = await walletOf(trx, userId, tontine.currency);
-    const posting = await postFromWallet(trx, {
+    const posting = await post(trx, {
       kind: 'tontine.contribution',
       reference: contribution.id,
       metadata: { tontine_id: tontine.id, cycle, user_id: userId },
@@ -424,6 +418,8 @@ export class TontineService {
         { accountId: wallet.id, amountMinor: -tontine.contributionMinor },
         { accountId: tontine.poolAccountId, amountMinor: tontine.contributionMinor },
       ],
+    }).catch((error: unknown) => {
+      throw walletRefusal(error, { parties: new Map([[wallet.id, 'sender']]), defaultParty: 'sender', covers: 'this contribution' });
     });
     await repo.markPaid(contribution.id, posting.id, at);
     await events.record({
@@ -538,20 +534,4 @@ export class TontineService {
 /** Whether a pot has been paid out: each payout opens the next cycle (or completes the tontine) in its transaction. */
 function payoutMade(tontine: Tontine): boolean {
   return tontine.status === 'completed' || tontine.currentCycle > 1;
-}
-
-/** A posting from the caller's wallet, with the wallet's refusals in the words of the contract. */
-async function postFromWallet(trx: Knex.Transaction, input: Parameters<typeof post>[1]): ReturnType<typeof post> {
-  try {
-    return await post(trx, input);
-  } catch (error) {
-    if (error instanceof DomainError && error.code === 'AccountFrozen') {
-      throw new UnprocessableError('WalletFrozen', 'Your wallet in this currency is frozen: it cannot send money.', { party: 'sender' });
-    }
-    if (error instanceof DomainError && error.code === 'InsufficientFunds') {
-      const { currency, available, required } = error.details as { currency: string; available: string; required: string };
-      throw new UnprocessableError('InsufficientFunds', `Insufficient funds: your ${currency} wallet does not cover this contribution.`, { currency, available, required });
-    }
-    throw error;
-  }
 }
