@@ -10,10 +10,10 @@ export async function walletBalance(knex: Knex, userId: string, currency: string
   return row ? BigInt(row.balance_minor as string) : 0n;
 }
 
-/** Balance of one of the platform's one-per-currency accounts (escrow_holding, fees). */
+/** The platform's escrow holding or fee balance in a currency: the sum over its shards. */
 export async function platformBalance(knex: Knex, kind: 'escrow_holding' | 'fees', currency: string): Promise<bigint> {
-  const row = await knex('ledger_accounts').where({ owner_type: 'platform', kind, currency }).whereNull('external_ref').first('balance_minor');
-  return row ? BigInt(row.balance_minor as string) : 0n;
+  const row = await knex('ledger_accounts').where({ owner_type: 'platform', kind, currency }).first(knex.raw('coalesce(sum(balance_minor), 0)::text AS balance_minor'));
+  return BigInt((row as { balance_minor: string }).balance_minor);
 }
 
 interface EscrowMoneyRow {
@@ -93,9 +93,8 @@ async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<
   expect(await platformHolding(knex, currency)).toBe(held);
 }
 
-async function platformHolding(knex: Knex.Transaction, currency: string): Promise<bigint> {
-  const row = await knex('ledger_accounts').where({ owner_type: 'platform', kind: 'escrow_holding', currency }).first('balance_minor');
-  return row ? BigInt(row.balance_minor as string) : 0n;
+function platformHolding(knex: Knex.Transaction, currency: string): Promise<bigint> {
+  return platformBalance(knex, 'escrow_holding', currency);
 }
 
 /**

@@ -11,7 +11,10 @@
  *   E  the idempotency key as a unique column of the transfer instead of its own row (a copy of
  *      the function that writes the key into transfers.probe_key, under a unique index on
  *      (sender_user_id, probe_key), and no idempotency_keys row; its look-ups of that table
- *      stay and find nothing, so E is a lower bound of what the change saves).
+ *      stay and find nothing, so E is a lower bound of what the change saves);
+ *   F  without the transfer's event (issue 23: the outbox trigger `transfers_record_event`
+ *      disabled): A minus F is what writing one event per transfer costs.
+ * PROBE_VARIANTS=A,F runs only those (by letter).
  * By default 30 s per run and 4 rounds (A B C D E, E D C B A, ...): long enough to beat the
  * noise on a quiet machine, about 10 minutes. PROBE_SECONDS and PROBE_ROUNDS shorten it:
  * `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx scripts/bench/probes/transfer-item-cost.ts`.
@@ -83,8 +86,20 @@ async function main(): Promise<void> {
       'C without the session check': () => transferCreateScript(db.knex, 0, { withSession: false }),
       'D without the advisory lock': () => transferCreateScript(db.knex, 0, { functionName: 'transfer_create_probe_no_lock' }),
       'E key as a unique column of the transfer': () => transferCreateScript(db.knex, 0, { functionName: 'transfer_create_probe_key_column' }),
+      'F without the transfer event': async () => {
+        await db.knex.raw('ALTER TABLE transfers DISABLE TRIGGER transfers_record_event');
+        const script = await transferCreateScript(db.knex);
+        return {
+          script: script.script,
+          async remove() {
+            await script.remove();
+            await db.knex.raw('ALTER TABLE transfers ENABLE TRIGGER transfers_record_event');
+          },
+        };
+      },
     };
-    const names = Object.keys(variants);
+    const letters = process.env.PROBE_VARIANTS?.split(',').map((letter) => letter.trim());
+    const names = Object.keys(variants).filter((name) => !letters || letters.includes(name.charAt(0)));
     const results: Array<{ variant: string; tps: number; postgres_cpu_ms_per_transfer: number }> = [];
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {

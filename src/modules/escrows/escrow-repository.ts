@@ -298,7 +298,21 @@ export class EscrowRepository {
     if (request.startingAfter !== undefined && !(await this.scoped({ partyUserId: filter.partyUserId }).andWhere('e.id', request.startingAfter).first('e.id'))) {
       throw ValidationError.field('query.starting_after', 'starting_after is not an escrow of this list: pass the next_cursor of a previous page.');
     }
-    const rows = await ESCROWS.paginate(this.db, this.scoped(filter).select('e.*'), {}, request);
+    if (filter.partyUserId === undefined || filter.role !== undefined) {
+      return ((await ESCROWS.paginate(this.db, this.scoped(filter).select('e.*'), {}, request)) as Row[]).map(toEscrow);
+    }
+    // "Buyer or seller" as one OR reads and sorts every escrow of the party; two pages, each an
+    // index scan (escrows_buyer_listing, escrows_seller_listing), merged, read at most 2 x
+    // (limit + 1) rows. A party is never both sides of one escrow, so nothing is counted twice.
+    const side = (role: 'buyer' | 'seller') => ESCROWS.paginate(this.db, this.scoped({ ...filter, role }).select('e.*'), {}, request);
+    const rows = await this.db
+      .select('*')
+      .from(this.db.raw('((?) UNION ALL (?)) AS e', [side('buyer'), side('seller')]))
+      .orderBy([
+        { column: 'e.created_at', order: 'desc' },
+        { column: 'e.id', order: 'desc' },
+      ])
+      .limit(request.limit + 1);
     return (rows as Row[]).map(toEscrow);
   }
 

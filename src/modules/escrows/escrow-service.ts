@@ -7,7 +7,7 @@ import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository } from '../events';
-import { currencies, ensureAccount, parseAmount, platformAccount, post, walletOf, walletRefusal, type EntryInput } from '../ledger';
+import { creditedAccountOf, currencies, parseAmount, post, shardedPlatformAccount, walletOf, walletRefusal, type EntryInput, type LedgerAccount } from '../ledger';
 import type { IdempotencyService } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type FeePayer, type Settlement } from './escrow-fee';
@@ -274,7 +274,7 @@ export class EscrowService {
   private async fund(trx: Knex.Transaction, escrow: Escrow): Promise<string> {
     const paid = fundingAmount(escrow.amountMinor, feeOf(escrow));
     const wallet = await walletOf(trx, escrow.buyerUserId, escrow.currency);
-    const holding = await holdingAccount(trx, escrow.currency);
+    const holding = await shardedPlatformAccount(trx, 'escrow_holding', escrow.currency, escrow.id);
     try {
       const posting = await post(trx, {
         kind: 'escrow.funding',
@@ -309,12 +309,12 @@ export class EscrowService {
     now: Date,
     extra: Partial<Escrow> = {},
   ): Promise<Escrow> {
-    const holding = await holdingAccount(trx, escrow.currency);
+    const holding = await holdingAccountOf(trx, escrow);
     const entries: EntryInput[] = [{ accountId: holding.id, amountMinor: -plan.heldMinor }];
     const buyerWalletId = plan.toBuyerMinor > 0n ? (await walletOf(trx, escrow.buyerUserId, escrow.currency)).id : undefined;
     if (plan.toSellerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.sellerUserId, escrow.currency)).id, amountMinor: plan.toSellerMinor });
     if (buyerWalletId) entries.push({ accountId: buyerWalletId, amountMinor: plan.toBuyerMinor });
-    if (plan.feeMinor > 0n) entries.push({ accountId: (await platformAccount(trx, 'fees', escrow.currency)).id, amountMinor: plan.feeMinor });
+    if (plan.feeMinor > 0n) entries.push({ accountId: (await shardedPlatformAccount(trx, 'fees', escrow.currency, escrow.id)).id, amountMinor: plan.feeMinor });
     const status = statusFor(plan);
     let postingId: string;
     try {
@@ -386,6 +386,12 @@ function checkResolutionShape(command: Extract<EscrowCommand, { action: 'resolve
   }
 }
 
-function holdingAccount(trx: Knex.Transaction, currency: string) {
-  return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind: 'escrow_holding' });
+/**
+ * The holding account the escrow's funding credited: the settlement takes the money back out of
+ * it (escrows funded before holding was sharded sit in the unsharded account).
+ */
+async function holdingAccountOf(trx: Knex.Transaction, escrow: Escrow): Promise<LedgerAccount> {
+  const holding = escrow.fundingPostingId ? await creditedAccountOf(trx, escrow.fundingPostingId, 'escrow_holding') : undefined;
+  if (!holding) throw new Error(`escrow ${escrow.id} is settled but its funding credited no holding account`);
+  return holding;
 }

@@ -10,6 +10,10 @@ export {
   post,
   reconcile,
   setAccountStatus,
+  shardedPlatformAccount,
+  creditedAccountOf,
+  platformShardOf,
+  PLATFORM_SHARDS,
   walletOf,
 } from './ledger-service';
 export { currencies, type Currency } from './currency-repository';

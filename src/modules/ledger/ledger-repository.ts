@@ -125,6 +125,15 @@ export class LedgerRepository {
     return row ? toAccount(row) : undefined;
   }
 
+  async findCreditedAccount(postingId: string, kind: LedgerAccount['kind']): Promise<LedgerAccount | undefined> {
+    const row = await this.db<AccountRow>('ledger_accounts as a')
+      .join('entries as e', 'e.account_id', 'a.id')
+      .where({ 'e.posting_id': postingId, 'a.kind': kind })
+      .andWhere('e.amount_minor', '>', 0)
+      .first('a.*');
+    return row ? toAccount(row) : undefined;
+  }
+
   async findAccountById(id: string): Promise<LedgerAccount | undefined> {
     const row = await this.db<AccountRow>('ledger_accounts').where({ id }).first();
     return row ? toAccount(row) : undefined;

@@ -33,6 +33,10 @@ import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount,
  * - `externalClearingAccount(trx, currency)`: the platform's account for money entering or
  *   leaving the platform (the only account allowed to go negative).
  * - `platformAccount(trx, kind, currency, externalRef?)`: other platform accounts (rail_transit, fees).
+ * - `shardedPlatformAccount(trx, kind, currency, reference)`: one of the PLATFORM_SHARDS accounts
+ *   that together hold a hot platform balance (escrow holding, fees), picked by `reference`.
+ * - `creditedAccountOf(trx, postingId, kind)`: the account of that kind a posting credited (to
+ *   take money back out of the very account that received it).
  * - `fundWallet(trx, userId, currency, amountMinor, reference?)`: credits a wallet from the
  *   external clearing account (demo seed, test factories, sandbox top-ups).
  * - `reconcile(knex)`: the invariant violations of the whole ledger (empty when healthy).
@@ -75,6 +79,31 @@ export function platformAccount(
   externalRef: string | null = null,
 ): Promise<LedgerAccount> {
   return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind, externalRef });
+}
+
+/**
+ * Every posting locks its accounts until commit, so one platform account per currency that every
+ * escrow touches (the holding account, the fee account) serialises all of them: the benchmark
+ * saw queues of 18 transactions on the holding row. The balance is therefore split over
+ * PLATFORM_SHARDS accounts (external_ref `shard-N`); a reference (the escrow id) always picks
+ * the same one, so money leaves the shard it entered and no shard goes negative. The platform's
+ * holding is the sum over the shards.
+ */
+export const PLATFORM_SHARDS = 16;
+
+/** The shard (`shard-0` .. `shard-15`) of a reference: stable, and spread evenly by SHA-256. */
+export function platformShardOf(reference: string): string {
+  const digest = crypto.createHash('sha256').update(reference).digest();
+  return `shard-${digest.readUInt32BE(0) % PLATFORM_SHARDS}`;
+}
+
+export function shardedPlatformAccount(trx: Knex.Transaction | Knex, kind: 'escrow_holding' | 'fees', currency: string, reference: string): Promise<LedgerAccount> {
+  return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind, externalRef: platformShardOf(reference) });
+}
+
+/** The account of `kind` that the posting credited (one query); undefined when it credited none. */
+export function creditedAccountOf(trx: Knex.Transaction | Knex, postingId: string, kind: LedgerAccount['kind']): Promise<LedgerAccount | undefined> {
+  return new LedgerRepository(trx).findCreditedAccount(postingId, kind);
 }
 
 export async function post(trx: Knex.Transaction, input: PostingInput, options: PostOptions = {}): Promise<Posting> {

@@ -5,7 +5,7 @@ export type OwnerType = 'user' | 'organization' | 'platform';
 export type AccountKind =
   | 'wallet' // a user's spendable balance, one per currency
   | 'org_account' // an organisation's account; several per currency, told apart by externalRef
-  | 'escrow_holding' // money held for an escrow transaction (externalRef: the escrow id)
+  | 'escrow_holding' // money held for an escrow transaction (externalRef: its shard, see platformShardOf)
   | 'tontine_pool' // a tontine's pooled contributions (externalRef: the tontine id)
   | 'external_clearing' // platform: the outside world; the only kind that may go negative
   | 'rail_transit' // platform: money handed to a payout rail and not yet settled (externalRef: the rail)
