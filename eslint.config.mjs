@@ -97,6 +97,26 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': 'off' },
   },
   {
+    // Issue 22, small rooms: no source file over 400 lines (counted as they stand) and no function
+    // over 80 lines of code (blank and comment lines not counted: a function is not made shorter
+    // by deleting its explanation). Migrations are history, never edited, so they are aside, as
+    // generated/ is (ignored above). Tests and scripts are not held to it: a describe() callback is
+    // one function to ESLint, and a test file groups every rule of one area; the bench and drill
+    // scripts read top to bottom as the runbooks they are.
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/migrations/**'],
+    rules: {
+      'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+    },
+  },
+  {
+    // i22 removes: the escrow and tontine services are being shrunk on branch i22 (issue 22 items
+    // 1-3); this temporary override goes when they are under the limits.
+    files: ['src/modules/escrows/escrow-service.ts', 'src/modules/tontines/tontine-service.ts', 'src/modules/tontines/tontine-repository.ts'],
+    rules: { 'max-lines': 'off', 'max-lines-per-function': 'off' },
+  },
+  {
     files: ['scripts/**', 'test/**', 'clients/typescript/src/examples/**', 'clients/typescript/scripts/**'],
     rules: { 'no-console': 'off' },
   },

@@ -304,15 +304,7 @@ function readConfig(env: Env): Config {
       maxConcurrentVerifications: integer(env, 'LOGIN_MAX_CONCURRENT_VERIFICATIONS', 8, 1, 1_000),
     },
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
-    rateLimit: {
-      windowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1_000, 3_600_000),
-      authenticatedPerWindow: integer(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1, 1_000_000),
-      anonymousPerWindow: integer(env, 'RATE_LIMIT_ANONYMOUS', 300, 1, 1_000_000),
-      loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 1_000_000),
-      healthPerWindow: integer(env, 'RATE_LIMIT_HEALTH', 1_200, 1, 1_000_000),
-      loginPerIpPerWindow: integer(env, 'RATE_LIMIT_LOGIN_PER_IP', 30, 1, 1_000_000),
-      apiKeyPerWindow: integer(env, 'RATE_LIMIT_API_KEY', 1_200, 1, 1_000_000),
-    },
+    rateLimit: readRateLimit(env),
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     apiKeys: { pepper: apiKeyPepper(env, nodeEnv), environment: nodeEnv === 'production' ? 'live' : 'test' },
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
@@ -325,6 +317,28 @@ function readConfig(env: Env): Config {
     // Only a start that says it runs for development seeds (its platform administrator has a public password).
     seedDemo: nodeEnv === 'development' && boolean(env, 'SEED_DEMO', true),
     validateResponses: nodeEnv !== 'production',
+    ...readWorkSettings(env, nodeEnv),
+    // Last: the secrets' own errors come first.
+    ...sharedRateLimitStore(env, nodeEnv),
+  };
+}
+
+/** The per-window budgets of the API, login, health and API-key limiters. */
+function readRateLimit(env: Env): Config['rateLimit'] {
+  return {
+    windowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1_000, 3_600_000),
+    authenticatedPerWindow: integer(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1, 1_000_000),
+    anonymousPerWindow: integer(env, 'RATE_LIMIT_ANONYMOUS', 300, 1, 1_000_000),
+    loginPerWindow: integer(env, 'RATE_LIMIT_LOGIN', 10, 1, 1_000_000),
+    healthPerWindow: integer(env, 'RATE_LIMIT_HEALTH', 1_200, 1, 1_000_000),
+    loginPerIpPerWindow: integer(env, 'RATE_LIMIT_LOGIN_PER_IP', 30, 1, 1_000_000),
+    apiKeyPerWindow: integer(env, 'RATE_LIMIT_API_KEY', 1_200, 1, 1_000_000),
+  };
+}
+
+/** Read in this order after the general settings, as before: an invalid value names the first one wrong. */
+function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs'> {
+  return {
     networkStatus: {
       lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),
       statementTimeoutMs: integer(env, 'NETWORK_STATUS_STATEMENT_TIMEOUT_MS', 5_000, 10, 60_000),
@@ -357,7 +371,5 @@ function readConfig(env: Env): Config {
       retryLimit: integer(env, 'JOBS_RETRY_LIMIT', 5, 0, 1_000),
       retryDelaySeconds: integer(env, 'JOBS_RETRY_DELAY_SECONDS', 5, 0, 3_600),
     },
-    // Last: the secrets' own errors come first.
-    ...sharedRateLimitStore(env, nodeEnv),
   };
 }

@@ -66,6 +66,66 @@ function responseDrift(failHard: boolean, logger: Logger) {
   };
 }
 
+/**
+ * One middleware for what every request gets first (issue 21: three layers were three router
+ * steps on every request, health's included): its request id; strict paths (`/api/transfers/`
+ * is not `/api/transfers`: an unknown path answers 404); and no cache, shared or private, may
+ * keep what answers a bearer token (the caller's own data, or an error about it).
+ */
+function firstSteps(): express.RequestHandler {
+  const notFound = notFoundHandler();
+  return (req, res, next) => {
+    const id = requestIdFor(req);
+    (req as { id?: string }).id = id;
+    res.setHeader('X-Request-Id', id);
+    if (hasTrailingSlash(req)) return notFound(req, res, next);
+    if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
+    next();
+  };
+}
+
+/** One log line per request. */
+function requestLog(logger: Logger) {
+  return pinoHttp({
+    logger,
+    genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
+    // A request line names the request, not its headers: credentials (Authorization, cookies,
+    // Idempotency-Key) never reach it, and the line stays short and cheap to build (serialising
+    // and redacting every header was a tenth of the CPU of a transfer). The status is what
+    // matters of a response; its security headers would be the same kilobyte on every line.
+    serializers: { req: requestLogFields, res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }) },
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+  });
+}
+
+/** JSON bodies: UTF-8 only, numbers exact, at most BODY_LIMIT. */
+function jsonBody(config: Config) {
+  return express.json({
+    limit: config.bodyLimitBytes,
+    strict: true,
+    verify: (req, res, raw, encoding) => {
+      requireUtf8(encoding);
+      refuseInexactNumbers(req, res, raw, encoding);
+    },
+  });
+}
+
+/** Requests (and, where configured, responses) checked against the contract. */
+function contractValidator(document: ReturnType<typeof loadOpenApiDocument>, config: Config, logger: Logger) {
+  return OpenApiValidator.middleware({
+    apiSpec: document.parse() as never,
+    // Bodies are never coerced ({"amount": true} must not become 1); the library still
+    // coerces path and query parameters, which arrive as strings.
+    validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
+    validateResponses: config.validateResponses ? { onError: responseDrift(config.nodeEnv === 'test', logger) } : false,
+    validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler, apiKeyAuth: bearerAuthSecurityHandler } },
+    validateFormats: true,
+    // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.
+    ajvFormats: { mode: 'full' },
+    ignoreUndocumented: false,
+  });
+}
+
 /** Builds the API; never listens (tests drive it through supertest). */
 export function createApp(deps: AppDeps): App {
   const { config, knex, logger } = deps;
@@ -86,33 +146,10 @@ export function createApp(deps: AppDeps): App {
   if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
   const metrics = deps.metrics;
   if (metrics) services.webhooks.onOutcome((outcome) => metrics.webhookDelivery(outcome));
-  // One middleware for what every request gets first (issue 21: three layers were three router
-  // steps on every request, health's included): its request id; strict paths (`/api/transfers/`
-  // is not `/api/transfers`: an unknown path answers 404); and no cache, shared or private, may
-  // keep what answers a bearer token (the caller's own data, or an error about it).
-  const notFound = notFoundHandler();
-  app.use((req, res, next) => {
-    const id = requestIdFor(req);
-    (req as { id?: string }).id = id;
-    res.setHeader('X-Request-Id', id);
-    if (hasTrailingSlash(req)) return notFound(req, res, next);
-    if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
-    next();
-  });
+  app.use(firstSteps());
   // Ahead of the pipeline, with a per-IP budget of its own: see the getHealth description in the contract.
   app.get('/api/health', securityHeaders, healthRateLimiter(config.rateLimit), healthRoute(handlers.getHealth));
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req) => (req as { id?: string }).id ?? requestIdFor(req),
-      // A request line names the request, not its headers: credentials (Authorization, cookies,
-      // Idempotency-Key) never reach it, and the line stays short and cheap to build (serialising
-      // and redacting every header was a tenth of the CPU of a transfer). The status is what
-      // matters of a response; its security headers would be the same kilobyte on every line.
-      serializers: { req: requestLogFields, res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }) },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-    }),
-  );
+  app.use(requestLog(logger));
   app.use(securityHeaders);
   app.use('/api', docsRoutes(document));
   // Authentication and the limiter read headers only, so they run before the body is read:
@@ -120,33 +157,10 @@ export function createApp(deps: AppDeps): App {
   // outside /api never has its body read at all.
   app.use('/api', authenticate(services.accessCheck, config.jwt, services.apiKeys));
   app.use('/api', rateLimiter);
-  app.use(
-    '/api',
-    express.json({
-      limit: config.bodyLimitBytes,
-      strict: true,
-      verify: (req, res, raw, encoding) => {
-        requireUtf8(encoding);
-        refuseInexactNumbers(req, res, raw, encoding);
-      },
-    }),
-  );
+  app.use('/api', jsonBody(config));
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
   app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: document.parse() as never,
-      // Bodies are never coerced ({"amount": true} must not become 1); the library still
-      // coerces path and query parameters, which arrive as strings.
-      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false },
-      validateResponses: config.validateResponses ? { onError: responseDrift(config.nodeEnv === 'test', logger) } : false,
-      validateSecurity: { handlers: { bearerAuth: bearerAuthSecurityHandler, apiKeyAuth: bearerAuthSecurityHandler } },
-      validateFormats: true,
-      // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.
-      ajvFormats: { mode: 'full' },
-      ignoreUndocumented: false,
-    }),
-  );
+  app.use(contractValidator(document, config, logger));
 
   app.use(
     '/api',

@@ -49,35 +49,43 @@ function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-/** The public customer payment page, served on PAY_PORT and addressed as PAY_URL: HTTP and HTML only, its rules are PaymentPageService's. */
-export function createPayApp(deps: PayAppDeps): Express {
-  const { config, paymentPage, logger } = deps;
-  const secureCookie = config.payUrl.startsWith('https:');
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('trust proxy', config.trustProxy);
-  app.set('etag', false);
-  app.use(
-    helmet({
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: {
-          defaultSrc: ["'none'"],
-          styleSrc: ["'self'"],
-          imgSrc: ["'self'"],
-          formAction: ["'self'"],
-          frameAncestors: ["'none'"],
-          baseUri: ["'none'"],
-        },
+/** The page's own Content-Security-Policy and referrer policy: nothing but itself. */
+function securityHeaders() {
+  return helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'none'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
       },
-      referrerPolicy: { policy: 'no-referrer' },
-    }),
-  );
-
-  const limiter = payPageRateLimiter(deps.rateLimitBackend, config.rateLimit, (_req, res) => {
-    sendPage(res, 429, messagePage('Too many attempts', 'Too many requests from your network. Wait a minute, then try again.'));
+    },
+    referrerPolicy: { policy: 'no-referrer' },
   });
+}
 
+/**
+ * The browser id the form token is bound to, (re)set on every page view so the cookie lives
+ * as long as the newest form it protects. SameSite=Lax, not Strict: a customer who follows
+ * the integrator's link, or is redirected back by a GET from an approval page, arrives by a
+ * top-level cross-site navigation, which Strict would strip (the page would then mint a new
+ * id and orphan the form the customer already has). A cross-site POST return (some 3-D
+ * Secure flows) carries no Lax cookie either: such a return would need its own token. CSRF
+ * is still refused: the form token binds this id and is only on the page, which another site
+ * cannot read, and Lax withholds the cookie from cross-site POSTs.
+ */
+function browserId(req: Request, res: Response, secureCookie: boolean): string {
+  const existing = readCookie(req, BROWSER_COOKIE);
+  const id = existing && BROWSER_ID.test(existing) ? existing : crypto.randomBytes(18).toString('base64url');
+  res.cookie(BROWSER_COOKIE, id, { httpOnly: true, sameSite: 'lax', secure: secureCookie, path: '/pay', maxAge: FORM_TOKEN_TTL_SECONDS * 1000 });
+  return id;
+}
+
+/** The stylesheet and the favicon: static, cacheable, outside the page's rate limit. */
+function mountAssets(app: Express): void {
   app.get('/pay/assets/pay.css', (_req, res) => {
     res.type('text/css').setHeader('Cache-Control', 'public, max-age=3600');
     res.send(PAY_CSS);
@@ -88,32 +96,16 @@ export function createPayApp(deps: PayAppDeps): Express {
     res.setHeader('Cache-Control', 'public, max-age=86400');
     res.status(204).end();
   });
+}
 
-  app.use('/pay', limiter);
-
-  /**
-   * The browser id the form token is bound to, (re)set on every page view so the cookie lives
-   * as long as the newest form it protects. SameSite=Lax, not Strict: a customer who follows
-   * the integrator's link, or is redirected back by a GET from an approval page, arrives by a
-   * top-level cross-site navigation, which Strict would strip (the page would then mint a new
-   * id and orphan the form the customer already has). A cross-site POST return (some 3-D
-   * Secure flows) carries no Lax cookie either: such a return would need its own token. CSRF
-   * is still refused: the form token binds this id and is only on the page, which another site
-   * cannot read, and Lax withholds the cookie from cross-site POSTs.
-   */
-  function browserId(req: Request, res: Response): string {
-    const existing = readCookie(req, BROWSER_COOKIE);
-    const id = existing && BROWSER_ID.test(existing) ? existing : crypto.randomBytes(18).toString('base64url');
-    res.cookie(BROWSER_COOKIE, id, { httpOnly: true, sameSite: 'lax', secure: secureCookie, path: '/pay', maxAge: FORM_TOKEN_TTL_SECONDS * 1000 });
-    return id;
-  }
-
+/** The form, its submission and the receipt. */
+function mountPaymentPages(app: Express, paymentPage: PaymentPageService, secureCookie: boolean): void {
   // Showing the page is safe: it reads the link and validates the URL, nothing more. Whether
   // the order (reference) is already paid or being paid is checked by the POST only, inside the
   // payment's transaction: a GET neither reveals the payments of a reference nor changes any.
   app.get('/pay/:code', async (req, res) => {
     const code = String(req.params.code ?? '');
-    const form = await paymentPage.open(code, req.query as Record<string, unknown>, () => browserId(req, res));
+    const form = await paymentPage.open(code, req.query as Record<string, unknown>, () => browserId(req, res, secureCookie));
     sendPage(res, 200, paymentFormPage({ ...form, action: `/pay/${form.link.code}` }));
   });
 
@@ -132,12 +124,11 @@ export function createPayApp(deps: PayAppDeps): Express {
     const receipt = await paymentPage.receipt(String(req.params.code ?? ''), String(req.params.paymentId), (req.query as Record<string, unknown>).t);
     sendPage(res, 200, resultPage(receipt.link, receipt.payment, receipt.canRetry ? `/pay/${receipt.link.code}` : null));
   });
+}
 
-  app.use((_req, res) => {
-    sendPage(res, 404, messagePage('Page not found', 'There is no page at this address.'));
-  });
-
-  const errorPage: ErrorRequestHandler = (err: unknown, req, res, _next) => {
+/** Every error as an HTML page: a refusal of the page's rules by its own status, anything unforeseen as 500 (logged). */
+function errorPage(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
     if (res.headersSent) {
       res.destroy();
       return;
@@ -163,6 +154,28 @@ export function createPayApp(deps: PayAppDeps): Express {
     logger.error({ err, url: req.originalUrl.split('?')[0] }, 'payment page error');
     sendPage(res, 500, messagePage('Something went wrong', 'The payment page had a problem. If you already submitted a payment, check with the merchant before paying again.'));
   };
-  app.use(errorPage);
+}
+
+/** The public customer payment page, served on PAY_PORT and addressed as PAY_URL: HTTP and HTML only, its rules are PaymentPageService's. */
+export function createPayApp(deps: PayAppDeps): Express {
+  const { config, paymentPage, logger } = deps;
+  const secureCookie = config.payUrl.startsWith('https:');
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.set('etag', false);
+  app.use(securityHeaders());
+
+  const limiter = payPageRateLimiter(deps.rateLimitBackend, config.rateLimit, (_req, res) => {
+    sendPage(res, 429, messagePage('Too many attempts', 'Too many requests from your network. Wait a minute, then try again.'));
+  });
+  mountAssets(app);
+  app.use('/pay', limiter);
+  mountPaymentPages(app, paymentPage, secureCookie);
+
+  app.use((_req, res) => {
+    sendPage(res, 404, messagePage('Page not found', 'There is no page at this address.'));
+  });
+  app.use(errorPage(logger));
   return app;
 }

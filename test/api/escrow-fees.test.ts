@@ -4,9 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
-import { createCaller } from '../support/factories';
+import { createCaller, walletBalance } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { walletBalance } from '../support/escrows';
 
 /** Issue 20.5: tiny escrows pay a fee (rounded up, never zero at a non-zero rate), with an optional per-currency minimum. */
 const knex = testKnex();
@@ -33,15 +32,15 @@ describe('escrow fees on tiny amounts (issue 20.5)', () => {
     const { fee, settlement, buyer, seller } = await releasedEscrow({}, 49);
     expect(fee).toEqual({ rate_bps: 100, payer: 'buyer', amount: 1, amount_minor: '1', minimum_minor: '0', buyer_share_minor: '1', seller_share_minor: '0' });
     expect(settlement).toMatchObject({ to_seller_minor: '49', to_buyer_minor: '0', fee_minor: '1' });
-    expect(await walletBalance(knex, buyer.user.id, 'XOF')).toBe(10_000n - 50n);
-    expect(await walletBalance(knex, seller.user.id, 'XOF')).toBe(49n);
+    expect(await walletBalance(buyer.user.id, 'XOF')).toBe(10_000n - 50n);
+    expect(await walletBalance(seller.user.id, 'XOF')).toBe(49n);
   });
 
   it('ESCROW_MIN_FEE sets a per-currency minimum, agreed at creation and charged on release', async () => {
     const { fee, settlement, buyer } = await releasedEscrow({ ESCROW_MIN_FEE: 'XOF:25,EUR:50' }, 980);
     expect(fee).toMatchObject({ amount: 25, amount_minor: '25', minimum_minor: '25', buyer_share_minor: '25' });
     expect(settlement).toMatchObject({ to_seller_minor: '980', fee_minor: '25' });
-    expect(await walletBalance(knex, buyer.user.id, 'XOF')).toBe(10_000n - 1_005n);
+    expect(await walletBalance(buyer.user.id, 'XOF')).toBe(10_000n - 1_005n);
     await expectLedgerInvariants(knex);
   });
 

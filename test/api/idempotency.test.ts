@@ -19,28 +19,22 @@ beforeAll(async () => {
   app = await buildTestApp();
 });
 
-type Caller = TestCaller;
-
-function caller(eurMinor = 0n): Promise<Caller> {
-  return createCaller(app, eurMinor > 0n ? { EUR: eurMinor } : {});
-}
-
-function transfer(from: Caller, body: object, key: string) {
+function transfer(from: TestCaller, body: object, key: string) {
   return request(app).post('/api/transfers').set(from.auth).set('Idempotency-Key', key).send(body);
 }
 
-async function eurBalance(who: Caller): Promise<string | undefined> {
+async function eurBalance(who: TestCaller): Promise<string | undefined> {
   const res = await request(app).get('/api/wallets').set(who.auth).expect(200);
   return (res.body.data.data as Array<{ currency: string; balance: string }>).find((w) => w.currency === 'EUR')?.balance;
 }
 
-const keyRow = (who: Caller, key: string) => knex('idempotency_keys').where({ user_id: who.user.id, operation: 'createTransfer', key });
+const keyRow = (who: TestCaller, key: string) => knex('idempotency_keys').where({ user_id: who.user.id, operation: 'createTransfer', key });
 
 /**
  * Leaves `key` as a request still in flight would: claimed for the same request as `sameAs`
  * (a key the same body was already sent with), its lease running for another minute.
  */
-async function holdInFlight(who: Caller, key: string, sameAs: string): Promise<void> {
+async function holdInFlight(who: TestCaller, key: string, sameAs: string): Promise<void> {
   const { request_hash } = await keyRow(who, sameAs).first('request_hash');
   await knex('idempotency_keys').insert({
     user_id: who.user.id,
@@ -56,8 +50,8 @@ async function holdInFlight(who: Caller, key: string, sameAs: string): Promise<v
 
 describe('POST /transfers with a key still in flight', () => {
   it('answers 409 ConcurrentOperation with Retry-After: 1 to the same request, and moves nothing', async () => {
-    const alice = await caller(10_000n);
-    const bob = await caller();
+    const alice = await createCaller(app, { EUR: 10_000n });
+    const bob = await createCaller(app);
     const body = { amount: 10, currency: 'EUR', recipientIdentifier: bob.user.email };
     await transfer(alice, body, 'first').expect(200);
     await holdInFlight(alice, 'held', 'first');
@@ -75,8 +69,8 @@ describe('POST /transfers with a key still in flight', () => {
   });
 
   it('answers a different request 422 IdempotencyKeyReused naming only the operation: nothing was produced yet', async () => {
-    const alice = await caller(10_000n);
-    const bob = await caller();
+    const alice = await createCaller(app, { EUR: 10_000n });
+    const bob = await createCaller(app);
     const body = { amount: 10, currency: 'EUR', recipientIdentifier: bob.user.email };
     await transfer(alice, body, 'first').expect(200);
     await holdInFlight(alice, 'held', 'first');
@@ -94,8 +88,8 @@ describe('POST /transfers with a key still in flight', () => {
   });
 
   it('takes the key over once the lease of the request holding it lapsed: the transfer runs once', async () => {
-    const alice = await caller(10_000n);
-    const bob = await caller();
+    const alice = await createCaller(app, { EUR: 10_000n });
+    const bob = await createCaller(app);
     const body = { amount: 10, currency: 'EUR', recipientIdentifier: bob.user.email };
     await transfer(alice, body, 'first').expect(200);
     await holdInFlight(alice, 'held', 'first');
@@ -114,8 +108,8 @@ describe('POST /transfers with a key still in flight', () => {
 
 describe('POST /transfers replayed after the lease of its key lapsed', () => {
   it('still answers 409 IdempotencyKeyAlreadyProcessed with the transfer and its Location: a processed key never runs again', async () => {
-    const alice = await caller(10_000n);
-    const bob = await caller();
+    const alice = await createCaller(app, { EUR: 10_000n });
+    const bob = await createCaller(app);
     const body = { amount: 25, currency: 'EUR', recipientIdentifier: bob.user.email };
     const key = crypto.randomUUID();
     const first = await transfer(alice, body, key).expect(200);
@@ -143,8 +137,8 @@ describe('POST /transfers replayed after the lease of its key lapsed', () => {
   });
 
   it('runs again once the key expired: a new transfer under the same key', async () => {
-    const alice = await caller(10_000n);
-    const bob = await caller();
+    const alice = await createCaller(app, { EUR: 10_000n });
+    const bob = await createCaller(app);
     const body = { amount: 5, currency: 'EUR', recipientIdentifier: bob.user.email };
     const key = crypto.randomUUID();
     const first = await transfer(alice, body, key).expect(200);

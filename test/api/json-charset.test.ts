@@ -2,14 +2,15 @@ import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { buildTestApp } from '../support/app';
-import { participant, TONTINE_BODY, type Participant } from '../support/tontines';
+import { createCaller, type TestCaller } from '../support/factories';
+import { TONTINE_BODY } from '../support/tontines';
 
 /** Issue 20.7: JSON is UTF-8; another charset is 415 UnsupportedMediaType in the error envelope (it was 403 "Unknown encoding"). */
 let app: App;
-let caller: Participant;
+let caller: TestCaller;
 beforeAll(async () => {
   app = await buildTestApp();
-  caller = await participant(app);
+  caller = await createCaller(app);
 });
 
 const json = JSON.stringify(TONTINE_BODY);

@@ -5,7 +5,8 @@ import type { App } from '../../src/http/app';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { contribute, createTontine, enrol, participant, poolBalance, walletBalance, type Participant } from '../support/tontines';
+import { createCaller, walletBalance, type TestCaller } from '../support/factories';
+import { contribute, createTontine, enrol, poolBalance } from '../support/tontines';
 
 let app: App;
 const knex = testKnex();
@@ -14,17 +15,64 @@ beforeAll(async () => {
   app = await buildTestApp();
 });
 
-const get = (id: string, who: Participant) => request(app).get(`/api/tontines/${id}`).set(who.auth);
-const action = (id: string, name: string, who: Participant) => request(app).post(`/api/tontines/${id}/${name}`).set(who.auth);
+const get = (id: string, who: TestCaller) => request(app).get(`/api/tontines/${id}`).set(who.auth);
+const action = (id: string, name: string, who: TestCaller) => request(app).post(`/api/tontines/${id}/${name}`).set(who.auth);
 
 async function eventTypes(id: string): Promise<string[]> {
   const rows = (await knex('events').where({ subject_type: 'tontine', subject_id: id }).orderBy('sequence').select('type')) as Array<{ type: string }>;
   return rows.map((row) => row.type);
 }
+const invite = (id: string, by: TestCaller, identifier: string | null) => request(app).post(`/api/tontines/${id}/invitations`).set(by.auth).send({ identifier });
 
-describe('POST /tontines', () => {
+/** A started 1,000 XOF tontine of three: the organizer and `third` hold 10,000 XOF, `member` only 500. */
+async function startedTontine(): Promise<{ tontine: { id: string }; organizer: TestCaller; member: TestCaller; third: TestCaller }> {
+  const organizer = await createCaller(app, { XOF: 10_000n });
+  const member = await createCaller(app, { XOF: 500n });
+  const third = await createCaller(app, { XOF: 10_000n });
+  const tontine = await createTontine(app, organizer, { contribution_amount: 1000 });
+  await enrol(app, tontine.id, organizer, [member, third]);
+  await action(tontine.id, 'start', organizer).expect(200);
+  return { tontine, organizer, member, third };
+}
+
+/**
+ * A 2,000 XOF tontine of four (10,000 XOF each, the organizer first) whose cycle 1 is paid out to
+ * the organizer; with `cycleTwo`, the organizer and the second member have paid cycle 2 too.
+ */
+async function afterFirstPayout(cycleTwo: boolean): Promise<{ tontine: { id: string }; members: [TestCaller, TestCaller, TestCaller, TestCaller] }> {
+  const members: TestCaller[] = [];
+  for (let i = 0; i < 4; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
+  const [organizer, second] = members as [TestCaller, TestCaller, TestCaller, TestCaller];
+  const tontine = await createTontine(app, organizer, { contribution_amount: 2000, max_members: 4 });
+  await enrol(app, tontine.id, organizer, members.slice(1));
+  await action(tontine.id, 'start', organizer).expect(200);
+  for (const who of members) await contribute(app, tontine.id, who, undefined, 1).expect(200);
+  expect(await walletBalance(organizer.user.id, 'XOF')).toBe(16_000n);
+  if (cycleTwo) {
+    await contribute(app, tontine.id, organizer, undefined, 2).expect(200);
+    await contribute(app, tontine.id, second, undefined, 2).expect(200);
+  }
+  return { tontine, members: members as [TestCaller, TestCaller, TestCaller, TestCaller] };
+}
+
+const dissolvePath = (id: string) => `/api/tontines/${id}`.replace('/api/', '/api/admin/') + '/dissolve';
+
+/** The organizer's three tontines of the list tests: First (canceled), Second (forming), Third (active, organized by `member`). */
+async function listedTontines(): Promise<{ organizer: TestCaller; first: { id: string }; second: { id: string } }> {
+  const organizer = await createCaller(app);
+  const member = await createCaller(app);
+  const first = await createTontine(app, organizer, { name: 'First' });
+  const second = await createTontine(app, organizer, { name: 'Second' });
+  const third = await createTontine(app, member, { name: 'Third' });
+  await enrol(app, third.id, member, [organizer]);
+  await action(third.id, 'start', member).expect(200);
+  await action(first.id, 'cancel', organizer).expect(200);
+  return { organizer, first, second };
+}
+
+describe('creating a tontine (POST /tontines)', () => {
   it('creates a forming tontine whose organizer is member number one; Location; the random draw is committed, not revealed', async () => {
-    const organizer = await participant(app);
+    const organizer = await createCaller(app);
     const res = await request(app)
       .post('/api/tontines')
       .set(organizer.auth)
@@ -62,7 +110,7 @@ describe('POST /tontines', () => {
   });
 
   it('400 for amounts finer than the currency, member counts outside 2..50, unknown fields, currencies and frequencies', async () => {
-    const organizer = await participant(app);
+    const organizer = await createCaller(app);
     const base = { name: 'Circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 5, payout_order: 'join_order' };
     const cases: Array<[object, string]> = [
       [{ ...base, contribution_amount: 1.5 }, 'body.contribution_amount'],
@@ -81,34 +129,55 @@ describe('POST /tontines', () => {
       expect({ body, status: res.status, error: res.body.error }).toEqual({ body, status: 400, error: 'ValidationError' });
       expect(JSON.stringify(res.body.details)).toContain(field);
     }
+  });
+
+  it('needs a session (401)', async () => {
+    const base = { name: 'Circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 5, payout_order: 'join_order' };
     await request(app).post('/api/tontines').send(base).expect(401);
   });
 });
 
-describe('forming: invitations, join, leave, roles', () => {
-  it('only members and invited users see a tontine; each gets its own allowed actions', async () => {
-    const organizer = await participant(app);
-    const invitee = await participant(app);
-    const outsider = await participant(app);
+describe('who sees a tontine: its members and invited users', () => {
+  it('an outsider gets 404 TontineNotFound, as for an unknown id; a malformed id is 400', async () => {
+    const organizer = await createCaller(app);
+    const outsider = await createCaller(app);
     const tontine = await createTontine(app, organizer);
     const hidden = await get(tontine.id, outsider);
     expect(hidden.status).toBe(404);
     expect(hidden.body).toEqual({ success: false, error: 'TontineNotFound', message: expect.any(String) });
     expect((await get(crypto.randomUUID(), organizer)).body.error).toBe('TontineNotFound');
     expect((await request(app).get('/api/tontines/not-a-uuid').set(organizer.auth)).status).toBe(400);
+  });
 
-    await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: invitee.user.email }).expect(201);
+  it('an invited user sees it with join as its one action, and it is not in their list', async () => {
+    const organizer = await createCaller(app);
+    const invitee = await createCaller(app);
+    const tontine = await createTontine(app, organizer);
+    await invite(tontine.id, organizer, invitee.user.email).expect(201);
     const seen = await get(tontine.id, invitee).expect(200);
     expect(seen.body.data).toMatchObject({ role: 'invited', allowed_actions: ['join'], member_count: 1 });
     // Invitations are not membership: the list shows only tontines one takes part in.
     expect((await request(app).get('/api/tontines').set(invitee.auth).expect(200)).body.data.data).toEqual([]);
+  });
+
+  it('an invited user may not start or cancel it (403 naming its allowed actions), nor leave it (404)', async () => {
+    const organizer = await createCaller(app);
+    const invitee = await createCaller(app);
+    const tontine = await createTontine(app, organizer);
+    await invite(tontine.id, organizer, invitee.user.email).expect(201);
     for (const name of ['start', 'cancel']) {
       const res = await action(tontine.id, name, invitee);
       expect({ name, status: res.status, error: res.body.error }).toEqual({ name, status: 403, error: 'NotTontineOrganizer' });
       expect(res.body.details).toEqual({ action: name, role: 'invited', allowed_actions: ['join'] });
     }
     expect((await action(tontine.id, 'leave', invitee)).status).toBe(404);
+  });
 
+  it('joining makes the invited user a member; each sees its own allowed actions', async () => {
+    const organizer = await createCaller(app);
+    const invitee = await createCaller(app);
+    const tontine = await createTontine(app, organizer);
+    await invite(tontine.id, organizer, invitee.user.email).expect(201);
     const joined = await action(tontine.id, 'join', invitee).send({});
     expect(joined.status).toBe(200);
     expect(joined.body.data).toMatchObject({ role: 'member', member_count: 2, allowed_actions: ['leave'] });
@@ -117,222 +186,14 @@ describe('forming: invitations, join, leave, roles', () => {
     expect(organizerView.body.data.allowed_actions).toEqual(['invite', 'start', 'cancel']);
     expect(await eventTypes(tontine.id)).toEqual(['tontine.created', 'tontine.member_invited', 'tontine.member_joined']);
   });
-
-  it('invitation refusals: not the organizer 403, unknown user 404, a member 409 AlreadyMember, full 409 TontineFull; an open invitation again changes nothing', async () => {
-    const organizer = await participant(app);
-    const member = await participant(app);
-    const tontine = await createTontine(app, organizer, { max_members: 2 });
-    const invite = (who: Participant, identifier: string | null) => request(app).post(`/api/tontines/${tontine.id}/invitations`).set(who.auth).send({ identifier });
-    expect((await invite(organizer, 'nobody@test.example')).body.error).toBe('InviteeNotFound');
-    expect((await invite(organizer, 'nobody@test.example')).status).toBe(404);
-    expect((await invite(organizer, 'not an identifier')).status).toBe(400);
-    expect((await invite(organizer, organizer.user.email)).body).toMatchObject({ error: 'AlreadyMember' });
-    await invite(organizer, member.user.email as string).expect(201);
-    await invite(organizer, member.user.email as string).expect(201);
-    expect((await eventTypes(tontine.id)).filter((type) => type === 'tontine.member_invited')).toHaveLength(1);
-    await action(tontine.id, 'join', member).expect(200);
-    const again = await action(tontine.id, 'join', member);
-    expect({ status: again.status, error: again.body.error }).toEqual({ status: 409, error: 'AlreadyMember' });
-    const byMember = await invite(member, organizer.user.email as string);
-    expect({ status: byMember.status, error: byMember.body.error }).toEqual({ status: 403, error: 'NotTontineOrganizer' });
-    const late = await participant(app);
-    const full = await invite(organizer, late.user.email as string);
-    expect({ status: full.status, error: full.body.error, details: full.body.details }).toEqual({ status: 409, error: 'TontineFull', details: { max_members: 2 } });
-  });
-
-  it('a full tontine refuses a join with 409 TontineFull; joining without an invitation is 404', async () => {
-    const organizer = await participant(app);
-    const [first, second] = [await participant(app), await participant(app)];
-    const tontine = await createTontine(app, organizer, { max_members: 2 });
-    for (const who of [first, second]) await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: who.user.email }).expect(201);
-    await action(tontine.id, 'join', first).expect(200);
-    const full = await action(tontine.id, 'join', second);
-    expect({ status: full.status, error: full.body.error }).toEqual({ status: 409, error: 'TontineFull' });
-    const stranger = await participant(app);
-    expect((await action(tontine.id, 'join', stranger)).body.error).toBe('TontineNotFound');
-  });
-
-  it('a member leaves while forming and needs a new invitation to come back; the organizer cannot leave (422)', async () => {
-    const organizer = await participant(app);
-    const member = await participant(app);
-    const tontine = await createTontine(app, organizer);
-    await enrol(app, tontine.id, organizer, [member]);
-    const organizerLeaves = await action(tontine.id, 'leave', organizer);
-    expect({ status: organizerLeaves.status, error: organizerLeaves.body.error }).toEqual({ status: 422, error: 'OrganizerCannotLeave' });
-    const left = await action(tontine.id, 'leave', member).expect(200);
-    expect(left.body.data).toMatchObject({ role: 'former_member', member_count: 1, allowed_actions: [] });
-    expect((await get(tontine.id, member)).body.error).toBe('TontineNotFound');
-    expect((await get(tontine.id, organizer)).body.data.member_count).toBe(1);
-    expect((await action(tontine.id, 'join', member)).status).toBe(404);
-    await enrol(app, tontine.id, organizer, [member]);
-    expect((await get(tontine.id, organizer)).body.data.members.map((m: { user_id: string }) => m.user_id)).toEqual([organizer.user.id, member.user.id]);
-    expect(await eventTypes(tontine.id)).toContain('tontine.member_left');
-  });
-
-  it('start: organizer only, at least 2 members; then forming actions answer 409 InvalidTontineState naming the status and allowed actions', async () => {
-    const organizer = await participant(app);
-    const member = await participant(app);
-    const tontine = await createTontine(app, organizer, { frequency: 'biweekly' });
-    const alone = await action(tontine.id, 'start', organizer);
-    expect({ status: alone.status, error: alone.body.error, details: alone.body.details }).toEqual({ status: 422, error: 'NotEnoughMembers', details: { member_count: 1 } });
-    await enrol(app, tontine.id, organizer, [member]);
-    expect((await action(tontine.id, 'start', member)).status).toBe(403);
-    const early = await contribute(app, tontine.id, member);
-    expect({ status: early.status, error: early.body.error, details: early.body.details }).toEqual({
-      status: 409,
-      error: 'InvalidTontineState',
-      details: { status: 'forming', action: 'contribute', allowed_actions: ['leave'] },
-    });
-    const started = await action(tontine.id, 'start', organizer).send({});
-    expect(started.status).toBe(200);
-    const data = started.body.data;
-    expect(data).toMatchObject({ status: 'active', current_cycle: 1, allowed_actions: ['contribute', 'cancel'], draw_seed: null });
-    const startedAt = new Date(data.started_at).getTime();
-    expect(data.cycles.map((c: { number: number; beneficiary_user_id: string; status: string; due_at: string }) => [c.number, c.beneficiary_user_id, c.status, new Date(c.due_at).getTime() - startedAt])).toEqual([
-      [1, organizer.user.id, 'open', 14 * 86_400_000],
-      [2, member.user.id, 'upcoming', 28 * 86_400_000],
-    ]);
-    expect(data.next_payout_at).toBe(data.cycles[0].due_at);
-    expect(data.members.map((m: { position: number }) => m.position)).toEqual([1, 2]);
-    expect(data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['pending', 'pending']);
-    for (const [who, name] of [
-      [member, 'leave'],
-      [member, 'join'],
-      [organizer, 'start'],
-    ] as const) {
-      const res = await action(tontine.id, name, who);
-      if (name === 'join') {
-        expect(res.body.error).toBe('AlreadyMember');
-        continue;
-      }
-      expect({ name, status: res.status, error: res.body.error, details: res.body.details }).toEqual({
-        name,
-        status: 409,
-        error: 'InvalidTontineState',
-        details: { status: 'active', action: name, allowed_actions: who === organizer ? ['contribute', 'cancel'] : ['contribute'] },
-      });
-    }
-    const invite = await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: (await participant(app)).user.email });
-    expect(invite.body).toMatchObject({ error: 'InvalidTontineState', details: { status: 'active', action: 'invite' } });
-  });
-
-  it('a forming tontine is canceled by its organizer; a canceled one allows nothing', async () => {
-    const organizer = await participant(app);
-    const member = await participant(app);
-    const tontine = await createTontine(app, organizer);
-    await enrol(app, tontine.id, organizer, [member]);
-    expect((await action(tontine.id, 'cancel', member)).status).toBe(403);
-    const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
-    expect(canceled.body.data).toMatchObject({ status: 'canceled', allowed_actions: [], canceled_at: expect.any(String) });
-    const again = await action(tontine.id, 'cancel', organizer);
-    expect({ status: again.status, details: again.body.details }).toEqual({ status: 409, details: { status: 'canceled', action: 'cancel', allowed_actions: [] } });
-  });
-});
-
-describe('contributions', () => {
-  it('moves the contribution into the pool; 409 ContributionAlreadyPaid; replays as POST /transfers; 422 InsufficientFunds changes nothing', async () => {
-    const organizer = await participant(app, { XOF: 10_000n });
-    const member = await participant(app, { XOF: 500n });
-    const third = await participant(app, { XOF: 10_000n });
-    const tontine = await createTontine(app, organizer, { contribution_amount: 1000 });
-    await enrol(app, tontine.id, organizer, [member, third]);
-    await action(tontine.id, 'start', organizer).expect(200);
-
-    // The body names the cycle (issue 20.4): without it the request is refused before anything moves.
-    const noCycle = await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth).set('Idempotency-Key', crypto.randomUUID()).send({});
-    expect({ status: noCycle.status, error: noCycle.body.error, fields: noCycle.body.details.map((d: { field: string }) => d.field) }).toEqual({ status: 400, error: 'ValidationError', fields: ['body.cycle'] });
-    expect((await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth).set('Idempotency-Key', crypto.randomUUID())).status).toBe(415);
-    const key = crypto.randomUUID();
-    const paid = await contribute(app, tontine.id, organizer, key);
-    expect(paid.status).toBe(200);
-    expect(paid.headers.location).toBe(`/api/tontines/${tontine.id}`);
-    expect(paid.body.data).toMatchObject({ pool_balance: '1000', net_position: '-1000', allowed_actions: ['cancel'] });
-    expect(paid.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['paid', 'pending', 'pending']);
-    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(9_000n);
-    expect(await poolBalance(tontine.id)).toBe(1_000n);
-
-    const replay = await contribute(app, tontine.id, organizer, key, 1);
-    expect(replay.status).toBe(409);
-    expect(replay.headers.location).toBe(`/api/tontines/${tontine.id}`);
-    expect(replay.body).toEqual({
-      success: false,
-      error: 'IdempotencyKeyAlreadyProcessed',
-      message: expect.any(String),
-      details: { resource_type: 'tontine_contribution', resource_id: expect.any(String), status: 'paid' },
-    });
-    const state = await request(app).get(`/api/idempotency-keys/${key}`).set(organizer.auth).expect(200);
-    expect(state.body.data).toMatchObject({
-      operation: 'contributeToTontine',
-      status: 'completed',
-      response_status: 200,
-      resource: { type: 'tontine_contribution', id: replay.body.details.resource_id, status: 'paid', location: `/api/tontines/${tontine.id}` },
-    });
-    const twice = await contribute(app, tontine.id, organizer);
-    expect({ status: twice.status, error: twice.body.error, details: twice.body.details }).toEqual({ status: 409, error: 'ContributionAlreadyPaid', details: { cycle: 1 } });
-    const elsewhere = await createTontine(app, organizer);
-    const reused = await contribute(app, elsewhere.id, organizer, key);
-    expect({ status: reused.status, error: reused.body.error }).toEqual({ status: 422, error: 'IdempotencyKeyReused' });
-
-    const poorKey = crypto.randomUUID();
-    const poor = await contribute(app, tontine.id, member, poorKey);
-    expect(poor.status).toBe(422);
-    expect(poor.body).toEqual({ success: false, error: 'InsufficientFunds', message: expect.any(String), details: { currency: 'XOF', available: '500', required: '1000' } });
-    expect(await walletBalance(member.user.id, 'XOF')).toBe(500n);
-    expect(await poolBalance(tontine.id)).toBe(1_000n);
-    // The refusal did not consume the key: once funded, the same key pays.
-    await knex.transaction(async (trx) => {
-      const { fundWallet } = await import('../../src/modules/ledger');
-      await fundWallet(trx, member.user.id, 'XOF', 500n);
-    });
-    await contribute(app, tontine.id, member, poorKey).expect(200);
-    const outsider = await participant(app, { XOF: 5_000n });
-    expect((await contribute(app, tontine.id, outsider)).body.error).toBe('TontineNotFound');
-    await expectLedgerInvariants(knex);
-  });
-
-  it('the last contribution of a cycle pays the whole pot to its beneficiary at once and opens the next cycle; a canceled active tontine refunds cycle 1', async () => {
-    const members = [await participant(app, { XOF: 10_000n }), await participant(app, { XOF: 10_000n }), await participant(app, { XOF: 10_000n })];
-    const [organizer, second, third] = members as [Participant, Participant, Participant];
-    const tontine = await createTontine(app, organizer, { contribution_amount: 2000 });
-    await enrol(app, tontine.id, organizer, [second, third]);
-    await action(tontine.id, 'start', organizer).expect(200);
-    await contribute(app, tontine.id, second).expect(200);
-    await contribute(app, tontine.id, third).expect(200);
-    expect(await poolBalance(tontine.id)).toBe(4_000n);
-    // Before any payout the organizer may still cancel: the open cycle is refunded.
-    const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
-    expect(canceled.body.data).toMatchObject({ status: 'canceled', pool_balance: '0', allowed_actions: [] });
-    expect(canceled.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['pending', 'refunded', 'refunded']);
-    expect(canceled.body.data.cycles.map((c: { status: string }) => c.status)).toEqual(['canceled', 'canceled', 'canceled']);
-    expect([await walletBalance(organizer.user.id, 'XOF'), await walletBalance(second.user.id, 'XOF'), await walletBalance(third.user.id, 'XOF')]).toEqual([10_000n, 10_000n, 10_000n]);
-    expect((await contribute(app, tontine.id, organizer)).body.details).toEqual({ status: 'canceled', action: 'contribute', allowed_actions: [] });
-    const types = await eventTypes(tontine.id);
-    expect(types.filter((t) => t === 'tontine.contribution_refunded')).toHaveLength(2);
-    expect(types.at(-1)).toBe('tontine.canceled');
-    await expectLedgerInvariants(knex);
-  });
-
-  it('the same key and the same cycle replay; an unknown field is 400', async () => {
-    const organizer = await participant(app, { XOF: 5_000n });
-    const member = await participant(app, { XOF: 5_000n });
-    const tontine = await createTontine(app, organizer);
-    await enrol(app, tontine.id, organizer, [member]);
-    await action(tontine.id, 'start', organizer).expect(200);
-    const key = crypto.randomUUID();
-    await contribute(app, tontine.id, organizer, key).expect(200);
-    const replay = await contribute(app, tontine.id, organizer, key, 1);
-    expect(replay.body.error).toBe('IdempotencyKeyAlreadyProcessed');
-    const extra = await contribute(app, tontine.id, member).send({ amount: 1 });
-    expect(extra.status).toBe(400);
-  });
 });
 
 describe('issue 20.6: an invited user who has not joined sees the members masked', () => {
   it('o***@domain and +225******01 with the counts before joining; in full after', async () => {
-    const organizer = await participant(app);
+    const organizer = await createCaller(app);
     const phone = `+22507${crypto.randomInt(10_000_000, 99_999_999)}`;
-    const byPhone = await participant(app, {}, { email: null, phone });
-    const invited = await participant(app);
+    const byPhone = await createCaller(app, {}, { email: null, phone });
+    const invited = await createCaller(app);
     const tontine = await createTontine(app, organizer);
     await request(app).post(`/api/tontines/${tontine.id}/invitations`).set(organizer.auth).send({ identifier: phone }).expect(201);
     await action(tontine.id, 'join', byPhone).expect(200);
@@ -355,10 +216,325 @@ describe('issue 20.6: an invited user who has not joined sees the members masked
   });
 });
 
+describe('invitations: the organizer invites existing users, up to the maximum', () => {
+  it('an unknown user is 404 InviteeNotFound; a malformed identifier 400', async () => {
+    const organizer = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    expect((await invite(tontine.id, organizer, 'nobody@test.example')).body.error).toBe('InviteeNotFound');
+    expect((await invite(tontine.id, organizer, 'nobody@test.example')).status).toBe(404);
+    expect((await invite(tontine.id, organizer, 'not an identifier')).status).toBe(400);
+  });
+
+  it('a member is 409 AlreadyMember, invited or joining again', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    expect((await invite(tontine.id, organizer, organizer.user.email)).body).toMatchObject({ error: 'AlreadyMember' });
+    await invite(tontine.id, organizer, member.user.email as string).expect(201);
+    await action(tontine.id, 'join', member).expect(200);
+    const again = await action(tontine.id, 'join', member);
+    expect({ status: again.status, error: again.body.error }).toEqual({ status: 409, error: 'AlreadyMember' });
+  });
+
+  it('an open invitation sent again answers 201 and changes nothing', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    await invite(tontine.id, organizer, member.user.email as string).expect(201);
+    await invite(tontine.id, organizer, member.user.email as string).expect(201);
+    expect((await eventTypes(tontine.id)).filter((type) => type === 'tontine.member_invited')).toHaveLength(1);
+  });
+
+  it('only the organizer invites (403 NotTontineOrganizer)', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    await enrol(app, tontine.id, organizer, [member]);
+    const byMember = await invite(tontine.id, member, organizer.user.email as string);
+    expect({ status: byMember.status, error: byMember.body.error }).toEqual({ status: 403, error: 'NotTontineOrganizer' });
+  });
+
+  it('a full tontine refuses an invitation: 409 TontineFull with max_members', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    await enrol(app, tontine.id, organizer, [member]);
+    const late = await createCaller(app);
+    const full = await invite(tontine.id, organizer, late.user.email as string);
+    expect({ status: full.status, error: full.body.error, details: full.body.details }).toEqual({ status: 409, error: 'TontineFull', details: { max_members: 2 } });
+  });
+});
+
+describe('joining and leaving while forming', () => {
+  it('a full tontine refuses a join with 409 TontineFull', async () => {
+    const organizer = await createCaller(app);
+    const [first, second] = [await createCaller(app), await createCaller(app)];
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    for (const who of [first, second]) await invite(tontine.id, organizer, who.user.email).expect(201);
+    await action(tontine.id, 'join', first).expect(200);
+    const full = await action(tontine.id, 'join', second);
+    expect({ status: full.status, error: full.body.error }).toEqual({ status: 409, error: 'TontineFull' });
+  });
+
+  it('joining without an invitation is 404 TontineNotFound', async () => {
+    const organizer = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { max_members: 2 });
+    const stranger = await createCaller(app);
+    expect((await action(tontine.id, 'join', stranger)).body.error).toBe('TontineNotFound');
+  });
+
+  it('a member who leaves no longer sees it and needs a new invitation to come back', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    const left = await action(tontine.id, 'leave', member).expect(200);
+    expect(left.body.data).toMatchObject({ role: 'former_member', member_count: 1, allowed_actions: [] });
+    expect((await get(tontine.id, member)).body.error).toBe('TontineNotFound');
+    expect((await get(tontine.id, organizer)).body.data.member_count).toBe(1);
+    expect((await action(tontine.id, 'join', member)).status).toBe(404);
+    await enrol(app, tontine.id, organizer, [member]);
+    expect((await get(tontine.id, organizer)).body.data.members.map((m: { user_id: string }) => m.user_id)).toEqual([organizer.user.id, member.user.id]);
+    expect(await eventTypes(tontine.id)).toContain('tontine.member_left');
+  });
+
+  it('the organizer cannot leave (422 OrganizerCannotLeave)', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    const organizerLeaves = await action(tontine.id, 'leave', organizer);
+    expect({ status: organizerLeaves.status, error: organizerLeaves.body.error }).toEqual({ status: 422, error: 'OrganizerCannotLeave' });
+  });
+});
+
+describe('starting: the organizer, with at least two members', () => {
+  it('alone, the organizer gets 422 NotEnoughMembers', async () => {
+    const organizer = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { frequency: 'biweekly' });
+    const alone = await action(tontine.id, 'start', organizer);
+    expect({ status: alone.status, error: alone.body.error, details: alone.body.details }).toEqual({ status: 422, error: 'NotEnoughMembers', details: { member_count: 1 } });
+  });
+
+  it('a member may not start it (403)', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { frequency: 'biweekly' });
+    await enrol(app, tontine.id, organizer, [member]);
+    expect((await action(tontine.id, 'start', member)).status).toBe(403);
+  });
+
+  it('a contribution before the start is 409 InvalidTontineState', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { frequency: 'biweekly' });
+    await enrol(app, tontine.id, organizer, [member]);
+    const early = await contribute(app, tontine.id, member);
+    expect({ status: early.status, error: early.body.error, details: early.body.details }).toEqual({
+      status: 409,
+      error: 'InvalidTontineState',
+      details: { status: 'forming', action: 'contribute', allowed_actions: ['leave'] },
+    });
+  });
+
+  it('the start opens cycle 1 and schedules one cycle per member, in join order', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { frequency: 'biweekly' });
+    await enrol(app, tontine.id, organizer, [member]);
+    const started = await action(tontine.id, 'start', organizer).send({});
+    expect(started.status).toBe(200);
+    const data = started.body.data;
+    expect(data).toMatchObject({ status: 'active', current_cycle: 1, allowed_actions: ['contribute', 'cancel'], draw_seed: null });
+    const startedAt = new Date(data.started_at).getTime();
+    expect(data.cycles.map((c: { number: number; beneficiary_user_id: string; status: string; due_at: string }) => [c.number, c.beneficiary_user_id, c.status, new Date(c.due_at).getTime() - startedAt])).toEqual([
+      [1, organizer.user.id, 'open', 14 * 86_400_000],
+      [2, member.user.id, 'upcoming', 28 * 86_400_000],
+    ]);
+    expect(data.next_payout_at).toBe(data.cycles[0].due_at);
+    expect(data.members.map((m: { position: number }) => m.position)).toEqual([1, 2]);
+    expect(data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['pending', 'pending']);
+  });
+
+  it('once active, the forming actions answer 409 InvalidTontineState naming the status and allowed actions', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer, { frequency: 'biweekly' });
+    await enrol(app, tontine.id, organizer, [member]);
+    await action(tontine.id, 'start', organizer).send({}).expect(200);
+    for (const [who, name] of [
+      [member, 'leave'],
+      [member, 'join'],
+      [organizer, 'start'],
+    ] as const) {
+      const res = await action(tontine.id, name, who);
+      if (name === 'join') {
+        expect(res.body.error).toBe('AlreadyMember');
+        continue;
+      }
+      expect({ name, status: res.status, error: res.body.error, details: res.body.details }).toEqual({
+        name,
+        status: 409,
+        error: 'InvalidTontineState',
+        details: { status: 'active', action: name, allowed_actions: who === organizer ? ['contribute', 'cancel'] : ['contribute'] },
+      });
+    }
+    const invited = await invite(tontine.id, organizer, (await createCaller(app)).user.email);
+    expect(invited.body).toMatchObject({ error: 'InvalidTontineState', details: { status: 'active', action: 'invite' } });
+  });
+});
+
+describe('canceling: the organizer, before any payout', () => {
+  it('a member may not cancel (403)', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    expect((await action(tontine.id, 'cancel', member)).status).toBe(403);
+  });
+
+  it('a forming tontine is canceled by its organizer; a canceled one allows nothing', async () => {
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
+    expect(canceled.body.data).toMatchObject({ status: 'canceled', allowed_actions: [], canceled_at: expect.any(String) });
+    const again = await action(tontine.id, 'cancel', organizer);
+    expect({ status: again.status, details: again.body.details }).toEqual({ status: 409, details: { status: 'canceled', action: 'cancel', allowed_actions: [] } });
+  });
+
+  it('an active tontine canceled before any payout refunds the open cycle\'s contributions and allows nothing more', async () => {
+    const members = [await createCaller(app, { XOF: 10_000n }), await createCaller(app, { XOF: 10_000n }), await createCaller(app, { XOF: 10_000n })];
+    const [organizer, second, third] = members as [TestCaller, TestCaller, TestCaller];
+    const tontine = await createTontine(app, organizer, { contribution_amount: 2000 });
+    await enrol(app, tontine.id, organizer, [second, third]);
+    await action(tontine.id, 'start', organizer).expect(200);
+    await contribute(app, tontine.id, second).expect(200);
+    await contribute(app, tontine.id, third).expect(200);
+    expect(await poolBalance(tontine.id)).toBe(4_000n);
+    // Before any payout the organizer may still cancel: the open cycle is refunded.
+    const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
+    expect(canceled.body.data).toMatchObject({ status: 'canceled', pool_balance: '0', allowed_actions: [] });
+    expect(canceled.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['pending', 'refunded', 'refunded']);
+    expect(canceled.body.data.cycles.map((c: { status: string }) => c.status)).toEqual(['canceled', 'canceled', 'canceled']);
+    expect([await walletBalance(organizer.user.id, 'XOF'), await walletBalance(second.user.id, 'XOF'), await walletBalance(third.user.id, 'XOF')]).toEqual([10_000n, 10_000n, 10_000n]);
+    expect((await contribute(app, tontine.id, organizer)).body.details).toEqual({ status: 'canceled', action: 'contribute', allowed_actions: [] });
+    const types = await eventTypes(tontine.id);
+    expect(types.filter((t) => t === 'tontine.contribution_refunded')).toHaveLength(2);
+    expect(types.at(-1)).toBe('tontine.canceled');
+    await expectLedgerInvariants(knex);
+  });
+});
+
+describe('contributions', () => {
+  it('the body names the cycle (issue 20.4): without it 400, without a JSON body 415, before anything moves', async () => {
+    const { tontine, organizer } = await startedTontine();
+    const noCycle = await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth).set('Idempotency-Key', crypto.randomUUID()).send({});
+    expect({ status: noCycle.status, error: noCycle.body.error, fields: noCycle.body.details.map((d: { field: string }) => d.field) }).toEqual({ status: 400, error: 'ValidationError', fields: ['body.cycle'] });
+    expect((await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth).set('Idempotency-Key', crypto.randomUUID())).status).toBe(415);
+    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(10_000n);
+  });
+
+  it('an unknown field is 400', async () => {
+    const { tontine, member } = await startedTontine();
+    const extra = await contribute(app, tontine.id, member).send({ amount: 1 });
+    expect(extra.status).toBe(400);
+  });
+
+  it('moves the contribution from the wallet into the pool, with the tontine\'s Location', async () => {
+    const { tontine, organizer } = await startedTontine();
+    const paid = await contribute(app, tontine.id, organizer);
+    expect(paid.status).toBe(200);
+    expect(paid.headers.location).toBe(`/api/tontines/${tontine.id}`);
+    expect(paid.body.data).toMatchObject({ pool_balance: '1000', net_position: '-1000', allowed_actions: ['cancel'] });
+    expect(paid.body.data.current_contributions.map((c: { status: string }) => c.status)).toEqual(['paid', 'pending', 'pending']);
+    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(9_000n);
+    expect(await poolBalance(tontine.id)).toBe(1_000n);
+    await expectLedgerInvariants(knex);
+  });
+
+  it('a second contribution to the same cycle with a new key is 409 ContributionAlreadyPaid', async () => {
+    const { tontine, organizer } = await startedTontine();
+    await contribute(app, tontine.id, organizer).expect(200);
+    const twice = await contribute(app, tontine.id, organizer);
+    expect({ status: twice.status, error: twice.body.error, details: twice.body.details }).toEqual({ status: 409, error: 'ContributionAlreadyPaid', details: { cycle: 1 } });
+  });
+
+  it('without enough money: 422 InsufficientFunds, nothing moves, and the key stays free', async () => {
+    const { tontine, organizer, member } = await startedTontine();
+    await contribute(app, tontine.id, organizer).expect(200);
+    const poorKey = crypto.randomUUID();
+    const poor = await contribute(app, tontine.id, member, poorKey);
+    expect(poor.status).toBe(422);
+    expect(poor.body).toEqual({ success: false, error: 'InsufficientFunds', message: expect.any(String), details: { currency: 'XOF', available: '500', required: '1000' } });
+    expect(await walletBalance(member.user.id, 'XOF')).toBe(500n);
+    expect(await poolBalance(tontine.id)).toBe(1_000n);
+    // The refusal did not consume the key: once funded, the same key pays.
+    await knex.transaction(async (trx) => {
+      const { fundWallet } = await import('../../src/modules/ledger');
+      await fundWallet(trx, member.user.id, 'XOF', 500n);
+    });
+    await contribute(app, tontine.id, member, poorKey).expect(200);
+    await expectLedgerInvariants(knex);
+  });
+
+  it('an outsider\'s contribution is 404 TontineNotFound', async () => {
+    const { tontine } = await startedTontine();
+    const outsider = await createCaller(app, { XOF: 5_000n });
+    expect((await contribute(app, tontine.id, outsider)).body.error).toBe('TontineNotFound');
+  });
+});
+
+describe('Idempotency-Key on contributions: replayed as POST /transfers, never reused', () => {
+  it('a processed key replays 409 with the contribution, and GET /idempotency-keys shows it completed', async () => {
+    const { tontine, organizer } = await startedTontine();
+    const key = crypto.randomUUID();
+    await contribute(app, tontine.id, organizer, key).expect(200);
+    const replay = await contribute(app, tontine.id, organizer, key, 1);
+    expect(replay.status).toBe(409);
+    expect(replay.headers.location).toBe(`/api/tontines/${tontine.id}`);
+    expect(replay.body).toEqual({
+      success: false,
+      error: 'IdempotencyKeyAlreadyProcessed',
+      message: expect.any(String),
+      details: { resource_type: 'tontine_contribution', resource_id: expect.any(String), status: 'paid' },
+    });
+    const state = await request(app).get(`/api/idempotency-keys/${key}`).set(organizer.auth).expect(200);
+    expect(state.body.data).toMatchObject({
+      operation: 'contributeToTontine',
+      status: 'completed',
+      response_status: 200,
+      resource: { type: 'tontine_contribution', id: replay.body.details.resource_id, status: 'paid', location: `/api/tontines/${tontine.id}` },
+    });
+  });
+
+  it('the same key and the same cycle replay', async () => {
+    const organizer = await createCaller(app, { XOF: 5_000n });
+    const member = await createCaller(app, { XOF: 5_000n });
+    const tontine = await createTontine(app, organizer);
+    await enrol(app, tontine.id, organizer, [member]);
+    await action(tontine.id, 'start', organizer).expect(200);
+    const key = crypto.randomUUID();
+    await contribute(app, tontine.id, organizer, key).expect(200);
+    const replay = await contribute(app, tontine.id, organizer, key, 1);
+    expect(replay.body.error).toBe('IdempotencyKeyAlreadyProcessed');
+  });
+
+  it('the key of a processed contribution sent to another tontine is 422 IdempotencyKeyReused', async () => {
+    const { tontine, organizer } = await startedTontine();
+    const key = crypto.randomUUID();
+    await contribute(app, tontine.id, organizer, key).expect(200);
+    const elsewhere = await createTontine(app, organizer);
+    const reused = await contribute(app, elsewhere.id, organizer, key);
+    expect({ status: reused.status, error: reused.body.error }).toEqual({ status: 422, error: 'IdempotencyKeyReused' });
+  });
+});
+
 describe('issue 20.3: the smallest unit of a three-decimal currency', () => {
   it('a 0.001 KWD tontine is created, read, listed, joined, paid and canceled (no 500 after a commit)', async () => {
-    const organizer = await participant(app, { KWD: 10n });
-    const member = await participant(app, { KWD: 10n });
+    const organizer = await createCaller(app, { KWD: 10n });
+    const member = await createCaller(app, { KWD: 10n });
     const created = await createTontine(app, organizer, { currency: 'KWD', contribution_amount: 0.001, max_members: 2 });
     expect(created).toMatchObject({ currency: 'KWD', contribution_amount: 0.001, contribution_amount_minor: '1' });
     expect((await get(created.id, organizer).expect(200)).body.data.contribution_amount).toBe(0.001);
@@ -376,8 +552,8 @@ describe('issue 20.3: the smallest unit of a three-decimal currency', () => {
 
 describe('issue 20.4: a contribution names its cycle', () => {
   it('taps around a cycle boundary, each with a new key, pay one cycle once: ContributionAlreadyPaid or CycleNotOpen with details.open_cycle', async () => {
-    const a = await participant(app, { XOF: 10_000n });
-    const b = await participant(app, { XOF: 10_000n });
+    const a = await createCaller(app, { XOF: 10_000n });
+    const b = await createCaller(app, { XOF: 10_000n });
     const tontine = await createTontine(app, a, { contribution_amount: 1000, max_members: 2 });
     await enrol(app, tontine.id, a, [b]);
     await action(tontine.id, 'start', a).expect(200);
@@ -409,9 +585,9 @@ describe('a full tontine of N members over N cycles', () => {
   it('every member pays N contributions and receives N x contribution exactly once; the pool is empty between cycles and at the end', async () => {
     const n = 4;
     const amount = 2_500n;
-    const members: Participant[] = [];
-    for (let i = 0; i < n; i += 1) members.push(await participant(app, { XOF: 100_000n }));
-    const organizer = members[0] as Participant;
+    const members: TestCaller[] = [];
+    for (let i = 0; i < n; i += 1) members.push(await createCaller(app, { XOF: 100_000n }));
+    const organizer = members[0] as TestCaller;
     const tontine = await createTontine(app, organizer, { contribution_amount: Number(amount), max_members: n, frequency: 'monthly' });
     await enrol(app, tontine.id, organizer, members.slice(1));
     await action(tontine.id, 'start', organizer).expect(200);
@@ -445,9 +621,9 @@ describe('a full tontine of N members over N cycles', () => {
 describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the end)', () => {
   it('nobody learns a beneficiary before its pot is complete; every draw is recomputed from the revealed seed and the cycle number', async () => {
     const n = 5;
-    const members: Participant[] = [];
-    for (let i = 0; i < n; i += 1) members.push(await participant(app, { XOF: 10_000n }));
-    const organizer = members[0] as Participant;
+    const members: TestCaller[] = [];
+    for (let i = 0; i < n; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
+    const organizer = members[0] as TestCaller;
     const created = await createTontine(app, organizer, { payout_order: 'random', max_members: n });
     await enrol(app, created.id, organizer, members.slice(1));
     const started = (await action(created.id, 'start', organizer).expect(200)).body.data;
@@ -510,9 +686,9 @@ describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the e
   });
 
   it('a random tontine started before the rule keeps its whole-order draw: seed shown, cycles paid to the order fixed at its start', async () => {
-    const members: Participant[] = [];
-    for (let i = 0; i < 3; i += 1) members.push(await participant(app, { XOF: 10_000n }));
-    const organizer = members[0] as Participant;
+    const members: TestCaller[] = [];
+    for (let i = 0; i < 3; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
+    const organizer = members[0] as TestCaller;
     const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 3 });
     await enrol(app, created.id, organizer, members.slice(1));
     await action(created.id, 'start', organizer).expect(200);
@@ -536,8 +712,8 @@ describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the e
   });
 
   it('a random tontine canceled before its first payout reveals its seed (nothing left to draw)', async () => {
-    const organizer = await participant(app);
-    const member = await participant(app);
+    const organizer = await createCaller(app);
+    const member = await createCaller(app);
     const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 2 });
     await enrol(app, created.id, organizer, [member]);
     expect((await action(created.id, 'start', organizer).expect(200)).body.data.draw_seed).toBeNull();
@@ -547,16 +723,9 @@ describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the e
 });
 
 describe('issue 20.1: after a payout nobody can end the tontine but a platform administrator', () => {
-  it('the organizer who took the first pot cannot cancel; it still owes its contributions; an administrator dissolves it with a reason', async () => {
-    const members: Participant[] = [];
-    for (let i = 0; i < 4; i += 1) members.push(await participant(app, { XOF: 10_000n }));
-    const [organizer, second, third, fourth] = members as [Participant, Participant, Participant, Participant];
-    const tontine = await createTontine(app, organizer, { contribution_amount: 2000, max_members: 4 });
-    await enrol(app, tontine.id, organizer, members.slice(1));
-    await action(tontine.id, 'start', organizer).expect(200);
-    for (const who of members) await contribute(app, tontine.id, who, undefined, 1).expect(200);
-    expect(await walletBalance(organizer.user.id, 'XOF')).toBe(16_000n);
-
+  it('the organizer who took the first pot cannot cancel (409), and its view says so', async () => {
+    const { tontine, members } = await afterFirstPayout(false);
+    const [organizer] = members;
     const refused = await action(tontine.id, 'cancel', organizer);
     expect(refused.status).toBe(409);
     expect(refused.body).toEqual({
@@ -567,18 +736,34 @@ describe('issue 20.1: after a payout nobody can end the tontine but a platform a
     });
     const seen = (await get(tontine.id, organizer).expect(200)).body.data;
     expect(seen).toMatchObject({ status: 'active', current_cycle: 2, allowed_actions: ['contribute'], dissolution: null });
-    // Having received a pot changes nothing: the organizer pays cycle 2 like everyone.
+  });
+
+  it('having received a pot changes nothing: the organizer pays cycle 2 like everyone', async () => {
+    const { tontine, members } = await afterFirstPayout(false);
+    const [organizer, second] = members;
     await contribute(app, tontine.id, organizer, undefined, 2).expect(200);
     await contribute(app, tontine.id, second, undefined, 2).expect(200);
     expect(await poolBalance(tontine.id)).toBe(4_000n);
+  });
 
-    const path = `/api/tontines/${tontine.id}`.replace('/api/', '/api/admin/') + '/dissolve';
+  it('only a platform administrator dissolves (403), with a reason (400), an existing tontine (404)', async () => {
+    const { tontine, members } = await afterFirstPayout(true);
+    const [organizer] = members;
+    const path = dissolvePath(tontine.id);
     const reason = 'The organizer stopped paying after receiving the first pot.';
     const notAdmin = await request(app).post(path).set(organizer.auth).send({ reason });
     expect({ status: notAdmin.status, error: notAdmin.body.error }).toEqual({ status: 403, error: 'InsufficientRole' });
-    const admin = await participant(app, {}, { isAdmin: true });
+    const admin = await createCaller(app, {}, { isAdmin: true });
     expect((await request(app).post(path).set(admin.auth).send({})).status).toBe(400);
     expect((await request(app).post(`/api/admin/tontines/${crypto.randomUUID()}/dissolve`).set(admin.auth).send({ reason })).body.error).toBe('TontineNotFound');
+  });
+
+  it('dissolving refunds the open cycle, keeps the paid pot, and records every member\'s net position', async () => {
+    const { tontine, members } = await afterFirstPayout(true);
+    const [organizer, second, third, fourth] = members;
+    const path = dissolvePath(tontine.id);
+    const reason = 'The organizer stopped paying after receiving the first pot.';
+    const admin = await createCaller(app, {}, { isAdmin: true });
     const dissolved = await request(app).post(path).set(admin.auth).send({ reason }).expect(200);
     expect(dissolved.body.data).toMatchObject({
       status: 'canceled',
@@ -592,8 +777,6 @@ describe('issue 20.1: after a payout nobody can end the tontine but a platform a
     expect(dissolved.body.data.cycles.map((c: { status: string }) => c.status)).toEqual(['paid_out', 'canceled', 'canceled', 'canceled']);
     // Cycle 2's payments went back; cycle 1's payout stands (the positions say who owes whom).
     expect(await Promise.all(members.map((m) => walletBalance(m.user.id, 'XOF')))).toEqual([16_000n, 8_000n, 8_000n, 8_000n]);
-    const again = await request(app).post(path).set(admin.auth).send({ reason });
-    expect(again.body).toMatchObject({ error: 'InvalidTontineState', details: { status: 'canceled', action: 'dissolve', allowed_actions: [] } });
     for (const member of members) expect((await get(tontine.id, member).expect(200)).body.data.dissolution).toMatchObject({ reason });
     const events = (await knex('events').where({ subject_id: tontine.id }).whereIn('type', ['tontine.dissolved', 'tontine.member_dissolution']).orderBy('sequence').select('type', 'actor_user_id', 'payload')) as Array<{
       type: string;
@@ -612,13 +795,23 @@ describe('issue 20.1: after a payout nobody can end the tontine but a platform a
     ]);
     await expectLedgerInvariants(knex);
   });
+
+  it('a dissolved tontine cannot be dissolved again (409)', async () => {
+    const { tontine } = await afterFirstPayout(true);
+    const path = dissolvePath(tontine.id);
+    const reason = 'The organizer stopped paying after receiving the first pot.';
+    const admin = await createCaller(app, {}, { isAdmin: true });
+    await request(app).post(path).set(admin.auth).send({ reason }).expect(200);
+    const again = await request(app).post(path).set(admin.auth).send({ reason });
+    expect(again.body).toMatchObject({ error: 'InvalidTontineState', details: { status: 'canceled', action: 'dissolve', allowed_actions: [] } });
+  });
 });
 
 describe('issue 20.1 (review): an administrator who is a member never dissolves its own tontine', () => {
   it('answers 403 ConflictOfInterest to an administrator organizer who took the first pot, and changes nothing', async () => {
-    const organizer = await participant(app, { XOF: 10_000n }, { isAdmin: true });
-    const others: Participant[] = [];
-    for (let i = 0; i < 2; i += 1) others.push(await participant(app, { XOF: 10_000n }));
+    const organizer = await createCaller(app, { XOF: 10_000n }, { isAdmin: true });
+    const others: TestCaller[] = [];
+    for (let i = 0; i < 2; i += 1) others.push(await createCaller(app, { XOF: 10_000n }));
     const tontine = await createTontine(app, organizer, { contribution_amount: 2000, max_members: 3 });
     await enrol(app, tontine.id, organizer, others);
     await action(tontine.id, 'start', organizer).expect(200);
@@ -627,16 +820,16 @@ describe('issue 20.1 (review): an administrator who is a member never dissolves 
     const refused = await request(app).post(path).set(organizer.auth).send({ reason: 'I would rather keep the pot.' });
     expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 403, error: 'ConflictOfInterest' });
     expect((await get(tontine.id, organizer).expect(200)).body.data).toMatchObject({ status: 'active', dissolution: null });
-    const outsider = await participant(app, {}, { isAdmin: true });
+    const outsider = await createCaller(app, {}, { isAdmin: true });
     await request(app).post(path).set(outsider.auth).send({ reason: 'Dissolved by another administrator.' }).expect(200);
   });
 });
 
 describe('20 concurrent contributions of one cycle', () => {
   it('every member pays once and the pot is paid out once', async () => {
-    const members: Participant[] = [];
-    for (let i = 0; i < 20; i += 1) members.push(await participant(app, { XOF: 10_000n }));
-    const organizer = members[0] as Participant;
+    const members: TestCaller[] = [];
+    for (let i = 0; i < 20; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
+    const organizer = members[0] as TestCaller;
     const tontine = await createTontine(app, organizer, { contribution_amount: 1000, max_members: 20 });
     await enrol(app, tontine.id, organizer, members.slice(1));
     await action(tontine.id, 'start', organizer).expect(200);
@@ -664,16 +857,8 @@ describe('20 concurrent contributions of one cycle', () => {
 });
 
 describe('GET /tontines', () => {
-  it("lists the caller's tontines newest first, filters by status, pages with next_cursor", async () => {
-    const organizer = await participant(app);
-    const member = await participant(app);
-    const first = await createTontine(app, organizer, { name: 'First' });
-    const second = await createTontine(app, organizer, { name: 'Second' });
-    const third = await createTontine(app, member, { name: 'Third' });
-    await enrol(app, third.id, member, [organizer]);
-    await action(third.id, 'start', member).expect(200);
-    await action(first.id, 'cancel', organizer).expect(200);
-
+  it("lists the caller's tontines newest first, as organizer or member, without their members", async () => {
+    const { organizer } = await listedTontines();
     const all = await request(app).get('/api/tontines').set(organizer.auth).expect(200);
     expect(all.body.data.data.map((t: { name: string; role: string; status: string }) => [t.name, t.role, t.status])).toEqual([
       ['Third', 'member', 'active'],
@@ -682,16 +867,31 @@ describe('GET /tontines', () => {
     ]);
     expect(all.body.data.data[0]).toMatchObject({ member_count: 2, current_cycle: 1, next_payout_at: expect.any(String) });
     expect(all.body.data.data[0].members).toBeUndefined();
+  });
+
+  it('pages with next_cursor and starting_after', async () => {
+    const { organizer, first, second } = await listedTontines();
     const page1 = await request(app).get('/api/tontines').query({ limit: 2 }).set(organizer.auth).expect(200);
     expect(page1.body.data).toMatchObject({ has_more: true, next_cursor: second.id });
     const page2 = await request(app).get('/api/tontines').query({ limit: 2, starting_after: page1.body.data.next_cursor }).set(organizer.auth).expect(200);
     expect(page2.body.data).toMatchObject({ has_more: false, next_cursor: null });
     expect(page2.body.data.data.map((t: { id: string }) => t.id)).toEqual([first.id]);
+  });
+
+  it('filters by status; an unknown status is 400', async () => {
+    const { organizer, second } = await listedTontines();
     const forming = await request(app).get('/api/tontines').query({ status: 'forming' }).set(organizer.auth).expect(200);
     expect(forming.body.data.data.map((t: { id: string }) => t.id)).toEqual([second.id]);
-    const foreignCursor = await request(app).get('/api/tontines').query({ starting_after: (await createTontine(app, await participant(app))).id }).set(organizer.auth);
-    expect({ status: foreignCursor.status, error: foreignCursor.body.error }).toEqual({ status: 400, error: 'ValidationError' });
     expect((await request(app).get('/api/tontines').query({ status: 'paused' }).set(organizer.auth)).status).toBe(400);
+  });
+
+  it("another caller's tontine is no cursor (400)", async () => {
+    const { organizer } = await listedTontines();
+    const foreignCursor = await request(app).get('/api/tontines').query({ starting_after: (await createTontine(app, await createCaller(app))).id }).set(organizer.auth);
+    expect({ status: foreignCursor.status, error: foreignCursor.body.error }).toEqual({ status: 400, error: 'ValidationError' });
+  });
+
+  it('needs a session (401)', async () => {
     await request(app).get('/api/tontines').expect(401);
   });
 });

@@ -16,18 +16,12 @@ beforeAll(async () => {
   app = await buildTestApp();
 });
 
-type Caller = TestCaller;
-
-function caller(balances: Record<string, bigint> = {}, phone?: string): Promise<Caller> {
-  return createCaller(app, balances, { phone: phone ?? null });
-}
-
-function transfer(from: Caller, body: object, key: string | null = crypto.randomUUID()) {
+function transfer(from: TestCaller, body: object, key: string | null = crypto.randomUUID()) {
   const call = request(app).post('/api/transfers').set(from.auth);
   return (key === null ? call : call.set('Idempotency-Key', key)).send(body);
 }
 
-async function balances(who: Caller): Promise<Record<string, string>> {
+async function balances(who: TestCaller): Promise<Record<string, string>> {
   const res = await request(app).get('/api/wallets').set(who.auth).expect(200);
   return Object.fromEntries((res.body.data.data as Array<{ currency: string; balance: string }>).map((w) => [w.currency, w.balance]));
 }
@@ -39,8 +33,8 @@ async function settleRails(): Promise<void> {
 
 describe('POST /transfers (p2p)', () => {
   it('moves money at once and answers the transfer, with its Location', async () => {
-    const alice = await caller({ XOF: 1_000_000n, EUR: 100_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 1_000_000n, EUR: 100_000n });
+    const bob = await createCaller(app);
     const res = await transfer(alice, { amount: 2500, currency: 'XOF', recipientIdentifier: bob.user.email, note: 'Lunch' });
     expect(res.status).toBe(200);
     expect(res.headers.location).toBe(`/api/transfers/${res.body.data.id}`);
@@ -70,14 +64,14 @@ describe('POST /transfers (p2p)', () => {
   });
 
   it('lists wallets with exact balances; a new user has none', async () => {
-    const carol = await caller({ KWD: 1_234n, JPY: 5n });
+    const carol = await createCaller(app, { KWD: 1_234n, JPY: 5n });
     const res = await request(app).get('/api/wallets').set(carol.auth).expect(200);
     expect(res.body.data).toMatchObject({ object: 'list', has_more: false, next_cursor: null });
     expect(res.body.data.data.map((w: { currency: string; balance: string; balance_minor: string; currency_exponent: number }) => [w.currency, w.balance, w.balance_minor, w.currency_exponent])).toEqual([
       ['JPY', '5', '5', 0],
       ['KWD', '1.234', '1234', 3],
     ]);
-    const nobody = await caller();
+    const nobody = await createCaller(app);
     expect((await request(app).get('/api/wallets').set(nobody.auth).expect(200)).body.data.data).toEqual([]);
     await request(app).get('/api/wallets').expect(401);
   });
@@ -85,8 +79,8 @@ describe('POST /transfers (p2p)', () => {
 
 describe('POST /transfers refusals', () => {
   it('400 for a missing, empty or too long Idempotency-Key, and for bad amounts or currencies', async () => {
-    const alice = await caller({ XOF: 1_000n, EUR: 1_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 1_000n, EUR: 1_000n });
+    const bob = await createCaller(app);
     const body = { amount: 1, currency: 'XOF', recipientIdentifier: bob.user.email };
     for (const key of [null, '', 'k'.repeat(256)]) {
       const res = await transfer(alice, body, key);
@@ -114,8 +108,8 @@ describe('POST /transfers refusals', () => {
   });
 
   it('404 RecipientNotFound, 422 SelfTransfer and InsufficientFunds; none consumes the key', async () => {
-    const alice = await caller({ XOF: 1_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 1_000n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     const unknown = await transfer(alice, { amount: 1, currency: 'XOF', recipientIdentifier: 'nobody@test.example' }, key);
     expect(unknown.status).toBe(404);
@@ -138,8 +132,8 @@ describe('POST /transfers refusals', () => {
 
 describe('sessions', () => {
   it('a logged-out session or a locked account stops moving money at once: 401, nothing moves, the key stays free', async () => {
-    const alice = await caller({ XOF: 1_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 1_000n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     await request(app).post('/api/auth/logout').set(alice.auth).expect(200);
     const ended = await transfer(alice, { amount: 100, currency: 'XOF', recipientIdentifier: bob.user.email }, key);
@@ -147,7 +141,7 @@ describe('sessions', () => {
     expect(ended.body).toMatchObject({ success: false, error: 'Unauthorized', message: 'The session has ended: log in again.' });
     expect(ended.headers['www-authenticate']).toBe('Bearer realm="api"');
 
-    const carol = await caller({ XOF: 1_000n });
+    const carol = await createCaller(app, { XOF: 1_000n });
     await knex('users').where({ id: carol.user.id }).update({ status: 'locked' });
     const locked = await transfer(carol, { amount: 100, currency: 'XOF', recipientIdentifier: bob.user.email }, key);
     expect(locked.status).toBe(401);
@@ -162,8 +156,8 @@ describe('sessions', () => {
 
 describe('idempotency', () => {
   it('a replay answers 409 IdempotencyKeyAlreadyProcessed with the transfer; another body 422; the key can be inspected', async () => {
-    const alice = await caller({ EUR: 10_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { EUR: 10_000n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     const body = { amount: 12.5, currency: 'EUR', recipientIdentifier: bob.user.email };
     const first = await transfer(alice, body, key).expect(200);
@@ -184,7 +178,7 @@ describe('idempotency', () => {
     expect(reused.headers.location).toBe(`/api/transfers/${first.body.data.id}`);
     expect(await balances(alice)).toEqual({ EUR: '87.50' });
     // Another user may use the same key.
-    await transfer(await caller({ EUR: 5_000n }), body, key).expect(200);
+    await transfer(await createCaller(app, { EUR: 5_000n }), body, key).expect(200);
 
     const state = await request(app).get(`/api/idempotency-keys/${encodeURIComponent(key)}`).set(alice.auth).expect(200);
     expect(state.body.data).toMatchObject({
@@ -200,8 +194,8 @@ describe('idempotency', () => {
   });
 
   it('a replay after the transfer spent the whole balance still answers 409 with the transfer, never 422 InsufficientFunds', async () => {
-    const alice = await caller({ XOF: 1_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 1_000n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     const body = { amount: 1_000, currency: 'XOF', recipientIdentifier: bob.user.email };
     const first = await transfer(alice, body, key).expect(200);
@@ -218,8 +212,8 @@ describe('idempotency', () => {
   });
 
   it('a refused request releases its key: after funding, the same key succeeds', async () => {
-    const alice = await caller({ XOF: 100n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 100n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     const body = { amount: 500, currency: 'XOF', recipientIdentifier: bob.user.email };
     expect((await transfer(alice, body, key)).body.error).toBe('InsufficientFunds');
@@ -229,8 +223,8 @@ describe('idempotency', () => {
   });
 
   it('20 parallel requests with one key: exactly one 200, the rest 409, money moved once', async () => {
-    const alice = await caller({ XOF: 100_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 100_000n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     const responses = await Promise.all(Array.from({ length: 20 }, () => transfer(alice, { amount: 700, currency: 'XOF', recipientIdentifier: bob.user.email }, key)));
     const statuses = responses.map((r) => r.status);
@@ -246,8 +240,8 @@ describe('idempotency', () => {
   });
 
   it('20 parallel requests with one key for the whole balance: one 200 and nineteen 409, never InsufficientFunds', async () => {
-    const alice = await caller({ XOF: 700n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 700n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     const responses = await Promise.all(Array.from({ length: 20 }, () => transfer(alice, { amount: 700, currency: 'XOF', recipientIdentifier: bob.user.email }, key)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(1);
@@ -257,8 +251,8 @@ describe('idempotency', () => {
   });
 
   it('parallel replays of a completed key all answer 409 IdempotencyKeyAlreadyProcessed, never ConcurrentOperation (issue 26.7)', async () => {
-    const alice = await caller({ XOF: 10_000n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 10_000n });
+    const bob = await createCaller(app);
     const key = crypto.randomUUID();
     const body = { amount: 700, currency: 'XOF', recipientIdentifier: bob.user.email };
     const first = await transfer(alice, body, key).expect(200);
@@ -274,8 +268,8 @@ describe('idempotency', () => {
 
 describe('note', () => {
   it('is counted in characters, as the contract says: 280 emoji pass, 281 characters do not', async () => {
-    const alice = await caller({ XOF: 100n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 100n });
+    const bob = await createCaller(app);
     const ok = await transfer(alice, { amount: 1, currency: 'XOF', recipientIdentifier: bob.user.email, note: '💸'.repeat(280) }).expect(200);
     expect([...ok.body.data.note]).toHaveLength(280);
     const tooLong = await transfer(alice, { amount: 1, currency: 'XOF', recipientIdentifier: bob.user.email, note: '💸'.repeat(281) });
@@ -285,8 +279,8 @@ describe('note', () => {
 
 describe('concurrency', () => {
   it('50 parallel transfers that together exceed the balance: exactly the affordable ones succeed', async () => {
-    const alice = await caller({ XOF: 10_000n });
-    const recipients = await Promise.all(Array.from({ length: 5 }, () => caller()));
+    const alice = await createCaller(app, { XOF: 10_000n });
+    const recipients = await Promise.all(Array.from({ length: 5 }, () => createCaller(app)));
     const responses = await Promise.all(
       Array.from({ length: 50 }, (_, i) => transfer(alice, { amount: 300, currency: 'XOF', recipientIdentifier: recipients[i % 5]!.user.email })),
     );
@@ -305,7 +299,7 @@ describe('concurrency', () => {
 
 describe('bank and mobile money (sandbox)', () => {
   it('bank: pending, then completed; a magic IBAN fails and the money comes back', async () => {
-    const alice = await caller({ EUR: 100_000n });
+    const alice = await createCaller(app, { EUR: 100_000n });
     const ok = await transfer(alice, { amount: 150.25, currency: 'EUR', recipientIdentifier: 'FR76 3000 6000 0112 3456 7890 189', note: 'Invoice 42' }).expect(200);
     expect(ok.body.data).toMatchObject({ status: 'pending', rail: 'bank', recipient: { identifier: 'FR7630006000011234567890189', type: 'iban' } });
     const ko = await transfer(alice, { amount: 100, currency: 'EUR', recipientIdentifier: 'DE40370400440532010002', rail: 'bank' }).expect(200);
@@ -323,7 +317,7 @@ describe('bank and mobile money (sandbox)', () => {
   });
 
   it('mobile money to a number that is no user; a replay reports the settled status', async () => {
-    const alice = await caller({ XOF: 50_000n });
+    const alice = await createCaller(app, { XOF: 50_000n });
     const key = crypto.randomUUID();
     const body = { amount: 5_000, currency: 'XOF', recipientIdentifier: '+2250700000002' };
     const res = await transfer(alice, body, key).expect(200);
@@ -332,7 +326,7 @@ describe('bank and mobile money (sandbox)', () => {
     const replay = await transfer(alice, body, key).expect(409);
     expect(replay.body.details).toEqual({ resource_type: 'transfer', resource_id: res.body.data.id, status: 'failed' });
     expect(await balances(alice)).toEqual({ XOF: '50000' });
-    const bob = await caller({}, uniquePhone());
+    const bob = await createCaller(app, {}, { phone: uniquePhone() });
     const toUser = await transfer(alice, { amount: 1, currency: 'XOF', recipientIdentifier: bob.user.phone }).expect(200);
     expect(toUser.body.data.rail).toBe('p2p');
   });
@@ -340,8 +334,8 @@ describe('bank and mobile money (sandbox)', () => {
 
 describe('GET /transfers', () => {
   it('pages with limit and starting_after', async () => {
-    const alice = await caller({ XOF: 100n });
-    const bob = await caller();
+    const alice = await createCaller(app, { XOF: 100n });
+    const bob = await createCaller(app);
     for (let i = 1; i <= 3; i += 1) await transfer(alice, { amount: i, currency: 'XOF', recipientIdentifier: bob.user.email }).expect(200);
     const page1 = await request(app).get('/api/transfers').query({ limit: 2 }).set(alice.auth).expect(200);
     expect(page1.body.data.data.map((t: { amount: number }) => t.amount)).toEqual([3, 2]);

@@ -6,9 +6,9 @@ import type { EscrowCaller, EscrowCommand } from '../../src/modules/escrows';
 import { formatMinor, fundWallet } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
-import { createUser } from '../support/factories';
+import { createUser, walletBalance } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests, walletBalance } from '../support/escrows';
+import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests } from '../support/escrows';
 
 /**
  * Random sequences of escrow actions by random parties (and strangers and an administrator),
@@ -264,7 +264,7 @@ async function expectWorldMatchesModel(): Promise<void> {
   const actual = new Map(rows.map((row) => [row.id, row.status]));
   for (const escrow of model.escrows) expect({ id: escrow.id, status: actual.get(escrow.id) }).toEqual({ id: escrow.id, status: escrow.status });
   for (const party of parties) {
-    expect({ party: party.userId, balance: await walletBalance(knex, party.userId, CURRENCY) }).toEqual({ party: party.userId, balance: model.wallets.get(party.userId) });
+    expect({ party: party.userId, balance: await walletBalance(party.userId, CURRENCY) }).toEqual({ party: party.userId, balance: model.wallets.get(party.userId) });
   }
   expect(await platformBalance(knex, 'escrow_holding', CURRENCY)).toBe(model.holding);
   expect(await platformBalance(knex, 'fees', CURRENCY)).toBe(model.fees);

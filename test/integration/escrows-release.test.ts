@@ -7,9 +7,9 @@ import { EscrowService, type EscrowCaller } from '../../src/modules/escrows';
 import { findWallets, fundWallet, setAccountStatus } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
-import { accessTokenFor, bearer, createUser, type TestUser } from '../support/factories';
+import { accessTokenFor, bearer, createUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests, walletBalance } from '../support/escrows';
+import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests } from '../support/escrows';
 
 /** XAF: no other test file uses it, so its holding and fee accounts are this file's alone. */
 const CURRENCY = 'XAF';
@@ -80,7 +80,7 @@ describe('the automatic release job', () => {
     for (const { id, seller } of escrows) {
       expect(await statusOf(id)).toBe('released');
       expect(await settlementCount(id)).toBe(1);
-      expect(await walletBalance(knex, seller.user.id, CURRENCY)).toBe(AMOUNT);
+      expect(await walletBalance(seller.user.id, CURRENCY)).toBe(AMOUNT);
     }
     expect(await Promise.all(instances.map((instance) => instance.releaseDue({ batchSize: 100 })))).toEqual([0, 0, 0]);
     await expectEscrowMoneyConsistent(knex, CURRENCY);
@@ -123,7 +123,7 @@ describe('the automatic release job', () => {
     expect(await statusOf(blocked.id)).toBe('delivered');
     await instanceAt(new Date(due.getTime() + 60_000)).releaseDue({ batchSize: 100 });
     expect(await statusOf(blocked.id)).toBe('released');
-    expect(await walletBalance(knex, blocked.seller.user.id, CURRENCY)).toBe(AMOUNT + 1n);
+    expect(await walletBalance(blocked.seller.user.id, CURRENCY)).toBe(AMOUNT + 1n);
   });
 });
 
@@ -158,7 +158,7 @@ describe('racing actions on one delivered escrow', () => {
         expect(acceptedByBuyer + (releasedByJob ? 1 : 0), JSON.stringify(context)).toBe(1);
         expect(dispute.status).toBe(409);
         expect(dispute.body.error).toBe('InvalidEscrowState');
-        expect(await walletBalance(knex, seller.user.id, CURRENCY)).toBe(AMOUNT);
+        expect(await walletBalance(seller.user.id, CURRENCY)).toBe(AMOUNT);
         expect(await platformBalance(knex, 'fees', CURRENCY)).toBe(feesBefore + 5_000n);
         expect(history.filter((event) => event.type === 'escrow.released')).toHaveLength(1);
         outcomes.add(releasedByJob ? 'job' : 'accept');
@@ -166,7 +166,7 @@ describe('racing actions on one delivered escrow', () => {
         expect(acceptedByBuyer, JSON.stringify(context)).toBe(0);
         expect(releasedByJob).toBe(false);
         expect(dispute.status).toBe(200);
-        expect(await walletBalance(knex, seller.user.id, CURRENCY)).toBe(0n);
+        expect(await walletBalance(seller.user.id, CURRENCY)).toBe(0n);
         expect(await platformBalance(knex, 'fees', CURRENCY)).toBe(feesBefore);
         outcomes.add('dispute');
       }
@@ -197,13 +197,13 @@ describe('racing actions on one delivered escrow', () => {
     if (status === 'refunded') {
       expect(refund.status).toBe(200);
       expect(accepts.every((res) => res.status === 409)).toBe(true);
-      expect(await walletBalance(knex, buyer.user.id, CURRENCY)).toBe(AMOUNT + 5_000n);
-      expect(await walletBalance(knex, seller.user.id, CURRENCY)).toBe(0n);
+      expect(await walletBalance(buyer.user.id, CURRENCY)).toBe(AMOUNT + 5_000n);
+      expect(await walletBalance(seller.user.id, CURRENCY)).toBe(0n);
     } else {
       expect(refund.status).toBe(409);
       expect(accepts.filter((res) => res.status === 200).length).toBeLessThanOrEqual(1);
-      expect(await walletBalance(knex, seller.user.id, CURRENCY)).toBe(AMOUNT);
-      expect(await walletBalance(knex, buyer.user.id, CURRENCY)).toBe(0n);
+      expect(await walletBalance(seller.user.id, CURRENCY)).toBe(AMOUNT);
+      expect(await walletBalance(buyer.user.id, CURRENCY)).toBe(0n);
     }
     await expectEscrowMoneyConsistent(knex, CURRENCY);
   });

@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConflictError, UnprocessableError, ValidationError } from '../../src/errors';
-import { fundWallet, walletOf } from '../../src/modules/ledger';
+import { fundWallet } from '../../src/modules/ledger';
 import { IdempotencyService, canonicalJson, requestHash, validateIdempotencyKey } from '../../src/modules/idempotency';
 import { testKnex } from '../support/database';
-import { createUser } from '../support/factories';
-import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { createUser, walletBalance } from '../support/factories';
+import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { failure } from '../support/failures';
 
 const knex = testKnex();
@@ -22,12 +22,6 @@ function credit(userId: string, amount: bigint) {
       resource: { type: 'transfer', id: posting.id, status: 'completed', location: `/api/transfers/${posting.id}` },
     };
   };
-}
-
-
-async function walletBalance(userId: string): Promise<bigint> {
-  const wallet = await knex.transaction((trx) => walletOf(trx, userId, 'EUR'));
-  return balanceOf(knex, wallet.id);
 }
 
 describe('request hash', () => {
@@ -52,7 +46,7 @@ describe('IdempotencyService.execute', () => {
       details: { resource_type: 'transfer', resource_id: postingId, status: 'completed' },
       headers: { Location: `/api/transfers/${postingId}` },
     });
-    expect(await walletBalance(user.id)).toBe(500n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(500n);
     const row = await knex('idempotency_keys').where({ user_id: user.id, key }).first();
     expect(row).toMatchObject({ status: 'completed', response_status: 200, response_body: { id: postingId }, request_hash: requestHash({ body: { amount: 5 } }) });
   });
@@ -64,7 +58,7 @@ describe('IdempotencyService.execute', () => {
     const error = await failure(service.execute({ userId: user.id, operation: 'createTransfer', key, request: { body: { amount: 6 } } }, credit(user.id, 600n)));
     expect(error).toBeInstanceOf(UnprocessableError);
     expect(error.code).toBe('IdempotencyKeyReused');
-    expect(await walletBalance(user.id)).toBe(500n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(500n);
   });
 
   it('does not consume the key when the effect is refused: the retry runs', async () => {
@@ -79,9 +73,9 @@ describe('IdempotencyService.execute', () => {
     );
     expect(refused.code).toBe('InsufficientFunds');
     expect(await knex('idempotency_keys').where({ user_id: user.id, key }).first()).toBeUndefined();
-    expect(await walletBalance(user.id)).toBe(0n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(0n);
     await service.execute(request, credit(user.id, 500n));
-    expect(await walletBalance(user.id)).toBe(500n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(500n);
   });
 
   it('scopes keys to the user and the operation', async () => {
@@ -90,8 +84,8 @@ describe('IdempotencyService.execute', () => {
     await service.execute({ userId: alice.id, operation: 'createTransfer', key, request: {} }, credit(alice.id, 1n));
     await service.execute({ userId: bob.id, operation: 'createTransfer', key, request: {} }, credit(bob.id, 2n));
     await service.execute({ userId: alice.id, operation: 'createEscrow', key, request: {} }, credit(alice.id, 4n));
-    expect(await walletBalance(alice.id)).toBe(5n);
-    expect(await walletBalance(bob.id)).toBe(2n);
+    expect(await walletBalance(alice.id, 'EUR')).toBe(5n);
+    expect(await walletBalance(bob.id, 'EUR')).toBe(2n);
   });
 
   it('lets exactly one of 20 concurrent requests with one key execute', async () => {
@@ -115,7 +109,7 @@ describe('IdempotencyService.execute', () => {
       expect(r.reason).toBeInstanceOf(ConflictError);
       expect(['ConcurrentOperation', 'IdempotencyKeyAlreadyProcessed']).toContain((r.reason as ConflictError).code);
     }
-    expect(await walletBalance(user.id)).toBe(100n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(100n);
     await expectLedgerInvariants(knex);
   });
 
@@ -138,7 +132,7 @@ describe('IdempotencyService.execute', () => {
     // The claimer died: once its lease lapses, the key is taken over.
     await knex('idempotency_keys').where({ user_id: user.id, key }).update({ locked_until: knex.raw(`now() - interval '1 second'`) });
     await service.execute(request, credit(user.id, 7n));
-    expect(await walletBalance(user.id)).toBe(7n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(7n);
     expect(await knex('idempotency_keys').where({ user_id: user.id, key }).first('status')).toEqual({ status: 'completed' });
   });
 
@@ -154,7 +148,7 @@ describe('IdempotencyService.execute', () => {
       }),
     );
     expect(error.code).toBe('ConcurrentOperation');
-    expect(await walletBalance(user.id)).toBe(0n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(0n);
   });
 
   it('reuses an expired key, even with another request', async () => {
@@ -165,7 +159,7 @@ describe('IdempotencyService.execute', () => {
       .where({ user_id: user.id, key })
       .update({ created_at: knex.raw(`now() - interval '3 days'`), expires_at: knex.raw(`now() - interval '1 day'`) });
     await service.execute({ userId: user.id, operation: 'createTransfer', key, request: { n: 2 } }, credit(user.id, 4n));
-    expect(await walletBalance(user.id)).toBe(7n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(7n);
     const row = await knex('idempotency_keys').where({ user_id: user.id, key }).first();
     expect(row.request_hash).toBe(requestHash({ n: 2 }));
     expect(row.expires_at.getTime()).toBeGreaterThan(Date.now() + 23 * 3600_000);
@@ -178,7 +172,7 @@ describe('IdempotencyService.execute', () => {
     }
     expect(validateIdempotencyKey('k'.repeat(255))).toBe('k'.repeat(255));
     await service.execute({ userId: user.id, operation: 'createTransfer', key: 'k'.repeat(255), request: {} }, credit(user.id, 1n));
-    expect(await walletBalance(user.id)).toBe(1n);
+    expect(await walletBalance(user.id, 'EUR')).toBe(1n);
   });
 
   it('keeps keys at least 24 hours', () => {

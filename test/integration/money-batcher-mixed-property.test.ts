@@ -8,9 +8,9 @@ import type { EscrowCaller } from '../../src/modules/escrows';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
-import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, createUser, type TestUser } from '../support/factories';
+import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, createUser, type TestCaller, type TestUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
-import { createTontine, enrol, type Participant } from '../support/tontines';
+import { createTontine, enrol } from '../support/tontines';
 import { transferClaim, withIdempotencyKey } from '../support/idempotency';
 
 /**
@@ -32,7 +32,7 @@ const realServer = databaseKind() === 'postgres';
 let app: App;
 let users: TestUser[];
 let frozen: TestUser;
-let members: Participant[];
+let members: TestCaller[];
 const tontineIds: string[] = [];
 let checkoutId: string;
 let orgLedgerAccountId: string;
@@ -58,7 +58,7 @@ beforeAll(async () => {
   // Three tontines of the same three members (the first is each one's organizer), started.
   members = await Promise.all(users.slice(0, 3).map(async (user) => ({ user, auth: bearer(await accessTokenFor(app, user)) })));
   for (let t = 0; t < 3; t += 1) {
-    const organizer = members[t] as Participant;
+    const organizer = members[t] as TestCaller;
     const tontine = await createTontine(app, organizer, { contribution_amount: 700, max_members: 3 });
     await enrol(app, tontine.id, organizer, members.filter((m) => m !== organizer));
     const started = await request(app).post(`/api/tontines/${tontine.id}/start`).set(organizer.auth);
@@ -225,7 +225,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
     sent.push({ key: settleKey, operation: step.then === 'accept' ? 'acceptEscrow' : 'refundEscrow', acknowledged: settled, effect: { postingKind: 'escrow.settlement', reference: () => escrow.id } });
     return 0n;
   }
-  const member = members[step.member] as Participant;
+  const member = members[step.member] as TestCaller;
   const tontineId = tontineIds[step.tontine] as string;
   const cycle = Math.max(1, ((await knex('tontines').where({ id: tontineId }).first('current_cycle')) as { current_cycle: number }).current_cycle);
   const key = crypto.randomUUID();

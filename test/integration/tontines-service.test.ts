@@ -7,9 +7,9 @@ import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet } from '../../src/modules/ledger';
 import { TontineService, type TontineView } from '../../src/modules/tontines';
 import { databaseKind, testKnex } from '../support/database';
-import { createUser, type TestUser } from '../support/factories';
+import { createUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { poolBalance, walletBalance } from '../support/tontines';
+import { poolBalance } from '../support/tontines';
 
 const knex = testKnex();
 const DAY_MS = 86_400_000;

@@ -4,12 +4,6 @@ import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { databaseKind } from './database';
 import { HELD_STATUSES } from '../../src/modules/escrows';
 
-/** Balance (minor units) of a user's wallet in one currency; 0 when it does not exist yet. */
-export async function walletBalance(knex: Knex, userId: string, currency: string): Promise<bigint> {
-  const row = await knex('ledger_accounts').where({ owner_type: 'user', owner_id: userId, currency, kind: 'wallet' }).first('balance_minor');
-  return row ? BigInt(row.balance_minor as string) : 0n;
-}
-
 /** The platform's escrow holding or fee balance in a currency: the sum over its shards. */
 export async function platformBalance(knex: Knex, kind: 'escrow_holding' | 'fees', currency: string): Promise<bigint> {
   const row = await knex('ledger_accounts').where({ owner_type: 'platform', kind, currency }).first(knex.raw('coalesce(sum(balance_minor), 0)::text AS balance_minor'));

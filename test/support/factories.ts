@@ -123,6 +123,12 @@ export async function createCaller(app: App, balances: Record<string, bigint> = 
   return { user: created, auth: bearer(await accessTokenFor(app, created)) };
 }
 
+/** Balance (minor units) of a user's wallet in one currency; 0 when it does not exist yet. */
+export async function walletBalance(userId: string, currency: string): Promise<bigint> {
+  const row = await testKnex()('ledger_accounts').where({ owner_type: 'user', owner_id: userId, currency, kind: 'wallet' }).first('balance_minor');
+  return row ? BigInt(row.balance_minor as string) : 0n;
+}
+
 export interface TestOrgAccount {
   id: string;
   organizationId: string;

@@ -2,37 +2,19 @@ import crypto from 'node:crypto';
 import request from 'supertest';
 import { expect } from 'vitest';
 import type { App } from '../../src/http/app';
-import { withTransaction } from '../../src/db/transaction';
-import { fundWallet } from '../../src/modules/ledger';
 import { testKnex } from './database';
-import { accessTokenFor, bearer, createUser, type TestUser } from './factories';
-
-/** A user of a tontine test: the user and a bearer header of a real session. */
-export interface Participant {
-  user: TestUser;
-  auth: { Authorization: string };
-}
-
-export async function participant(app: App, balances: Record<string, bigint> = {}, overrides: Parameters<typeof createUser>[0] = {}): Promise<Participant> {
-  const user = await createUser(overrides);
-  if (Object.keys(balances).length) {
-    await withTransaction(testKnex(), async (trx) => {
-      for (const [currency, amount] of Object.entries(balances)) await fundWallet(trx, user.id, currency, amount);
-    });
-  }
-  return { user, auth: bearer(await accessTokenFor(app, user)) };
-}
+import type { TestCaller } from './factories';
 
 export const TONTINE_BODY = { name: 'Savings circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 10, payout_order: 'join_order' } as const;
 
-export async function createTontine(app: App, organizer: Participant, body: Record<string, unknown> = {}): Promise<{ id: string; [key: string]: unknown }> {
+export async function createTontine(app: App, organizer: TestCaller, body: Record<string, unknown> = {}): Promise<{ id: string; [key: string]: unknown }> {
   const res = await request(app).post('/api/tontines').set(organizer.auth).send({ ...TONTINE_BODY, ...body });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.data;
 }
 
 /** Invites and joins each member (organizer's invitation, then the member's join). */
-export async function enrol(app: App, tontineId: string, organizer: Participant, members: readonly Participant[]): Promise<void> {
+export async function enrol(app: App, tontineId: string, organizer: TestCaller, members: readonly TestCaller[]): Promise<void> {
   for (const member of members) {
     const invited = await request(app).post(`/api/tontines/${tontineId}/invitations`).set(organizer.auth).send({ identifier: member.user.email });
     expect(invited.status, JSON.stringify(invited.body)).toBe(201);
@@ -46,7 +28,7 @@ export async function enrol(app: App, tontineId: string, organizer: Participant,
  * open cycle read from the database when the request is sent (a test may still `.send()` more
  * fields, or its own `cycle`, before awaiting it).
  */
-export function contribute(app: App, tontineId: string, member: Participant, key: string = crypto.randomUUID(), cycle?: number) {
+export function contribute(app: App, tontineId: string, member: TestCaller, key: string = crypto.randomUUID(), cycle?: number) {
   const test = request(app).post(`/api/tontines/${tontineId}/contributions`).set(member.auth).set('Idempotency-Key', key);
   if (cycle !== undefined) return test.send({ cycle });
   const send = test.then.bind(test);
@@ -64,11 +46,6 @@ export function contribute(app: App, tontineId: string, member: Participant, key
 export async function openCycle(tontineId: string): Promise<number> {
   const row = (await testKnex()('tontines').where({ id: tontineId }).first('current_cycle')) as { current_cycle: number } | undefined;
   return Math.max(1, row?.current_cycle ?? 1);
-}
-
-export async function walletBalance(userId: string, currency: string): Promise<bigint> {
-  const row = await testKnex()('ledger_accounts').where({ owner_type: 'user', owner_id: userId, kind: 'wallet', currency }).first('balance_minor');
-  return row ? BigInt(row.balance_minor as string) : 0n;
 }
 
 export async function poolBalance(tontineId: string): Promise<bigint> {
