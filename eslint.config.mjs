@@ -111,12 +111,6 @@ export default tseslint.config(
     },
   },
   {
-    // i22 removes: the escrow and tontine services are being shrunk on branch i22 (issue 22 items
-    // 1-3); this temporary override goes when they are under the limits.
-    files: ['src/modules/escrows/escrow-service.ts', 'src/modules/tontines/tontine-service.ts', 'src/modules/tontines/tontine-repository.ts'],
-    rules: { 'max-lines': 'off', 'max-lines-per-function': 'off' },
-  },
-  {
     files: ['scripts/**', 'test/**', 'clients/typescript/src/examples/**', 'clients/typescript/scripts/**'],
     rules: { 'no-console': 'off' },
   },

@@ -6,8 +6,8 @@ import { withTransaction } from '../../db/transaction';
 import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository } from '../events';
 import type { IdempotencyService } from '../idempotency';
-import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf, walletRefusal } from '../ledger';
-import { cycleDrawKey, drawBeneficiary, newDrawSeed, seedCommitment } from './tontine-draw';
+import { currencies, ensureAccount, findAccount, parseAmount } from '../ledger';
+import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
   allowedActions,
@@ -23,6 +23,9 @@ import {
 } from './tontine-lifecycle';
 import { detailView, summaryView, type TontinePage, type TontineView } from './tontine-presenter';
 import { TontineRepository, type Contribution, type Tontine } from './tontine-repository';
+import { payContribution } from './tontine-contributions';
+import { endTontine } from './tontine-ending';
+import type { TontineScope } from './tontine-scope';
 
 /** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
 export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
@@ -43,14 +46,6 @@ export interface TontineServiceDeps {
   now?: () => Date;
 }
 
-/** One transaction's view of a tontine: its repositories and the caller's situation. */
-interface Scope {
-  trx: Knex.Transaction;
-  repo: TontineRepository;
-  events: EventRepository;
-  tontine: Tontine;
-  situation: TontineSituation;
-}
 
 /**
  * Tontines: rotating savings groups on the ledger. Every change locks the tontine's row first
@@ -204,7 +199,7 @@ export class TontineService {
       id,
       'contribute',
       async (scope, at) => {
-        contributionId = await this.payContribution(scope, userId, at);
+        contributionId = await payContribution(scope, userId, at);
       },
       undefined,
       body.cycle,
@@ -219,7 +214,7 @@ export class TontineService {
    */
   async cancel(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
     return this.act(db, userId, id, 'cancel', async (scope, at) => {
-      const refundedMinor = await this.end(scope, 'cancel', userId, at);
+      const refundedMinor = await endTontine(scope, 'cancel', userId, at);
       await scope.events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
     });
   }
@@ -247,7 +242,7 @@ export class TontineService {
       }
       const events = new EventRepository(trx);
       const at = this.now();
-      const refundedMinor = await this.end({ trx, repo, events, tontine, situation }, 'dissolve', caller.userId, at);
+      const refundedMinor = await endTontine({ trx, repo, events, tontine, situation }, 'dissolve', caller.userId, at);
       await repo.update(id, { dissolutionReason: text, dissolvedByUserId: caller.userId, dissolvedAt: at });
       const cycles = await repo.cycles(id);
       const positions: Array<{ user_id: string; net_position_minor: string }> = [];
@@ -304,7 +299,7 @@ export class TontineService {
     userId: string,
     id: string,
     action: TontineAction,
-    change: (scope: Scope, at: Date) => Promise<void>,
+    change: (scope: TontineScope, at: Date) => Promise<void>,
     /** How the caller sees the tontine afterwards, when no longer as a member (after leaving). */
     roleAfter?: 'former_member',
     /** The cycle a contribution names. */
@@ -356,146 +351,6 @@ export class TontineService {
       paidCurrentCycle: false,
       payoutMade: payoutMade(tontine),
     };
-  }
-
-  /**
-   * Ends a forming or active tontine (cancel, dissolve): refunds the open cycle's payments from
-   * the pool, cancels the remaining cycles, lapses the open invitations, `canceled`. Returns
-   * the amount refunded.
-   */
-  private async end({ trx, repo, events, tontine, situation }: Scope, action: 'cancel' | 'dissolve', actorUserId: string, at: Date): Promise<bigint> {
-    const id = tontine.id;
-    let refundedMinor = 0n;
-    if (tontine.status === 'active') {
-      const pool = tontine.poolAccountId;
-      for (const contribution of await repo.contributions(id, tontine.currentCycle)) {
-        if (contribution.status !== 'paid') continue;
-        const wallet = await walletOf(trx, contribution.userId, tontine.currency);
-        const posting = await post(
-          trx,
-          {
-            kind: 'tontine.refund',
-            reference: contribution.id,
-            reversesPostingId: contribution.postingId ?? undefined,
-            metadata: { tontine_id: id, cycle: tontine.currentCycle, user_id: contribution.userId },
-            entries: [
-              { accountId: pool, amountMinor: -tontine.contributionMinor },
-              { accountId: wallet.id, amountMinor: tontine.contributionMinor },
-            ],
-          },
-          // Money going back to its owner: a frozen wallet still gets it.
-          { allowFrozen: true },
-        );
-        await repo.markRefunded(contribution.id, posting.id, at);
-        refundedMinor += tontine.contributionMinor;
-        await events.record({
-          subjectType: 'tontine',
-          subjectId: id,
-          type: 'tontine.contribution_refunded',
-          actorUserId,
-          payload: { cycle: tontine.currentCycle, user_id: contribution.userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id },
-          occurredAt: at,
-        });
-      }
-      await repo.cancelRemainingCycles(id);
-    }
-    await repo.lapseOpenInvitations(id);
-    await repo.update(id, { status: statusAfter(situation, action), canceledAt: at });
-    return refundedMinor;
-  }
-
-  /** Moves the contribution into the pool; pays the pot out when it was the cycle's last. Returns the contribution id. */
-  private async payContribution({ trx, repo, events, tontine, situation }: Scope, userId: string, at: Date): Promise<string> {
-    const cycle = tontine.currentCycle;
-    const contribution = await repo.contribution(tontine.id, cycle, userId);
-    if (!contribution) throw new Error(`no contribution row for member ${userId} in cycle ${cycle} of tontine ${tontine.id}`);
-    const wallet = await walletOf(trx, userId, tontine.currency);
-    const posting = await post(trx, {
-      kind: 'tontine.contribution',
-      reference: contribution.id,
-      metadata: { tontine_id: tontine.id, cycle, user_id: userId },
-      entries: [
-        { accountId: wallet.id, amountMinor: -tontine.contributionMinor },
-        { accountId: tontine.poolAccountId, amountMinor: tontine.contributionMinor },
-      ],
-    }).catch((error: unknown) => {
-      throw walletRefusal(error, { parties: new Map([[wallet.id, 'sender']]), defaultParty: 'sender', covers: 'this contribution' });
-    });
-    await repo.markPaid(contribution.id, posting.id, at);
-    await events.record({
-      subjectType: 'tontine',
-      subjectId: tontine.id,
-      type: 'tontine.contribution_paid',
-      actorUserId: userId,
-      payload: { cycle, user_id: userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id, late: contribution.status === 'late' },
-      occurredAt: at,
-    });
-    if ((await repo.unpaidCount(tontine.id, cycle)) === 0) await this.payOut({ trx, repo, events, tontine, situation }, at);
-    return contribution.id;
-  }
-
-  /** The whole pot to the cycle's beneficiary, exactly once; then the next cycle, or the end. */
-  private async payOut({ trx, repo, events, tontine, situation }: Scope, at: Date): Promise<void> {
-    const cycle = tontine.currentCycle;
-    const cycles = await repo.cycles(tontine.id);
-    const current = cycles.find((c) => c.number === cycle);
-    if (!current) throw new Error(`tontine ${tontine.id} has no cycle ${cycle}`);
-    const pot = tontine.contributionMinor * BigInt(cycles.length);
-    let beneficiaryUserId = current.beneficiaryUserId;
-    if (beneficiaryUserId === null) {
-      // A random tontine: the pot is complete, so this cycle's beneficiary is drawn now, among
-      // the members who have not received a pot yet.
-      const received = new Set(cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId])));
-      const waiting = (await repo.members(tontine.id)).map((m) => m.userId).filter((userId) => !received.has(userId));
-      beneficiaryUserId = drawBeneficiary(tontine.drawSeed, cycle, waiting);
-      await repo.setCycleBeneficiary(tontine.id, cycle, beneficiaryUserId);
-      await events.record({
-        subjectType: 'tontine',
-        subjectId: tontine.id,
-        type: 'tontine.beneficiary_drawn',
-        actorUserId: null,
-        payload: { cycle, beneficiary_user_id: beneficiaryUserId, draw_key: cycleDrawKey(tontine.drawSeed, cycle, beneficiaryUserId), candidates: waiting },
-        occurredAt: at,
-      });
-    }
-    const wallet = await walletOf(trx, beneficiaryUserId, tontine.currency);
-    const posting = await post(
-      trx,
-      {
-        kind: 'tontine.payout',
-        reference: `${tontine.id}:${cycle}`,
-        metadata: { tontine_id: tontine.id, cycle, user_id: beneficiaryUserId },
-        entries: [
-          { accountId: tontine.poolAccountId, amountMinor: -pot },
-          { accountId: wallet.id, amountMinor: pot },
-        ],
-      },
-      // The pot is owed to the beneficiary: a frozen wallet still receives it.
-      { allowFrozen: true },
-    );
-    await repo.markCyclePaidOut(tontine.id, cycle, posting.id, at);
-    await events.record({
-      subjectType: 'tontine',
-      subjectId: tontine.id,
-      type: 'tontine.payout_made',
-      actorUserId: null,
-      payload: { cycle, beneficiary_user_id: beneficiaryUserId, amount_minor: pot.toString(), posting_id: posting.id },
-      occurredAt: at,
-    });
-    if (cycle < cycles.length) {
-      const members = await repo.members(tontine.id);
-      await repo.openCycle(
-        tontine.id,
-        cycle + 1,
-        members.map((member) => member.userId),
-      );
-      await repo.update(tontine.id, { currentCycle: cycle + 1 });
-      const next = cycles.find((c) => c.number === cycle + 1);
-      await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.cycle_opened', actorUserId: null, payload: { cycle: cycle + 1, due_at: next?.dueAt.toISOString() }, occurredAt: at });
-    } else {
-      await repo.update(tontine.id, { status: statusAfter(situation, 'contribute', { completesTontine: true }), completedAt: at });
-      await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.completed', actorUserId: null, payload: { cycles: cycles.length }, occurredAt: at });
-    }
   }
 
   /** The tontine as `userId` sees it (404 when they may not). */
