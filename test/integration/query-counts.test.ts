@@ -15,6 +15,11 @@ import { createUser, type TestUser } from '../support/factories';
  * the posting, the event (and the snapshot it takes before COMMIT) and the response.
  */
 const knex = testKnex();
+// Measured on PostgreSQL (issue 22): contribution 20 -> 15, payout 32 -> 25, escrow accept 13.
+const CONTRIBUTION_LIMIT = 15;
+const PAYOUT_LIMIT = 25;
+const ESCROW_ACCEPT_LIMIT = 13;
+const ACCEPT_EVENTS = ['escrow.accepted', 'escrow.released'];
 const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
 
 async function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
@@ -55,20 +60,20 @@ describe('a tontine contribution', () => {
     return { tontine: await tontines.start(knex, organizer.id, created.id), members };
   }
 
-  it('that does not complete the cycle makes at most 8 statements', async () => {
+  it(`that does not complete the cycle makes at most ${CONTRIBUTION_LIMIT} statements (issue 22 asks 8: not reached)`, async () => {
     const { tontine, members } = await started(4);
     const { result, statements } = await statementsOf(() => tontines.contribute(knex, (members[1] as TestUser).id, tontine.id, { cycle: 1 }));
     expect(result.tontine.current_cycle).toBe(1);
-    console.log(`tontine contribution (no payout): ${statements.length} statements`);
+    console.log(`tontine contribution (no payout): ${statements.length} statements\n${statements.map((sql) => sql.slice(0, 110)).join('\n')}`);
     expect(statements.length).toBeLessThanOrEqual(CONTRIBUTION_LIMIT);
   });
 
-  it('that completes the cycle and pays the pot out makes at most 12 statements', async () => {
+  it(`that completes the cycle and pays the pot out makes at most ${PAYOUT_LIMIT} statements (issue 22 asks 12: not reached)`, async () => {
     const { tontine, members } = await started(3);
     for (const member of members.slice(0, 2)) await tontines.contribute(knex, member.id, tontine.id, { cycle: 1 });
     const { result, statements } = await statementsOf(() => tontines.contribute(knex, (members[2] as TestUser).id, tontine.id, { cycle: 1 }));
     expect(result.tontine.current_cycle).toBe(2);
-    console.log(`tontine contribution (payout): ${statements.length} statements`);
+    console.log(`tontine contribution (payout): ${statements.length} statements\n${statements.map((sql) => sql.slice(0, 110)).join('\n')}`);
     expect(statements.length).toBeLessThanOrEqual(PAYOUT_LIMIT);
   });
 });
@@ -88,19 +93,15 @@ describe('an escrow action', () => {
 
   const eventsOf = (db: Knex, id: string) => db('events').where({ subject_type: 'escrow', subject_id: id }).orderBy('object_sequence').select('type', 'data');
 
-  it('accept makes at most ESCROW_ACCEPT_LIMIT statements and writes one event, showing the released escrow and the status before', async () => {
+  it(`accept makes at most ${ESCROW_ACCEPT_LIMIT} statements (the one-event accept is not done yet: it writes escrow.accepted and escrow.released)`, async () => {
     const { id, buyer } = await delivered();
     const before = (await eventsOf(knex, id)).length;
     const { result, statements } = await statementsOf(() => escrows.act(knex, caller(buyer), id, { action: 'accept' }));
     expect(result.status).toBe('released');
-    console.log(`escrow accept: ${statements.length} statements`);
+    console.log(`escrow accept: ${statements.length} statements\n${statements.map((sql) => sql.slice(0, 110)).join('\n')}`);
     expect(statements.length).toBeLessThanOrEqual(ESCROW_ACCEPT_LIMIT);
     const events = await eventsOf(knex, id);
     expect(events.slice(before).map((e) => e.type)).toEqual(ACCEPT_EVENTS);
   });
 });
 
-const CONTRIBUTION_LIMIT = 100;
-const PAYOUT_LIMIT = 100;
-const ESCROW_ACCEPT_LIMIT = 100;
-const ACCEPT_EVENTS = ['escrow.accepted', 'escrow.released'];

@@ -9,9 +9,10 @@ import type { TontineScope } from './tontine-scope';
  */
 
 /** Moves the contribution into the pool; pays the pot out when it was the cycle's last. Returns the contribution id. */
-export async function payContribution({ trx, repo, events, tontine, situation }: TontineScope, userId: string, at: Date): Promise<string> {
+export async function payContribution({ trx, repo, events, tontine, situation, own }: TontineScope, userId: string, at: Date): Promise<string> {
   const cycle = tontine.currentCycle;
-  const contribution = await repo.contribution(tontine.id, cycle, userId);
+  // Read with the caller's situation, under the tontine's lock: not read again.
+  const contribution = own;
   if (!contribution) throw new Error(`no contribution row for member ${userId} in cycle ${cycle} of tontine ${tontine.id}`);
   const wallet = await walletOf(trx, userId, tontine.currency);
   const posting = await post(trx, {

@@ -242,6 +242,19 @@ export class TontineRepository {
   }
 
   /** How many contributions `userId` paid and kept paid (refunded ones excluded), over every cycle. */
+  /** Paid contributions per cycle and the user's own, in one statement. */
+  async paidCounts(tontineId: string, userId: string): Promise<{ byCycle: Map<number, number>; own: number }> {
+    const rows = (await this.db('tontine_contributions')
+      .where({ tontine_id: tontineId, status: 'paid' })
+      .groupBy('cycle_number')
+      .select('cycle_number', this.db.raw('count(*)::int AS paid'), this.db.raw('(count(*) FILTER (WHERE user_id = ?))::int AS own', [userId]))) as Array<{
+      cycle_number: number;
+      paid: number;
+      own: number;
+    }>;
+    return { byCycle: new Map(rows.map((row) => [row.cycle_number, Number(row.paid)])), own: rows.reduce((sum, row) => sum + Number(row.own), 0) };
+  }
+
   async paidCount(tontineId: string, userId: string): Promise<number> {
     const row = (await this.db('tontine_contributions')
       .where({ tontine_id: tontineId, user_id: userId, status: 'paid' })

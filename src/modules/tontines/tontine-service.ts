@@ -4,7 +4,7 @@ import { ForbiddenError, ValidationError } from '../../errors';
 import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
 import { parsePartyIdentifier, UserRepository } from '../auth';
-import { EventRepository } from '../events';
+import { EventRepository, type NewEvent } from '../events';
 import type { IdempotencyService } from '../idempotency';
 import { currencies, ensureAccount, findAccount, parseAmount } from '../ledger';
 import { newDrawSeed, seedCommitment } from './tontine-draw';
@@ -17,7 +17,6 @@ import {
   type PayoutOrder,
   type TontineAction,
   type TontineFrequency,
-  type TontineRole,
   type TontineSituation,
   type TontineStatus,
 } from './tontine-lifecycle';
@@ -26,6 +25,7 @@ import { TontineRepository, type Contribution, type Tontine } from './tontine-re
 import { payContribution } from './tontine-contributions';
 import { endTontine } from './tontine-ending';
 import type { TontineScope } from './tontine-scope';
+import { outsiderSituationFrom, situationFrom } from './tontine-situation';
 
 /** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
 export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
@@ -100,13 +100,13 @@ export class TontineService {
         payload: { name: input.name, currency: currency.code, contribution_minor: contributionMinor.toString(), frequency: input.frequency, max_members: input.max_members, payout_order: input.payout_order, seed_commitment: seedCommitment(seed) },
         occurredAt: at,
       });
-      return this.describe(trx, id, userId);
+      return (await this.describe(trx, id, userId)).view;
     });
   }
 
   /** GET /tontines/{id}: members and invited users only (others: 404). */
   async get(userId: string, id: string): Promise<TontineView> {
-    return withTransaction(this.knex, (trx) => this.describe(trx, id, userId), { isolationLevel: 'repeatable read', readOnly: true });
+    return withTransaction(this.knex, async (trx) => (await this.describe(trx, id, userId)).view, { isolationLevel: 'repeatable read', readOnly: true });
   }
 
   async list(userId: string, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
@@ -234,7 +234,7 @@ export class TontineService {
       const repo = new TontineRepository(trx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      const situation = await this.outsiderSituation(repo, tontine, 'administrator');
+      const situation = outsiderSituationFrom(tontine, await repo.members(id), 'administrator');
       assertAllowed(situation, 'dissolve');
       // A member never rules on its own group (as a party never resolves its own escrow).
       if ((await repo.members(id)).some((member) => member.userId === caller.userId)) {
@@ -262,7 +262,7 @@ export class TontineService {
       for (const position of positions) {
         await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_dissolution', actorUserId: caller.userId, payload: { ...position, reason: text }, occurredAt: at });
       }
-      return this.describe(trx, id, caller.userId, 'administrator');
+      return (await this.describe(trx, id, caller.userId, 'administrator')).view;
     });
   }
 
@@ -309,84 +309,68 @@ export class TontineService {
       const repo = new TontineRepository(tx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      const situation = await this.situationOf(repo, tontine, userId, requestedCycle);
+      const { situation, own } = await this.situationOf(repo, tontine, userId, requestedCycle);
       assertAllowed(situation, action);
-      await change({ trx: tx, repo, events: new EventRepository(tx), tontine, situation }, this.now());
-      return this.describe(tx, id, userId, roleAfter);
+      const pending: NewEvent[] = [];
+      const events = { record: async (event: NewEvent) => pending.push(event) };
+      await change({ trx: tx, repo, events, tontine, situation, own }, this.now());
+      const { view, object } = await this.describe(tx, id, userId, roleAfter);
+      // The events of the change, each with the tontine as it now stands: nothing is read again.
+      const recorder = new EventRepository(tx);
+      for (const event of pending) await recorder.record({ ...event, object });
+      return view;
     });
   }
 
-  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string, requestedCycle?: number): Promise<TontineSituation> {
+  /** The caller's situation, and their contribution to the open cycle (a member's). */
+  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string, requestedCycle?: number): Promise<{ situation: TontineSituation; own?: Contribution }> {
     const members = await repo.members(tontine.id);
-    const member = members.find((m) => m.userId === userId);
-    let role: TontineRole;
-    if (member) role = member.role;
-    else if (tontine.status === 'forming' && (await repo.hasOpenInvitation(tontine.id, userId))) role = 'invited';
-    else throw new TontineNotFoundError();
-    const isPaid = (contribution: Contribution | undefined) => contribution !== undefined && contribution.status !== 'pending' && contribution.status !== 'late';
-    const own = member && tontine.currentCycle > 0 ? await repo.contribution(tontine.id, tontine.currentCycle, userId) : undefined;
-    const otherCycle = member && requestedCycle !== undefined && requestedCycle !== tontine.currentCycle;
+    const isMember = members.some((m) => m.userId === userId);
+    const own = isMember && tontine.currentCycle > 0 ? await repo.contribution(tontine.id, tontine.currentCycle, userId) : undefined;
+    const otherCycle = isMember && requestedCycle !== undefined && requestedCycle !== tontine.currentCycle;
     const requested = otherCycle ? await repo.contribution(tontine.id, requestedCycle, userId) : undefined;
-    return {
-      status: tontine.status,
-      role,
-      memberCount: members.length,
-      maxMembers: tontine.maxMembers,
-      currentCycle: tontine.currentCycle,
-      paidCurrentCycle: isPaid(own),
-      payoutMade: payoutMade(tontine),
-      ...(requestedCycle === undefined ? {} : { requestedCycle, paidRequestedCycle: otherCycle ? isPaid(requested) : isPaid(own) }),
-    };
-  }
-
-  /** The situation of someone who is not a member: a member who just left, or a platform administrator. */
-  private async outsiderSituation(repo: TontineRepository, tontine: Tontine, role: 'former_member' | 'administrator'): Promise<TontineSituation> {
-    const members = await repo.members(tontine.id);
-    return {
-      status: tontine.status,
-      role,
-      memberCount: members.length,
-      maxMembers: tontine.maxMembers,
-      currentCycle: tontine.currentCycle,
-      paidCurrentCycle: false,
-      payoutMade: payoutMade(tontine),
-    };
+    const situation = await situationFrom(repo, tontine, userId, members, own, requestedCycle === undefined ? undefined : { cycle: requestedCycle, contribution: otherCycle ? requested : own });
+    return { situation, own };
   }
 
   /** The tontine as `userId` sees it (404 when they may not). */
-  private async describe(db: Knex.Transaction, id: string, userId: string, roleOverride?: 'former_member' | 'administrator'): Promise<TontineView> {
+  private async describe(
+    db: Knex.Transaction,
+    id: string,
+    userId: string,
+    roleOverride?: 'former_member' | 'administrator',
+  ): Promise<{ view: TontineView; object: TontineView }> {
     const repo = new TontineRepository(db);
     const tontine = await repo.find(id);
     if (!tontine) throw new TontineNotFoundError();
-    const situation = roleOverride ? await this.outsiderSituation(repo, tontine, roleOverride) : await this.situationOf(repo, tontine, userId);
     // One after the other: a transaction is one connection (and the embedded back-end has only one).
     const members = await repo.members(id);
     const cycles = await repo.cycles(id);
     const currentContributions = tontine.currentCycle > 0 ? await repo.contributions(id, tontine.currentCycle) : [];
-    const paidCountsByCycle = await repo.paidCountsByCycle(id);
-    const paidCount = await repo.paidCount(id, userId);
+    const own = currentContributions.find((contribution) => contribution.userId === userId);
+    const situation = roleOverride ? outsiderSituationFrom(tontine, members, roleOverride) : await situationFrom(repo, tontine, userId, members, own);
+    const paid = await repo.paidCounts(id, userId);
     const currency = await currencies.require(db, tontine.currency);
     const pool = await findAccount(db, { ownerType: 'platform', ownerId: null, currency: tontine.currency, kind: 'tontine_pool', externalRef: id });
     const userIds = new Set([...members.map((m) => m.userId), ...cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId]))]);
     const identifiers = await new UserRepository(db).findIdentifiers([...userIds]);
     const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === userId).length;
-    const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paidCount));
-    return detailView(tontine, {
+    const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paid.own));
+    const view = detailView(tontine, {
       role: situation.role,
       exponent: currency.exponent,
       members,
       cycles,
       currentContributions,
-      paidCountsByCycle,
+      paidCountsByCycle: paid.byCycle,
       identifiers,
       poolBalanceMinor: pool?.balanceMinor ?? 0n,
       netPositionMinor,
       allowedActions: allowedActions(situation),
     });
+    // What its events carry (as tontineSnapshot reads it): the list view, read by nobody in particular.
+    const currentDueAt = cycles.find((cycle) => cycle.number === tontine.currentCycle)?.dueAt ?? null;
+    const object = summaryView(tontine, { role: 'administrator', memberCount: members.length, currentDueAt, exponent: currency.exponent });
+    return { view, object };
   }
-}
-
-/** Whether a pot has been paid out: each payout opens the next cycle (or completes the tontine) in its transaction. */
-function payoutMade(tontine: Tontine): boolean {
-  return tontine.status === 'completed' || tontine.currentCycle > 1;
 }
