@@ -2,7 +2,7 @@
  * The contract as code: the generated operation map and the types a module's handlers are
  * written against. A handler is a plain function from the operation's typed input to one of
  * the results the contract allows; src/http/mount-operations.ts turns it into a route.
- * This folder imports only generated/ and the page request type of src/db/keyset.ts (floor 0):
+ * This folder imports only generated/ and src/db/keyset.ts (the list page types and toPage; floor 0):
  * modules and the HTTP adapter both stand on it.
  */
 import type { Knex } from 'knex';

@@ -59,9 +59,22 @@ export class Keyset {
 
   /** 400 `query.starting_after` unless `startingAfter` is a row of the scope. */
   async requireCursor(db: Db, scope: KeysetScope, startingAfter: string): Promise<void> {
-    if (!(await this.cursorInScope(db, scope, startingAfter))) {
-      throw ValidationError.field('query.starting_after', `starting_after is not ${this.options.noun}: pass the next_cursor of a previous page.`);
-    }
+    if (!(await this.cursorInScope(db, scope, startingAfter))) throw this.foreignCursor();
+  }
+
+  /**
+   * 400 `query.starting_after` unless `startingAfter` is a row of `list`: the list's own query
+   * (the table under its alias, the list's scope applied), for a list whose scope no column
+   * equality says (a party as buyer or seller, a membership, a user's events). Then `paginate`.
+   */
+  async requireCursorIn(list: Knex.QueryBuilder, startingAfter: string): Promise<void> {
+    const { alias } = this.options;
+    if ((await list.clone().where(`${alias}.id`, startingAfter).first(`${alias}.id`)) === undefined) throw this.foreignCursor();
+  }
+
+  /** The 400 of a cursor that is not a row of this list (or not a row id at all). */
+  foreignCursor(): ValidationError {
+    return ValidationError.field('query.starting_after', `starting_after is not ${this.options.noun}: pass the next_cursor of a previous page.`);
   }
 
   /**

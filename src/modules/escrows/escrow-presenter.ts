@@ -1,4 +1,4 @@
-import type { components } from '../../../generated/openapi';
+import type { components } from '../../contract';
 import type { Knex } from 'knex';
 import { EventRepository, type DomainEvent } from '../events';
 import { currencies, minorToNumber } from '../ledger';

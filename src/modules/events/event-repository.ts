@@ -1,9 +1,13 @@
 import type { Knex } from 'knex';
+import { Keyset } from '../../db/keyset';
 import { onBeforeCommit } from '../../db/transaction';
 import { patternsMatching } from './event-types';
 import { snapshotOf } from './event-snapshots';
 
 type Db = Knex | Knex.Transaction;
+
+/** Events are listed newest first by their global sequence; the cursor is an event's row id. */
+export const EVENT_PAGES = new Keyset({ table: 'events', alias: 'e', orderBy: ['sequence'], noun: 'an event of this list' });
 
 /** What an event is about: the `object_type` of the public event. */
 export type EventSubjectType =
@@ -178,7 +182,7 @@ export class EventRepository {
   async historyOf(subjectType: EventSubjectType, subjectIds: readonly string[]): Promise<Map<string, DomainEvent[]>> {
     const history = new Map<string, DomainEvent[]>(subjectIds.map((id) => [id, []]));
     if (subjectIds.length === 0) return history;
-    const rows = (await this.db<EventRow>('events')
+    const rows = (await this.db('events')
       .select(...COLUMNS)
       .where('subject_type', subjectType)
       .whereIn('subject_id', subjectIds)
@@ -193,25 +197,16 @@ export class EventRepository {
   }
 
   /**
-   * A page of events, newest first (by the global sequence), within `scope`; `startingAfter`
-   * is an event id of the same scope (else undefined is returned: the caller answers 400).
+   * A page of events, newest first (by the global sequence), within `scope`, `limit + 1` rows;
+   * `startingAfter` is an event id of the same scope (else 400).
    */
-  async page(
-    scope: (query: Knex.QueryBuilder) => void,
-    filter: { type?: string; objectId?: string; limit: number; startingAfter?: string },
-  ): Promise<StoredEvent[] | undefined> {
-    let before: string | undefined;
-    if (filter.startingAfter) {
-      const cursor = (await this.db('events as e').modify(scope).where('e.id', filter.startingAfter).first('e.sequence')) as { sequence: string } | undefined;
-      if (!cursor) return undefined;
-      before = String(cursor.sequence);
-    }
+  async page(scope: (query: Knex.QueryBuilder) => void, filter: { type?: string; objectId?: string; limit: number; startingAfter?: string }): Promise<StoredEvent[]> {
+    if (filter.startingAfter !== undefined) await EVENT_PAGES.requireCursorIn(this.db('events as e').modify(scope), filter.startingAfter);
     const query = this.db('events as e').modify(scope).select(ALL_COLUMNS.map((c) => `e.${c}`));
-    if (before !== undefined) query.where('e.sequence', '<', before);
     if (filter.type?.endsWith('.*')) query.where('e.type', 'like', `${filter.type.slice(0, -1).replace(/[\\%_]/g, '\\$&')}%`);
     else if (filter.type && filter.type !== '*') query.where('e.type', filter.type);
     if (filter.objectId) query.where('e.subject_id', filter.objectId);
-    const rows = (await query.orderBy('e.sequence', 'desc').limit(filter.limit + 1)) as EventRow[];
+    const rows = (await EVENT_PAGES.paginate(this.db, query, {}, { limit: filter.limit, startingAfter: filter.startingAfter })) as EventRow[];
     return rows.map(toStored);
   }
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError } from '../../errors';
-import { EventRepository, type StoredEvent } from './event-repository';
+import { EVENT_PAGES, EventRepository, type StoredEvent } from './event-repository';
 import { eventRowId } from './event-presenter';
 
 export interface EventQuery {
@@ -57,9 +57,7 @@ export class EventsService {
   private async page(scope: (query: Knex.QueryBuilder) => void, query: EventQuery): Promise<StoredEvent[]> {
     const startingAfter = query.startingAfter === undefined ? undefined : eventRowId(query.startingAfter);
     if (query.startingAfter !== undefined && startingAfter === undefined) throw badCursor();
-    const rows = await new EventRepository(this.knex).page(scope, { limit: query.limit, startingAfter, type: query.type, objectId: query.objectId });
-    if (!rows) throw badCursor();
-    return rows;
+    return new EventRepository(this.knex).page(scope, { limit: query.limit, startingAfter, type: query.type, objectId: query.objectId });
   }
 
   private async one(scope: (query: Knex.QueryBuilder) => void, eventId: string): Promise<StoredEvent> {
@@ -71,8 +69,9 @@ export class EventsService {
   }
 }
 
+/** A starting_after that is no event id at all: the same 400 as an event of another list. */
 function badCursor(): ValidationError {
-  return ValidationError.field('query.starting_after', 'starting_after is not an event of this list: pass the next_cursor of a previous page.');
+  return EVENT_PAGES.foreignCursor();
 }
 
 /** The events of the user's transfers, escrows and tontines. */

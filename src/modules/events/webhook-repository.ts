@@ -1,6 +1,10 @@
 import type { Knex } from 'knex';
+import { Keyset } from '../../db/keyset';
 
 type Db = Knex | Knex.Transaction;
+
+/** An endpoint's deliveries, newest first. */
+const DELIVERIES = new Keyset({ table: 'webhook_deliveries', alias: 'd', noun: 'a delivery of this endpoint' });
 
 export type EndpointStatus = 'enabled' | 'disabled';
 export type DisabledReason = 'manual' | 'gone' | 'failing';
@@ -209,16 +213,11 @@ export class WebhookRepository {
     return row ? toDelivery(row) : undefined;
   }
 
-  /** Newest first, `limit + 1` rows; undefined when the cursor is not a delivery of the endpoint. */
-  async pageDeliveries(endpointId: string, filter: { status?: DeliveryStatus; limit: number; startingAfter?: string }): Promise<WebhookDelivery[] | undefined> {
+  /** Newest first, `limit + 1` rows (400 when the cursor is not a delivery of the endpoint). */
+  async pageDeliveries(endpointId: string, filter: { status?: DeliveryStatus; limit: number; startingAfter?: string }): Promise<WebhookDelivery[]> {
     const query = this.deliveries().where('d.endpoint_id', endpointId);
-    if (filter.startingAfter) {
-      const cursor = await this.db('webhook_deliveries').where({ endpoint_id: endpointId, id: filter.startingAfter }).first('created_at', 'id');
-      if (!cursor) return undefined;
-      query.andWhere(this.db.raw('(d.created_at, d.id) < (SELECT created_at, id FROM webhook_deliveries WHERE id = ?)', [filter.startingAfter]));
-    }
     if (filter.status) query.where('d.status', filter.status);
-    const rows = (await query.orderBy([{ column: 'd.created_at', order: 'desc' }, { column: 'd.id', order: 'desc' }]).limit(filter.limit + 1)) as DeliveryRow[];
+    const rows = await DELIVERIES.rows<DeliveryRow>(this.db, query, { endpoint_id: endpointId }, filter);
     return rows.map(toDelivery);
   }
 

@@ -164,9 +164,7 @@ export class WebhookService {
   async deliveries(organizationId: string, endpointId: string, filter: { status?: DeliveryStatus; limit: number; startingAfter?: string }): Promise<WebhookDelivery[]> {
     const repo = new WebhookRepository(this.deps.knex);
     if (!(await repo.findEndpoint(organizationId, endpointId))) throw new NotFoundError(NOT_FOUND);
-    const rows = await repo.pageDeliveries(endpointId, filter);
-    if (!rows) throw ValidationError.field('query.starting_after', 'starting_after is not a delivery of this endpoint: pass the next_cursor of a previous page.');
-    return rows;
+    return repo.pageDeliveries(endpointId, filter);
   }
 
   /** Sends a delivery again now (whatever its status) and answers it as it stands after that attempt. */

@@ -1,4 +1,4 @@
-import type { components } from '../../../generated/openapi';
+import type { components } from '../../contract';
 import { formatMinor } from '../ledger';
 import { amountDue, type BillingDocument, type Customer } from './invoice-types';
 

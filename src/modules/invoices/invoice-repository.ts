@@ -210,9 +210,9 @@ export class InvoiceRepository {
   }
 
   async findCustomer(organizationId: string, id: string): Promise<Customer | undefined> {
-    const row = await this.db<CustomerRow>('customers')
+    const row = (await this.db('customers')
       .where({ organization_id: organizationId, id })
-      .first('id', 'organization_id', 'name', 'email', 'phone', 'created_at');
+      .first('id', 'organization_id', 'name', 'email', 'phone', 'created_at')) as CustomerRow | undefined;
     return row ? toCustomer(row) : undefined;
   }
 

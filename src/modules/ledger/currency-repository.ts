@@ -28,7 +28,7 @@ export class CurrencyRepository {
     const cached = this.cache.get(code);
     if (cached) return cached;
     if (!/^[A-Z]{3}$/.test(code)) return undefined;
-    const row = await db<CurrencyRow>('currencies').where({ code }).first();
+    const row = (await db('currencies').where({ code }).first()) as CurrencyRow | undefined;
     if (!row) return undefined;
     const currency = toCurrency(row);
     this.cache.set(code, currency);
@@ -55,7 +55,7 @@ export class CurrencyRepository {
   }
 
   async list(db: Knex | Knex.Transaction): Promise<Currency[]> {
-    const rows = await db<CurrencyRow>('currencies').orderBy('code');
+    const rows = (await db('currencies').orderBy('code')) as CurrencyRow[];
     return rows.map((row) => {
       const currency = toCurrency(row);
       this.cache.set(currency.code, currency);

@@ -36,15 +36,6 @@ interface PostingRow {
   created_at: Date;
 }
 
-interface EntryRow {
-  id: string;
-  posting_id: string;
-  account_id: string;
-  currency: string;
-  amount_minor: string;
-  created_at: Date;
-}
-
 export function toAccount(row: AccountRow): LedgerAccount {
   return {
     id: row.id,
@@ -58,17 +49,6 @@ export function toAccount(row: AccountRow): LedgerAccount {
     status: row.status,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-  };
-}
-
-function toEntry(row: EntryRow): Entry {
-  return {
-    id: String(row.id),
-    postingId: row.posting_id,
-    accountId: row.account_id,
-    currency: row.currency,
-    amountMinor: toBigInt(row.amount_minor),
-    createdAt: row.created_at,
   };
 }
 
@@ -90,7 +70,8 @@ export type PostingResult =
 
 interface LedgerPostRow {
   refusal: 'AccountFrozen' | 'InsufficientFunds' | null;
-  refusal_detail: never;
+  /** What ledger_post says of a refusal: the account, and for InsufficientFunds the amounts. */
+  refusal_detail: { account_id: string; owner_id: string | null; currency: string; available: string; required: string } | null;
   posting_id: string;
   created_at: Date;
   entry_ids: string[];
@@ -121,27 +102,22 @@ export class LedgerRepository {
   }
 
   async findAccount(identity: AccountIdentity): Promise<LedgerAccount | undefined> {
-    const row = await this.db<AccountRow>('ledger_accounts').where(identityWhere(identity)).first();
+    const row = (await this.db('ledger_accounts').where(identityWhere(identity)).first()) as AccountRow | undefined;
     return row ? toAccount(row) : undefined;
   }
 
   async findCreditedAccount(postingId: string, kind: LedgerAccount['kind']): Promise<LedgerAccount | undefined> {
-    const row = await this.db<AccountRow>('ledger_accounts as a')
+    const row = (await this.db('ledger_accounts as a')
       .join('entries as e', 'e.account_id', 'a.id')
       .where({ 'e.posting_id': postingId, 'a.kind': kind })
       .andWhere('e.amount_minor', '>', 0)
-      .first('a.*');
-    return row ? toAccount(row) : undefined;
-  }
-
-  async findAccountById(id: string): Promise<LedgerAccount | undefined> {
-    const row = await this.db<AccountRow>('ledger_accounts').where({ id }).first();
+      .first('a.*')) as AccountRow | undefined;
     return row ? toAccount(row) : undefined;
   }
 
   /** Inserts the account unless one with the same identity exists (race-safe); returns the new row or nothing. */
   async insertAccountIfAbsent(identity: AccountIdentity, allowNegative: boolean): Promise<LedgerAccount | undefined> {
-    const rows = await this.db<AccountRow>('ledger_accounts')
+    const rows = await this.db('ledger_accounts')
       .insert({
         owner_type: identity.ownerType,
         owner_id: identity.ownerId,
@@ -160,12 +136,12 @@ export class LedgerRepository {
   async listAccounts(
     filter: { ownerType: OwnerType; ownerId: string | null; kind?: AccountKind; currency?: string },
   ): Promise<LedgerAccount[]> {
-    const query = this.db<AccountRow>('ledger_accounts').where({ owner_type: filter.ownerType });
+    const query = this.db('ledger_accounts').where({ owner_type: filter.ownerType });
     if (filter.ownerId === null) query.whereNull('owner_id');
     else query.where('owner_id', filter.ownerId);
     if (filter.kind) query.where('kind', filter.kind);
     if (filter.currency) query.where('currency', filter.currency);
-    const rows = await query.orderBy([{ column: 'currency' }, { column: 'kind' }, { column: 'created_at' }, { column: 'id' }]);
+    const rows = (await query.orderBy([{ column: 'currency' }, { column: 'kind' }, { column: 'created_at' }, { column: 'id' }])) as AccountRow[];
     return rows.map(toAccount);
   }
 
@@ -212,17 +188,6 @@ export class LedgerRepository {
     };
   }
 
-  async findPosting(id: string): Promise<{ posting: PostingRow; entries: Entry[] } | undefined> {
-    const posting = await this.db<PostingRow>('postings').where({ id }).first();
-    if (!posting) return undefined;
-    const entries = await this.db<EntryRow>('entries').where({ posting_id: id }).orderBy('id');
-    return { posting, entries: entries.map(toEntry) };
-  }
-
-  async findPostingByReference(kind: string, reference: string): Promise<PostingRow | undefined> {
-    return this.db<PostingRow>('postings').where({ kind, reference }).first();
-  }
-
   /** Every invariant violation over the whole ledger, read from one snapshot. */
   async invariantViolations(): Promise<InvariantViolation[]> {
     const violations: InvariantViolation[] = [];
@@ -255,7 +220,7 @@ export class LedgerRepository {
         entriesSumMinor: toBigInt(row.total),
       });
     }
-    const negatives = await this.db<AccountRow>('ledger_accounts').where('allow_negative', false).andWhere('balance_minor', '<', 0);
+    const negatives = (await this.db('ledger_accounts').where('allow_negative', false).andWhere('balance_minor', '<', 0)) as AccountRow[];
     for (const row of negatives) {
       violations.push({ kind: 'negative_balance', accountId: row.id, balanceMinor: toBigInt(row.balance_minor) });
     }

@@ -1,4 +1,4 @@
-import type { components } from '../../../generated/openapi';
+import type { components } from '../../contract';
 import { formatMinor, minorToNumber } from '../ledger';
 import { publicUrlOf, type SignedAmountLink } from './payment-links-service';
 import type { Payment, PaymentLink } from './payment-links-types';

@@ -1,4 +1,4 @@
-import type { components } from '../../../generated/openapi';
+import type { components } from '../../contract';
 import type { Page } from '../../db/keyset';
 import { formatMinor, minorToNumber } from '../ledger';
 import type { TontineAction, TontineRole } from './tontine-lifecycle';
