@@ -7507,6 +7507,11 @@ export interface components {
          */
         EscrowId: string;
         /**
+         * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+         * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+         */
+        IdempotencyKeyAccepted: string;
+        /**
          * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
          * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
          */
@@ -8222,7 +8227,13 @@ export interface operations {
     deliverEscrow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
@@ -8315,7 +8326,13 @@ export interface operations {
     disputeEscrow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
@@ -8408,7 +8425,13 @@ export interface operations {
     cancelEscrow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description Identifier of an escrow transaction in which the caller is buyer or seller (platform administrators: any escrow). Anyone else gets 404 exactly as for an unknown id.
@@ -8557,7 +8580,13 @@ export interface operations {
     dissolveTontine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
@@ -8656,7 +8685,13 @@ export interface operations {
     createTontine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8728,7 +8763,13 @@ export interface operations {
     inviteToTontine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
@@ -8782,7 +8823,13 @@ export interface operations {
     joinTontine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
@@ -8825,7 +8872,13 @@ export interface operations {
     leaveTontine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
@@ -8880,7 +8933,13 @@ export interface operations {
     startTontine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
@@ -9011,7 +9070,13 @@ export interface operations {
     cancelTontine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.

@@ -71,7 +71,7 @@ export function buildServices(deps: ServiceDeps) {
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,
     paymentPage: new PaymentPageService(payments, { paySecret: config.paySecret }),
-    invoices: new InvoiceService(knex, { idempotency, clock }),
+    invoices: new InvoiceService(knex, { clock }),
     networkStatus: new NetworkStatusService(knex, config.networkStatus),
     idempotency,
     payoutRail,

@@ -11,7 +11,10 @@ import { createKnex, migrateLatest } from '../../src/db/database';
 import { withTransaction } from '../../src/db/transaction';
 import { SessionService, TokenService } from '../../src/modules/auth';
 import { fundWallet } from '../../src/modules/ledger';
-import { CREATE_TRANSFER_OPERATION } from '../../src/modules/transfers';
+import type { OperationId } from '../../src/contract';
+
+/** The operationId POST /transfers' keys are scoped to (the pipeline names the operation). */
+const CREATE_TRANSFER_OPERATION: OperationId = 'createTransfer';
 
 export interface LoadResult {
   requests_per_s: number;

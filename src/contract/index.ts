@@ -5,6 +5,7 @@
  * This folder imports only generated/ and src/db/keyset.ts (the list page types and toPage; floor 0):
  * modules and the HTTP adapter both stand on it.
  */
+import type { Knex } from 'knex';
 import type { components, operations } from '../../generated/openapi';
 import { CONTRACT_VERSION, OPERATIONS, type OperationId } from '../../generated/operations';
 import type { PageRequest } from '../db/keyset';
@@ -69,6 +70,52 @@ export interface AuthorizedOrganization {
   moduleAccess: Partial<Record<ModuleName, ModuleAccess>>;
 }
 
+/**
+ * Operations whose Idempotency-Key is claimed by the effect's own SQL statement (POST /transfers:
+ * transfer_create_batch claims it with the group commit): the pipeline checks the key and hands
+ * it over as `idempotency` instead of claiming it. The one declared alternative to the pipeline.
+ */
+export const KEY_CLAIMED_IN_DATABASE = ['createTransfer'] as const satisfies readonly OperationId[];
+type KeyClaimedInDatabase = (typeof KEY_CLAIMED_IN_DATABASE)[number];
+
+/** A key the effect claims itself (KEY_CLAIMED_IN_DATABASE): whose it is, for which operation, for which request. */
+export interface IdempotencyClaim {
+  operation: OperationId;
+  key: string;
+  /** Hash of the request the key is used with (path parameters and body). */
+  requestHash: string;
+  userId: string;
+  /** Set when an API key calls: the key belongs to its organisation. */
+  organizationId?: string;
+}
+
+/** What an idempotent request produced, as a replay names it (type, id, status, Location). */
+export interface IdempotentResource {
+  /** `escrow`, `tontine`, `tontine_contribution`, `invoice`... */
+  type: string;
+  id: string;
+  status: string;
+  /** Relative URL of the resource, e.g. `/api/escrows/<id>` (the Location of a replay). */
+  location: string;
+}
+
+/** The database transaction the pipeline opened for the operation (the one its key completes in). */
+export type Transaction = Knex.Transaction;
+
+/**
+ * What the pipeline gives an operation that declares an Idempotency-Key: the transaction the key
+ * is claimed for and completed in (the handler's effect runs in it), or the key itself when the
+ * effect claims it in the database.
+ */
+type IdempotencyPart<Id extends OperationId> = Operation<Id>['idempotency'] extends null
+  ? { trx?: undefined }
+  : Id extends KeyClaimedInDatabase
+    ? { idempotency: IdempotencyClaim }
+    : { trx: Transaction };
+
+/** An operation the pipeline makes idempotent names the resource it produced or changed. */
+type ResourcePart<Id extends OperationId> = Operation<Id>['idempotency'] extends null ? unknown : Id extends KeyClaimedInDatabase ? unknown : { resource: IdempotentResource };
+
 type Part<T> = [NonNullable<T>] extends [never] ? Record<never, never> : NonNullable<T>;
 type JsonBody<T> = NonNullable<T> extends { content: { 'application/json': infer Body } } ? Body : undefined;
 
@@ -85,7 +132,8 @@ export type HandlerInput<Id extends OperationId> = {
   /** Content negotiation: which of `types` the Accept header prefers, false when none. */
   accepts(types: string[]): string | false;
 } & (Operation<Id>['secured'] extends true ? { caller: Caller } : { caller?: undefined }) &
-  (Operation<Id>['access'] extends null ? { organization?: undefined } : { organization: AuthorizedOrganization });
+  (Operation<Id>['access'] extends null ? { organization?: undefined } : { organization: AuthorizedOrganization }) &
+  IdempotencyPart<Id>;
 
 type Responses<Id extends OperationId> = operations[Id]['responses'];
 type DataStatus<Id extends OperationId> = Operation<Id>['statuses'][number] & keyof Responses<Id>;
@@ -128,7 +176,7 @@ type StreamResult<Id extends OperationId, S extends DataStatus<Id>> = Responses<
   : never;
 
 /** What a handler of `Id` may answer: a status the contract documents with a body of its shape. */
-export type HandlerResult<Id extends OperationId> = { [S in DataStatus<Id>]: JsonResult<Id, S> | StreamResult<Id, S> }[DataStatus<Id>];
+export type HandlerResult<Id extends OperationId> = { [S in DataStatus<Id>]: JsonResult<Id, S> | StreamResult<Id, S> }[DataStatus<Id>] & ResourcePart<Id>;
 
 export type Handler<Id extends OperationId> = (input: HandlerInput<Id>) => Promise<HandlerResult<Id>>;
 

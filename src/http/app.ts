@@ -168,6 +168,7 @@ export function createApp(deps: AppDeps): App {
       handlers,
       notImplemented: NOT_IMPLEMENTED,
       organizationAccess: services.organizationAccess,
+      idempotency: services.idempotency,
       before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
       except: ['getHealth'],
       streamLimits,

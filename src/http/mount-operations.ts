@@ -1,8 +1,9 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { isUuid } from '../ids';
-import { OPERATIONS, type ChunkWriter, type Handler, type OperationId } from '../contract';
+import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
 import { NotImplementedError, UnauthorizedError } from '../errors';
 import { ApiKeyNotAllowedError } from '../modules/api-keys';
+import { requestHash, validateIdempotencyKey, type IdempotencyService } from '../modules/idempotency';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
 import { write } from './stream';
 import { clientIp } from './rate-limit';
@@ -18,6 +19,8 @@ export interface MountOptions {
   /** Contract operations without a handler yet: they answer 501 NotImplemented (after access checks). */
   notImplemented: readonly OperationId[];
   organizationAccess: OrganizationAccessService;
+  /** Applies the Idempotency-Key of the operations whose contract declares it. */
+  idempotency: Pick<IdempotencyService, 'perform'>;
   /** Extra middleware in front of an operation (the login rate limiter). */
   before?: Partial<Record<OperationId, RequestHandler[]>>;
   /** Operations mounted elsewhere (health, ahead of the pipeline). */
@@ -44,8 +47,9 @@ type AnyResult = {
   message?: string;
   headers?: Record<string, string | number>;
   stream?: (out: ChunkWriter) => Promise<void>;
+  resource?: IdempotentResource;
 };
-type AnyHandler = (input: unknown) => Promise<AnyResult>;
+type AnyHandler = (input: object) => Promise<AnyResult>;
 
 /** Contract path to Express path: /transfers/{transferId} -> /transfers/:transferId */
 export function expressPath(contractPath: string): string {
@@ -137,14 +141,67 @@ async function sendStream(req: Request, res: Response, status: number, produce: 
   }
 }
 
+/**
+ * The Idempotency-Key of a request to an operation that declares it, scoped to the operationId
+ * and the caller (an API key's organisation, otherwise the user); undefined when the contract
+ * makes it optional and the request has none. A missing required key or a malformed one: 400.
+ */
+export function idempotencyClaimOf(req: Request, operationId: OperationId): IdempotencyClaim | undefined {
+  const declared = OPERATIONS[operationId].idempotency;
+  const raw = req.get('Idempotency-Key');
+  if (!declared || (declared === 'optional' && raw === undefined)) return undefined;
+  if (!req.auth) throw new UnauthorizedError();
+  const key = validateIdempotencyKey(raw);
+  // What identifies the request besides the key: its path parameters (when any) and its body
+  // (none and an empty object are the same request: `POST /escrows/{id}/fund` with or without `{}`).
+  const path = { ...req.params };
+  const body = isEmptyObject(req.body) ? undefined : (req.body as unknown);
+  const request = Object.keys(path).length > 0 ? { path, body } : { body };
+  const organizationId = req.auth.apiKey?.organizationId;
+  return { operation: operationId, key, requestHash: requestHash(request), userId: req.auth.userId, ...(organizationId ? { organizationId } : {}) };
+}
+
+function isEmptyObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+}
+
+const claimedInDatabase = new Set<OperationId>(KEY_CLAIMED_IN_DATABASE);
+
+/**
+ * Runs the handler of an operation: when its contract declares an Idempotency-Key, inside the
+ * transaction the pipeline opens for it (claim, replay, conflict and completion of the key
+ * around it: IdempotencyService.perform), or with the key handed over when the effect claims
+ * it in the database (KEY_CLAIMED_IN_DATABASE).
+ */
+async function runHandler(req: Request, operationId: OperationId, handler: AnyHandler, idempotency: MountOptions['idempotency']): Promise<AnyResult> {
+  const input = inputOf(req, operationId);
+  const declared = OPERATIONS[operationId].idempotency;
+  if (!declared) return handler(input);
+  const claim = idempotencyClaimOf(req, operationId);
+  if (claimedInDatabase.has(operationId)) return handler({ ...input, idempotency: claim });
+  const defaultStatus = OPERATIONS[operationId].statuses[0] as number;
+  const scope = claim && { userId: claim.userId, organizationId: claim.organizationId, operation: operationId, key: claim.key, requestHash: claim.requestHash };
+  return idempotency.perform(scope, async (trx) => {
+    const result = await handler({ ...input, trx });
+    const resource = result.resource;
+    if (!resource) throw new Error(`operation ${operationId} declares an Idempotency-Key but its handler named no resource`);
+    return { result, responseStatus: result.status ?? defaultStatus, responseBody: result.data, resource };
+  });
+}
+
 /** The route answering one operation: input from the request, result into the envelope. */
-export function operationRoute(operationId: OperationId, handler: ((input: never) => Promise<unknown>) | undefined, streamLimits: StreamLimits): RequestHandler {
+export function operationRoute(
+  operationId: OperationId,
+  handler: ((input: never) => Promise<unknown>) | undefined,
+  streamLimits: StreamLimits,
+  idempotency: MountOptions['idempotency'],
+): RequestHandler {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);
-    const result = await (handler as unknown as AnyHandler)(inputOf(req, operationId));
+    const result = await runHandler(req, operationId, handler as unknown as AnyHandler, idempotency);
     const status = result.status ?? defaultStatus;
     setHeaders(res, result.headers);
     if (result.stream) {
@@ -172,7 +229,7 @@ export function mountOperations(options: MountOptions): Router {
     if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
     const chain: RequestHandler[] = [...(operation.apiKey ? [] : [refuseApiKeys()]), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
-    chain.push(operationRoute(operationId, handler, options.streamLimits));
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

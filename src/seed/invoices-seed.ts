@@ -43,10 +43,10 @@ const lines = (description: string, quantity: number, unitAmount: string, taxRat
  * ordered times over the last days; the open quote never expires. "Other Company SA" gets one
  * customer and one open invoice (foreign ids for the 404 cases).
  */
-export async function seedInvoices(trx: Knex.Transaction, services: Services): Promise<void> {
+export async function seedInvoices(trx: Knex.Transaction, _services: Services): Promise<void> {
   // Bound to the seed's transaction: withTransaction joins it. The demo clock spreads the
   // documents over the last days instead of stamping them all with the seed's instant.
-  const invoices = new InvoiceService(trx as unknown as Knex, { idempotency: services.idempotency, clock: demoClock(new Date()) });
+  const invoices = new InvoiceService(trx as unknown as Knex, { clock: demoClock(new Date()) });
   const orgId = await findDemoOrganizationId(trx, DEMO_ORGANIZATION_NAME);
   const ownerId = await findDemoUserId(trx, DEMO_USERS[0]!.email);
   const customers = [];
@@ -54,7 +54,7 @@ export async function seedInvoices(trx: Knex.Transaction, services: Services): P
   const [awa, sahel, kofi] = customers as [(typeof customers)[number], (typeof customers)[number], (typeof customers)[number]];
 
   const draft = (kind: 'invoice' | 'quote', customerId: string, currency: string, lineItems: ReturnType<typeof lines>, expiresAt?: Date) =>
-    invoices.createDocument(orgId, ownerId, { kind, customerId, currency, lineItems, expiresAt });
+    invoices.createDocument(trx, orgId, ownerId, { kind, customerId, currency, lineItems, expiresAt });
   const open = async (kind: 'invoice' | 'quote', customerId: string, currency: string, lineItems: ReturnType<typeof lines>, expiresAt?: Date) =>
     invoices.finalize(orgId, (await draft(kind, customerId, currency, lineItems, expiresAt)).id);
 
@@ -77,12 +77,12 @@ export async function seedInvoices(trx: Knex.Transaction, services: Services): P
   await invoices.transition(orgId, canceled.id, 'cancel');
 
   // Credit notes: one issued against the open invoice, one issued then voided against the paid one.
-  await invoices.createCreditNote(orgId, openInvoice.id, ownerId, { reason: 'product_unsatisfactory', lineItems: lines('Two damaged crates', 2, '15000') });
-  const mistaken = await invoices.createCreditNote(orgId, paid.id, ownerId, { reason: 'duplicate', lineItems: lines('Hour billed twice', 1, '85.50', 2000) });
+  await invoices.createCreditNote(trx, orgId, openInvoice.id, ownerId, { reason: 'product_unsatisfactory', lineItems: lines('Two damaged crates', 2, '15000') });
+  const mistaken = await invoices.createCreditNote(trx, orgId, paid.id, ownerId, { reason: 'duplicate', lineItems: lines('Hour billed twice', 1, '85.50', 2000) });
   await invoices.transition(orgId, mistaken.id, 'void');
 
   const otherOrgId = await findDemoOrganizationId(trx, DEMO_OTHER_ORGANIZATION_NAME);
   const otherCustomer = await invoices.createCustomer(otherOrgId, { name: 'Client of another company' });
-  const other = await invoices.createDocument(otherOrgId, ownerId, { kind: 'invoice', customerId: otherCustomer.id, currency: 'XOF', lineItems: lines('Service', 1, '10000') });
+  const other = await invoices.createDocument(trx, otherOrgId, ownerId, { kind: 'invoice', customerId: otherCustomer.id, currency: 'XOF', lineItems: lines('Service', 1, '10000') });
   await invoices.finalize(otherOrgId, other.id);
 }

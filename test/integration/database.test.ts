@@ -7,6 +7,7 @@ import { SandboxRail, TransferService } from '../../src/modules/transfers';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { transferClaim } from '../support/idempotency';
 
 interface PooledConnection {
   end(): Promise<void>;
@@ -31,7 +32,8 @@ describe('database back-end', () => {
     const [alice, bob] = [await createUser(), await createUser()];
     const moveMoney = async () => {
       await withTransaction(knex, (trx) => fundWallet(trx, alice.id, 'XOF', 1_000n));
-      await transfers.create(alice.id, crypto.randomUUID(), { amount: 300, currency: 'XOF', recipientIdentifier: bob.email as string });
+      const body = { amount: 300, currency: 'XOF', recipientIdentifier: bob.email as string };
+      await transfers.create(alice.id, transferClaim(crypto.randomUUID(), body), body);
       await withTransaction(knex, async (trx) => {
         const clearing = await externalClearingAccount(trx, 'XOF');
         const wallet = await walletOf(trx, bob.id, 'XOF');

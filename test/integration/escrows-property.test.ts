@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
@@ -184,7 +183,7 @@ async function runStep(step: Step): Promise<void> {
     const seller = parties[step.seller] as EscrowCaller;
     const creator = step.byBuyer ? buyer : seller;
     const counterparty = step.byBuyer ? seller : buyer;
-    const attempt = service.create(creator, crypto.randomUUID(), {
+    const attempt = service.create(testKnex(), creator, {
       role: step.byBuyer ? 'buyer' : 'seller',
       counterpartyIdentifier: partyEmails.get(counterparty.userId) as string,
       amount: formatMinor(BigInt(step.amount), EXPONENT),
@@ -222,7 +221,7 @@ async function runStep(step: Step): Promise<void> {
           ? { action: 'resolve', outcome: step.outcome, ...(step.outcome === 'split' ? { sellerAmount: formatMinor(sellerAmount, EXPONENT) } : {}) }
           : { action: step.action };
   const refusal = expectedRefusal(escrow, step, sellerAmount);
-  const attempt = service.act(caller, escrow.id, command, crypto.randomUUID());
+  const attempt = service.act(testKnex(), caller, escrow.id, command);
   if (refusal) {
     await expect(attempt, `${step.action} by ${step.actor} on ${escrow.status}`).rejects.toMatchObject({ code: refusal });
     return;

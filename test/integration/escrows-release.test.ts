@@ -45,15 +45,15 @@ async function delivered(): Promise<{ id: string; buyer: Party; seller: Party }>
   const buyer = await party(AMOUNT + 5_000n);
   const seller = await party();
   const escrows = app.services.escrows;
-  const created = await escrows.create(buyer.caller, crypto.randomUUID(), {
+  const created = await escrows.create(testKnex(), buyer.caller, {
     role: 'buyer',
     counterpartyIdentifier: seller.user.email as string,
     amount: Number(AMOUNT),
     currency: CURRENCY,
     description: 'Race',
   });
-  await escrows.act(buyer.caller, created.id, { action: 'fund' }, crypto.randomUUID());
-  await escrows.act(seller.caller, created.id, { action: 'deliver' });
+  await escrows.act(testKnex(), buyer.caller, created.id, { action: 'fund' });
+  await escrows.act(testKnex(), seller.caller, created.id, { action: 'deliver' });
   return { id: created.id, buyer, seller };
 }
 

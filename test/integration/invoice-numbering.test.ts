@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock';
-import { IdempotencyService } from '../../src/modules/idempotency';
 import { InvoiceRepository } from '../../src/modules/invoices/invoice-repository';
 import { InvoiceService } from '../../src/modules/invoices';
 import { testKnex } from '../support/database';
@@ -8,7 +7,7 @@ import { createMember, createOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
 
 const line = { description: 'Service', quantity: 1, unit_amount: '1000' };
-const invoiceService = (clock?: Clock) => new InvoiceService(testKnex(), { idempotency: new IdempotencyService(testKnex(), { ttlHours: 24 }), clock });
+const invoiceService = (clock?: Clock) => new InvoiceService(testKnex(), { clock });
 
 describe('document numbering', () => {
   it('assigns gapless, unique numbers to concurrent finalisations of one organisation and kind', async () => {
@@ -17,7 +16,7 @@ describe('document numbering', () => {
     const user = await createMember(org, 'owner');
     const customer = await createCustomer(org);
     const drafts = await Promise.all(
-      Array.from({ length: 40 }, () => service.createDocument(org.id, user.id, { kind: 'invoice', customerId: customer.id, currency: 'XOF', lineItems: [line] })),
+      Array.from({ length: 40 }, () => service.createDocument(testKnex(), org.id, user.id, { kind: 'invoice', customerId: customer.id, currency: 'XOF', lineItems: [line] })),
     );
     const finalized = await Promise.all(drafts.map((d) => service.finalize(org.id, d.id)));
     const year = new Date().getUTCFullYear();
@@ -31,7 +30,7 @@ describe('document numbering', () => {
     const user = await createMember(org, 'owner');
     const customer = await createCustomer(org);
     const year = new Date().getUTCFullYear();
-    const a = await service.createDocument(org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line] });
+    const a = await service.createDocument(testKnex(), org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line] });
     expect((await service.finalize(org.id, a.id)).number).toBe(`QUO-${year}-000001`);
     // A transaction that took the next number and then failed.
     await expect(
@@ -41,10 +40,10 @@ describe('document numbering', () => {
       }),
     ).rejects.toThrow('boom');
     // A refused finalisation (expired quote) takes none either.
-    const b = await service.createDocument(org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line], expiresAt: new Date(Date.now() + 60_000) });
+    const b = await service.createDocument(testKnex(), org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line], expiresAt: new Date(Date.now() + 60_000) });
     const late = invoiceService(() => new Date(Date.now() + 120_000));
     await expect(late.finalize(org.id, b.id)).rejects.toMatchObject({ code: 'QuoteExpired' });
-    const c = await service.createDocument(org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line] });
+    const c = await service.createDocument(testKnex(), org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line] });
     expect((await service.finalize(org.id, c.id)).number).toBe(`QUO-${year}-000002`);
   });
 
@@ -55,7 +54,7 @@ describe('document numbering', () => {
       const org = await createOrganization();
       const user = await createMember(org, 'owner');
       const customer = await createCustomer(org);
-      const doc = await service.createDocument(org.id, user.id, { kind: 'invoice', customerId: customer.id, currency: 'XOF', lineItems: [line] });
+      const doc = await service.createDocument(testKnex(), org.id, user.id, { kind: 'invoice', customerId: customer.id, currency: 'XOF', lineItems: [line] });
       expect((await service.finalize(org.id, doc.id)).number).toBe(`INV-${year}-000001`);
     }
   });

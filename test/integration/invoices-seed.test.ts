@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { findDemoOrganizationId, seedIdentity } from '../../src/seed/identity-seed';
 import { DEMO_CUSTOMERS, DEMO_OPEN_QUOTE_EXPIRES_AT, demoClock, seedInvoices } from '../../src/seed/invoices-seed';
-import { IdempotencyService } from '../../src/modules/idempotency';
 import { InvoiceService } from '../../src/modules/invoices';
 import { seedNetworkStatus } from '../../src/seed/network-status-seed';
 import { inRolledBackSeed } from '../support/seed';
@@ -61,7 +60,7 @@ describe('invoices and network-status demo seed steps', () => {
       expect(quotes[0].expires_at).toEqual(DEMO_OPEN_QUOTE_EXPIRES_AT);
       for (const asOf of [new Date(), new Date('2100-01-01T00:00:00Z'), new Date('9999-12-31T00:00:00Z')]) {
         // The service's list, read inside the rolled-back seed with its clock at `asOf`.
-        const invoices = new InvoiceService(trx, { idempotency: new IdempotencyService(trx, { ttlHours: 24 }), clock: () => asOf });
+        const invoices = new InvoiceService(trx, { clock: () => asOf });
         const open = await invoices.listDocuments(orgId, { kind: 'quote', status: 'open', limit: 10 });
         expect(open.documents.map((d) => [d.id, d.status]), asOf.toISOString()).toEqual([[quotes[0].id, 'open']]);
       }

@@ -11,6 +11,7 @@ import { databaseKind, testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, createUser, type TestCaller, type TestUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
 import { createTontine, enrol } from '../support/tontines';
+import { transferClaim, withIdempotencyKey } from '../support/idempotency';
 
 /**
  * Issue 21, "Done when": random concurrent transfers (through the group commit), escrow steps
@@ -169,7 +170,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   if (step.kind === 'replay') {
     const earlier = acknowledgedTransfers[step.pick % Math.max(1, acknowledgedTransfers.length)];
     if (!earlier) return 0n;
-    const error = await app.services.transfers.create((users[earlier.from] as TestUser).id, earlier.key, earlier.input as never).then(
+    const error = await app.services.transfers.create((users[earlier.from] as TestUser).id, transferClaim(earlier.key, earlier.input), earlier.input as never).then(
       () => undefined,
       (reason: unknown) => reason as { code?: string; details?: { resource_id?: string } },
     );
@@ -188,7 +189,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
       killsAsked += 1;
     }
     const input = { amount: Number(step.minor), currency: 'XOF', recipientIdentifier: to, ...(note ? { note } : {}) };
-    const id = await sameKeyAtOnce(step.sends, REFUSED.transfer, () => app.services.transfers.create(from.id, key, input));
+    const id = await sameKeyAtOnce(step.sends, REFUSED.transfer, () => app.services.transfers.create(from.id, transferClaim(key, input), input));
     sent.push({ key, operation: 'createTransfer', acknowledged: id, effect: { postingKind: 'transfer.p2p', reference: () => id, resourceTable: 'transfers' } });
     if (id) acknowledgedTransfers.push({ from: step.from, key, input, id });
     return 0n;
@@ -197,7 +198,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
     const buyer: EscrowCaller = { userId: (users[step.buyer] as TestUser).id, isAdmin: false };
     const seller: EscrowCaller = { userId: (users[step.seller] as TestUser).id, isAdmin: false };
     if (buyer.userId === seller.userId) return 0n;
-    const escrow = await app.services.escrows.create(buyer, crypto.randomUUID(), {
+    const escrow = await app.services.escrows.create(knex, buyer, {
       role: 'buyer',
       counterpartyIdentifier: (users[step.seller] as TestUser).email as string,
       amount: Number(step.minor),
@@ -205,12 +206,20 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
       description: 'Mixed property test',
     });
     const fundKey = crypto.randomUUID();
-    const funded = await sameKeyAtOnce(step.fundSends, REFUSED.escrow, () => app.services.escrows.act(buyer, escrow.id, { action: 'fund' }, fundKey));
+    const funded = await sameKeyAtOnce(step.fundSends, REFUSED.escrow, () =>
+      withIdempotencyKey(app.services.idempotency, { userId: buyer.userId, operation: 'fundEscrow', key: fundKey, request: { path: { escrowId: escrow.id } } }, 'escrow', (trx) =>
+        app.services.escrows.act(trx, buyer, escrow.id, { action: 'fund' }),
+      ),
+    );
     sent.push({ key: fundKey, operation: 'fundEscrow', acknowledged: funded, effect: { postingKind: 'escrow.funding', reference: () => escrow.id } });
     if (step.then === 'stop') return 0n;
     const settleKey = crypto.randomUUID();
     const [actor, action] = step.then === 'accept' ? [buyer, 'accept' as const] : [seller, 'refund' as const];
-    const settled = await sameKeyAtOnce(step.settleSends, REFUSED.escrow, () => app.services.escrows.act(actor, escrow.id, { action }, settleKey));
+    const settled = await sameKeyAtOnce(step.settleSends, REFUSED.escrow, () =>
+      withIdempotencyKey(app.services.idempotency, { userId: actor.userId, operation: `${action}Escrow`, key: settleKey, request: { path: { escrowId: escrow.id } } }, 'escrow', (trx) =>
+        app.services.escrows.act(trx, actor, escrow.id, { action }),
+      ),
+    );
     // An escrow that was never funded cannot settle.
     if (!funded) expect(settled).toBeUndefined();
     sent.push({ key: settleKey, operation: step.then === 'accept' ? 'acceptEscrow' : 'refundEscrow', acknowledged: settled, effect: { postingKind: 'escrow.settlement', reference: () => escrow.id } });
@@ -222,8 +231,13 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   const key = crypto.randomUUID();
   let contributionId: string | undefined;
   const paid = await sameKeyAtOnce(step.sends, REFUSED.contribution, async () => {
-    const view = await app.services.tontines.contribute(member.user.id, tontineId, key, { cycle });
-    return { id: view.id };
+    // As the pipeline runs POST /tontines/{id}/contributions: the key names the contribution paid.
+    const request = { userId: member.user.id, operation: 'contributeToTontine', key, request: { path: { tontineId }, body: { cycle } } };
+    return app.services.idempotency.execute(request, async (trx) => {
+      const { tontine, contributionId: paidId } = await app.services.tontines.contribute(trx, member.user.id, tontineId, { cycle });
+      const resource = { type: 'tontine_contribution', id: paidId, status: 'paid', location: `/api/tontines/${tontineId}` };
+      return { result: { id: tontine.id }, responseStatus: 200, responseBody: tontine, resource };
+    });
   });
   if (paid) {
     const row = (await knex('idempotency_keys').where({ key, operation: 'contributeToTontine' }).first('resource_id')) as { resource_id: string } | undefined;

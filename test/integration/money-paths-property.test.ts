@@ -9,6 +9,7 @@ import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, createUser, type TestUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { transferClaim } from '../support/idempotency';
 
 /**
  * Every money path at once: P2P transfers, mobile-money payouts (some fail, and their refund
@@ -89,7 +90,7 @@ describe('every money path under concurrency (property)', () => {
             const rail = typeof step.to === 'number' ? undefined : ('mobile_money' as const);
             const key = crypto.randomUUID();
             const input = { amount: Number(step.minor), currency: 'XOF', recipientIdentifier: to as string, ...(rail ? { rail } : {}) };
-            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create(from.id, key, input)));
+            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create(from.id, transferClaim(key, input), input)));
             const ids = new Set<string>();
             for (const outcome of outcomes) {
               if (outcome.status === 'fulfilled') {

@@ -31,8 +31,18 @@ const lateEventsOf = (tontineIds: readonly string[]) => knex('events').whereIn('
 /** A service on the run's database with a clock the test moves. */
 function serviceWithClock(startMs: number) {
   const clock = { nowMs: startMs };
-  const service = new TontineService({ knex, idempotency: new IdempotencyService(knex, { ttlHours: 24 }), now: () => new Date(clock.nowMs) });
-  return { service, clock };
+  const idempotency = new IdempotencyService(knex, { ttlHours: 24 });
+  const service = new TontineService({ knex, idempotency, now: () => new Date(clock.nowMs) });
+  return { service, clock, idempotency };
+}
+
+/** A contribution as POST /tontines/{id}/contributions makes it: under `key`, claimed and completed by the idempotency service. */
+function contribute(idempotency: IdempotencyService, service: TontineService, userId: string, tontineId: string, key: string, body: { cycle: number }): Promise<TontineView> {
+  const request = { userId, operation: 'contributeToTontine', key, request: { path: { tontineId }, body } };
+  return idempotency.execute(request, async (trx) => {
+    const { tontine, contributionId } = await service.contribute(trx, userId, tontineId, body);
+    return { result: tontine, responseStatus: 200, responseBody: tontine, resource: { type: 'tontine_contribution', id: contributionId, status: 'paid', location: `/api/tontines/${tontineId}` } };
+  });
 }
 
 async function fundedUsers(balances: readonly bigint[]): Promise<TestUser[]> {
@@ -48,12 +58,12 @@ async function fundedUsers(balances: readonly bigint[]): Promise<TestUser[]> {
 /** A started tontine of `users` (the first organizes), weekly, `amount` XOF, in join order. */
 async function startedTontine(service: TontineService, users: readonly TestUser[], amount: number): Promise<TontineView> {
   const [organizer, ...others] = users as [TestUser, ...TestUser[]];
-  const created = await service.create(organizer.id, { name: 'Property circle', currency: 'XOF', contribution_amount: amount, frequency: 'weekly', max_members: users.length, payout_order: 'join_order' });
+  const created = await service.create(knex, organizer.id, { name: 'Property circle', currency: 'XOF', contribution_amount: amount, frequency: 'weekly', max_members: users.length, payout_order: 'join_order' });
   for (const member of others) {
-    await service.invite(organizer.id, created.id, member.email as string);
-    await service.join(member.id, created.id);
+    await service.invite(knex, organizer.id, created.id, member.email as string);
+    await service.join(knex, member.id, created.id);
   }
-  return service.start(organizer.id, created.id);
+  return service.start(knex, organizer.id, created.id);
 }
 
 async function errorCode(promise: Promise<unknown>): Promise<string> {
@@ -69,12 +79,12 @@ async function errorCode(promise: Promise<unknown>): Promise<string> {
 describe('late marking (background job)', () => {
   it('marks the unpaid contributions of a due cycle late, once; a late member still pays and the payout waits for the whole pot', async () => {
     const start = PAST.lateMarking;
-    const { service, clock } = serviceWithClock(start);
+    const { service, clock, idempotency } = serviceWithClock(start);
     const users = await fundedUsers([10_000n, 10_000n, 10_000n]);
     const [a, b, c] = users as [TestUser, TestUser, TestUser];
     const tontine = await startedTontine(service, users, 1000);
     expect(tontine.next_payout_at).toBe(new Date(start + 7 * DAY_MS).toISOString());
-    await service.contribute(a.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
+    await contribute(idempotency, service, a.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
 
     clock.nowMs = start + 7 * DAY_MS - 1;
     await service.markLateContributions();
@@ -92,10 +102,10 @@ describe('late marking (background job)', () => {
     expect(await lateEventsOf([tontine.id])).toEqual([{ subject_id: tontine.id, actor_user_id: null, payload: { cycle: 1, user_ids: expect.arrayContaining([b.id, c.id]) } }]);
 
     clock.nowMs = start + 9 * DAY_MS;
-    const afterB = await service.contribute(b.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
+    const afterB = await contribute(idempotency, service, b.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
     expect(afterB.current_cycle).toBe(1);
     expect(afterB.pool_balance).toBe('2000');
-    const afterC = await service.contribute(c.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
+    const afterC = await contribute(idempotency, service, c.id, tontine.id, crypto.randomUUID(), { cycle: 1 });
     expect(afterC).toMatchObject({ current_cycle: 2, pool_balance: '0', next_payout_at: new Date(start + 14 * DAY_MS).toISOString() });
     expect(afterC.current_contributions?.map((k) => k.status)).toEqual(['pending', 'pending', 'pending']);
     expect(await walletBalance(a.id, 'XOF')).toBe(12_000n);
@@ -153,7 +163,7 @@ describe('tontine money (property)', () => {
     await fc.assert(
       fc.asyncProperty(fc.bigInt({ min: 0n, max: 450n }), fc.array(commandArbitrary, { minLength: 1, maxLength: 18 }), async (poorBalance, commands) => {
         const start = PAST.property;
-        const { service, clock } = serviceWithClock(start);
+        const { service, clock, idempotency } = serviceWithClock(start);
         const initial = [5_000n, 5_000n, poorBalance];
         const users = await fundedUsers(initial);
         const n = users.length;
@@ -176,7 +186,7 @@ describe('tontine money (property)', () => {
             const key = earlier?.key ?? crypto.randomUUID();
             // The contribution names a cycle: usually the open one, sometimes the one before or after.
             const cycle = model.cycle + command.cycleOffset;
-            const outcome = await errorCode(service.contribute(users[command.member]!.id, tontine.id, key, { cycle }));
+            const outcome = await errorCode(contribute(idempotency, service, users[command.member]!.id, tontine.id, key, { cycle }));
             let expected: string;
             if (earlier?.succeeded) expected = earlier.cycle === cycle ? 'IdempotencyKeyAlreadyProcessed' : 'IdempotencyKeyReused';
             else if (model.status !== 'active') expected = 'InvalidTontineState';
@@ -209,7 +219,7 @@ describe('tontine money (property)', () => {
               for (let m = 0; m < n; m += 1) if (!model.paid.has(m)) model.late.add(m);
             }
           } else {
-            const outcome = await errorCode(service.cancel(users[0]!.id, tontine.id));
+            const outcome = await errorCode(service.cancel(knex, users[0]!.id, tontine.id));
             // Once a pot is paid out (cycle 2 on), no member can end the tontine.
             expect(outcome).toBe(model.status === 'active' && model.cycle === 1 ? 'ok' : 'InvalidTontineState');
             if (outcome === 'ok') {

@@ -8,6 +8,7 @@ import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser, type TestUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { transferClaim } from '../support/idempotency';
 
 /**
  * Group commit of POST /transfers (issue 21), as a property: random transfers fired at once
@@ -104,7 +105,7 @@ describe('group commit of transfers (property)', () => {
             if (step.kind === 'replay') {
               const earlier = acknowledgedBefore[step.pick % Math.max(1, acknowledgedBefore.length)];
               if (!earlier) return;
-              const error = await app.services.transfers.create((users[earlier.from] as TestUser).id, earlier.key, earlier.input).then(
+              const error = await app.services.transfers.create((users[earlier.from] as TestUser).id, transferClaim(earlier.key, earlier.input), earlier.input).then(
                 () => undefined,
                 (reason: unknown) => reason as { code?: string; details?: { resource_id?: string } },
               );
@@ -124,7 +125,7 @@ describe('group commit of transfers (property)', () => {
               killsAsked += 1;
             }
             const input: TransferInput = { amount: Number(step.minor), currency: 'XOF', recipientIdentifier: to as string, ...(note ? { note } : {}) };
-            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create(from.id, key, input)));
+            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create(from.id, transferClaim(key, input), input)));
             const ids = new Set<string>();
             for (const outcome of outcomes) {
               if (outcome.status === 'fulfilled') ids.add(outcome.value.id);

@@ -9,6 +9,7 @@ import { SandboxRail, TransferService, type CreateTransferInput } from '../../sr
 import { testKnex } from '../support/database';
 import { createUser, uniquePhone } from '../support/factories';
 import { balanceOf, expectLedgerInvariants, postingEntries } from '../support/ledger-invariants';
+import { transferClaim } from '../support/idempotency';
 
 const knex = testKnex();
 // Outcomes are reported only when a test calls rail.settleAll().
@@ -35,7 +36,7 @@ async function wallet(userId: string, currency: string): Promise<bigint> {
 }
 
 function send(userId: string, input: CreateTransferInput, key: string = crypto.randomUUID()) {
-  return transfers.create(userId, key, input);
+  return transfers.create(userId, transferClaim(key, input), input);
 }
 
 async function refusal(promise: Promise<unknown>) {

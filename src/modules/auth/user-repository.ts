@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { LoginIdentifier } from './identifier';
+import type { LoginIdentifier, PartyIdentifier } from './identifier';
 
 export type UserStatus = 'active' | 'locked' | 'disabled';
 
@@ -84,10 +84,13 @@ export class UserRepository {
     return row ? { id: row.id, email: row.email, phone: row.phone, isAdmin: row.is_admin } : undefined;
   }
 
-  /** An active or locked user by e-mail (lower-cased) or E.164 telephone; disabled users are nobody. */
-  async findReachable(by: { email: string } | { phone: string }): Promise<UserContact | undefined> {
+  /**
+   * The one look-up of a party by identifier (escrow counterparties, tontine invitees): an active
+   * or locked user by e-mail (lower-cased) or E.164 telephone; disabled users are nobody.
+   */
+  async findReachable(identifier: PartyIdentifier): Promise<UserContact | undefined> {
     return this.db('users')
-      .where('email' in by ? { email: by.email } : { phone: by.phone })
+      .where(identifier.kind === 'email' ? { email: identifier.email } : { phone: identifier.phone })
       .whereNot({ status: 'disabled' })
       .first<UserContact | undefined>(CONTACT_COLUMNS);
   }

@@ -42,9 +42,3 @@ export class SelfEscrowError extends UnprocessableError {
     super('SelfEscrow', 'The counterparty must be another user: you cannot open an escrow with yourself.');
   }
 }
-
-export class WalletFrozenError extends UnprocessableError {
-  constructor(party: 'buyer' | 'seller') {
-    super('WalletFrozen', `The ${party}'s wallet in this currency is frozen: no money can move through it.`, { party });
-  }
-}

@@ -1,5 +1,11 @@
-import { pageRequest, type Caller, type Handlers } from '../../contract';
+import { pageRequest, type Caller, type Handlers, type IdempotentResource, type Transaction } from '../../contract';
+import type { EscrowView } from './escrow-presenter';
 import type { EscrowCommand, EscrowService } from './escrow-service';
+
+/** The escrow a request produced or changed, as an Idempotency-Key replay names it. */
+export function escrowResource(escrow: Pick<EscrowView, 'id' | 'status'>): IdempotentResource {
+  return { type: 'escrow', id: escrow.id, status: escrow.status, location: `/api/escrows/${escrow.id}` };
+}
 
 type EscrowOperation =
   | 'listEscrows'
@@ -16,16 +22,17 @@ type EscrowOperation =
 
 /** The escrow operations of the contract, keyed by operationId (the validator checked every input). */
 export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation> {
-  // An action answers 200 with the escrow; the money-moving ones carry an Idempotency-Key.
-  const act = async (caller: Caller, escrowId: string, command: EscrowCommand, idempotencyKey?: string) => ({
-    data: await escrows.act(caller, escrowId, command, idempotencyKey),
-  });
+  // An action answers 200 with the escrow, in the pipeline's transaction (its Idempotency-Key completes in it).
+  const act = async (trx: Transaction, caller: Caller, escrowId: string, command: EscrowCommand) => {
+    const data = await escrows.act(trx, caller, escrowId, command);
+    return { data, resource: escrowResource(data) };
+  };
   return {
     listEscrows: async ({ caller, query }) => ({
       data: await escrows.list(caller, { status: query.status, role: query.role, ...pageRequest(query) }),
     }),
-    async createEscrow({ caller, headers, body }) {
-      const data = await escrows.create(caller, headers['Idempotency-Key'], {
+    async createEscrow({ caller, trx, body }) {
+      const data = await escrows.create(trx, caller, {
         role: body.role,
         counterpartyIdentifier: body.counterparty_identifier,
         amount: body.amount,
@@ -35,18 +42,18 @@ export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation
         reference: body.reference,
         feePayer: body.fee_payer,
       });
-      return { status: 201, headers: { Location: `/api/escrows/${data.id}` }, data };
+      return { status: 201, headers: { Location: `/api/escrows/${data.id}` }, data, resource: escrowResource(data) };
     },
     getEscrow: async ({ caller, path }) => ({ data: await escrows.get(caller, path.escrowId) }),
-    fundEscrow: ({ caller, path, headers }) => act(caller, path.escrowId, { action: 'fund' }, headers['Idempotency-Key']),
-    deliverEscrow: ({ caller, path, body }) =>
-      act(caller, path.escrowId, { action: 'deliver', trackingReference: body?.tracking_reference, note: body?.note }),
-    acceptEscrow: ({ caller, path, headers }) => act(caller, path.escrowId, { action: 'accept' }, headers['Idempotency-Key']),
-    disputeEscrow: ({ caller, path, body }) => act(caller, path.escrowId, { action: 'dispute', reason: body.reason }),
-    refundEscrow: ({ caller, path, headers }) => act(caller, path.escrowId, { action: 'refund' }, headers['Idempotency-Key']),
-    cancelEscrow: ({ caller, path }) => act(caller, path.escrowId, { action: 'cancel' }),
-    resolveEscrow: ({ caller, path, headers, body }) =>
-      act(caller, path.escrowId, { action: 'resolve', outcome: body.outcome, sellerAmount: body.seller_amount, note: body.note }, headers['Idempotency-Key']),
+    fundEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'fund' }),
+    deliverEscrow: ({ trx, caller, path, body }) =>
+      act(trx, caller, path.escrowId, { action: 'deliver', trackingReference: body?.tracking_reference, note: body?.note }),
+    acceptEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'accept' }),
+    disputeEscrow: ({ trx, caller, path, body }) => act(trx, caller, path.escrowId, { action: 'dispute', reason: body.reason }),
+    refundEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'refund' }),
+    cancelEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'cancel' }),
+    resolveEscrow: ({ trx, caller, path, body }) =>
+      act(trx, caller, path.escrowId, { action: 'resolve', outcome: body.outcome, sellerAmount: body.seller_amount, note: body.note }),
     listAllEscrows: async ({ caller, query }) => ({
       data: await escrows.listAll(caller, { status: query.status, ...pageRequest(query) }),
     }),

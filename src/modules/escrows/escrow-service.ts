@@ -1,17 +1,17 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { DomainError, ForbiddenError, UnprocessableError, ValidationError } from '../../errors';
+import { ForbiddenError, ValidationError } from '../../errors';
 import { toPage, type Page } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
-import { UserRepository } from '../auth';
+import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository } from '../events';
-import { creditedAccountOf, currencies, parseAmount, post, shardedPlatformAccount, walletOf, type EntryInput, type LedgerAccount } from '../ledger';
-import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
-import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError, WalletFrozenError } from './escrow-errors';
+import { creditedAccountOf, currencies, parseAmount, post, shardedPlatformAccount, walletOf, walletRefusal, type EntryInput, type LedgerAccount } from '../ledger';
+import type { IdempotencyService } from '../idempotency';
+import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type FeePayer, type Settlement } from './escrow-fee';
-import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowAction, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
+import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
 import { presentEscrows, type EscrowCaller, type EscrowView } from './escrow-presenter';
 import { EscrowRepository, type Escrow, type ResolutionOutcome } from './escrow-repository';
 
@@ -35,18 +35,6 @@ export type EscrowCommand =
   | { action: 'dispute'; reason: string }
   | { action: 'resolve'; outcome: ResolutionOutcome; sellerAmount?: number | string; note?: string };
 
-/** Actions that move money: they require an Idempotency-Key. */
-const MONEY_ACTIONS = new Set<EscrowAction>(['fund', 'accept', 'refund', 'resolve']);
-const OPERATION_OF: Record<EscrowAction, string> = {
-  fund: 'fundEscrow',
-  deliver: 'deliverEscrow',
-  accept: 'acceptEscrow',
-  dispute: 'disputeEscrow',
-  refund: 'refundEscrow',
-  cancel: 'cancelEscrow',
-  resolve: 'resolveEscrow',
-};
-
 export type EscrowPage = Page<EscrowView>;
 
 export interface EscrowListOptions {
@@ -69,27 +57,11 @@ export interface EscrowServiceDeps {
   releaseRetryMs?: number;
 }
 
-interface ParsedIdentifier {
-  by: { email: string } | { phone: string };
-}
-
-const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
-const E164 = /^\+[1-9][0-9]{6,14}$/;
-const IDENTIFIER_FIELD = 'body.counterparty_identifier';
+const COUNTERPARTY_FIELD = { path: 'body.counterparty_identifier', name: 'counterparty_identifier' };
 
 /** An e-mail (lower-cased) or a telephone number in international form, normalised to E.164. */
-function parseCounterparty(raw: string): ParsedIdentifier {
-  const text = raw.trim();
-  if (text.includes('@')) {
-    if (!EMAIL.test(text) || text.length > 254) throw ValidationError.field(IDENTIFIER_FIELD, 'counterparty_identifier is not a valid e-mail address.');
-    return { by: { email: text.toLowerCase() } };
-  }
-  const compact = text.replace(/[\s().-]/g, '');
-  const phone = compact.startsWith('00') ? `+${compact.slice(2)}` : compact;
-  if (!E164.test(phone)) {
-    throw ValidationError.field(IDENTIFIER_FIELD, 'counterparty_identifier must be an e-mail address or an E.164 telephone number such as +2250700000001.');
-  }
-  return { by: { phone } };
+function parseCounterparty(raw: string): PartyIdentifier {
+  return parsePartyIdentifier(raw, COUNTERPARTY_FIELD);
 }
 
 function feeOf(escrow: Escrow): EscrowFee {
@@ -107,8 +79,8 @@ function feeOf(escrow: Escrow): EscrowFee {
  * Escrow transactions (see escrow-lifecycle.ts for the state machine and escrow-fee.ts for
  * the fee). Every state change locks the escrow row first (then the ledger locks its
  * accounts), checks the rules, posts through the ledger, updates the row and records its
- * events, all in one transaction; money-moving actions run inside the idempotency
- * mechanism, so their key completes in that same transaction. Two actions racing on one
+ * events, all in one transaction: the one the HTTP pipeline opens, so an Idempotency-Key
+ * completes in it. Two actions racing on one
  * escrow are serialised by the row lock: the second sees the first's status and gets 409.
  */
 export class EscrowService {
@@ -124,45 +96,23 @@ export class EscrowService {
     deps.idempotency.registerResourceStatus('escrow', (db, id) => new EscrowRepository(db).statusOf(id));
   }
 
-  /** POST /escrows. */
-  async create(caller: EscrowCaller, idempotencyKey: string, input: CreateEscrowInput): Promise<EscrowView> {
-    const key = validateIdempotencyKey(idempotencyKey);
-    const currency = await currencies.require(this.knex, input.currency, 'body.currency');
-    const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
-    const counterparty = parseCounterparty(input.counterpartyIdentifier);
-    return this.deps.idempotency.execute({ userId: caller.userId, operation: 'createEscrow', key, request: { body: input } }, async (trx) => {
-      const escrow = await this.createIn(trx, caller, { ...input, currency: currency.code }, amountMinor, counterparty);
-      const view = await this.presentOne(trx, escrow, caller);
-      return { result: view, responseStatus: 201, responseBody: view, resource: resourceOf(escrow) };
-    });
+  /** POST /escrows, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */
+  async create(db: Knex | Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput): Promise<EscrowView> {
+    return withTransaction(db, async (trx) => this.presentOne(trx, await this.createInTransaction(trx, caller, input), caller));
   }
 
   /** Creates an escrow inside the caller's transaction (the demo seed uses it directly). */
   async createInTransaction(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput): Promise<Escrow> {
     const currency = await currencies.require(trx, input.currency, 'body.currency');
     const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
-    return this.createIn(trx, caller, input, amountMinor, parseCounterparty(input.counterpartyIdentifier));
+    const counterparty = parseCounterparty(input.counterpartyIdentifier);
+    return this.createIn(trx, caller, { ...input, currency: currency.code }, amountMinor, counterparty);
   }
 
-  /**
-   * POST /escrows/{escrowId}/{action}. `idempotencyKey` is required for the actions that move
-   * money (fund, accept, refund, resolve) and ignored by the others.
-   */
-  async act(caller: EscrowCaller, escrowId: string, command: EscrowCommand, idempotencyKey?: string): Promise<EscrowView> {
+  /** POST /escrows/{escrowId}/{action}, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */
+  async act(db: Knex | Knex.Transaction, caller: EscrowCaller, escrowId: string, command: EscrowCommand): Promise<EscrowView> {
     if (command.action === 'resolve') checkResolutionShape(command);
-    if (!MONEY_ACTIONS.has(command.action)) {
-      return withTransaction(this.knex, async (trx) => this.presentOne(trx, await this.actInTransaction(trx, caller, escrowId, command), caller));
-    }
-    const key = validateIdempotencyKey(idempotencyKey);
-    const { action, ...parameters } = command;
-    return this.deps.idempotency.execute(
-      { userId: caller.userId, operation: OPERATION_OF[action], key, request: { escrow_id: escrowId, body: parameters } },
-      async (trx) => {
-        const escrow = await this.actInTransaction(trx, caller, escrowId, command);
-        const view = await this.presentOne(trx, escrow, caller);
-        return { result: view, responseStatus: 200, responseBody: view, resource: resourceOf(escrow) };
-      },
-    );
+    return withTransaction(db, async (trx) => this.presentOne(trx, await this.actInTransaction(trx, caller, escrowId, command), caller));
   }
 
   /** One action inside the caller's transaction, without idempotency (the demo seed; `act` wraps it). */
@@ -275,10 +225,10 @@ export class EscrowService {
     return released;
   }
 
-  private async createIn(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput, amountMinor: bigint, counterparty: ParsedIdentifier): Promise<Escrow> {
+  private async createIn(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput, amountMinor: bigint, counterparty: PartyIdentifier): Promise<Escrow> {
     const repository = new EscrowRepository(trx);
     const users = new UserRepository(trx);
-    const other = await users.findReachable(counterparty.by);
+    const other = await users.findReachable(counterparty);
     if (!other) throw new CounterpartyNotFoundError();
     if (other.id === caller.userId) throw new SelfEscrowError();
     const self = await users.findContact(caller.userId);
@@ -337,16 +287,7 @@ export class EscrowService {
       });
       return posting.id;
     } catch (error) {
-      if (error instanceof DomainError && error.code === 'AccountFrozen') throw new WalletFrozenError('buyer');
-      if (error instanceof DomainError && error.code === 'InsufficientFunds') {
-        const { available, required } = error.details as { available: string; required: string };
-        throw new UnprocessableError(
-          'InsufficientFunds',
-          `Insufficient funds: your ${escrow.currency} wallet does not cover the amount plus your share of the fee.`,
-          { currency: escrow.currency, available, required },
-        );
-      }
-      throw error;
+      throw walletRefusal(error, { parties: new Map([[wallet.id, 'buyer']]), defaultParty: 'buyer', covers: 'the amount plus your share of the fee' });
     }
   }
 
@@ -385,12 +326,8 @@ export class EscrowService {
       );
       postingId = posting.id;
     } catch (error) {
-      if (error instanceof DomainError && error.code === 'AccountFrozen') {
-        // A split pays both parties: name the one whose wallet the ledger found frozen.
-        const frozenAccountId = (error.details as { account_id?: string } | undefined)?.account_id;
-        throw new WalletFrozenError(buyerWalletId !== undefined && frozenAccountId === buyerWalletId ? 'buyer' : 'seller');
-      }
-      throw error;
+      // A split pays both parties: the ledger names the account it found frozen.
+      throw walletRefusal(error, { parties: new Map(buyerWalletId ? [[buyerWalletId, 'buyer' as const]] : []), defaultParty: 'seller', covers: 'this settlement' });
     }
     await new EventRepository(trx).record({
       subjectType: 'escrow',
@@ -457,8 +394,4 @@ async function holdingAccountOf(trx: Knex.Transaction, escrow: Escrow): Promise<
   const holding = escrow.fundingPostingId ? await creditedAccountOf(trx, escrow.fundingPostingId, 'escrow_holding') : undefined;
   if (!holding) throw new Error(`escrow ${escrow.id} is settled but its funding credited no holding account`);
   return holding;
-}
-
-function resourceOf(escrow: Escrow) {
-  return { type: 'escrow', id: escrow.id, status: escrow.status, location: `/api/escrows/${escrow.id}` };
 }

@@ -6,25 +6,18 @@ import { withTransaction } from '../../db/transaction';
 import { idempotencyRepository, type IdempotencyRecord, type IdempotencyScope } from './idempotency-repository';
 
 /**
- * Idempotency for every money-moving POST (transfers, escrows, tontines, payment-link
- * payments). Usage from a service:
- *
- *   return idempotency.execute(
- *     { userId, operation: 'createTransfer', key, request: { body } },
- *     async (trx) => {
- *       ...the effect, on trx (ledger postings, rows)...
- *       return { result, responseStatus: 200, responseBody: dto,
- *                resource: { type: 'transfer', id, status, location: `/api/transfers/${id}` } };
- *     },
- *   );
+ * Idempotency for every POST whose contract declares the Idempotency-Key header. It is applied
+ * by the HTTP pipeline (src/http/mount-operations.ts), never by a service: the pipeline checks
+ * the key, scopes it to the operationId and the caller, and runs the handler through `perform`,
+ * handing it the transaction the key is completed in; the handler names the resource.
  *
  * Rules (IETF draft-ietf-httpapi-idempotency-key-header, Stripe's behaviour, and issue 4):
- * - Keys are scoped to (user, operation) and kept `ttlHours` (>= 24 h, IDEMPOTENCY_TTL_HOURS).
- * - Validate the request itself (formats, amounts) BEFORE calling `execute`: a 400 never
- *   touches the key. Checks that depend on stored state (balances, recipients) belong INSIDE
- *   the effect, after the claim: a replay of a processed key must answer 409 with the
- *   resource it produced even when the same request would now be refused, and a refusal
- *   there rolls back and releases the claim, so it does not consume the key either.
+ * - Keys are scoped to (user, operation) — to (organisation, operation) when an API key calls —
+ *   and kept `ttlHours` (>= 24 h, IDEMPOTENCY_TTL_HOURS).
+ * - The key is claimed before the effect runs, so checks that depend on stored state
+ *   (balances, recipients) run after the claim: a replay of a processed key answers 409 with
+ *   the resource it produced even when the same request would now be refused. A refusal (a
+ *   400 included) rolls back and releases the claim: it does not consume the key.
  * - The first request claims the key (`in_progress`, a fencing token and a lease) in its own
  *   short statement, then runs the effect in ONE transaction that ends by completing the key
  *   row with the response status, body and resource, on condition that the claim token is
@@ -57,7 +50,9 @@ export interface IdempotentRequest {
   /** The Idempotency-Key header. */
   key: string;
   /** What identifies the request besides the key: its body, and path parameters if any. */
-  request: unknown;
+  request?: unknown;
+  /** Its hash when already computed (the pipeline computes it as it checks the key). */
+  requestHash?: string;
 }
 
 export interface IdempotentResource {
@@ -155,10 +150,20 @@ export class IdempotencyService {
     this.statusReaders.set(resourceType, reader);
   }
 
+  /**
+   * Runs `effect` in one transaction; with a key (`request`), claims it first and completes it
+   * in that transaction with the outcome's response and resource. Without one, the effect runs
+   * alone, in the same kind of transaction.
+   */
+  async perform<T>(request: IdempotentRequest | undefined, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T>>): Promise<T> {
+    if (!request) return withTransaction(this.knex, async (trx) => (await effect(trx)).result);
+    return this.execute(request, effect);
+  }
+
+  /** Claims `request.key` (already checked: validateIdempotencyKey), runs `effect` and completes the key in its transaction. */
   async execute<T>(request: IdempotentRequest, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T>>): Promise<T> {
-    const key = validateIdempotencyKey(request.key);
-    const hash = requestHash(request.request);
-    const claim = await this.claim({ userId: request.userId, organizationId: request.organizationId, operation: request.operation, key }, hash);
+    const hash = request.requestHash ?? requestHash(request.request);
+    const claim = await this.claim({ userId: request.userId, organizationId: request.organizationId, operation: request.operation, key: request.key }, hash);
     try {
       return await withTransaction(this.knex, async (trx) => {
         const outcome = await effect(trx);

@@ -1,6 +1,11 @@
-import { pageRequest, toListPage, type Handlers } from '../../contract';
+import { pageRequest, toListPage, type Handlers, type IdempotentResource } from '../../contract';
 import { presentCustomer, presentDocument } from './invoice-presenter';
-import type { InvoiceService } from './invoice-service';
+import type { DocumentView, InvoiceService } from './invoice-service';
+
+/** The document a creation produced, as an Idempotency-Key replay names it. */
+function documentResource(organizationId: string, doc: DocumentView): IdempotentResource {
+  return { type: doc.kind, id: doc.id, status: doc.status, location: `/api/business/organizations/${organizationId}/invoices/${doc.id}` };
+}
 
 type InvoiceOperation =
   | 'listInvoices'
@@ -25,8 +30,9 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
       const listed = toListPage(documents, page.limit);
       return { data: { ...listed, data: listed.data.map(presentDocument) } };
     },
-    async createInvoice({ organization, caller, body, headers }) {
+    async createInvoice({ trx, organization, caller, body }) {
       const created = await invoices.createDocument(
+        trx,
         organization.id,
         caller.userId,
         {
@@ -38,10 +44,8 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
           dueDate: body.due_date,
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
         },
-        headers['Idempotency-Key'] || undefined,
-        caller.apiKey ? 'organization' : 'user',
       );
-      return { data: presentDocument(created) };
+      return { data: presentDocument(created), resource: documentResource(organization.id, created) };
     },
     getInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.getDocument(organization.id, path.invoiceId)) }),
     finalizeInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.finalize(organization.id, path.invoiceId)) }),
@@ -52,16 +56,15 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
     voidInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'void')) }),
     cancelQuote: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'cancel')) }),
     acceptQuote: async ({ organization, path, caller }) => ({ data: presentDocument(await invoices.acceptQuote(organization.id, path.invoiceId, caller.userId)) }),
-    async createCreditNote({ organization, path, caller, body, headers }) {
+    async createCreditNote({ trx, organization, path, caller, body }) {
       const note = await invoices.createCreditNote(
+        trx,
         organization.id,
         path.invoiceId,
         caller.userId,
         { reason: body.reason, lineItems: body.line_items, memo: body.memo },
-        headers['Idempotency-Key'] || undefined,
-        caller.apiKey ? 'organization' : 'user',
       );
-      return { data: presentDocument(note) };
+      return { data: presentDocument(note), resource: documentResource(organization.id, note) };
     },
     async createCustomer({ organization, body }) {
       const customer = await invoices.createCustomer(organization.id, { name: body.name, email: body.email, phone: body.phone });

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
-import type { IdempotencyService } from '../idempotency';
 import { EventRepository } from '../events';
 import { currencies, formatMinor } from '../ledger';
 import { presentDocument } from './invoice-presenter';
@@ -70,23 +69,10 @@ export interface CreateCreditNoteInput {
 }
 
 export interface InvoiceServiceOptions {
-  /** Records the Idempotency-Key of a creation together with the document. */
-  idempotency: IdempotencyService;
   clock?: Clock;
   /** Days from finalisation to an invoice's default due date and a quote's default expiry. */
   defaultTermDays?: number;
 }
-
-/** The optional Idempotency-Key of a creation and who sent it. */
-export interface IdempotencyScope {
-  userId: string;
-  key?: string;
-  /** An API key's Idempotency-Key is scoped to its organisation (issue 24), a user's to the user. */
-  owner?: 'user' | 'organization';
-}
-
-/** Whose Idempotency-Keys a creation's key is among: the user's, or (an API key calling) the organisation's. */
-export type IdempotencyOwner = NonNullable<IdempotencyScope['owner']>;
 
 const DAY_MS = 86_400_000;
 
@@ -108,7 +94,6 @@ export function utcDate(date: Date): string {
 export class InvoiceService {
   private readonly now: Clock;
   private readonly termDays: number;
-  private readonly idempotency: IdempotencyService;
 
   constructor(
     private readonly knex: Knex,
@@ -116,31 +101,6 @@ export class InvoiceService {
   ) {
     this.now = options.clock ?? systemClock;
     this.termDays = options.defaultTermDays ?? 30;
-    this.idempotency = options.idempotency;
-  }
-
-  /**
-   * Runs a creation in one transaction; with an Idempotency-Key, through the idempotency
-   * service, so the key and the document commit together and a retry never creates twice.
-   */
-  private async create(
-    organizationId: string,
-    operation: string,
-    scope: IdempotencyScope,
-    request: unknown,
-    effect: (trx: Knex.Transaction) => Promise<DocumentView>,
-  ): Promise<DocumentView> {
-    if (!scope.key) return withTransaction(this.knex, effect);
-    const owner = scope.owner === 'organization' ? { organizationId } : {};
-    return this.idempotency.execute({ userId: scope.userId, ...owner, operation, key: scope.key, request: { organizationId, ...(request as object) } }, async (trx) => {
-      const doc = await effect(trx);
-      return {
-        result: doc,
-        responseStatus: 201,
-        responseBody: { id: doc.id, kind: doc.kind, number: doc.number, status: doc.status },
-        resource: { type: doc.kind, id: doc.id, status: doc.status, location: `/api/business/organizations/${organizationId}/invoices/${doc.id}` },
-      };
-    });
   }
 
   private async view(db: Knex | Knex.Transaction, doc: BillingDocument): Promise<DocumentView> {
@@ -179,13 +139,8 @@ export class InvoiceService {
     return { documents: await currencies.withExponents(this.knex, rows), limit: input.limit };
   }
 
-  async createDocument(
-    organizationId: string,
-    actorUserId: string,
-    input: CreateDocumentInput,
-    idempotencyKey?: string,
-    idempotencyOwner: IdempotencyOwner = 'user',
-  ): Promise<DocumentView> {
+  /** Creates a draft in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */
+  async createDocument(db: Knex | Knex.Transaction, organizationId: string, actorUserId: string, input: CreateDocumentInput): Promise<DocumentView> {
     const now = this.now();
     if (input.kind === 'invoice' && input.expiresAt) throw ValidationError.field('body.expires_at', 'expires_at applies to quotes only.');
     if (input.kind === 'quote' && input.dueDate) throw ValidationError.field('body.due_date', 'due_date applies to invoices only.');
@@ -193,8 +148,7 @@ export class InvoiceService {
     if (input.dueDate && input.dueDate < utcDate(now)) throw ValidationError.field('body.due_date', 'due_date must not be in the past.');
     if (input.expiresAt && Number.isNaN(input.expiresAt.getTime())) throw ValidationError.field('body.expires_at', 'expires_at must be a valid date-time.');
     if (input.expiresAt && input.expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
-    const fingerprint = { ...input, expiresAt: input.expiresAt?.toISOString() ?? null };
-    return this.create(organizationId, 'createInvoice', { userId: actorUserId, key: idempotencyKey, owner: idempotencyOwner }, fingerprint, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const currency = await currencies.require(trx, input.currency, 'body.currency');
       const totals = computeTotals(input.lineItems, currency.exponent);
@@ -326,16 +280,9 @@ export class InvoiceService {
    * Issues a credit note against a finalised invoice. The invoice row is locked, so concurrent
    * credit notes queue and their sum never exceeds the invoice's total.
    */
-  async createCreditNote(
-    organizationId: string,
-    invoiceId: string,
-    actorUserId: string,
-    input: CreateCreditNoteInput,
-    idempotencyKey?: string,
-    idempotencyOwner: IdempotencyOwner = 'user',
-  ): Promise<DocumentView> {
+  async createCreditNote(db: Knex | Knex.Transaction, organizationId: string, invoiceId: string, actorUserId: string, input: CreateCreditNoteInput): Promise<DocumentView> {
     const now = this.now();
-    return this.create(organizationId, 'createCreditNote', { userId: actorUserId, key: idempotencyKey, owner: idempotencyOwner }, { invoiceId, ...input }, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const invoice = await this.lock(repo, organizationId, invoiceId);
       if (invoice.kind !== 'invoice') throw new ActionNotApplicableError(invoice.kind, 'credit');

@@ -21,3 +21,4 @@ export { formatMinor, minorToNumber, parseAmount, toBigInt, MAX_MINOR } from './
 export type * from './ledger-types';
 export { LedgerReadModel, StatementCheckpoints, type AccountEntry, type AccountState, type Cumulative, type EntryPosition } from './ledger-read-model';
 export { GroupCommit, GROUP_COMMIT_MAX_ITEMS, GROUP_COMMIT_WINDOW_MS, type GroupCommitOptions } from './group-commit';
+export { insufficientFunds, walletFrozen, walletRefusal, type WalletParty, type WalletPosting } from './wallet-refusals';

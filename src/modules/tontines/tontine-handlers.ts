@@ -1,5 +1,6 @@
-import { pageRequest, type Handlers } from '../../contract';
-import type { TontineService } from './tontine-service';
+import { pageRequest, type Handlers, type IdempotentResource } from '../../contract';
+import type { TontineView } from './tontine-presenter';
+import { CONTRIBUTION_RESOURCE, type TontineService } from './tontine-service';
 
 /** The tontine operations of the contract: GET/POST /tontines and /tontines/{tontineId}[/...]. */
 export type TontineOperation =
@@ -18,25 +19,35 @@ export type TontineHandlers = Handlers<TontineOperation>;
 
 const location = (id: string) => ({ Location: `/api/tontines/${id}` });
 
+/** The tontine a request produced or changed, as an Idempotency-Key replay names it. */
+function tontineResource(tontine: Pick<TontineView, 'id' | 'status'>): IdempotentResource {
+  return { type: 'tontine', id: tontine.id, status: tontine.status, location: `/api/tontines/${tontine.id}` };
+}
+
+/** Every action answers the tontine after it, in the pipeline's transaction (an Idempotency-Key completes in it). */
+const changed = (data: TontineView) => ({ data, resource: tontineResource(data) });
+
 export function tontineHandlers(tontines: TontineService): TontineHandlers {
   return {
     listTontines: async ({ caller, query }) => ({
       data: await tontines.list(caller.userId, { ...pageRequest(query), status: query.status }),
     }),
-    async createTontine({ caller, body }) {
-      const data = await tontines.create(caller.userId, body);
-      return { data, headers: location(data.id) };
+    async createTontine({ trx, caller, body }) {
+      const data = await tontines.create(trx, caller.userId, body);
+      return { data, headers: location(data.id), resource: tontineResource(data) };
     },
     getTontine: async ({ caller, path }) => ({ data: await tontines.get(caller.userId, path.tontineId) }),
-    inviteToTontine: async ({ caller, path, body }) => ({ data: await tontines.invite(caller.userId, path.tontineId, body.identifier) }),
-    joinTontine: async ({ caller, path }) => ({ data: await tontines.join(caller.userId, path.tontineId) }),
-    leaveTontine: async ({ caller, path }) => ({ data: await tontines.leave(caller.userId, path.tontineId) }),
-    startTontine: async ({ caller, path }) => ({ data: await tontines.start(caller.userId, path.tontineId) }),
-    contributeToTontine: async ({ caller, path, headers, body }) => ({
-      data: await tontines.contribute(caller.userId, path.tontineId, headers['Idempotency-Key'], body),
-      headers: location(path.tontineId),
-    }),
-    cancelTontine: async ({ caller, path }) => ({ data: await tontines.cancel(caller.userId, path.tontineId) }),
-    dissolveTontine: async ({ caller, path, body }) => ({ data: await tontines.dissolve(caller, path.tontineId, body.reason) }),
+    inviteToTontine: async ({ trx, caller, path, body }) => changed(await tontines.invite(trx, caller.userId, path.tontineId, body.identifier)),
+    joinTontine: async ({ trx, caller, path }) => changed(await tontines.join(trx, caller.userId, path.tontineId)),
+    leaveTontine: async ({ trx, caller, path }) => changed(await tontines.leave(trx, caller.userId, path.tontineId)),
+    startTontine: async ({ trx, caller, path }) => changed(await tontines.start(trx, caller.userId, path.tontineId)),
+    async contributeToTontine({ trx, caller, path, body }) {
+      const { tontine, contributionId } = await tontines.contribute(trx, caller.userId, path.tontineId, body);
+      // The key names the contribution it paid (its status is read afresh on a replay).
+      const resource = { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${path.tontineId}` };
+      return { data: tontine, headers: location(path.tontineId), resource };
+    },
+    cancelTontine: async ({ trx, caller, path }) => changed(await tontines.cancel(trx, caller.userId, path.tontineId)),
+    dissolveTontine: async ({ trx, caller, path, body }) => changed(await tontines.dissolve(trx, caller, path.tontineId, body.reason)),
   };
 }

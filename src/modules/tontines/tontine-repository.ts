@@ -1,136 +1,11 @@
 import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
-import { toBigInt } from '../ledger';
-import type { PayoutOrder, TontineFrequency, TontineStatus } from './tontine-lifecycle';
+import type { TontineStatus } from './tontine-lifecycle';
+import { toContribution, toTontine, type Contribution, type ContributionRow, type ContributionStatus, type Cycle, type CycleStatus, type Member, type MemberRole, type Tontine, type TontineListing, type TontineRow } from './tontine-rows';
+
+export type { Contribution, ContributionStatus, Cycle, CycleStatus, Member, MemberRole, Tontine, TontineListing } from './tontine-rows';
 
 type Db = Knex | Knex.Transaction;
-
-export type MemberRole = 'organizer' | 'member';
-export type CycleStatus = 'upcoming' | 'open' | 'paid_out' | 'canceled';
-export type ContributionStatus = 'pending' | 'paid' | 'late' | 'refunded';
-
-export interface Tontine {
-  id: string;
-  name: string;
-  organizerUserId: string;
-  currency: string;
-  contributionMinor: bigint;
-  frequency: TontineFrequency;
-  maxMembers: number;
-  payoutOrder: PayoutOrder;
-  status: TontineStatus;
-  seedCommitment: string;
-  drawSeed: string;
-  currentCycle: number;
-  poolAccountId: string;
-  createdAt: Date;
-  startedAt: Date | null;
-  completedAt: Date | null;
-  canceledAt: Date | null;
-  /** A random tontine started under issue 20's rule: each cycle drawn when its pot is complete, the seed revealed at the end. */
-  drawPerCycle: boolean;
-  /** Set when a platform administrator dissolved it (status `canceled`). */
-  dissolutionReason: string | null;
-  dissolvedByUserId: string | null;
-  dissolvedAt: Date | null;
-}
-
-/** A tontine as listed for one user: the user's role, the member count and the running cycle's due date. */
-export interface TontineListing extends Tontine {
-  role: MemberRole;
-  memberCount: number;
-  currentDueAt: Date | null;
-}
-
-export interface Member {
-  userId: string;
-  role: MemberRole;
-  joinNumber: number;
-  payoutPosition: number | null;
-  joinedAt: Date;
-}
-
-export interface Cycle {
-  number: number;
-  /** Null for a random tontine's cycle not drawn yet (drawn when its pot is complete). */
-  beneficiaryUserId: string | null;
-  dueAt: Date;
-  status: CycleStatus;
-  payoutPostingId: string | null;
-  paidOutAt: Date | null;
-}
-
-export interface Contribution {
-  id: string;
-  cycleNumber: number;
-  userId: string;
-  status: ContributionStatus;
-  postingId: string | null;
-  paidAt: Date | null;
-}
-
-interface TontineRow {
-  id: string;
-  name: string;
-  organizer_user_id: string;
-  currency: string;
-  contribution_minor: string | number;
-  frequency: TontineFrequency;
-  max_members: number;
-  payout_order: PayoutOrder;
-  status: TontineStatus;
-  seed_commitment: string;
-  draw_seed: string;
-  current_cycle: number;
-  pool_account_id: string;
-  created_at: Date;
-  started_at: Date | null;
-  completed_at: Date | null;
-  canceled_at: Date | null;
-  draw_per_cycle: boolean;
-  dissolution_reason: string | null;
-  dissolved_by_user_id: string | null;
-  dissolved_at: Date | null;
-}
-
-interface ContributionRow {
-  id: string;
-  cycle_number: number;
-  user_id: string;
-  status: ContributionStatus;
-  posting_id: string | null;
-  paid_at: Date | null;
-}
-
-function toTontine(row: TontineRow): Tontine {
-  return {
-    id: row.id,
-    name: row.name,
-    organizerUserId: row.organizer_user_id,
-    currency: row.currency,
-    contributionMinor: toBigInt(row.contribution_minor),
-    frequency: row.frequency,
-    maxMembers: row.max_members,
-    payoutOrder: row.payout_order,
-    status: row.status,
-    seedCommitment: row.seed_commitment,
-    drawSeed: row.draw_seed,
-    currentCycle: row.current_cycle,
-    poolAccountId: row.pool_account_id,
-    createdAt: row.created_at,
-    startedAt: row.started_at,
-    completedAt: row.completed_at,
-    canceledAt: row.canceled_at,
-    drawPerCycle: row.draw_per_cycle === true,
-    dissolutionReason: row.dissolution_reason,
-    dissolvedByUserId: row.dissolved_by_user_id,
-    dissolvedAt: row.dissolved_at,
-  };
-}
-
-function toContribution(row: ContributionRow): Contribution {
-  return { id: row.id, cycleNumber: row.cycle_number, userId: row.user_id, status: row.status, postingId: row.posting_id, paidAt: row.paid_at };
-}
 
 /** A new tontine: `forming`, no cycle yet. */
 export type NewTontine = Omit<
@@ -367,6 +242,19 @@ export class TontineRepository {
   }
 
   /** How many contributions `userId` paid and kept paid (refunded ones excluded), over every cycle. */
+  /** Paid contributions per cycle and the user's own, in one statement. */
+  async paidCounts(tontineId: string, userId: string): Promise<{ byCycle: Map<number, number>; own: number }> {
+    const rows = (await this.db('tontine_contributions')
+      .where({ tontine_id: tontineId, status: 'paid' })
+      .groupBy('cycle_number')
+      .select('cycle_number', this.db.raw('count(*)::int AS paid'), this.db.raw('(count(*) FILTER (WHERE user_id = ?))::int AS own', [userId]))) as Array<{
+      cycle_number: number;
+      paid: number;
+      own: number;
+    }>;
+    return { byCycle: new Map(rows.map((row) => [row.cycle_number, Number(row.paid)])), own: rows.reduce((sum, row) => sum + Number(row.own), 0) };
+  }
+
   async paidCount(tontineId: string, userId: string): Promise<number> {
     const row = (await this.db('tontine_contributions')
       .where({ tontine_id: tontineId, user_id: userId, status: 'paid' })

@@ -1,13 +1,13 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { DomainError, ForbiddenError, UnprocessableError, ValidationError } from '../../errors';
+import { ForbiddenError, ValidationError } from '../../errors';
 import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
-import { parseLoginIdentifier, UserRepository } from '../auth';
-import { EventRepository } from '../events';
-import { validateIdempotencyKey, type IdempotencyService } from '../idempotency';
-import { currencies, ensureAccount, findAccount, parseAmount, post, walletOf } from '../ledger';
-import { cycleDrawKey, drawBeneficiary, newDrawSeed, seedCommitment } from './tontine-draw';
+import { parsePartyIdentifier, UserRepository } from '../auth';
+import { EventRepository, type NewEvent } from '../events';
+import type { IdempotencyService } from '../idempotency';
+import { currencies, ensureAccount, findAccount, parseAmount } from '../ledger';
+import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
   allowedActions,
@@ -17,15 +17,18 @@ import {
   type PayoutOrder,
   type TontineAction,
   type TontineFrequency,
-  type TontineRole,
   type TontineSituation,
   type TontineStatus,
 } from './tontine-lifecycle';
 import { detailView, summaryView, type TontinePage, type TontineView } from './tontine-presenter';
 import { TontineRepository, type Contribution, type Tontine } from './tontine-repository';
+import { payContribution } from './tontine-contributions';
+import { endTontine } from './tontine-ending';
+import type { TontineScope } from './tontine-scope';
+import { outsiderSituationFrom, situationFrom } from './tontine-situation';
 
-export const CONTRIBUTE_OPERATION = 'contributeToTontine';
-const CONTRIBUTION_RESOURCE = 'tontine_contribution';
+/** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
+export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
 
 export interface CreateTontineInput {
   name: string;
@@ -43,14 +46,6 @@ export interface TontineServiceDeps {
   now?: () => Date;
 }
 
-/** One transaction's view of a tontine: its repositories and the caller's situation. */
-interface Scope {
-  trx: Knex.Transaction;
-  repo: TontineRepository;
-  events: EventRepository;
-  tontine: Tontine;
-  situation: TontineSituation;
-}
 
 /**
  * Tontines: rotating savings groups on the ledger. Every change locks the tontine's row first
@@ -72,13 +67,14 @@ export class TontineService {
     deps.idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, (db, id) => new TontineRepository(db).contributionStatus(id));
   }
 
-  async create(userId: string, input: CreateTontineInput): Promise<TontineView> {
-    const currency = await currencies.require(this.knex, input.currency, 'body.currency');
+  /** POST /tontines, in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */
+  async create(db: Knex | Knex.Transaction, userId: string, input: CreateTontineInput): Promise<TontineView> {
+    const currency = await currencies.require(db, input.currency, 'body.currency');
     const contributionMinor = parseAmount(input.contribution_amount, currency.exponent, { field: 'body.contribution_amount' });
     const id = crypto.randomUUID();
     const seed = newDrawSeed();
     const at = this.now();
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new TontineRepository(trx);
       const pool = await ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency: currency.code, kind: 'tontine_pool', externalRef: id });
       await repo.insert({
@@ -104,13 +100,13 @@ export class TontineService {
         payload: { name: input.name, currency: currency.code, contribution_minor: contributionMinor.toString(), frequency: input.frequency, max_members: input.max_members, payout_order: input.payout_order, seed_commitment: seedCommitment(seed) },
         occurredAt: at,
       });
-      return this.describe(trx, id, userId);
+      return (await this.describe(trx, id, userId)).view;
     });
   }
 
   /** GET /tontines/{id}: members and invited users only (others: 404). */
   async get(userId: string, id: string): Promise<TontineView> {
-    return withTransaction(this.knex, (trx) => this.describe(trx, id, userId), { isolationLevel: 'repeatable read', readOnly: true });
+    return withTransaction(this.knex, async (trx) => (await this.describe(trx, id, userId)).view, { isolationLevel: 'repeatable read', readOnly: true });
   }
 
   async list(userId: string, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
@@ -125,11 +121,11 @@ export class TontineService {
     return toPage(views, options.limit);
   }
 
-  async invite(userId: string, id: string, identifier: string): Promise<TontineView> {
-    const login = parseLoginIdentifier(identifier);
-    return this.act(userId, id, 'invite', async ({ trx, repo, events, tontine }, at) => {
-      const invitee = await new UserRepository(trx).findCredentials(login);
-      if (!invitee || invitee.status === 'disabled') throw new InviteeNotFoundError();
+  async invite(db: Knex | Knex.Transaction, userId: string, id: string, identifier: string): Promise<TontineView> {
+    const invited = parsePartyIdentifier(identifier, { path: 'body.identifier', name: 'identifier' });
+    return this.act(db, userId, id, 'invite', async ({ trx, repo, events, tontine }, at) => {
+      const invitee = await new UserRepository(trx).findReachable(invited);
+      if (!invitee) throw new InviteeNotFoundError();
       if ((await repo.members(id)).some((member) => member.userId === invitee.id)) throw new AlreadyMemberError();
       if (await repo.openInvitation(id, invitee.id, userId, at)) {
         await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.member_invited', actorUserId: userId, payload: { user_id: invitee.id }, occurredAt: at });
@@ -137,16 +133,17 @@ export class TontineService {
     });
   }
 
-  async join(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'join', async ({ repo, events }, at) => {
+  async join(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+    return this.act(db, userId, id, 'join', async ({ repo, events }, at) => {
       await repo.addMember(id, userId, 'member', at);
       await repo.acceptInvitation(id, userId);
       await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_joined', actorUserId: userId, payload: { user_id: userId }, occurredAt: at });
     });
   }
 
-  async leave(userId: string, id: string): Promise<TontineView> {
+  async leave(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
     return this.act(
+      db,
       userId,
       id,
       'leave',
@@ -154,7 +151,6 @@ export class TontineService {
         await repo.removeMember(id, userId);
         await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_left', actorUserId: userId, payload: { user_id: userId }, occurredAt: at });
       },
-      undefined,
       'former_member',
     );
   }
@@ -165,8 +161,8 @@ export class TontineService {
    * complete (see tontine-draw.ts), so nobody learns the order while the tontine can still be
    * canceled.
    */
-  async start(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'start', async ({ repo, events, tontine, situation }, at) => {
+  async start(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+    return this.act(db, userId, id, 'start', async ({ repo, events, tontine, situation }, at) => {
       const members = await repo.members(id);
       const joinOrder = members.map((member) => member.userId);
       const random = tontine.payoutOrder === 'random';
@@ -190,32 +186,25 @@ export class TontineService {
   }
 
   /**
-   * Pays the caller's contribution to the running cycle, idempotently (as POST /transfers).
-   * The cycle's last contribution also pays the pot out and opens the next cycle, or
-   * completes the tontine, in the same transaction.
+   * Pays the caller's contribution to the running cycle, in `db`'s transaction (the pipeline's,
+   * which the Idempotency-Key completes in). The cycle's last contribution also pays the pot
+   * out and opens the next cycle, or completes the tontine, in the same transaction. Returns
+   * the tontine after it and the contribution paid.
    */
-  async contribute(userId: string, id: string, idempotencyKey: string, body: { cycle: number }): Promise<TontineView> {
-    const key = validateIdempotencyKey(idempotencyKey);
-    return this.deps.idempotency.execute({ userId, operation: CONTRIBUTE_OPERATION, key, request: { tontine_id: id, body } }, async (trx) => {
-      let contributionId = '';
-      const view = await this.act(
-        userId,
-        id,
-        'contribute',
-        async (scope, at) => {
-          contributionId = await this.payContribution(scope, userId, at);
-        },
-        trx,
-        undefined,
-        body.cycle,
-      );
-      return {
-        result: view,
-        responseStatus: 200,
-        responseBody: view,
-        resource: { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${id}` },
-      };
-    });
+  async contribute(db: Knex | Knex.Transaction, userId: string, id: string, body: { cycle: number }): Promise<{ tontine: TontineView; contributionId: string }> {
+    let contributionId = '';
+    const tontine = await this.act(
+      db,
+      userId,
+      id,
+      'contribute',
+      async (scope, at) => {
+        contributionId = await payContribution(scope, userId, at);
+      },
+      undefined,
+      body.cycle,
+    );
+    return { tontine, contributionId };
   }
 
   /**
@@ -223,9 +212,9 @@ export class TontineService {
    * payments first. Once a pot has been paid out the lifecycle refuses it (409): only a platform
    * administrator can then end the tontine (`dissolve`).
    */
-  async cancel(userId: string, id: string): Promise<TontineView> {
-    return this.act(userId, id, 'cancel', async (scope, at) => {
-      const refundedMinor = await this.end(scope, 'cancel', userId, at);
+  async cancel(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+    return this.act(db, userId, id, 'cancel', async (scope, at) => {
+      const refundedMinor = await endTontine(scope, 'cancel', userId, at);
       await scope.events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
     });
   }
@@ -237,15 +226,15 @@ export class TontineService {
    * member; one `tontine.dissolved` event, and one `tontine.member_dissolution` history entry
    * per member with that member's net position (what the others are owed or owe).
    */
-  async dissolve(caller: { userId: string; isAdmin: boolean }, id: string, reason: string): Promise<TontineView> {
+  async dissolve(db: Knex | Knex.Transaction, caller: { userId: string; isAdmin: boolean }, id: string, reason: string): Promise<TontineView> {
     if (!caller.isAdmin) throw new ForbiddenError('InsufficientRole', 'Only platform administrators may dissolve a tontine.');
     const text = reason.trim();
     if (text.length === 0) throw ValidationError.field('body.reason', 'reason must not be blank.');
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new TontineRepository(trx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      const situation = await this.outsiderSituation(repo, tontine, 'administrator');
+      const situation = outsiderSituationFrom(tontine, await repo.members(id), 'administrator');
       assertAllowed(situation, 'dissolve');
       // A member never rules on its own group (as a party never resolves its own escrow).
       if ((await repo.members(id)).some((member) => member.userId === caller.userId)) {
@@ -253,7 +242,7 @@ export class TontineService {
       }
       const events = new EventRepository(trx);
       const at = this.now();
-      const refundedMinor = await this.end({ trx, repo, events, tontine, situation }, 'dissolve', caller.userId, at);
+      const refundedMinor = await endTontine({ trx, repo, events, tontine, situation }, 'dissolve', caller.userId, at);
       await repo.update(id, { dissolutionReason: text, dissolvedByUserId: caller.userId, dissolvedAt: at });
       const cycles = await repo.cycles(id);
       const positions: Array<{ user_id: string; net_position_minor: string }> = [];
@@ -273,7 +262,7 @@ export class TontineService {
       for (const position of positions) {
         await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_dissolution', actorUserId: caller.userId, payload: { ...position, reason: text }, occurredAt: at });
       }
-      return this.describe(trx, id, caller.userId, 'administrator');
+      return (await this.describe(trx, id, caller.userId, 'administrator')).view;
     });
   }
 
@@ -303,255 +292,85 @@ export class TontineService {
   /**
    * One action: locks the tontine, works out the caller's situation (404 when the caller may
    * not see it), checks the lifecycle, runs `change` and answers the tontine after it, all in
-   * one transaction (`trx` when the caller already holds one).
+   * one transaction (`db`'s when it is one).
    */
   private async act(
+    db: Knex | Knex.Transaction,
     userId: string,
     id: string,
     action: TontineAction,
-    change: (scope: Scope, at: Date) => Promise<void>,
-    trx?: Knex.Transaction,
+    change: (scope: TontineScope, at: Date) => Promise<void>,
     /** How the caller sees the tontine afterwards, when no longer as a member (after leaving). */
     roleAfter?: 'former_member',
     /** The cycle a contribution names. */
     requestedCycle?: number,
   ): Promise<TontineView> {
-    return withTransaction(trx ?? this.knex, async (tx) => {
+    return withTransaction(db, async (tx) => {
       const repo = new TontineRepository(tx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      const situation = await this.situationOf(repo, tontine, userId, requestedCycle);
+      const { situation, own } = await this.situationOf(repo, tontine, userId, requestedCycle);
       assertAllowed(situation, action);
-      await change({ trx: tx, repo, events: new EventRepository(tx), tontine, situation }, this.now());
-      return this.describe(tx, id, userId, roleAfter);
+      const pending: NewEvent[] = [];
+      const events = { record: async (event: NewEvent) => pending.push(event) };
+      await change({ trx: tx, repo, events, tontine, situation, own }, this.now());
+      const { view, object } = await this.describe(tx, id, userId, roleAfter);
+      // The events of the change, each with the tontine as it now stands: nothing is read again.
+      const recorder = new EventRepository(tx);
+      for (const event of pending) await recorder.record({ ...event, object });
+      return view;
     });
   }
 
-  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string, requestedCycle?: number): Promise<TontineSituation> {
+  /** The caller's situation, and their contribution to the open cycle (a member's). */
+  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string, requestedCycle?: number): Promise<{ situation: TontineSituation; own?: Contribution }> {
     const members = await repo.members(tontine.id);
-    const member = members.find((m) => m.userId === userId);
-    let role: TontineRole;
-    if (member) role = member.role;
-    else if (tontine.status === 'forming' && (await repo.hasOpenInvitation(tontine.id, userId))) role = 'invited';
-    else throw new TontineNotFoundError();
-    const isPaid = (contribution: Contribution | undefined) => contribution !== undefined && contribution.status !== 'pending' && contribution.status !== 'late';
-    const own = member && tontine.currentCycle > 0 ? await repo.contribution(tontine.id, tontine.currentCycle, userId) : undefined;
-    const otherCycle = member && requestedCycle !== undefined && requestedCycle !== tontine.currentCycle;
+    const isMember = members.some((m) => m.userId === userId);
+    const own = isMember && tontine.currentCycle > 0 ? await repo.contribution(tontine.id, tontine.currentCycle, userId) : undefined;
+    const otherCycle = isMember && requestedCycle !== undefined && requestedCycle !== tontine.currentCycle;
     const requested = otherCycle ? await repo.contribution(tontine.id, requestedCycle, userId) : undefined;
-    return {
-      status: tontine.status,
-      role,
-      memberCount: members.length,
-      maxMembers: tontine.maxMembers,
-      currentCycle: tontine.currentCycle,
-      paidCurrentCycle: isPaid(own),
-      payoutMade: payoutMade(tontine),
-      ...(requestedCycle === undefined ? {} : { requestedCycle, paidRequestedCycle: otherCycle ? isPaid(requested) : isPaid(own) }),
-    };
-  }
-
-  /** The situation of someone who is not a member: a member who just left, or a platform administrator. */
-  private async outsiderSituation(repo: TontineRepository, tontine: Tontine, role: 'former_member' | 'administrator'): Promise<TontineSituation> {
-    const members = await repo.members(tontine.id);
-    return {
-      status: tontine.status,
-      role,
-      memberCount: members.length,
-      maxMembers: tontine.maxMembers,
-      currentCycle: tontine.currentCycle,
-      paidCurrentCycle: false,
-      payoutMade: payoutMade(tontine),
-    };
-  }
-
-  /**
-   * Ends a forming or active tontine (cancel, dissolve): refunds the open cycle's payments from
-   * the pool, cancels the remaining cycles, lapses the open invitations, `canceled`. Returns
-   * the amount refunded.
-   */
-  private async end({ trx, repo, events, tontine, situation }: Scope, action: 'cancel' | 'dissolve', actorUserId: string, at: Date): Promise<bigint> {
-    const id = tontine.id;
-    let refundedMinor = 0n;
-    if (tontine.status === 'active') {
-      const pool = tontine.poolAccountId;
-      for (const contribution of await repo.contributions(id, tontine.currentCycle)) {
-        if (contribution.status !== 'paid') continue;
-        const wallet = await walletOf(trx, contribution.userId, tontine.currency);
-        const posting = await post(
-          trx,
-          {
-            kind: 'tontine.refund',
-            reference: contribution.id,
-            reversesPostingId: contribution.postingId ?? undefined,
-            metadata: { tontine_id: id, cycle: tontine.currentCycle, user_id: contribution.userId },
-            entries: [
-              { accountId: pool, amountMinor: -tontine.contributionMinor },
-              { accountId: wallet.id, amountMinor: tontine.contributionMinor },
-            ],
-          },
-          // Money going back to its owner: a frozen wallet still gets it.
-          { allowFrozen: true },
-        );
-        await repo.markRefunded(contribution.id, posting.id, at);
-        refundedMinor += tontine.contributionMinor;
-        await events.record({
-          subjectType: 'tontine',
-          subjectId: id,
-          type: 'tontine.contribution_refunded',
-          actorUserId,
-          payload: { cycle: tontine.currentCycle, user_id: contribution.userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id },
-          occurredAt: at,
-        });
-      }
-      await repo.cancelRemainingCycles(id);
-    }
-    await repo.lapseOpenInvitations(id);
-    await repo.update(id, { status: statusAfter(situation, action), canceledAt: at });
-    return refundedMinor;
-  }
-
-  /** Moves the contribution into the pool; pays the pot out when it was the cycle's last. Returns the contribution id. */
-  private async payContribution({ trx, repo, events, tontine, situation }: Scope, userId: string, at: Date): Promise<string> {
-    const cycle = tontine.currentCycle;
-    const contribution = await repo.contribution(tontine.id, cycle, userId);
-    if (!contribution) throw new Error(`no contribution row for member ${userId} in cycle ${cycle} of tontine ${tontine.id}`);
-    const wallet = await walletOf(trx, userId, tontine.currency);
-    const posting = await postFromWallet(trx, {
-      kind: 'tontine.contribution',
-      reference: contribution.id,
-      metadata: { tontine_id: tontine.id, cycle, user_id: userId },
-      entries: [
-        { accountId: wallet.id, amountMinor: -tontine.contributionMinor },
-        { accountId: tontine.poolAccountId, amountMinor: tontine.contributionMinor },
-      ],
-    });
-    await repo.markPaid(contribution.id, posting.id, at);
-    await events.record({
-      subjectType: 'tontine',
-      subjectId: tontine.id,
-      type: 'tontine.contribution_paid',
-      actorUserId: userId,
-      payload: { cycle, user_id: userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id, late: contribution.status === 'late' },
-      occurredAt: at,
-    });
-    if ((await repo.unpaidCount(tontine.id, cycle)) === 0) await this.payOut({ trx, repo, events, tontine, situation }, at);
-    return contribution.id;
-  }
-
-  /** The whole pot to the cycle's beneficiary, exactly once; then the next cycle, or the end. */
-  private async payOut({ trx, repo, events, tontine, situation }: Scope, at: Date): Promise<void> {
-    const cycle = tontine.currentCycle;
-    const cycles = await repo.cycles(tontine.id);
-    const current = cycles.find((c) => c.number === cycle);
-    if (!current) throw new Error(`tontine ${tontine.id} has no cycle ${cycle}`);
-    const pot = tontine.contributionMinor * BigInt(cycles.length);
-    let beneficiaryUserId = current.beneficiaryUserId;
-    if (beneficiaryUserId === null) {
-      // A random tontine: the pot is complete, so this cycle's beneficiary is drawn now, among
-      // the members who have not received a pot yet.
-      const received = new Set(cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId])));
-      const waiting = (await repo.members(tontine.id)).map((m) => m.userId).filter((userId) => !received.has(userId));
-      beneficiaryUserId = drawBeneficiary(tontine.drawSeed, cycle, waiting);
-      await repo.setCycleBeneficiary(tontine.id, cycle, beneficiaryUserId);
-      await events.record({
-        subjectType: 'tontine',
-        subjectId: tontine.id,
-        type: 'tontine.beneficiary_drawn',
-        actorUserId: null,
-        payload: { cycle, beneficiary_user_id: beneficiaryUserId, draw_key: cycleDrawKey(tontine.drawSeed, cycle, beneficiaryUserId), candidates: waiting },
-        occurredAt: at,
-      });
-    }
-    const wallet = await walletOf(trx, beneficiaryUserId, tontine.currency);
-    const posting = await post(
-      trx,
-      {
-        kind: 'tontine.payout',
-        reference: `${tontine.id}:${cycle}`,
-        metadata: { tontine_id: tontine.id, cycle, user_id: beneficiaryUserId },
-        entries: [
-          { accountId: tontine.poolAccountId, amountMinor: -pot },
-          { accountId: wallet.id, amountMinor: pot },
-        ],
-      },
-      // The pot is owed to the beneficiary: a frozen wallet still receives it.
-      { allowFrozen: true },
-    );
-    await repo.markCyclePaidOut(tontine.id, cycle, posting.id, at);
-    await events.record({
-      subjectType: 'tontine',
-      subjectId: tontine.id,
-      type: 'tontine.payout_made',
-      actorUserId: null,
-      payload: { cycle, beneficiary_user_id: beneficiaryUserId, amount_minor: pot.toString(), posting_id: posting.id },
-      occurredAt: at,
-    });
-    if (cycle < cycles.length) {
-      const members = await repo.members(tontine.id);
-      await repo.openCycle(
-        tontine.id,
-        cycle + 1,
-        members.map((member) => member.userId),
-      );
-      await repo.update(tontine.id, { currentCycle: cycle + 1 });
-      const next = cycles.find((c) => c.number === cycle + 1);
-      await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.cycle_opened', actorUserId: null, payload: { cycle: cycle + 1, due_at: next?.dueAt.toISOString() }, occurredAt: at });
-    } else {
-      await repo.update(tontine.id, { status: statusAfter(situation, 'contribute', { completesTontine: true }), completedAt: at });
-      await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.completed', actorUserId: null, payload: { cycles: cycles.length }, occurredAt: at });
-    }
+    const situation = await situationFrom(repo, tontine, userId, members, own, requestedCycle === undefined ? undefined : { cycle: requestedCycle, contribution: otherCycle ? requested : own });
+    return { situation, own };
   }
 
   /** The tontine as `userId` sees it (404 when they may not). */
-  private async describe(db: Knex.Transaction, id: string, userId: string, roleOverride?: 'former_member' | 'administrator'): Promise<TontineView> {
+  private async describe(
+    db: Knex.Transaction,
+    id: string,
+    userId: string,
+    roleOverride?: 'former_member' | 'administrator',
+  ): Promise<{ view: TontineView; object: TontineView }> {
     const repo = new TontineRepository(db);
     const tontine = await repo.find(id);
     if (!tontine) throw new TontineNotFoundError();
-    const situation = roleOverride ? await this.outsiderSituation(repo, tontine, roleOverride) : await this.situationOf(repo, tontine, userId);
     // One after the other: a transaction is one connection (and the embedded back-end has only one).
     const members = await repo.members(id);
     const cycles = await repo.cycles(id);
     const currentContributions = tontine.currentCycle > 0 ? await repo.contributions(id, tontine.currentCycle) : [];
-    const paidCountsByCycle = await repo.paidCountsByCycle(id);
-    const paidCount = await repo.paidCount(id, userId);
+    const own = currentContributions.find((contribution) => contribution.userId === userId);
+    const situation = roleOverride ? outsiderSituationFrom(tontine, members, roleOverride) : await situationFrom(repo, tontine, userId, members, own);
+    const paid = await repo.paidCounts(id, userId);
     const currency = await currencies.require(db, tontine.currency);
     const pool = await findAccount(db, { ownerType: 'platform', ownerId: null, currency: tontine.currency, kind: 'tontine_pool', externalRef: id });
     const userIds = new Set([...members.map((m) => m.userId), ...cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId]))]);
     const identifiers = await new UserRepository(db).findIdentifiers([...userIds]);
     const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === userId).length;
-    const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paidCount));
-    return detailView(tontine, {
+    const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paid.own));
+    const view = detailView(tontine, {
       role: situation.role,
       exponent: currency.exponent,
       members,
       cycles,
       currentContributions,
-      paidCountsByCycle,
+      paidCountsByCycle: paid.byCycle,
       identifiers,
       poolBalanceMinor: pool?.balanceMinor ?? 0n,
       netPositionMinor,
       allowedActions: allowedActions(situation),
     });
-  }
-}
-
-/** Whether a pot has been paid out: each payout opens the next cycle (or completes the tontine) in its transaction. */
-function payoutMade(tontine: Tontine): boolean {
-  return tontine.status === 'completed' || tontine.currentCycle > 1;
-}
-
-/** A posting from the caller's wallet, with the wallet's refusals in the words of the contract. */
-async function postFromWallet(trx: Knex.Transaction, input: Parameters<typeof post>[1]): ReturnType<typeof post> {
-  try {
-    return await post(trx, input);
-  } catch (error) {
-    if (error instanceof DomainError && error.code === 'AccountFrozen') {
-      throw new UnprocessableError('WalletFrozen', 'Your wallet in this currency is frozen: it cannot send money.', { party: 'sender' });
-    }
-    if (error instanceof DomainError && error.code === 'InsufficientFunds') {
-      const { currency, available, required } = error.details as { currency: string; available: string; required: string };
-      throw new UnprocessableError('InsufficientFunds', `Insufficient funds: your ${currency} wallet does not cover this contribution.`, { currency, available, required });
-    }
-    throw error;
+    // What its events carry (as tontineSnapshot reads it): the list view, read by nobody in particular.
+    const currentDueAt = cycles.find((cycle) => cycle.number === tontine.currentCycle)?.dueAt ?? null;
+    const object = summaryView(tontine, { role: 'administrator', memberCount: members.length, currentDueAt, exponent: currency.exponent });
+    return { view, object };
   }
 }

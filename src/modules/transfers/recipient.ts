@@ -1,6 +1,7 @@
 import { isValidPhoneNumber } from 'libphonenumber-js';
 import { ValidationError } from '../../errors';
 import { checkIban, looksLikeIban } from '../../iban';
+import { readPartyIdentifier } from '../auth';
 import type { TransferRail } from './transfers-repository';
 
 /** What a `recipientIdentifier` is, before looking anybody up. */
@@ -10,8 +11,6 @@ export type ParsedIdentifier =
   | { kind: 'iban'; value: string };
 
 const FIELD = 'body.recipientIdentifier';
-const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
-const E164 = /^\+[1-9][0-9]{6,14}$/;
 
 /**
  * Reads an identifier: an e-mail (lower-cased), an E.164 telephone number (spaces, dashes,
@@ -20,21 +19,18 @@ const E164 = /^\+[1-9][0-9]{6,14}$/;
  */
 export function parseIdentifier(raw: string, rail: TransferRail | undefined): ParsedIdentifier {
   const text = raw.trim();
-  if (text.includes('@')) {
-    // Length first: EMAIL backtracks over every dot of an overlong domain (quadratic), so it
-    // only ever sees at most 254 characters.
-    if (text.length > 254 || !EMAIL.test(text)) throw ValidationError.field(FIELD, 'recipientIdentifier is not a valid e-mail address.');
+  // E-mail and telephone: the auth module's one parser.
+  const party = readPartyIdentifier(text, { path: FIELD, name: 'recipientIdentifier' });
+  if (party?.kind === 'email') {
     if (rail === 'bank' || rail === 'mobile_money') throw railMismatch(rail);
-    return { kind: 'email', value: text.toLowerCase() };
+    return { kind: 'email', value: party.email };
   }
-  const phone = text.replace(/[\s().-]/g, '');
-  if (/^\+[0-9]+$/.test(phone)) {
-    if (!E164.test(phone)) throw ValidationError.field(FIELD, 'recipientIdentifier must be an E.164 telephone number such as +2250700009999.');
+  if (party?.kind === 'phone') {
     if (rail === 'bank') throw railMismatch(rail);
-    if (rail === 'mobile_money' && !isValidPhoneNumber(phone)) {
+    if (rail === 'mobile_money' && !isValidPhoneNumber(party.phone)) {
       throw ValidationError.field(FIELD, 'recipientIdentifier is not a valid telephone number for its country.');
     }
-    return { kind: 'phone', value: phone };
+    return { kind: 'phone', value: party.phone };
   }
   if (looksLikeIban(text) || rail === 'bank') {
     if (rail === 'p2p' || rail === 'mobile_money') throw railMismatch(rail);

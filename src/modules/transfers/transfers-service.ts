@@ -5,19 +5,13 @@ import type { Logger } from 'pino';
 import { NotFoundError, UnauthorizedError, UnprocessableError, ValidationError } from '../../errors';
 import { toPage, type Page, type PageRequest } from '../../db/keyset';
 import { isConnectionLoss, isRetryableDatabaseError, withTransaction } from '../../db/transaction';
-import { currencies, externalClearingAccount, formatMinor, GroupCommit, minorToNumber, parseAmount, platformAccount, post, walletOf, type Currency } from '../ledger';
-import {
-  keyAlreadyProcessed,
-  keyReused,
-  requestHash,
-  validateIdempotencyKey,
-  type IdempotencyService,
-} from '../idempotency';
+import { currencies, externalClearingAccount, formatMinor, GroupCommit, insufficientFunds, minorToNumber, parseAmount, platformAccount, post, walletFrozen, walletOf, type Currency } from '../ledger';
+import type { IdempotencyClaim } from '../../contract';
+import { keyAlreadyProcessed, keyReused, type IdempotencyService } from '../idempotency';
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
 import { TransfersRepository, type RecipientType, type Transfer, type TransferOutcome, type TransferRail, type TransferRequest, type TransferStatus } from './transfers-repository';
 
-export const CREATE_TRANSFER_OPERATION = 'createTransfer';
 /** The contract's `note.maxLength`. */
 const NOTE_MAX_CHARACTERS = 280;
 
@@ -130,11 +124,14 @@ export class TransferService {
     deps.idempotency.registerResourceStatus('transfer', (db, id) => new TransfersRepository(db).statusOf(id));
   }
 
-  async create(caller: TransferCaller, idempotencyKey: string, input: CreateTransferInput): Promise<TransferView> {
+  /**
+   * POST /transfers. Its Idempotency-Key is the one the pipeline hands over rather than claims
+   * (KEY_CLAIMED_IN_DATABASE): transfer_create_batch claims it in the transfer's own statement.
+   */
+  async create(caller: TransferCaller, claim: Pick<IdempotencyClaim, 'operation' | 'key' | 'requestHash'>, input: CreateTransferInput): Promise<TransferView> {
     const userId = typeof caller === 'string' ? caller : caller.userId;
     const sessionId = typeof caller === 'string' ? null : (caller.sessionId ?? null);
     // Checks of the request alone come first: a 400 never touches the key.
-    const key = validateIdempotencyKey(idempotencyKey);
     const currency = await currencies.require(this.knex, input.currency, 'body.currency');
     const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
     const note = input.note === undefined || input.note.trim() === '' ? null : input.note;
@@ -152,9 +149,9 @@ export class TransferService {
     const request: TransferRequest = {
       sessionId,
       userId,
-      operation: CREATE_TRANSFER_OPERATION,
-      key,
-      requestHash: requestHash({ body: input }),
+      operation: claim.operation,
+      key: claim.key,
+      requestHash: claim.requestHash,
       ...this.deps.idempotency.terms,
       currency: currency.code,
       amountMinor,
@@ -350,11 +347,8 @@ export class TransferService {
         return walletFrozen(details().party === 'sender' ? 'sender' : 'recipient');
       case 'TRF12': {
         const d = details();
-        return new UnprocessableError('InsufficientFunds', `Insufficient funds: your ${currency.code} wallet does not cover this transfer.`, {
-          currency: currency.code,
-          available: formatMinor(BigInt(d.available ?? '0'), currency.exponent),
-          required: formatMinor(BigInt(d.required ?? '0'), currency.exponent),
-        });
+        const funds = { currency: currency.code, available: formatMinor(BigInt(d.available ?? '0'), currency.exponent), required: formatMinor(BigInt(d.required ?? '0'), currency.exponent) };
+        return insufficientFunds(funds, 'this transfer');
       }
       default:
         return new Error(`transfer_create refused with an unknown SQLSTATE ${code}`);
@@ -362,13 +356,6 @@ export class TransferService {
   }
 }
 
-function walletFrozen(party: 'sender' | 'recipient'): UnprocessableError {
-  return new UnprocessableError(
-    'WalletFrozen',
-    party === 'sender' ? 'Your wallet in this currency is frozen: it cannot send money.' : "The recipient's wallet in this currency is frozen: it cannot receive money.",
-    { party },
-  );
-}
 
 export async function toTransferView(db: Knex | Knex.Transaction, transfer: Transfer): Promise<TransferView> {
   return toView(transfer, await currencies.require(db, transfer.currency));

@@ -1,0 +1,130 @@
+import { toBigInt } from '../ledger';
+import type { PayoutOrder, TontineFrequency, TontineStatus } from './tontine-lifecycle';
+
+/** The tontine tables' rows and the module's objects they map to (snake_case only here and in the repository). */
+export type MemberRole = 'organizer' | 'member';
+export type CycleStatus = 'upcoming' | 'open' | 'paid_out' | 'canceled';
+export type ContributionStatus = 'pending' | 'paid' | 'late' | 'refunded';
+
+export interface Tontine {
+  id: string;
+  name: string;
+  organizerUserId: string;
+  currency: string;
+  contributionMinor: bigint;
+  frequency: TontineFrequency;
+  maxMembers: number;
+  payoutOrder: PayoutOrder;
+  status: TontineStatus;
+  seedCommitment: string;
+  drawSeed: string;
+  currentCycle: number;
+  poolAccountId: string;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  canceledAt: Date | null;
+  /** A random tontine started under issue 20's rule: each cycle drawn when its pot is complete, the seed revealed at the end. */
+  drawPerCycle: boolean;
+  /** Set when a platform administrator dissolved it (status `canceled`). */
+  dissolutionReason: string | null;
+  dissolvedByUserId: string | null;
+  dissolvedAt: Date | null;
+}
+
+/** A tontine as listed for one user: the user's role, the member count and the running cycle's due date. */
+export interface TontineListing extends Tontine {
+  role: MemberRole;
+  memberCount: number;
+  currentDueAt: Date | null;
+}
+
+export interface Member {
+  userId: string;
+  role: MemberRole;
+  joinNumber: number;
+  payoutPosition: number | null;
+  joinedAt: Date;
+}
+
+export interface Cycle {
+  number: number;
+  /** Null for a random tontine's cycle not drawn yet (drawn when its pot is complete). */
+  beneficiaryUserId: string | null;
+  dueAt: Date;
+  status: CycleStatus;
+  payoutPostingId: string | null;
+  paidOutAt: Date | null;
+}
+
+export interface Contribution {
+  id: string;
+  cycleNumber: number;
+  userId: string;
+  status: ContributionStatus;
+  postingId: string | null;
+  paidAt: Date | null;
+}
+
+export interface TontineRow {
+  id: string;
+  name: string;
+  organizer_user_id: string;
+  currency: string;
+  contribution_minor: string | number;
+  frequency: TontineFrequency;
+  max_members: number;
+  payout_order: PayoutOrder;
+  status: TontineStatus;
+  seed_commitment: string;
+  draw_seed: string;
+  current_cycle: number;
+  pool_account_id: string;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  canceled_at: Date | null;
+  draw_per_cycle: boolean;
+  dissolution_reason: string | null;
+  dissolved_by_user_id: string | null;
+  dissolved_at: Date | null;
+}
+
+export interface ContributionRow {
+  id: string;
+  cycle_number: number;
+  user_id: string;
+  status: ContributionStatus;
+  posting_id: string | null;
+  paid_at: Date | null;
+}
+
+export function toTontine(row: TontineRow): Tontine {
+  return {
+    id: row.id,
+    name: row.name,
+    organizerUserId: row.organizer_user_id,
+    currency: row.currency,
+    contributionMinor: toBigInt(row.contribution_minor),
+    frequency: row.frequency,
+    maxMembers: row.max_members,
+    payoutOrder: row.payout_order,
+    status: row.status,
+    seedCommitment: row.seed_commitment,
+    drawSeed: row.draw_seed,
+    currentCycle: row.current_cycle,
+    poolAccountId: row.pool_account_id,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    completedAt: row.completed_at,
+    canceledAt: row.canceled_at,
+    drawPerCycle: row.draw_per_cycle === true,
+    dissolutionReason: row.dissolution_reason,
+    dissolvedByUserId: row.dissolved_by_user_id,
+    dissolvedAt: row.dissolved_at,
+  };
+}
+
+export function toContribution(row: ContributionRow): Contribution {
+  return { id: row.id, cycleNumber: row.cycle_number, userId: row.user_id, status: row.status, postingId: row.posting_id, paidAt: row.paid_at };
+}
