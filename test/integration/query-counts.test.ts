@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService } from '../../src/modules/escrows';
 import { IdempotencyService } from '../../src/modules/idempotency';
-import { fundWallet } from '../../src/modules/ledger';
+import { fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
 import { TontineService, type TontineView } from '../../src/modules/tontines';
 import { testKnex } from '../support/database';
 import { createUser, type TestUser } from '../support/factories';
@@ -92,6 +92,13 @@ describe('an escrow action', () => {
     const escrow = await escrows.create(knex, caller(buyer), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 10_000, currency: 'XOF', description: 'Counted' });
     await escrows.act(knex, caller(buyer), escrow.id, { action: 'fund' });
     await escrows.act(knex, caller(seller), escrow.id, { action: 'deliver' });
+    // The accounts the settlement pays exist already (as for every seller after a first sale and
+    // every fee shard after a first escrow): the count is the action's own, not the first use
+    // of a seller wallet or of the escrow's fee shard (two statements each).
+    await withTransaction(knex, async (trx) => {
+      await walletOf(trx, seller.id, 'XOF');
+      await shardedPlatformAccount(trx, 'fees', 'XOF', escrow.id);
+    });
     return { id: escrow.id, buyer };
   }
 
