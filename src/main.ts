@@ -11,7 +11,7 @@ import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit
 import { connectRedis } from './http/redis';
 import { Metrics, metricsAddress, serveMetrics } from './http/metrics';
 import { createPayApp } from './pay/pay-app';
-import { startBackgroundJobs, type Jobs } from './jobs';
+import { isTransientStartError, startBackgroundJobs, withStartRetries, type Jobs } from './jobs';
 
 function readConfig(): Config {
   try {
@@ -152,7 +152,13 @@ async function main(): Promise<void> {
   const logger = createLogger(config);
   // The mode decides secrets, seeding and the embedded database: say it first.
   logger.info({ mode: config.nodeEnv, seedDemo: config.seedDemo, database: config.databaseUrl ? 'postgres' : 'embedded' }, `starting in ${config.nodeEnv} mode`);
-  const started = await start(config, logger);
+  // A start that loses its database connection (a failover, a restart, every backend terminated
+  // as in the drill) tries again instead of exiting: each failed try has closed what it opened.
+  const started = await withStartRetries(
+    () => start(config, logger),
+    async () => undefined,
+    { attempts: 5, delayMs: 1_000, onRetry: (err, attempt) => logger.warn({ err, attempt }, 'start-up failed on a transient database error: trying again') },
+  );
   let stopping = false;
   const onSignal = (signal: string) => {
     if (stopping) return;
