@@ -11,7 +11,7 @@ import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit
 import { connectRedis } from './http/redis';
 import { Metrics, metricsAddress, serveMetrics } from './http/metrics';
 import { createPayApp } from './pay/pay-app';
-import { isTransientStartError, startBackgroundJobs, withStartRetries, type Jobs } from './jobs';
+import { startBackgroundJobs, withStartRetries, type Jobs } from './jobs';
 
 function readConfig(): Config {
   try {
