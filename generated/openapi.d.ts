@@ -7269,6 +7269,18 @@ export interface components {
                 "application/json": components["schemas"]["InvalidEscrowStateError"];
             };
         };
+        /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+            };
+        };
         /** @description `TontineNotFound`: no tontine has this id, or the caller is neither a member nor invited. Both answer exactly the same. */
         TontineNotFound: {
             headers: {
@@ -7401,18 +7413,6 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["IdempotencyConflictError"];
-            };
-        };
-        /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
-        IdempotencyKeyReused: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
             };
         };
         /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. */
@@ -8268,6 +8268,7 @@ export interface operations {
             409: components["responses"]["EscrowStateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8367,6 +8368,7 @@ export interface operations {
             409: components["responses"]["EscrowStateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8466,6 +8468,7 @@ export interface operations {
             409: components["responses"]["EscrowStateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8632,6 +8635,7 @@ export interface operations {
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8717,8 +8721,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8815,6 +8821,7 @@ export interface operations {
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8864,6 +8871,7 @@ export interface operations {
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9111,6 +9119,7 @@ export interface operations {
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
