@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
-import { ValidationError } from '../../errors';
 import { toBigInt } from '../ledger';
 import type { FeePayer } from './escrow-fee';
 import type { EscrowStatus } from './escrow-lifecycle';
@@ -295,9 +294,7 @@ export class EscrowRepository {
    * seller", which a keyset equality scope cannot say, so the cursor is checked here first.
    */
   async page(filter: EscrowListFilter, request: PageRequest): Promise<Escrow[]> {
-    if (request.startingAfter !== undefined && !(await this.scoped({ partyUserId: filter.partyUserId }).andWhere('e.id', request.startingAfter).first('e.id'))) {
-      throw ValidationError.field('query.starting_after', 'starting_after is not an escrow of this list: pass the next_cursor of a previous page.');
-    }
+    if (request.startingAfter !== undefined) await ESCROWS.requireCursorIn(this.scoped({ partyUserId: filter.partyUserId }), request.startingAfter);
     if (filter.partyUserId === undefined || filter.role !== undefined) {
       return ((await ESCROWS.paginate(this.db, this.scoped(filter).select('e.*'), {}, request)) as Row[]).map(toEscrow);
     }

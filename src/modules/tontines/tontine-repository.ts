@@ -18,7 +18,7 @@ export interface TontineListFilter extends PageRequest {
   status?: TontineStatus;
 }
 
-/** Tontines are listed through their members: the caller's membership is checked by `isListedFor`, not by a column of the table. */
+/** Tontines are listed through their members: a cursor is checked against the list's own query (`requireCursorIn`), not a column of the table. */
 const TONTINES = new Keyset({ table: 'tontines', alias: 't', noun: 'one of your tontines in this list' });
 
 /** The tontine tables (tontines, members, invitations, cycles, contributions). */
@@ -72,27 +72,19 @@ export class TontineRepository {
     await this.db('tontines').where({ id }).update(row);
   }
 
-  /** The tontines `userId` is a member of, newest first: one keyset page (`limit + 1` rows at most, see toPage). */
+  /** The tontines `userId` is a member of, newest first: one keyset page (`limit + 1` rows at most, see toPage); 400 for a cursor outside this list. */
   async listForUser(filter: TontineListFilter): Promise<TontineListing[]> {
-    const query = this.db('tontines as t')
-      .join('tontine_members as m', 'm.tontine_id', 't.id')
-      .where('m.user_id', filter.userId)
-      .select(
-        't.*',
-        'm.role',
-        this.db.raw('(SELECT count(*)::int FROM tontine_members a WHERE a.tontine_id = t.id) AS member_count'),
-        this.db.raw(`(SELECT c.due_at FROM tontine_cycles c WHERE c.tontine_id = t.id AND c.number = t.current_cycle AND t.status = 'active') AS current_due_at`),
-      );
-    if (filter.status) query.andWhere('t.status', filter.status);
+    const listed = this.db('tontines as t').join('tontine_members as m', 'm.tontine_id', 't.id').where('m.user_id', filter.userId);
+    if (filter.status) listed.andWhere('t.status', filter.status);
+    if (filter.startingAfter !== undefined) await TONTINES.requireCursorIn(listed, filter.startingAfter);
+    const query = listed.select(
+      't.*',
+      'm.role',
+      this.db.raw('(SELECT count(*)::int FROM tontine_members a WHERE a.tontine_id = t.id) AS member_count'),
+      this.db.raw(`(SELECT c.due_at FROM tontine_cycles c WHERE c.tontine_id = t.id AND c.number = t.current_cycle AND t.status = 'active') AS current_due_at`),
+    );
     const rows = (await TONTINES.paginate(this.db, query, {}, filter)) as Array<TontineRow & { role: MemberRole; member_count: number; current_due_at: Date | null }>;
     return rows.map((row) => ({ ...toTontine(row), role: row.role, memberCount: row.member_count, currentDueAt: row.current_due_at }));
-  }
-
-  /** Whether `userId` is a member of tontine `id` and it passes the same list filter (for cursor checks). */
-  async isListedFor(id: string, userId: string, status?: TontineStatus): Promise<boolean> {
-    const query = this.db('tontines as t').join('tontine_members as m', 'm.tontine_id', 't.id').where({ 't.id': id, 'm.user_id': userId });
-    if (status) query.andWhere('t.status', status);
-    return (await query.first('t.id')) !== undefined;
   }
 
   // Members and invitations

@@ -110,14 +110,9 @@ export class TontineService {
   }
 
   async list(userId: string, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
-    const repo = new TontineRepository(this.knex);
-    if (options.startingAfter && !(await repo.isListedFor(options.startingAfter, userId, options.status))) {
-      throw ValidationError.field('query.starting_after', 'starting_after is not one of your tontines in this list: pass the next_cursor of a previous page.');
-    }
-    const rows = await repo.listForUser({ userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
-    const exponents = new Map<string, number>();
-    for (const row of rows) if (!exponents.has(row.currency)) exponents.set(row.currency, (await currencies.require(this.knex, row.currency)).exponent);
-    const views = rows.map((row) => summaryView(row, { role: row.role, memberCount: row.memberCount, currentDueAt: row.currentDueAt, exponent: exponents.get(row.currency) ?? 0 }));
+    const listed = await new TontineRepository(this.knex).listForUser({ userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
+    const rows = await currencies.withExponents(this.knex, listed);
+    const views = rows.map((row) => summaryView(row, { role: row.role, memberCount: row.memberCount, currentDueAt: row.currentDueAt, exponent: row.exponent }));
     return toPage(views, options.limit);
   }
 

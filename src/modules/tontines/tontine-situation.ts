@@ -18,19 +18,19 @@ export async function situationFrom(
   else throw new TontineNotFoundError();
   const isPaid = (contribution: Contribution | undefined) => contribution !== undefined && contribution.status !== 'pending' && contribution.status !== 'late';
   return {
-    status: tontine.status,
-    role,
-    memberCount: members.length,
-    maxMembers: tontine.maxMembers,
-    currentCycle: tontine.currentCycle,
+    ...situationOf(tontine, members, role),
     paidCurrentCycle: isPaid(member ? own : undefined),
-    payoutMade: payoutMade(tontine),
     ...(requested === undefined ? {} : { requestedCycle: requested.cycle, paidRequestedCycle: isPaid(member ? requested.contribution : undefined) }),
   };
 }
 
 /** The situation of someone who is not a member (a member who just left, a platform administrator), from the members read. */
 export function outsiderSituationFrom(tontine: Tontine, members: readonly Member[], role: 'former_member' | 'administrator'): TontineSituation {
+  return situationOf(tontine, members, role);
+}
+
+/** What every situation reads off the tontine and its members; the caller's payment is not yet counted. */
+function situationOf(tontine: Tontine, members: readonly Member[], role: TontineRole): TontineSituation {
   return {
     status: tontine.status,
     role,
