@@ -1,13 +1,12 @@
 import crypto from 'node:crypto';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKnex, migrateLatest } from '../../src/db/database';
+import { createKnex } from '../../src/db/database';
 import { withTransaction } from '../../src/db/transaction';
 import { fundWallet } from '../../src/modules/ledger';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { TransferService, type RailAdapter } from '../../src/modules/transfers';
-import { databaseKind, testKnex } from '../support/database';
-import { inject } from 'vitest';
+import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
 
 /**
@@ -46,19 +45,12 @@ beforeAll(async () => {
     for (let i = 0; i < 3; i += 1) instanceKnexes.push(testKnex());
     return;
   }
-  const serverUrl = inject('databaseUrl');
-  const name = `sweeps_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
-  await admin.raw(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  setupKnex = createKnex(url.toString(), 'postgres', 4);
-  await migrateLatest(setupKnex);
-  for (let i = 0; i < 3; i += 1) instanceKnexes.push(createKnex(url.toString(), 'postgres', 4));
+  const database = await createOwnDatabase('sweeps');
+  setupKnex = createKnex(database.url, 'postgres', 4);
+  for (let i = 0; i < 3; i += 1) instanceKnexes.push(createKnex(database.url, 'postgres', 4));
   dropDatabase = async () => {
     for (const knex of [setupKnex, ...instanceKnexes]) await knex.destroy();
-    await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.destroy();
+    await database.drop();
   };
 }, 120_000);
 

@@ -1,17 +1,17 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createKnex, migrateLatest } from '../../src/db/database';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKnex } from '../../src/db/database';
 import { withTransaction } from '../../src/db/transaction';
 import { Jobs } from '../../src/jobs';
 import { EventRepository, eventsJobs, publicEventId, type EventType } from '../../src/modules/events';
 import { buildServices } from '../../src/services';
 import { testConfig } from '../support/app';
-import { databaseKind, testKnex } from '../support/database';
+import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
 import { TEST_JOBS_CONFIG, until } from '../support/jobs';
 
 /**
@@ -37,24 +37,16 @@ beforeAll(async () => {
     newPool = () => testKnex();
     return;
   }
-  const serverUrl = inject('databaseUrl');
-  const name = `webhook_instances_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
-  await admin.raw(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const migrator = createKnex(url.toString(), 'postgres', 1);
-  await migrateLatest(migrator).finally(() => migrator.destroy());
+  const database = await createOwnDatabase('webhook_instances');
   newPool = () => {
-    const pool = createKnex(url.toString(), 'postgres', 4);
+    const pool = createKnex(database.url, 'postgres', 4);
     pools.push(pool);
     return pool;
   };
   dropDatabase = async () => {
     await Promise.all(pools.map((pool) => pool.destroy()));
     pools = [];
-    await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.destroy();
+    await database.drop();
   };
 }, 120_000);
 

@@ -1,7 +1,8 @@
+import crypto from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import type { Client } from 'pg';
 import { inject } from 'vitest';
-import { createKnex } from '../../src/db/database';
+import { createKnex, migrateLatest } from '../../src/db/database';
 
 /** Where the pool lives: on the worker's global object, so a module reloaded in the same worker (mutation testing, vi.resetModules) reuses it. */
 const POOL = Symbol.for('fintech-platform-api.test-pool');
@@ -53,4 +54,26 @@ function embeddedTestKnex(url: string): Knex {
       },
     },
   });
+}
+
+/**
+ * A migrated database of its own on the real server (tests of several instances that must not
+ * see other files' rows): its URL and `drop`, which removes it (FORCE: open pools are cut).
+ */
+export async function createOwnDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const serverUrl = inject('databaseUrl');
+  const name = `${prefix}_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
+  await admin.raw(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const migrator = createKnex(url.toString(), 'postgres', 1);
+  await migrateLatest(migrator).finally(() => migrator.destroy());
+  return {
+    url: url.toString(),
+    async drop() {
+      await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.destroy();
+    },
+  };
 }
