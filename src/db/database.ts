@@ -51,7 +51,7 @@ export function createKnex(url: string, kind: DatabaseKind, poolMax = 10): Knex 
     pool: {
       ...(kind === 'embedded' ? { min: 1, max: 1 } : { min: 0, max: poolMax }),
       afterCreate(connection: unknown, done: (error: Error | null, connection: unknown) => void) {
-        isolatePreparedStatements(connection);
+        isolatePreparedStatements(connection, { autoPrepare: kind === 'postgres' });
         done(null, connection);
       },
     },

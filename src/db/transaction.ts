@@ -19,7 +19,17 @@ export interface TransactionOptions {
 
 export function isRetryableDatabaseError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && RETRYABLE.has(code);
+  return (typeof code === 'string' && RETRYABLE.has(code)) || isStalePreparedStatement(error);
+}
+
+/**
+ * PostgreSQL's answer when a prepared statement's result columns changed under it: a migration
+ * added a column to a table that a `SELECT *` or `RETURNING *` reads, while this instance kept
+ * its connections (a rolling deploy). Nothing ran; the statement must be prepared again.
+ */
+export function isStalePreparedStatement(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e?.code === '0A000' && typeof e.message === 'string' && /cached plan must not change result type/.test(e.message);
 }
 
 /** Errors of the socket under a connection (no SQLSTATE). */
