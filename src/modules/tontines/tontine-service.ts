@@ -17,7 +17,6 @@ import {
   type PayoutOrder,
   type TontineAction,
   type TontineFrequency,
-  type TontineSituation,
   type TontineStatus,
 } from './tontine-lifecycle';
 import { summaryView, type TontinePage, type TontineView } from './tontine-presenter';
