@@ -115,10 +115,14 @@ export class TontineRepository {
     await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).del();
   }
 
+  /** Each member's payout position: their place in `userIdsInOrder` (one statement). */
   async setPayoutPositions(tontineId: string, userIdsInOrder: readonly string[]): Promise<void> {
-    for (const [index, userId] of userIdsInOrder.entries()) {
-      await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).update({ payout_position: index + 1 });
-    }
+    await this.db.raw(
+      `UPDATE tontine_members m SET payout_position = p.position
+         FROM unnest(:userIds::uuid[]) WITH ORDINALITY AS p(user_id, position)
+        WHERE m.tontine_id = :tontineId AND m.user_id = p.user_id`,
+      { tontineId, userIds: [...userIdsInOrder] },
+    );
   }
 
   /** Opens (or reopens) the invitation of `userId`; returns false when one was already open. */
