@@ -1,7 +1,6 @@
 import { TontineNotFoundError } from './tontine-errors';
 import type { TontineRole, TontineSituation } from './tontine-lifecycle';
-import type { Contribution, Member, Tontine } from './tontine-repository';
-import type { TontineState } from './tontine-state';
+import type { Contribution, Member, Tontine, TontineState } from './tontine-rows';
 
 /**
  * The caller's situation from the state read (404 when the caller may not see the tontine):

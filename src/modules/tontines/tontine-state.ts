@@ -2,33 +2,10 @@ import type { Knex } from 'knex';
 import { toBigInt } from '../ledger';
 import { allowedActions } from './tontine-lifecycle';
 import { detailView, summaryView, type TontineView } from './tontine-presenter';
-import type { Contribution, ContributionStatus, Cycle, CycleStatus, Member, MemberRole, Tontine } from './tontine-rows';
+import type { Contribution, ContributionStatus, Cycle, CycleStatus, Member, MemberRole, Tontine, TontineState } from './tontine-rows';
 import { outsiderSituationFrom, situationFrom } from './tontine-situation';
 
-/**
- * Everything an action and its answer need besides the tontine's own row, as one caller sees
- * it: read in ONE statement once the row is locked (a statement that waited for the lock
- * would read its subqueries from before the wait, so the lock stays a statement of its own),
- * then kept up to date in memory by a contribution instead of being read again.
- */
-export interface TontineState {
-  /** In join order. */
-  members: Member[];
-  /** In number order. */
-  cycles: Cycle[];
-  /** Paid contributions (refunded ones excluded) per cycle; a cycle with none may be absent. */
-  paidByCycle: Map<number, number>;
-  /** The e-mail address, or else the telephone number, of each member and beneficiary found. */
-  identifiers: Map<string, string>;
-  /** The open cycle's contributions (none before the start). */
-  currentContributions: Contribution[];
-  /** The caller's contributions, every cycle. */
-  ownContributions: Contribution[];
-  /** Whether the caller holds an open invitation. */
-  invited: boolean;
-  /** The pool account's balance, read by its id. */
-  poolBalanceMinor: bigint;
-}
+export type { TontineState } from './tontine-rows';
 
 interface MemberJson {
   user_id: string;
