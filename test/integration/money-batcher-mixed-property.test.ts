@@ -237,7 +237,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
     // As the pipeline runs POST /tontines/{id}/contributions: the key names the contribution paid.
     const request = { userId: member.user.id, operation: 'contributeToTontine', key, request: { path: { tontineId }, body: { cycle } } };
     return app.services.idempotency.execute(request, async (trx) => {
-      const { tontine, contributionId: paidId } = await app.services.tontines.contribute(trx, member.user.id, tontineId, { cycle });
+      const { tontine, contributionId: paidId } = await app.services.tontines.contribute(trx, { userId: member.user.id }, tontineId, { cycle });
       const resource = { type: 'tontine_contribution', id: paidId, status: 'paid', location: `/api/tontines/${tontineId}` };
       return { result: { id: tontine.id }, responseStatus: 200, responseBody: tontine, resource };
     });

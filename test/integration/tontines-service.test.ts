@@ -40,7 +40,7 @@ function serviceWithClock(startMs: number) {
 function contribute(idempotency: IdempotencyService, service: TontineService, userId: string, tontineId: string, key: string, body: { cycle: number }): Promise<TontineView> {
   const request = { userId, operation: 'contributeToTontine', key, request: { path: { tontineId }, body } };
   return idempotency.execute(request, async (trx) => {
-    const { tontine, contributionId } = await service.contribute(trx, userId, tontineId, body);
+    const { tontine, contributionId } = await service.contribute(trx, { userId }, tontineId, body);
     return { result: tontine, responseStatus: 200, responseBody: tontine, resource: { type: 'tontine_contribution', id: contributionId, status: 'paid', location: `/api/tontines/${tontineId}` } };
   });
 }
@@ -58,12 +58,12 @@ async function fundedUsers(balances: readonly bigint[]): Promise<TestUser[]> {
 /** A started tontine of `users` (the first organizes), weekly, `amount` XOF, in join order. */
 async function startedTontine(service: TontineService, users: readonly TestUser[], amount: number): Promise<TontineView> {
   const [organizer, ...others] = users as [TestUser, ...TestUser[]];
-  const created = await service.create(knex, organizer.id, { name: 'Property circle', currency: 'XOF', contribution_amount: amount, frequency: 'weekly', max_members: users.length, payout_order: 'join_order' });
+  const created = await service.create(knex, { userId: organizer.id }, { name: 'Property circle', currency: 'XOF', contribution_amount: amount, frequency: 'weekly', max_members: users.length, payout_order: 'join_order' });
   for (const member of others) {
-    await service.invite(knex, organizer.id, created.id, member.email as string);
-    await service.join(knex, member.id, created.id);
+    await service.invite(knex, { userId: organizer.id }, created.id, member.email as string);
+    await service.join(knex, { userId: member.id }, created.id);
   }
-  return service.start(knex, organizer.id, created.id);
+  return service.start(knex, { userId: organizer.id }, created.id);
 }
 
 async function errorCode(promise: Promise<unknown>): Promise<string> {
@@ -93,7 +93,7 @@ describe('late marking (background job)', () => {
     expect(await service.markLateContributions()).toBeGreaterThanOrEqual(2);
     await service.markLateContributions();
     expect(await statusesOf(tontine.id, 1, users)).toEqual(['paid', 'late', 'late']);
-    const view = await service.get(a.id, tontine.id);
+    const view = await service.get({ userId: a.id }, tontine.id);
     expect(view.current_contributions?.map((k) => [k.user_id, k.status])).toEqual([
       [a.id, 'paid'],
       [b.id, 'late'],
@@ -219,7 +219,7 @@ describe('tontine money (property)', () => {
               for (let m = 0; m < n; m += 1) if (!model.paid.has(m)) model.late.add(m);
             }
           } else {
-            const outcome = await errorCode(service.cancel(knex, users[0]!.id, tontine.id));
+            const outcome = await errorCode(service.cancel(knex, { userId: users[0]!.id }, tontine.id));
             // Once a pot is paid out (cycle 2 on), no member can end the tontine.
             expect(outcome).toBe(model.status === 'active' && model.cycle === 1 ? 'ok' : 'InvalidTontineState');
             if (outcome === 'ok') {
@@ -236,7 +236,7 @@ describe('tontine money (property)', () => {
           for (const user of users) wallets.push(await walletBalance(user.id, 'XOF'));
           expect(wallets).toEqual(model.wallet);
           expect(wallets.reduce((sum, w) => sum + w, 0n) + pool).toBe(initial.reduce((sum, w) => sum + w, 0n));
-          const view = await service.get(users[0]!.id, tontine.id);
+          const view = await service.get({ userId: users[0]!.id }, tontine.id);
           expect(view.status).toBe(model.status);
           if (model.status === 'active') {
             expect(view.current_cycle).toBe(model.cycle);

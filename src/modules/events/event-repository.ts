@@ -161,6 +161,53 @@ export class EventRepository {
     return toEvent(row);
   }
 
+  /**
+   * Records several events of one object, each carrying its `object`, in one statement (the
+   * sequences taken at once, the rows inserted in order): what `record` would write for each
+   * in turn, `previous_status` included (for the first, the status its object showed in the
+   * previous event; for each next one, the status of the one before it). Events for an
+   * organisation's object, for one endpoint or without their object are recorded one by one.
+   */
+  async recordAll(events: readonly NewEvent[]): Promise<void> {
+    const [first] = events;
+    if (!first) return;
+    const oneStatement = events.every(
+      (e) => e.object !== undefined && !e.organizationId && !e.onlyEndpointId && e.subjectType === first.subjectType && e.subjectId === first.subjectId,
+    );
+    if (!oneStatement || events.length === 1) {
+      for (const event of events) await this.record(event);
+      return;
+    }
+    const rows = events.map((e) => ({
+      type: e.type,
+      actor_user_id: e.actorUserId,
+      payload: e.payload ?? {},
+      occurred_at: e.occurredAt,
+      object: e.object ?? null,
+      explicit_previous: e.previousStatus !== undefined,
+      previous_status: e.previousStatus ?? null,
+    }));
+    await this.db.raw(
+      `WITH input AS (
+         SELECT x.n, x.e FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(e, n)),
+       seq AS (
+         INSERT INTO event_sequences (object_type, object_id, last) VALUES (:subjectType, :subjectId, :count)
+         ON CONFLICT (object_type, object_id) DO UPDATE SET last = event_sequences.last + :count
+         RETURNING last)
+       INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)
+       SELECT :subjectType::text, :subjectId::uuid, i.e->>'type', (i.e->>'actor_user_id')::uuid, i.e->'payload', (i.e->>'occurred_at')::timestamptz, NULL,
+         seq.last - :count + i.n,
+         jsonb_build_object('object', i.e->'object', 'previous_status', CASE
+           WHEN (i.e->>'explicit_previous')::boolean THEN i.e->>'previous_status'
+           WHEN i.n = 1 THEN (SELECT p.data->'object'->>'status' FROM events p
+             WHERE p.subject_type = :subjectType AND p.subject_id = :subjectId AND p.object_sequence < seq.last - :count + 1 ORDER BY p.object_sequence DESC LIMIT 1)
+           ELSE lag(i.e->'object'->>'status') OVER (ORDER BY i.n) END)
+       FROM input i, seq
+       ORDER BY i.n`,
+      { rows: JSON.stringify(rows), subjectType: first.subjectType, subjectId: first.subjectId, count: events.length },
+    );
+  }
+
   /** Takes the object's snapshot just before COMMIT (or now, outside a managed transaction). */
   private async snapshotLater(pending: PendingSnapshot): Promise<void> {
     const trx = this.db as Knex.Transaction;

@@ -1,20 +1,43 @@
-import { post, walletOf, walletRefusal } from '../ledger';
+import type { Knex } from 'knex';
+import { findWallets, post, walletOf, walletRefusal, type LedgerAccount, type Posting } from '../ledger';
 import { cycleDrawKey, drawBeneficiary } from './tontine-draw';
 import { statusAfter } from './tontine-lifecycle';
+import type { Contribution, Tontine } from './tontine-repository';
 import type { TontineScope } from './tontine-scope';
+import type { TontineState } from './tontine-state';
 
 /**
  * The money of a tontine (see TontineService): a contribution moves from the member's wallet
  * to the pool; the cycle's last one pays the whole pot out, in the same transaction.
+ *
+ * Nothing is read again: what the change needs was read with the caller's situation under the
+ * tontine's lock (TontineState), and the tontine and its state after the change are worked
+ * out here from what the change wrote (the pool's balance as the posting left it).
  */
 
-/** Moves the contribution into the pool; pays the pot out when it was the cycle's last. Returns the contribution id. */
-export async function payContribution({ trx, repo, events, tontine, situation, own }: TontineScope, userId: string, at: Date): Promise<string> {
+/** The tontine after a contribution, and the contribution paid. */
+export interface ContributionResult {
+  contributionId: string;
+  tontine: Tontine;
+  state: TontineState;
+}
+
+/** Who the cycle's pot goes to, and whether they were drawn now (a random tontine draws when the pot is complete). */
+interface Payout {
+  beneficiaryUserId: string;
+  drawnAmong?: string[];
+}
+
+/** Moves the contribution into the pool; pays the pot out when it was the cycle's last. */
+export async function payContribution({ trx, repo, events, tontine, situation, state }: TontineScope, userId: string, at: Date): Promise<ContributionResult> {
   const cycle = tontine.currentCycle;
-  // Read with the caller's situation, under the tontine's lock: not read again.
-  const contribution = own;
+  const contribution = state.currentContributions.find((k) => k.userId === userId);
   if (!contribution) throw new Error(`no contribution row for member ${userId} in cycle ${cycle} of tontine ${tontine.id}`);
-  const wallet = await walletOf(trx, userId, tontine.currency);
+  // The cycle's last unpaid contribution (the lifecycle let only an unpaid one through) pays the pot out.
+  const unpaid = (k: Contribution) => k.status === 'pending' || k.status === 'late';
+  const payout = state.currentContributions.some((k) => k.id !== contribution.id && unpaid(k)) ? undefined : payoutOf(tontine, state);
+  const wallets = await walletsOf(trx, tontine.currency, payout ? [userId, payout.beneficiaryUserId] : [userId]);
+  const wallet = wallets.get(userId) as LedgerAccount;
   const posting = await post(trx, {
     kind: 'tontine.contribution',
     reference: contribution.id,
@@ -35,35 +58,58 @@ export async function payContribution({ trx, repo, events, tontine, situation, o
     payload: { cycle, user_id: userId, amount_minor: tontine.contributionMinor.toString(), posting_id: posting.id, late: contribution.status === 'late' },
     occurredAt: at,
   });
-  if ((await repo.unpaidCount(tontine.id, cycle)) === 0) await payOut({ trx, repo, events, tontine, situation }, at);
-  return contribution.id;
+  const paid: Contribution = { ...contribution, status: 'paid', postingId: posting.id, paidAt: at };
+  const swap = (list: Contribution[]) => list.map((k) => (k.id === paid.id ? paid : k));
+  const afterPayment: TontineState = {
+    ...state,
+    paidByCycle: new Map(state.paidByCycle).set(cycle, (state.paidByCycle.get(cycle) ?? 0) + 1),
+    currentContributions: swap(state.currentContributions),
+    ownContributions: swap(state.ownContributions),
+    poolBalanceMinor: balanceAfter(posting, tontine.poolAccountId),
+  };
+  if (!payout) return { contributionId: contribution.id, tontine, state: afterPayment };
+  const after = await payOut({ trx, repo, events, tontine, situation, state: afterPayment }, userId, payout, wallets.get(payout.beneficiaryUserId) as LedgerAccount, at);
+  return { contributionId: contribution.id, ...after };
 }
 
-/** The whole pot to the cycle's beneficiary, exactly once; then the next cycle, or the end. */
-async function payOut({ trx, repo, events, tontine, situation }: TontineScope, at: Date): Promise<void> {
+/** The cycle's beneficiary: named at the start (join order), or drawn now among the members who have not received a pot yet. */
+function payoutOf(tontine: Tontine, state: TontineState): Payout {
+  const current = state.cycles.find((c) => c.number === tontine.currentCycle);
+  if (!current) throw new Error(`tontine ${tontine.id} has no cycle ${tontine.currentCycle}`);
+  if (current.beneficiaryUserId !== null) return { beneficiaryUserId: current.beneficiaryUserId };
+  const received = new Set(state.cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId])));
+  const waiting = state.members.map((m) => m.userId).filter((userId) => !received.has(userId));
+  return { beneficiaryUserId: drawBeneficiary(tontine.drawSeed, tontine.currentCycle, waiting), drawnAmong: waiting };
+}
+
+/** The wallets of the users, by user id: those that exist in one statement, a missing one created (as on first use). */
+async function walletsOf(trx: Knex.Transaction, currency: string, userIds: string[]): Promise<Map<string, LedgerAccount>> {
+  const wallets = await findWallets(trx, userIds, currency);
+  for (const userId of userIds) if (!wallets.has(userId)) wallets.set(userId, await walletOf(trx, userId, currency));
+  return wallets;
+}
+
+function balanceAfter(posting: Posting, accountId: string): bigint {
+  const balance = posting.balancesAfter.get(accountId);
+  if (balance === undefined) throw new Error(`posting ${posting.id} did not report the balance of account ${accountId}`);
+  return balance;
+}
+
+/** The whole pot to the cycle's beneficiary, exactly once; then the next cycle, or the end. `state` is the one after the payment. */
+async function payOut({ trx, repo, events, tontine, situation, state }: TontineScope, userId: string, payout: Payout, wallet: LedgerAccount, at: Date): Promise<Omit<ContributionResult, 'contributionId'>> {
   const cycle = tontine.currentCycle;
-  const cycles = await repo.cycles(tontine.id);
-  const current = cycles.find((c) => c.number === cycle);
-  if (!current) throw new Error(`tontine ${tontine.id} has no cycle ${cycle}`);
-  const pot = tontine.contributionMinor * BigInt(cycles.length);
-  let beneficiaryUserId = current.beneficiaryUserId;
-  if (beneficiaryUserId === null) {
-    // A random tontine: the pot is complete, so this cycle's beneficiary is drawn now, among
-    // the members who have not received a pot yet.
-    const received = new Set(cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId])));
-    const waiting = (await repo.members(tontine.id)).map((m) => m.userId).filter((userId) => !received.has(userId));
-    beneficiaryUserId = drawBeneficiary(tontine.drawSeed, cycle, waiting);
-    await repo.setCycleBeneficiary(tontine.id, cycle, beneficiaryUserId);
+  const pot = tontine.contributionMinor * BigInt(state.cycles.length);
+  const { beneficiaryUserId, drawnAmong } = payout;
+  if (drawnAmong) {
     await events.record({
       subjectType: 'tontine',
       subjectId: tontine.id,
       type: 'tontine.beneficiary_drawn',
       actorUserId: null,
-      payload: { cycle, beneficiary_user_id: beneficiaryUserId, draw_key: cycleDrawKey(tontine.drawSeed, cycle, beneficiaryUserId), candidates: waiting },
+      payload: { cycle, beneficiary_user_id: beneficiaryUserId, draw_key: cycleDrawKey(tontine.drawSeed, cycle, beneficiaryUserId), candidates: drawnAmong },
       occurredAt: at,
     });
   }
-  const wallet = await walletOf(trx, beneficiaryUserId, tontine.currency);
   const posting = await post(
     trx,
     {
@@ -78,7 +124,7 @@ async function payOut({ trx, repo, events, tontine, situation }: TontineScope, a
     // The pot is owed to the beneficiary: a frozen wallet still receives it.
     { allowFrozen: true },
   );
-  await repo.markCyclePaidOut(tontine.id, cycle, posting.id, at);
+  await repo.markCyclePaidOut(tontine.id, cycle, posting.id, at, drawnAmong ? beneficiaryUserId : undefined);
   await events.record({
     subjectType: 'tontine',
     subjectId: tontine.id,
@@ -87,19 +133,27 @@ async function payOut({ trx, repo, events, tontine, situation }: TontineScope, a
     payload: { cycle, beneficiary_user_id: beneficiaryUserId, amount_minor: pot.toString(), posting_id: posting.id },
     occurredAt: at,
   });
-  if (cycle < cycles.length) {
-    const members = await repo.members(tontine.id);
-    await repo.openCycle(
+  const paidOut: TontineState = {
+    ...state,
+    // A drawn beneficiary's payout position is the cycle (as the draw recorded it).
+    members: drawnAmong ? state.members.map((m) => (m.userId === beneficiaryUserId ? { ...m, payoutPosition: cycle } : m)) : state.members,
+    cycles: state.cycles.map((c) => (c.number === cycle ? { ...c, beneficiaryUserId, status: 'paid_out', payoutPostingId: posting.id, paidOutAt: at } : c)),
+    poolBalanceMinor: balanceAfter(posting, tontine.poolAccountId),
+  };
+  const next = state.cycles.find((c) => c.number === cycle + 1);
+  if (next) {
+    const opened = await repo.advanceToCycle(
       tontine.id,
-      cycle + 1,
-      members.map((member) => member.userId),
+      next.number,
+      state.members.map((member) => member.userId),
     );
-    await repo.update(tontine.id, { currentCycle: cycle + 1 });
-    const next = cycles.find((c) => c.number === cycle + 1);
-    await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.cycle_opened', actorUserId: null, payload: { cycle: cycle + 1, due_at: next?.dueAt.toISOString() }, occurredAt: at });
-  } else {
-    await repo.update(tontine.id, { status: statusAfter(situation, 'contribute', { completesTontine: true }), completedAt: at });
-    await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.completed', actorUserId: null, payload: { cycles: cycles.length }, occurredAt: at });
+    await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.cycle_opened', actorUserId: null, payload: { cycle: next.number, due_at: next.dueAt.toISOString() }, occurredAt: at });
+    const cycles = paidOut.cycles.map((c) => (c.number === next.number ? { ...c, status: 'open' as const } : c));
+    const ownContributions = [...paidOut.ownContributions, ...opened.filter((k) => k.userId === userId)];
+    return { tontine: { ...tontine, currentCycle: next.number }, state: { ...paidOut, cycles, currentContributions: opened, ownContributions } };
   }
+  const completed: Tontine = { ...tontine, status: statusAfter(situation, 'contribute', { completesTontine: true }), completedAt: at };
+  await repo.update(tontine.id, { status: completed.status, completedAt: completed.completedAt });
+  await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.completed', actorUserId: null, payload: { cycles: state.cycles.length }, occurredAt: at });
+  return { tontine: completed, state: paidOut };
 }
-

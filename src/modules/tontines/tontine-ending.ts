@@ -1,4 +1,4 @@
-import { post, walletOf } from '../ledger';
+import { findWallets, post, walletOf } from '../ledger';
 import { statusAfter } from './tontine-lifecycle';
 import type { TontineScope } from './tontine-scope';
 
@@ -7,14 +7,16 @@ import type { TontineScope } from './tontine-scope';
  * the pool, cancels the remaining cycles, lapses the open invitations, `canceled`. Returns
  * the amount refunded.
  */
-export async function endTontine({ trx, repo, events, tontine, situation }: TontineScope, action: 'cancel' | 'dissolve', actorUserId: string, at: Date): Promise<bigint> {
+export async function endTontine({ trx, repo, events, tontine, situation, state }: TontineScope, action: 'cancel' | 'dissolve', actorUserId: string, at: Date): Promise<bigint> {
   const id = tontine.id;
   let refundedMinor = 0n;
   if (tontine.status === 'active') {
     const pool = tontine.poolAccountId;
-    for (const contribution of await repo.contributions(id, tontine.currentCycle)) {
-      if (contribution.status !== 'paid') continue;
-      const wallet = await walletOf(trx, contribution.userId, tontine.currency);
+    // The open cycle's contributions as read under the lock; the payers' wallets in one statement.
+    const paid = state.currentContributions.filter((contribution) => contribution.status === 'paid');
+    const wallets = await findWallets(trx, paid.map((contribution) => contribution.userId), tontine.currency);
+    for (const contribution of paid) {
+      const wallet = wallets.get(contribution.userId) ?? (await walletOf(trx, contribution.userId, tontine.currency));
       const posting = await post(
         trx,
         {

@@ -30,24 +30,24 @@ const changed = (data: TontineView) => ({ data, resource: tontineResource(data) 
 export function tontineHandlers(tontines: TontineService): TontineHandlers {
   return {
     listTontines: async ({ caller, query }) => ({
-      data: await tontines.list(caller.userId, { ...pageRequest(query), status: query.status }),
+      data: await tontines.list(caller, { ...pageRequest(query), status: query.status }),
     }),
     async createTontine({ trx, caller, body }) {
-      const data = await tontines.create(trx, caller.userId, body);
+      const data = await tontines.create(trx, caller, body);
       return { data, headers: location(data.id), resource: tontineResource(data) };
     },
-    getTontine: async ({ caller, path }) => ({ data: await tontines.get(caller.userId, path.tontineId) }),
-    inviteToTontine: async ({ trx, caller, path, body }) => changed(await tontines.invite(trx, caller.userId, path.tontineId, body.identifier)),
-    joinTontine: async ({ trx, caller, path }) => changed(await tontines.join(trx, caller.userId, path.tontineId)),
-    leaveTontine: async ({ trx, caller, path }) => changed(await tontines.leave(trx, caller.userId, path.tontineId)),
-    startTontine: async ({ trx, caller, path }) => changed(await tontines.start(trx, caller.userId, path.tontineId)),
+    getTontine: async ({ caller, path }) => ({ data: await tontines.get(caller, path.tontineId) }),
+    inviteToTontine: async ({ trx, caller, path, body }) => changed(await tontines.invite(trx, caller, path.tontineId, body.identifier)),
+    joinTontine: async ({ trx, caller, path }) => changed(await tontines.join(trx, caller, path.tontineId)),
+    leaveTontine: async ({ trx, caller, path }) => changed(await tontines.leave(trx, caller, path.tontineId)),
+    startTontine: async ({ trx, caller, path }) => changed(await tontines.start(trx, caller, path.tontineId)),
     async contributeToTontine({ trx, caller, path, body }) {
-      const { tontine, contributionId } = await tontines.contribute(trx, caller.userId, path.tontineId, body);
+      const { tontine, contributionId } = await tontines.contribute(trx, caller, path.tontineId, body);
       // The key names the contribution it paid (its status is read afresh on a replay).
       const resource = { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${path.tontineId}` };
       return { data: tontine, headers: location(path.tontineId), resource };
     },
-    cancelTontine: async ({ trx, caller, path }) => changed(await tontines.cancel(trx, caller.userId, path.tontineId)),
+    cancelTontine: async ({ trx, caller, path }) => changed(await tontines.cancel(trx, caller, path.tontineId)),
     dissolveTontine: async ({ trx, caller, path, body }) => changed(await tontines.dissolve(trx, caller, path.tontineId, body.reason)),
   };
 }

@@ -115,14 +115,14 @@ export class TontineRepository {
     await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).del();
   }
 
+  /** Each member's payout position: their place in `userIdsInOrder` (one statement). */
   async setPayoutPositions(tontineId: string, userIdsInOrder: readonly string[]): Promise<void> {
-    for (const [index, userId] of userIdsInOrder.entries()) {
-      await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).update({ payout_position: index + 1 });
-    }
-  }
-
-  async hasOpenInvitation(tontineId: string, userId: string): Promise<boolean> {
-    return (await this.db('tontine_invitations').where({ tontine_id: tontineId, user_id: userId, status: 'open' }).first('user_id')) !== undefined;
+    await this.db.raw(
+      `UPDATE tontine_members m SET payout_position = p.position
+         FROM unnest(:userIds::uuid[]) WITH ORDINALITY AS p(user_id, position)
+        WHERE m.tontine_id = :tontineId AND m.user_id = p.user_id`,
+      { tontineId, userIds: [...userIdsInOrder] },
+    );
   }
 
   /** Opens (or reopens) the invitation of `userId`; returns false when one was already open. */
@@ -177,28 +177,42 @@ export class TontineRepository {
     await this.db('tontine_contributions').insert(memberIds.map((userId) => ({ tontine_id: tontineId, cycle_number: number, user_id: userId })));
   }
 
-  /** Records the drawn beneficiary of cycle `number` and their payout position (a random tontine's draw). */
-  async setCycleBeneficiary(tontineId: string, number: number, userId: string): Promise<void> {
-    await this.db('tontine_cycles').where({ tontine_id: tontineId, number }).whereNull('beneficiary_user_id').update({ beneficiary_user_id: userId });
-    await this.db('tontine_members').where({ tontine_id: tontineId, user_id: userId }).update({ payout_position: number });
+  /**
+   * The open cycle `number` paid out by `postingId` (one statement): a drawn beneficiary (a
+   * random tontine's, drawn now) is recorded on the cycle and as the member's payout position.
+   */
+  async markCyclePaidOut(tontineId: string, number: number, postingId: string, at: Date, drawnUserId?: string): Promise<void> {
+    if (drawnUserId === undefined) {
+      await this.db('tontine_cycles').where({ tontine_id: tontineId, number, status: 'open' }).update({ status: 'paid_out', payout_posting_id: postingId, paid_out_at: at });
+      return;
+    }
+    await this.db.raw(
+      `WITH positioned AS (UPDATE tontine_members SET payout_position = :number WHERE tontine_id = :tontineId AND user_id = :userId)
+       UPDATE tontine_cycles SET status = 'paid_out', payout_posting_id = :postingId, paid_out_at = :at, beneficiary_user_id = coalesce(beneficiary_user_id, :userId)
+        WHERE tontine_id = :tontineId AND number = :number AND status = 'open'`,
+      { tontineId, number, userId: drawnUserId, postingId, at },
+    );
   }
 
-  async markCyclePaidOut(tontineId: string, number: number, postingId: string, at: Date): Promise<void> {
-    await this.db('tontine_cycles').where({ tontine_id: tontineId, number, status: 'open' }).update({ status: 'paid_out', payout_posting_id: postingId, paid_out_at: at });
+  /**
+   * Moves the tontine on to cycle `number` (one statement): the cycle opens, every member's
+   * contribution to it starts `pending`, and the tontine's current cycle is `number`.
+   * Returns the new contributions.
+   */
+  async advanceToCycle(tontineId: string, number: number, memberIds: readonly string[]): Promise<Contribution[]> {
+    const result = await this.db.raw(
+      `WITH opened AS (UPDATE tontine_cycles SET status = 'open' WHERE tontine_id = :tontineId AND number = :number),
+       moved AS (UPDATE tontines SET current_cycle = :number WHERE id = :tontineId)
+       INSERT INTO tontine_contributions (tontine_id, cycle_number, user_id)
+       SELECT :tontineId::uuid, :number::int, member FROM unnest(:memberIds::uuid[]) AS member
+       RETURNING id, cycle_number, user_id, status, posting_id, paid_at`,
+      { tontineId, number, memberIds: [...memberIds] },
+    );
+    return (result as { rows: ContributionRow[] }).rows.map(toContribution);
   }
 
   async cancelRemainingCycles(tontineId: string): Promise<void> {
     await this.db('tontine_cycles').where({ tontine_id: tontineId }).whereIn('status', ['open', 'upcoming']).update({ status: 'canceled' });
-  }
-
-  async contributions(tontineId: string, cycleNumber: number): Promise<Contribution[]> {
-    const rows = (await this.db('tontine_contributions').where({ tontine_id: tontineId, cycle_number: cycleNumber })) as ContributionRow[];
-    return rows.map(toContribution);
-  }
-
-  async contribution(tontineId: string, cycleNumber: number, userId: string): Promise<Contribution | undefined> {
-    const row = (await this.db('tontine_contributions').where({ tontine_id: tontineId, cycle_number: cycleNumber, user_id: userId }).first()) as ContributionRow | undefined;
-    return row ? toContribution(row) : undefined;
   }
 
   async contributionStatus(id: string): Promise<ContributionStatus | undefined> {
@@ -214,45 +228,13 @@ export class TontineRepository {
     await this.db('tontine_contributions').where({ id, status: 'paid' }).update({ status: 'refunded', refund_posting_id: postingId, refunded_at: at });
   }
 
-  /** How many contributions of the cycle are still unpaid (pending or late). */
-  async unpaidCount(tontineId: string, cycleNumber: number): Promise<number> {
-    const row = (await this.db('tontine_contributions')
-      .where({ tontine_id: tontineId, cycle_number: cycleNumber })
-      .whereIn('status', ['pending', 'late'])
-      .count<{ count: string | number }[]>('* as count')
-      .first()) as { count: string | number } | undefined;
-    return Number(row?.count ?? 0);
-  }
-
-  /** The number of paid contributions of each cycle (refunded ones excluded). */
-  async paidCountsByCycle(tontineId: string): Promise<Map<number, number>> {
+  /** How many contributions each member paid and kept paid (refunded ones excluded), over every cycle, by user id. */
+  async paidCountsByMember(tontineId: string): Promise<Map<string, number>> {
     const rows = (await this.db('tontine_contributions')
       .where({ tontine_id: tontineId, status: 'paid' })
-      .groupBy('cycle_number')
-      .select('cycle_number', this.db.raw('count(*)::int AS paid'))) as Array<{ cycle_number: number; paid: number }>;
-    return new Map(rows.map((row) => [row.cycle_number, Number(row.paid)]));
-  }
-
-  /** How many contributions `userId` paid and kept paid (refunded ones excluded), over every cycle. */
-  /** Paid contributions per cycle and the user's own, in one statement. */
-  async paidCounts(tontineId: string, userId: string): Promise<{ byCycle: Map<number, number>; own: number }> {
-    const rows = (await this.db('tontine_contributions')
-      .where({ tontine_id: tontineId, status: 'paid' })
-      .groupBy('cycle_number')
-      .select('cycle_number', this.db.raw('count(*)::int AS paid'), this.db.raw('(count(*) FILTER (WHERE user_id = ?))::int AS own', [userId]))) as Array<{
-      cycle_number: number;
-      paid: number;
-      own: number;
-    }>;
-    return { byCycle: new Map(rows.map((row) => [row.cycle_number, Number(row.paid)])), own: rows.reduce((sum, row) => sum + Number(row.own), 0) };
-  }
-
-  async paidCount(tontineId: string, userId: string): Promise<number> {
-    const row = (await this.db('tontine_contributions')
-      .where({ tontine_id: tontineId, user_id: userId, status: 'paid' })
-      .count<{ count: string | number }[]>('* as count')
-      .first()) as { count: string | number } | undefined;
-    return Number(row?.count ?? 0);
+      .groupBy('user_id')
+      .select('user_id', this.db.raw('count(*)::int AS paid'))) as Array<{ user_id: string; paid: number }>;
+    return new Map(rows.map((row) => [row.user_id, Number(row.paid)]));
   }
 
   // Late marking (background job, many instances)

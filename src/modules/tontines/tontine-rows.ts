@@ -66,6 +66,31 @@ export interface Contribution {
   paidAt: Date | null;
 }
 
+/**
+ * Everything an action and its answer need besides the tontine's own row, as one caller sees
+ * it: read in ONE statement (readTontineState) once the row is locked (a statement that waited for the lock
+ * would read its subqueries from before the wait, so the lock stays a statement of its own),
+ * then kept up to date in memory by a contribution instead of being read again.
+ */
+export interface TontineState {
+  /** In join order. */
+  members: Member[];
+  /** In number order. */
+  cycles: Cycle[];
+  /** Paid contributions (refunded ones excluded) per cycle; a cycle with none may be absent. */
+  paidByCycle: Map<number, number>;
+  /** The e-mail address, or else the telephone number, of each member and beneficiary found. */
+  identifiers: Map<string, string>;
+  /** The open cycle's contributions (none before the start). */
+  currentContributions: Contribution[];
+  /** The caller's contributions, every cycle. */
+  ownContributions: Contribution[];
+  /** Whether the caller holds an open invitation. */
+  invited: boolean;
+  /** The pool account's balance, read by its id. */
+  poolBalanceMinor: bigint;
+}
+
 export interface TontineRow {
   id: string;
   name: string;

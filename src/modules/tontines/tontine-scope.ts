@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { NewEvent } from '../events';
 import type { TontineSituation } from './tontine-lifecycle';
-import type { Contribution, Tontine, TontineRepository } from './tontine-repository';
+import type { Tontine, TontineRepository } from './tontine-repository';
+import type { TontineState } from './tontine-state';
 
 /** One transaction's view of a tontine: its repositories and the caller's situation. */
 export interface TontineScope {
@@ -14,6 +15,6 @@ export interface TontineScope {
   events: { record(event: NewEvent): Promise<unknown> };
   tontine: Tontine;
   situation: TontineSituation;
-  /** The caller's contribution to the open cycle, as read with the situation (a member's). */
-  own?: Contribution;
+  /** The tontine's members, cycles and contributions, read with the situation under the lock. */
+  state: TontineState;
 }

@@ -3,29 +3,29 @@ import type { Knex } from 'knex';
 import { ForbiddenError, ValidationError } from '../../errors';
 import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
+import type { Caller } from '../../contract';
 import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository, type NewEvent } from '../events';
 import type { IdempotencyService } from '../idempotency';
-import { currencies, ensureAccount, findAccount, parseAmount } from '../ledger';
+import { currencies, ensureAccount, parseAmount } from '../ledger';
 import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
-  allowedActions,
   assertAllowed,
   cycleDueAt,
   statusAfter,
   type PayoutOrder,
   type TontineAction,
   type TontineFrequency,
-  type TontineSituation,
   type TontineStatus,
 } from './tontine-lifecycle';
-import { detailView, summaryView, type TontinePage, type TontineView } from './tontine-presenter';
-import { TontineRepository, type Contribution, type Tontine } from './tontine-repository';
+import { summaryView, type TontinePage, type TontineView } from './tontine-presenter';
+import { TontineRepository, type Tontine } from './tontine-repository';
 import { payContribution } from './tontine-contributions';
 import { endTontine } from './tontine-ending';
 import type { TontineScope } from './tontine-scope';
 import { outsiderSituationFrom, situationFrom } from './tontine-situation';
+import { describeState, readTontineState, type TontineState } from './tontine-state';
 
 /** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
 export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
@@ -68,7 +68,8 @@ export class TontineService {
   }
 
   /** POST /tontines, in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */
-  async create(db: Knex | Knex.Transaction, userId: string, input: CreateTontineInput): Promise<TontineView> {
+  async create(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, input: CreateTontineInput): Promise<TontineView> {
+    const { userId } = caller;
     const currency = await currencies.require(db, input.currency, 'body.currency');
     const contributionMinor = parseAmount(input.contribution_amount, currency.exponent, { field: 'body.contribution_amount' });
     const id = crypto.randomUUID();
@@ -92,6 +93,7 @@ export class TontineService {
         createdAt: at,
       });
       await repo.addMember(id, userId, 'organizer', at);
+      const { view, object } = await this.describe(trx, id, userId);
       await new EventRepository(trx).record({
         subjectType: 'tontine',
         subjectId: id,
@@ -99,36 +101,38 @@ export class TontineService {
         actorUserId: userId,
         payload: { name: input.name, currency: currency.code, contribution_minor: contributionMinor.toString(), frequency: input.frequency, max_members: input.max_members, payout_order: input.payout_order, seed_commitment: seedCommitment(seed) },
         occurredAt: at,
+        object,
       });
-      return (await this.describe(trx, id, userId)).view;
+      return view;
     });
   }
 
   /** GET /tontines/{id}: members and invited users only (others: 404). */
-  async get(userId: string, id: string): Promise<TontineView> {
-    return withTransaction(this.knex, async (trx) => (await this.describe(trx, id, userId)).view, { isolationLevel: 'repeatable read', readOnly: true });
+  async get(caller: Pick<Caller, 'userId'>, id: string): Promise<TontineView> {
+    return withTransaction(this.knex, async (trx) => (await this.describe(trx, id, caller.userId)).view, { isolationLevel: 'repeatable read', readOnly: true });
   }
 
-  async list(userId: string, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
-    const listed = await new TontineRepository(this.knex).listForUser({ userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
+  async list(caller: Pick<Caller, 'userId'>, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
+    const listed = await new TontineRepository(this.knex).listForUser({ userId: caller.userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
     const rows = await currencies.withExponents(this.knex, listed);
     const views = rows.map((row) => summaryView(row, { role: row.role, memberCount: row.memberCount, currentDueAt: row.currentDueAt, exponent: row.exponent }));
     return toPage(views, options.limit);
   }
 
-  async invite(db: Knex | Knex.Transaction, userId: string, id: string, identifier: string): Promise<TontineView> {
+  async invite(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string, identifier: string): Promise<TontineView> {
     const invited = parsePartyIdentifier(identifier, { path: 'body.identifier', name: 'identifier' });
-    return this.act(db, userId, id, 'invite', async ({ trx, repo, events, tontine }, at) => {
+    return this.act(db, caller.userId, id, 'invite', async ({ trx, repo, events, tontine, state }, at) => {
       const invitee = await new UserRepository(trx).findReachable(invited);
       if (!invitee) throw new InviteeNotFoundError();
-      if ((await repo.members(id)).some((member) => member.userId === invitee.id)) throw new AlreadyMemberError();
-      if (await repo.openInvitation(id, invitee.id, userId, at)) {
-        await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.member_invited', actorUserId: userId, payload: { user_id: invitee.id }, occurredAt: at });
+      if (state.members.some((member) => member.userId === invitee.id)) throw new AlreadyMemberError();
+      if (await repo.openInvitation(id, invitee.id, caller.userId, at)) {
+        await events.record({ subjectType: 'tontine', subjectId: tontine.id, type: 'tontine.member_invited', actorUserId: caller.userId, payload: { user_id: invitee.id }, occurredAt: at });
       }
     });
   }
 
-  async join(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+  async join(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string): Promise<TontineView> {
+    const { userId } = caller;
     return this.act(db, userId, id, 'join', async ({ repo, events }, at) => {
       await repo.addMember(id, userId, 'member', at);
       await repo.acceptInvitation(id, userId);
@@ -136,7 +140,8 @@ export class TontineService {
     });
   }
 
-  async leave(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+  async leave(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string): Promise<TontineView> {
+    const { userId } = caller;
     return this.act(
       db,
       userId,
@@ -156,10 +161,9 @@ export class TontineService {
    * complete (see tontine-draw.ts), so nobody learns the order while the tontine can still be
    * canceled.
    */
-  async start(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
-    return this.act(db, userId, id, 'start', async ({ repo, events, tontine, situation }, at) => {
-      const members = await repo.members(id);
-      const joinOrder = members.map((member) => member.userId);
+  async start(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string): Promise<TontineView> {
+    return this.act(db, caller.userId, id, 'start', async ({ repo, events, tontine, situation, state }, at) => {
+      const joinOrder = state.members.map((member) => member.userId);
       const random = tontine.payoutOrder === 'random';
       if (!random) await repo.setPayoutPositions(id, joinOrder);
       await repo.insertCycles(
@@ -173,7 +177,7 @@ export class TontineService {
         subjectType: 'tontine',
         subjectId: id,
         type: 'tontine.started',
-        actorUserId: userId,
+        actorUserId: caller.userId,
         payload: { payout_order: tontine.payoutOrder, ...(random ? { draw: 'per_cycle', members: joinOrder } : { order: joinOrder }) },
         occurredAt: at,
       });
@@ -186,15 +190,18 @@ export class TontineService {
    * out and opens the next cycle, or completes the tontine, in the same transaction. Returns
    * the tontine after it and the contribution paid.
    */
-  async contribute(db: Knex | Knex.Transaction, userId: string, id: string, body: { cycle: number }): Promise<{ tontine: TontineView; contributionId: string }> {
+  async contribute(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string, body: { cycle: number }): Promise<{ tontine: TontineView; contributionId: string }> {
     let contributionId = '';
     const tontine = await this.act(
       db,
-      userId,
+      caller.userId,
       id,
       'contribute',
       async (scope, at) => {
-        contributionId = await payContribution(scope, userId, at);
+        const paid = await payContribution(scope, caller.userId, at);
+        contributionId = paid.contributionId;
+        // The tontine after it, worked out from what the contribution wrote: not read again.
+        return { tontine: paid.tontine, state: paid.state };
       },
       undefined,
       body.cycle,
@@ -207,7 +214,8 @@ export class TontineService {
    * payments first. Once a pot has been paid out the lifecycle refuses it (409): only a platform
    * administrator can then end the tontine (`dissolve`).
    */
-  async cancel(db: Knex | Knex.Transaction, userId: string, id: string): Promise<TontineView> {
+  async cancel(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string): Promise<TontineView> {
+    const { userId } = caller;
     return this.act(db, userId, id, 'cancel', async (scope, at) => {
       const refundedMinor = await endTontine(scope, 'cancel', userId, at);
       await scope.events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.canceled', actorUserId: userId, payload: { refunded_minor: refundedMinor.toString() }, occurredAt: at });
@@ -221,7 +229,7 @@ export class TontineService {
    * member; one `tontine.dissolved` event, and one `tontine.member_dissolution` history entry
    * per member with that member's net position (what the others are owed or owe).
    */
-  async dissolve(db: Knex | Knex.Transaction, caller: { userId: string; isAdmin: boolean }, id: string, reason: string): Promise<TontineView> {
+  async dissolve(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, id: string, reason: string): Promise<TontineView> {
     if (!caller.isAdmin) throw new ForbiddenError('InsufficientRole', 'Only platform administrators may dissolve a tontine.');
     const text = reason.trim();
     if (text.length === 0) throw ValidationError.field('body.reason', 'reason must not be blank.');
@@ -229,24 +237,25 @@ export class TontineService {
       const repo = new TontineRepository(trx);
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      const situation = outsiderSituationFrom(tontine, await repo.members(id), 'administrator');
+      const state = await readTontineState(trx, tontine, caller.userId);
+      const situation = outsiderSituationFrom(tontine, state.members, 'administrator');
       assertAllowed(situation, 'dissolve');
       // A member never rules on its own group (as a party never resolves its own escrow).
-      if ((await repo.members(id)).some((member) => member.userId === caller.userId)) {
+      if (state.members.some((member) => member.userId === caller.userId)) {
         throw new ForbiddenError('ConflictOfInterest', 'You are a member of this tontine: you cannot dissolve it. Another platform administrator must.');
       }
-      const events = new EventRepository(trx);
+      const pending: NewEvent[] = [];
+      const events = { record: async (event: NewEvent) => pending.push(event) };
       const at = this.now();
-      const refundedMinor = await endTontine({ trx, repo, events, tontine, situation }, 'dissolve', caller.userId, at);
+      const refundedMinor = await endTontine({ trx, repo, events, tontine, situation, state }, 'dissolve', caller.userId, at);
       await repo.update(id, { dissolutionReason: text, dissolvedByUserId: caller.userId, dissolvedAt: at });
-      const cycles = await repo.cycles(id);
-      const positions: Array<{ user_id: string; net_position_minor: string }> = [];
-      for (const member of await repo.members(id)) {
-        const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === member.userId).length;
-        const paid = await repo.paidCount(id, member.userId);
-        positions.push({ user_id: member.userId, net_position_minor: (tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paid))).toString() });
-      }
-      await events.record({
+      const paidBy = await repo.paidCountsByMember(id);
+      const positions = state.members.map((member) => {
+        const received = state.cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === member.userId).length;
+        const paid = paidBy.get(member.userId) ?? 0;
+        return { user_id: member.userId, net_position_minor: (tontine.contributionMinor * (BigInt(received) * BigInt(state.cycles.length) - BigInt(paid))).toString() };
+      });
+      pending.push({
         subjectType: 'tontine',
         subjectId: id,
         type: 'tontine.dissolved',
@@ -255,9 +264,11 @@ export class TontineService {
         occurredAt: at,
       });
       for (const position of positions) {
-        await events.record({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_dissolution', actorUserId: caller.userId, payload: { ...position, reason: text }, occurredAt: at });
+        pending.push({ subjectType: 'tontine', subjectId: id, type: 'tontine.member_dissolution', actorUserId: caller.userId, payload: { ...position, reason: text }, occurredAt: at });
       }
-      return (await this.describe(trx, id, caller.userId, 'administrator')).view;
+      const { view, object } = await this.describe(trx, id, caller.userId, 'administrator');
+      await new EventRepository(trx).recordAll(pending.map((event) => ({ ...event, object })));
+      return view;
     });
   }
 
@@ -285,16 +296,18 @@ export class TontineService {
   // Internals
 
   /**
-   * One action: locks the tontine, works out the caller's situation (404 when the caller may
-   * not see it), checks the lifecycle, runs `change` and answers the tontine after it, all in
-   * one transaction (`db`'s when it is one).
+   * One action: locks the tontine, reads its state and works out the caller's situation (404
+   * when the caller may not see it), checks the lifecycle, runs `change` and answers the
+   * tontine after it, all in one transaction (`db`'s when it is one). The change's events are
+   * written last, in one statement, each carrying the tontine as it then stands. A change that
+   * returns the tontine and state after it (a contribution) spares reading them again.
    */
   private async act(
     db: Knex | Knex.Transaction,
     userId: string,
     id: string,
     action: TontineAction,
-    change: (scope: TontineScope, at: Date) => Promise<void>,
+    change: (scope: TontineScope, at: Date) => Promise<{ tontine: Tontine; state: TontineState } | void>,
     /** How the caller sees the tontine afterwards, when no longer as a member (after leaving). */
     roleAfter?: 'former_member',
     /** The cycle a contribution names. */
@@ -302,70 +315,29 @@ export class TontineService {
   ): Promise<TontineView> {
     return withTransaction(db, async (tx) => {
       const repo = new TontineRepository(tx);
+      // The lock is a statement of its own, taken first: what is read next sees every change committed before it.
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
-      const { situation, own } = await this.situationOf(repo, tontine, userId, requestedCycle);
+      const state = await readTontineState(tx, tontine, userId);
+      const situation = situationFrom(tontine, userId, state, requestedCycle);
       assertAllowed(situation, action);
       const pending: NewEvent[] = [];
       const events = { record: async (event: NewEvent) => pending.push(event) };
-      await change({ trx: tx, repo, events, tontine, situation, own }, this.now());
-      const { view, object } = await this.describe(tx, id, userId, roleAfter);
-      // The events of the change, each with the tontine as it now stands: nothing is read again.
-      const recorder = new EventRepository(tx);
-      for (const event of pending) await recorder.record({ ...event, object });
+      const after = await change({ trx: tx, repo, events, tontine, situation, state }, this.now());
+      const { view, object } = after
+        ? describeState(after.tontine, after.state, userId, (await currencies.require(tx, tontine.currency)).exponent, roleAfter)
+        : await this.describe(tx, id, userId, roleAfter);
+      await new EventRepository(tx).recordAll(pending.map((event) => ({ ...event, object })));
       return view;
     });
   }
 
-  /** The caller's situation, and their contribution to the open cycle (a member's). */
-  private async situationOf(repo: TontineRepository, tontine: Tontine, userId: string, requestedCycle?: number): Promise<{ situation: TontineSituation; own?: Contribution }> {
-    const members = await repo.members(tontine.id);
-    const isMember = members.some((m) => m.userId === userId);
-    const own = isMember && tontine.currentCycle > 0 ? await repo.contribution(tontine.id, tontine.currentCycle, userId) : undefined;
-    const otherCycle = isMember && requestedCycle !== undefined && requestedCycle !== tontine.currentCycle;
-    const requested = otherCycle ? await repo.contribution(tontine.id, requestedCycle, userId) : undefined;
-    const situation = await situationFrom(repo, tontine, userId, members, own, requestedCycle === undefined ? undefined : { cycle: requestedCycle, contribution: otherCycle ? requested : own });
-    return { situation, own };
-  }
-
-  /** The tontine as `userId` sees it (404 when they may not). */
-  private async describe(
-    db: Knex.Transaction,
-    id: string,
-    userId: string,
-    roleOverride?: 'former_member' | 'administrator',
-  ): Promise<{ view: TontineView; object: TontineView }> {
-    const repo = new TontineRepository(db);
-    const tontine = await repo.find(id);
+  /** The tontine as `userId` sees it (404 when they may not), read afresh: its row and its state, two statements. */
+  private async describe(db: Knex.Transaction, id: string, userId: string, roleOverride?: 'former_member' | 'administrator'): Promise<{ view: TontineView; object: TontineView }> {
+    const tontine = await new TontineRepository(db).find(id);
     if (!tontine) throw new TontineNotFoundError();
-    // One after the other: a transaction is one connection (and the embedded back-end has only one).
-    const members = await repo.members(id);
-    const cycles = await repo.cycles(id);
-    const currentContributions = tontine.currentCycle > 0 ? await repo.contributions(id, tontine.currentCycle) : [];
-    const own = currentContributions.find((contribution) => contribution.userId === userId);
-    const situation = roleOverride ? outsiderSituationFrom(tontine, members, roleOverride) : await situationFrom(repo, tontine, userId, members, own);
-    const paid = await repo.paidCounts(id, userId);
-    const currency = await currencies.require(db, tontine.currency);
-    const pool = await findAccount(db, { ownerType: 'platform', ownerId: null, currency: tontine.currency, kind: 'tontine_pool', externalRef: id });
-    const userIds = new Set([...members.map((m) => m.userId), ...cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId]))]);
-    const identifiers = await new UserRepository(db).findIdentifiers([...userIds]);
-    const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === userId).length;
-    const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paid.own));
-    const view = detailView(tontine, {
-      role: situation.role,
-      exponent: currency.exponent,
-      members,
-      cycles,
-      currentContributions,
-      paidCountsByCycle: paid.byCycle,
-      identifiers,
-      poolBalanceMinor: pool?.balanceMinor ?? 0n,
-      netPositionMinor,
-      allowedActions: allowedActions(situation),
-    });
-    // What its events carry (as tontineSnapshot reads it): the list view, read by nobody in particular.
-    const currentDueAt = cycles.find((cycle) => cycle.number === tontine.currentCycle)?.dueAt ?? null;
-    const object = summaryView(tontine, { role: 'administrator', memberCount: members.length, currentDueAt, exponent: currency.exponent });
-    return { view, object };
+    const state = await readTontineState(db, tontine, userId);
+    const { exponent } = await currencies.require(db, tontine.currency);
+    return describeState(tontine, state, userId, exponent, roleOverride);
   }
 }

@@ -1,26 +1,24 @@
 import { TontineNotFoundError } from './tontine-errors';
 import type { TontineRole, TontineSituation } from './tontine-lifecycle';
-import type { Contribution, Member, Tontine, TontineRepository } from './tontine-repository';
+import type { Contribution, Member, Tontine, TontineState } from './tontine-rows';
 
-/** The caller's situation from rows already read: the members and the caller's contribution to the open cycle. */
-export async function situationFrom(
-  repo: TontineRepository,
-  tontine: Tontine,
-  userId: string,
-  members: readonly Member[],
-  own: Contribution | undefined,
-  requested?: { cycle: number; contribution: Contribution | undefined },
-): Promise<TontineSituation> {
-  const member = members.find((m) => m.userId === userId);
+/**
+ * The caller's situation from the state read (404 when the caller may not see the tontine):
+ * a member, or else, while it forms, a holder of an open invitation. `requestedCycle` is the
+ * cycle a contribution names.
+ */
+export function situationFrom(tontine: Tontine, userId: string, state: TontineState, requestedCycle?: number): TontineSituation {
+  const member = state.members.find((m) => m.userId === userId);
   let role: TontineRole;
   if (member) role = member.role;
-  else if (tontine.status === 'forming' && (await repo.hasOpenInvitation(tontine.id, userId))) role = 'invited';
+  else if (tontine.status === 'forming' && state.invited) role = 'invited';
   else throw new TontineNotFoundError();
+  const ownIn = (cycle: number) => (member && cycle > 0 ? state.ownContributions.find((k) => k.cycleNumber === cycle) : undefined);
   const isPaid = (contribution: Contribution | undefined) => contribution !== undefined && contribution.status !== 'pending' && contribution.status !== 'late';
   return {
-    ...situationOf(tontine, members, role),
-    paidCurrentCycle: isPaid(member ? own : undefined),
-    ...(requested === undefined ? {} : { requestedCycle: requested.cycle, paidRequestedCycle: isPaid(member ? requested.contribution : undefined) }),
+    ...situationOf(tontine, state.members, role),
+    paidCurrentCycle: isPaid(ownIn(tontine.currentCycle)),
+    ...(requestedCycle === undefined ? {} : { requestedCycle, paidRequestedCycle: isPaid(ownIn(requestedCycle)) }),
   };
 }
 
