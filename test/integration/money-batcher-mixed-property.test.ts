@@ -4,7 +4,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
-import type { EscrowCaller } from '../../src/modules/escrows';
+import type { Caller } from '../../src/contract';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
@@ -198,8 +198,8 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
     return 0n;
   }
   if (step.kind === 'escrow') {
-    const buyer: EscrowCaller = { userId: (users[step.buyer] as TestUser).id, isAdmin: false };
-    const seller: EscrowCaller = { userId: (users[step.seller] as TestUser).id, isAdmin: false };
+    const buyer: Caller = { userId: (users[step.buyer] as TestUser).id, sessionId: '', isAdmin: false };
+    const seller: Caller = { userId: (users[step.seller] as TestUser).id, sessionId: '', isAdmin: false };
     if (buyer.userId === seller.userId) return 0n;
     const escrow = await app.services.escrows.create(knex, buyer, {
       role: 'buyer',
