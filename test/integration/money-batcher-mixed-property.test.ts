@@ -172,7 +172,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   if (step.kind === 'replay') {
     const earlier = acknowledgedTransfers[step.pick % Math.max(1, acknowledgedTransfers.length)];
     if (!earlier) return 0n;
-    const error = await app.services.transfers.create((users[earlier.from] as TestUser).id, transferClaim(earlier.key, earlier.input), earlier.input as never).then(
+    const error = await app.services.transfers.create({ userId: (users[earlier.from] as TestUser).id }, transferClaim(earlier.key, earlier.input), earlier.input as never).then(
       () => undefined,
       (reason: unknown) => reason as { code?: string; details?: { resource_id?: string } },
     );
@@ -192,7 +192,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
       killSequences.push(sequence);
     }
     const input = { amount: Number(step.minor), currency: 'XOF', recipientIdentifier: to, ...(note ? { note } : {}) };
-    const id = await sameKeyAtOnce(step.sends, REFUSED.transfer, () => app.services.transfers.create(from.id, transferClaim(key, input), input));
+    const id = await sameKeyAtOnce(step.sends, REFUSED.transfer, () => app.services.transfers.create({ userId: from.id }, transferClaim(key, input), input));
     sent.push({ key, operation: 'createTransfer', acknowledged: id, effect: { postingKind: 'transfer.p2p', reference: () => id, resourceTable: 'transfers' } });
     if (id) acknowledgedTransfers.push({ from: step.from, key, input, id });
     return 0n;
