@@ -2258,26 +2258,6 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
-    "escrow.accepted": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * escrow.accepted
-         * @description Sent to the endpoints whose `events` select `escrow.accepted`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
-         */
-        post: operations["webhookEscrowAccepted"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "escrow.disputed": {
         parameters: {
             query?: never;
@@ -3555,7 +3535,7 @@ export interface components {
         };
         /**
          * EscrowHistoryEntry
-         * @description One event of an escrow (who did what, when), oldest first. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.accepted`, `escrow.disputed`, `escrow.resolved`, `escrow.released`, `escrow.refunded`, `escrow.canceled`.
+         * @description One event of an escrow (who did what, when), oldest first; each action is one event. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.disputed`, `escrow.released` (an accept by the buyer, or the automatic release by `platform`), `escrow.refunded` (a refund by the seller), `escrow.resolved` (an administrator's ruling, which also settles: the escrow's `status` and `settlement` show where the money went), `escrow.canceled`. Escrows accepted before issue 22 also show an `escrow.accepted` entry just before their `escrow.released`, and a ruling an `escrow.released` or `escrow.refunded` entry after its `escrow.resolved`.
          */
         EscrowHistoryEntry: {
             /** @description What happened. */
@@ -6602,25 +6582,6 @@ export interface components {
             };
         };
         /**
-         * EscrowAcceptedEvent
-         * @description The `escrow.accepted` event; `data.object` is the escrow as the API returns it.
-         */
-        EscrowAcceptedEvent: components["schemas"]["Event"] & {
-            /**
-             * @description Always `escrow.accepted`.
-             * @constant
-             */
-            type?: "escrow.accepted";
-            /**
-             * @description Always `escrow`.
-             * @constant
-             */
-            object_type?: "escrow";
-            data?: {
-                object?: components["schemas"]["Escrow"];
-            };
-        };
-        /**
          * EscrowDisputedEvent
          * @description The `escrow.disputed` event; `data.object` is the escrow as the API returns it.
          */
@@ -6641,7 +6602,7 @@ export interface components {
         };
         /**
          * EscrowResolvedEvent
-         * @description The `escrow.resolved` event; `data.object` is the escrow as the API returns it.
+         * @description The `escrow.resolved` event: an administrator ruled on a dispute, and the ruling settled the escrow in the same change (no `escrow.released` or `escrow.refunded` follows it). `data.object` is the escrow as the API returns it: `resolution` the ruling, `status` `released` or `refunded`, `settlement` the amounts.
          */
         EscrowResolvedEvent: components["schemas"]["Event"] & {
             /**
@@ -6660,7 +6621,7 @@ export interface components {
         };
         /**
          * EscrowReleasedEvent
-         * @description The `escrow.released` event; `data.object` is the escrow as the API returns it.
+         * @description The `escrow.released` event: the seller was paid, on the buyer's accept (the last `history` entry's `actor_role` is `buyer`) or by the automatic release once the inspection period ended (`platform`); one event per release. `data.object` is the escrow as the API returns it (`status` `released`, `settlement` the amounts).
          */
         EscrowReleasedEvent: components["schemas"]["Event"] & {
             /**
@@ -6679,7 +6640,7 @@ export interface components {
         };
         /**
          * EscrowRefundedEvent
-         * @description The `escrow.refunded` event; `data.object` is the escrow as the API returns it.
+         * @description The `escrow.refunded` event: the seller gave the buyer's money back. `data.object` is the escrow as the API returns it (`status` `refunded`, `settlement` the amounts).
          */
         EscrowRefundedEvent: components["schemas"]["Event"] & {
             /**
@@ -11948,35 +11909,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["EscrowDeliveredEvent"];
-            };
-        };
-        responses: {
-            /** @description Any 2xx acknowledges the delivery. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The endpoint is gone; it is disabled at once. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    webhookEscrowAccepted: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EscrowAcceptedEvent"];
             };
         };
         responses: {

@@ -6,7 +6,7 @@ import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { ApiKeyService } from './modules/api-keys';
-import { EscrowService, escrowSnapshot } from './modules/escrows';
+import { EscrowService } from './modules/escrows';
 import { EventsService, WebhookService, registerSnapshot } from './modules/events';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
@@ -51,8 +51,8 @@ export function buildServices(deps: ServiceDeps) {
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
-  // What an event without its object carries as `data.object`, taken just before its COMMIT.
-  registerSnapshot('escrow', escrowSnapshot);
+  // What an event without its object carries as `data.object`, taken just before its COMMIT
+  // (an escrow's events carry theirs: the service builds it in memory).
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });

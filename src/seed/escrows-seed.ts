@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Caller } from '../contract';
 import type { CreateEscrowInput, EscrowCommand } from '../modules/escrows';
 import type { Services } from '../services';
 import { DEMO_ADMINISTRATOR_EMAIL, DEMO_OUTSIDER_EMAIL, findDemoUserId } from './identity-seed';
@@ -78,14 +79,14 @@ const DEMO_ESCROWS: DemoEscrow[] = [
 
 /** Last seed step (after the wallets): the demo escrows, through the escrow service's own rules. */
 export async function seedEscrows(trx: Knex.Transaction, services: Services): Promise<void> {
-  const administrator = { userId: await findDemoUserId(trx, DEMO_ADMINISTRATOR_EMAIL), isAdmin: true };
+  const administrator: Caller = { userId: await findDemoUserId(trx, DEMO_ADMINISTRATOR_EMAIL), sessionId: '', isAdmin: true };
   for (const demo of DEMO_ESCROWS) {
-    const buyer = { userId: await findDemoUserId(trx, demo.buyer), isAdmin: false };
-    const seller = { userId: await findDemoUserId(trx, demo.seller), isAdmin: false };
-    const escrow = await services.escrows.createInTransaction(trx, buyer, { ...demo.input, role: 'buyer', counterpartyIdentifier: demo.seller });
+    const buyer: Caller = { userId: await findDemoUserId(trx, demo.buyer), sessionId: '', isAdmin: false };
+    const seller: Caller = { userId: await findDemoUserId(trx, demo.seller), sessionId: '', isAdmin: false };
+    const created = await services.escrows.createInTransaction(trx, buyer, { ...demo.input, role: 'buyer', counterpartyIdentifier: demo.seller });
     for (const [who, command] of demo.steps) {
       const caller = who === 'buyer' ? buyer : who === 'seller' ? seller : administrator;
-      await services.escrows.actInTransaction(trx, caller, escrow.id, command);
+      await services.escrows.actInTransaction(trx, caller, created.escrow.id, command);
     }
   }
 }

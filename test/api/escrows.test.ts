@@ -211,7 +211,6 @@ describe('the lifecycle moves the money once', () => {
       'escrow.created:buyer',
       'escrow.funded:buyer',
       'escrow.delivered:seller',
-      'escrow.accepted:buyer',
       'escrow.released:buyer',
     ]);
     expect(await walletBalance(seller.user.id, 'XOF')).toBe(500_000n);
@@ -296,7 +295,7 @@ describe('the lifecycle moves the money once', () => {
     const view = (await request(app).get(`/api/escrows/${id}`).set(seller.auth)).body.data;
     expect(view).toMatchObject({ status: 'released', accepted_at: clock.toISOString(), settlement: { to_seller_minor: '500000', fee_minor: '5000' } });
     expect(view.history.slice(-2)).toEqual([
-      { type: 'escrow.accepted', actor_role: 'platform', actor_user_id: null, occurred_at: clock.toISOString() },
+      { type: 'escrow.delivered', actor_role: 'seller', actor_user_id: seller.user.id, occurred_at: new Date(clock.getTime() - THREE_DAYS * 1000).toISOString() },
       { type: 'escrow.released', actor_role: 'platform', actor_user_id: null, occurred_at: clock.toISOString() },
     ]);
     expect(await walletBalance(seller.user.id, 'XOF')).toBe(500_000n);
@@ -310,6 +309,55 @@ describe('the lifecycle moves the money once', () => {
     const late = await act(buyer, id, 'dispute', { reason: 'Too late' });
     expect(late.status).toBe(409);
     expect(late.body.details).toEqual({ status: 'delivered', action: 'dispute', allowed_actions: ['accept'] });
+  });
+});
+
+describe('each action is one event (issue 22), carrying the escrow after it and the status before', () => {
+  interface EscrowEvent {
+    type: string;
+    sequence: number;
+    data: { object: { status: string; history: Array<{ type: string }> } & Record<string, unknown>; previous_status: string | null };
+  }
+  const eventsOf = async (who: TestCaller, id: string) => ((await request(app).get('/api/events').query({ object_id: id }).set(who.auth)).body.data.data as EscrowEvent[]).reverse();
+
+  it('an accept is one escrow.released; each event\'s object shows the history up to the event itself', async () => {
+    const { id, buyer, seller } = await escrowIn('funded');
+    expect((await act(buyer, id, 'accept')).status).toBe(200);
+    const events = await eventsOf(seller, id);
+    expect(events.map((e) => [e.type, e.sequence, e.data.object.status, e.data.previous_status])).toEqual([
+      ['escrow.created', 1, 'awaiting_funding', null],
+      ['escrow.funded', 2, 'funded', 'awaiting_funding'],
+      ['escrow.released', 3, 'released', 'funded'],
+    ]);
+    expect(events.map((e) => e.data.object.history.map((h) => h.type))).toEqual([
+      ['escrow.created'],
+      ['escrow.created', 'escrow.funded'],
+      ['escrow.created', 'escrow.funded', 'escrow.released'],
+    ]);
+  });
+
+  it('a resolution is one escrow.resolved whose object shows where the money went', async () => {
+    const admin = await createCaller(app, {}, { isAdmin: true });
+    const { id, seller } = await escrowIn('disputed');
+    expect((await act(admin, id, 'resolve', { outcome: 'refund' })).status).toBe(200);
+    const events = await eventsOf(seller, id);
+    expect(events.slice(3).map((e) => [e.type, e.data.object.status, e.data.previous_status])).toEqual([
+      ['escrow.disputed', 'disputed', 'delivered'],
+      ['escrow.resolved', 'refunded', 'disputed'],
+    ]);
+    expect(events.at(-1)?.data.object).toMatchObject({ resolution: { outcome: 'refund' }, settlement: { to_seller_minor: '0', to_buyer_minor: '505000', fee_minor: '0' } });
+  });
+
+  it('the automatic release is one escrow.released by the platform', async () => {
+    const { id, seller } = await escrowIn('delivered');
+    advance(THREE_DAYS);
+    expect(await app.services.escrows.releaseDue({ batchSize: 1000 })).toBeGreaterThanOrEqual(1);
+    const events = await eventsOf(seller, id);
+    expect(events.slice(2).map((e) => [e.type, e.data.object.status, e.data.previous_status])).toEqual([
+      ['escrow.delivered', 'delivered', 'funded'],
+      ['escrow.released', 'released', 'delivered'],
+    ]);
+    expect(events.at(-1)?.data.object.history.at(-1)).toMatchObject({ type: 'escrow.released', actor_role: 'platform', actor_user_id: null });
   });
 });
 
@@ -549,8 +597,8 @@ describe('administrators resolve disputes', () => {
       settlement: { to_seller_minor: '500000', to_buyer_minor: '0', fee_minor: '5000' },
     });
     expect(released.body.data.history.slice(-2).map((e: { type: string; actor_role: string }) => `${e.type}:${e.actor_role}`)).toEqual([
+      'escrow.disputed:buyer',
       'escrow.resolved:administrator',
-      'escrow.released:administrator',
     ]);
     await expectEscrowMoneyConsistent(knex, 'XOF');
     await expectLedgerInvariants(knex);

@@ -71,7 +71,7 @@ describe('the outbox: every change writes its event in its transaction', () => {
     expect((res.body.data.data as ApiEvent[]).map((e) => e.type)).toEqual(['invoice.created']);
   });
 
-  it('an escrow event carries the escrow after the change (the snapshot is taken at commit) and the status before it', async () => {
+  it('an escrow event carries the escrow after the change (built with the change, history included) and the status before it', async () => {
     const buyer = await createCaller(app, { XOF: 1_000_000n });
     const seller = await createCaller(app);
     const created = await request(app)

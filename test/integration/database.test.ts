@@ -33,7 +33,7 @@ describe('database back-end', () => {
     const moveMoney = async () => {
       await withTransaction(knex, (trx) => fundWallet(trx, alice.id, 'XOF', 1_000n));
       const body = { amount: 300, currency: 'XOF', recipientIdentifier: bob.email as string };
-      await transfers.create(alice.id, transferClaim(crypto.randomUUID(), body), body);
+      await transfers.create({ userId: alice.id }, transferClaim(crypto.randomUUID(), body), body);
       await withTransaction(knex, async (trx) => {
         const clearing = await externalClearingAccount(trx, 'XOF');
         const wallet = await walletOf(trx, bob.id, 'XOF');

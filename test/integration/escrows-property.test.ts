@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
-import type { EscrowCaller, EscrowCommand } from '../../src/modules/escrows';
+import type { Caller } from '../../src/contract';
+import type { EscrowCommand } from '../../src/modules/escrows';
 import { formatMinor, fundWallet } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
@@ -29,9 +30,9 @@ const knex = testKnex();
 
 let app: App;
 let clock = new Date('2031-01-01T00:00:00Z');
-const parties: EscrowCaller[] = [];
-let admin: EscrowCaller;
-let stranger: EscrowCaller;
+const parties: Caller[] = [];
+let admin: Caller;
+let stranger: Caller;
 const partyEmails = new Map<string, string>();
 
 type Status = 'awaiting_funding' | 'funded' | 'delivered' | 'disputed' | 'released' | 'refunded' | 'canceled';
@@ -179,8 +180,8 @@ async function runStep(step: Step): Promise<void> {
     return;
   }
   if (step.kind === 'create') {
-    const buyer = parties[step.buyer] as EscrowCaller;
-    const seller = parties[step.seller] as EscrowCaller;
+    const buyer = parties[step.buyer] as Caller;
+    const seller = parties[step.seller] as Caller;
     const creator = step.byBuyer ? buyer : seller;
     const counterparty = step.byBuyer ? seller : buyer;
     const attempt = service.create(testKnex(), creator, {
@@ -205,9 +206,9 @@ async function runStep(step: Step): Promise<void> {
   const escrow = model.escrows[model.escrows.length - 1 - (step.escrow % Math.min(5, model.escrows.length))] as ModelEscrow;
   const caller =
     step.actor === 'buyer'
-      ? (parties.find((p) => p.userId === escrow.buyer) as EscrowCaller)
+      ? (parties.find((p) => p.userId === escrow.buyer) as Caller)
       : step.actor === 'seller'
-        ? (parties.find((p) => p.userId === escrow.seller) as EscrowCaller)
+        ? (parties.find((p) => p.userId === escrow.seller) as Caller)
         : step.actor === 'admin'
           ? admin
           : stranger;
@@ -279,13 +280,13 @@ beforeAll(async () => {
   app = await buildTestApp({ now: () => clock });
   for (let i = 0; i < 4; i += 1) {
     const user = await createUser();
-    parties.push({ userId: user.id, isAdmin: false });
+    parties.push({ userId: user.id, sessionId: '', isAdmin: false });
     partyEmails.set(user.id, user.email as string);
     await withTransaction(knex, (trx) => fundWallet(trx, user.id, CURRENCY, STARTING_BALANCE));
     model.wallets.set(user.id, STARTING_BALANCE);
   }
-  admin = { userId: (await createUser({ isAdmin: true })).id, isAdmin: true };
-  stranger = { userId: (await createUser()).id, isAdmin: false };
+  admin = { userId: (await createUser({ isAdmin: true })).id, sessionId: '', isAdmin: true };
+  stranger = { userId: (await createUser()).id, sessionId: '', isAdmin: false };
   model.holding = await platformBalance(knex, 'escrow_holding', CURRENCY);
   model.fees = await platformBalance(knex, 'fees', CURRENCY);
   expect([model.holding, model.fees]).toEqual([0n, 0n]);

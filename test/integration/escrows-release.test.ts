@@ -3,7 +3,8 @@ import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
-import { EscrowService, type EscrowCaller } from '../../src/modules/escrows';
+import type { Caller } from '../../src/contract';
+import { EscrowService } from '../../src/modules/escrows';
 import { findWallets, fundWallet, setAccountStatus } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
@@ -31,13 +32,13 @@ function instanceAt(now: Date): EscrowService {
 
 interface Party {
   user: TestUser;
-  caller: EscrowCaller;
+  caller: Caller;
 }
 
 async function party(balance = 0n): Promise<Party> {
   const user = await createUser();
   if (balance > 0n) await withTransaction(knex, (trx) => fundWallet(trx, user.id, CURRENCY, balance));
-  return { user, caller: { userId: user.id, isAdmin: false } };
+  return { user, caller: { userId: user.id, sessionId: '', isAdmin: false } };
 }
 
 /** A delivered escrow of 500,000 XAF (fee 5,000 on the buyer), its inspection ending at clock + 3 days. */

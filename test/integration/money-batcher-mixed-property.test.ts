@@ -4,7 +4,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
-import type { EscrowCaller } from '../../src/modules/escrows';
+import type { Caller } from '../../src/contract';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
@@ -172,7 +172,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   if (step.kind === 'replay') {
     const earlier = acknowledgedTransfers[step.pick % Math.max(1, acknowledgedTransfers.length)];
     if (!earlier) return 0n;
-    const error = await app.services.transfers.create((users[earlier.from] as TestUser).id, transferClaim(earlier.key, earlier.input), earlier.input as never).then(
+    const error = await app.services.transfers.create({ userId: (users[earlier.from] as TestUser).id }, transferClaim(earlier.key, earlier.input), earlier.input as never).then(
       () => undefined,
       (reason: unknown) => reason as { code?: string; details?: { resource_id?: string } },
     );
@@ -192,14 +192,14 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
       killSequences.push(sequence);
     }
     const input = { amount: Number(step.minor), currency: 'XOF', recipientIdentifier: to, ...(note ? { note } : {}) };
-    const id = await sameKeyAtOnce(step.sends, REFUSED.transfer, () => app.services.transfers.create(from.id, transferClaim(key, input), input));
+    const id = await sameKeyAtOnce(step.sends, REFUSED.transfer, () => app.services.transfers.create({ userId: from.id }, transferClaim(key, input), input));
     sent.push({ key, operation: 'createTransfer', acknowledged: id, effect: { postingKind: 'transfer.p2p', reference: () => id, resourceTable: 'transfers' } });
     if (id) acknowledgedTransfers.push({ from: step.from, key, input, id });
     return 0n;
   }
   if (step.kind === 'escrow') {
-    const buyer: EscrowCaller = { userId: (users[step.buyer] as TestUser).id, isAdmin: false };
-    const seller: EscrowCaller = { userId: (users[step.seller] as TestUser).id, isAdmin: false };
+    const buyer: Caller = { userId: (users[step.buyer] as TestUser).id, sessionId: '', isAdmin: false };
+    const seller: Caller = { userId: (users[step.seller] as TestUser).id, sessionId: '', isAdmin: false };
     if (buyer.userId === seller.userId) return 0n;
     const escrow = await app.services.escrows.create(knex, buyer, {
       role: 'buyer',

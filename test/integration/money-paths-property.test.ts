@@ -90,7 +90,7 @@ describe('every money path under concurrency (property)', () => {
             const rail = typeof step.to === 'number' ? undefined : ('mobile_money' as const);
             const key = crypto.randomUUID();
             const input = { amount: Number(step.minor), currency: 'XOF', recipientIdentifier: to as string, ...(rail ? { rail } : {}) };
-            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create(from.id, transferClaim(key, input), input)));
+            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create({ userId: from.id }, transferClaim(key, input), input)));
             const ids = new Set<string>();
             for (const outcome of outcomes) {
               if (outcome.status === 'fulfilled') {

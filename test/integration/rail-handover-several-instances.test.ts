@@ -73,7 +73,7 @@ async function abandonedTransfers(count: number, offset: number): Promise<Set<st
   const creator = instance(setupKnex, []);
   const mine = new Set<string>();
   for (let i = 0; i < count; i += 1) {
-    const transfer = await creator.create(sender, transferClaim(crypto.randomUUID(), { amount: 100, currency: 'XOF', recipientIdentifier: phone(offset + i), rail: 'mobile_money' }), { amount: 100, currency: 'XOF', recipientIdentifier: phone(offset + i), rail: 'mobile_money' });
+    const transfer = await creator.create({ userId: sender }, transferClaim(crypto.randomUUID(), { amount: 100, currency: 'XOF', recipientIdentifier: phone(offset + i), rail: 'mobile_money' }), { amount: 100, currency: 'XOF', recipientIdentifier: phone(offset + i), rail: 'mobile_money' });
     mine.add(transfer.id);
   }
   await creator.whenDispatched();
@@ -108,7 +108,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     const creator = instance(setupKnex, creating);
     const mine = new Set<string>();
     for (let i = 0; i < TRANSFERS; i += 1) {
-      const transfer = await creator.create(sender, transferClaim(crypto.randomUUID(), { amount: 100, currency: 'XOF', recipientIdentifier: phone(i), rail: 'mobile_money' }), { amount: 100, currency: 'XOF', recipientIdentifier: phone(i), rail: 'mobile_money' });
+      const transfer = await creator.create({ userId: sender }, transferClaim(crypto.randomUUID(), { amount: 100, currency: 'XOF', recipientIdentifier: phone(i), rail: 'mobile_money' }), { amount: 100, currency: 'XOF', recipientIdentifier: phone(i), rail: 'mobile_money' });
       expect(transfer.status).toBe('pending');
       mine.add(transfer.id);
     }
@@ -148,7 +148,7 @@ describe('pending rail transfers swept by several instances at once', () => {
       return handed;
     });
     for (let i = 0; i < 20; i += 1) {
-      const transfer = await (first as TransferService).create(sender, transferClaim(crypto.randomUUID(), { amount: 50, currency: 'XOF', recipientIdentifier: phone(1000 + i), rail: 'mobile_money' }), { amount: 50, currency: 'XOF', recipientIdentifier: phone(1000 + i), rail: 'mobile_money' });
+      const transfer = await (first as TransferService).create({ userId: sender }, transferClaim(crypto.randomUUID(), { amount: 50, currency: 'XOF', recipientIdentifier: phone(1000 + i), rail: 'mobile_money' }), { amount: 50, currency: 'XOF', recipientIdentifier: phone(1000 + i), rail: 'mobile_money' });
       mine.add(transfer.id);
     }
     await (first as TransferService).whenDispatched();

@@ -47,7 +47,7 @@ describe('a rail outcome whose write meets a lost database connection', () => {
     const knex = createKnex(inject('databaseUrl'), 'postgres', 1);
     opened.push(knex);
     const { rail, transfers, errors } = service(knex);
-    const transfer = await transfers.create(await sender(), transferClaim(crypto.randomUUID(), { amount: 700, currency: 'XOF', recipientIdentifier: '+2250708881111', rail: 'mobile_money' }), { amount: 700, currency: 'XOF', recipientIdentifier: '+2250708881111', rail: 'mobile_money' });
+    const transfer = await transfers.create({ userId: await sender() }, transferClaim(crypto.randomUUID(), { amount: 700, currency: 'XOF', recipientIdentifier: '+2250708881111', rail: 'mobile_money' }), { amount: 700, currency: 'XOF', recipientIdentifier: '+2250708881111', rail: 'mobile_money' });
     await transfers.whenDispatched();
 
     // Another session holds the transfer's row: the outcome's write waits on it, and its
@@ -78,7 +78,7 @@ describe('a rail outcome whose write meets a lost database connection', () => {
 
   it('is written again at once when the connection fails under it (injected), on either back-end', { timeout: 60_000 }, async () => {
     const { rail, transfers, errors } = service(testKnex());
-    const transfer = await transfers.create(await sender(), transferClaim(crypto.randomUUID(), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881112', rail: 'mobile_money' }), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881112', rail: 'mobile_money' });
+    const transfer = await transfers.create({ userId: await sender() }, transferClaim(crypto.randomUUID(), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881112', rail: 'mobile_money' }), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881112', rail: 'mobile_money' });
     await transfers.whenDispatched();
     // The next two transactions die with their connection, as under pg_terminate_backend.
     const knex = testKnex();
@@ -103,7 +103,7 @@ describe('a rail outcome whose write meets a lost database connection', () => {
 
   it('is not retried for an error that is no connection loss (it would fail the same way again)', async () => {
     const { rail, transfers, errors } = service(testKnex());
-    const transfer = await transfers.create(await sender(), transferClaim(crypto.randomUUID(), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881113', rail: 'mobile_money' }), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881113', rail: 'mobile_money' });
+    const transfer = await transfers.create({ userId: await sender() }, transferClaim(crypto.randomUUID(), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881113', rail: 'mobile_money' }), { amount: 300, currency: 'XOF', recipientIdentifier: '+2250708881113', rail: 'mobile_money' });
     await transfers.whenDispatched();
     const spy = vi.spyOn(testKnex(), 'transaction').mockRejectedValue(Object.assign(new Error('check constraint'), { code: '23514' }));
     try {

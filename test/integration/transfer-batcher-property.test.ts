@@ -105,7 +105,7 @@ describe('group commit of transfers (property)', () => {
             if (step.kind === 'replay') {
               const earlier = acknowledgedBefore[step.pick % Math.max(1, acknowledgedBefore.length)];
               if (!earlier) return;
-              const error = await app.services.transfers.create((users[earlier.from] as TestUser).id, transferClaim(earlier.key, earlier.input), earlier.input).then(
+              const error = await app.services.transfers.create({ userId: (users[earlier.from] as TestUser).id }, transferClaim(earlier.key, earlier.input), earlier.input).then(
                 () => undefined,
                 (reason: unknown) => reason as { code?: string; details?: { resource_id?: string } },
               );
@@ -125,7 +125,7 @@ describe('group commit of transfers (property)', () => {
               killsAsked += 1;
             }
             const input: TransferInput = { amount: Number(step.minor), currency: 'XOF', recipientIdentifier: to as string, ...(note ? { note } : {}) };
-            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create(from.id, transferClaim(key, input), input)));
+            const outcomes = await Promise.allSettled(Array.from({ length: step.sends }, () => app.services.transfers.create({ userId: from.id }, transferClaim(key, input), input)));
             const ids = new Set<string>();
             for (const outcome of outcomes) {
               if (outcome.status === 'fulfilled') ids.add(outcome.value.id);

@@ -36,7 +36,7 @@ async function wallet(userId: string, currency: string): Promise<bigint> {
 }
 
 function send(userId: string, input: CreateTransferInput, key: string = crypto.randomUUID()) {
-  return transfers.create(userId, transferClaim(key, input), input);
+  return transfers.create({ userId: userId }, transferClaim(key, input), input);
 }
 
 async function refusal(promise: Promise<unknown>) {
@@ -69,7 +69,7 @@ describe('P2P transfers', () => {
     expect(await wallet(bob.id, 'XOF')).toBe(2_500n);
     expect(await wallet(alice.id, 'EUR')).toBe(98_766n);
     expect(await wallet(bob.id, 'EUR')).toBe(1_234n);
-    expect(await transfers.get(alice.id, byEmail.id)).toEqual(byEmail);
+    expect(await transfers.get({ userId: alice.id }, byEmail.id)).toEqual(byEmail);
     await expectLedgerInvariants(knex);
   });
 
@@ -134,7 +134,7 @@ describe('rail transfers (sandbox)', () => {
     ]);
     expect(await postingEntries(knex, 'transfer.settlement', transfer.id)).toEqual([]);
     await settleAll();
-    const settled = await transfers.get(alice.id, transfer.id);
+    const settled = await transfers.get({ userId: alice.id }, transfer.id);
     expect(settled).toMatchObject({ status: 'completed', failure_code: null });
     // Settled: out of transit to the outside world, the same amount.
     expect(await postingEntries(knex, 'transfer.settlement', transfer.id)).toEqual([
@@ -154,9 +154,9 @@ describe('rail transfers (sandbox)', () => {
     expect(ok.recipient.identifier).toBe('+2250700009999');
     expect(await wallet(alice.id, 'XOF')).toBe(34_000n);
     await settleAll();
-    expect(await transfers.get(alice.id, ok.id)).toMatchObject({ status: 'completed' });
-    expect(await transfers.get(alice.id, ko.id)).toMatchObject({ status: 'failed', failure_code: 'recipient_not_registered', failure_reason: expect.any(String) });
-    expect(await transfers.get(alice.id, rejected.id)).toMatchObject({ status: 'failed', failure_code: 'rejected_by_provider' });
+    expect(await transfers.get({ userId: alice.id }, ok.id)).toMatchObject({ status: 'completed' });
+    expect(await transfers.get({ userId: alice.id }, ko.id)).toMatchObject({ status: 'failed', failure_code: 'recipient_not_registered', failure_reason: expect.any(String) });
+    expect(await transfers.get({ userId: alice.id }, rejected.id)).toMatchObject({ status: 'failed', failure_code: 'rejected_by_provider' });
     expect(await wallet(alice.id, 'XOF')).toBe(40_000n);
     const reversal = await knex('postings').where({ kind: 'transfer.reversal', reference: ko.id }).first();
     expect(reversal.reverses_posting_id).toBe((await knex('transfers').where({ id: ko.id }).first()).posting_id);
@@ -169,12 +169,12 @@ describe('rail transfers (sandbox)', () => {
     const aliceWallet = await withTransaction(knex, (trx) => walletOf(trx, alice.id, 'EUR'));
     await setAccountStatus(knex, aliceWallet.id, 'frozen');
     await settleAll();
-    expect(await transfers.get(alice.id, transfer.id)).toMatchObject({ status: 'failed', failure_code: 'account_closed' });
+    expect(await transfers.get({ userId: alice.id }, transfer.id)).toMatchObject({ status: 'failed', failure_code: 'account_closed' });
     expect(await wallet(alice.id, 'EUR')).toBe(1_000n);
     // A late or duplicated report changes nothing.
     await transfers.settle(transfer.id, { status: 'completed', railReference: 'late' });
     await transfers.settle(transfer.id, { status: 'failed', railReference: 'late', code: 'x', reason: 'x' });
-    expect(await transfers.get(alice.id, transfer.id)).toMatchObject({ status: 'failed', failure_code: 'account_closed' });
+    expect(await transfers.get({ userId: alice.id }, transfer.id)).toMatchObject({ status: 'failed', failure_code: 'account_closed' });
     expect(await wallet(alice.id, 'EUR')).toBe(1_000n);
     await setAccountStatus(knex, aliceWallet.id, 'active');
     await expectLedgerInvariants(knex);
@@ -207,7 +207,7 @@ describe('rail transfers (sandbox)', () => {
     expect(submit.mock.calls.filter(([request]) => request.transferId === transfer.id)).toHaveLength(1);
     submit.mockRestore();
     await rail.settleAll();
-    expect(await transfers.get(alice.id, transfer.id)).toMatchObject({ status: 'completed' });
+    expect(await transfers.get({ userId: alice.id }, transfer.id)).toMatchObject({ status: 'completed' });
     const row = await knex('transfers').where({ id: transfer.id }).first();
     expect(row.rail_reference).toBe(`sandbox_mobile_money_${transfer.id}`);
   });
@@ -223,7 +223,7 @@ describe('rail transfers (sandbox)', () => {
     expect(submit.mock.calls.filter(([request]) => request.transferId === transfer.id)).toHaveLength(1);
     submit.mockRestore();
     await rail.settleAll();
-    expect(await transfers.get(alice.id, transfer.id)).toMatchObject({ status: 'completed' });
+    expect(await transfers.get({ userId: alice.id }, transfer.id)).toMatchObject({ status: 'completed' });
   });
 });
 
@@ -233,17 +233,17 @@ describe('listing', () => {
     const bob = await createUser();
     const sent = [];
     for (let i = 1; i <= 5; i += 1) sent.push(await send(alice.id, { amount: i, currency: 'XOF', recipientIdentifier: bob.email! }));
-    const first = await transfers.list(alice.id, { limit: 2 });
+    const first = await transfers.list({ userId: alice.id }, { limit: 2 });
     expect(first.data.map((t) => t.amount)).toEqual([5, 4]);
     expect(first).toMatchObject({ object: 'list', has_more: true, next_cursor: first.data[1]?.id });
-    const second = await transfers.list(alice.id, { limit: 2, startingAfter: first.next_cursor! });
+    const second = await transfers.list({ userId: alice.id }, { limit: 2, startingAfter: first.next_cursor! });
     expect(second.data.map((t) => t.amount)).toEqual([3, 2]);
-    const last = await transfers.list(alice.id, { limit: 2, startingAfter: second.next_cursor! });
+    const last = await transfers.list({ userId: alice.id }, { limit: 2, startingAfter: second.next_cursor! });
     expect(last.data.map((t) => t.amount)).toEqual([1]);
     expect(last).toMatchObject({ has_more: false, next_cursor: null });
-    expect((await transfers.list(bob.id, { limit: 50 })).data).toEqual([]);
-    expect((await refusal(transfers.get(bob.id, sent[0]!.id))).code).toBe('NotFound');
-    expect((await refusal(transfers.list(bob.id, { limit: 2, startingAfter: sent[0]!.id }))).code).toBe('ValidationError');
+    expect((await transfers.list({ userId: bob.id }, { limit: 50 })).data).toEqual([]);
+    expect((await refusal(transfers.get({ userId: bob.id }, sent[0]!.id))).code).toBe('NotFound');
+    expect((await refusal(transfers.list({ userId: bob.id }, { limit: 2, startingAfter: sent[0]!.id }))).code).toBe('ValidationError');
   });
 });
 

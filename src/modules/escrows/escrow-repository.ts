@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
+import { historyColumn, historyFromColumn, type HistoryEntry } from '../events';
 import { toBigInt } from '../ledger';
 import type { FeePayer } from './escrow-fee';
 import type { EscrowStatus } from './escrow-lifecycle';
@@ -228,6 +229,16 @@ export type NewEscrow = Omit<
   | 'canceledAt'
 >;
 
+/** An escrow and its history (its events, oldest first), read in one statement. */
+export interface EscrowWithHistory {
+  escrow: Escrow;
+  history: HistoryEntry[];
+}
+
+function withHistory(row: (Row & { history: unknown }) | undefined): EscrowWithHistory | undefined {
+  return row ? { escrow: toEscrow(row), history: historyFromColumn(row.history) } : undefined;
+}
+
 /** Which escrows a list shows (GET /escrows, GET /admin/escrows). */
 export interface EscrowListFilter {
   /** Escrows in which this user is buyer or seller (all escrows when absent: administrators). */
@@ -252,10 +263,17 @@ export class EscrowRepository {
     return row ? toEscrow(row as Row) : undefined;
   }
 
-  /** The escrow, locked until the end of the transaction (every state change starts here). */
-  async lockById(id: string): Promise<Escrow | undefined> {
-    const row = await this.db<Row>('escrows').where({ id }).forUpdate().first();
-    return row ? toEscrow(row as Row) : undefined;
+  /** The escrow and its history (GET /escrows/{escrowId}), one statement. */
+  async findWithHistory(id: string): Promise<EscrowWithHistory | undefined> {
+    return withHistory(await this.db('escrows as e').select('e.*', historyColumn(this.db, 'escrow', 'e.id')).where('e.id', id).first());
+  }
+
+  /**
+   * The escrow, locked until the end of the transaction (every state change starts here), and
+   * its history, in the same statement: the change appends its one event to it in memory.
+   */
+  async lockWithHistory(id: string): Promise<EscrowWithHistory | undefined> {
+    return withHistory(await this.db('escrows as e').select('e.*', historyColumn(this.db, 'escrow', 'e.id')).where('e.id', id).forUpdate().first());
   }
 
   async update(id: string, changes: Partial<Escrow>): Promise<Escrow> {
@@ -273,15 +291,16 @@ export class EscrowRepository {
    * transaction holds (an accept, a dispute, another instance's job): many instances can
    * run the release job at once and never wait for each other or release one escrow twice.
    */
-  async lockNextDueForRelease(now: Date): Promise<Escrow | undefined> {
-    const row = await this.db<Row>('escrows')
-      .where({ status: 'delivered' })
-      .andWhere('auto_release_at', '<=', now)
-      .orderBy([{ column: 'auto_release_at' }, { column: 'id' }])
+  async lockNextDueForRelease(now: Date): Promise<EscrowWithHistory | undefined> {
+    const row = await this.db('escrows as e')
+      .select('e.*', historyColumn(this.db, 'escrow', 'e.id'))
+      .where('e.status', 'delivered')
+      .andWhere('e.auto_release_at', '<=', now)
+      .orderBy([{ column: 'e.auto_release_at' }, { column: 'e.id' }])
       .forUpdate()
       .skipLocked()
       .first();
-    return row ? toEscrow(row as Row) : undefined;
+    return withHistory(row);
   }
 
   /** After a failed release attempt: try this escrow again at `at`, after the others. */

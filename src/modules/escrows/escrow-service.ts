@@ -1,19 +1,21 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { ForbiddenError, ValidationError } from '../../errors';
+import type { Caller } from '../../contract';
+import { ForbiddenError } from '../../errors';
 import { toPage, type Page } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
-import { EventRepository } from '../events';
-import { creditedAccountOf, currencies, parseAmount, post, shardedPlatformAccount, walletOf, walletRefusal, type EntryInput, type LedgerAccount } from '../ledger';
+import { EventRepository, type HistoryEntry } from '../events';
+import { currencies, parseAmount } from '../ledger';
 import type { IdempotencyService } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
-import { feeFor, fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type FeePayer, type Settlement } from './escrow-fee';
+import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
 import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
-import { presentEscrows, type EscrowCaller, type EscrowView } from './escrow-presenter';
-import { EscrowRepository, type Escrow, type ResolutionOutcome } from './escrow-repository';
+import { EVENT_READER, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
+import { EscrowRepository, type Escrow, type EscrowWithHistory, type ResolutionOutcome } from './escrow-repository';
+import { checkResolutionShape, feeOf, postFunding, postSettlement, resolutionPlan } from './escrow-settlement';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
 
@@ -64,24 +66,22 @@ function parseCounterparty(raw: string): PartyIdentifier {
   return parsePartyIdentifier(raw, COUNTERPARTY_FIELD);
 }
 
-function feeOf(escrow: Escrow): EscrowFee {
-  return {
-    bps: escrow.feeBps,
-    payer: escrow.feePayer,
-    minimumMinor: escrow.feeMinimumMinor,
-    totalMinor: escrow.feeMinor,
-    buyerShareMinor: escrow.buyerFeeMinor,
-    sellerShareMinor: escrow.sellerFeeMinor,
-  };
+/** What one action changes: the row, and its one event (type and internal payload). */
+interface EscrowChange {
+  changes: Partial<Escrow>;
+  type: string;
+  payload: Record<string, unknown>;
 }
 
 /**
- * Escrow transactions (see escrow-lifecycle.ts for the state machine and escrow-fee.ts for
- * the fee). Every state change locks the escrow row first (then the ledger locks its
- * accounts), checks the rules, posts through the ledger, updates the row and records its
- * events, all in one transaction: the one the HTTP pipeline opens, so an Idempotency-Key
- * completes in it. Two actions racing on one
- * escrow are serialised by the row lock: the second sees the first's status and gets 409.
+ * Escrow transactions (see escrow-lifecycle.ts for the state machine, escrow-fee.ts for the fee
+ * and escrow-settlement.ts for the postings). Every state change locks the escrow row and reads
+ * its history in one statement (then the ledger locks its accounts), checks the rules, posts
+ * through the ledger, updates the row and records its ONE event, carrying the escrow as the
+ * API returns it (built in memory: the history read with the lock plus the event), all in one
+ * transaction: the one the HTTP pipeline opens, so an Idempotency-Key completes in it. Two
+ * actions racing on one escrow are serialised by the row lock: the second sees the first's
+ * status and gets 409.
  */
 export class EscrowService {
   private readonly knex: Knex;
@@ -97,12 +97,12 @@ export class EscrowService {
   }
 
   /** POST /escrows, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */
-  async create(db: Knex | Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput): Promise<EscrowView> {
-    return withTransaction(db, async (trx) => this.presentOne(trx, await this.createInTransaction(trx, caller, input), caller));
+  async create(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, input: CreateEscrowInput): Promise<EscrowView> {
+    return withTransaction(db, async (trx) => this.present(trx, await this.createInTransaction(trx, caller, input), caller));
   }
 
   /** Creates an escrow inside the caller's transaction (the demo seed uses it directly). */
-  async createInTransaction(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput): Promise<Escrow> {
+  async createInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, input: CreateEscrowInput): Promise<EscrowWithHistory> {
     const currency = await currencies.require(trx, input.currency, 'body.currency');
     const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
     const counterparty = parseCounterparty(input.counterpartyIdentifier);
@@ -110,91 +110,46 @@ export class EscrowService {
   }
 
   /** POST /escrows/{escrowId}/{action}, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */
-  async act(db: Knex | Knex.Transaction, caller: EscrowCaller, escrowId: string, command: EscrowCommand): Promise<EscrowView> {
+  async act(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string, command: EscrowCommand): Promise<EscrowView> {
     if (command.action === 'resolve') checkResolutionShape(command);
-    return withTransaction(db, async (trx) => this.presentOne(trx, await this.actInTransaction(trx, caller, escrowId, command), caller));
+    return withTransaction(db, async (trx) => this.present(trx, await this.actInTransaction(trx, caller, escrowId, command), caller));
   }
 
   /** One action inside the caller's transaction, without idempotency (the demo seed; `act` wraps it). */
-  async actInTransaction(trx: Knex.Transaction, caller: EscrowCaller, escrowId: string, command: EscrowCommand): Promise<Escrow> {
-    const repository = new EscrowRepository(trx);
-    const escrow = await repository.lockById(escrowId);
-    const capacities = escrow ? capacitiesOf(escrow, caller) : undefined;
-    if (!escrow || !capacities || capacities.size === 0) throw new EscrowNotFoundError();
+  async actInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string, command: EscrowCommand): Promise<EscrowWithHistory> {
+    const locked = await new EscrowRepository(trx).lockWithHistory(escrowId);
+    const capacities = locked ? capacitiesOf(locked.escrow, caller) : undefined;
+    if (!locked || !capacities || capacities.size === 0) throw new EscrowNotFoundError();
+    const escrow = locked.escrow;
     const now = this.now();
     authorize(command.action, escrow, capacities, now);
-    const events = new EventRepository(trx);
     // Every status this action writes comes from the lifecycle (checked again on the locked row).
     const statusFor = (outcome?: SettlementOutcome) => statusAfter(command.action, escrow, capacities, now, outcome);
-    const record = (type: string, payload?: Record<string, unknown>) =>
-      events.record({ subjectType: 'escrow', subjectId: escrow.id, type, actorUserId: caller.userId, payload, occurredAt: now });
-
-    switch (command.action) {
-      case 'fund': {
-        const posting = await this.fund(trx, escrow);
-        await record('escrow.funded', { amount_minor: fundingAmount(escrow.amountMinor, feeOf(escrow)).toString() });
-        return repository.update(escrow.id, { status: statusFor(), fundingPostingId: posting, fundedAt: now, updatedAt: now });
-      }
-      case 'deliver': {
-        const inspectionEndsAt = new Date(now.getTime() + escrow.inspectionPeriodSeconds * 1000);
-        await record('escrow.delivered', { inspection_ends_at: inspectionEndsAt.toISOString() });
-        return repository.update(escrow.id, {
-          status: statusFor(),
-          deliveredAt: now,
-          inspectionEndsAt,
-          autoReleaseAt: inspectionEndsAt,
-          trackingReference: command.trackingReference ?? null,
-          deliveryNote: command.note ?? null,
-          updatedAt: now,
-        });
-      }
-      case 'accept':
-        await record('escrow.accepted');
-        return this.release(trx, escrow, caller.userId, now, statusFor);
-      case 'dispute':
-        await record('escrow.disputed', { reason: command.reason });
-        return repository.update(escrow.id, { status: statusFor(), disputeReason: command.reason, disputedAt: now, updatedAt: now });
-      case 'refund':
-        return this.settle(trx, escrow, refundSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, caller.userId, now);
-      case 'cancel':
-        await record('escrow.canceled');
-        return repository.update(escrow.id, { status: statusFor(), canceledAt: now, updatedAt: now });
-      case 'resolve': {
-        const settlement = await this.resolution(trx, escrow, command);
-        await record('escrow.resolved', { outcome: command.outcome, ...(settlement.sellerAmountMinor ? { seller_amount_minor: settlement.sellerAmountMinor.toString() } : {}) });
-        await repository.update(escrow.id, {
-          resolutionOutcome: command.outcome,
-          resolutionSellerAmountMinor: settlement.sellerAmountMinor,
-          resolutionNote: command.note ?? null,
-          resolvedByUserId: caller.userId,
-          resolvedAt: now,
-        });
-        return this.settle(trx, escrow, settlement.plan, statusFor, caller.userId, now);
-      }
-    }
+    return this.commit(trx, locked, await this.changeOf(trx, escrow, command, caller.userId, now, statusFor), caller.userId, now);
   }
 
   /** GET /escrows/{escrowId}: the parties and administrators; anyone else 404. */
-  async get(caller: EscrowCaller, escrowId: string): Promise<EscrowView> {
-    const escrow = await new EscrowRepository(this.knex).findById(escrowId);
-    if (!escrow || capacitiesOf(escrow, caller).size === 0) throw new EscrowNotFoundError();
-    return this.presentOne(this.knex, escrow, caller);
+  async get(caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string): Promise<EscrowView> {
+    const found = await new EscrowRepository(this.knex).findWithHistory(escrowId);
+    if (!found || capacitiesOf(found.escrow, caller).size === 0) throw new EscrowNotFoundError();
+    return this.present(this.knex, found, caller);
   }
 
   /** GET /escrows: the caller's escrows as buyer or seller, newest first. */
-  list(caller: EscrowCaller, options: EscrowListOptions): Promise<EscrowPage> {
+  list(caller: Pick<Caller, 'userId' | 'isAdmin'>, options: EscrowListOptions): Promise<EscrowPage> {
     return this.page(caller, { ...options, partyUserId: caller.userId });
   }
 
   /** GET /admin/escrows: every escrow; administrators only. */
-  listAll(caller: EscrowCaller, options: Omit<EscrowListOptions, 'role'>): Promise<EscrowPage> {
+  listAll(caller: Pick<Caller, 'userId' | 'isAdmin'>, options: Omit<EscrowListOptions, 'role'>): Promise<EscrowPage> {
     if (!caller.isAdmin) throw new ForbiddenError('InsufficientRole', 'Only platform administrators may list every escrow.');
     return this.page(caller, options);
   }
 
   /**
    * The automatic release: releases, one transaction each, up to `batchSize` delivered
-   * escrows whose inspection period has ended, exactly as an accept would. Each escrow is
+   * escrows whose inspection period has ended, exactly as an accept would (one `escrow.released`
+   * event, accepted by `automatic`). Each escrow is
    * claimed with FOR UPDATE SKIP LOCKED, so instances running this at once never release one
    * twice nor wait for each other; a second run finds nothing left to do. An escrow whose
    * release fails (a frozen seller wallet) is retried `releaseRetryMs` later, after the others.
@@ -204,28 +159,98 @@ export class EscrowService {
     const now = this.now();
     let released = 0;
     for (let attempt = 0; attempt < options.batchSize; attempt += 1) {
-      let current: Escrow | undefined;
+      let current: EscrowWithHistory | undefined;
       try {
         const releasedOne = await withTransaction(this.knex, async (trx) => {
           current = await new EscrowRepository(trx).lockNextDueForRelease(now);
-          if (!current || !isDueForRelease(current, now)) return false;
-          await new EventRepository(trx).record({ subjectType: 'escrow', subjectId: current.id, type: 'escrow.accepted', actorUserId: null, payload: { automatic: true }, occurredAt: now });
-          const due = current;
-          await this.release(trx, due, null, now, (outcome) => statusAfterRelease(due, now, outcome));
+          if (!current || !isDueForRelease(current.escrow, now)) return false;
+          const due = current.escrow;
+          await this.commit(trx, current, await this.acceptance(trx, due, 'automatic', now, (outcome) => statusAfterRelease(due, now, outcome)), null, now);
           return true;
         });
         if (!releasedOne) break;
         released += 1;
       } catch (error) {
         if (!current) throw error;
-        this.deps.logger?.error({ err: error, escrowId: current.id }, 'automatic escrow release failed; it is retried later');
-        await new EscrowRepository(this.knex).postponeRelease(current.id, new Date(now.getTime() + this.releaseRetryMs));
+        this.deps.logger?.error({ err: error, escrowId: current.escrow.id }, 'automatic escrow release failed; it is retried later');
+        await new EscrowRepository(this.knex).postponeRelease(current.escrow.id, new Date(now.getTime() + this.releaseRetryMs));
       }
     }
     return released;
   }
 
-  private async createIn(trx: Knex.Transaction, caller: EscrowCaller, input: CreateEscrowInput, amountMinor: bigint, counterparty: PartyIdentifier): Promise<Escrow> {
+  /** What `command` changes on the locked escrow (posting through the ledger first when it moves money), and its event. */
+  private async changeOf(
+    trx: Knex.Transaction,
+    escrow: Escrow,
+    command: EscrowCommand,
+    actorUserId: string,
+    now: Date,
+    statusFor: (outcome?: SettlementOutcome) => EscrowStatus,
+  ): Promise<EscrowChange> {
+    switch (command.action) {
+      case 'fund': {
+        const fundingPostingId = await postFunding(trx, escrow);
+        const payload = { amount_minor: fundingAmount(escrow.amountMinor, feeOf(escrow)).toString() };
+        return { type: 'escrow.funded', payload, changes: { status: statusFor(), fundingPostingId, fundedAt: now } };
+      }
+      case 'deliver': {
+        const inspectionEndsAt = new Date(now.getTime() + escrow.inspectionPeriodSeconds * 1000);
+        const changes = { status: statusFor(), deliveredAt: now, inspectionEndsAt, autoReleaseAt: inspectionEndsAt, trackingReference: command.trackingReference ?? null, deliveryNote: command.note ?? null };
+        return { type: 'escrow.delivered', payload: { inspection_ends_at: inspectionEndsAt.toISOString() }, changes };
+      }
+      case 'accept':
+        return this.acceptance(trx, escrow, 'buyer', now, statusFor);
+      case 'dispute':
+        return { type: 'escrow.disputed', payload: { reason: command.reason }, changes: { status: statusFor(), disputeReason: command.reason, disputedAt: now } };
+      case 'refund': {
+        const settled = await postSettlement(trx, escrow, refundSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, now);
+        return { type: settledEvent(settled.status), payload: settled.amounts, changes: settled.changes };
+      }
+      case 'cancel':
+        return { type: 'escrow.canceled', payload: {}, changes: { status: statusFor(), canceledAt: now } };
+      case 'resolve': {
+        const { plan, sellerAmountMinor } = await resolutionPlan(trx, escrow, command);
+        const settled = await postSettlement(trx, escrow, plan, statusFor, now);
+        const resolution = { resolutionOutcome: command.outcome, resolutionSellerAmountMinor: sellerAmountMinor, resolutionNote: command.note ?? null, resolvedByUserId: actorUserId, resolvedAt: now };
+        const payload = { outcome: command.outcome, ...(sellerAmountMinor ? { seller_amount_minor: sellerAmountMinor.toString() } : {}), ...settled.amounts };
+        return { type: 'escrow.resolved', payload, changes: { ...resolution, ...settled.changes } };
+      }
+    }
+  }
+
+  /** An accept, by the buyer or by the automatic release: the release settlement, one `escrow.released` event. */
+  private async acceptance(trx: Knex.Transaction, escrow: Escrow, acceptedBy: 'buyer' | 'automatic', now: Date, statusFor: (outcome: SettlementOutcome) => EscrowStatus): Promise<EscrowChange> {
+    const settled = await postSettlement(trx, escrow, releaseSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, now);
+    return { type: settledEvent(settled.status), payload: { accepted_by: acceptedBy, ...settled.amounts }, changes: { acceptedAt: now, ...settled.changes } };
+  }
+
+  /**
+   * Writes the change and its one event, which carries the escrow as the API returns it (to no
+   * party in particular) and the status before: both known here, so no statement re-reads them.
+   */
+  private async commit(trx: Knex.Transaction, locked: EscrowWithHistory, change: EscrowChange, actorUserId: string | null, now: Date): Promise<EscrowWithHistory> {
+    const escrow = await new EscrowRepository(trx).update(locked.escrow.id, { ...change.changes, updatedAt: now });
+    const history = [...locked.history, { type: change.type, actorUserId, occurredAt: now }];
+    await this.record(trx, { escrow, history }, change, locked.escrow.status);
+    return { escrow, history };
+  }
+
+  private async record(trx: Knex.Transaction, after: EscrowWithHistory, change: Pick<EscrowChange, 'type' | 'payload'>, previousStatus: EscrowStatus | null): Promise<void> {
+    const event = after.history[after.history.length - 1] as HistoryEntry;
+    await new EventRepository(trx).record({
+      subjectType: 'escrow',
+      subjectId: after.escrow.id,
+      type: change.type,
+      actorUserId: event.actorUserId,
+      payload: change.payload,
+      occurredAt: event.occurredAt,
+      object: await presentEscrow(trx, after.escrow, after.history, EVENT_READER, event.occurredAt),
+      previousStatus,
+    });
+  }
+
+  private async createIn(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, input: CreateEscrowInput, amountMinor: bigint, counterparty: PartyIdentifier): Promise<EscrowWithHistory> {
     const repository = new EscrowRepository(trx);
     const users = new UserRepository(trx);
     const other = await users.findReachable(counterparty);
@@ -259,139 +284,25 @@ export class EscrowService {
       createdAt: now,
       updatedAt: now,
     });
-    await new EventRepository(trx).record({
-      subjectType: 'escrow',
-      subjectId: escrow.id,
-      type: 'escrow.created',
-      actorUserId: caller.userId,
-      payload: { role: input.role, amount_minor: amountMinor.toString(), currency: escrow.currency, fee_payer: fee.payer },
-      occurredAt: now,
-    });
-    return escrow;
+    const created = { escrow, history: [{ type: 'escrow.created', actorUserId: caller.userId, occurredAt: now }] };
+    const payload = { role: input.role, amount_minor: amountMinor.toString(), currency: escrow.currency, fee_payer: fee.payer };
+    await this.record(trx, created, { type: 'escrow.created', payload }, null);
+    return created;
   }
 
-  /** Buyer wallet -> holding account: the amount plus the buyer's fee share. Returns the posting id. */
-  private async fund(trx: Knex.Transaction, escrow: Escrow): Promise<string> {
-    const paid = fundingAmount(escrow.amountMinor, feeOf(escrow));
-    const wallet = await walletOf(trx, escrow.buyerUserId, escrow.currency);
-    const holding = await shardedPlatformAccount(trx, 'escrow_holding', escrow.currency, escrow.id);
-    try {
-      const posting = await post(trx, {
-        kind: 'escrow.funding',
-        reference: escrow.id,
-        metadata: { escrow_id: escrow.id },
-        entries: [
-          { accountId: wallet.id, amountMinor: -paid },
-          { accountId: holding.id, amountMinor: paid },
-        ],
-      });
-      return posting.id;
-    } catch (error) {
-      throw walletRefusal(error, { parties: new Map([[wallet.id, 'buyer']]), defaultParty: 'buyer', covers: 'the amount plus your share of the fee' });
-    }
-  }
-
-  private release(trx: Knex.Transaction, escrow: Escrow, actorUserId: string | null, now: Date, statusFor: (outcome: SettlementOutcome) => EscrowStatus): Promise<Escrow> {
-    return this.settle(trx, escrow, releaseSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, actorUserId, now, { acceptedAt: now });
-  }
-
-  /**
-   * The one settlement posting of an escrow (holding -> seller, buyer, fee account; its
-   * (kind, reference) is unique, so no escrow is settled twice), the row's final status (the
-   * lifecycle's, from what the settlement pays: `statusFor`) and its event.
-   */
-  private async settle(
-    trx: Knex.Transaction,
-    escrow: Escrow,
-    plan: Settlement,
-    statusFor: (outcome: SettlementOutcome) => EscrowStatus,
-    actorUserId: string | null,
-    now: Date,
-    extra: Partial<Escrow> = {},
-  ): Promise<Escrow> {
-    const holding = await holdingAccountOf(trx, escrow);
-    const entries: EntryInput[] = [{ accountId: holding.id, amountMinor: -plan.heldMinor }];
-    const buyerWalletId = plan.toBuyerMinor > 0n ? (await walletOf(trx, escrow.buyerUserId, escrow.currency)).id : undefined;
-    if (plan.toSellerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.sellerUserId, escrow.currency)).id, amountMinor: plan.toSellerMinor });
-    if (buyerWalletId) entries.push({ accountId: buyerWalletId, amountMinor: plan.toBuyerMinor });
-    if (plan.feeMinor > 0n) entries.push({ accountId: (await shardedPlatformAccount(trx, 'fees', escrow.currency, escrow.id)).id, amountMinor: plan.feeMinor });
-    const status = statusFor(plan);
-    let postingId: string;
-    try {
-      const posting = await post(
-        trx,
-        { kind: 'escrow.settlement', reference: escrow.id, metadata: { escrow_id: escrow.id, status }, entries },
-        // Money going back to the buyer alone is a reversal: it reaches even a frozen wallet.
-        { allowFrozen: status === 'refunded' },
-      );
-      postingId = posting.id;
-    } catch (error) {
-      // A split pays both parties: the ledger names the account it found frozen.
-      throw walletRefusal(error, { parties: new Map(buyerWalletId ? [[buyerWalletId, 'buyer' as const]] : []), defaultParty: 'seller', covers: 'this settlement' });
-    }
-    await new EventRepository(trx).record({
-      subjectType: 'escrow',
-      subjectId: escrow.id,
-      type: status === 'released' ? 'escrow.released' : 'escrow.refunded',
-      actorUserId,
-      payload: { to_seller_minor: plan.toSellerMinor.toString(), to_buyer_minor: plan.toBuyerMinor.toString(), fee_minor: plan.feeMinor.toString() },
-      occurredAt: now,
-    });
-    return new EscrowRepository(trx).update(escrow.id, {
-      ...extra,
-      status,
-      settlementPostingId: postingId,
-      settledToSellerMinor: plan.toSellerMinor,
-      settledToBuyerMinor: plan.toBuyerMinor,
-      settledFeeMinor: plan.feeMinor,
-      ...(status === 'released' ? { releasedAt: now } : { refundedAt: now }),
-      updatedAt: now,
-    });
-  }
-
-  private async resolution(
-    trx: Knex.Transaction,
-    escrow: Escrow,
-    command: Extract<EscrowCommand, { action: 'resolve' }>,
-  ): Promise<{ plan: Settlement; sellerAmountMinor: bigint | null }> {
-    const fee = feeOf(escrow);
-    if (command.outcome === 'release') return { plan: releaseSettlement(escrow.amountMinor, fee), sellerAmountMinor: null };
-    if (command.outcome === 'refund') return { plan: refundSettlement(escrow.amountMinor, fee), sellerAmountMinor: null };
-    const { exponent } = await currencies.require(trx, escrow.currency);
-    const sellerAmountMinor = parseAmount(command.sellerAmount, exponent, { field: 'body.seller_amount' });
-    if (sellerAmountMinor >= escrow.amountMinor) {
-      throw ValidationError.field('body.seller_amount', 'seller_amount must be less than the escrow amount (use the outcome "release" to pay the seller everything).');
-    }
-    return { plan: splitSettlement(escrow.amountMinor, fee, sellerAmountMinor), sellerAmountMinor };
-  }
-
-  private async page(caller: EscrowCaller, options: EscrowListOptions & { partyUserId?: string }): Promise<EscrowPage> {
+  private async page(caller: Pick<Caller, 'userId' | 'isAdmin'>, options: EscrowListOptions & { partyUserId?: string }): Promise<EscrowPage> {
     const rows = await new EscrowRepository(this.knex).page(options, { limit: options.limit, startingAfter: options.startingAfter });
     const page = toPage(rows, options.limit);
     return { ...page, data: await presentEscrows(this.knex, page.data, caller, this.now()) };
   }
 
-  private async presentOne(db: Knex | Knex.Transaction, escrow: Escrow, caller: EscrowCaller): Promise<EscrowView> {
-    const [view] = await presentEscrows(db, [escrow], caller, this.now());
-    return view as EscrowView;
+  /** The escrow as `caller` sees it, from the state in hand (nothing is read again). */
+  private present(db: Knex | Knex.Transaction, state: EscrowWithHistory, caller: Pick<Caller, 'userId' | 'isAdmin'>): Promise<EscrowView> {
+    return presentEscrow(db, state.escrow, state.history, caller, this.now());
   }
 }
 
-function checkResolutionShape(command: Extract<EscrowCommand, { action: 'resolve' }>): void {
-  if (command.outcome === 'split' && command.sellerAmount === undefined) {
-    throw ValidationError.field('body.seller_amount', 'seller_amount is required with the outcome "split".');
-  }
-  if (command.outcome !== 'split' && command.sellerAmount !== undefined) {
-    throw ValidationError.field('body.seller_amount', 'seller_amount is only for the outcome "split".');
-  }
-}
-
-/**
- * The holding account the escrow's funding credited: the settlement takes the money back out of
- * it (escrows funded before holding was sharded sit in the unsharded account).
- */
-async function holdingAccountOf(trx: Knex.Transaction, escrow: Escrow): Promise<LedgerAccount> {
-  const holding = escrow.fundingPostingId ? await creditedAccountOf(trx, escrow.fundingPostingId, 'escrow_holding') : undefined;
-  if (!holding) throw new Error(`escrow ${escrow.id} is settled but its funding credited no holding account`);
-  return holding;
+/** The event of a settlement, named after the status it leaves the escrow in. */
+function settledEvent(status: EscrowStatus): string {
+  return status === 'released' ? 'escrow.released' : 'escrow.refunded';
 }

@@ -95,6 +95,30 @@ function toStored(row: EventRow): StoredEvent {
   return { ...toEvent(row), organizationId: row.organization_id ?? null, objectSequence: Number(row.object_sequence), data: row.data ?? null };
 }
 
+/** One entry of an object's history: what happened, who did it, when (the escrow and tontine timelines). */
+export type HistoryEntry = Pick<DomainEvent, 'type' | 'actorUserId' | 'occurredAt'>;
+
+/**
+ * A column `history` for a query of `subjectType` objects (the id in `idColumn`, such as `e.id`):
+ * each object's events, oldest first, read in the object's own statement (a lock included), so
+ * a state change needs no statement of its own to read the history it appends to. Parse it with
+ * `historyFromColumn`.
+ */
+export function historyColumn(db: Db, subjectType: EventSubjectType, idColumn: string): Knex.Raw {
+  return db.raw(
+    `COALESCE((SELECT json_agg(json_build_object('type', h.type, 'actor_user_id', h.actor_user_id,
+       'occurred_at_ms', floor(extract(epoch FROM h.occurred_at) * 1000)) ORDER BY h.sequence)
+     FROM events h WHERE h.subject_type = ? AND h.subject_id = ??), '[]'::json) AS history`,
+    [subjectType, idColumn],
+  );
+}
+
+/** The entries of a `historyColumn` (pg hands json over parsed; a driver that does not, as text). */
+export function historyFromColumn(value: unknown): HistoryEntry[] {
+  const entries = (typeof value === 'string' ? JSON.parse(value) : value) as Array<{ type: string; actor_user_id: string | null; occurred_at_ms: number | string }>;
+  return entries.map((entry) => ({ type: entry.type, actorUserId: entry.actor_user_id, occurredAt: new Date(Number(entry.occurred_at_ms)) }));
+}
+
 /** The events of each open transaction whose snapshot is still to be taken, in order. */
 const pendingSnapshots = new WeakMap<Knex.Transaction, PendingSnapshot[]>();
 

@@ -9,7 +9,8 @@ const loaders = new Map<string, SnapshotLoader>();
 
 /**
  * Registers how to take the snapshot of one object type (src/services.ts does, once per
- * module whose events do not carry their object: escrows and tontines). An event recorded
+ * module whose events do not carry their object: tontines, payment links; an escrow's events
+ * carry theirs). An event recorded
  * without `object` takes it from here just before its transaction commits.
  */
 export function registerSnapshot(objectType: string, loader: SnapshotLoader): void {

@@ -27,7 +27,6 @@ export const EVENT_OBJECT_TYPES = {
   'escrow.created': 'escrow',
   'escrow.funded': 'escrow',
   'escrow.delivered': 'escrow',
-  'escrow.accepted': 'escrow',
   'escrow.disputed': 'escrow',
   'escrow.resolved': 'escrow',
   'escrow.released': 'escrow',

@@ -6,10 +6,10 @@ export function transfersHandlers(transfers: TransferService): Handlers<'createT
   return {
     async createTransfer({ caller, idempotency, body }) {
       // The session id goes along: transfer_create checks the session (and claims the key) in the transfer's own statement.
-      const data = await transfers.create({ userId: caller.userId, sessionId: caller.sessionId }, idempotency, body);
+      const data = await transfers.create(caller, idempotency, body);
       return { data, headers: { Location: `/api/transfers/${data.id}` } };
     },
-    listTransfers: async ({ caller, query }) => ({ data: await transfers.list(caller.userId, pageRequest(query)) }),
-    getTransfer: async ({ caller, path }) => ({ data: await transfers.get(caller.userId, path.transferId) }),
+    listTransfers: async ({ caller, query }) => ({ data: await transfers.list(caller, pageRequest(query)) }),
+    getTransfer: async ({ caller, path }) => ({ data: await transfers.get(caller, path.transferId) }),
   };
 }

@@ -6,7 +6,7 @@ import { NotFoundError, UnauthorizedError, UnprocessableError, ValidationError }
 import { toPage, type Page, type PageRequest } from '../../db/keyset';
 import { isConnectionLoss, isRetryableDatabaseError, withTransaction } from '../../db/transaction';
 import { currencies, externalClearingAccount, formatMinor, GroupCommit, insufficientFunds, minorToNumber, parseAmount, platformAccount, post, walletFrozen, walletOf, type Currency } from '../ledger';
-import type { IdempotencyClaim } from '../../contract';
+import type { Caller, IdempotencyClaim } from '../../contract';
 import { keyAlreadyProcessed, keyReused, type IdempotencyService } from '../idempotency';
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
@@ -40,9 +40,6 @@ export interface TransferView {
 }
 
 export type TransferPage = Page<TransferView>;
-
-/** Who asks: a user id (trusted callers, tests), or the authenticated caller, whose session the database checks in the same statement. */
-export type TransferCaller = string | { userId: string; sessionId?: string };
 
 /** Attempts of a transfer alone (a batch that failed as a whole, item by item) when PostgreSQL aborts it for a deadlock or a serialization failure. */
 const CREATE_ATTEMPTS = 4;
@@ -128,9 +125,11 @@ export class TransferService {
    * POST /transfers. Its Idempotency-Key is the one the pipeline hands over rather than claims
    * (KEY_CLAIMED_IN_DATABASE): transfer_create_batch claims it in the transfer's own statement.
    */
-  async create(caller: TransferCaller, claim: Pick<IdempotencyClaim, 'operation' | 'key' | 'requestHash'>, input: CreateTransferInput): Promise<TransferView> {
-    const userId = typeof caller === 'string' ? caller : caller.userId;
-    const sessionId = typeof caller === 'string' ? null : (caller.sessionId ?? null);
+  async create(caller: Pick<Caller, 'userId'> & Partial<Pick<Caller, 'sessionId'>>, claim: Pick<IdempotencyClaim, 'operation' | 'key' | 'requestHash'>, input: CreateTransferInput): Promise<TransferView> {
+    // The caller's session, when given (the HTTP caller's), is checked by the database in the
+    // transfer's own statement; trusted callers (tests, jobs) give the user alone.
+    const { userId } = caller;
+    const sessionId = caller.sessionId ?? null;
     // Checks of the request alone come first: a 400 never touches the key.
     const currency = await currencies.require(this.knex, input.currency, 'body.currency');
     const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
@@ -186,14 +185,16 @@ export class TransferService {
     }
   }
 
-  async get(userId: string, id: string): Promise<TransferView> {
-    const transfer = await new TransfersRepository(this.knex).findOwn(userId, id);
+  /** GET /transfers/{transferId}: a transfer the caller sent or received. */
+  async get(caller: Pick<Caller, 'userId'>, id: string): Promise<TransferView> {
+    const transfer = await new TransfersRepository(this.knex).findOwn(caller.userId, id);
     if (!transfer) throw new NotFoundError('No transfer of yours has this id.');
     return toTransferView(this.knex, transfer);
   }
 
-  async list(userId: string, request: PageRequest): Promise<TransferPage> {
-    const rows = await new TransfersRepository(this.knex).page(userId, request);
+  /** GET /transfers: the caller's transfers, newest first. */
+  async list(caller: Pick<Caller, 'userId'>, request: PageRequest): Promise<TransferPage> {
+    const rows = await new TransfersRepository(this.knex).page(caller.userId, request);
     const page = toPage(rows, request.limit);
     return { ...page, data: await Promise.all(page.data.map((transfer) => toTransferView(this.knex, transfer))) };
   }
