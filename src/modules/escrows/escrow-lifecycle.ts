@@ -1,3 +1,4 @@
+import type { Caller } from '../../contract';
 import { defineLifecycle, type Transition } from '../../domain/lifecycle';
 import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateError } from './escrow-errors';
 
@@ -34,7 +35,7 @@ export type EscrowCapacity = 'buyer' | 'seller' | 'administrator';
  * The caller's capacities in one escrow; empty when the caller may not even see it. The
  * service authorizes and the presenter lists `allowed_actions` from the same capacities.
  */
-export function capacitiesOf(escrow: { buyerUserId: string; sellerUserId: string }, caller: { userId: string; isAdmin: boolean }): Set<EscrowCapacity> {
+export function capacitiesOf(escrow: { buyerUserId: string; sellerUserId: string }, caller: Pick<Caller, 'userId' | 'isAdmin'>): Set<EscrowCapacity> {
   const capacities = new Set<EscrowCapacity>();
   if (escrow.buyerUserId === caller.userId) capacities.add('buyer');
   if (escrow.sellerUserId === caller.userId) capacities.add('seller');
