@@ -41,12 +41,12 @@ async function accountsOf(kind: 'escrow_holding' | 'fees'): Promise<Map<string, 
 
 describe('the shard of a reference', () => {
   it('is stable, one of PLATFORM_SHARDS, and spreads references over the shards', () => {
-    const references = Array.from({ length: 400 }, () => crypto.randomUUID());
+    const references = Array.from({ length: 6000 }, () => crypto.randomUUID());
     const shards = references.map(platformShardOf);
     expect(references.map(platformShardOf)).toEqual(shards);
-    expect(shards.every((shard) => /^shard-([0-9]|1[0-5])$/.test(shard))).toBe(true);
-    expect(PLATFORM_SHARDS).toBe(16);
-    // 400 uniform draws over 16 shards: every shard is hit (a miss has probability below 1e-6).
+    expect(shards.every((shard) => /^shard-(\d|[1-9]\d|1\d\d|2[0-4]\d|25[0-5])$/.test(shard))).toBe(true);
+    expect(PLATFORM_SHARDS).toBe(256);
+    // 6000 uniform draws over 256 shards: every shard is hit (a miss has probability below 1e-7).
     expect(new Set(shards).size).toBe(PLATFORM_SHARDS);
     expect(platformShardOf('00000000-0000-0000-0000-000000000000')).toBe(platformShardOf('00000000-0000-0000-0000-000000000000'));
     expect(platformShardOf('a')).not.toBe(platformShardOf('b'));
