@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { withTransaction } from '../../src/db/transaction';
+import { EscrowService } from '../../src/modules/escrows';
+import { IdempotencyService } from '../../src/modules/idempotency';
+import { fundWallet } from '../../src/modules/ledger';
+import { databaseKind, testKnex } from '../support/database';
+import { serializeEscrowReleaseTests } from '../support/escrows';
+import { createUser, type TestUser } from '../support/factories';
+
+/**
+ * An escrow action reads the escrow's history in the statement that locks it (one statement,
+ * issue 22). When that statement has to wait for another action on the same escrow, it must
+ * see the history as that action left it: PostgreSQL re-reads the row after the wait, and the
+ * history comes from `events_history`, whose query takes its own snapshot then. (A subquery
+ * kept the snapshot from before the wait: the row was new, its history old, and the event
+ * written next carried a history without the action it had waited for.) Two connections: real
+ * PostgreSQL only.
+ */
+describe.runIf(databaseKind() === 'postgres')('an escrow action that waited for the lock', () => {
+  // It funds an escrow: files that assert the platform's holding must not see it move mid-test.
+  serializeEscrowReleaseTests();
+  const knex = testKnex();
+  const createCaller = (user: TestUser) => ({ userId: user.id, sessionId: '', isAdmin: false });
+  const escrows = new EscrowService({ knex, idempotency: new IdempotencyService(knex, { ttlHours: 24 }), feeBps: 100, clock: () => new Date() });
+
+  const waitingForLock = async (): Promise<boolean> => {
+    const { rows } = (await knex.raw(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%from "escrows"%for update%'`,
+    )) as { rows: Array<{ n: number }> };
+    return (rows[0]?.n ?? 0) > 0;
+  };
+
+  it('sees the events of the action it waited for, in its answer and in the event it writes', { timeout: 30_000 }, async () => {
+    const buyer = await createUser();
+    const seller = await createUser();
+    await withTransaction(knex, (trx) => fundWallet(trx, buyer.id, 'XOF', 100_000n));
+    const escrow = await escrows.create(knex, createCaller(buyer), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 10_000, currency: 'XOF', description: 'Raced' });
+    await escrows.act(knex, createCaller(buyer), escrow.id, { action: 'fund' });
+
+    // The seller delivers and holds the lock; the buyer's dispute waits for it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let delivering!: () => void;
+    const delivered = new Promise<void>((resolve) => {
+      delivering = resolve;
+    });
+    const deliver = withTransaction(knex, async (trx) => {
+      await escrows.act(trx, createCaller(seller), escrow.id, { action: 'deliver' });
+      delivering();
+      await held;
+    });
+    await delivered;
+    const dispute = escrows.act(knex, createCaller(buyer), escrow.id, { action: 'dispute', reason: 'Not as described' });
+    for (let tries = 0; !(await waitingForLock()); tries += 1) {
+      expect(tries).toBeLessThan(200);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    release();
+    await deliver;
+    const disputed = await dispute;
+
+    const types = ['escrow.created', 'escrow.funded', 'escrow.delivered', 'escrow.disputed'];
+    expect(disputed.status).toBe('disputed');
+    expect(disputed.history.map((entry) => entry.type)).toEqual(types);
+    const event = (await knex('events').where({ subject_type: 'escrow', subject_id: escrow.id, type: 'escrow.disputed' }).first('data')) as { data: { object: { history: Array<{ type: string }> }; previous_status: string } };
+    expect(event.data.object.history.map((entry) => entry.type)).toEqual(types);
+    expect(event.data.previous_status).toBe('delivered');
+    expect(await escrows.get(createCaller(buyer), escrow.id)).toEqual(disputed);
+  });
+});
