@@ -102,7 +102,10 @@ export interface Completion {
   resourceLocation: string;
 }
 
-const FRESH_CLAIM = (knex: Db, input: ClaimInput) => ({
+/** What a write sets: each column with its own type, or SQL the database computes (`now() + ...`). */
+type RowWrite = { [Column in keyof Row]?: Row[Column] | Knex.Raw };
+
+const FRESH_CLAIM = (knex: Db, input: ClaimInput): RowWrite => ({
   request_hash: input.requestHash,
   status: 'in_progress',
   claim_token: input.claimToken,
@@ -126,7 +129,7 @@ export const idempotencyRepository = {
     const rows = await prepared(
       byOrganization ? 'idempotency_insert_org_claim' : 'idempotency_insert_claim',
       db<Row>('idempotency_keys')
-        .insert({ ...ownerOf(input), operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } as never)
+        .insert({ ...ownerOf(input), operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } satisfies RowWrite)
         .onConflict([byOrganization ? 'organization_id' : 'user_id', 'operation', 'key'])
         .ignore()
         .returning('*'),
@@ -144,7 +147,7 @@ export const idempotencyRepository = {
     const rows = await db<Row>('idempotency_keys')
       .where({ id })
       .andWhere((qb) => qb.where('expires_at', '<=', db.fn.now()).orWhere((q) => q.where('status', 'in_progress').andWhere('locked_until', '<=', db.fn.now())))
-      .update(FRESH_CLAIM(db, input) as never)
+      .update(FRESH_CLAIM(db, input))
       .returning('*');
     const row = rows[0] as Row | undefined;
     return row ? toRecord(row) : undefined;
