@@ -61,7 +61,7 @@ export interface paths {
         put?: never;
         /**
          * Log out
-         * @description Revokes the session of the access token. The same access token and its refresh token are refused at once afterwards. No request body.
+         * @description Revokes the session of the access token. The same access token and its refresh token are refused at once afterwards. No request body. A logout retried with the same access token after a lost answer gets 401 `Unauthorized` (its session has ended), whatever its `Idempotency-Key`: take that 401 as the logout done.
          */
         post: operations["logout"];
         delete?: never;
@@ -2978,6 +2978,95 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * IdempotencyConflictDetails
+         * @description The resource that an already processed `Idempotency-Key` produced, so a client that lost the first response can recover it. Present with `IdempotencyKeyAlreadyProcessed`.
+         */
+        IdempotencyConflictDetails: {
+            /**
+             * @description Kind of resource the key produced or changed.
+             * @enum {string}
+             */
+            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note" | "tontine" | "customer" | "payment_link" | "api_key" | "webhook_endpoint" | "webhook_delivery" | "session";
+            /**
+             * Format: uuid
+             * @description Identifier of that resource.
+             */
+            resource_id: string;
+            /** @description Current status of that resource (for example `completed`). */
+            status: string;
+        };
+        /**
+         * IdempotencyKeyAlreadyProcessedError
+         * @description The Idempotency-Key already produced a resource; `details` names it (fetch it instead of retrying).
+         */
+        IdempotencyKeyAlreadyProcessedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyAlreadyProcessed";
+            message: components["schemas"]["ErrorMessage"];
+            details: components["schemas"]["IdempotencyConflictDetails"];
+        };
+        /**
+         * ConcurrentOperationError
+         * @description A request with the same Idempotency-Key is still being processed; retry after `Retry-After` seconds with the same key.
+         */
+        ConcurrentOperationError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ConcurrentOperation";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * IdempotencyConflictError
+         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
+         */
+        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * IdempotencyKeyReusedError
+         * @description The Idempotency-Key was already used with a different request; `details` names the operation and, when the key produced one, the resource.
+         */
+        IdempotencyKeyReusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyReused";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description What the key was used for. */
+            details: {
+                /** @description The operationId the key was used with. */
+                operation: string;
+                /** @description Kind of resource the key produced, if any. */
+                resource_type?: string;
+                /**
+                 * Format: uuid
+                 * @description Identifier of that resource.
+                 */
+                resource_id?: string;
+                /** @description Current status of that resource. */
+                status?: string;
+            };
+        };
+        /**
          * RefreshSessionRequest
          * @description A refresh token returned by `POST /auth/login` or a previous refresh.
          */
@@ -3187,64 +3276,6 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
-         * IdempotencyConflictDetails
-         * @description The resource that an already processed `Idempotency-Key` produced, so a client that lost the first response can recover it. Present with `IdempotencyKeyAlreadyProcessed`.
-         */
-        IdempotencyConflictDetails: {
-            /**
-             * @description Kind of resource the key produced.
-             * @enum {string}
-             */
-            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note";
-            /**
-             * Format: uuid
-             * @description Identifier of that resource.
-             */
-            resource_id: string;
-            /** @description Current status of that resource (for example `completed`). */
-            status: string;
-        };
-        /**
-         * IdempotencyKeyAlreadyProcessedError
-         * @description The Idempotency-Key already produced a resource; `details` names it (fetch it instead of retrying).
-         */
-        IdempotencyKeyAlreadyProcessedError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "IdempotencyKeyAlreadyProcessed";
-            message: components["schemas"]["ErrorMessage"];
-            details: components["schemas"]["IdempotencyConflictDetails"];
-        };
-        /**
-         * ConcurrentOperationError
-         * @description A request with the same Idempotency-Key is still being processed; retry after `Retry-After` seconds with the same key.
-         */
-        ConcurrentOperationError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "ConcurrentOperation";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
-         * IdempotencyConflictError
-         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
-         */
-        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
-        /**
          * DecimalAmount
          * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
          * @example 1250.50
@@ -3301,37 +3332,6 @@ export interface components {
                  * @enum {string}
                  */
                 party: "sender" | "recipient" | "buyer" | "seller";
-            };
-        };
-        /**
-         * IdempotencyKeyReusedError
-         * @description The Idempotency-Key was already used with a different request; `details` names the operation and, when the key produced one, the resource.
-         */
-        IdempotencyKeyReusedError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "IdempotencyKeyReused";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description What the key was used for. */
-            details: {
-                /** @description The operationId the key was used with. */
-                operation: string;
-                /** @description Kind of resource the key produced, if any. */
-                resource_type?: string;
-                /**
-                 * Format: uuid
-                 * @description Identifier of that resource.
-                 */
-                resource_id?: string;
-                /** @description Current status of that resource. */
-                status?: string;
             };
         };
         /**
@@ -4522,8 +4522,7 @@ export interface components {
              */
             success: false;
             /**
-             * @description Stable error name.
-             * @constant
+             * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             error: "DestinationAccountInactive";
@@ -4537,6 +4536,33 @@ export interface components {
                 destination_account_id: string;
             };
         };
+        /**
+         * DestinationAccountConflictError
+         * @description Error envelope of a 409 on creating a Checkout or a payment link, discriminated by `error`.
+         */
+        DestinationAccountConflictError: components["schemas"]["DestinationAccountInactiveError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * OrganizationInactiveError
+         * @description The organisation is not active (inactive or suspended); no details.
+         */
+        OrganizationInactiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "OrganizationInactive";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * PaymentLinkUnprocessableError
+         * @description Error envelope of a 422 on a payment link write, discriminated by `error`.
+         */
+        PaymentLinkUnprocessableError: components["schemas"]["OrganizationInactiveError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * PaymentLinkList
          * @description A page of the organisation's payment links, newest first.
@@ -4596,8 +4622,7 @@ export interface components {
              */
             success: false;
             /**
-             * @description Stable error name.
-             * @constant
+             * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             error: "PaymentLinkNotActive";
@@ -4611,6 +4636,11 @@ export interface components {
                 status: "active" | "inactive" | "expired" | "completed";
             };
         };
+        /**
+         * PaymentLinkConflictError
+         * @description Error envelope of a 409 on a payment link action, discriminated by `error`.
+         */
+        PaymentLinkConflictError: components["schemas"]["PaymentLinkNotActiveError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * CreateSignedPaymentLinkRequest
          * @description The amount and reference to sign into a tamper-proof `link_with_amount`.
@@ -5075,7 +5105,7 @@ export interface components {
          * DocumentConflictError
          * @description Error envelope of a 409 on a billing document action, discriminated by `error`; each error has its own `details`.
          */
-        DocumentConflictError: components["schemas"]["InvalidStatusTransitionError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["InvoiceNotCreditableError"];
+        DocumentConflictError: components["schemas"]["InvalidStatusTransitionError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["InvoiceNotCreditableError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * ActionNotApplicableError
          * @description The action does not exist for this kind of document (for example accepting an invoice).
@@ -5436,23 +5466,6 @@ export interface components {
             details?: components["schemas"]["FieldError"][];
         };
         /**
-         * OrganizationInactiveError
-         * @description The organisation is not active (inactive or suspended); no details.
-         */
-        OrganizationInactiveError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "OrganizationInactive";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
          * VersionExhaustedError
          * @description The status version reached its maximum and never wraps; no further change is accepted.
          */
@@ -5687,6 +5700,28 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * TooManyApiKeysError
+         * @description The organisation already has the most active API keys it may have (20); no details.
+         */
+        TooManyApiKeysError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "TooManyApiKeys";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * ApiKeyCreateUnprocessableError
+         * @description Error envelope of a 422 on creating an API key, discriminated by `error`.
+         */
+        ApiKeyCreateUnprocessableError: components["schemas"]["TooManyApiKeysError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
          * ApiKeyResponse
          * @description Envelope of one API key (never its secret).
          */
@@ -5711,6 +5746,28 @@ export interface components {
              */
             expire_current_in_seconds: number;
         };
+        /**
+         * ApiKeyNotActiveError
+         * @description The API key is revoked or expired; no details.
+         */
+        ApiKeyNotActiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ApiKeyNotActive";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * ApiKeyRollConflictError
+         * @description Error envelope of a 409 on rolling an API key, discriminated by `error`.
+         */
+        ApiKeyRollConflictError: components["schemas"]["ApiKeyNotActiveError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * WebhookEventFilter
          * @description An event type (`invoice.paid`), a prefix (`invoice.*`) or `*` for every event.
@@ -6012,10 +6069,10 @@ export interface components {
             };
         };
         /**
-         * WebhookEndpointUnprocessableError
-         * @description Error envelope of a 422 on creating or changing a webhook endpoint, discriminated by `error`.
+         * WebhookEndpointCreateUnprocessableError
+         * @description Error envelope of a 422 on creating a webhook endpoint, discriminated by `error`.
          */
-        WebhookEndpointUnprocessableError: components["schemas"]["WebhookUrlNotAllowedError"] | components["schemas"]["TooManyWebhookEndpointsError"];
+        WebhookEndpointCreateUnprocessableError: components["schemas"]["WebhookUrlNotAllowedError"] | components["schemas"]["TooManyWebhookEndpointsError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * WebhookEndpointResponse
          * @description Envelope of one webhook endpoint.
@@ -6049,6 +6106,11 @@ export interface components {
              */
             status?: "enabled" | "disabled";
         };
+        /**
+         * WebhookEndpointUnprocessableError
+         * @description Error envelope of a 422 on creating or changing a webhook endpoint, discriminated by `error`.
+         */
+        WebhookEndpointUnprocessableError: components["schemas"]["WebhookUrlNotAllowedError"] | components["schemas"]["TooManyWebhookEndpointsError"];
         /**
          * RotateWebhookSecretRequest
          * @description How long the current secret keeps signing deliveries beside the new one.
@@ -7206,6 +7268,18 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
+        /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+            };
+        };
         /** @description `NotFound`: no escrow has this id, or the caller is neither one of its parties nor a platform administrator (both answer exactly the same). */
         EscrowNotFound: {
             headers: {
@@ -7269,18 +7343,6 @@ export interface components {
                 "application/json": components["schemas"]["InvalidEscrowStateError"];
             };
         };
-        /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
-        IdempotencyKeyReused: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
-            };
-        };
         /** @description `TontineNotFound`: no tontine has this id, or the caller is neither a member nor invited. Both answer exactly the same. */
         TontineNotFound: {
             headers: {
@@ -7342,19 +7404,21 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `DestinationAccountInactive`: the destination account is not active (`details.destination_account_id`). */
+        /** @description `DestinationAccountInactive`: the destination account is not active (`details.destination_account_id`). With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource it produced or changed: fetch it instead of retrying) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         DestinationAccountConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["DestinationAccountInactiveError"];
+                "application/json": components["schemas"]["DestinationAccountConflictError"];
             };
         };
-        /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). */
+        /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request (`details` name the operation and what the key produced). */
         OrganizationInactive: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -7363,7 +7427,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["PaymentLinkUnprocessableError"];
             };
         };
         /** @description `ModuleLocked`: the module is locked for writes in this organisation. */
@@ -7378,16 +7442,18 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `PaymentLinkNotActive`: the link no longer accepts this change (it is inactive, expired or completed; `details.status` says which). */
+        /** @description `PaymentLinkNotActive`: the link no longer accepts this change (it is inactive, expired or completed; `details.status` says which). With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource it produced or changed: fetch it instead of retrying) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         PaymentLinkConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["PaymentLinkNotActiveError"];
+                "application/json": components["schemas"]["PaymentLinkConflictError"];
             };
         };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller. `DocumentNotFound`: the document is not one of the organisation's. `CustomerNotFound`: the `customer_id` of the body is not a customer of the organisation. Identifiers of another organisation answer exactly like unknown ones. */
@@ -7415,9 +7481,11 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
-        /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. */
+        /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource it produced or changed: fetch it instead of retrying) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         DocumentConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -7467,6 +7535,16 @@ export interface components {
     };
     parameters: {
         /**
+         * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+         * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+         */
+        IdempotencyKeyNotReplayed: string;
+        /**
+         * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+         * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+         */
+        IdempotencyKeyAccepted: string;
+        /**
          * @description Maximum number of items to return (1 to 500).
          * @example 50
          */
@@ -7507,11 +7585,6 @@ export interface components {
          */
         EscrowId: string;
         /**
-         * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-         * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-         */
-        IdempotencyKeyAccepted: string;
-        /**
          * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
          * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
          */
@@ -7541,6 +7614,11 @@ export interface components {
          * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
          */
         InvoiceId: string;
+        /**
+         * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+         * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+         */
+        IdempotencyKeyShownOnce: string;
         /**
          * @description Identifier of an API key of the organisation.
          * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
@@ -7630,7 +7708,13 @@ export interface operations {
     login: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7680,7 +7764,13 @@ export interface operations {
     logout: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7701,6 +7791,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7709,7 +7801,13 @@ export interface operations {
     refreshSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8229,7 +8327,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8329,7 +8427,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8429,7 +8527,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8585,7 +8683,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8691,7 +8789,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8771,7 +8869,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8832,7 +8930,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8882,7 +8980,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8943,7 +9041,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -9080,7 +9178,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -9128,7 +9226,13 @@ export interface operations {
     getOrCreateCheckout: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9225,7 +9329,13 @@ export interface operations {
     createPaymentLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9322,7 +9432,13 @@ export interface operations {
     deactivatePaymentLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9378,7 +9494,13 @@ export interface operations {
     createSignedPaymentLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9719,7 +9841,13 @@ export interface operations {
     finalizeInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9763,7 +9891,13 @@ export interface operations {
     payInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9807,7 +9941,13 @@ export interface operations {
     markInvoiceUncollectible: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9851,7 +9991,13 @@ export interface operations {
     voidInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9895,7 +10041,13 @@ export interface operations {
     acceptQuote: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9939,7 +10091,13 @@ export interface operations {
     cancelQuote: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10039,7 +10197,13 @@ export interface operations {
     createCustomer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10071,8 +10235,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -10407,7 +10573,13 @@ export interface operations {
     createApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10439,7 +10611,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). An `expires_at` not in the future or more than one year ahead is a 400 `ValidationError` naming `body.expires_at`. */
+            409: components["responses"]["IdempotencyConflict"];
+            /** @description `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). An `expires_at` not in the future or more than one year ahead is a 400 `ValidationError` naming `body.expires_at`. `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -10448,7 +10621,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ApiKeyCreateUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -10541,7 +10714,13 @@ export interface operations {
     rollApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10578,18 +10757,21 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ApiKeyNotFound"];
-            /** @description `ApiKeyNotActive`: the key is revoked or expired. */
+            /** @description `ApiKeyNotActive`: the key is revoked or expired. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already rolled this API key; `details` and `Location` name it; the new secret is not shown again) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds). */
             409: {
                 headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["ApiKeyRollConflictError"];
                 };
             };
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10840,7 +11022,13 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10872,9 +11060,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `WebhookUrlNotAllowed`: the URL is refused (`details.reason`: `scheme` (not https), `userinfo`, `port`, `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`). `TooManyWebhookEndpoints`: the organisation already has 16 endpoints. */
+            /** @description `WebhookUrlNotAllowed`: the URL is refused (`details.reason`: `scheme` (not https), `userinfo`, `port`, `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`). `TooManyWebhookEndpoints`: the organisation already has 16 endpoints. `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -10883,7 +11072,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookEndpointUnprocessableError"];
+                    "application/json": components["schemas"]["WebhookEndpointCreateUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -11068,7 +11257,13 @@ export interface operations {
     rotateWebhookEndpointSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -11116,8 +11311,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11126,7 +11323,13 @@ export interface operations {
     testWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -11170,6 +11373,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11246,7 +11451,13 @@ export interface operations {
     retryWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -11295,6 +11506,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            409: components["responses"]["IdempotencyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -95,7 +95,8 @@ export interface ClaimInput {
 
 export interface Completion {
   responseStatus: number;
-  responseBody: unknown;
+  /** Stored when given; none leaves the column NULL. */
+  responseBody?: unknown;
   resourceType: string;
   resourceId: string;
   resourceStatus: string;
@@ -176,7 +177,7 @@ export const idempotencyRepository = {
       trx('idempotency_keys').where({ id, claim_token: claimToken, status: 'in_progress' }).update({
         status: 'completed',
         response_status: completion.responseStatus,
-        response_body: JSON.stringify(completion.responseBody),
+        response_body: completion.responseBody === undefined ? null : JSON.stringify(completion.responseBody),
         resource_type: completion.resourceType,
         resource_id: completion.resourceId,
         resource_status: completion.resourceStatus,
