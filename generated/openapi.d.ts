@@ -4179,7 +4179,7 @@ export interface components {
          * TontineConflictError
          * @description Error envelope of a 409 on a tontine action, discriminated by `error`.
          */
-        TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"];
+        TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * TontineList
          * @description A page of the tontines the caller takes part in, newest first.
@@ -4279,8 +4279,7 @@ export interface components {
              */
             success: false;
             /**
-             * @description Stable error name.
-             * @constant
+             * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             error: "NotEnoughMembers";
@@ -4294,6 +4293,11 @@ export interface components {
                 member_count: number;
             };
         };
+        /**
+         * TontineStartUnprocessableError
+         * @description Error envelope of a 422 on starting a tontine, discriminated by `error`.
+         */
+        TontineStartUnprocessableError: components["schemas"]["NotEnoughMembersError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * ContributeToTontineRequest
          * @description The cycle the contribution pays: it must be the open one (`current_cycle` of the tontine). Naming it ties a payment to a cycle, so two taps around a cycle boundary (each with a new `Idempotency-Key`) cannot pay two cycles: the second answers 409 `ContributionAlreadyPaid` (the named cycle is paid) or `CycleNotOpen` (`details.open_cycle`).
@@ -7331,16 +7335,18 @@ export interface components {
                 "application/json": components["schemas"]["EscrowUnprocessableError"];
             };
         };
-        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now (it was already released, disputed after the inspection period...). `details` names the current `status`, the `action` and the caller's `allowed_actions`. Read the escrow again before retrying. */
+        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now (it was already released, disputed after the inspection period...). `details` names the current `status`, the `action` and the caller's `allowed_actions`. Read the escrow again before retrying. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         EscrowStateConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["InvalidEscrowStateError"];
+                "application/json": components["schemas"]["EscrowActionConflictError"];
             };
         };
         /** @description `TontineNotFound`: no tontine has this id, or the caller is neither a member nor invited. Both answer exactly the same. */
@@ -7355,9 +7361,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The tontine's state does not allow the action. `InvalidTontineState`: not in this status (`details`: `status`, the current status; `action`; `allowed_actions`, what the caller may do now). `AlreadyMember`: the user already belongs to it. `TontineFull`: `max_members` reached. */
+        /** @description The tontine's state does not allow the action. `InvalidTontineState`: not in this status (`details`: `status`, the current status; `action`; `allowed_actions`, what the caller may do now). `AlreadyMember`: the user already belongs to it. `TontineFull`: `max_members` reached. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         TontineConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -9080,7 +9088,7 @@ export interface operations {
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `NotEnoughMembers`: a tontine starts with at least 2 members (`details.member_count`). */
+            /** @description `NotEnoughMembers`: a tontine starts with at least 2 members (`details.member_count`). `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -9089,7 +9097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NotEnoughMembersError"];
+                    "application/json": components["schemas"]["TontineStartUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
