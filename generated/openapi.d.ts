@@ -2978,15 +2978,12 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
-         * IdempotencyConflictDetails
-         * @description The resource that an already processed `Idempotency-Key` produced, so a client that lost the first response can recover it. Present with `IdempotencyKeyAlreadyProcessed`.
+         * ProducedResourceDetails
+         * @description The resource that an already processed `Idempotency-Key` produced or changed, so a client that lost the first response can find it. Present with `IdempotencyKeyAlreadyProcessed` on the operations whose key names more kinds of resource than money movements (payment links, invoices, customers, API keys, webhook endpoints and deliveries, sessions, tontines); new kinds may be added.
          */
-        IdempotencyConflictDetails: {
-            /**
-             * @description Kind of resource the key produced or changed.
-             * @enum {string}
-             */
-            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note" | "tontine" | "customer" | "payment_link" | "api_key" | "webhook_endpoint" | "webhook_delivery" | "session";
+        ProducedResourceDetails: {
+            /** @description Kind of resource the key produced or changed, for example `payment_link`, `invoice`, `customer`, `api_key`, `webhook_endpoint`, `webhook_delivery`, `session`, `tontine`. */
+            resource_type: string;
             /**
              * Format: uuid
              * @description Identifier of that resource.
@@ -2996,10 +2993,10 @@ export interface components {
             status: string;
         };
         /**
-         * IdempotencyKeyAlreadyProcessedError
-         * @description The Idempotency-Key already produced a resource; `details` names it (fetch it instead of retrying).
+         * ResourceAlreadyProcessedError
+         * @description The Idempotency-Key was already processed; `details` names the resource it produced or changed (fetch it instead of retrying).
          */
-        IdempotencyKeyAlreadyProcessedError: {
+        ResourceAlreadyProcessedError: {
             /**
              * @description Always `false` on error.
              * @constant
@@ -3011,7 +3008,7 @@ export interface components {
              */
             error: "IdempotencyKeyAlreadyProcessed";
             message: components["schemas"]["ErrorMessage"];
-            details: components["schemas"]["IdempotencyConflictDetails"];
+            details: components["schemas"]["ProducedResourceDetails"];
         };
         /**
          * ConcurrentOperationError
@@ -3031,10 +3028,10 @@ export interface components {
             message: components["schemas"]["ErrorMessage"];
         };
         /**
-         * IdempotencyConflictError
-         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
+         * ResourceKeyConflictError
+         * @description Error envelope of a 409 on an operation whose optional `Idempotency-Key` names any kind of resource, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource) or `ConcurrentOperation` (no details).
          */
-        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        ResourceKeyConflictError: components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * IdempotencyKeyReusedError
          * @description The Idempotency-Key was already used with a different request; `details` names the operation and, when the key produced one, the resource.
@@ -3275,6 +3272,47 @@ export interface components {
             data: components["schemas"]["Transfer"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * IdempotencyConflictDetails
+         * @description The resource that an already processed `Idempotency-Key` produced, so a client that lost the first response can recover it. Present with `IdempotencyKeyAlreadyProcessed`.
+         */
+        IdempotencyConflictDetails: {
+            /**
+             * @description Kind of resource the key produced.
+             * @enum {string}
+             */
+            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note";
+            /**
+             * Format: uuid
+             * @description Identifier of that resource.
+             */
+            resource_id: string;
+            /** @description Current status of that resource (for example `completed`). */
+            status: string;
+        };
+        /**
+         * IdempotencyKeyAlreadyProcessedError
+         * @description The Idempotency-Key already produced a resource; `details` names it (fetch it instead of retrying).
+         */
+        IdempotencyKeyAlreadyProcessedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyAlreadyProcessed";
+            message: components["schemas"]["ErrorMessage"];
+            details: components["schemas"]["IdempotencyConflictDetails"];
+        };
+        /**
+         * IdempotencyConflictError
+         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
+         */
+        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * DecimalAmount
          * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
@@ -4179,7 +4217,7 @@ export interface components {
          * TontineConflictError
          * @description Error envelope of a 409 on a tontine action, discriminated by `error`.
          */
-        TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * TontineList
          * @description A page of the tontines the caller takes part in, newest first.
@@ -4544,29 +4582,7 @@ export interface components {
          * DestinationAccountConflictError
          * @description Error envelope of a 409 on creating a Checkout or a payment link, discriminated by `error`.
          */
-        DestinationAccountConflictError: components["schemas"]["DestinationAccountInactiveError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
-        /**
-         * OrganizationInactiveError
-         * @description The organisation is not active (inactive or suspended); no details.
-         */
-        OrganizationInactiveError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "OrganizationInactive";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
-         * PaymentLinkUnprocessableError
-         * @description Error envelope of a 422 on a payment link write, discriminated by `error`.
-         */
-        PaymentLinkUnprocessableError: components["schemas"]["OrganizationInactiveError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        DestinationAccountConflictError: components["schemas"]["DestinationAccountInactiveError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * PaymentLinkList
          * @description A page of the organisation's payment links, newest first.
@@ -4644,7 +4660,7 @@ export interface components {
          * PaymentLinkConflictError
          * @description Error envelope of a 409 on a payment link action, discriminated by `error`.
          */
-        PaymentLinkConflictError: components["schemas"]["PaymentLinkNotActiveError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        PaymentLinkConflictError: components["schemas"]["PaymentLinkNotActiveError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * CreateSignedPaymentLinkRequest
          * @description The amount and reference to sign into a tamper-proof `link_with_amount`.
@@ -5109,7 +5125,7 @@ export interface components {
          * DocumentConflictError
          * @description Error envelope of a 409 on a billing document action, discriminated by `error`; each error has its own `details`.
          */
-        DocumentConflictError: components["schemas"]["InvalidStatusTransitionError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["InvoiceNotCreditableError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        DocumentConflictError: components["schemas"]["InvalidStatusTransitionError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["InvoiceNotCreditableError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * ActionNotApplicableError
          * @description The action does not exist for this kind of document (for example accepting an invoice).
@@ -5470,6 +5486,23 @@ export interface components {
             details?: components["schemas"]["FieldError"][];
         };
         /**
+         * OrganizationInactiveError
+         * @description The organisation is not active (inactive or suspended); no details.
+         */
+        OrganizationInactiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "OrganizationInactive";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
          * VersionExhaustedError
          * @description The status version reached its maximum and never wraps; no further change is accepted.
          */
@@ -5704,28 +5737,6 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
-         * TooManyApiKeysError
-         * @description The organisation already has the most active API keys it may have (20); no details.
-         */
-        TooManyApiKeysError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "TooManyApiKeys";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
-         * ApiKeyCreateUnprocessableError
-         * @description Error envelope of a 422 on creating an API key, discriminated by `error`.
-         */
-        ApiKeyCreateUnprocessableError: components["schemas"]["TooManyApiKeysError"] | components["schemas"]["IdempotencyKeyReusedError"];
-        /**
          * ApiKeyResponse
          * @description Envelope of one API key (never its secret).
          */
@@ -5750,28 +5761,6 @@ export interface components {
              */
             expire_current_in_seconds: number;
         };
-        /**
-         * ApiKeyNotActiveError
-         * @description The API key is revoked or expired; no details.
-         */
-        ApiKeyNotActiveError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "ApiKeyNotActive";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
-         * ApiKeyRollConflictError
-         * @description Error envelope of a 409 on rolling an API key, discriminated by `error`.
-         */
-        ApiKeyRollConflictError: components["schemas"]["ApiKeyNotActiveError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * WebhookEventFilter
          * @description An event type (`invoice.paid`), a prefix (`invoice.*`) or `*` for every event.
@@ -7258,8 +7247,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
-        IdempotencyConflict: {
+        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key was already processed; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
+        ResourceKeyConflict: {
             headers: {
                 Location: components["headers"]["Location"];
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -7269,7 +7258,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["IdempotencyConflictError"];
+                "application/json": components["schemas"]["ResourceKeyConflictError"];
             };
         };
         /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
@@ -7282,6 +7271,20 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+            };
+        };
+        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
+        IdempotencyConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
         /** @description `NotFound`: no escrow has this id, or the caller is neither one of its parties nor a platform administrator (both answer exactly the same). */
@@ -7435,7 +7438,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["PaymentLinkUnprocessableError"];
+                "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
         /** @description `ModuleLocked`: the module is locked for writes in this organisation. */
@@ -7799,7 +7802,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -10243,7 +10246,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -10619,7 +10622,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             /** @description `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). An `expires_at` not in the future or more than one year ahead is a 400 `ValidationError` naming `body.expires_at`. `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
@@ -10629,7 +10632,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyCreateUnprocessableError"];
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -10776,7 +10779,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyRollConflictError"];
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             422: components["responses"]["IdempotencyKeyReused"];
@@ -11068,7 +11071,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `WebhookUrlNotAllowed`: the URL is refused (`details.reason`: `scheme` (not https), `userinfo`, `port`, `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`). `TooManyWebhookEndpoints`: the organisation already has 16 endpoints. `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
@@ -11319,7 +11322,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -11381,7 +11384,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -11514,7 +11517,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
