@@ -55,13 +55,11 @@ export function paymentLinksHandlers(paymentLinks: PaymentLinksService, payments
       const deactivated = await paymentLinks.deactivate(organization.id, path.linkId, trx);
       return { data: link(deactivated), resource: linkResource(organization.id, deactivated) };
     },
-    // Signing writes nothing: a replay of its key names the link the URL was signed for.
-    async createSignedPaymentLink({ organization, path, body }) {
-      const signed = await paymentLinks.signAmount(organization.id, path.linkId, {
-        amount: body.amount,
-        reference: body.reference,
-        expiresInSeconds: body.expires_in_seconds,
-      });
+    // Signing writes nothing: a replay of its key names the link the URL was signed for. The
+    // link is read in the key's transaction (no second connection while it holds one).
+    async createSignedPaymentLink({ trx, organization, path, body }) {
+      const input = { amount: body.amount, reference: body.reference, expiresInSeconds: body.expires_in_seconds };
+      const signed = await paymentLinks.signAmount(organization.id, path.linkId, input, trx);
       return { data: presentSignedLink(signed), headers: { 'Cache-Control': 'no-store' }, resource: linkResource(organization.id, signed.link) };
     },
     async listPayments({ organization, query }) {

@@ -192,10 +192,10 @@ export class PaymentLinksService {
     });
   }
 
-  async getLink(organizationId: string, linkId: string): Promise<PaymentLink> {
-    const link = await new PaymentLinksRepository(this.knex).findById(organizationId, linkId);
+  async getLink(organizationId: string, linkId: string, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
+    const link = await new PaymentLinksRepository(db).findById(organizationId, linkId);
     if (!link) throw new PaymentLinkNotFound();
-    return linkView(this.knex, link, this.clock());
+    return linkView(db, link, this.clock());
   }
 
   /** Newest first, `limit + 1` links (see toPage); 400 when the cursor is not one of the organisation's links. */
@@ -224,9 +224,9 @@ export class PaymentLinksService {
    * A tamper-proof `link_with_amount`: the amount, the reference and an expiry signed with
    * PAY_SECRET (`sig`, `exp`); the payment page refuses the URL once any of them is edited.
    */
-  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput): Promise<SignedAmountLink> {
+  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput, db: Knex | Knex.Transaction = this.knex): Promise<SignedAmountLink> {
     const now = this.clock();
-    const link = await this.getLink(organizationId, linkId);
+    const link = await this.getLink(organizationId, linkId, db);
     if (link.status !== 'active') throw new PaymentLinkNotActive(link.status);
     const amountMinor = parseAmount(input.amount, link.exponent, { field: 'body.amount' });
     checkAmountForLink(link, amountMinor, 'body.amount');
