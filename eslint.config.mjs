@@ -122,11 +122,6 @@ export default tseslint.config(
     },
   },
   {
-    // i22 removes: transfers-repository.ts and idempotency-repository.ts still write through `as never` (branch i22 owns them).
-    files: ['src/modules/transfers/transfers-repository.ts', 'src/modules/idempotency/idempotency-repository.ts'],
-    rules: { '@typescript-eslint/no-restricted-types': 'off' },
-  },
-  {
     files: ['scripts/**', 'test/**', 'clients/typescript/src/examples/**', 'clients/typescript/scripts/**'],
     rules: { 'no-console': 'off' },
   },

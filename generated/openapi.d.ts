@@ -61,7 +61,7 @@ export interface paths {
         put?: never;
         /**
          * Log out
-         * @description Revokes the session of the access token. The same access token and its refresh token are refused at once afterwards. No request body.
+         * @description Revokes the session of the access token. The same access token and its refresh token are refused at once afterwards. No request body. A logout retried with the same access token after a lost answer gets 401 `Unauthorized` (its session has ended), whatever its `Idempotency-Key`: take that 401 as the logout done.
          */
         post: operations["logout"];
         delete?: never;
@@ -2958,6 +2958,92 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * ProducedResourceDetails
+         * @description The resource that an already processed `Idempotency-Key` produced or changed, so a client that lost the first response can find it. Present with `IdempotencyKeyAlreadyProcessed` on the operations whose key names more kinds of resource than money movements (payment links, invoices, customers, API keys, webhook endpoints and deliveries, sessions, tontines); new kinds may be added.
+         */
+        ProducedResourceDetails: {
+            /** @description Kind of resource the key produced or changed, for example `payment_link`, `invoice`, `customer`, `api_key`, `webhook_endpoint`, `webhook_delivery`, `session`, `tontine`. */
+            resource_type: string;
+            /**
+             * Format: uuid
+             * @description Identifier of that resource.
+             */
+            resource_id: string;
+            /** @description Current status of that resource (for example `completed`). */
+            status: string;
+        };
+        /**
+         * ResourceAlreadyProcessedError
+         * @description The Idempotency-Key was already processed; `details` names the resource it produced or changed (fetch it instead of retrying).
+         */
+        ResourceAlreadyProcessedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyAlreadyProcessed";
+            message: components["schemas"]["ErrorMessage"];
+            details: components["schemas"]["ProducedResourceDetails"];
+        };
+        /**
+         * ConcurrentOperationError
+         * @description A request with the same Idempotency-Key is still being processed; retry after `Retry-After` seconds with the same key.
+         */
+        ConcurrentOperationError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "ConcurrentOperation";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * ResourceKeyConflictError
+         * @description Error envelope of a 409 on an operation whose optional `Idempotency-Key` names any kind of resource, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource) or `ConcurrentOperation` (no details).
+         */
+        ResourceKeyConflictError: components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * IdempotencyKeyReusedError
+         * @description The Idempotency-Key was already used with a different request; `details` names the operation and, when the key produced one, the resource.
+         */
+        IdempotencyKeyReusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "IdempotencyKeyReused";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description What the key was used for. */
+            details: {
+                /** @description The operationId the key was used with. */
+                operation: string;
+                /** @description Kind of resource the key produced, if any. */
+                resource_type?: string;
+                /**
+                 * Format: uuid
+                 * @description Identifier of that resource.
+                 */
+                resource_id?: string;
+                /** @description Current status of that resource. */
+                status?: string;
+            };
+        };
+        /**
          * RefreshSessionRequest
          * @description A refresh token returned by `POST /auth/login` or a previous refresh.
          */
@@ -3203,23 +3289,6 @@ export interface components {
             details: components["schemas"]["IdempotencyConflictDetails"];
         };
         /**
-         * ConcurrentOperationError
-         * @description A request with the same Idempotency-Key is still being processed; retry after `Retry-After` seconds with the same key.
-         */
-        ConcurrentOperationError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "ConcurrentOperation";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
          * IdempotencyConflictError
          * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
          */
@@ -3281,37 +3350,6 @@ export interface components {
                  * @enum {string}
                  */
                 party: "sender" | "recipient" | "buyer" | "seller";
-            };
-        };
-        /**
-         * IdempotencyKeyReusedError
-         * @description The Idempotency-Key was already used with a different request; `details` names the operation and, when the key produced one, the resource.
-         */
-        IdempotencyKeyReusedError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "IdempotencyKeyReused";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description What the key was used for. */
-            details: {
-                /** @description The operationId the key was used with. */
-                operation: string;
-                /** @description Kind of resource the key produced, if any. */
-                resource_type?: string;
-                /**
-                 * Format: uuid
-                 * @description Identifier of that resource.
-                 */
-                resource_id?: string;
-                /** @description Current status of that resource. */
-                status?: string;
             };
         };
         /**
@@ -4159,7 +4197,7 @@ export interface components {
          * TontineConflictError
          * @description Error envelope of a 409 on a tontine action, discriminated by `error`.
          */
-        TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"];
+        TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * TontineList
          * @description A page of the tontines the caller takes part in, newest first.
@@ -4259,8 +4297,7 @@ export interface components {
              */
             success: false;
             /**
-             * @description Stable error name.
-             * @constant
+             * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             error: "NotEnoughMembers";
@@ -4274,6 +4311,11 @@ export interface components {
                 member_count: number;
             };
         };
+        /**
+         * TontineStartUnprocessableError
+         * @description Error envelope of a 422 on starting a tontine, discriminated by `error`.
+         */
+        TontineStartUnprocessableError: components["schemas"]["NotEnoughMembersError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * ContributeToTontineRequest
          * @description The cycle the contribution pays: it must be the open one (`current_cycle` of the tontine). Naming it ties a payment to a cycle, so two taps around a cycle boundary (each with a new `Idempotency-Key`) cannot pay two cycles: the second answers 409 `ContributionAlreadyPaid` (the named cycle is paid) or `CycleNotOpen` (`details.open_cycle`).
@@ -4502,8 +4544,7 @@ export interface components {
              */
             success: false;
             /**
-             * @description Stable error name.
-             * @constant
+             * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             error: "DestinationAccountInactive";
@@ -4517,6 +4558,11 @@ export interface components {
                 destination_account_id: string;
             };
         };
+        /**
+         * DestinationAccountConflictError
+         * @description Error envelope of a 409 on creating a Checkout or a payment link, discriminated by `error`.
+         */
+        DestinationAccountConflictError: components["schemas"]["DestinationAccountInactiveError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * PaymentLinkList
          * @description A page of the organisation's payment links, newest first.
@@ -4576,8 +4622,7 @@ export interface components {
              */
             success: false;
             /**
-             * @description Stable error name.
-             * @constant
+             * @description Stable error name. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             error: "PaymentLinkNotActive";
@@ -4591,6 +4636,11 @@ export interface components {
                 status: "active" | "inactive" | "expired" | "completed";
             };
         };
+        /**
+         * PaymentLinkConflictError
+         * @description Error envelope of a 409 on a payment link action, discriminated by `error`.
+         */
+        PaymentLinkConflictError: components["schemas"]["PaymentLinkNotActiveError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * CreateSignedPaymentLinkRequest
          * @description The amount and reference to sign into a tamper-proof `link_with_amount`.
@@ -5055,7 +5105,7 @@ export interface components {
          * DocumentConflictError
          * @description Error envelope of a 409 on a billing document action, discriminated by `error`; each error has its own `details`.
          */
-        DocumentConflictError: components["schemas"]["InvalidStatusTransitionError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["InvoiceNotCreditableError"];
+        DocumentConflictError: components["schemas"]["InvalidStatusTransitionError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["InvoiceNotCreditableError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * ActionNotApplicableError
          * @description The action does not exist for this kind of document (for example accepting an invoice).
@@ -5992,10 +6042,10 @@ export interface components {
             };
         };
         /**
-         * WebhookEndpointUnprocessableError
-         * @description Error envelope of a 422 on creating or changing a webhook endpoint, discriminated by `error`.
+         * WebhookEndpointCreateUnprocessableError
+         * @description Error envelope of a 422 on creating a webhook endpoint, discriminated by `error`.
          */
-        WebhookEndpointUnprocessableError: components["schemas"]["WebhookUrlNotAllowedError"] | components["schemas"]["TooManyWebhookEndpointsError"];
+        WebhookEndpointCreateUnprocessableError: components["schemas"]["WebhookUrlNotAllowedError"] | components["schemas"]["TooManyWebhookEndpointsError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * WebhookEndpointResponse
          * @description Envelope of one webhook endpoint.
@@ -6029,6 +6079,11 @@ export interface components {
              */
             status?: "enabled" | "disabled";
         };
+        /**
+         * WebhookEndpointUnprocessableError
+         * @description Error envelope of a 422 on creating or changing a webhook endpoint, discriminated by `error`.
+         */
+        WebhookEndpointUnprocessableError: components["schemas"]["WebhookUrlNotAllowedError"] | components["schemas"]["TooManyWebhookEndpointsError"];
         /**
          * RotateWebhookSecretRequest
          * @description How long the current secret keeps signing deliveries beside the new one.
@@ -7153,6 +7208,32 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key was already processed; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
+        ResourceKeyConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ResourceKeyConflictError"];
+            };
+        };
+        /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+            };
+        };
         /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
         IdempotencyConflict: {
             headers: {
@@ -7218,28 +7299,18 @@ export interface components {
                 "application/json": components["schemas"]["EscrowUnprocessableError"];
             };
         };
-        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now (it was already released, disputed after the inspection period...). `details` names the current `status`, the `action` and the caller's `allowed_actions`. Read the escrow again before retrying. */
+        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now (it was already released, disputed after the inspection period...). `details` names the current `status`, the `action` and the caller's `allowed_actions`. Read the escrow again before retrying. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         EscrowStateConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["InvalidEscrowStateError"];
-            };
-        };
-        /** @description `IdempotencyKeyReused`: the `Idempotency-Key` was already used by this user for this operation with a different request body. */
-        IdempotencyKeyReused: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+                "application/json": components["schemas"]["EscrowActionConflictError"];
             };
         };
         /** @description `TontineNotFound`: no tontine has this id, or the caller is neither a member nor invited. Both answer exactly the same. */
@@ -7254,9 +7325,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The tontine's state does not allow the action. `InvalidTontineState`: not in this status (`details`: `status`, the current status; `action`; `allowed_actions`, what the caller may do now). `AlreadyMember`: the user already belongs to it. `TontineFull`: `max_members` reached. */
+        /** @description The tontine's state does not allow the action. `InvalidTontineState`: not in this status (`details`: `status`, the current status; `action`; `allowed_actions`, what the caller may do now). `AlreadyMember`: the user already belongs to it. `TontineFull`: `max_members` reached. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         TontineConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -7303,19 +7376,21 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `DestinationAccountInactive`: the destination account is not active (`details.destination_account_id`). */
+        /** @description `DestinationAccountInactive`: the destination account is not active (`details.destination_account_id`). With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource it produced or changed: fetch it instead of retrying) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         DestinationAccountConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["DestinationAccountInactiveError"];
+                "application/json": components["schemas"]["DestinationAccountConflictError"];
             };
         };
-        /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). */
+        /** @description `OrganizationInactive`: the organisation is not active (inactive or suspended). `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request (`details` name the operation and what the key produced). */
         OrganizationInactive: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -7339,16 +7414,18 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `PaymentLinkNotActive`: the link no longer accepts this change (it is inactive, expired or completed; `details.status` says which). */
+        /** @description `PaymentLinkNotActive`: the link no longer accepts this change (it is inactive, expired or completed; `details.status` says which). With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource it produced or changed: fetch it instead of retrying) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         PaymentLinkConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["PaymentLinkNotActiveError"];
+                "application/json": components["schemas"]["PaymentLinkConflictError"];
             };
         };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller. `DocumentNotFound`: the document is not one of the organisation's. `CustomerNotFound`: the `customer_id` of the body is not a customer of the organisation. Identifiers of another organisation answer exactly like unknown ones. */
@@ -7376,9 +7453,11 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
-        /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. */
+        /** @description The document's current state does not allow the action: `InvalidStatusTransition` (for example paying a void invoice; `details` gives `kind`, `status`, `action`, `allowed_from`), `QuoteExpired` (the quote passed `expires_at`; it is now canceled), `InvoiceNotCreditable` (a credit note needs an open, paid or uncollectible invoice). Read the document again before retrying. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key was already processed; `details` and `Location` name the resource it produced or changed: fetch it instead of retrying) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds with the same key). */
         DocumentConflict: {
             headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 "X-Request-Id": components["headers"]["RequestId"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -7428,6 +7507,16 @@ export interface components {
     };
     parameters: {
         /**
+         * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+         * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+         */
+        IdempotencyKeyNotReplayed: string;
+        /**
+         * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+         * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+         */
+        IdempotencyKeyAccepted: string;
+        /**
          * @description Maximum number of items to return (1 to 500).
          * @example 50
          */
@@ -7468,11 +7557,6 @@ export interface components {
          */
         EscrowId: string;
         /**
-         * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-         * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-         */
-        IdempotencyKeyAccepted: string;
-        /**
          * @description UUID of a tontine. A tontine the caller neither belongs to nor is invited to answers 404 `TontineNotFound`, exactly as an unknown one.
          * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
          */
@@ -7502,6 +7586,11 @@ export interface components {
          * @example d4e5f6a7-b8c9-4d0e-8f1a-2b3c4d5e6f7a
          */
         InvoiceId: string;
+        /**
+         * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+         * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+         */
+        IdempotencyKeyShownOnce: string;
         /**
          * @description Identifier of an API key of the organisation.
          * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
@@ -7591,7 +7680,13 @@ export interface operations {
     login: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7641,7 +7736,13 @@ export interface operations {
     logout: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7662,6 +7763,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["ResourceKeyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7670,7 +7773,13 @@ export interface operations {
     refreshSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8190,7 +8299,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8290,7 +8399,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8390,7 +8499,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8546,7 +8655,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8652,7 +8761,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8732,7 +8841,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8793,7 +8902,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8843,7 +8952,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8904,7 +9013,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -8943,7 +9052,7 @@ export interface operations {
             409: components["responses"]["TontineConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `NotEnoughMembers`: a tontine starts with at least 2 members (`details.member_count`). */
+            /** @description `NotEnoughMembers`: a tontine starts with at least 2 members (`details.member_count`). `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -8952,7 +9061,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NotEnoughMembersError"];
+                    "application/json": components["schemas"]["TontineStartUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -9041,7 +9150,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
                  * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
@@ -9089,7 +9198,13 @@ export interface operations {
     getOrCreateCheckout: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9186,7 +9301,13 @@ export interface operations {
     createPaymentLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9283,7 +9404,13 @@ export interface operations {
     deactivatePaymentLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9339,7 +9466,13 @@ export interface operations {
     createSignedPaymentLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9680,7 +9813,13 @@ export interface operations {
     finalizeInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9724,7 +9863,13 @@ export interface operations {
     payInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9768,7 +9913,13 @@ export interface operations {
     markInvoiceUncollectible: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9812,7 +9963,13 @@ export interface operations {
     voidInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9856,7 +10013,13 @@ export interface operations {
     acceptQuote: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -9900,7 +10063,13 @@ export interface operations {
     cancelQuote: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10000,7 +10169,13 @@ export interface operations {
     createCustomer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10032,8 +10207,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -10368,7 +10545,13 @@ export interface operations {
     createApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10400,7 +10583,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). An `expires_at` not in the future or more than one year ahead is a 400 `ValidationError` naming `body.expires_at`. */
+            409: components["responses"]["ResourceKeyConflict"];
+            /** @description `TooManyApiKeys`: the organisation already has 20 active keys (revoke one first). An `expires_at` not in the future or more than one year ahead is a 400 `ValidationError` naming `body.expires_at`. `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -10502,7 +10686,13 @@ export interface operations {
     rollApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10539,9 +10729,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ApiKeyNotFound"];
-            /** @description `ApiKeyNotActive`: the key is revoked or expired. */
+            /** @description `ApiKeyNotActive`: the key is revoked or expired. With an `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already rolled this API key; `details` and `Location` name it; the new secret is not shown again) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds). */
             409: {
                 headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -10551,6 +10743,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10801,7 +10994,13 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -10833,9 +11032,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `WebhookUrlNotAllowed`: the URL is refused (`details.reason`: `scheme` (not https), `userinfo`, `port`, `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`). `TooManyWebhookEndpoints`: the organisation already has 16 endpoints. */
+            /** @description `WebhookUrlNotAllowed`: the URL is refused (`details.reason`: `scheme` (not https), `userinfo`, `port`, `private_address` (an IP literal or a resolved address that is private, loopback, link-local, CGNAT or metadata), `unresolvable`). `TooManyWebhookEndpoints`: the organisation already has 16 endpoints. `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -10844,7 +11044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookEndpointUnprocessableError"];
+                    "application/json": components["schemas"]["WebhookEndpointCreateUnprocessableError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -11029,7 +11229,13 @@ export interface operations {
     rotateWebhookEndpointSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyShownOnce"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -11077,8 +11283,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11087,7 +11295,13 @@ export interface operations {
     testWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -11131,6 +11345,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            409: components["responses"]["ResourceKeyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11207,7 +11423,13 @@ export interface operations {
     retryWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
             path: {
                 /**
                  * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
@@ -11256,6 +11478,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            409: components["responses"]["ResourceKeyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

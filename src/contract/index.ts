@@ -103,18 +103,39 @@ export interface IdempotentResource {
 export type Transaction = Knex.Transaction;
 
 /**
- * What the pipeline gives an operation that declares an Idempotency-Key: the transaction the key
+ * True when the pipeline applies the operation's Idempotency-Key: the contract declares it and
+ * the operation has a caller to scope keys to. An operation without one (login, refresh) accepts
+ * the header, which the pipeline checks, but records and replays nothing.
+ */
+type KeyApplied<Id extends OperationId> = Operation<Id>['idempotency'] extends null ? false : Operation<Id>['secured'] extends true ? true : false;
+
+/**
+ * What the pipeline gives an operation whose Idempotency-Key it applies: the transaction the key
  * is claimed for and completed in (the handler's effect runs in it), or the key itself when the
  * effect claims it in the database.
  */
-type IdempotencyPart<Id extends OperationId> = Operation<Id>['idempotency'] extends null
+type IdempotencyPart<Id extends OperationId> = KeyApplied<Id> extends false
   ? { trx?: undefined }
   : Id extends KeyClaimedInDatabase
     ? { idempotency: IdempotencyClaim }
     : { trx: Transaction };
 
-/** An operation the pipeline makes idempotent names the resource it produced or changed. */
-type ResourcePart<Id extends OperationId> = Operation<Id>['idempotency'] extends null ? unknown : Id extends KeyClaimedInDatabase ? unknown : { resource: IdempotentResource };
+/**
+ * An operation the pipeline makes idempotent names the resource it produced or changed. Work
+ * that must not run inside the key's transaction (an HTTP call: a webhook test delivery) goes in
+ * `afterCommit`, whose answer is then the response.
+ */
+type ResourcePart<Id extends OperationId> = KeyApplied<Id> extends false
+  ? unknown
+  : Id extends KeyClaimedInDatabase
+    ? unknown
+    : { resource: IdempotentResource; afterCommit?: () => Promise<Answer<Id>> };
+
+/**
+ * A refusal that keeps what the handler did (an expired quote is canceled, then 409
+ * QuoteExpired): the transaction commits, the key is not consumed, and `refusal` is answered.
+ */
+type RefusalPart<Id extends OperationId> = KeyApplied<Id> extends false ? never : Id extends KeyClaimedInDatabase ? never : { refusal: Error; data?: undefined };
 
 type Part<T> = [NonNullable<T>] extends [never] ? Record<never, never> : NonNullable<T>;
 type JsonBody<T> = NonNullable<T> extends { content: { 'application/json': infer Body } } ? Body : undefined;
@@ -175,8 +196,11 @@ type StreamResult<Id extends OperationId, S extends DataStatus<Id>> = Responses<
     : StatusPart<Id, S> & { headers?: Record<string, string>; stream: (out: ChunkWriter) => Promise<void>; data?: undefined }
   : never;
 
+/** A status the contract documents with a body of its shape. */
+type Answer<Id extends OperationId> = { [S in DataStatus<Id>]: JsonResult<Id, S> | StreamResult<Id, S> }[DataStatus<Id>];
+
 /** What a handler of `Id` may answer: a status the contract documents with a body of its shape. */
-export type HandlerResult<Id extends OperationId> = { [S in DataStatus<Id>]: JsonResult<Id, S> | StreamResult<Id, S> }[DataStatus<Id>] & ResourcePart<Id>;
+export type HandlerResult<Id extends OperationId> = (Answer<Id> & ResourcePart<Id>) | RefusalPart<Id>;
 
 export type Handler<Id extends OperationId> = (input: HandlerInput<Id>) => Promise<HandlerResult<Id>>;
 

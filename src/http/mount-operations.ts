@@ -48,6 +48,8 @@ type AnyResult = {
   headers?: Record<string, string | number>;
   stream?: (out: ChunkWriter) => Promise<void>;
   resource?: IdempotentResource;
+  afterCommit?: () => Promise<AnyResult>;
+  refusal?: Error;
 };
 type AnyHandler = (input: object) => Promise<AnyResult>;
 
@@ -150,8 +152,10 @@ export function idempotencyClaimOf(req: Request, operationId: OperationId): Idem
   const declared = OPERATIONS[operationId].idempotency;
   const raw = req.get('Idempotency-Key');
   if (!declared || (declared === 'optional' && raw === undefined)) return undefined;
-  if (!req.auth) throw new UnauthorizedError();
   const key = validateIdempotencyKey(raw);
+  // No caller to scope a key to (login, refresh): the key is checked, never recorded nor replayed.
+  if (!OPERATIONS[operationId].secured) return undefined;
+  if (!req.auth) throw new UnauthorizedError();
   // What identifies the request besides the key: its path parameters (when any) and its body
   // (none and an empty object are the same request: `POST /escrows/{id}/fund` with or without `{}`).
   const path = { ...req.params };
@@ -175,18 +179,22 @@ const claimedInDatabase = new Set<OperationId>(KEY_CLAIMED_IN_DATABASE);
  */
 async function runHandler(req: Request, operationId: OperationId, handler: AnyHandler, idempotency: MountOptions['idempotency']): Promise<AnyResult> {
   const input = inputOf(req, operationId);
-  const declared = OPERATIONS[operationId].idempotency;
+  const { idempotency: declared, secured } = OPERATIONS[operationId];
   if (!declared) return handler(input);
   const claim = idempotencyClaimOf(req, operationId);
+  if (!secured) return handler(input);
   if (claimedInDatabase.has(operationId)) return handler({ ...input, idempotency: claim });
   const defaultStatus = OPERATIONS[operationId].statuses[0] as number;
   const scope = claim && { userId: claim.userId, organizationId: claim.organizationId, operation: operationId, key: claim.key, requestHash: claim.requestHash };
-  return idempotency.perform(scope, async (trx) => {
+  // No body is stored with the key: a replay answers from the resource, never from a stored body.
+  const result = await idempotency.perform<AnyResult>(scope, async (trx) => {
     const result = await handler({ ...input, trx });
+    if (result.refusal) return { refusal: result.refusal };
     const resource = result.resource;
     if (!resource) throw new Error(`operation ${operationId} declares an Idempotency-Key but its handler named no resource`);
-    return { result, responseStatus: result.status ?? defaultStatus, responseBody: result.data, resource };
+    return { result, responseStatus: result.status ?? defaultStatus, resource };
   });
+  return result.afterCommit ? result.afterCommit() : result;
 }
 
 /** The route answering one operation: input from the request, result into the envelope. */

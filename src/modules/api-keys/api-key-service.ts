@@ -115,7 +115,7 @@ export class ApiKeyService {
     return withTransaction(this.knex, (trx) => this.createWithin(trx, organizationId, actorUserId, input));
   }
 
-  /** `create` inside the caller's transaction (the demo seed's). */
+  /** `create` inside the caller's transaction (the demo seed's, the Idempotency-Key's). */
   async createWithin(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: NewApiKey): Promise<ApiKeyWithSecretView> {
     const now = this.clock();
     const expiresAt = input.expiresAt === undefined ? new Date(now.getTime() + DEFAULT_API_KEY_LIFETIME_DAYS * DAY_MS) : new Date(input.expiresAt);
@@ -142,9 +142,15 @@ export class ApiKeyService {
     return { ...this.present(key, now), secret };
   }
 
-  async roll(organizationId: string, keyId: string, actorUserId: string, expireCurrentInSeconds = DEFAULT_ROLL_GRACE_SECONDS): Promise<ApiKeyWithSecretView> {
+  async roll(
+    organizationId: string,
+    keyId: string,
+    actorUserId: string,
+    expireCurrentInSeconds = DEFAULT_ROLL_GRACE_SECONDS,
+    db: Knex | Knex.Transaction = this.knex,
+  ): Promise<ApiKeyWithSecretView> {
     const now = this.clock();
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const keys = new ApiKeyRepository(trx);
       const current = await keys.find(organizationId, keyId, { forUpdate: true });
       if (!current) throw new ApiKeyNotFoundError();

@@ -9,7 +9,12 @@ export function authHandlers(auth: AuthService, sessions: SessionService): Handl
   return {
     login: async ({ body, clientIp }) => ({ data: await auth.logIn(body.identifier, body.password, clientIp), headers: NO_STORE }),
     refreshSession: async ({ body }) => ({ data: await sessions.refresh(body.refresh_token), headers: NO_STORE }),
-    logout: async ({ caller }) => ({ data: await sessions.logout(caller.sessionId), message: 'Logged out.' }),
+    // A session has no URL of its own: a replay names it without a Location.
+    logout: async ({ trx, caller }) => ({
+      data: await sessions.logout(caller.sessionId, trx),
+      message: 'Logged out.',
+      resource: { type: 'session', id: caller.sessionId, status: 'revoked', location: '' },
+    }),
     getMe: async ({ caller }) => ({ data: await auth.me(caller.userId) }),
   };
 }

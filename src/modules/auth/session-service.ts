@@ -92,8 +92,8 @@ export class SessionService {
   }
 
   /** Ends the session of the caller's access token (idempotent). */
-  async logout(sessionId: string): Promise<{ session_id: string; revoked: true }> {
-    await new SessionRepository(this.knex).revoke(sessionId, 'logout');
+  async logout(sessionId: string, db: Knex | Knex.Transaction = this.knex): Promise<{ session_id: string; revoked: true }> {
+    await new SessionRepository(db).revoke(sessionId, 'logout');
     return { session_id: sessionId, revoked: true };
   }
 }

@@ -1,4 +1,4 @@
-import type { Handlers, Schemas } from '../../contract';
+import type { Handlers, IdempotentResource, Schemas } from '../../contract';
 import type { StoredEvent } from './event-repository';
 import { presentEvent } from './event-presenter';
 import type { EventQuery, EventsService } from './events-service';
@@ -46,6 +46,17 @@ export function eventsHandlers(events: EventsService): Handlers<EventOperation> 
   };
 }
 
+/** What an Idempotency-Key replay names (never the signing secret). */
+function endpointResource(organizationId: string, endpoint: { id: string; status: string }): IdempotentResource {
+  return { type: 'webhook_endpoint', id: endpoint.id, status: endpoint.status, location: `/api/business/organizations/${organizationId}/webhook-endpoints/${endpoint.id}` };
+}
+
+/** A delivery has no URL of its own: a replay points at its endpoint's deliveries. */
+function deliveryResource(organizationId: string, delivery: { id: string; endpointId: string; status: string }): IdempotentResource {
+  const location = `/api/business/organizations/${organizationId}/webhook-endpoints/${delivery.endpointId}/deliveries`;
+  return { type: 'webhook_delivery', id: delivery.id, status: delivery.status, location };
+}
+
 /** Webhook endpoints of an organisation and their deliveries (owner or admin). */
 export function webhookHandlers(webhooks: WebhookService, clock: () => Date): Handlers<WebhookOperation> {
   const endpoint = (value: Parameters<typeof presentEndpoint>[0]) => presentEndpoint(value, clock());
@@ -54,18 +65,23 @@ export function webhookHandlers(webhooks: WebhookService, clock: () => Date): Ha
       const endpoints = await webhooks.list(organization.id);
       return { data: { object: 'list', data: endpoints.map(endpoint), has_more: false, next_cursor: null } };
     },
-    async createWebhookEndpoint({ organization, body }) {
-      const created = await webhooks.create(organization.id, { url: body.url, events: body.events, description: body.description });
-      return { data: presentEndpointWithSecret(created, clock()) };
+    async createWebhookEndpoint({ trx, organization, body }) {
+      const created = await webhooks.create(organization.id, { url: body.url, events: body.events, description: body.description }, trx);
+      return { data: presentEndpointWithSecret(created, clock()), resource: endpointResource(organization.id, created) };
     },
     getWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.get(organization.id, path.endpointId)) }),
     updateWebhookEndpoint: async ({ organization, path, body }) => ({ data: endpoint(await webhooks.update(organization.id, path.endpointId, body)) }),
     deleteWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.remove(organization.id, path.endpointId)) }),
-    async rotateWebhookEndpointSecret({ organization, path, body }) {
-      const rotated = await webhooks.rotateSecret(organization.id, path.endpointId, body?.expire_current_in_seconds ?? 86_400);
-      return { data: presentEndpointWithSecret(rotated, clock()) };
+    async rotateWebhookEndpointSecret({ trx, organization, path, body }) {
+      const rotated = await webhooks.rotateSecret(organization.id, path.endpointId, body?.expire_current_in_seconds ?? 86_400, trx);
+      return { data: presentEndpointWithSecret(rotated, clock()), resource: endpointResource(organization.id, rotated) };
     },
-    testWebhookEndpoint: async ({ organization, path }) => ({ data: presentDelivery(await webhooks.test(organization.id, path.endpointId)) }),
+    // The attempt is an HTTP call: it runs once the delivery (and the key) is committed.
+    async testWebhookEndpoint({ trx, organization, path }) {
+      const recorded = await webhooks.recordTest(organization.id, path.endpointId, trx);
+      const afterCommit = async () => ({ status: 202 as const, data: presentDelivery(await webhooks.deliver(recorded.id)) });
+      return { status: 202, data: presentDelivery(recorded), resource: deliveryResource(organization.id, recorded), afterCommit };
+    },
     async listWebhookDeliveries({ organization, path, query }) {
       const limit = query.limit ?? DEFAULT_EVENT_LIMIT;
       const rows = await webhooks.deliveries(organization.id, path.endpointId, { status: query.status, limit, startingAfter: query.starting_after });
@@ -73,6 +89,10 @@ export function webhookHandlers(webhooks: WebhookService, clock: () => Date): Ha
       const data = (hasMore ? rows.slice(0, limit) : rows).map(presentDelivery);
       return { data: { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null } };
     },
-    retryWebhookDelivery: async ({ organization, path }) => ({ data: presentDelivery(await webhooks.retry(organization.id, path.endpointId, path.deliveryId)) }),
+    async retryWebhookDelivery({ trx, organization, path }) {
+      const leased = await webhooks.leaseForRetry(organization.id, path.endpointId, path.deliveryId, trx);
+      const afterCommit = async () => ({ status: 202 as const, data: presentDelivery(await webhooks.deliver(leased.id)) });
+      return { status: 202, data: presentDelivery(leased), resource: deliveryResource(organization.id, leased), afterCommit };
+    },
   };
 }

@@ -82,10 +82,10 @@ export class WebhookService {
     return endpoint;
   }
 
-  async create(organizationId: string, input: { url: string; events: string[]; description?: string | null }): Promise<WebhookEndpoint> {
+  async create(organizationId: string, input: { url: string; events: string[]; description?: string | null }, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
     WebhookService.checkEvents(input.events);
     await this.checkUrl(input.url);
-    return withTransaction(this.deps.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new WebhookRepository(trx);
       await repo.lockOrganization(organizationId);
       if ((await repo.countEndpoints(organizationId)) >= MAX_ENDPOINTS) {
@@ -124,8 +124,8 @@ export class WebhookService {
   }
 
   /** A new secret; the current one keeps signing (beside it) for `expireCurrentInSeconds`. */
-  async rotateSecret(organizationId: string, id: string, expireCurrentInSeconds: number): Promise<WebhookEndpoint> {
-    return withTransaction(this.deps.knex, async (trx) => {
+  async rotateSecret(organizationId: string, id: string, expireCurrentInSeconds: number, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
+    return withTransaction(db, async (trx) => {
       const repo = new WebhookRepository(trx);
       const endpoint = await repo.findEndpoint(organizationId, id, { forUpdate: true });
       if (!endpoint) throw new NotFoundError(NOT_FOUND);
@@ -142,7 +142,15 @@ export class WebhookService {
 
   /** Records `webhook_endpoint.test` for this endpoint alone and makes its first attempt now. */
   async test(organizationId: string, id: string): Promise<WebhookDelivery> {
-    const deliveryId = await withTransaction(this.deps.knex, async (trx) => {
+    return this.deliver((await this.recordTest(organizationId, id)).id);
+  }
+
+  /**
+   * The first half of `test`, in `db` (the caller's transaction when it is one): the test event
+   * and its delivery, leased for the attempt `deliver` makes once this is committed.
+   */
+  async recordTest(organizationId: string, id: string, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookDelivery> {
+    return withTransaction(db, async (trx) => {
       const repo = new WebhookRepository(trx);
       const endpoint = await repo.findEndpoint(organizationId, id);
       if (!endpoint) throw new NotFoundError(NOT_FOUND);
@@ -158,9 +166,8 @@ export class WebhookService {
       });
       const delivery = (await repo.findDeliveryForEvent(endpoint.id, event.id)) as WebhookDelivery;
       await repo.lease(delivery.id, this.leaseUntil(), this.deps.clock());
-      return delivery.id;
+      return delivery;
     });
-    return this.deliver(deliveryId);
   }
 
   async deliveries(organizationId: string, endpointId: string, filter: { status?: DeliveryStatus; limit: number; startingAfter?: string }): Promise<WebhookDelivery[]> {
@@ -171,12 +178,17 @@ export class WebhookService {
 
   /** Sends a delivery again now (whatever its status) and answers it as it stands after that attempt. */
   async retry(organizationId: string, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
-    const repo = new WebhookRepository(this.deps.knex);
-    if (!(await repo.findEndpoint(organizationId, endpointId)) || !(await repo.findDelivery(endpointId, deliveryId))) {
-      throw new NotFoundError('No delivery of this endpoint has this id.');
-    }
-    await repo.lease(deliveryId, this.leaseUntil(), this.deps.clock());
+    await this.leaseForRetry(organizationId, endpointId, deliveryId);
     return this.deliver(deliveryId);
+  }
+
+  /** The first half of `retry`, in `db`: the delivery, leased for the attempt `deliver` makes once this is committed. */
+  async leaseForRetry(organizationId: string, endpointId: string, deliveryId: string, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookDelivery> {
+    const repo = new WebhookRepository(db);
+    const delivery = (await repo.findEndpoint(organizationId, endpointId)) ? await repo.findDelivery(endpointId, deliveryId) : undefined;
+    if (!delivery) throw new NotFoundError('No delivery of this endpoint has this id.');
+    await repo.lease(deliveryId, this.leaseUntil(), this.deps.clock());
+    return delivery;
   }
 
   /**

@@ -95,14 +95,18 @@ export interface ClaimInput {
 
 export interface Completion {
   responseStatus: number;
-  responseBody: unknown;
+  /** Stored when given; none leaves the column NULL. */
+  responseBody?: unknown;
   resourceType: string;
   resourceId: string;
   resourceStatus: string;
   resourceLocation: string;
 }
 
-const FRESH_CLAIM = (knex: Db, input: ClaimInput) => ({
+/** What a write sets: each column with its own type, or SQL the database computes (`now() + ...`). */
+type RowWrite = { [Column in keyof Row]?: Row[Column] | Knex.Raw };
+
+const FRESH_CLAIM = (knex: Db, input: ClaimInput): RowWrite => ({
   request_hash: input.requestHash,
   status: 'in_progress',
   claim_token: input.claimToken,
@@ -126,7 +130,7 @@ export const idempotencyRepository = {
     const rows = await prepared(
       byOrganization ? 'idempotency_insert_org_claim' : 'idempotency_insert_claim',
       db<Row>('idempotency_keys')
-        .insert({ ...ownerOf(input), operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } as never)
+        .insert({ ...ownerOf(input), operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } satisfies RowWrite)
         .onConflict([byOrganization ? 'organization_id' : 'user_id', 'operation', 'key'])
         .ignore()
         .returning('*'),
@@ -144,7 +148,7 @@ export const idempotencyRepository = {
     const rows = await db<Row>('idempotency_keys')
       .where({ id })
       .andWhere((qb) => qb.where('expires_at', '<=', db.fn.now()).orWhere((q) => q.where('status', 'in_progress').andWhere('locked_until', '<=', db.fn.now())))
-      .update(FRESH_CLAIM(db, input) as never)
+      .update(FRESH_CLAIM(db, input))
       .returning('*');
     const row = rows[0] as Row | undefined;
     return row ? toRecord(row) : undefined;
@@ -173,7 +177,7 @@ export const idempotencyRepository = {
       trx('idempotency_keys').where({ id, claim_token: claimToken, status: 'in_progress' }).update({
         status: 'completed',
         response_status: completion.responseStatus,
-        response_body: JSON.stringify(completion.responseBody),
+        response_body: completion.responseBody === undefined ? null : JSON.stringify(completion.responseBody),
         resource_type: completion.resourceType,
         resource_id: completion.resourceId,
         resource_status: completion.resourceStatus,

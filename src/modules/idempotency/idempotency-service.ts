@@ -68,8 +68,26 @@ export interface IdempotentOutcome<T> {
   result: T;
   /** The HTTP status the operation answers with (stored for GET /idempotency-keys/{key}). */
   responseStatus: number;
-  responseBody: unknown;
+  /**
+   * The body, stored with the key when given. The HTTP pipeline gives none: a replay answers
+   * from the resource (409 with its type, id, status and Location), never from a stored body,
+   * so no secret shown once (an API key's, a webhook signing secret) is kept with a key.
+   */
+  responseBody?: unknown;
   resource: IdempotentResource;
+}
+
+/**
+ * An effect that refuses but keeps what it did (an expired quote is canceled, then 409
+ * QuoteExpired): its transaction commits, the key's claim is released in it (the key was not
+ * consumed), then `refusal` is thrown.
+ */
+export interface RefusedOutcome {
+  refusal: Error;
+}
+
+function isRefusal<T>(outcome: IdempotentOutcome<T> | RefusedOutcome): outcome is RefusedOutcome {
+  return 'refusal' in outcome;
 }
 
 /** Reads the current status of a produced resource, so a replay reports e.g. a settled transfer. */
@@ -155,18 +173,31 @@ export class IdempotencyService {
    * in that transaction with the outcome's response and resource. Without one, the effect runs
    * alone, in the same kind of transaction.
    */
-  async perform<T>(request: IdempotentRequest | undefined, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T>>): Promise<T> {
-    if (!request) return withTransaction(this.knex, async (trx) => (await effect(trx)).result);
+  async perform<T>(request: IdempotentRequest | undefined, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>): Promise<T> {
+    if (!request) {
+      const outcome = await withTransaction(this.knex, effect);
+      if (isRefusal(outcome)) throw outcome.refusal;
+      return outcome.result;
+    }
     return this.execute(request, effect);
   }
 
   /** Claims `request.key` (already checked: validateIdempotencyKey), runs `effect` and completes the key in its transaction. */
-  async execute<T>(request: IdempotentRequest, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T>>): Promise<T> {
+  async execute<T>(request: IdempotentRequest, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>): Promise<T> {
     const hash = request.requestHash ?? requestHash(request.request);
     const claim = await this.claim({ userId: request.userId, organizationId: request.organizationId, operation: request.operation, key: request.key }, hash);
+    let refused: RefusedOutcome | undefined;
+    let result: T;
     try {
-      return await withTransaction(this.knex, async (trx) => {
+      result = await withTransaction(this.knex, async (trx) => {
+        refused = undefined;
         const outcome = await effect(trx);
+        if (isRefusal(outcome)) {
+          // What the effect did commits; the key does not: its claim goes in the same transaction.
+          await idempotencyRepository.release(trx, claim.id, claim.claimToken);
+          refused = outcome;
+          return undefined as T;
+        }
         // Fenced by the claim token: if the lease lapsed and another request took the key
         // over meanwhile, this updates nothing and the whole effect rolls back.
         const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, {
@@ -186,6 +217,8 @@ export class IdempotencyService {
       });
       throw error;
     }
+    if (refused) throw refused.refusal;
+    return result;
   }
 
   /** GET /idempotency-keys/{key}: the caller's live record of `key` (the newest when several operations used it). */

@@ -1,5 +1,5 @@
 /** Public face of the idempotency module: Idempotency-Key bookkeeping for every mutation. */
 export { IdempotencyService, canonicalJson, keyAlreadyProcessed, keyReused, requestHash, validateIdempotencyKey } from './idempotency-service';
-export type { IdempotencyKeyView, IdempotencyServiceOptions, IdempotentOutcome, IdempotentRequest, IdempotentResource, ResourceStatusReader } from './idempotency-service';
+export type { IdempotencyKeyView, IdempotencyServiceOptions, IdempotentOutcome, IdempotentRequest, RefusedOutcome, IdempotentResource, ResourceStatusReader } from './idempotency-service';
 export { idempotencyHandlers } from './idempotency-handlers';
 export { idempotencyJobs } from './idempotency-jobs';

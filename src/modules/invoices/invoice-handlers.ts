@@ -7,6 +7,11 @@ function documentResource(organizationId: string, doc: DocumentView): Idempotent
   return { type: doc.kind, id: doc.id, status: doc.status, location: `/api/business/organizations/${organizationId}/invoices/${doc.id}` };
 }
 
+/** A document action's answer: the document, and the resource a replay of its key names. */
+function changed(organizationId: string, doc: DocumentView) {
+  return { data: presentDocument(doc), resource: documentResource(organizationId, doc) };
+}
+
 type InvoiceOperation =
   | 'listInvoices'
   | 'createInvoice'
@@ -48,14 +53,17 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
       return { data: presentDocument(created), resource: documentResource(organization.id, created) };
     },
     getInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.getDocument(organization.id, path.invoiceId)) }),
-    finalizeInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.finalize(organization.id, path.invoiceId)) }),
-    payInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'pay')) }),
-    markInvoiceUncollectible: async ({ organization, path }) => ({
-      data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'mark_uncollectible')),
-    }),
-    voidInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'void')) }),
-    cancelQuote: async ({ organization, path }) => ({ data: presentDocument(await invoices.transition(organization.id, path.invoiceId, 'cancel')) }),
-    acceptQuote: async ({ organization, path, caller }) => ({ data: presentDocument(await invoices.acceptQuote(organization.id, path.invoiceId, caller.userId)) }),
+    finalizeInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.finalize(organization.id, path.invoiceId, trx)),
+    payInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'pay', trx)),
+    markInvoiceUncollectible: async ({ trx, organization, path }) =>
+      changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'mark_uncollectible', trx)),
+    voidInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'void', trx)),
+    cancelQuote: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'cancel', trx)),
+    async acceptQuote({ trx, organization, path, caller }) {
+      const outcome = await invoices.tryAcceptQuote(trx, organization.id, path.invoiceId, caller.userId);
+      // An expired quote is canceled and refused: the cancellation commits, the key stays free.
+      return 'refusal' in outcome ? { refusal: outcome.refusal } : changed(organization.id, outcome.document);
+    },
     async createCreditNote({ trx, organization, path, caller, body }) {
       const note = await invoices.createCreditNote(
         trx,
@@ -66,9 +74,10 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
       );
       return { data: presentDocument(note), resource: documentResource(organization.id, note) };
     },
-    async createCustomer({ organization, body }) {
-      const customer = await invoices.createCustomer(organization.id, { name: body.name, email: body.email, phone: body.phone });
-      return { data: presentCustomer(customer) };
+    async createCustomer({ trx, organization, body }) {
+      const customer = await invoices.createCustomer(organization.id, { name: body.name, email: body.email, phone: body.phone }, trx);
+      // A customer has no URL of its own: a replay names it without a Location.
+      return { data: presentCustomer(customer), resource: { type: 'customer', id: customer.id, status: 'active', location: '' } };
     },
   };
 }

@@ -108,8 +108,8 @@ export class InvoiceService {
     return { ...doc, exponent: currency.exponent };
   }
 
-  async createCustomer(organizationId: string, input: CreateCustomerInput): Promise<Customer> {
-    return new InvoiceRepository(this.knex).insertCustomer({
+  async createCustomer(organizationId: string, input: CreateCustomerInput, db: Knex | Knex.Transaction = this.knex): Promise<Customer> {
+    return new InvoiceRepository(db).insertCustomer({
       organizationId,
       name: input.name,
       email: input.email ? input.email.toLowerCase() : null,
@@ -187,9 +187,9 @@ export class InvoiceService {
   }
 
   /** Draft invoice or quote -> open, with its number, issue date and due date or expiry. */
-  async finalize(organizationId: string, id: string): Promise<DocumentView> {
+  async finalize(organizationId: string, id: string, db: Knex | Knex.Transaction = this.knex): Promise<DocumentView> {
     const now = this.now();
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const doc = await this.lock(repo, organizationId, id);
       const status = nextStatus(doc.kind, doc.status, 'finalize');
@@ -209,9 +209,9 @@ export class InvoiceService {
   }
 
   /** pay, mark_uncollectible, void (invoice or credit note), cancel (quote). */
-  async transition(organizationId: string, id: string, action: Exclude<DocumentAction, 'finalize' | 'accept'>): Promise<DocumentView> {
+  async transition(organizationId: string, id: string, action: Exclude<DocumentAction, 'finalize' | 'accept'>, db: Knex | Knex.Transaction = this.knex): Promise<DocumentView> {
     const now = this.now();
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const peek = await repo.findDocument(organizationId, id);
       if (!peek) throw new DocumentNotFoundError();
@@ -241,8 +241,18 @@ export class InvoiceService {
 
   /** Open quote -> accepted, creating its draft invoice. An expired quote is canceled instead (409 QuoteExpired). */
   async acceptQuote(organizationId: string, id: string, actorUserId: string): Promise<DocumentView> {
+    const outcome = await this.tryAcceptQuote(this.knex, organizationId, id, actorUserId);
+    if ('refusal' in outcome) throw outcome.refusal;
+    return outcome.document;
+  }
+
+  /**
+   * `acceptQuote` in `db` (the caller's transaction when it is one): an expired quote is canceled
+   * and answered as a refusal to throw once that cancellation is committed.
+   */
+  async tryAcceptQuote(db: Knex | Knex.Transaction, organizationId: string, id: string, actorUserId: string): Promise<{ document: DocumentView } | { refusal: QuoteExpiredError }> {
     const now = this.now();
-    const outcome = await withTransaction(this.knex, async (trx) => {
+    const outcome = await withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const quote = await this.lock(repo, organizationId, id);
       if (quote.kind !== 'quote') throw new ActionNotApplicableError(quote.kind, 'accept');
@@ -272,8 +282,8 @@ export class InvoiceService {
       await recordDocumentEvent(trx, 'created', await this.view(trx, invoice), null, now, actorUserId);
       return { document: accepted, expiredAt: undefined };
     });
-    if (!outcome.document) throw new QuoteExpiredError(outcome.expiredAt as Date);
-    return outcome.document;
+    if (!outcome.document) return { refusal: new QuoteExpiredError(outcome.expiredAt as Date) };
+    return { document: outcome.document };
   }
 
   /**

@@ -108,8 +108,13 @@ export class PaymentLinksService {
    * then everyone reads the winner. A deactivated Checkout is reactivated (same code).
    * `requireSignedAmount`, when given, sets whether its page accepts only signed amounts.
    */
-  getOrCreateCheckout(organizationId: string, userId: string, input: { destinationAccountId: string; requireSignedAmount?: boolean }): Promise<PaymentLink> {
-    return withTransaction(this.knex, async (trx) => {
+  getOrCreateCheckout(
+    organizationId: string,
+    userId: string,
+    input: { destinationAccountId: string; requireSignedAmount?: boolean },
+    db: Knex | Knex.Transaction = this.knex,
+  ): Promise<PaymentLink> {
+    return withTransaction(db, async (trx) => {
       const links = new PaymentLinksRepository(trx);
       const account = await this.destination(trx, organizationId, input.destinationAccountId);
       const createdId = await links.insertCheckoutIfAbsent({
@@ -136,9 +141,9 @@ export class PaymentLinksService {
   }
 
   /** A one-off link: a fixed amount, or an amount the customer chooses within optional bounds. */
-  createLink(organizationId: string, userId: string, input: CreateLinkInput): Promise<PaymentLink> {
+  createLink(organizationId: string, userId: string, input: CreateLinkInput, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
     const now = this.clock();
-    return withTransaction(this.knex, async (trx) => {
+    return withTransaction(db, async (trx) => {
       const links = new PaymentLinksRepository(trx);
       const account = await this.destination(trx, organizationId, input.destinationAccountId);
       const { exponent } = account;
@@ -187,10 +192,10 @@ export class PaymentLinksService {
     });
   }
 
-  async getLink(organizationId: string, linkId: string): Promise<PaymentLink> {
-    const link = await new PaymentLinksRepository(this.knex).findById(organizationId, linkId);
+  async getLink(organizationId: string, linkId: string, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
+    const link = await new PaymentLinksRepository(db).findById(organizationId, linkId);
     if (!link) throw new PaymentLinkNotFound();
-    return linkView(this.knex, link, this.clock());
+    return linkView(db, link, this.clock());
   }
 
   /** Newest first, `limit + 1` links (see toPage); 400 when the cursor is not one of the organisation's links. */
@@ -201,8 +206,8 @@ export class PaymentLinksService {
   }
 
   /** Links are deactivated, never deleted. Deactivating an inactive link changes nothing. */
-  deactivate(organizationId: string, linkId: string): Promise<PaymentLink> {
-    return withTransaction(this.knex, async (trx) => {
+  deactivate(organizationId: string, linkId: string, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
+    return withTransaction(db, async (trx) => {
       const links = new PaymentLinksRepository(trx);
       if (!(await links.exists(organizationId, linkId))) throw new PaymentLinkNotFound();
       await links.lock(linkId);
@@ -219,9 +224,9 @@ export class PaymentLinksService {
    * A tamper-proof `link_with_amount`: the amount, the reference and an expiry signed with
    * PAY_SECRET (`sig`, `exp`); the payment page refuses the URL once any of them is edited.
    */
-  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput): Promise<SignedAmountLink> {
+  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput, db: Knex | Knex.Transaction = this.knex): Promise<SignedAmountLink> {
     const now = this.clock();
-    const link = await this.getLink(organizationId, linkId);
+    const link = await this.getLink(organizationId, linkId, db);
     if (link.status !== 'active') throw new PaymentLinkNotActive(link.status);
     const amountMinor = parseAmount(input.amount, link.exponent, { field: 'body.amount' });
     checkAmountForLink(link, amountMinor, 'body.amount');

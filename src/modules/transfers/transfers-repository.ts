@@ -51,6 +51,8 @@ interface Row {
   created_at: Date;
   updated_at: Date;
   settled_at: Date | null;
+  /** Set while an instance hands the transfer to its rail, or awaits the rail's outcome. */
+  rail_lease_until: Date | null;
 }
 
 function toTransfer(row: Row): Transfer {
@@ -172,14 +174,14 @@ export class TransfersRepository {
 
   /** The rail accepted the transfer: its lease now runs while the outcome is awaited (`awaitOutcomeSeconds`). */
   async markSubmitted(id: string, railReference: string, awaitOutcomeSeconds: number): Promise<void> {
-    await this.db('transfers')
+    await this.db<Row>('transfers')
       .where({ id, status: 'pending' })
       .update({
         rail_reference: railReference,
         submitted_at: this.db.raw('coalesce(submitted_at, now())'),
         rail_lease_until: this.db.raw('now() + make_interval(secs => ?)', [awaitOutcomeSeconds]),
         updated_at: this.db.fn.now(),
-      } as never);
+      });
   }
 
   async markSettled(
@@ -196,7 +198,7 @@ export class TransfersRepository {
         failure_reason: settlement.failureReason ?? null,
         settled_at: this.db.fn.now(),
         updated_at: this.db.fn.now(),
-      } as never)
+      })
       .returning('*');
     return toTransfer(row as Row);
   }
@@ -228,11 +230,11 @@ export class TransfersRepository {
 
   /** Claims one pending rail transfer for `leaseSeconds` unless someone holds its lease (see claimForHandOver). */
   async claimOneForHandOver(id: string, leaseSeconds: number): Promise<Transfer | undefined> {
-    const [row] = (await this.db('transfers')
+    const [row] = (await this.db<Row>('transfers')
       .where({ id, status: 'pending' })
       .whereNot('rail', 'p2p')
       .andWhere((q) => q.whereNull('rail_lease_until').orWhere('rail_lease_until', '<=', this.db.fn.now()))
-      .update({ rail_lease_until: this.db.raw('now() + make_interval(secs => ?)', [leaseSeconds]) } as never)
+      .update({ rail_lease_until: this.db.raw('now() + make_interval(secs => ?)', [leaseSeconds]) })
       .returning('*')) as Row[];
     return row ? toTransfer(row) : undefined;
   }
@@ -240,6 +242,6 @@ export class TransfersRepository {
   /** Gives up hand-over leases (this instance stops and forgets what it handed over): the next sweep takes the transfers. */
   async releaseHandOver(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db('transfers').whereIn('id', [...ids]).andWhere({ status: 'pending' }).update({ rail_lease_until: null } as never);
+    await this.db<Row>('transfers').whereIn('id', [...ids]).andWhere({ status: 'pending' }).update({ rail_lease_until: null });
   }
 }
