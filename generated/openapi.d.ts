@@ -8791,7 +8791,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];

@@ -6,7 +6,7 @@ import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { createCaller, walletBalance, type TestCaller } from '../support/factories';
-import { contribute, createTontine, enrol, poolBalance } from '../support/tontines';
+import { contribute, createTontine, enrol, poolBalance, TONTINE_BODY } from '../support/tontines';
 
 let app: App;
 const knex = testKnex();
@@ -483,6 +483,27 @@ describe('contributions', () => {
     const { tontine } = await startedTontine();
     const outsider = await createCaller(app, { XOF: 5_000n });
     expect((await contribute(app, tontine.id, outsider)).body.error).toBe('TontineNotFound');
+  });
+});
+
+describe('Idempotency-Key on tontine creation (optional)', () => {
+  it('a processed key replays 409 naming the tontine (its contract documents resource_type tontine), and creates nothing', async () => {
+    const organizer = await createCaller(app, { XOF: 5_000n });
+    const key = crypto.randomUUID();
+    const body = { ...TONTINE_BODY, name: `Replayed ${key.slice(0, 8)}` };
+    const created = await request(app).post('/api/tontines').set(organizer.auth).set('Idempotency-Key', key).send(body);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const replay = await request(app).post('/api/tontines').set(organizer.auth).set('Idempotency-Key', key).send(body);
+    expect(replay.status, JSON.stringify(replay.body)).toBe(409);
+    expect(replay.headers.location).toBe(`/api/tontines/${created.body.data.id}`);
+    expect(replay.body).toEqual({
+      success: false,
+      error: 'IdempotencyKeyAlreadyProcessed',
+      message: expect.any(String),
+      details: { resource_type: 'tontine', resource_id: created.body.data.id, status: expect.any(String) },
+    });
+    const named = await knex('tontines').where({ organizer_user_id: organizer.user.id, name: body.name }).count<Array<{ n: string }>>({ n: '*' });
+    expect(Number(named[0]?.n)).toBe(1);
   });
 });
 
