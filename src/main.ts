@@ -152,21 +152,27 @@ async function main(): Promise<void> {
   const logger = createLogger(config);
   // The mode decides secrets, seeding and the embedded database: say it first.
   logger.info({ mode: config.nodeEnv, seedDemo: config.seedDemo, database: config.databaseUrl ? 'postgres' : 'embedded' }, `starting in ${config.nodeEnv} mode`);
+  // The signals are heard from the first moment: a SIGTERM during start-up (the job queue still
+  // starting after "listening") used to meet Node's default and kill the process with no clean
+  // stop. It is now kept, and the instance stops cleanly as soon as it has started.
+  const instance: { started?: Started; stopSignal?: string } = {};
+  const stop = (started: Started, signal: string) => void shutdown(started, signal).then(() => process.exit(0));
+  const onSignal = (signal: string) => {
+    if (instance.stopSignal) return;
+    instance.stopSignal = signal;
+    if (instance.started) stop(instance.started, signal);
+    else logger.info({ signal }, 'signal during start-up: stopping as soon as the instance has started');
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   // A start that loses its database connection (a failover, a restart, every backend terminated
   // as in the drill) tries again instead of exiting: each failed try has closed what it opened.
-  const started = await withStartRetries(
+  instance.started = await withStartRetries(
     () => start(config, logger),
     async () => undefined,
     { attempts: 5, delayMs: 1_000, onRetry: (err, attempt) => logger.warn({ err, attempt }, 'start-up failed on a transient database error: trying again') },
   );
-  let stopping = false;
-  const onSignal = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    void shutdown(started, signal).then(() => process.exit(0));
-  };
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  process.on('SIGINT', () => onSignal('SIGINT'));
+  if (instance.stopSignal) stop(instance.started, instance.stopSignal);
 }
 
 main().catch((error: unknown) => {

@@ -112,6 +112,21 @@ describe('embedded PostgreSQL process', () => {
     }
   });
 
+  // A SIGTERM that came after "listening" but while the job queue was still starting met Node's
+  // default (the handlers were installed once start-up was over): the process died with no clean
+  // stop, its embedded database left to the watchdog (seen by the CI smoke run).
+  it('stops cleanly on a SIGTERM that comes during start-up (after "listening", the job queue still starting)', async () => {
+    const api = runTs('src/main.ts', { PORT: '0', PAY_PORT: '0', EMBEDDED_DATA_DIR: 'memory://', SEED_DEMO: 'false', LOG_LEVEL: 'info', METRICS_PORT: '0' });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => api.child.once('exit', (code, signal) => resolve({ code, signal })));
+    const ready = JSON.parse(await api.line(/"database ready"/)) as { embeddedPid: number };
+    serverPids.push(ready.embeddedPid);
+    await api.line(/"msg":"listening"/);
+    api.child.kill('SIGTERM');
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(api.output()).toContain('"msg":"stopped"');
+    expect(isRunning(ready.embeddedPid)).toBe(false);
+  });
+
   // Issue 26, finding 12: the server inherited every secret of the API's environment and
   // was given a TCP port that was probed, released and bound again (another local process
   // could take it first and be talked to as the database).
