@@ -74,8 +74,9 @@ interface PgClient {
   _txStatus?: string;
 }
 
+/** A plain query config (text, values, name); a pg Submittable (a cursor, a stream) passes through untouched. */
 function isParameterizedConfig(config: unknown): config is QueryConfig {
-  return config !== null && typeof config === 'object' && typeof (config as QueryConfig).text === 'string';
+  return config !== null && typeof config === 'object' && typeof (config as QueryConfig).text === 'string' && typeof (config as { submit?: unknown }).submit !== 'function';
 }
 
 /**
