@@ -44,6 +44,7 @@ class DirectoryMigrationSource implements Knex.MigrationSource<string> {
 }
 
 export function createKnex(url: string, kind: DatabaseKind, poolMax = 10): Knex {
+  const statementEpoch = { generation: 0 };
   return knexFactory({
     client: 'pg',
     connection: { connectionString: url, application_name: 'fintech-platform-api' },
@@ -51,7 +52,7 @@ export function createKnex(url: string, kind: DatabaseKind, poolMax = 10): Knex 
     pool: {
       ...(kind === 'embedded' ? { min: 1, max: 1 } : { min: 0, max: poolMax }),
       afterCreate(connection: unknown, done: (error: Error | null, connection: unknown) => void) {
-        isolatePreparedStatements(connection, { autoPrepare: kind === 'postgres' });
+        isolatePreparedStatements(connection, { autoPrepare: kind === 'postgres', epoch: statementEpoch });
         done(null, connection);
       },
     },

@@ -67,6 +67,11 @@ export async function queryRaw<Row>(db: Knex | Knex.Transaction, config: QueryCo
 /** The most statements one connection prepares on its own (each holds a plan in its backend). */
 export const AUTO_PREPARED_PER_CONNECTION = 200;
 
+/** Shared by the connections of one pool: its generation is part of every statement name. */
+export interface PreparedStatementEpoch {
+  generation: number;
+}
+
 type QueryCallback = (error: Error | null, result?: unknown) => void;
 interface PgClient {
   query: (config: unknown, ...rest: unknown[]) => unknown;
@@ -92,18 +97,20 @@ function isParameterizedConfig(config: unknown): config is QueryConfig {
  * - With `autoPrepare`, a statement with parameters and no name is named after its text (its
  *   SHA-256), up to AUTO_PREPARED_PER_CONNECTION texts per connection; later texts run unnamed.
  *   Only on a real server: the embedded one's single session would keep every connection's.
- * - A stale statement (isStalePreparedStatement) makes the connection prepare every statement
- *   again under new names. Outside a transaction block the statement is re-sent at once; inside
- *   one the error stands, and withTransaction retries the transaction (it is retryable).
+ * - A stale statement (isStalePreparedStatement) makes every connection of the pool (those
+ *   sharing `epoch`) prepare its statements again under new names: a migration that changed a
+ *   table changed it for all of them, and a retry must not meet the next stale connection.
+ *   Outside a transaction block the statement is re-sent at once; inside one the error stands,
+ *   and withTransaction retries the transaction (it is retryable).
  *
  * Installed as the pool's `afterCreate` hook.
  */
-export function isolatePreparedStatements(connection: unknown, options: { autoPrepare?: boolean } = {}): void {
+export function isolatePreparedStatements(connection: unknown, options: { autoPrepare?: boolean; epoch?: PreparedStatementEpoch } = {}): void {
   const client = connection as PgClient;
   const suffix = `@${crypto.randomBytes(4).toString('hex')}`;
   const query = client.query.bind(client);
   const autoNames = new Map<string, string>();
-  let generation = 0;
+  const epoch = options.epoch ?? { generation: 0 };
   const nameOf = (config: QueryConfig): string | undefined => {
     let name = config.name;
     if (name === undefined && options.autoPrepare && config.values?.length) {
@@ -113,7 +120,7 @@ export function isolatePreparedStatements(connection: unknown, options: { autoPr
         autoNames.set(config.text, name);
       }
     }
-    return name === undefined ? undefined : `${name}${suffix}.${generation}`;
+    return name === undefined ? undefined : `${name}${suffix}.${epoch.generation}`;
   };
   const send = (config: unknown, rest: unknown[]) => query(isParameterizedConfig(config) ? { ...config, name: nameOf(config) } : config, ...rest);
   client.query = (config: unknown, ...rest: unknown[]) => {
@@ -122,7 +129,7 @@ export function isolatePreparedStatements(connection: unknown, options: { autoPr
     // A stale statement: prepare everything again under new names; re-send it where nothing else is undone.
     const retried = (error: unknown): boolean => {
       if (!isStalePreparedStatement(error)) return false;
-      generation += 1;
+      epoch.generation += 1;
       return idle;
     };
     const callback = rest[0];

@@ -91,6 +91,28 @@ describe.runIf(databaseKind() === 'postgres')('statements prepared automatically
     expect(attempts).toBe(2);
     await other.schema.alterTable(table, (t) => t.dropColumn('note'));
   });
+
+  it('after one connection met a stale statement, the pool\'s other connections prepare theirs again too (a retry never meets the next stale one)', async () => {
+    await knex?.destroy();
+    knex = createKnex(inject('databaseUrl'), 'postgres', 2);
+    type Raw = { query(config: { text: string; values: unknown[] }): Promise<{ rows: unknown[] }> };
+    const client = knex.client as { acquireConnection(): Promise<Raw>; releaseConnection(connection: Raw): Promise<unknown> };
+    const [first, second] = [await client.acquireConnection(), await client.acquireConnection()];
+    const text = `select * from "${table}" where "id" = $1`;
+    try {
+      for (const connection of [first, second]) expect((await connection.query({ text, values: [1] })).rows).toEqual([{ id: 1, label: 'one' }]);
+      await other.schema.alterTable(table, (t) => t.text('note'));
+      expect((await first.query({ text, values: [1] })).rows).toEqual([{ id: 1, label: 'one', note: null }]);
+      // Inside a transaction block the statement could not be re-sent: it must not be stale.
+      await second.query({ text: 'BEGIN', values: [] });
+      expect((await second.query({ text, values: [2] })).rows).toEqual([{ id: 2, label: 'two', note: null }]);
+      await second.query({ text: 'COMMIT', values: [] });
+    } finally {
+      await client.releaseConnection(first);
+      await client.releaseConnection(second);
+      await other.schema.alterTable(table, (t) => t.dropColumn('note'));
+    }
+  });
 });
 
 describe.runIf(databaseKind() === 'embedded')('statements on the embedded back-end', () => {
