@@ -150,10 +150,14 @@ export class ApiKeyRepository {
       .update({ last_used_at: at, last_used_ip: ip });
   }
 
+  /**
+   * The key with its current secret. `forUpdate` locks the key's row first, in a statement of its
+   * own: a join in the locking statement would keep the snapshot from before a lock wait, and a
+   * roll that waited for another would read the secret that roll had just retired.
+   */
   async find(organizationId: string, keyId: string, options: { forUpdate?: boolean } = {}): Promise<ApiKeyRecord | undefined> {
-    const query = this.withCurrentSecret().where({ 'k.organization_id': organizationId, 'k.id': keyId });
-    if (options.forUpdate) query.forUpdate('k');
-    const row = (await query.first(KEY_COLUMNS)) as KeyRow | undefined;
+    if (options.forUpdate && !(await this.db('api_keys').where({ organization_id: organizationId, id: keyId }).forUpdate().first('id'))) return undefined;
+    const row = (await this.withCurrentSecret().where({ 'k.organization_id': organizationId, 'k.id': keyId }).first(KEY_COLUMNS)) as KeyRow | undefined;
     return row && toRecord(row);
   }
 
