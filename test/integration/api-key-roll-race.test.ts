@@ -3,6 +3,7 @@ import { withTransaction } from '../../src/db/transaction';
 import { ApiKeyService } from '../../src/modules/api-keys';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser } from '../support/factories';
+import { gate, untilWaitingForLock } from '../support/lock-wait';
 
 /**
  * Two rolls of one key at once: the second waits for the first's lock. It must then see the
@@ -14,39 +15,23 @@ describe.runIf(databaseKind() === 'postgres')('two rolls of one API key at once'
   const knex = testKnex();
   const keys = new ApiKeyService(knex, { pepper: 'roll-race-pepper-roll-race-pepper-0123456789', environment: 'test', clock: () => new Date() });
 
-  const waitingForLock = async (): Promise<boolean> => {
-    const { rows } = (await knex.raw(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%from "api_keys"%for update%'`,
-    )) as { rows: Array<{ n: number }> };
-    return (rows[0]?.n ?? 0) > 0;
-  };
-
   it('the second names, as the prefix it retires, the one the first made current', { timeout: 30_000 }, async () => {
     const owner = await createUser();
     const [org] = (await knex('organizations').insert({ name: 'Roll Race SARL' }).returning('id')) as Array<{ id: string }>;
     const orgId = (org as { id: string }).id;
     const created = await keys.create(orgId, owner.id, { name: 'raced', scopes: ['payments:read'] });
 
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let rolledFirst!: (prefix: string) => void;
-    const first = new Promise<string>((resolve) => {
-      rolledFirst = resolve;
-    });
+    const held = gate();
+    const first = gate<string>();
     const firstRoll = withTransaction(knex, async (trx) => {
       const rolled = await keys.roll(orgId, created.id, owner.id, 0, trx);
-      rolledFirst(rolled.prefix);
-      await held;
+      first.open(rolled.prefix);
+      await held.opened;
     });
-    const firstPrefix = await first;
+    const firstPrefix = await first.opened;
     const secondRoll = keys.roll(orgId, created.id, owner.id, 0);
-    for (let tries = 0; !(await waitingForLock()); tries += 1) {
-      expect(tries).toBeLessThan(200);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    release();
+    await untilWaitingForLock(knex, '%from "api_keys"%for update%');
+    held.open();
     await firstRoll;
     const second = await secondRoll;
 

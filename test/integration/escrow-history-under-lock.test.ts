@@ -6,6 +6,7 @@ import { fundWallet } from '../../src/modules/ledger';
 import { databaseKind, testKnex } from '../support/database';
 import { serializeEscrowReleaseTests } from '../support/escrows';
 import { createUser, type TestUser } from '../support/factories';
+import { gate, untilWaitingForLock } from '../support/lock-wait';
 
 /**
  * An escrow action reads the escrow's history in the statement that locks it (one statement,
@@ -23,13 +24,6 @@ describe.runIf(databaseKind() === 'postgres')('an escrow action that waited for 
   const createCaller = (user: TestUser) => ({ userId: user.id, sessionId: '', isAdmin: false });
   const escrows = new EscrowService({ knex, idempotency: new IdempotencyService(knex, { ttlHours: 24 }), feeBps: 100, clock: () => new Date() });
 
-  const waitingForLock = async (): Promise<boolean> => {
-    const { rows } = (await knex.raw(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%from "escrows"%for update%'`,
-    )) as { rows: Array<{ n: number }> };
-    return (rows[0]?.n ?? 0) > 0;
-  };
-
   it('sees the events of the action it waited for, in its answer and in the event it writes', { timeout: 30_000 }, async () => {
     const buyer = await createUser();
     const seller = await createUser();
@@ -38,26 +32,17 @@ describe.runIf(databaseKind() === 'postgres')('an escrow action that waited for 
     await escrows.act(knex, createCaller(buyer), escrow.id, { action: 'fund' });
 
     // The seller delivers and holds the lock; the buyer's dispute waits for it.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let delivering!: () => void;
-    const delivered = new Promise<void>((resolve) => {
-      delivering = resolve;
-    });
+    const held = gate();
+    const delivered = gate();
     const deliver = withTransaction(knex, async (trx) => {
       await escrows.act(trx, createCaller(seller), escrow.id, { action: 'deliver' });
-      delivering();
-      await held;
+      delivered.open();
+      await held.opened;
     });
-    await delivered;
+    await delivered.opened;
     const dispute = escrows.act(knex, createCaller(buyer), escrow.id, { action: 'dispute', reason: 'Not as described' });
-    for (let tries = 0; !(await waitingForLock()); tries += 1) {
-      expect(tries).toBeLessThan(200);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    release();
+    await untilWaitingForLock(knex, '%from "escrows"%for update%');
+    held.open();
     await deliver;
     const disputed = await dispute;
 

@@ -273,7 +273,7 @@ export class EscrowRepository {
    * its history, in the same statement: the change appends its one event to it in memory.
    */
   async lockWithHistory(id: string): Promise<EscrowWithHistory | undefined> {
-    return withHistory(await this.db('escrows as e').select('e.*', historyColumn(this.db, 'escrow', 'e.id', { locked: true })).where('e.id', id).forUpdate().first());
+    return withHistory(await this.db('escrows as e').select('e.*', historyColumn(this.db, 'escrow', 'e.id')).where('e.id', id).forUpdate().first());
   }
 
   async update(id: string, changes: Partial<Escrow>): Promise<Escrow> {
@@ -293,7 +293,7 @@ export class EscrowRepository {
    */
   async lockNextDueForRelease(now: Date): Promise<EscrowWithHistory | undefined> {
     const row = await this.db('escrows as e')
-      .select('e.*', historyColumn(this.db, 'escrow', 'e.id', { locked: true }))
+      .select('e.*', historyColumn(this.db, 'escrow', 'e.id'))
       .where('e.status', 'delivered')
       .andWhere('e.auto_release_at', '<=', now)
       .orderBy([{ column: 'e.auto_release_at' }, { column: 'e.id' }])

@@ -102,19 +102,13 @@ export type HistoryEntry = Pick<DomainEvent, 'type' | 'actorUserId' | 'occurredA
  * A column `history` for a query of `subjectType` objects (the id in `idColumn`, such as `e.id`):
  * each object's events, oldest first, read in the object's own statement, so a state change
  * needs no statement of its own to read the history it appends to. Parse it with
- * `historyFromColumn`. A statement that locks the object (`FOR UPDATE`) must pass `locked`: the
- * history is then read by `events_history`, whose query takes its snapshot after the lock wait
- * (a subquery would keep the statement's, from before the wait, and miss the events of the
- * change it waited for: test/integration/escrow-history-under-lock.test.ts).
+ * `historyFromColumn`. Read by `events_history`, whose query takes its own snapshot: in a
+ * statement that locks the object (`FOR UPDATE`) and had to wait, it sees the events of the
+ * change it waited for (a subquery would keep the snapshot from before the wait:
+ * test/integration/escrow-history-under-lock.test.ts).
  */
-export function historyColumn(db: Db, subjectType: EventSubjectType, idColumn: string, options: { locked?: boolean } = {}): Knex.Raw {
-  if (options.locked) return db.raw('events_history(?, ??) AS history', [subjectType, idColumn]);
-  return db.raw(
-    `COALESCE((SELECT json_agg(json_build_object('type', h.type, 'actor_user_id', h.actor_user_id,
-       'occurred_at_ms', floor(extract(epoch FROM h.occurred_at) * 1000)) ORDER BY h.sequence)
-     FROM events h WHERE h.subject_type = ? AND h.subject_id = ??), '[]'::json) AS history`,
-    [subjectType, idColumn],
-  );
+export function historyColumn(db: Db, subjectType: EventSubjectType, idColumn: string): Knex.Raw {
+  return db.raw('events_history(?, ??) AS history', [subjectType, idColumn]);
 }
 
 /** The entries of a `historyColumn` (pg hands json over parsed; a driver that does not, as text). */
