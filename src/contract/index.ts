@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import type { components, operations } from '../../generated/openapi';
 import { CONTRACT_VERSION, OPERATIONS, type OperationId } from '../../generated/operations';
 import type { PageRequest } from '../db/keyset';
+import type { RenderedJson } from '../db/rendered-json';
 
 export { CONTRACT_VERSION, OPERATIONS, type OperationId };
 export type { components, operations };
@@ -175,7 +176,7 @@ type StatusPart<Id extends OperationId, S> = S extends DefaultStatus<Id> ? { sta
 type JsonResult<Id extends OperationId, S extends DataStatus<Id>> = Responses<Id>[S] extends {
   content: { 'application/json': { data: infer Data } };
 }
-  ? StatusPart<Id, S> & HeadersPart<Responses<Id>[S]> & { data: Data; message?: string; stream?: undefined }
+  ? StatusPart<Id, S> & HeadersPart<Responses<Id>[S]> & { data: Data | RenderedJson<Data>; message?: string; stream?: undefined }
   : never;
 
 /**
@@ -208,7 +209,8 @@ export type Handler<Id extends OperationId> = (input: HandlerInput<Id>) => Promi
 export type Handlers<Id extends OperationId> = { [K in Id]: Handler<K> };
 
 /** The page every list of the contract answers, built by the keyset helper that fetched its rows. */
-export { toPage as toListPage, type Page as ListPage, type PageRequest } from '../db/keyset';
+export { toPage as toListPage, toRenderedPage as toRenderedListPage, type Page as ListPage, type PageRequest } from '../db/keyset';
+export { RenderedJson } from '../db/rendered-json';
 
 /** The `limit` of a list when the request gives none (the contract's parameters/Limit.yaml default). */
 export const DEFAULT_PAGE_LIMIT = 50;

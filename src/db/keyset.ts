@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../errors';
 import { queryPrepared } from './prepared';
+import { RenderedJson } from './rendered-json';
 
 type Db = Knex | Knex.Transaction;
 
@@ -134,4 +135,15 @@ export function toPage<T extends { id: string }>(rows: T[], limit: number): Page
   const hasMore = rows.length > limit;
   const data = hasMore ? rows.slice(0, limit) : rows;
   return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
+}
+
+/**
+ * toPage for rows the database rendered (`json`: one item of the list as JSON text): the same
+ * page, written as JSON.stringify writes toPage's object, without parsing the items.
+ */
+export function toRenderedPage<T>(rows: ReadonlyArray<{ id: string; json: string }>, limit: number): RenderedJson<Page<T>> {
+  const hasMore = rows.length > limit;
+  const items = hasMore ? rows.slice(0, limit) : rows;
+  const nextCursor = hasMore ? (items[items.length - 1]?.id ?? null) : null;
+  return new RenderedJson(`{"object":"list","data":[${items.map((row) => row.json).join(',')}],"has_more":${hasMore},"next_cursor":${JSON.stringify(nextCursor)}}`);
 }

@@ -172,6 +172,7 @@ export function createApp(deps: AppDeps): App {
       before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
       except: ['getHealth'],
       streamLimits,
+      parseRenderedJson: config.validateResponses,
     }),
   );
 

@@ -1,6 +1,6 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { isUuid } from '../ids';
-import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
+import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
 import { NotImplementedError, UnauthorizedError } from '../errors';
 import { ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService } from '../modules/idempotency';
@@ -27,6 +27,12 @@ export interface MountOptions {
   except?: readonly OperationId[];
   /** How long a streamed body may wait for its client, and run in all. */
   streamLimits: StreamLimits;
+  /**
+   * Parse a body the database rendered (RenderedJson) before sending it, so that response
+   * validation, which sees only what `res.json` is given, checks it too (test and development;
+   * production sends the text as it is).
+   */
+  parseRenderedJson?: boolean;
 }
 
 /** Bounds of a streamed body (CSV statements). */
@@ -203,6 +209,7 @@ export function operationRoute(
   handler: ((input: never) => Promise<unknown>) | undefined,
   streamLimits: StreamLimits,
   idempotency: MountOptions['idempotency'],
+  parseRenderedJson = false,
 ): RequestHandler {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
@@ -216,8 +223,19 @@ export function operationRoute(
       await sendStream(req, res, status, result.stream, streamLimits);
       return;
     }
-    const body = { success: status < 400, data: result.data, ...(result.message === undefined ? {} : { message: result.message }) };
-    res.status(status).json(body);
+    const message = result.message === undefined ? {} : { message: result.message };
+    if (result.data instanceof RenderedJson) {
+      // The envelope as res.json would write it, the rendered text spliced in unparsed.
+      const text = `{"success":${status < 400},"data":${result.data.text}${result.message === undefined ? '' : `,"message":${JSON.stringify(result.message)}`}}`;
+      if (parseRenderedJson) {
+        res.status(status).json(JSON.parse(text));
+      } else {
+        if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
+        res.status(status).send(text);
+      }
+      return;
+    }
+    res.status(status).json({ success: status < 400, data: result.data, ...message });
   };
 }
 
@@ -237,7 +255,7 @@ export function mountOperations(options: MountOptions): Router {
     if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
     const chain: RequestHandler[] = [...(operation.apiKey ? [] : [refuseApiKeys()]), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency));
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

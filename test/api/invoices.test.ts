@@ -72,6 +72,23 @@ describe('GET /business/organizations/{orgId}/invoices', () => {
     expect(third.body.data.next_cursor).toBeNull();
   });
 
+  it('sends the database-rendered page as is in production: the same bytes, type and ETag as the validated path (which parses it for the contract check)', async () => {
+    const { org, token, draft } = await setup();
+    await draft({ memo: 'Quote "marks", a back\\slash, a tab\t and é€' });
+    await draft();
+    // NODE_ENV=test validates responses, so its app parses the rendered text before sending it.
+    const production = await buildTestApp({ config: { validateResponses: false } });
+    const validated = await request(app).get(`${base(org.id)}/invoices?limit=1`).set(bearer(token));
+    const sentAsIs = await request(production).get(`${base(org.id)}/invoices?limit=1`).set(bearer(token));
+    expect(validated.status).toBe(200);
+    expect(sentAsIs.status).toBe(200);
+    expect(sentAsIs.text).toBe(validated.text);
+    expect(sentAsIs.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(sentAsIs.headers['content-type']).toBe(validated.headers['content-type']);
+    expect(sentAsIs.headers.etag).toBe(validated.headers.etag);
+    expect(sentAsIs.body.data.has_more).toBe(true);
+  });
+
   it('breaks ties of equal creation times by id, so no document is skipped or repeated across pages', async () => {
     const { org, get } = await setup();
     const at = new Date(Date.now() - 10_000);

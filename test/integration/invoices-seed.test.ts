@@ -62,7 +62,7 @@ describe('invoices and network-status demo seed steps', () => {
         // The service's list, read inside the rolled-back seed with its clock at `asOf`.
         const invoices = new InvoiceService(trx, { clock: () => asOf });
         const open = await invoices.listDocuments(orgId, { kind: 'quote', status: 'open', limit: 10 });
-        expect(open.documents.map((d) => [d.id, d.status]), asOf.toISOString()).toEqual([[quotes[0].id, 'open']]);
+        expect(open.map((row) => JSON.parse(row.json) as { id: string; status: string }).map((d) => [d.id, d.status]), asOf.toISOString()).toEqual([[quotes[0].id, 'open']]);
       }
     });
   });

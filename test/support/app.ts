@@ -14,6 +14,8 @@ export interface TestAppOptions {
   rateLimitBackend?: RateLimitBackend;
   /** The services' clock. */
   now?: () => Date;
+  /** Settings no environment variable gives in a test (validateResponses: false, as in production). */
+  config?: Partial<Config>;
 }
 
 let sharedRedis: Promise<Redis> | undefined;
@@ -53,7 +55,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
  * under a namespace of their own, so runs and apps never share counters.
  */
 export async function buildTestApp(options: TestAppOptions = {}): Promise<App> {
-  const config = testConfig(options.env);
+  const config = { ...testConfig(options.env), ...options.config };
   let backend = options.rateLimitBackend;
   const redisPromise = testRedis();
   const redis = redisPromise ? await redisPromise : undefined;

@@ -1,4 +1,4 @@
-import { pageRequest, toListPage, type Handlers, type IdempotentResource } from '../../contract';
+import { pageRequest, toRenderedListPage, type Handlers, type IdempotentResource } from '../../contract';
 import { presentCustomer, presentDocument } from './invoice-presenter';
 import type { DocumentView, InvoiceService } from './invoice-service';
 
@@ -30,10 +30,9 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
   return {
     async listInvoices({ organization, query }) {
       const page = pageRequest(query);
-      const { documents } = await invoices.listDocuments(organization.id, { ...page, kind: query.kind, status: query.status, customerId: query.customer_id });
-      // The page first, then only its documents presented (not the extra one that says more follow).
-      const listed = toListPage(documents, page.limit);
-      return { data: { ...listed, data: listed.data.map(presentDocument) } };
+      const documents = await invoices.listDocuments(organization.id, { ...page, kind: query.kind, status: query.status, customerId: query.customer_id });
+      // Rendered by the database as presentDocument presents a document (no row parsed here).
+      return { data: toRenderedListPage(documents, page.limit) };
     },
     async createInvoice({ trx, organization, caller, body }) {
       const created = await invoices.createDocument(

@@ -16,7 +16,7 @@ import {
   QuoteExpiredError,
 } from './invoice-errors';
 import { initialStatus, nextStatus, type DocumentAction } from './invoice-lifecycle';
-import { InvoiceRepository, type DocumentChange } from './invoice-repository';
+import { InvoiceRepository, type DocumentChange, type RenderedRow } from './invoice-repository';
 import {
   STATUSES_BY_KIND,
   formatDocumentNumber,
@@ -30,11 +30,6 @@ import {
 /** A document with the minor-unit exponent of its currency, ready to be shown. */
 export type DocumentView = BillingDocument & { exponent: number };
 
-export interface DocumentPage {
-  documents: DocumentView[];
-  /** Rows fetched: `limit + 1` at most (see toListPage). */
-  limit: number;
-}
 
 export interface ListDocumentsInput {
   kind?: DocumentKind;
@@ -124,19 +119,18 @@ export class InvoiceService {
   }
 
   /**
-   * Newest first. A status that does not exist for the requested kind is a 400, as is a cursor
-   * that is not a document of this organisation.
+   * Newest first, `limit + 1` documents as the contract's JSON (the extra one says more
+   * follow: toRenderedListPage). A status that does not exist for the requested kind is a 400,
+   * as is a cursor that is not a document of this organisation.
    */
-  async listDocuments(organizationId: string, input: ListDocumentsInput): Promise<DocumentPage> {
+  async listDocuments(organizationId: string, input: ListDocumentsInput): Promise<RenderedRow[]> {
     if (input.kind && input.status && !STATUSES_BY_KIND[input.kind].includes(input.status)) {
       throw ValidationError.field(
         'query.status',
         `A ${input.kind} is never ${input.status}: use one of ${STATUSES_BY_KIND[input.kind].join(', ')}.`,
       );
     }
-    const rows = await new InvoiceRepository(this.knex).list({ organizationId, ...input, asOf: this.now() });
-    // One currency look-up per distinct code, not one promise per document (issue 21).
-    return { documents: await currencies.withExponents(this.knex, rows), limit: input.limit };
+    return new InvoiceRepository(this.knex).listRendered({ organizationId, ...input, asOf: this.now() });
   }
 
   /** Creates a draft in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */
