@@ -105,18 +105,36 @@ export class Keyset {
   /**
    * `rows` for a list query written as SQL (issue 21: no knex building on a hot list): `select`
    * is `SELECT ... FROM <table> <alias> WHERE ...` with `$1`... parameters `values`; the cursor
-   * condition, the order and `LIMIT limit + 1` are appended, and the statement runs prepared
-   * under `name` (one name per text: give each shape of `select` its own). Same rows, same order
-   * and the same 400 for a foreign cursor as `rows`.
+   * condition, the order and the limit are added, and the statement runs prepared under `name`
+   * plus its shape (one name per text). With a `projection`, the page's rows are the subquery
+   * `<alias>` of an outer SELECT of `projection.columns` (see preparedStatement). Same rows,
+   * same order and the same 400 for a foreign cursor as `rows`.
    */
-  async preparedRows<Row>(db: Db, name: string, select: string, values: readonly unknown[], scope: KeysetScope, request: PageRequest): Promise<Row[]> {
+  async preparedRows<Row>(db: Db, name: string, select: string, values: readonly unknown[], scope: KeysetScope, request: PageRequest, projection?: PageProjection): Promise<Row[]> {
     if (request.startingAfter !== undefined) await this.requireCursor(db, scope, request.startingAfter);
-    const statement = this.preparedStatement(name, select, values, scope, request);
+    const statement = this.preparedStatement(name, select, values, scope, request, projection);
     return queryPrepared<Row>(db, statement.name, statement.text, statement.values);
   }
 
-  /** The statement `preparedRows` runs (the cursor not checked): its name, text and parameters. */
-  preparedStatement(name: string, select: string, values: readonly unknown[], scope: KeysetScope, request: PageRequest): { name: string; text: string; values: unknown[] } {
+  /**
+   * The statement `preparedRows` runs (the cursor not checked): its name, text and parameters.
+   *
+   * Without a projection: `select`, the cursor, the order and `LIMIT limit + 1` (a parameter).
+   * With one, the page's rows are read first, bounded by a literal (the smallest of
+   * PAGE_BOUNDS that holds `limit + 1`), and the projection is computed over them, under
+   * `LIMIT limit + 1` (a parameter). PostgreSQL guesses a parameter LIMIT at a tenth of what it
+   * bounds: over the whole table, the guess made the costly projection of a generic plan look
+   * dear, so every run was planned again (a third of the invoices list's server time); over a
+   * literal bound the generic plan wins and the statement is planned once per connection.
+   */
+  preparedStatement(
+    name: string,
+    select: string,
+    values: readonly unknown[],
+    scope: KeysetScope,
+    request: PageRequest,
+    projection?: PageProjection,
+  ): { name: string; text: string; values: unknown[] } {
     const { alias, table } = this.options;
     const params = [...values];
     const param = (value: unknown) => `$${params.push(value)}`;
@@ -125,10 +143,28 @@ export class Keyset {
       const inScope = Object.entries(scope).map(([column, value]) => ` AND ${CURSOR_ALIAS}.${column} = ${param(value)}`).join('');
       text += ` AND (${this.orderBy.map((column) => `${alias}.${column}`).join(', ')}) < (SELECT ${this.orderBy.map((column) => `${CURSOR_ALIAS}.${column}`).join(', ')} FROM ${table} ${CURSOR_ALIAS} WHERE ${CURSOR_ALIAS}.id = ${param(request.startingAfter)}${inScope})`;
     }
-    text += ` ORDER BY ${this.orderBy.map((column) => `${alias}.${column} DESC`).join(', ')} LIMIT ${param(request.limit + 1)}`;
-    return { name: request.startingAfter === undefined ? name : `${name}_after`, text, values: params };
+    const order = ` ORDER BY ${this.orderBy.map((column) => `${alias}.${column} DESC`).join(', ')}`;
+    const shape = request.startingAfter === undefined ? name : `${name}_after`;
+    if (!projection) return { name: shape, text: `${text}${order} LIMIT ${param(request.limit + 1)}`, values: params };
+    const bound = PAGE_BOUNDS.find((size) => size >= request.limit + 1) ?? request.limit + 1;
+    return {
+      name: `${shape}_${bound}`,
+      text: `SELECT ${projection.columns} FROM (${text}${order} LIMIT ${bound}) ${alias}${projection.join ? ` ${projection.join}` : ''}${order} LIMIT ${param(request.limit + 1)}`,
+      values: params,
+    };
   }
 }
+
+/** A page computed over its rows (see Keyset.preparedStatement). */
+export interface PageProjection {
+  /** The SELECT list, over the page's rows under the keyset's alias; it names `id`. */
+  columns: string;
+  /** Joins after the page's rows (`JOIN currencies c ON c.code = d.currency`). */
+  join?: string;
+}
+
+/** The literal bounds of a projected page's rows: `limit + 1` for the default and largest limits (50, 500), and two between. */
+const PAGE_BOUNDS = [11, 51, 101, 501];
 
 /** The page of `rows` fetched by Keyset.rows (`limit + 1` at most): the extra row only says that more follow. */
 export function toPage<T extends { id: string }>(rows: T[], limit: number): Page<T> {

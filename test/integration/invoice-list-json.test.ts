@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { toPage, toRenderedPage } from '../../src/db/keyset';
 import { formatMinor } from '../../src/modules/ledger';
 import { InvoiceService, presentDocument } from '../../src/modules/invoices';
-import { testKnex } from '../support/database';
+import { databaseKind, testKnex } from '../support/database';
 import { createOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
 
@@ -153,5 +153,29 @@ describe('the invoices list JSON (SQL) is presentDocument (TypeScript), byte for
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+// On a real server only: the embedded one does not keep named statements per connection.
+describe.runIf(databaseKind() === 'postgres')('the invoices list statement', () => {
+  it('settles on a generic plan: PostgreSQL plans it once per connection, not on every page', async () => {
+    const org = await createOrganization();
+    for (let i = 0; i < 3; i += 1) await knex('documents').insert({ organization_id: org.id, kind: 'invoice', status: 'draft', currency: 'XOF', line_items: '[]' });
+    const service = new InvoiceService(knex, {});
+    const plans = await knex.transaction(async (trx) => {
+      // One connection (the transaction's), so its prepared statement is the one counted.
+      const onOneConnection = new InvoiceService(trx, {});
+      for (let run = 0; run < 8; run += 1) expect(await onOneConnection.listDocuments(org.id, { limit: 50 })).toHaveLength(3);
+      const { rows } = await trx.raw<{ rows: Array<{ generic_plans: string; custom_plans: string }> }>(
+        // The statement of a first page of up to 50 (its rows bounded by 51); other tests' pages may share the connection.
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'documents\\_json\\_\\_51@%'",
+      );
+      return rows.map((row) => ({ generic: Number(row.generic_plans), custom: Number(row.custom_plans) }));
+    });
+    expect(plans).toHaveLength(1);
+    // PostgreSQL tries five custom plans first, then keeps the generic one when it costs no more.
+    expect(plans[0]?.generic).toBeGreaterThanOrEqual(3);
+    expect(plans[0]?.custom).toBeLessThanOrEqual(5);
+    expect((await service.listDocuments(org.id, { limit: 2 })).map((row) => row.id)).toHaveLength(3);
   });
 });

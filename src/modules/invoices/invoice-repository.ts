@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { Keyset, type PageRequest } from '../../db/keyset';
+import { Keyset, type PageProjection, type PageRequest } from '../../db/keyset';
 import { toBigInt } from '../ledger';
 import type { BillingDocument, CreditNoteReason, Customer, DocumentKind, DocumentStatus, LineItem } from './invoice-types';
 
@@ -301,14 +301,14 @@ export class InvoiceRepository {
    */
   async listRendered(query: DocumentListQuery): Promise<RenderedRow[]> {
     const { name, select, values } = documentListQuery(query);
-    return DOCUMENTS.preparedRows<RenderedRow>(this.db, name, select, values, { organization_id: query.organizationId }, query);
+    return DOCUMENTS.preparedRows<RenderedRow>(this.db, name, select, values, { organization_id: query.organizationId }, query, DOCUMENT_JSON);
   }
 }
 
 /** The statement `listRendered` runs for `query` (the cursor not checked): for EXPLAIN in the benchmark. */
 export function documentListStatement(query: DocumentListQuery): { name: string; text: string; values: unknown[] } {
   const { name, select, values } = documentListQuery(query);
-  return DOCUMENTS.preparedStatement(name, select, values, { organization_id: query.organizationId }, query);
+  return DOCUMENTS.preparedStatement(name, select, values, { organization_id: query.organizationId }, query, DOCUMENT_JSON);
 }
 
 /** The list's SELECT for the filters of `query`, named after which filters it has (one text per name). */
@@ -335,7 +335,7 @@ function documentListQuery(query: DocumentListQuery): { name: string; select: st
     where += ` AND d.customer_id = ${param(query.customerId)}`;
     shape += 'u';
   }
-  return { name: `documents_json_${shape}`, select: `${DOCUMENT_JSON_SELECT}${where}`, values };
+  return { name: `documents_json_${shape}`, select: `SELECT d.* FROM documents d WHERE d.organization_id = $1${where}`, values };
 }
 
 /** A timestamptz as Date.toISOString writes it (milliseconds, truncated as a JS Date truncates microseconds). */
@@ -345,15 +345,16 @@ const EXPIRED_QUOTE = `d.kind = 'quote' AND d.status = 'open' AND d.expires_at <
 const money = (minor: string) => `format_minor(${minor}, c.exponent)`;
 
 /**
- * The list's SELECT, from `documents d` of organisation `$1` read at `$2` (asOf): each row's
- * `id`, and `json`, the document as presentDocument presents it and JSON.stringify writes it,
+ * What the list answers of each of its documents (`d`, read at `$2`: asOf): its `id`, and
+ * `json`, the document as presentDocument presents it and JSON.stringify writes it,
  * byte for byte (test/integration/invoice-list-json.test.ts holds the two together). The row
  * types (migration 20261126000100) give row_to_json the contract's field names and order;
  * amounts go through format_minor (inlined: one numeric product each), timestamps through
  * to_char. The amount due follows amountDue: an invoice neither paid nor void owes its total
  * less its credit notes.
  */
-const DOCUMENT_JSON_SELECT = `SELECT d.id, row_to_json(ROW(
+const DOCUMENT_JSON: PageProjection = {
+  columns: `d.id, row_to_json(ROW(
     d.id, d.kind, d.number,
     CASE WHEN ${EXPIRED_QUOTE} THEN 'canceled' ELSE d.status END,
     d.customer_id, d.currency,
@@ -371,5 +372,6 @@ const DOCUMENT_JSON_SELECT = `SELECT d.id, row_to_json(ROW(
         ${isoTimestamp('d.marked_uncollectible_at')}, ${isoTimestamp('d.accepted_at')},
         ${isoTimestamp(`CASE WHEN ${EXPIRED_QUOTE} THEN d.expires_at ELSE d.canceled_at END`)})::invoice_json_status_transitions,
     ${isoTimestamp('d.created_at')}, ${isoTimestamp('d.updated_at')}
-  )::invoice_json)::text AS json
-  FROM documents d JOIN currencies c ON c.code = d.currency WHERE d.organization_id = $1`;
+  )::invoice_json)::text AS json`,
+  join: 'JOIN currencies c ON c.code = d.currency',
+};
