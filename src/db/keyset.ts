@@ -163,8 +163,11 @@ export interface PageProjection {
   join?: string;
 }
 
-/** The literal bounds of a projected page's rows: `limit + 1` for the default and largest limits (50, 500), and two between. */
-const PAGE_BOUNDS = [11, 51, 101, 501];
+/**
+ * The literal bounds of a projected page's rows: `limit + 1` for the default and the largest
+ * limit (50, 500). Two, so a list prepares at most two statements per filter shape and cursor.
+ */
+const PAGE_BOUNDS = [51, 501];
 
 /** The page of `rows` fetched by Keyset.rows (`limit + 1` at most): the extra row only says that more follow. */
 export function toPage<T extends { id: string }>(rows: T[], limit: number): Page<T> {

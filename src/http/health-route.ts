@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Handler } from '../contract';
+import { envelopeText } from './envelope';
 import { clientIp } from './rate-limit';
 
 /** What `res.json` writes as the Content-Type of a JSON body. */
@@ -24,7 +25,7 @@ export function healthRoute(getHealth: Handler<'getHealth'>): RequestHandler {
     } as never);
     const status = result.status ?? 200;
     for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, String(value));
-    const body = JSON.stringify({ success: status < 400, data: result.data, ...(result.message === undefined ? {} : { message: result.message }) });
+    const body = envelopeText(status, result.data, result.message);
     res.statusCode = status;
     res.setHeader('Content-Type', JSON_CONTENT_TYPE);
     res.setHeader('Content-Length', Buffer.byteLength(body));

@@ -5,6 +5,7 @@ import { NotImplementedError, UnauthorizedError } from '../errors';
 import { ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService } from '../modules/idempotency';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
+import { envelopeText } from './envelope';
 import { write } from './stream';
 import { clientIp } from './rate-limit';
 
@@ -223,19 +224,20 @@ export function operationRoute(
       await sendStream(req, res, status, result.stream, streamLimits);
       return;
     }
-    const message = result.message === undefined ? {} : { message: result.message };
     if (result.data instanceof RenderedJson) {
-      // The envelope as res.json would write it, the rendered text spliced in unparsed.
-      const text = `{"success":${status < 400},"data":${result.data.text}${result.message === undefined ? '' : `,"message":${JSON.stringify(result.message)}`}}`;
+      const text = envelopeText(status, result.data, result.message);
       if (parseRenderedJson) {
-        res.status(status).json(JSON.parse(text));
+        // Validated as any body, and held to the bytes: what the database wrote must be what JSON.stringify writes.
+        const parsed = JSON.parse(text) as unknown;
+        if (JSON.stringify(parsed) !== text) throw new Error(`${operationId}: the database-rendered JSON differs from JSON.stringify of its value`);
+        res.status(status).json(parsed);
       } else {
         if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
         res.status(status).send(text);
       }
       return;
     }
-    res.status(status).json({ success: status < 400, data: result.data, ...message });
+    res.status(status).json({ success: status < 400, data: result.data, ...(result.message === undefined ? {} : { message: result.message }) });
   };
 }
 

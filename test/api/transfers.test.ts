@@ -63,16 +63,6 @@ describe('POST /transfers (p2p)', () => {
     expect(foreign.body).toMatchObject({ success: false, error: 'NotFound' });
   });
 
-  it("records a new transfer's event as its first (object_sequence 1) without a sequence counter row", async () => {
-    const alice = await createCaller(app, { XOF: 10_000n });
-    const bob = await createCaller(app);
-    const res = await transfer(alice, { amount: 100, currency: 'XOF', recipientIdentifier: bob.user.email });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const events = await knex('events').where({ subject_type: 'transfer', subject_id: res.body.data.id }).select('type', 'object_sequence', 'actor_user_id');
-    expect(events).toEqual([{ type: expect.stringMatching(/^transfer\./) as unknown, object_sequence: 1, actor_user_id: alice.user.id }]);
-    expect(await knex('event_sequences').where({ object_type: 'transfer', object_id: res.body.data.id }).first()).toBeUndefined();
-  });
-
   it('lists wallets with exact balances; a new user has none', async () => {
     const carol = await createCaller(app, { KWD: 1_234n, JPY: 5n });
     const res = await request(app).get('/api/wallets').set(carol.auth).expect(200);

@@ -44,14 +44,17 @@ describe('format_minor (SQL) is formatMinor (TypeScript)', () => {
 const text = (maxLength: number) =>
   fc.oneof(fc.string({ unit: 'binary-ascii', maxLength }), fc.string({ unit: 'grapheme', maxLength }), fc.constantFrom('"\\/\u2028\u001f', 'é€😀')).map((s) => s.replaceAll('\u0000', ''));
 
-const MICROS_2000 = 946_684_800_000_000n;
-const MICROS_2100 = 4_102_444_800_000_000n;
+/** The years 1000 to 9999 (a quote may not expire later: the service refuses it). */
+const MICROS_1000 = BigInt(Date.UTC(1000, 0, 1)) * 1000n;
+const MICROS_10000 = BigInt(Date.UTC(10000, 0, 1)) * 1000n - 1n;
 /** A timestamptz with microseconds (a JS Date keeps milliseconds: both sides must truncate alike). */
-const timestamp = fc.bigInt({ min: MICROS_2000, max: MICROS_2100 }).map((micros) => {
-  const iso = new Date(Number(micros / 1000n)).toISOString();
-  return `${iso.slice(0, 23)}${String(micros % 1000n).padStart(3, '0')}Z`;
+const timestamp = fc.oneof(fc.bigInt({ min: MICROS_1000, max: MICROS_10000 }), fc.bigInt({ min: 0n, max: 4_102_444_800_000_000n })).map((micros) => {
+  // Floor division, so an instant before 1970 keeps its microseconds positive.
+  const millis = micros >= 0n ? micros / 1000n : -((-micros + 999n) / 1000n);
+  const iso = new Date(Number(millis)).toISOString();
+  return `${iso.slice(0, 23)}${String(micros - millis * 1000n).padStart(3, '0')}Z`;
 });
-const calendarDate = fc.integer({ min: 0, max: 36_500 }).map((day) => new Date(Date.UTC(2000, 0, 1 + day)).toISOString().slice(0, 10));
+const calendarDate = fc.integer({ min: -365_000, max: 2_900_000 }).map((day) => new Date(Date.UTC(2000, 0, 1 + day)).toISOString().slice(0, 10));
 const amount = fc.oneof(fc.bigInt({ min: 0n, max: 10n ** 6n }), fc.bigInt({ min: 0n, max: 2n ** 61n }));
 
 const STATUSES = { invoice: ['draft', 'open', 'paid', 'void', 'uncollectible'], quote: ['draft', 'open', 'accepted', 'canceled'], credit_note: ['issued', 'void'] } as const;

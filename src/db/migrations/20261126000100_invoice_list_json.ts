@@ -7,9 +7,11 @@ import { applyDatabaseFunctions } from '../database-functions';
  * CPU). `format_minor` (src/modules/ledger/sql/format_minor.sql) writes amounts as
  * formatMinor does. The three row types give `row_to_json` the contract's field names in the
  * contract's order, so a row renders as JSON.stringify renders presentDocument's object, byte
- * for byte (test/integration/invoice-list-json.test.ts): a field added to the contract's
- * Invoice is added here (ALTER TYPE ... ADD ATTRIBUTE) and in the list's SELECT
- * (src/modules/invoices/invoice-repository.ts, DOCUMENT_JSON_SELECT).
+ * for byte (test/integration/invoice-list-json.test.ts). A field added to the contract's
+ * Invoice needs a new row type (invoice_json_v2) in a new migration and the list's projection
+ * (src/modules/invoices/invoice-repository.ts, DOCUMENT_JSON) pointed at it, the old type
+ * dropped a release later: ALTER TYPE ... ADD ATTRIBUTE only appends, and would break the
+ * instances still running the old projection during a rolling deploy.
  */
 export const FUNCTIONS = {
   format_minor: '1d62cafbe41b2e10',

@@ -120,13 +120,6 @@ export function historyFromColumn(value: unknown): HistoryEntry[] {
 /** The events of each open transaction whose snapshot is still to be taken, in order. */
 const pendingSnapshots = new WeakMap<Knex.Transaction, PendingSnapshot[]>();
 
-/**
- * The object's highest event sequence (0 without events): where its event_sequences row starts
- * when it has none yet, which is the case after its first event only (record_first_event).
- * `type` and `id` are the placeholders of the subject's type and id.
- */
-const highestSequence = (type: string, id: string) => `coalesce((SELECT max(h.object_sequence) FROM events h WHERE h.subject_type = ${type} AND h.subject_id = ${id}), 0)`;
-
 /** The status the object showed in its previous event (null for its first). */
 const PREVIOUS_STATUS = `(SELECT p.data->'object'->>'status' FROM events p
   WHERE p.subject_type = ? AND p.subject_id = ? AND p.object_sequence < ? ORDER BY p.object_sequence DESC LIMIT 1)`;
@@ -148,7 +141,7 @@ export class EventRepository {
     const explicitPrevious = event.previousStatus !== undefined;
     const result = await this.db.raw(
       `WITH seq AS (
-         INSERT INTO event_sequences (object_type, object_id, last) VALUES (?, ?, 1 + ${highestSequence('?', '?::uuid')})
+         INSERT INTO event_sequences (object_type, object_id, last) VALUES (?, ?, 1)
          ON CONFLICT (object_type, object_id) DO UPDATE SET last = event_sequences.last + 1
          RETURNING last)
        INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)
@@ -158,8 +151,6 @@ export class EventRepository {
        FROM seq
        RETURNING ${ALL_COLUMNS.join(', ')}`,
       [
-        event.subjectType,
-        event.subjectId,
         event.subjectType,
         event.subjectId,
         event.subjectType,
@@ -222,8 +213,7 @@ export class EventRepository {
       `WITH input AS (
          SELECT x.n, x.e FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(e, n)),
        seq AS (
-         INSERT INTO event_sequences (object_type, object_id, last)
-         VALUES (:subjectType, :subjectId, :count + ${highestSequence(':subjectType', ':subjectId::uuid')})
+         INSERT INTO event_sequences (object_type, object_id, last) VALUES (:subjectType, :subjectId, :count)
          ON CONFLICT (object_type, object_id) DO UPDATE SET last = event_sequences.last + :count
          RETURNING last)
        INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)
@@ -293,20 +283,11 @@ export class EventRepository {
   async purgeOlderThan(before: Date, batch: number): Promise<number> {
     const trx = this.db as Knex.Transaction;
     await trx.raw(`SELECT set_config('app.purge_events', 'on', true)`);
-    // An object whose only event goes keeps its sequence: its counter row is written now
-    // (record_first_event wrote none), so a later event continues after it and never reuses it.
-    const result = await trx.raw<{ rows: Array<{ purged: number }> }>(
-      `WITH gone AS (
-         DELETE FROM events WHERE sequence IN (SELECT sequence FROM events WHERE occurred_at < ? ORDER BY sequence LIMIT ?)
-         RETURNING subject_type, subject_id, object_sequence),
-       kept AS (
-         INSERT INTO event_sequences (object_type, object_id, last)
-         SELECT subject_type, subject_id, max(object_sequence) FROM gone GROUP BY subject_type, subject_id
-         ON CONFLICT (object_type, object_id) DO NOTHING)
-       SELECT count(*)::int AS purged FROM gone`,
+    const result = await trx.raw(
+      `DELETE FROM events WHERE sequence IN (SELECT sequence FROM events WHERE occurred_at < ? ORDER BY sequence LIMIT ?)`,
       [before, batch],
     );
-    return result.rows[0]?.purged ?? 0;
+    return (result as { rowCount: number }).rowCount ?? 0;
   }
 }
 

@@ -27,6 +27,9 @@ import {
   type DocumentStatus,
 } from './invoice-types';
 
+/** The first instant a quote may not expire at: the year 10000. */
+const LATEST_EXPIRY_MS = Date.UTC(10000, 0, 1);
+
 /** A document with the minor-unit exponent of its currency, ready to be shown. */
 export type DocumentView = BillingDocument & { exponent: number };
 
@@ -142,6 +145,8 @@ export class InvoiceService {
     if (input.dueDate && input.dueDate < utcDate(now)) throw ValidationError.field('body.due_date', 'due_date must not be in the past.');
     if (input.expiresAt && Number.isNaN(input.expiresAt.getTime())) throw ValidationError.field('body.expires_at', 'expires_at must be a valid date-time.');
     if (input.expiresAt && input.expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
+    // A later instant has no four-digit year (JSON dates of the year 10000 read +010000-...).
+    if (input.expiresAt && input.expiresAt.getTime() >= LATEST_EXPIRY_MS) throw ValidationError.field('body.expires_at', 'expires_at must be before 10000-01-01T00:00:00Z.');
     return withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);
       const currency = await currencies.require(trx, input.currency, 'body.currency');

@@ -1,15 +1,7 @@
--- One event of an object, with its per-object sequence: the object's event_sequences row takes
--- the next number. An object whose only event was its first (record_first_event) has no row
--- yet: the row starts after the object's highest sequence (one probe of events_object_sequence),
--- and concurrent events meet on the row's key (ON CONFLICT), as before.
--- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
--- test/integration/database-functions.test.ts fails when the database's function differs.
 CREATE OR REPLACE FUNCTION record_event(p_type text, p_subject_type text, p_subject_id uuid, p_actor uuid, p_organization uuid, p_object jsonb, p_previous_status text)
   RETURNS void LANGUAGE sql AS $$
   WITH seq AS (
-    INSERT INTO event_sequences (object_type, object_id, last)
-    VALUES (p_subject_type, p_subject_id,
-      1 + coalesce((SELECT max(e.object_sequence) FROM events e WHERE e.subject_type = p_subject_type AND e.subject_id = p_subject_id), 0))
+    INSERT INTO event_sequences (object_type, object_id, last) VALUES (p_subject_type, p_subject_id, 1)
     ON CONFLICT (object_type, object_id) DO UPDATE SET last = event_sequences.last + 1
     RETURNING last)
   INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)

@@ -18,11 +18,7 @@ BEGIN
     'failure_code', NEW.failure_code, 'failure_reason', NEW.failure_reason,
     'created_at', to_char(NEW.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
     'updated_at', to_char(NEW.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'));
-  -- A new transfer's row: its first event, which needs no sequence counter (record_first_event).
-  IF TG_OP = 'INSERT' THEN
-    PERFORM record_first_event(v_type, 'transfer', NEW.id, NEW.sender_user_id, NULL, v_object);
-  ELSE
-    PERFORM record_event(v_type, 'transfer', NEW.id, NULL, NULL, v_object, OLD.status);
-  END IF;
+  PERFORM record_event(v_type, 'transfer', NEW.id, CASE WHEN TG_OP = 'INSERT' THEN NEW.sender_user_id END, NULL, v_object,
+    CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END);
   RETURN NULL;
 END $$;
