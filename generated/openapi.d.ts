@@ -5009,7 +5009,7 @@ export interface components {
             due_date?: string | null;
             /**
              * Format: date-time
-             * @description Quotes only; in the future. Defaults to 30 days after finalisation.
+             * @description Quotes only; in the future and before 10000-01-01T00:00:00Z (a later instant has no four-digit year). Defaults to 30 days after finalisation.
              */
             expires_at?: string | null;
         };
