@@ -180,9 +180,7 @@ export function toPage<T extends { id: string }>(rows: T[], limit: number): Page
  * toPage for rows the database rendered (`json`: one item of the list as JSON text): the same
  * page, written as JSON.stringify writes toPage's object, without parsing the items.
  */
-export function toRenderedPage<T>(rows: ReadonlyArray<{ id: string; json: string }>, limit: number): RenderedJson<Page<T>> {
-  const hasMore = rows.length > limit;
-  const items = hasMore ? rows.slice(0, limit) : rows;
-  const nextCursor = hasMore ? (items[items.length - 1]?.id ?? null) : null;
-  return new RenderedJson(`{"object":"list","data":[${items.map((row) => row.json).join(',')}],"has_more":${hasMore},"next_cursor":${JSON.stringify(nextCursor)}}`);
+export function toRenderedPage<T>(rows: Array<{ id: string; json: string }>, limit: number): RenderedJson<Page<T>> {
+  const page = toPage(rows, limit);
+  return new RenderedJson(`{"object":"list","data":[${page.data.map((row) => row.json).join(',')}],"has_more":${page.has_more},"next_cursor":${JSON.stringify(page.next_cursor)}}`);
 }

@@ -1,11 +1,15 @@
 import { RenderedJson } from '../contract';
 
+/** The envelope of every JSON answer: `{ success, data, message? }`. */
+export function envelopeOf(status: number, data: unknown, message: string | undefined): { success: boolean; data: unknown; message?: string } {
+  return { success: status < 400, data, ...(message === undefined ? {} : { message }) };
+}
+
 /**
- * The envelope of a JSON answer, `{"success":...,"data":...,"message":...}`, as `res.json`
- * writes it. A `data` the database rendered (RenderedJson) is spliced in as its text, unparsed.
+ * The envelope as `res.json` writes it. A `data` the database rendered (RenderedJson) is
+ * spliced in as its text, unparsed.
  */
 export function envelopeText(status: number, data: unknown, message: string | undefined): string {
-  const success = status < 400;
-  if (data instanceof RenderedJson) return `{"success":${success},"data":${data.text}${message === undefined ? '' : `,"message":${JSON.stringify(message)}`}}`;
-  return JSON.stringify({ success, data, ...(message === undefined ? {} : { message }) });
+  if (data instanceof RenderedJson) return `{"success":${status < 400},"data":${data.text}${message === undefined ? '' : `,"message":${JSON.stringify(message)}`}}`;
+  return JSON.stringify(envelopeOf(status, data, message));
 }

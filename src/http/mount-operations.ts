@@ -5,7 +5,7 @@ import { NotImplementedError, UnauthorizedError } from '../errors';
 import { ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService } from '../modules/idempotency';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
-import { envelopeText } from './envelope';
+import { envelopeOf, envelopeText } from './envelope';
 import { write } from './stream';
 import { clientIp } from './rate-limit';
 
@@ -237,7 +237,7 @@ export function operationRoute(
       }
       return;
     }
-    res.status(status).json({ success: status < 400, data: result.data, ...(result.message === undefined ? {} : { message: result.message }) });
+    res.status(status).json(envelopeOf(status, result.data, result.message));
   };
 }
 
