@@ -47,7 +47,7 @@ export function buildServices(deps: ServiceDeps) {
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
   const payments = new PaymentsService(knex, accounts, deps.logger, { clock });
-  const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, logger: deps.logger });
+  const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });

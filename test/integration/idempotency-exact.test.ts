@@ -294,51 +294,71 @@ describe('a key held by a running (or dead) request: 409 ConcurrentOperation and
   });
 });
 
-describe('a refused effect releases the key', () => {
-  it('deletes the claim, rethrows the refusal as it was, and logs nothing', async () => {
+describe('a refused effect leaves the key free', () => {
+  it('rolls the claim back with the effect: nothing to release, the refusal rethrown as it was', async () => {
     const user = await createUser();
     const key = crypto.randomUUID();
-    const logger = { error: vi.fn() };
-    const logged = new IdempotencyService(knex, { ttlHours: 24, logger: logger as never });
+    const release = vi.spyOn(idempotencyRepository, 'release');
     const refusal = new UnprocessableError('InsufficientFunds', 'no money');
+    const request = { userId: user.id, operation: 'createEscrow', key, request: {} };
     const error = await failure(
-      logged.execute({ userId: user.id, operation: 'createEscrow', key, request: {} }, async () => {
+      service().execute(request, async () => {
         throw refusal;
       }),
     );
     expect(error).toBe(refusal);
+    expect(release).not.toHaveBeenCalled();
     expect(await knex('idempotency_keys').where({ user_id: user.id, key }).first()).toBeUndefined();
-    expect(logger.error).not.toHaveBeenCalled();
+    // The key was not consumed: the same request runs now.
+    const id = crypto.randomUUID();
+    expect(await service().execute(request, produce(id, `/api/escrows/${id}`))).toBe(id);
+  });
+});
+
+describe('one transaction per keyed request (issue 21)', () => {
+  it('claims the key as the first statement of the effect\'s transaction and completes it before COMMIT, nothing outside', async () => {
+    const user = await createUser();
+    const key = crypto.randomUUID();
+    const id = crypto.randomUUID();
+    const statements: string[] = [];
+    const listener = (query: { sql: string }) => statements.push(query.sql);
+    knex.on('query', listener);
+    try {
+      await service().execute({ userId: user.id, operation: 'createEscrow', key, request: { a: 1 } }, async (trx) => {
+        await trx.raw('SELECT 1 AS effect');
+        return produce(id, `/api/escrows/${id}`)();
+      });
+    } finally {
+      knex.off('query', listener);
+    }
+    expect(statements).toHaveLength(5);
+    expect(statements[0]).toMatch(/^BEGIN/);
+    expect(statements[1]).toMatch(/pg_try_advisory_xact_lock[\s\S]*INSERT INTO idempotency_keys/);
+    expect(statements[2]).toBe('SELECT 1 AS effect');
+    expect(statements[3]).toMatch(/^update "idempotency_keys" set "status" = /);
+    expect(statements[4]).toMatch(/^COMMIT/);
+    expect(await knex('idempotency_keys').where({ user_id: user.id, key }).first()).toMatchObject({ status: 'completed', resource_id: id });
   });
 });
 
 describe('what no ordinary run shows (the repository stubbed)', () => {
   it('gives up after three attempts to claim a key that keeps slipping away: 409 ConcurrentOperation', async () => {
     const user = await createUser();
-    const insertClaim = vi.spyOn(idempotencyRepository, 'insertClaim').mockResolvedValue(undefined);
+    const claim = vi.spyOn(idempotencyRepository, 'claimInTransaction').mockResolvedValue({ held: true });
     const find = vi.spyOn(idempotencyRepository, 'find').mockResolvedValue(undefined);
     const error = await failure(service().execute({ userId: user.id, operation: 'createEscrow', key: crypto.randomUUID(), request: {} }, neverRuns));
     expect({ code: error.code, message: error.message, headers: error.headers }).toEqual({ code: 'ConcurrentOperation', message: CONCURRENT_MESSAGE, headers: { 'Retry-After': '1' } });
-    expect(insertClaim).toHaveBeenCalledTimes(3);
+    expect(claim).toHaveBeenCalledTimes(3);
     expect(find).toHaveBeenCalledTimes(3);
   });
 
-  it('logs a claim it could not release, and still rethrows the refusal', async () => {
+  it('a key whose advisory lock another transaction holds: 409 ConcurrentOperation with Retry-After 1, without reading the key', async () => {
     const user = await createUser();
-    const key = crypto.randomUUID();
-    const logger = { error: vi.fn() };
-    const releaseError = new Error('connection lost');
-    vi.spyOn(idempotencyRepository, 'release').mockRejectedValue(releaseError);
-    const refusal = new UnprocessableError('InsufficientFunds', 'no money');
-    const error = await failure(
-      new IdempotencyService(knex, { ttlHours: 24, logger: logger as never }).execute({ userId: user.id, operation: 'createEscrow', key, request: {} }, async () => {
-        throw refusal;
-      }),
-    );
-    expect(error).toBe(refusal);
-    expect(logger.error.mock.calls).toEqual([[{ err: releaseError, operation: 'createEscrow' }, 'could not release an idempotency claim; its lease will lapse']]);
-    vi.restoreAllMocks();
-    await knex('idempotency_keys').where({ user_id: user.id, key }).del();
+    vi.spyOn(idempotencyRepository, 'claimInTransaction').mockResolvedValue({ held: false });
+    const find = vi.spyOn(idempotencyRepository, 'find');
+    const error = await failure(service().execute({ userId: user.id, operation: 'createEscrow', key: crypto.randomUUID(), request: {} }, neverRuns));
+    expect({ code: error.code, message: error.message, headers: error.headers }).toEqual({ code: 'ConcurrentOperation', message: CONCURRENT_MESSAGE, headers: { 'Retry-After': '1' } });
+    expect(find).not.toHaveBeenCalled();
   });
 });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ConflictError, UnprocessableError, ValidationError } from '../../src/errors';
 import { fundWallet } from '../../src/modules/ledger';
 import { IdempotencyService, canonicalJson, requestHash, validateIdempotencyKey } from '../../src/modules/idempotency';
-import { testKnex } from '../support/database';
+import { databaseKind, testKnex } from '../support/database';
 import { createUser, walletBalance } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { failure } from '../support/failures';
@@ -111,6 +111,37 @@ describe('IdempotencyService.execute', () => {
     }
     expect(await walletBalance(user.id, 'EUR')).toBe(100n);
     await expectLedgerInvariants(knex);
+  });
+
+  // Two transactions at once need the real server (the embedded one takes one connection at a time).
+  it.runIf(databaseKind() === 'postgres')('tells a second request with the key at once while the first runs, and shows no claim before the first commits', async () => {
+    const user = await createUser();
+    const key = crypto.randomUUID();
+    const request = { userId: user.id, operation: 'createTransfer', key, request: { body: { amount: 3 } } };
+    let letFirstFinish: () => void = () => undefined;
+    const firstHasClaimed = new Promise<void>((claimed) => {
+      void service
+        .execute(request, async (trx) => {
+          claimed();
+          await new Promise<void>((resolve) => (letFirstFinish = resolve));
+          return credit(user.id, 3n)(trx);
+        })
+        .then(
+          (id) => (firstResult = id),
+          (error: unknown) => (firstResult = error),
+        );
+    });
+    let firstResult: unknown;
+    await firstHasClaimed;
+    // Seen from another connection, the key does not exist yet: the claim commits with the effect.
+    expect(await knex('idempotency_keys').where({ user_id: user.id, key }).first()).toBeUndefined();
+    const second = await failure(service.execute(request, credit(user.id, 3n)));
+    expect({ code: second.code, headers: second.headers }).toEqual({ code: 'ConcurrentOperation', headers: { 'Retry-After': '1' } });
+    letFirstFinish();
+    await expect.poll(() => firstResult).toBeTypeOf('string');
+    const replay = await failure(service.execute(request, credit(user.id, 3n)));
+    expect(replay.code).toBe('IdempotencyKeyAlreadyProcessed');
+    expect(await walletBalance(user.id, 'EUR')).toBe(3n);
   });
 
   it('answers ConcurrentOperation while a live claim exists, and takes over a claim whose lease lapsed', async () => {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { prepared } from '../../db/prepared';
+import { prepared, queryPrepared } from '../../db/prepared';
 
 type Db = Knex | Knex.Transaction;
 
@@ -124,19 +124,33 @@ const FRESH_CLAIM = (knex: Db, input: ClaimInput): RowWrite => ({
 
 /** Knex queries of the idempotency_keys table. */
 export const idempotencyRepository = {
-  /** Inserts an in_progress claim unless the key exists; returns it when this call claimed the key. */
-  async insertClaim(db: Db, input: ClaimInput): Promise<IdempotencyRecord | undefined> {
+  /**
+   * Claims the key inside the effect's own transaction, in one statement: first a
+   * transaction-scoped advisory lock on the key's scope (taken at once or not at all: a request
+   * holding the same key right now makes `held` false, and nothing is inserted), then the
+   * in_progress row unless the key exists. The claim commits or rolls back with the effect, so
+   * a refused or failed effect leaves nothing to release. The lock's key is the one
+   * `transfer_create` takes for a user's key.
+   */
+  async claimInTransaction(trx: Knex.Transaction, input: ClaimInput): Promise<{ held: boolean; claimed?: IdempotencyRecord }> {
     const byOrganization = input.organizationId !== undefined;
-    const rows = await prepared(
-      byOrganization ? 'idempotency_insert_org_claim' : 'idempotency_insert_claim',
-      db<Row>('idempotency_keys')
-        .insert({ ...ownerOf(input), operation: input.operation, key: input.key, ...FRESH_CLAIM(db, input) } satisfies RowWrite)
-        .onConflict([byOrganization ? 'organization_id' : 'user_id', 'operation', 'key'])
-        .ignore()
-        .returning('*'),
+    const owner = ownerOf(input);
+    const rows = await queryPrepared<Row & { held: boolean }>(
+      trx,
+      byOrganization ? 'idempotency_claim_org_in_transaction' : 'idempotency_claim_in_transaction',
+      `WITH lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtextextended($1::text || ' ' || $3 || ' ' || $4, 0)) AS held),
+            claimed AS (
+              INSERT INTO idempotency_keys (user_id, organization_id, operation, key, request_hash, status, claim_token, locked_until, created_at, expires_at)
+              SELECT $7::uuid, $8::uuid, $3, $4, $5, 'in_progress', $2::uuid, now() + make_interval(secs => $6::integer), now(), now() + make_interval(hours => $9::integer)
+                FROM lock WHERE lock.held
+              ON CONFLICT (${byOrganization ? 'organization_id' : 'user_id'}, operation, key) DO NOTHING
+              RETURNING *)
+       SELECT lock.held, claimed.* FROM lock LEFT JOIN claimed ON true`,
+      [owner.organization_id ?? owner.user_id, input.claimToken, input.operation, input.key, input.requestHash, input.leaseSeconds, owner.user_id, owner.organization_id, input.ttlHours],
     );
-    const row = rows[0] as Row | undefined;
-    return row ? toRecord(row) : undefined;
+    const row = rows[0] as (Row & { held: boolean }) | undefined;
+    if (!row?.held) return { held: false };
+    return row.id ? { held: true, claimed: toRecord(row) } : { held: true };
   },
 
   /**

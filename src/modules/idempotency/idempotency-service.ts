@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import type { Logger } from 'pino';
 import { ConflictError, NotFoundError, UnprocessableError, ValidationError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
 import { idempotencyRepository, type IdempotencyRecord, type IdempotencyScope } from './idempotency-repository';
@@ -18,23 +17,26 @@ import { idempotencyRepository, type IdempotencyRecord, type IdempotencyScope } 
  *   (balances, recipients) run after the claim: a replay of a processed key answers 409 with
  *   the resource it produced even when the same request would now be refused. A refusal (a
  *   400 included) rolls back and releases the claim: it does not consume the key.
- * - The first request claims the key (`in_progress`, a fencing token and a lease) in its own
- *   short statement, then runs the effect in ONE transaction that ends by completing the key
- *   row with the response status, body and resource, on condition that the claim token is
- *   still its own. The completed key, its request hash and the response therefore commit or
- *   roll back together with the effect.
+ * - The first request claims the key (`in_progress`, a fencing token and a lease) as the first
+ *   statement of ONE transaction, runs the effect in it, and ends it by completing the key row
+ *   with the response status, body and resource, on condition that the claim token is still
+ *   its own. The claim, the completed key, its request hash and the response therefore commit
+ *   or roll back together with the effect (issue 21: one commit per request, not two).
  * - A later request with the same key and the same request hash: 409
  *   `IdempotencyKeyAlreadyProcessed`, `details` {resource_type, resource_id, status} and a
  *   `Location` header; while the first is still running: 409 `ConcurrentOperation` with
- *   `Retry-After`.
+ *   `Retry-After`. "Still running" is the key's transaction-scoped advisory lock, held by the
+ *   request's transaction: the second request is told at once, never left waiting on the first.
  * - The same key with a different request (a different body): 422 `IdempotencyKeyReused`
  *   (the IETF draft's status for a reused key with another payload), with the same
  *   `details` and `Location` when the key already produced a resource.
  * - When the effect throws (InsufficientFunds, a frozen wallet, a crash...) the transaction
- *   rolls back and the claim is deleted: the key was not consumed and may be retried.
- * - A request that died after claiming leaves an in_progress row; once its lease lapses
- *   (`leaseSeconds`) the next request with the key takes it over. The fencing token makes
- *   a late commit of the dead request impossible.
+ *   rolls back, the claim with it: the key was not consumed and may be retried. A request
+ *   that dies mid-way loses its connection, and PostgreSQL rolls its claim back the same way.
+ * - An in_progress row that outlived its request (written by a release that claimed keys in
+ *   a transaction of their own, or by hand) is taken over by the next request with the key
+ *   once its lease lapses (`leaseSeconds`). The fencing token makes a late completion by the
+ *   old request impossible.
  * - An expired key is free again: the next request claims it afresh.
  */
 
@@ -91,12 +93,11 @@ function isRefusal<T>(outcome: IdempotentOutcome<T> | RefusedOutcome): outcome i
 }
 
 /** Reads the current status of a produced resource, so a replay reports e.g. a settled transfer. */
-export type ResourceStatusReader = (db: Knex, resourceId: string) => Promise<string | undefined>;
+export type ResourceStatusReader = (db: Knex | Knex.Transaction, resourceId: string) => Promise<string | undefined>;
 
 export interface IdempotencyServiceOptions {
   ttlHours: number;
   leaseSeconds?: number;
-  logger?: Logger;
 }
 
 export interface IdempotencyKeyView {
@@ -151,7 +152,7 @@ export class IdempotencyService {
 
   constructor(
     private readonly knex: Knex,
-    private readonly options: IdempotencyServiceOptions,
+    options: IdempotencyServiceOptions,
   ) {
     if (options.ttlHours < 24) throw new RangeError('idempotency keys are kept at least 24 hours');
     this.ttlHours = options.ttlHours;
@@ -182,41 +183,36 @@ export class IdempotencyService {
     return this.execute(request, effect);
   }
 
-  /** Claims `request.key` (already checked: validateIdempotencyKey), runs `effect` and completes the key in its transaction. */
+  /** Claims `request.key` (already checked: validateIdempotencyKey), runs `effect` and completes the key, all in one transaction. */
   async execute<T>(request: IdempotentRequest, effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>): Promise<T> {
     const hash = request.requestHash ?? requestHash(request.request);
-    const claim = await this.claim({ userId: request.userId, organizationId: request.organizationId, operation: request.operation, key: request.key }, hash);
+    const scope = { userId: request.userId, organizationId: request.organizationId, operation: request.operation, key: request.key };
     let refused: RefusedOutcome | undefined;
-    let result: T;
-    try {
-      result = await withTransaction(this.knex, async (trx) => {
-        refused = undefined;
-        const outcome = await effect(trx);
-        if (isRefusal(outcome)) {
-          // What the effect did commits; the key does not: its claim goes in the same transaction.
-          await idempotencyRepository.release(trx, claim.id, claim.claimToken);
-          refused = outcome;
-          return undefined as T;
-        }
-        // Fenced by the claim token: if the lease lapsed and another request took the key
-        // over meanwhile, this updates nothing and the whole effect rolls back.
-        const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, {
-          responseStatus: outcome.responseStatus,
-          responseBody: outcome.responseBody,
-          resourceType: outcome.resource.type,
-          resourceId: outcome.resource.id,
-          resourceStatus: outcome.resource.status,
-          resourceLocation: outcome.resource.location,
-        });
-        if (!completed) throw this.concurrent();
-        return outcome.result;
+    const result = await withTransaction(this.knex, async (trx) => {
+      refused = undefined;
+      // The claim is the transaction's first statement: a thrown effect (a refusal, a crash)
+      // rolls it back with everything else, so the key is free again with nothing to release.
+      const claim = await this.claim(trx, scope, hash);
+      const outcome = await effect(trx);
+      if (isRefusal(outcome)) {
+        // What the effect did commits; the key does not: its claim goes in the same transaction.
+        await idempotencyRepository.release(trx, claim.id, claim.claimToken);
+        refused = outcome;
+        return undefined as T;
+      }
+      // Fenced by the claim token: if a takeover changed the row meanwhile, this updates
+      // nothing and the whole effect rolls back.
+      const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, {
+        responseStatus: outcome.responseStatus,
+        responseBody: outcome.responseBody,
+        resourceType: outcome.resource.type,
+        resourceId: outcome.resource.id,
+        resourceStatus: outcome.resource.status,
+        resourceLocation: outcome.resource.location,
       });
-    } catch (error) {
-      await idempotencyRepository.release(this.knex, claim.id, claim.claimToken).catch((releaseError: unknown) => {
-        this.options.logger?.error({ err: releaseError, operation: request.operation }, 'could not release an idempotency claim; its lease will lapse');
-      });
-      throw error;
-    }
+      if (!completed) throw this.concurrent();
+      return outcome.result;
+    });
     if (refused) throw refused.refusal;
     return result;
   }
@@ -230,7 +226,7 @@ export class IdempotencyService {
       resource = {
         type: record.resourceType,
         id: record.resourceId,
-        status: await this.currentStatus(record),
+        status: await this.currentStatus(this.knex, record),
         location: record.resourceLocation ?? '',
       };
     }
@@ -252,24 +248,34 @@ export class IdempotencyService {
     return idempotencyRepository.purgeExpired(this.knex, limit);
   }
 
-  private async claim(scope: IdempotencyScope, hash: string): Promise<IdempotencyRecord> {
+  /**
+   * Claims the key in `trx`. A request holding the same key right now (its transaction holds
+   * the key's advisory lock): 409 ConcurrentOperation at once, never a wait. A key that exists
+   * (committed) is answered from its row: a replay, a reuse, or a claim left in_progress by a
+   * request of an earlier release that died (taken over once its lease lapses), or taken
+   * over when it expired.
+   */
+  private async claim(trx: Knex.Transaction, scope: IdempotencyScope, hash: string): Promise<IdempotencyRecord> {
     const input = { ...scope, requestHash: hash, leaseSeconds: this.leaseSeconds, ttlHours: this.ttlHours };
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      const inserted = await idempotencyRepository.insertClaim(this.knex, { ...input, claimToken: crypto.randomUUID() });
-      if (inserted) return inserted;
-      const existing = await idempotencyRepository.find(this.knex, scope);
-      if (!existing) continue; // released between our insert and our read: try again
+      const { held, claimed } = await idempotencyRepository.claimInTransaction(trx, { ...input, claimToken: crypto.randomUUID() });
+      if (!held) throw this.concurrent();
+      if (claimed) return claimed;
+      const existing = await idempotencyRepository.find(trx, scope);
+      if (!existing) continue; // purged between our insert and our read: try again
       const now = Date.now();
       const expired = existing.expiresAt.getTime() <= now;
       const abandoned = existing.status === 'in_progress' && existing.lockedUntil.getTime() <= now;
       if (expired || abandoned) {
-        const taken = await idempotencyRepository.takeOver(this.knex, existing.id, { ...input, claimToken: crypto.randomUUID() });
+        const taken = await idempotencyRepository.takeOver(trx, existing.id, { ...input, claimToken: crypto.randomUUID() });
         if (taken) return taken;
-        continue; // someone else took it over or completed it: look again
+        continue; // completed or taken over meanwhile: look again
       }
-      if (existing.requestHash !== hash) throw await this.reused(existing);
+      // Read on `trx`'s own connection: a second one, taken while this transaction holds the
+      // first, could wait for ever on a pool that transactions like this one have emptied.
+      if (existing.requestHash !== hash) throw await this.reused(trx, existing);
       if (existing.status === 'in_progress') throw this.concurrent(this.retryAfterSeconds(existing, now));
-      throw await this.alreadyProcessed(existing);
+      throw await this.alreadyProcessed(trx, existing);
     }
     throw this.concurrent();
   }
@@ -297,19 +303,19 @@ export class IdempotencyService {
   }
 
   /** A different request under a used key; names what the key produced, if anything, so a client can recover. */
-  private async reused(record: IdempotencyRecord): Promise<UnprocessableError> {
+  private async reused(db: Knex | Knex.Transaction, record: IdempotencyRecord): Promise<UnprocessableError> {
     const produced = record.status === 'completed' && record.resourceType && record.resourceId;
-    return keyReused(record.operation, produced ? { ...(record as ProducedRecord), status: await this.currentStatus(record) } : undefined);
+    return keyReused(record.operation, produced ? { ...(record as ProducedRecord), status: await this.currentStatus(db, record) } : undefined);
   }
 
-  private async currentStatus(record: IdempotencyRecord): Promise<string> {
+  private async currentStatus(db: Knex | Knex.Transaction, record: IdempotencyRecord): Promise<string> {
     const reader = record.resourceType ? this.statusReaders.get(record.resourceType) : undefined;
-    const current = reader && record.resourceId ? await reader(this.knex, record.resourceId) : undefined;
+    const current = reader && record.resourceId ? await reader(db, record.resourceId) : undefined;
     return current ?? record.resourceStatus ?? 'unknown';
   }
 
-  private async alreadyProcessed(record: IdempotencyRecord): Promise<ConflictError> {
-    return keyAlreadyProcessed({ ...(record as ProducedRecord), status: await this.currentStatus(record) });
+  private async alreadyProcessed(db: Knex | Knex.Transaction, record: IdempotencyRecord): Promise<ConflictError> {
+    return keyAlreadyProcessed({ ...(record as ProducedRecord), status: await this.currentStatus(db, record) });
   }
 }
 
