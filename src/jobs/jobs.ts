@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import PgBoss from 'pg-boss';
+import { completeJobs, failJobsById } from 'pg-boss/src/plans';
 import type { Logger } from 'pino';
 import type { JobsConfig } from '../config';
 import { queryRaw } from '../db/prepared';
@@ -55,6 +56,31 @@ export function knexExecutor(db: Knex | Knex.Transaction): PgBoss.Db {
 }
 
 /**
+ * The queue's own executor. pg-boss 10 records the end of a worker's job (complete, or fail
+ * towards a retry) without awaiting the statement (src/manager.js, `watch`; 11 awaits it but
+ * needs Node 22): when that statement lost its connection (a terminated backend, a failover),
+ * the rejection was unhandled and Node ended the process (the drill, after pg_terminate_backend).
+ * Those two statements' failures (nothing else here sends them) are logged and answered as
+ * "no job changed": the job stays active and is retried once its expireInSeconds has passed,
+ * as when its worker dies.
+ */
+function queueExecutor(knex: Knex, schema: string, logger: Pick<Logger, 'warn'>): PgBoss.Db {
+  const unawaited = new Set([completeJobs(schema), failJobsById(schema)]);
+  const db = knexExecutor(knex);
+  return {
+    async executeSql(text: string, values: unknown[]) {
+      try {
+        return await db.executeSql(text, values);
+      } catch (err) {
+        if (!unawaited.has(text)) throw err;
+        logger.warn({ err, queue: values[0] }, 'could not record the end of a job; it runs again once it expires');
+        return { rows: [{ count: '0' }] };
+      }
+    },
+  };
+}
+
+/**
  * All background work of an instance, over pg-boss 10 (a PostgreSQL job queue: a job is
  * claimed by one worker with SKIP LOCKED, retried when it fails or its worker dies, and
  * stays in the database across restarts). Build it with `Jobs.start`, register workers
@@ -71,9 +97,10 @@ export class Jobs {
 
   static async start(deps: JobsDeps): Promise<Jobs> {
     const { config } = deps;
+    const schema = deps.schema ?? 'pgboss';
     const boss = new PgBoss({
-      db: knexExecutor(deps.knex),
-      schema: deps.schema ?? 'pgboss',
+      db: queueExecutor(deps.knex, schema, deps.logger),
+      schema,
       maintenanceIntervalSeconds: config.maintenanceIntervalSeconds,
       // Cron schedules are looked at every 30 seconds by one instance at a time.
       cronMonitorIntervalSeconds: 30,

@@ -191,3 +191,55 @@ describe('Jobs (pg-boss over the application pool)', () => {
     expect(await text()).toContain(`jobs_queued{queue="${queue}"} 0`);
   });
 });
+
+/**
+ * pg-boss 10 records the end of a worker's job (complete, or fail towards a retry) without
+ * awaiting the statement: when that statement lost its connection (the drill's
+ * pg_terminate_backend), its rejection was unhandled and ended the process. Here the statement
+ * waits on a row lock the test holds, and its backend is terminated meanwhile. Real PostgreSQL
+ * only: the embedded server cannot terminate a backend.
+ */
+describe.runIf(databaseKind() === 'postgres')('Jobs when recording the end of a job loses its connection', () => {
+  it.each([
+    { end: 'completes', first: async () => undefined, statement: '%SET completed_on = now()%' },
+    { end: 'fails', first: async () => Promise.reject(new Error('first run fails')), statement: '%id IN (SELECT UNNEST($2::uuid[])) AND state < %' },
+  ])('a run that $end: logged, the job retried once it expires, no unhandled rejection', async ({ first, statement }) => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const queue = testQueue('end-lost');
+      const warned: string[] = [];
+      const logger = { error: () => undefined, warn: (...args: unknown[]) => void warned.push(String(args[1])), info: () => undefined };
+      const jobs = await startTestJobs({ logger });
+      // Holds the job's row: pg-boss's statement ending the first run waits on it, on a backend of its own.
+      const locker = await testKnex().transaction();
+      let runs = 0;
+      await jobs.work(
+        queue,
+        async (job) => {
+          runs += 1;
+          if (runs > 1) return;
+          await locker.raw('SELECT 1 FROM pgboss.job WHERE id = ? FOR UPDATE', [job.id]);
+          await first();
+        },
+        { expireInSeconds: 1 },
+      );
+      const id = (await jobs.send(queue, {}))!;
+      let ending: number | undefined;
+      await until(async () => {
+        const waiting = await testKnex().raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ?`, [statement]);
+        ending = (waiting.rows as Array<{ pid: number }>)[0]?.pid;
+        return ending !== undefined;
+      });
+      await testKnex().raw('SELECT pg_terminate_backend(?)', [ending!]);
+      await locker.rollback();
+      await until(async () => (await jobs.boss.getJobById(queue, id))?.state === 'completed');
+      expect(runs).toBe(2);
+      expect(unhandled).toEqual([]);
+      expect(warned).toEqual([expect.stringMatching(/could not record the end of a job/)]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
