@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import {
   ensureAccount,
+  ensureAccounts,
   externalClearingAccount,
   fundWallet,
   platformAccount,
@@ -70,6 +71,35 @@ describe('ledger accounts', () => {
       knex('ledger_accounts').insert({ owner_type: 'user', owner_id: someone(), currency: 'EUR', kind: 'wallet', allow_negative: true }),
     );
     expect(error.constraint).toBe('ledger_accounts_only_clearing_negative');
+  });
+
+  it('ensureAccounts answers each identity in order, of every shape, in one query once they exist', async () => {
+    const orgId = someone();
+    const userId = someone();
+    const identities = [
+      { ownerType: 'organization' as const, ownerId: orgId, currency: 'USD', kind: 'org_account' as const, externalRef: 'acct-9' },
+      { ownerType: 'platform' as const, ownerId: null, currency: 'XOF', kind: 'external_clearing' as const },
+      { ownerType: 'user' as const, ownerId: userId, currency: 'XOF', kind: 'wallet' as const },
+      { ownerType: 'platform' as const, ownerId: null, currency: 'XOF', kind: 'fees' as const, externalRef: `shard-${crypto.randomInt(256)}` },
+      { ownerType: 'user' as const, ownerId: userId, currency: 'EUR', kind: 'wallet' as const },
+    ];
+    // The first time, the missing ones are created (the user's two wallets and the org account at least).
+    const created = await withTransaction(knex, (trx) => ensureAccounts(trx, identities));
+    const one = await withTransaction(knex, async (trx) => Promise.all(identities.map((identity) => ensureAccount(trx, identity))));
+    expect(created.map((account) => account.id)).toEqual(one.map((account) => account.id));
+    expect(created.map(({ ownerType, ownerId, currency, kind, externalRef }) => ({ ownerType, ownerId, currency, kind, externalRef: externalRef ?? undefined }))).toEqual(
+      identities.map((identity) => ({ ...identity, externalRef: identity.externalRef ?? undefined })),
+    );
+    const statements: string[] = [];
+    const listener = (query: { sql: string }) => statements.push(query.sql);
+    knex.on('query', listener);
+    try {
+      const again = await withTransaction(knex, (trx) => ensureAccounts(trx, [...identities].reverse()));
+      expect(again.map((account) => account.id)).toEqual(one.map((account) => account.id).reverse());
+    } finally {
+      knex.off('query', listener);
+    }
+    expect(statements.filter((sql) => !/^(BEGIN|COMMIT)/.test(sql))).toHaveLength(1);
   });
 
   it('refuses an unknown currency', async () => {

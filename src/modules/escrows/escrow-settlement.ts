@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
-import { creditedAccountOf, currencies, parseAmount, post, shardedPlatformAccount, walletOf, walletRefusal, type EntryInput, type LedgerAccount } from '../ledger';
+import { creditedAccountOf, currencies, ensureAccounts, parseAmount, post, shardIdentity, walletIdentity, walletRefusal, type AccountIdentity, type EntryInput, type LedgerAccount } from '../ledger';
 import { fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type Settlement } from './escrow-fee';
 import type { EscrowStatus, SettlementOutcome } from './escrow-lifecycle';
 import type { Escrow, ResolutionOutcome } from './escrow-repository';
@@ -20,8 +20,7 @@ export function feeOf(escrow: Escrow): EscrowFee {
 /** Buyer wallet -> holding account: the amount plus the buyer's fee share. Returns the posting id. */
 export async function postFunding(trx: Knex.Transaction, escrow: Escrow): Promise<string> {
   const paid = fundingAmount(escrow.amountMinor, feeOf(escrow));
-  const wallet = await walletOf(trx, escrow.buyerUserId, escrow.currency);
-  const holding = await shardedPlatformAccount(trx, 'escrow_holding', escrow.currency, escrow.id);
+  const [wallet, holding] = (await ensureAccounts(trx, [walletIdentity(escrow.buyerUserId, escrow.currency), shardIdentity('escrow_holding', escrow.currency, escrow.id)])) as [LedgerAccount, LedgerAccount];
   try {
     const posting = await post(trx, {
       kind: 'escrow.funding',
@@ -58,11 +57,18 @@ export async function postSettlement(
   now: Date,
 ): Promise<SettlementResult> {
   const holding = await holdingAccountOf(trx, escrow);
-  const entries: EntryInput[] = [{ accountId: holding.id, amountMinor: -plan.heldMinor }];
-  const buyerWalletId = plan.toBuyerMinor > 0n ? (await walletOf(trx, escrow.buyerUserId, escrow.currency)).id : undefined;
-  if (plan.toSellerMinor > 0n) entries.push({ accountId: (await walletOf(trx, escrow.sellerUserId, escrow.currency)).id, amountMinor: plan.toSellerMinor });
-  if (buyerWalletId) entries.push({ accountId: buyerWalletId, amountMinor: plan.toBuyerMinor });
-  if (plan.feeMinor > 0n) entries.push({ accountId: (await shardedPlatformAccount(trx, 'fees', escrow.currency, escrow.id)).id, amountMinor: plan.feeMinor });
+  // Where the money goes, in the order of the entries: every account in one round trip.
+  const buyerWallet = walletIdentity(escrow.buyerUserId, escrow.currency);
+  const credits = (
+    [
+      [walletIdentity(escrow.sellerUserId, escrow.currency), plan.toSellerMinor],
+      [buyerWallet, plan.toBuyerMinor],
+      [shardIdentity('fees', escrow.currency, escrow.id), plan.feeMinor],
+    ] as Array<[AccountIdentity, bigint]>
+  ).filter(([, amountMinor]) => amountMinor > 0n);
+  const accounts = await ensureAccounts(trx, credits.map(([identity]) => identity));
+  const entries: EntryInput[] = [{ accountId: holding.id, amountMinor: -plan.heldMinor }, ...credits.map(([, amountMinor], index) => ({ accountId: (accounts[index] as LedgerAccount).id, amountMinor }))];
+  const buyerWalletId = accounts[credits.findIndex(([identity]) => identity === buyerWallet)]?.id;
   const status = statusFor(plan);
   let postingId: string;
   try {

@@ -1,6 +1,7 @@
 /** Public face of the ledger module: import from here, not from the files inside. */
 export {
   ensureAccount,
+  ensureAccounts,
   externalClearingAccount,
   findAccount,
   findWallets,
@@ -14,6 +15,8 @@ export {
   creditedAccountOf,
   platformShardOf,
   PLATFORM_SHARDS,
+  shardIdentity,
+  walletIdentity,
   walletOf,
 } from './ledger-service';
 export { currencies, type Currency } from './currency-repository';

@@ -106,6 +106,36 @@ export class LedgerRepository {
     return row ? toAccount(row) : undefined;
   }
 
+  /**
+   * The existing accounts of several identities, in one statement; answers by the identity's
+   * index. The identity is UNIQUE NULLS NOT DISTINCT, but a join on IS NOT DISTINCT FROM could
+   * not use its index: each shape of nullable columns (owner, external_ref) is its own branch,
+   * where `IS NULL` and `=` both are index conditions.
+   */
+  async findAccounts(identities: readonly AccountIdentity[]): Promise<Map<number, LedgerAccount>> {
+    const branch = (owner: string, ref: string) =>
+      `SELECT i.n, a.* FROM unnest($1::text[], $2::uuid[], $3::char(3)[], $4::text[], $5::text[]) WITH ORDINALITY AS i(owner_type, owner_id, currency, kind, external_ref, n)
+         JOIN ledger_accounts a ON a.owner_type = i.owner_type AND a.currency = i.currency AND a.kind = i.kind AND ${owner} AND ${ref}`;
+    const rows = await queryPrepared<AccountRow & { n: string }>(
+      this.db,
+      'ledger_find_accounts',
+      [
+        branch('a.owner_id = i.owner_id', 'a.external_ref IS NULL AND i.external_ref IS NULL'),
+        branch('a.owner_id = i.owner_id', 'a.external_ref = i.external_ref'),
+        branch('a.owner_id IS NULL AND i.owner_id IS NULL', 'a.external_ref IS NULL AND i.external_ref IS NULL'),
+        branch('a.owner_id IS NULL AND i.owner_id IS NULL', 'a.external_ref = i.external_ref'),
+      ].join('\n UNION ALL\n'),
+      [
+        identities.map((identity) => identity.ownerType),
+        identities.map((identity) => identity.ownerId),
+        identities.map((identity) => identity.currency),
+        identities.map((identity) => identity.kind),
+        identities.map((identity) => identity.externalRef ?? null),
+      ],
+    );
+    return new Map(rows.map((row) => [Number(row.n) - 1, toAccount(row)]));
+  }
+
   async findCreditedAccount(postingId: string, kind: LedgerAccount['kind']): Promise<LedgerAccount | undefined> {
     const row = (await this.db('ledger_accounts as a')
       .join('entries as e', 'e.account_id', 'a.id')

@@ -28,6 +28,7 @@ import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount,
  *   returned, in account id order). A refusal writes nothing and leaves the transaction usable.
  * - `ensureAccount(trx, {ownerType, ownerId, currency, kind, externalRef?})`: get-or-create,
  *   race-safe (INSERT ... ON CONFLICT DO NOTHING, then SELECT).
+ * - `ensureAccounts(trx, identities)`: ensureAccount for several, the existing ones in one query.
  * - `walletOf(trx, userId, currency)`: the user's wallet in that currency, created on first use.
  * - `findWallets(db, userIds, currency)`: existing wallets of several users, one query.
  * - `externalClearingAccount(trx, currency)`: the platform's account for money entering or
@@ -64,8 +65,30 @@ export async function ensureAccount(trx: Knex.Transaction | Knex, identity: Acco
   return raced;
 }
 
+/**
+ * ensureAccount for several identities at once, answered in their order: the existing ones in
+ * one statement (an escrow's settlement needs a wallet and a fee shard: one round trip, not
+ * two); only an account used for the first time costs more (ensureAccount's insert).
+ */
+export async function ensureAccounts(trx: Knex.Transaction | Knex, identities: readonly AccountIdentity[]): Promise<LedgerAccount[]> {
+  const found = await new LedgerRepository(trx).findAccounts(identities);
+  const accounts: LedgerAccount[] = [];
+  for (const [index, identity] of identities.entries()) accounts.push(found.get(index) ?? (await ensureAccount(trx, identity)));
+  return accounts;
+}
+
+/** The identity of a user's wallet (see walletOf). */
+export function walletIdentity(userId: string, currency: string): AccountIdentity {
+  return { ownerType: 'user', ownerId: userId, currency, kind: 'wallet' };
+}
+
+/** The identity of the shard of a hot platform balance that `reference` picks (see shardedPlatformAccount). */
+export function shardIdentity(kind: 'escrow_holding' | 'fees', currency: string, reference: string): AccountIdentity {
+  return { ownerType: 'platform', ownerId: null, currency, kind, externalRef: platformShardOf(reference) };
+}
+
 export function walletOf(trx: Knex.Transaction | Knex, userId: string, currency: string): Promise<LedgerAccount> {
-  return ensureAccount(trx, { ownerType: 'user', ownerId: userId, currency, kind: 'wallet' });
+  return ensureAccount(trx, walletIdentity(userId, currency));
 }
 
 export function externalClearingAccount(trx: Knex.Transaction | Knex, currency: string): Promise<LedgerAccount> {
@@ -101,7 +124,7 @@ export function platformShardOf(reference: string): string {
 }
 
 export function shardedPlatformAccount(trx: Knex.Transaction | Knex, kind: 'escrow_holding' | 'fees', currency: string, reference: string): Promise<LedgerAccount> {
-  return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind, externalRef: platformShardOf(reference) });
+  return ensureAccount(trx, shardIdentity(kind, currency, reference));
 }
 
 /** The account of `kind` that the posting credited (one query); undefined when it credited none. */
