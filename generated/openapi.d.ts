@@ -242,7 +242,7 @@ export interface paths {
         };
         /**
          * Get the state of an idempotency key
-         * @description The state of one of the caller's unexpired `Idempotency-Key` values: `in_progress` or `completed`, the operation that used it, the resource it produced (with its current status and URL) and the response status. A client that lost a response uses it to recover instead of retrying. When several operations used the same key, the most recent is shown unless `operation` names one. Keys of other users, unknown and expired keys answer 404 `IdempotencyKeyNotFound`.
+         * @description The state of one of the caller's unexpired `Idempotency-Key` values: `in_progress` or `completed`, the operation that used it, the resource it produced (with its current status and URL) and the response status. A client that lost a response uses it to recover instead of retrying. A key is recorded in the same transaction as its request's effect: while the first request with a key is still running, the key is not shown (404) and the same request answers 409 `ConcurrentOperation`; once it has committed, the key is `completed`. `in_progress` is the state of a key whose request stopped without finishing under an earlier release that recorded keys ahead of their effect; the next request with the key takes it over once its lease lapses. When several operations used the same key, the most recent is shown unless `operation` names one. Keys of other users, unknown and expired keys answer 404 `IdempotencyKeyNotFound`.
          */
         get: operations["getIdempotencyKey"];
         put?: never;
@@ -3430,7 +3430,7 @@ export interface components {
         };
         /**
          * IdempotencyKeyState
-         * @description The state of one of the caller's idempotency keys. `in_progress`: a request with this key is being processed; `completed`: it produced `resource` and answered `response_status`.
+         * @description The state of one of the caller's idempotency keys. `completed`: its request produced `resource` and answered `response_status`. `in_progress`: a request that claimed the key ahead of its effect (an earlier release) stopped without finishing; the key is taken over by the next request with it once the claim's lease lapses. A request still running holds its key inside its transaction, where nobody else sees it.
          */
         IdempotencyKeyState: {
             /** @description The key. */
