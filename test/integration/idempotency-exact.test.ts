@@ -352,13 +352,20 @@ describe('what no ordinary run shows (the repository stubbed)', () => {
     expect(find).toHaveBeenCalledTimes(3);
   });
 
-  it('a key whose advisory lock another transaction holds: 409 ConcurrentOperation with Retry-After 1, without reading the key', async () => {
+  it('a key whose advisory lock another transaction holds, with no completed row: 409 ConcurrentOperation with Retry-After 1, after one read', async () => {
     const user = await createUser();
-    vi.spyOn(idempotencyRepository, 'claimInTransaction').mockResolvedValue({ held: false });
+    const key = crypto.randomUUID();
+    const claim = vi.spyOn(idempotencyRepository, 'claimInTransaction').mockResolvedValue({ held: false });
     const find = vi.spyOn(idempotencyRepository, 'find');
-    const error = await failure(service().execute({ userId: user.id, operation: 'createEscrow', key: crypto.randomUUID(), request: {} }, neverRuns));
+    const error = await failure(service().execute({ userId: user.id, operation: 'createEscrow', key, request: {} }, neverRuns));
     expect({ code: error.code, message: error.message, headers: error.headers }).toEqual({ code: 'ConcurrentOperation', message: CONCURRENT_MESSAGE, headers: { 'Retry-After': '1' } });
-    expect(find).not.toHaveBeenCalled();
+    expect(claim).toHaveBeenCalledTimes(1);
+    expect(find).toHaveBeenCalledTimes(1);
+    // An in_progress row under a held lock is in use too, whatever its lease says (never taken over while held).
+    await heldClaim(user.id, key, {}, new Date(Date.now() - 1_000));
+    const inUse = await failure(service().execute({ userId: user.id, operation: 'createEscrow', key, request: {} }, neverRuns));
+    expect({ code: inUse.code, headers: inUse.headers }).toEqual({ code: 'ConcurrentOperation', headers: { 'Retry-After': '1' } });
+    expect(await knex('idempotency_keys').where({ user_id: user.id, key }).first()).toMatchObject({ status: 'in_progress' });
   });
 });
 

@@ -144,6 +144,26 @@ describe('IdempotencyService.execute', () => {
     expect(await walletBalance(user.id, 'EUR')).toBe(3n);
   });
 
+  it.runIf(databaseKind() === 'postgres')('answers replays of a completed key from its row while another request holds the key\'s lock', async () => {
+    const user = await createUser();
+    const key = crypto.randomUUID();
+    const request = { userId: user.id, operation: 'createTransfer', key, request: { body: { amount: 4 } } };
+    const id = await service.execute(request, credit(user.id, 4n));
+    // What a parallel replay being answered holds: the key's advisory lock, on another connection.
+    await knex.transaction(async (holder) => {
+      await holder.raw(`SELECT pg_advisory_xact_lock(hashtextextended(? || ' ' || ? || ' ' || ?, 0))`, [user.id, 'createTransfer', key]);
+      const replay = await failure(service.execute(request, credit(user.id, 4n)));
+      expect({ code: replay.code, details: replay.details }).toEqual({ code: 'IdempotencyKeyAlreadyProcessed', details: { resource_type: 'transfer', resource_id: id, status: 'completed' } });
+      const reused = await failure(service.execute({ ...request, request: { body: { amount: 5 } } }, credit(user.id, 5n)));
+      expect(reused.code).toBe('IdempotencyKeyReused');
+      // A key that is not completed, held by someone else: in use.
+      await holder.raw(`SELECT pg_advisory_xact_lock(hashtextextended(? || ' ' || ? || ' ' || ?, 0))`, [user.id, 'createTransfer', `${key}-next`]);
+      const held = await failure(service.execute({ ...request, key: `${key}-next` }, credit(user.id, 6n)));
+      expect({ code: held.code, headers: held.headers }).toEqual({ code: 'ConcurrentOperation', headers: { 'Retry-After': '1' } });
+    });
+    expect(await walletBalance(user.id, 'EUR')).toBe(4n);
+  });
+
   it('answers ConcurrentOperation while a live claim exists, and takes over a claim whose lease lapsed', async () => {
     const user = await createUser();
     const key = crypto.randomUUID();

@@ -26,7 +26,10 @@ import { idempotencyRepository, type IdempotencyRecord, type IdempotencyScope } 
  *   `IdempotencyKeyAlreadyProcessed`, `details` {resource_type, resource_id, status} and a
  *   `Location` header; while the first is still running: 409 `ConcurrentOperation` with
  *   `Retry-After`. "Still running" is the key's transaction-scoped advisory lock, held by the
- *   request's transaction: the second request is told at once, never left waiting on the first.
+ *   request's transaction: the second request is told at once, never left waiting on the first
+ *   (a different request under that key too: which one the key will belong to is not known
+ *   yet). Replays of a completed key are answered from its row even while another replay
+ *   holds the lock.
  * - The same key with a different request (a different body): 422 `IdempotencyKeyReused`
  *   (the IETF draft's status for a reused key with another payload), with the same
  *   `details` and `Location` when the key already produced a resource.
@@ -259,11 +262,17 @@ export class IdempotencyService {
     const input = { ...scope, requestHash: hash, leaseSeconds: this.leaseSeconds, ttlHours: this.ttlHours };
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const { held, claimed } = await idempotencyRepository.claimInTransaction(trx, { ...input, claimToken: crypto.randomUUID() });
-      if (!held) throw this.concurrent();
       if (claimed) return claimed;
       const existing = await idempotencyRepository.find(trx, scope);
-      if (!existing) continue; // purged between our insert and our read: try again
       const now = Date.now();
+      if (!held) {
+        // Someone holds the key's lock: a running first request, or a replay of a finished key
+        // being answered. A completed key that has not expired never changes, so parallel
+        // replays all get its answer (as transfer_create gives them); otherwise it is in use.
+        if (existing?.status === 'completed' && existing.expiresAt.getTime() > now) throw await this.answerFrom(trx, existing, hash);
+        throw this.concurrent();
+      }
+      if (!existing) continue; // purged between our insert and our read: try again
       const expired = existing.expiresAt.getTime() <= now;
       const abandoned = existing.status === 'in_progress' && existing.lockedUntil.getTime() <= now;
       if (expired || abandoned) {
@@ -271,13 +280,21 @@ export class IdempotencyService {
         if (taken) return taken;
         continue; // completed or taken over meanwhile: look again
       }
-      // Read on `trx`'s own connection: a second one, taken while this transaction holds the
-      // first, could wait for ever on a pool that transactions like this one have emptied.
-      if (existing.requestHash !== hash) throw await this.reused(trx, existing);
-      if (existing.status === 'in_progress') throw this.concurrent(this.retryAfterSeconds(existing, now));
-      throw await this.alreadyProcessed(trx, existing);
+      if (existing.status === 'in_progress' && existing.requestHash === hash) throw this.concurrent(this.retryAfterSeconds(existing, now));
+      throw await this.answerFrom(trx, existing, hash);
     }
     throw this.concurrent();
+  }
+
+  /**
+   * The refusal of a request whose key already exists: 422 IdempotencyKeyReused for another
+   * request, 409 IdempotencyKeyAlreadyProcessed for a replay. The resource's status is read on
+   * `trx`'s own connection: a second one, taken while this transaction holds the first, could
+   * wait for ever on a pool that transactions like this one have emptied.
+   */
+  private async answerFrom(trx: Knex.Transaction, existing: IdempotencyRecord, hash: string): Promise<Error> {
+    if (existing.requestHash !== hash) return this.reused(trx, existing);
+    return this.alreadyProcessed(trx, existing);
   }
 
   /** 409 ConcurrentOperation: the key is held by a request still running (or, once older, abandoned). */

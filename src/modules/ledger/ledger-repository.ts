@@ -114,7 +114,7 @@ export class LedgerRepository {
    */
   async findAccounts(identities: readonly AccountIdentity[]): Promise<Map<number, LedgerAccount>> {
     const branch = (owner: string, ref: string) =>
-      `SELECT i.n, a.* FROM unnest($1::text[], $2::uuid[], $3::char(3)[], $4::text[], $5::text[]) WITH ORDINALITY AS i(owner_type, owner_id, currency, kind, external_ref, n)
+      `SELECT i.n, a.* FROM unnest($1::text[], $2::uuid[], $3::bpchar[], $4::text[], $5::text[]) WITH ORDINALITY AS i(owner_type, owner_id, currency, kind, external_ref, n)
          JOIN ledger_accounts a ON a.owner_type = i.owner_type AND a.currency = i.currency AND a.kind = i.kind AND ${owner} AND ${ref}`;
     const rows = await queryPrepared<AccountRow & { n: string }>(
       this.db,
