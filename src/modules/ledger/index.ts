@@ -18,6 +18,7 @@ export {
   shardIdentity,
   walletIdentity,
   walletOf,
+  walletsOf,
 } from './ledger-service';
 export { currencies, type Currency } from './currency-repository';
 export { formatMinor, minorToNumber, parseAmount, toBigInt, MAX_MINOR } from './money';

@@ -89,18 +89,6 @@ export class LedgerRepository {
   constructor(private readonly db: Db) {}
 
   /** The wallets of several users in one currency, by owner id (one query). */
-  async findWallets(ownerIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
-    const { rows } = (await prepared(
-      'ledger_find_wallets',
-      this.db.raw(
-        `SELECT * FROM ledger_accounts
-          WHERE owner_type = 'user' AND owner_id = ANY(?::uuid[]) AND currency = ? AND kind = 'wallet' AND external_ref IS NULL`,
-        [ownerIds, currency],
-      ),
-    )) as { rows: AccountRow[] };
-    return new Map(rows.map((row) => [row.owner_id as string, toAccount(row)]));
-  }
-
   async findAccount(identity: AccountIdentity): Promise<LedgerAccount | undefined> {
     const row = (await this.db('ledger_accounts').where(identityWhere(identity)).first()) as AccountRow | undefined;
     return row ? toAccount(row) : undefined;

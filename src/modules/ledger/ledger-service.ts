@@ -31,6 +31,7 @@ import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount,
  * - `ensureAccounts(trx, identities)`: ensureAccount for several, the existing ones in one query.
  * - `walletOf(trx, userId, currency)`: the user's wallet in that currency, created on first use.
  * - `findWallets(db, userIds, currency)`: existing wallets of several users, one query.
+ * - `walletsOf(trx, userIds, currency)`: the wallets of several users, created on first use.
  * - `externalClearingAccount(trx, currency)`: the platform's account for money entering or
  *   leaving the platform (the only account allowed to go negative).
  * - `platformAccount(trx, kind, currency, externalRef?)`: other platform accounts (rail_transit, fees).
@@ -219,8 +220,15 @@ export function listAccounts(
 }
 
 /** The existing wallets of several users in one currency, by user id, in one query (none are created). */
-export function findWallets(db: Knex | Knex.Transaction, userIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
-  return new LedgerRepository(db).findWallets(userIds, currency);
+export async function findWallets(db: Knex | Knex.Transaction, userIds: string[], currency: string): Promise<Map<string, LedgerAccount>> {
+  const found = await new LedgerRepository(db).findAccounts(userIds.map((userId) => walletIdentity(userId, currency)));
+  return new Map([...found.values()].map((wallet) => [wallet.ownerId as string, wallet]));
+}
+
+/** The wallets of several users in one currency, by user id: ensureAccounts (existing ones in one statement, a missing one created). */
+export async function walletsOf(trx: Knex.Transaction | Knex, userIds: readonly string[], currency: string): Promise<Map<string, LedgerAccount>> {
+  const wallets = await ensureAccounts(trx, userIds.map((userId) => walletIdentity(userId, currency)));
+  return new Map(wallets.map((wallet) => [wallet.ownerId as string, wallet]));
 }
 
 export function findAccount(db: Knex | Knex.Transaction, identity: AccountIdentity): Promise<LedgerAccount | undefined> {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { findWallets, post, walletOf, walletRefusal, type LedgerAccount, type Posting } from '../ledger';
+import { post, walletRefusal, walletsOf, type LedgerAccount, type Posting } from '../ledger';
 import { cycleDrawKey, drawBeneficiary } from './tontine-draw';
 import { statusAfter } from './tontine-lifecycle';
 import type { Contribution, Tontine } from './tontine-repository';
@@ -36,7 +36,7 @@ export async function payContribution({ trx, repo, events, tontine, situation, s
   // The cycle's last unpaid contribution (the lifecycle let only an unpaid one through) pays the pot out.
   const unpaid = (k: Contribution) => k.status === 'pending' || k.status === 'late';
   const payout = state.currentContributions.some((k) => k.id !== contribution.id && unpaid(k)) ? undefined : payoutOf(tontine, state);
-  const wallets = await walletsOf(trx, tontine.currency, payout ? [userId, payout.beneficiaryUserId] : [userId]);
+  const wallets = await walletsOf(trx, payout ? [userId, payout.beneficiaryUserId] : [userId], tontine.currency);
   const wallet = wallets.get(userId) as LedgerAccount;
   const posting = await post(trx, {
     kind: 'tontine.contribution',
@@ -80,13 +80,6 @@ function payoutOf(tontine: Tontine, state: TontineState): Payout {
   const received = new Set(state.cycles.flatMap((c) => (c.beneficiaryUserId === null ? [] : [c.beneficiaryUserId])));
   const waiting = state.members.map((m) => m.userId).filter((userId) => !received.has(userId));
   return { beneficiaryUserId: drawBeneficiary(tontine.drawSeed, tontine.currentCycle, waiting), drawnAmong: waiting };
-}
-
-/** The wallets of the users, by user id: those that exist in one statement, a missing one created (as on first use). */
-async function walletsOf(trx: Knex.Transaction, currency: string, userIds: string[]): Promise<Map<string, LedgerAccount>> {
-  const wallets = await findWallets(trx, userIds, currency);
-  for (const userId of userIds) if (!wallets.has(userId)) wallets.set(userId, await walletOf(trx, userId, currency));
-  return wallets;
 }
 
 function balanceAfter(posting: Posting, accountId: string): bigint {

@@ -1,4 +1,4 @@
-import { findWallets, post, walletOf } from '../ledger';
+import { post, walletsOf, type LedgerAccount } from '../ledger';
 import { statusAfter } from './tontine-lifecycle';
 import type { TontineScope } from './tontine-scope';
 
@@ -14,9 +14,9 @@ export async function endTontine({ trx, repo, events, tontine, situation, state 
     const pool = tontine.poolAccountId;
     // The open cycle's contributions as read under the lock; the payers' wallets in one statement.
     const paid = state.currentContributions.filter((contribution) => contribution.status === 'paid');
-    const wallets = await findWallets(trx, paid.map((contribution) => contribution.userId), tontine.currency);
+    const wallets = await walletsOf(trx, paid.map((contribution) => contribution.userId), tontine.currency);
     for (const contribution of paid) {
-      const wallet = wallets.get(contribution.userId) ?? (await walletOf(trx, contribution.userId, tontine.currency));
+      const wallet = wallets.get(contribution.userId) as LedgerAccount;
       const posting = await post(
         trx,
         {
