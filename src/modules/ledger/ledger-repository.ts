@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { prepared, queryPrepared } from '../../db/prepared';
+import { queryPrepared } from '../../db/prepared';
 import { toBigInt } from './money';
 import type {
   AccountIdentity,

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import { post, walletRefusal, walletsOf, type LedgerAccount, type Posting } from '../ledger';
 import { cycleDrawKey, drawBeneficiary } from './tontine-draw';
 import { statusAfter } from './tontine-lifecycle';
