@@ -1,15 +1,16 @@
 import type { Handler, OperationId } from './contract';
+import type { PostingOperations } from './http/mount-operations';
 import { accountHandlers } from './modules/accounts';
 import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
-import { escrowHandlers } from './modules/escrows';
+import { escrowHandlers, escrowPostings } from './modules/escrows';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
 import { paymentLinksHandlers } from './modules/payment-links';
-import { tontineHandlers } from './modules/tontines';
+import { tontineHandlers, tontinePostings } from './modules/tontines';
 import { transfersHandlers } from './modules/transfers';
 import { walletsHandlers } from './modules/wallets';
 import type { Services } from './services';
@@ -44,3 +45,6 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...webhookHandlers(services.webhooks, services.clock),
   };
 }
+
+/** The operations that post money in TypeScript, run by the group commit of postings (issue 21), with the objects each locks. */
+export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };

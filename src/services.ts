@@ -11,6 +11,7 @@ import { EventsService, WebhookService, registerSnapshot } from './modules/event
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
+import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OrganizationAccessService } from './modules/organizations';
@@ -46,8 +47,14 @@ export function buildServices(deps: ServiceDeps) {
     streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
-  const payments = new PaymentsService(knex, accounts, deps.logger, { clock });
-  const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours });
+  // Group commit of the postings made in TypeScript (escrows, tontines, payments received): issue 21.
+  const postings = new PostingBatcher(knex, {
+    onBatch: (size, failed) => {
+      if (failed) deps.logger.warn({ size }, 'a batch of postings failed as a whole: its items run again one by one');
+    },
+  });
+  const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, postings });
+  const payments = new PaymentsService(knex, accounts, deps.logger, { clock, postings });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
@@ -76,9 +83,11 @@ export function buildServices(deps: ServiceDeps) {
     idempotency,
     payoutRail,
     transfers,
+    /** The group commit of postings made in TypeScript (escrows, tontines, payments received). */
+    postings,
     wallets: new WalletService(knex),
-    escrows: new EscrowService({ knex, idempotency, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
-    tontines: new TontineService({ knex, idempotency, now: deps.now }),
+    escrows: new EscrowService({ knex, idempotency, postings, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
+    tontines: new TontineService({ knex, idempotency, postings, now: deps.now }),
     /** The services' clock (presenters that show time-dependent fields read it). */
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),

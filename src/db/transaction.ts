@@ -72,6 +72,26 @@ export function onBeforeCommit(trx: Knex.Transaction, hook: BeforeCommitHook): b
   return true;
 }
 
+/** Runs `fn` in `trx`, then the hooks it registered (onBeforeCommit), in order, until none is left. */
+async function managed<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  const hooks: BeforeCommitHook[] = [];
+  beforeCommitHooks.set(trx, hooks);
+  const result = await fn(trx);
+  // Hooks may register more hooks (and run queries): run them in order until none is left.
+  for (let hook = hooks.shift(); hook; hook = hooks.shift()) await hook(trx);
+  return result;
+}
+
+/**
+ * Runs `fn` inside `trx` under a savepoint of its own (one item of a group commit): when `fn`
+ * throws, what it did is rolled back to the savepoint and the error rethrown, and `trx` goes on
+ * as if `fn` had never run. Its before-commit hooks run when `fn` ends, inside the savepoint, so
+ * a rolled-back item leaves none behind.
+ */
+export function withSavepoint<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return trx.transaction((savepoint) => managed(savepoint, fn));
+}
+
 /**
  * Runs `fn` in one database transaction and retries it, a bounded number of times with a
  * small jittered back-off, when PostgreSQL aborts it for a serialization failure or a
@@ -89,17 +109,9 @@ export async function withTransaction<T>(
   const config: Knex.TransactionConfig = {};
   if (options.isolationLevel) config.isolationLevel = options.isolationLevel;
   if (options.readOnly) config.readOnly = true;
-  const managed = async (trx: Knex.Transaction): Promise<T> => {
-    const hooks: BeforeCommitHook[] = [];
-    beforeCommitHooks.set(trx, hooks);
-    const result = await fn(trx);
-    // Hooks may register more hooks (and run queries): run them in order until none is left.
-    for (let hook = hooks.shift(); hook; hook = hooks.shift()) await hook(trx);
-    return result;
-  };
   for (let attempt = 0; ; attempt += 1) {
     try {
-      return await (db as Knex).transaction(managed, config);
+      return await (db as Knex).transaction((trx) => managed(trx, fn), config);
     } catch (error) {
       const lost = options.retryOnConnectionLoss === true && isConnectionLoss(error);
       if (attempt >= retries || !(lost || isRetryableDatabaseError(error))) throw error;

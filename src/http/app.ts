@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
-import { buildHandlers, NOT_IMPLEMENTED } from '../handlers';
+import { buildHandlers, NOT_IMPLEMENTED, POSTING_OPERATIONS } from '../handlers';
 import { redactApiKeys } from '../modules/api-keys';
 import { buildServices, type Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
@@ -166,6 +166,7 @@ export function createApp(deps: AppDeps): App {
     '/api',
     mountOperations({
       handlers,
+      postings: POSTING_OPERATIONS,
       notImplemented: NOT_IMPLEMENTED,
       organizationAccess: services.organizationAccess,
       idempotency: services.idempotency,

@@ -3,7 +3,7 @@ import { isUuid } from '../ids';
 import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
 import { NotImplementedError, UnauthorizedError } from '../errors';
 import { ApiKeyNotAllowedError } from '../modules/api-keys';
-import { requestHash, validateIdempotencyKey, type IdempotencyService } from '../modules/idempotency';
+import { requestHash, validateIdempotencyKey, type IdempotencyService, type PostingObject } from '../modules/idempotency';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
 import { envelopeOf, envelopeText } from './envelope';
 import { write } from './stream';
@@ -15,8 +15,17 @@ export const BUSINESS_PATH = '/business/organizations/{orgId}';
 /** Handlers for some operations; the mount refuses to start without one for each it mounts. */
 export type OperationHandlers = Partial<{ [Id in OperationId]: Handler<Id> }>;
 
+/**
+ * The operations that move money in TypeScript (escrow funding and settlement, tontine
+ * contributions): each names the objects its request changes, from its input, and runs in the
+ * group commit of postings (IdempotencyService.perform's `posting`), which locks them first.
+ */
+export type PostingOperations = Partial<{ [Id in OperationId]: (input: Parameters<Handler<Id>>[0]) => PostingObject[] }>;
+
 export interface MountOptions {
   handlers: OperationHandlers;
+  /** Operations run by the group commit of postings, with the objects they change. */
+  postings?: PostingOperations;
   /** Contract operations without a handler yet: they answer 501 NotImplemented (after access checks). */
   notImplemented: readonly OperationId[];
   organizationAccess: OrganizationAccessService;
@@ -184,7 +193,13 @@ const claimedInDatabase = new Set<OperationId>(KEY_CLAIMED_IN_DATABASE);
  * around it: IdempotencyService.perform), or with the key handed over when the effect claims
  * it in the database (KEY_CLAIMED_IN_DATABASE).
  */
-async function runHandler(req: Request, operationId: OperationId, handler: AnyHandler, idempotency: MountOptions['idempotency']): Promise<AnyResult> {
+async function runHandler(
+  req: Request,
+  operationId: OperationId,
+  handler: AnyHandler,
+  idempotency: MountOptions['idempotency'],
+  postingLocks: ((input: never) => PostingObject[]) | undefined,
+): Promise<AnyResult> {
   const input = inputOf(req, operationId);
   const { idempotency: declared, secured } = OPERATIONS[operationId];
   if (!declared) return handler(input);
@@ -200,7 +215,7 @@ async function runHandler(req: Request, operationId: OperationId, handler: AnyHa
     const resource = result.resource;
     if (!resource) throw new Error(`operation ${operationId} declares an Idempotency-Key but its handler named no resource`);
     return { result, responseStatus: result.status ?? defaultStatus, resource };
-  });
+  }, postingLocks && { locks: postingLocks(input as never) });
   return result.afterCommit ? result.afterCommit() : result;
 }
 
@@ -211,13 +226,14 @@ export function operationRoute(
   streamLimits: StreamLimits,
   idempotency: MountOptions['idempotency'],
   parseRenderedJson = false,
+  postingLocks?: (input: never) => PostingObject[],
 ): RequestHandler {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);
-    const result = await runHandler(req, operationId, handler as unknown as AnyHandler, idempotency);
+    const result = await runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
     const status = result.status ?? defaultStatus;
     setHeaders(res, result.headers);
     if (result.stream) {
@@ -257,7 +273,8 @@ export function mountOperations(options: MountOptions): Router {
     if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
     const chain: RequestHandler[] = [...(operation.apiKey ? [] : [refuseApiKeys()]), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson));
+    const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

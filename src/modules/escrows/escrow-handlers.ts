@@ -20,6 +20,17 @@ type EscrowOperation =
   | 'resolveEscrow'
   | 'listAllEscrows';
 
+/** An escrow action's input, as far as its lock needs it. */
+type EscrowActionInput = { path: { escrowId: string } };
+const theEscrow = ({ path }: EscrowActionInput) => [{ kind: 'escrow', id: path.escrowId }];
+
+/**
+ * The escrow actions that move money (funding, and the settlements of accept, refund and
+ * resolve): each runs in the group commit of postings, which locks the escrow and its accounts
+ * first (EscrowService registers how).
+ */
+export const escrowPostings = { fundEscrow: theEscrow, acceptEscrow: theEscrow, refundEscrow: theEscrow, resolveEscrow: theEscrow };
+
 /** The escrow operations of the contract, keyed by operationId (the validator checked every input). */
 export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation> {
   // An action answers 200 with the escrow, in the pipeline's transaction (its Idempotency-Key completes in it).

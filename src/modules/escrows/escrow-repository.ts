@@ -276,6 +276,12 @@ export class EscrowRepository {
     return withHistory(await this.db('escrows as e').select('e.*', historyColumn(this.db, 'escrow', 'e.id')).where('e.id', id).forUpdate().first());
   }
 
+  /** Locks several escrows in id order (a group commit of postings, before its items run): who pays and is paid, in which currency. */
+  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; buyerUserId: string; sellerUserId: string; currency: string }>> {
+    const rows = (await this.db('escrows').select('id', 'buyer_user_id', 'seller_user_id', 'currency').whereIn('id', ids).orderBy('id').forUpdate()) as Row[];
+    return rows.map((row) => ({ id: row.id, buyerUserId: row.buyer_user_id, sellerUserId: row.seller_user_id, currency: row.currency }));
+  }
+
   async update(id: string, changes: Partial<Escrow>): Promise<Escrow> {
     const [row] = await this.db('escrows').where({ id }).update(toRow(changes)).returning('*');
     return toEscrow(row as Row);

@@ -8,7 +8,7 @@ import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository, type HistoryEntry } from '../events';
-import { currencies, parseAmount } from '../ledger';
+import { currencies, parseAmount, shardIdentity, walletIdentity, type PostingBatcher } from '../ledger';
 import type { IdempotencyService } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
@@ -57,6 +57,8 @@ export interface EscrowServiceDeps {
   logger?: Pick<Logger, 'error'>;
   /** After a failed automatic release, the job tries that escrow again this much later. */
   releaseRetryMs?: number;
+  /** The group commit of postings: the service tells it how to lock escrows (with their accounts) for a batch. */
+  postings?: Pick<PostingBatcher, 'registerLocker'>;
 }
 
 const COUNTERPARTY_FIELD = { path: 'body.counterparty_identifier', name: 'counterparty_identifier' };
@@ -94,6 +96,15 @@ export class EscrowService {
     this.now = deps.clock;
     this.releaseRetryMs = deps.releaseRetryMs ?? 60_000;
     deps.idempotency.registerResourceStatus('escrow', (db, id) => new EscrowRepository(db).statusOf(id));
+    // Every account an escrow's funding or settlement may touch: both wallets, its holding and fee shards.
+    deps.postings?.registerLocker('escrow', async (trx, objects) => ({
+      identities: (await new EscrowRepository(trx).lockForPostings(objects.map((object) => object.id))).flatMap((escrow) => [
+        walletIdentity(escrow.buyerUserId, escrow.currency),
+        walletIdentity(escrow.sellerUserId, escrow.currency),
+        shardIdentity('escrow_holding', escrow.currency, escrow.id),
+        shardIdentity('fees', escrow.currency, escrow.id),
+      ]),
+    }));
   }
 
   /** POST /escrows, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */

@@ -3,3 +3,4 @@ export { IdempotencyService, canonicalJson, keyAlreadyProcessed, keyReused, requ
 export type { IdempotencyKeyView, IdempotencyServiceOptions, IdempotentOutcome, IdempotentRequest, RefusedOutcome, IdempotentResource, ResourceStatusReader } from './idempotency-service';
 export { idempotencyHandlers } from './idempotency-handlers';
 export { idempotencyJobs } from './idempotency-jobs';
+export type { PostingGroupCommit, PostingObject, PostingRequest } from './posting-group-commit';

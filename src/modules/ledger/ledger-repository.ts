@@ -52,6 +52,34 @@ export function toAccount(row: AccountRow): LedgerAccount {
   };
 }
 
+/**
+ * The accounts of identities $1..$5 (identityArrays), joined to `columns` (i.n is the identity's
+ * 1-based position). The identity is UNIQUE NULLS NOT DISTINCT, but a join on IS NOT DISTINCT
+ * FROM could not use its index: each shape of nullable columns (owner, external_ref) is its own
+ * branch, where `IS NULL` and `=` both are index conditions.
+ */
+function identitiesJoin(columns: string): string {
+  const branch = (owner: string, ref: string) =>
+    `SELECT ${columns} FROM unnest($1::text[], $2::uuid[], $3::bpchar[], $4::text[], $5::text[]) WITH ORDINALITY AS i(owner_type, owner_id, currency, kind, external_ref, n)
+       JOIN ledger_accounts a ON a.owner_type = i.owner_type AND a.currency = i.currency AND a.kind = i.kind AND ${owner} AND ${ref}`;
+  return [
+    branch('a.owner_id = i.owner_id', 'a.external_ref IS NULL AND i.external_ref IS NULL'),
+    branch('a.owner_id = i.owner_id', 'a.external_ref = i.external_ref'),
+    branch('a.owner_id IS NULL AND i.owner_id IS NULL', 'a.external_ref IS NULL AND i.external_ref IS NULL'),
+    branch('a.owner_id IS NULL AND i.owner_id IS NULL', 'a.external_ref = i.external_ref'),
+  ].join('\n UNION ALL\n');
+}
+
+function identityArrays(identities: readonly AccountIdentity[]): unknown[] {
+  return [
+    identities.map((identity) => identity.ownerType),
+    identities.map((identity) => identity.ownerId),
+    identities.map((identity) => identity.currency),
+    identities.map((identity) => identity.kind),
+    identities.map((identity) => identity.externalRef ?? null),
+  ];
+}
+
 function identityWhere(identity: AccountIdentity) {
   return (qb: Knex.QueryBuilder) => {
     qb.where({ owner_type: identity.ownerType, currency: identity.currency, kind: identity.kind });
@@ -94,34 +122,29 @@ export class LedgerRepository {
     return row ? toAccount(row) : undefined;
   }
 
-  /**
-   * The existing accounts of several identities, in one statement; answers by the identity's
-   * index. The identity is UNIQUE NULLS NOT DISTINCT, but a join on IS NOT DISTINCT FROM could
-   * not use its index: each shape of nullable columns (owner, external_ref) is its own branch,
-   * where `IS NULL` and `=` both are index conditions.
-   */
+  /** The existing accounts of several identities, in one statement (identitiesJoin); answers by the identity's index. */
   async findAccounts(identities: readonly AccountIdentity[]): Promise<Map<number, LedgerAccount>> {
-    const branch = (owner: string, ref: string) =>
-      `SELECT i.n, a.* FROM unnest($1::text[], $2::uuid[], $3::bpchar[], $4::text[], $5::text[]) WITH ORDINALITY AS i(owner_type, owner_id, currency, kind, external_ref, n)
-         JOIN ledger_accounts a ON a.owner_type = i.owner_type AND a.currency = i.currency AND a.kind = i.kind AND ${owner} AND ${ref}`;
-    const rows = await queryPrepared<AccountRow & { n: string }>(
-      this.db,
-      'ledger_find_accounts',
-      [
-        branch('a.owner_id = i.owner_id', 'a.external_ref IS NULL AND i.external_ref IS NULL'),
-        branch('a.owner_id = i.owner_id', 'a.external_ref = i.external_ref'),
-        branch('a.owner_id IS NULL AND i.owner_id IS NULL', 'a.external_ref IS NULL AND i.external_ref IS NULL'),
-        branch('a.owner_id IS NULL AND i.owner_id IS NULL', 'a.external_ref = i.external_ref'),
-      ].join('\n UNION ALL\n'),
-      [
-        identities.map((identity) => identity.ownerType),
-        identities.map((identity) => identity.ownerId),
-        identities.map((identity) => identity.currency),
-        identities.map((identity) => identity.kind),
-        identities.map((identity) => identity.externalRef ?? null),
-      ],
-    );
+    const rows = await queryPrepared<AccountRow & { n: string }>(this.db, 'ledger_find_accounts', identitiesJoin('i.n, a.*'), identityArrays(identities));
     return new Map(rows.map((row) => [Number(row.n) - 1, toAccount(row)]));
+  }
+
+  /**
+   * Locks (FOR UPDATE) the existing accounts of `identities` and those of `accountIds`, in id
+   * order, the one order in which every posting locks its accounts (ledger_post): a group
+   * commit takes its items' accounts this way before running them. Accounts that do not exist
+   * yet are skipped. Answers how many rows were locked.
+   */
+  async lockAccounts(identities: readonly AccountIdentity[], accountIds: readonly string[]): Promise<number> {
+    const rows = await queryPrepared<{ id: string }>(
+      this.db,
+      'ledger_lock_accounts',
+      `SELECT a.id FROM ledger_accounts a
+        WHERE a.id IN (SELECT f.id FROM (${identitiesJoin('a.id')}) f UNION SELECT unnest($6::uuid[]))
+        ORDER BY a.id
+          FOR UPDATE`,
+      [...identityArrays(identities), accountIds],
+    );
+    return rows.length;
   }
 
   async findCreditedAccount(postingId: string, kind: LedgerAccount['kind']): Promise<LedgerAccount | undefined> {

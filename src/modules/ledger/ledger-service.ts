@@ -92,8 +92,13 @@ export function walletOf(trx: Knex.Transaction | Knex, userId: string, currency:
   return ensureAccount(trx, walletIdentity(userId, currency));
 }
 
+/** The identity of the platform's clearing account of a currency (see externalClearingAccount). */
+export function clearingIdentity(currency: string): AccountIdentity {
+  return { ownerType: 'platform', ownerId: null, currency, kind: 'external_clearing' };
+}
+
 export function externalClearingAccount(trx: Knex.Transaction | Knex, currency: string): Promise<LedgerAccount> {
-  return ensureAccount(trx, { ownerType: 'platform', ownerId: null, currency, kind: 'external_clearing' });
+  return ensureAccount(trx, clearingIdentity(currency));
 }
 
 export function platformAccount(

@@ -6,7 +6,7 @@ import { withTransaction } from '../../db/transaction';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
 import { EventRepository } from '../events';
-import { externalClearingAccount, post } from '../ledger';
+import { clearingIdentity, externalClearingAccount, post, type PostingBatcher } from '../ledger';
 import { presentPayment } from './payment-links-presenter';
 import { PaymentNotFound, PaymentRefused } from './payment-links-errors';
 import { publicLinkView, type PublicPaymentLink } from './link-views';
@@ -34,6 +34,8 @@ export interface PaymentsServiceOptions {
   /** How far the sweep pushes back a payment whose settlement failed (default 60 s). */
   settleRetryMs?: number;
   clock?: Clock;
+  /** The group commit of postings: settlements made close together commit together (issue 21). */
+  postings?: Pick<PostingBatcher, 'registerLocker' | 'run'>;
 }
 
 export const POSTING_KIND = 'payment_link.payment';
@@ -56,6 +58,7 @@ export class PaymentsService {
   private readonly sandboxDelayMs: number;
   private readonly settleRetryMs: number;
   private readonly clock: Clock;
+  private readonly postings: PaymentsServiceOptions['postings'];
 
   constructor(
     private readonly knex: Knex,
@@ -66,6 +69,15 @@ export class PaymentsService {
     this.clock = options.clock ?? systemClock;
     this.sandboxDelayMs = options.sandboxDelayMs ?? 8_000;
     this.settleRetryMs = options.settleRetryMs ?? 60_000;
+    this.postings = options.postings;
+    // A settlement moves the money from the currency's clearing account to the destination's ledger account.
+    this.postings?.registerLocker('payment', async (trx, objects) => {
+      const locked = await new PaymentsRepository(trx).lockForPostings(objects.map((object) => object.id));
+      return {
+        identities: [...new Set(locked.map((payment) => payment.currency))].map((currency) => clearingIdentity(currency)),
+        accountIds: locked.flatMap((payment) => (payment.ledgerAccountId ? [payment.ledgerAccountId] : [])),
+      };
+    });
   }
 
   /** The destination account when it can receive money now (active), else undefined. */
@@ -202,8 +214,10 @@ export class PaymentsService {
     return promise;
   }
 
+  /** One settlement, in the group commit of postings when there is one (settlements due together commit together). */
   private settleNow(paymentId: string, now: Date): Promise<Payment> {
-    return withTransaction(this.knex, async (trx) => (await this.settleIn(trx, paymentId, now)).payment);
+    const work = async (trx: Knex.Transaction) => (await this.settleIn(trx, paymentId, now)).payment;
+    return this.postings ? this.postings.run(work, [{ kind: 'payment', id: paymentId }]) : withTransaction(this.knex, work);
   }
 
   /** Settles the payment in `trx` when it is pending and due; `changed` says whether it did. */

@@ -2,6 +2,15 @@ import { pageRequest, type Handlers, type IdempotentResource } from '../../contr
 import type { TontineView } from './tontine-presenter';
 import { CONTRIBUTION_RESOURCE, type TontineService } from './tontine-service';
 
+/**
+ * The tontine operation that moves money (a contribution, and the pot's payout when it is the
+ * cycle's last): it runs in the group commit of postings, which locks the tontine, its pool and
+ * the member's wallet first (TontineService registers how).
+ */
+export const tontinePostings = {
+  contributeToTontine: ({ path, caller }: { path: { tontineId: string }; caller: { userId: string } }) => [{ kind: 'tontine', id: path.tontineId, userId: caller.userId }],
+};
+
 /** The tontine operations of the contract: GET/POST /tontines and /tontines/{tontineId}[/...]. */
 export type TontineOperation =
   | 'listTontines'

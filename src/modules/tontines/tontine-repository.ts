@@ -53,6 +53,12 @@ export class TontineRepository {
     return row ? toTontine(row) : undefined;
   }
 
+  /** Locks several tontines in id order (a group commit of postings, before its items run): their currency and pool. */
+  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; currency: string; poolAccountId: string }>> {
+    const rows = (await this.db<TontineRow>('tontines').select('id', 'currency', 'pool_account_id').whereIn('id', ids).orderBy('id').forUpdate()) as TontineRow[];
+    return rows.map((row) => ({ id: row.id, currency: row.currency, poolAccountId: row.pool_account_id }));
+  }
+
   async update(
     id: string,
     patch: Partial<

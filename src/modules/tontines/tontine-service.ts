@@ -7,7 +7,7 @@ import type { Caller } from '../../contract';
 import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository, type NewEvent } from '../events';
 import type { IdempotencyService } from '../idempotency';
-import { currencies, ensureAccount, parseAmount } from '../ledger';
+import { currencies, ensureAccount, parseAmount, walletIdentity, type PostingBatcher } from '../ledger';
 import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
@@ -44,6 +44,8 @@ export interface TontineServiceDeps {
   idempotency: IdempotencyService;
   /** The clock (tests inject one): creation, start, schedule, payments and late marking read it. */
   now?: () => Date;
+  /** The group commit of postings: the service tells it how to lock tontines (with their accounts) for a batch. */
+  postings?: Pick<PostingBatcher, 'registerLocker'>;
 }
 
 
@@ -65,6 +67,16 @@ export class TontineService {
     this.knex = deps.knex;
     this.now = deps.now ?? (() => new Date());
     deps.idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, (db, id) => new TontineRepository(db).contributionStatus(id));
+    // A contribution debits its member's wallet into the pool. The pot's beneficiary, known only
+    // once the state is read, is not locked ahead: its wallet is only credited (see PostingBatcher).
+    deps.postings?.registerLocker('tontine', async (trx, objects) => {
+      const locked = new Map((await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((tontine) => [tontine.id, tontine]));
+      const identities = objects.flatMap((object) => {
+        const tontine = locked.get(object.id);
+        return tontine && object.userId ? [walletIdentity(object.userId, tontine.currency)] : [];
+      });
+      return { identities, accountIds: [...locked.values()].map((tontine) => tontine.poolAccountId) };
+    });
   }
 
   /** POST /tontines, in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */

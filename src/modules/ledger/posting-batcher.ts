@@ -1,0 +1,154 @@
+import type { Knex } from 'knex';
+import { DomainError } from '../../errors';
+import { withSavepoint, withTransaction } from '../../db/transaction';
+import { GroupCommit } from './group-commit';
+import { LedgerRepository } from './ledger-repository';
+import type { AccountIdentity } from './ledger-types';
+
+/**
+ * Group commit for the postings that services make in TypeScript (issue 21, item 1): escrow
+ * funding and settlement, tontine contributions and their payouts, payments received. Transfers
+ * have their own, in SQL (transfer_create_batch); this one runs the same services' code, so the
+ * lifecycle rules stay in one place (src/domain/lifecycle.ts).
+ *
+ * - Each item is a unit of work (`work(trx)`: the Idempotency-Key's claim, the effect, the key's
+ *   completion) with its own outcome. Items run one after the other in ONE transaction, each
+ *   under a savepoint of its own: an item that refuses (any DomainError: InsufficientFunds, a
+ *   frozen wallet, a replayed key, a state the lifecycle refuses) is rolled back to its
+ *   savepoint alone and answered with its error; the next item never sees what it did.
+ * - Every answer waits for the COMMIT that holds its item (GroupCommit).
+ * - Locks: an item names the objects it changes (`locks`: an escrow, a tontine, a payment). With
+ *   two items or more, the batch first locks every named object, kind by kind in one fixed order
+ *   and by id, then every ledger account their postings touch, in id order (LedgerRepository
+ *   .lockAccounts): the order of a single request (its object, then ledger_post's accounts in id
+ *   order), so batches never deadlock each other nor single postings. An account an item creates
+ *   (a wallet's first use) is new and seen by no one else before the commit.
+ * - Anything else an item throws (a lost connection, a deadlock, a bug) fails the whole batch:
+ *   it is rolled back and each item runs again alone, in its own transaction (retried on a
+ *   deadlock or a serialization failure), whose result or error is its answer. An item whose
+ *   batch did commit but lost its answer finds its key completed and answers 409
+ *   IdempotencyKeyAlreadyProcessed naming what it produced: never a second effect.
+ */
+
+/** An object an item changes, to be locked before the batch's items run. */
+export interface LockedObject {
+  /** A kind with a registered locker (`escrow`, `tontine`, `payment`). */
+  kind: string;
+  id: string;
+  /** The user whose wallet the item debits, when the object alone does not say (a contribution's member). */
+  userId?: string;
+}
+
+/** The ledger accounts that postings on some objects touch: by identity (not created yet is fine) or by id. */
+export interface TouchedAccounts {
+  identities?: AccountIdentity[];
+  accountIds?: string[];
+}
+
+/**
+ * Locks the rows of `objects` (all of one kind, sorted by id, distinct ids) FOR UPDATE in that
+ * order, and answers the accounts their postings may touch.
+ */
+export type ObjectLocker = (trx: Knex.Transaction, objects: readonly LockedObject[]) => Promise<TouchedAccounts>;
+
+export interface PostingBatcherOptions {
+  windowMs?: number;
+  maxItems?: number;
+  onBatch?(size: number, failed: boolean): void;
+}
+
+interface Item {
+  work(trx: Knex.Transaction): Promise<unknown>;
+  locks: readonly LockedObject[];
+}
+
+type Outcome = { value: unknown } | { refusal: DomainError };
+
+export class PostingBatcher {
+  private readonly lockers = new Map<string, ObjectLocker>();
+  private readonly group: GroupCommit<Item, Outcome>;
+
+  constructor(
+    private readonly knex: Knex,
+    options: PostingBatcherOptions = {},
+  ) {
+    this.group = new GroupCommit<Item, Outcome>({
+      ...options,
+      runBatch: (items) => this.runBatch(items),
+      runOne: async (item) => ({ value: await withTransaction(this.knex, item.work) }),
+    });
+  }
+
+  /** Batches sent, by size (index = size). */
+  get sizes(): readonly number[] {
+    return this.group.sizes;
+  }
+
+  get batchesFailed(): number {
+    return this.group.batchesFailed;
+  }
+
+  /** How to lock the objects of `kind` (a module registers its own kind once). */
+  registerLocker(kind: string, locker: ObjectLocker): void {
+    if (this.lockers.has(kind)) throw new Error(`posting batcher: a locker for "${kind}" is already registered`);
+    this.lockers.set(kind, locker);
+  }
+
+  /**
+   * Runs `work` in the batch that leaves next, and answers its result once that batch has
+   * committed; throws its refusal (a DomainError) or, when its batch failed as a whole, whatever
+   * it threw when run alone. `work` must have no effect outside the database: it may run twice
+   * (in its batch, then alone).
+   */
+  async run<T>(work: (trx: Knex.Transaction) => Promise<T>, locks: readonly LockedObject[] = []): Promise<T> {
+    for (const object of locks) {
+      if (!this.lockers.has(object.kind)) throw new Error(`posting batcher: no locker for "${object.kind}"`);
+    }
+    const outcome = await this.group.submit({ work, locks });
+    if ('refusal' in outcome) throw outcome.refusal;
+    return outcome.value as T;
+  }
+
+  private runBatch(items: Item[]): Promise<Outcome[]> {
+    // No retry here: a batch that fails runs again item by item (GroupCommit).
+    return withTransaction(
+      this.knex,
+      async (trx) => {
+        if (items.length > 1) await this.lockInOrder(trx, items);
+        const outcomes: Outcome[] = [];
+        for (const item of items) {
+          try {
+            outcomes.push({ value: await withSavepoint(trx, item.work) });
+          } catch (error) {
+            if (!(error instanceof DomainError)) throw error;
+            outcomes.push({ refusal: error });
+          }
+        }
+        return outcomes;
+      },
+      { retries: 0 },
+    );
+  }
+
+  /** Every named object, kind by kind (sorted by kind) and by id, then every account they touch, in id order. */
+  private async lockInOrder(trx: Knex.Transaction, items: readonly Item[]): Promise<void> {
+    const byKind = new Map<string, Map<string, LockedObject>>();
+    for (const object of items.flatMap((item) => item.locks)) {
+      const objects = byKind.get(object.kind) ?? new Map<string, LockedObject>();
+      // The same object twice (two contributions of one tontine) is locked once; each party's wallet still counts.
+      const key = `${object.id} ${object.userId ?? ''}`;
+      objects.set(key, object);
+      byKind.set(object.kind, objects);
+    }
+    if (byKind.size === 0) return;
+    const identities: AccountIdentity[] = [];
+    const accountIds: string[] = [];
+    for (const kind of [...byKind.keys()].sort()) {
+      const objects = [...(byKind.get(kind) as Map<string, LockedObject>).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const touched = await (this.lockers.get(kind) as ObjectLocker)(trx, objects);
+      identities.push(...(touched.identities ?? []));
+      accountIds.push(...(touched.accountIds ?? []));
+    }
+    if (identities.length > 0 || accountIds.length > 0) await new LedgerRepository(trx).lockAccounts(identities, accountIds);
+  }
+}

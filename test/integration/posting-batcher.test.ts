@@ -1,0 +1,207 @@
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { describe, expect, it } from 'vitest';
+import { onBeforeCommit, withTransaction } from '../../src/db/transaction';
+import { ConflictError } from '../../src/errors';
+import { PostingBatcher, post, walletIdentity, walletOf, type LedgerAccount } from '../../src/modules/ledger';
+import { testKnex } from '../support/database';
+import { fundedWallet as fundedWalletOn } from '../support/failures';
+import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+
+/**
+ * The group commit of postings made in TypeScript (issue 21, item 1): items share one
+ * transaction, each under its own savepoint, each with its own outcome, answered after the
+ * commit; objects and accounts are locked first, in one order; a batch that fails as a whole
+ * runs its items again alone.
+ */
+
+const knex = testKnex();
+const fundedWallet = (amountMinor: bigint) => fundedWalletOn(knex, 'XOF', amountMinor);
+const emptyWallet = async () => {
+  const userId = crypto.randomUUID();
+  return { userId, wallet: await withTransaction(knex, (trx) => walletOf(trx, userId, 'XOF')) };
+};
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A batcher whose `wallet` objects are users: the locker answers their XOF wallets (nothing else to lock). */
+function walletBatcher(lockedKinds: string[] = []): PostingBatcher {
+  const batcher = new PostingBatcher(knex);
+  batcher.registerLocker('wallet', async (_trx, objects) => {
+    lockedKinds.push(objects.map((object) => object.id).join(','));
+    return { identities: objects.map((object) => walletIdentity(object.id, 'XOF')) };
+  });
+  return batcher;
+}
+
+/**
+ * Runs `works` as ONE batch: a first item holds the batcher's flight open, so the ones submitted
+ * right after it gather in its window and leave together.
+ */
+function oneBatch(batcher: PostingBatcher, works: Array<{ work: (trx: Knex.Transaction) => Promise<unknown>; userId?: string }>): Array<Promise<unknown>> {
+  void batcher.run(() => sleep(40));
+  return works.map(({ work, userId }) => batcher.run(work, userId ? [{ kind: 'wallet', id: userId }] : []));
+}
+
+function pay(from: LedgerAccount, to: LedgerAccount, amountMinor: bigint) {
+  return async (trx: Knex.Transaction) =>
+    (await post(trx, { kind: 'test.batch', reference: crypto.randomUUID(), entries: [{ accountId: from.id, amountMinor: -amountMinor }, { accountId: to.id, amountMinor }] })).id;
+}
+
+async function settled<T>(promise: Promise<T>): Promise<{ value?: T; error?: { code?: string; message: string } }> {
+  try {
+    return { value: await promise };
+  } catch (error) {
+    return { error: error as { code?: string; message: string } };
+  }
+}
+
+describe('PostingBatcher (group commit of postings, issue 21)', () => {
+  it('gives each item of a batch its own outcome: a refusal rolls back that item alone, the others commit', async () => {
+    const batcher = walletBatcher();
+    const a = await fundedWallet(1_000n);
+    const b = await fundedWallet(50n);
+    const to = await emptyWallet();
+    const results = await Promise.all(
+      oneBatch(batcher, [
+        { work: pay(a.wallet, to.wallet, 300n), userId: a.userId },
+        { work: pay(b.wallet, to.wallet, 500n), userId: b.userId }, // more than b has: InsufficientFunds
+        { work: pay(a.wallet, to.wallet, 200n), userId: a.userId },
+      ]).map(settled),
+    );
+    expect(batcher.sizes[3]).toBe(1);
+    expect(batcher.batchesFailed).toBe(0);
+    expect(results[0]?.value).toEqual(expect.any(String));
+    expect(results[1]?.error?.code).toBe('InsufficientFunds');
+    expect(results[2]?.value).toEqual(expect.any(String));
+    expect(await balanceOf(knex, a.wallet.id)).toBe(500n);
+    expect(await balanceOf(knex, b.wallet.id)).toBe(50n);
+    expect(await balanceOf(knex, to.wallet.id)).toBe(500n);
+    await expectLedgerInvariants(knex);
+  });
+
+  it('answers no item before the commit: what an earlier item wrote is not visible outside while a later one runs', async () => {
+    const batcher = walletBatcher();
+    const a = await fundedWallet(1_000n);
+    const to = await emptyWallet();
+    let seenOutside: bigint | undefined;
+    let firstAnswered = false;
+    const [first, second] = oneBatch(batcher, [
+      { work: pay(a.wallet, to.wallet, 100n), userId: a.userId },
+      {
+        work: async (trx) => {
+          await sleep(30);
+          seenOutside = await balanceOf(knex, to.wallet.id);
+          return pay(a.wallet, to.wallet, 1n)(trx);
+        },
+        userId: a.userId,
+      },
+    ]);
+    void first?.then(() => (firstAnswered = true));
+    await sleep(15);
+    expect(firstAnswered).toBe(false);
+    await Promise.all([first, second]);
+    expect(seenOutside).toBe(0n);
+    expect(await balanceOf(knex, to.wallet.id)).toBe(101n);
+  });
+
+  it('locks every item\'s objects and accounts, in order, before the first item runs (two items or more)', async () => {
+    const lockedKinds: string[] = [];
+    const batcher = walletBatcher(lockedKinds);
+    const a = await fundedWallet(1_000n);
+    const b = await fundedWallet(1_000n);
+    let lockedWhileFirstRan: string | undefined;
+    await Promise.all(
+      oneBatch(batcher, [
+        {
+          // While the first item runs, the second item's wallet is already locked by the batch.
+          work: async () => {
+            lockedWhileFirstRan = (await settled(knex.raw('SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE NOWAIT', [b.wallet.id]))).error?.code;
+          },
+          userId: a.userId,
+        },
+        { work: async () => undefined, userId: b.userId },
+        { work: async () => undefined, userId: a.userId },
+      ]),
+    );
+    expect(lockedWhileFirstRan).toBe('55P03'); // lock_not_available
+    // One call for the kind, each object once, in id order.
+    expect(lockedKinds).toEqual([[a.userId, b.userId].sort().join(',')]);
+  });
+
+  it('locks nothing ahead for an item alone: it takes its locks in its own order', async () => {
+    const lockedKinds: string[] = [];
+    const batcher = walletBatcher(lockedKinds);
+    const a = await fundedWallet(1_000n);
+    let lockedWhileRunning: string | undefined;
+    await batcher.run(async () => {
+      lockedWhileRunning = (await settled(knex.raw('SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE NOWAIT', [a.wallet.id]))).error?.code;
+    }, [{ kind: 'wallet', id: a.userId }]);
+    expect(lockedWhileRunning).toBeUndefined();
+    expect(lockedKinds).toEqual([]);
+  });
+
+  it('runs the items of a batch that failed as a whole again alone: each effect once, each answer its own', async () => {
+    const batcher = walletBatcher();
+    const a = await fundedWallet(1_000n);
+    const to = await emptyWallet();
+    let flakyRuns = 0;
+    const results = await Promise.all(
+      oneBatch(batcher, [
+        { work: pay(a.wallet, to.wallet, 100n), userId: a.userId },
+        {
+          // Not a refusal (a lost connection, a bug): fails the batch the first time, works alone.
+          work: async (trx) => {
+            flakyRuns += 1;
+            const id = await pay(a.wallet, to.wallet, 10n)(trx);
+            if (flakyRuns === 1) throw new Error('connection lost (simulated)');
+            return id;
+          },
+          userId: a.userId,
+        },
+        {
+          work: async () => {
+            throw new Error('always broken');
+          },
+        },
+        { work: pay(a.wallet, to.wallet, 1n), userId: a.userId },
+      ]).map(settled),
+    );
+    expect(batcher.batchesFailed).toBe(1);
+    expect(flakyRuns).toBe(2);
+    expect(results.map((result) => result.error?.message)).toEqual([undefined, undefined, 'always broken', undefined]);
+    // Rolled back with the failed batch, then made once alone.
+    expect(await balanceOf(knex, to.wallet.id)).toBe(111n);
+    expect(await knex('postings').whereIn('id', results.flatMap((result) => (typeof result.value === 'string' ? [result.value] : []))).count<{ count: string }[]>('* as n')).toEqual([{ n: '3' }]);
+    await expectLedgerInvariants(knex);
+  });
+
+  it('runs an item\'s before-commit hooks inside its savepoint: a refused item leaves none behind', async () => {
+    const batcher = walletBatcher();
+    const ran: string[] = [];
+    const results = await Promise.all(
+      oneBatch(batcher, [
+        {
+          work: async (trx) => {
+            onBeforeCommit(trx, async () => void ran.push('kept'));
+          },
+        },
+        {
+          work: async (trx) => {
+            onBeforeCommit(trx, async () => void ran.push('refused'));
+            throw new ConflictError('Refused', 'refused on purpose');
+          },
+        },
+      ]).map(settled),
+    );
+    expect(results[1]?.error?.code).toBe('Refused');
+    expect(ran).toEqual(['kept']);
+  });
+
+  it('refuses an object of a kind nobody registered, and a second locker for one kind', async () => {
+    const batcher = walletBatcher();
+    await expect(batcher.run(async () => 1, [{ kind: 'unknown', id: crypto.randomUUID() }])).rejects.toThrow(/no locker for "unknown"/);
+    expect(() => batcher.registerLocker('wallet', async () => ({}))).toThrow(/already registered/);
+    const a = await fundedWallet(5n);
+    expect(await batcher.run(async (trx) => (await walletOf(trx, a.userId, 'XOF')).id, [{ kind: 'wallet', id: a.userId }])).toBe(a.wallet.id);
+  });
+});
