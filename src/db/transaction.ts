@@ -83,13 +83,38 @@ async function managed<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => 
 }
 
 /**
+ * The scope of `trx`'s before-commit hooks (undefined outside withTransaction): a new one for each
+ * savepoint of withSavepoint, so what is queued for a hook can be kept per scope and dropped with
+ * a rolled-back item.
+ */
+export function beforeCommitScope(trx: Knex.Transaction): object | undefined {
+  return beforeCommitHooks.get(trx);
+}
+
+/**
  * Runs `fn` inside `trx` under a savepoint of its own (one item of a group commit): when `fn`
  * throws, what it did is rolled back to the savepoint and the error rethrown, and `trx` goes on
  * as if `fn` had never run. Its before-commit hooks run when `fn` ends, inside the savepoint, so
- * a rolled-back item leaves none behind.
+ * a rolled-back item leaves none behind. The savepoint is never released (one statement fewer
+ * per item): the next item's savepoint nests in it, and ROLLBACK TO the newest `item` undoes the
+ * current item only.
  */
-export function withSavepoint<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return trx.transaction((savepoint) => managed(savepoint, fn));
+export async function withSavepoint<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  await trx.raw('SAVEPOINT item');
+  const outer = beforeCommitHooks.get(trx);
+  const hooks: BeforeCommitHook[] = [];
+  beforeCommitHooks.set(trx, hooks);
+  try {
+    const result = await fn(trx);
+    for (let hook = hooks.shift(); hook; hook = hooks.shift()) await hook(trx);
+    return result;
+  } catch (error) {
+    await trx.raw('ROLLBACK TO SAVEPOINT item');
+    throw error;
+  } finally {
+    if (outer) beforeCommitHooks.set(trx, outer);
+    else beforeCommitHooks.delete(trx);
+  }
 }
 
 /**

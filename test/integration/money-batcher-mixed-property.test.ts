@@ -325,7 +325,9 @@ describe('every posting under group commit, with failures and a killed batch (pr
     }
     expect(killsLanded.transfers + killsLanded.postings).toBeLessThanOrEqual(killsAsked);
     if (killsLanded.transfers > 0) expect(transfers.batchesFailed).toBeGreaterThan(0);
-    if (killsLanded.postings > 0) expect(postings.batchesFailed).toBeGreaterThanOrEqual(killsLanded.postings);
+    // A marked escrow's funding runs first in a batch: the first kill to land fails that batch
+    // (a later one may land in an item's run alone, which retries it on a new connection).
+    if (killsLanded.postings > 0) expect(postings.batchesFailed).toBeGreaterThan(0);
     // On real PostgreSQL the runs did kill a batch of postings mid-way (about one escrow in five is marked).
     if (realServer) expect(killsLanded.postings).toBeGreaterThan(0);
   });

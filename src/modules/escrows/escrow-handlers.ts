@@ -22,14 +22,16 @@ type EscrowOperation =
 
 /** An escrow action's input, as far as its lock needs it. */
 type EscrowActionInput = { path: { escrowId: string } };
-const theEscrow = ({ path }: EscrowActionInput) => [{ kind: 'escrow', id: path.escrowId }];
+const theEscrow =
+  (action: 'fund' | 'accept' | 'refund' | 'resolve') =>
+  ({ path }: EscrowActionInput) => [{ kind: 'escrow', id: path.escrowId, action }];
 
 /**
  * The escrow actions that move money (funding, and the settlements of accept, refund and
  * resolve): each runs in the group commit of postings, which locks the escrow and its accounts
  * first (EscrowService registers how).
  */
-export const escrowPostings = { fundEscrow: theEscrow, acceptEscrow: theEscrow, refundEscrow: theEscrow, resolveEscrow: theEscrow };
+export const escrowPostings = { fundEscrow: theEscrow('fund'), acceptEscrow: theEscrow('accept'), refundEscrow: theEscrow('refund'), resolveEscrow: theEscrow('resolve') };
 
 /** The escrow operations of the contract, keyed by operationId (the validator checked every input). */
 export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation> {

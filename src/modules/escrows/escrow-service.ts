@@ -8,7 +8,7 @@ import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository, type HistoryEntry } from '../events';
-import { currencies, parseAmount, shardIdentity, walletIdentity, type PostingBatcher } from '../ledger';
+import { currencies, parseAmount, shardIdentity, walletIdentity, type AccountIdentity, type PostingBatcher } from '../ledger';
 import type { IdempotencyService } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
@@ -68,6 +68,22 @@ function parseCounterparty(raw: string): PartyIdentifier {
   return parsePartyIdentifier(raw, COUNTERPARTY_FIELD);
 }
 
+/**
+ * The accounts an action's posting may touch (locked ahead by a group commit): a funding debits
+ * the buyer's wallet into the holding shard; a settlement (accept, refund, resolve) pays out of
+ * the holding shard to the seller, the buyer and the fee shard.
+ */
+function accountsTouchedBy(action: string | undefined, escrow: { id: string; buyerUserId: string; sellerUserId: string; currency: string }): AccountIdentity[] {
+  const holding = shardIdentity('escrow_holding', escrow.currency, escrow.id);
+  const buyer = walletIdentity(escrow.buyerUserId, escrow.currency);
+  if (action === 'fund') return [buyer, holding];
+  const seller = walletIdentity(escrow.sellerUserId, escrow.currency);
+  const fees = shardIdentity('fees', escrow.currency, escrow.id);
+  if (action === 'accept') return [holding, seller, fees];
+  if (action === 'refund') return [holding, buyer];
+  return [holding, seller, buyer, fees];
+}
+
 /** What one action changes: the row, and its one event (type and internal payload). */
 interface EscrowChange {
   changes: Partial<Escrow>;
@@ -96,15 +112,15 @@ export class EscrowService {
     this.now = deps.clock;
     this.releaseRetryMs = deps.releaseRetryMs ?? 60_000;
     deps.idempotency.registerResourceStatus('escrow', (db, id) => new EscrowRepository(db).statusOf(id));
-    // Every account an escrow's funding or settlement may touch: both wallets, its holding and fee shards.
-    deps.postings?.registerLocker('escrow', async (trx, objects) => ({
-      identities: (await new EscrowRepository(trx).lockForPostings(objects.map((object) => object.id))).flatMap((escrow) => [
-        walletIdentity(escrow.buyerUserId, escrow.currency),
-        walletIdentity(escrow.sellerUserId, escrow.currency),
-        shardIdentity('escrow_holding', escrow.currency, escrow.id),
-        shardIdentity('fees', escrow.currency, escrow.id),
-      ]),
-    }));
+    deps.postings?.registerLocker('escrow', async (trx, objects) => {
+      const locked = new Map((await new EscrowRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((escrow) => [escrow.id, escrow]));
+      return {
+        identities: objects.flatMap((object) => {
+          const escrow = locked.get(object.id);
+          return escrow ? accountsTouchedBy(object.action, escrow) : [];
+        }),
+      };
+    });
   }
 
   /** POST /escrows, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { Keyset } from '../../db/keyset';
-import { onBeforeCommit } from '../../db/transaction';
+import { beforeCommitScope, onBeforeCommit } from '../../db/transaction';
 import { patternsMatching } from './event-types';
 import { snapshotOf } from './event-snapshots';
 
@@ -118,7 +118,7 @@ export function historyFromColumn(value: unknown): HistoryEntry[] {
 }
 
 /** The events of each open transaction whose snapshot is still to be taken, in order. */
-const pendingSnapshots = new WeakMap<Knex.Transaction, PendingSnapshot[]>();
+const pendingSnapshots = new WeakMap<object, PendingSnapshot[]>();
 
 /** The status the object showed in its previous event (null for its first). */
 const PREVIOUS_STATUS = `(SELECT p.data->'object'->>'status' FROM events p
@@ -233,18 +233,24 @@ export class EventRepository {
   /** Takes the object's snapshot just before COMMIT (or now, outside a managed transaction). */
   private async snapshotLater(pending: PendingSnapshot): Promise<void> {
     const trx = this.db as Knex.Transaction;
-    const queue = pendingSnapshots.get(trx);
+    // Queued per hook scope, not per transaction: an item of a group commit that is rolled back
+    // to its savepoint takes its scope, and what it queued, with it.
+    const scope = trx.isTransaction === true ? beforeCommitScope(trx) : undefined;
+    if (!scope) {
+      await takeSnapshots(this.db, [pending]);
+      return;
+    }
+    const queue = pendingSnapshots.get(scope);
     if (queue) {
       queue.push(pending);
       return;
     }
     const fresh = [pending];
-    const registered = trx.isTransaction === true && onBeforeCommit(trx, async (tx) => {
-      pendingSnapshots.delete(tx);
+    pendingSnapshots.set(scope, fresh);
+    onBeforeCommit(trx, async (tx) => {
+      pendingSnapshots.delete(scope);
       await takeSnapshots(tx, fresh);
     });
-    if (registered) pendingSnapshots.set(trx, fresh);
-    else await takeSnapshots(this.db, fresh);
   }
 
   /** The history of several subjects of one type, oldest first, grouped by subject id. */

@@ -37,6 +37,8 @@ export interface LockedObject {
   id: string;
   /** The user whose wallet the item debits, when the object alone does not say (a contribution's member). */
   userId?: string;
+  /** What the item does to it, when that decides which accounts it touches (an escrow's `fund` or settlement). */
+  action?: string;
 }
 
 /** The ledger accounts that postings on some objects touch: by identity (not created yet is fine) or by id. */
@@ -75,7 +77,9 @@ export class PostingBatcher {
     this.group = new GroupCommit<Item, Outcome>({
       ...options,
       runBatch: (items) => this.runBatch(items),
-      runOne: async (item) => ({ value: await withTransaction(this.knex, item.work) }),
+      // A lost connection is retried too (on a new one): every item claims an Idempotency-Key or
+      // re-checks under its locks, so a run whose commit went through answers from what it did.
+      runOne: async (item) => ({ value: await withTransaction(this.knex, item.work, { retryOnConnectionLoss: true }) }),
     });
   }
 
@@ -97,8 +101,10 @@ export class PostingBatcher {
   /**
    * Runs `work` in the batch that leaves next, and answers its result once that batch has
    * committed; throws its refusal (a DomainError) or, when its batch failed as a whole, whatever
-   * it threw when run alone. `work` must have no effect outside the database: it may run twice
-   * (in its batch, then alone).
+   * it threw when run alone. `work` must have no effect outside the database, and must be safe to
+   * run again after a run whose commit went through unanswered (it claims an Idempotency-Key, or
+   * re-checks under its locks what it changes): it may run more than once (in its batch, then
+   * alone, then again on a new connection when its connection was lost).
    */
   async run<T>(work: (trx: Knex.Transaction) => Promise<T>, locks: readonly LockedObject[] = []): Promise<T> {
     for (const object of locks) {
@@ -146,7 +152,7 @@ export class PostingBatcher {
     for (const object of items.flatMap((item) => item.locks)) {
       const objects = byKind.get(object.kind) ?? new Map<string, LockedObject>();
       // The same object twice (two contributions of one tontine) is locked once; each party's wallet still counts.
-      const key = `${object.id} ${object.userId ?? ''}`;
+      const key = `${object.id} ${object.userId ?? ''} ${object.action ?? ''}`;
       objects.set(key, object);
       byKind.set(object.kind, objects);
     }
