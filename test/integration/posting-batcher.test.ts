@@ -130,6 +130,28 @@ describe('PostingBatcher (group commit of postings, issue 21)', () => {
     expect(lockedKinds).toEqual([[a.userId, b.userId].sort().join(',')]);
   });
 
+  it.runIf(realServer)('creates the accounts a batch will touch before it, on their own, then locks them with the others', async () => {
+    const batcher = walletBatcher();
+    const newcomer = crypto.randomUUID(); // no wallet yet
+    const a = await fundedWallet(1_000n);
+    let lockedWhileFirstRan: string | undefined;
+    const [, second] = oneBatch(batcher, [
+      {
+        work: async () => {
+          const created = (await knex('ledger_accounts').where({ owner_type: 'user', owner_id: newcomer, kind: 'wallet' }).first('id')) as { id: string } | undefined;
+          lockedWhileFirstRan = created ? (await settled(knex.raw('SELECT id FROM ledger_accounts WHERE id = ? FOR UPDATE NOWAIT', [created.id]))).error?.code : 'absent';
+        },
+        userId: a.userId,
+      },
+      { work: async (trx) => (await walletOf(trx, newcomer, 'XOF')).id, userId: newcomer },
+    ]);
+    const walletId = await second;
+    // Committed before the batch (seen from another connection) and already locked by it.
+    expect(lockedWhileFirstRan).toBe('55P03');
+    expect(walletId).toEqual(expect.any(String));
+    expect(batcher.batchesFailed).toBe(0);
+  });
+
   it.runIf(realServer)('locks nothing ahead for an item alone: it takes its locks in its own order', async () => {
     const lockedKinds: string[] = [];
     const batcher = walletBatcher(lockedKinds);

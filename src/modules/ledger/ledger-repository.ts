@@ -70,6 +70,11 @@ function identitiesJoin(columns: string): string {
   ].join('\n UNION ALL\n');
 }
 
+/** One string per account identity (the columns of its unique key). */
+function identityKey(identity: AccountIdentity): string {
+  return [identity.ownerType, identity.ownerId ?? '', identity.currency, identity.kind, identity.externalRef ?? ''].join(' ');
+}
+
 function identityArrays(identities: readonly AccountIdentity[]): unknown[] {
   return [
     identities.map((identity) => identity.ownerType),
@@ -132,19 +137,20 @@ export class LedgerRepository {
    * Locks (FOR UPDATE) the existing accounts of `identities` and those of `accountIds`, in id
    * order, the one order in which every posting locks its accounts (ledger_post): a group
    * commit takes its items' accounts this way before running them. Accounts that do not exist
-   * yet are skipped. Answers how many rows were locked.
+   * yet are skipped: answers the identities that have none.
    */
-  async lockAccounts(identities: readonly AccountIdentity[], accountIds: readonly string[]): Promise<number> {
-    const rows = await queryPrepared<{ id: string }>(
+  async lockAccounts(identities: readonly AccountIdentity[], accountIds: readonly string[]): Promise<AccountIdentity[]> {
+    const rows = await queryPrepared<Pick<AccountRow, 'owner_type' | 'owner_id' | 'currency' | 'kind' | 'external_ref'>>(
       this.db,
       'ledger_lock_accounts',
-      `SELECT a.id FROM ledger_accounts a
+      `SELECT a.owner_type, a.owner_id, a.currency, a.kind, a.external_ref FROM ledger_accounts a
         WHERE a.id IN (SELECT f.id FROM (${identitiesJoin('a.id')}) f UNION SELECT unnest($6::uuid[]))
         ORDER BY a.id
           FOR UPDATE`,
       [...identityArrays(identities), accountIds],
     );
-    return rows.length;
+    const locked = new Set(rows.map((row) => identityKey({ ownerType: row.owner_type, ownerId: row.owner_id, currency: row.currency, kind: row.kind, externalRef: row.external_ref })));
+    return identities.filter((identity) => !locked.has(identityKey(identity)));
   }
 
   async findCreditedAccount(postingId: string, kind: LedgerAccount['kind']): Promise<LedgerAccount | undefined> {

@@ -3,6 +3,7 @@ import { DomainError } from '../../errors';
 import { withSavepoint, withTransaction } from '../../db/transaction';
 import { GroupCommit } from './group-commit';
 import { LedgerRepository } from './ledger-repository';
+import { ensureAccounts } from './ledger-service';
 import type { AccountIdentity } from './ledger-types';
 
 /**
@@ -21,8 +22,11 @@ import type { AccountIdentity } from './ledger-types';
  *   two items or more, the batch first locks every named object, kind by kind in one fixed order
  *   and by id, then every ledger account their postings touch, in id order (LedgerRepository
  *   .lockAccounts): the order of a single request (its object, then ledger_post's accounts in id
- *   order), so batches never deadlock each other nor single postings. An account an item creates
- *   (a wallet's first use) is new and seen by no one else before the commit.
+ *   order), so batches never deadlock each other nor single postings.
+ * - A batch never creates an account: one that an item will touch and that does not exist yet is
+ *   created first, committed on its own while no lock is held, then the batch runs again (a first
+ *   use only: another transaction inserting the same account would wait for the batch, and the
+ *   batch for it).
  * - Anything else an item throws (a lost connection, a deadlock, a bug) fails the whole batch:
  *   it is rolled back and each item runs again alone, in its own transaction (retried on a
  *   deadlock or a serialization failure), whose result or error is its answer. An item whose
@@ -127,10 +131,23 @@ export class PostingBatcher {
         throw error;
       }
     }
+    try {
+      return await this.runTogether(items, true);
+    } catch (error) {
+      if (!(error instanceof AccountsMissing)) throw error;
+      // Created and committed on their own, before any lock is held: a batch never inserts an
+      // account (another transaction inserting the same one would wait for it, and it for them).
+      await ensureAccounts(this.knex, error.identities);
+      return this.runTogether(items, false);
+    }
+  }
+
+  private runTogether(items: Item[], createMissingFirst: boolean): Promise<Outcome[]> {
     return withTransaction(
       this.knex,
       async (trx) => {
-        await this.lockInOrder(trx, items);
+        const missing = await this.lockInOrder(trx, items);
+        if (missing.length > 0 && createMissingFirst) throw new AccountsMissing(missing);
         const outcomes: Outcome[] = [];
         for (const item of items) {
           try {
@@ -146,8 +163,11 @@ export class PostingBatcher {
     );
   }
 
-  /** Every named object, kind by kind (sorted by kind) and by id, then every account they touch, in id order. */
-  private async lockInOrder(trx: Knex.Transaction, items: readonly Item[]): Promise<void> {
+  /**
+   * Every named object, kind by kind (sorted by kind) and by id, then every account they touch,
+   * in id order. Answers the identities of the accounts that do not exist yet.
+   */
+  private async lockInOrder(trx: Knex.Transaction, items: readonly Item[]): Promise<AccountIdentity[]> {
     const byKind = new Map<string, Map<string, LockedObject>>();
     for (const object of items.flatMap((item) => item.locks)) {
       const objects = byKind.get(object.kind) ?? new Map<string, LockedObject>();
@@ -156,7 +176,7 @@ export class PostingBatcher {
       objects.set(key, object);
       byKind.set(object.kind, objects);
     }
-    if (byKind.size === 0) return;
+    if (byKind.size === 0) return [];
     const identities: AccountIdentity[] = [];
     const accountIds: string[] = [];
     for (const kind of [...byKind.keys()].sort()) {
@@ -165,6 +185,14 @@ export class PostingBatcher {
       identities.push(...(touched.identities ?? []));
       accountIds.push(...(touched.accountIds ?? []));
     }
-    if (identities.length > 0 || accountIds.length > 0) await new LedgerRepository(trx).lockAccounts(identities, accountIds);
+    if (identities.length === 0 && accountIds.length === 0) return [];
+    return new LedgerRepository(trx).lockAccounts(identities, accountIds);
+  }
+}
+
+/** A batch's accounts that do not exist yet: they are created on their own, then the batch runs again. */
+class AccountsMissing extends Error {
+  constructor(readonly identities: AccountIdentity[]) {
+    super('accounts to create before the batch');
   }
 }
