@@ -27,6 +27,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A batcher whose `wallet` objects are users: the locker answers their XOF wallets (nothing else to lock). */
 function walletBatcher(lockedKinds: string[] = []): PostingBatcher {
   const batcher = new PostingBatcher(knex);
+  // Items of oneBatch name this one object as well: they contend, so they share a transaction.
+  batcher.registerLocker('together', async () => ({}));
   batcher.registerLocker('wallet', async (_trx, objects) => {
     lockedKinds.push(objects.map((object) => object.id).join(','));
     return { identities: objects.map((object) => walletIdentity(object.id, 'XOF')) };
@@ -36,11 +38,12 @@ function walletBatcher(lockedKinds: string[] = []): PostingBatcher {
 
 /**
  * Runs `works` as ONE batch: a first item holds the batcher's flight open, so the ones submitted
- * right after it gather in its window and leave together.
+ * right after it gather in its window and leave together; they all name one object, so they
+ * contend and share a transaction.
  */
 function oneBatch(batcher: PostingBatcher, works: Array<{ work: (trx: Knex.Transaction) => Promise<unknown>; userId?: string }>): Array<Promise<unknown>> {
   void batcher.run(() => sleep(40));
-  return works.map(({ work, userId }) => batcher.run(work, userId ? [{ kind: 'wallet', id: userId }] : []));
+  return works.map(({ work, userId }) => batcher.run(work, [{ kind: 'together', id: 'batch' }, ...(userId ? [{ kind: 'wallet', id: userId }] : [])]));
 }
 
 function pay(from: LedgerAccount, to: LedgerAccount, amountMinor: bigint) {
@@ -150,6 +153,28 @@ describe('PostingBatcher (group commit of postings, issue 21)', () => {
     expect(lockedWhileFirstRan).toBe('55P03');
     expect(walletId).toEqual(expect.any(String));
     expect(batcher.batchesFailed).toBe(0);
+  });
+
+  it('runs items of one window that contend on nothing side by side, each in its own transaction', async () => {
+    const batcher = walletBatcher();
+    const a = await fundedWallet(100n);
+    const b = await fundedWallet(100n);
+    let secondStarted = false;
+    let secondHadStartedWhileFirstRan = false;
+    void batcher.run(() => sleep(40));
+    await Promise.all([
+      batcher.run(
+        async () => {
+          for (let waited = 0; waited < 500 && !secondStarted; waited += 5) await sleep(5);
+          secondHadStartedWhileFirstRan = secondStarted;
+        },
+        [{ kind: 'wallet', id: a.userId }],
+      ),
+      batcher.run(async () => void (secondStarted = true), [{ kind: 'wallet', id: b.userId }]),
+    ]);
+    expect(secondHadStartedWhileFirstRan).toBe(true);
+    expect(batcher.sizes[2]).toBeUndefined();
+    expect(batcher.sizes[1]).toBe(3);
   });
 
   it.runIf(realServer)('locks nothing ahead for an item alone: it takes its locks in its own order', async () => {

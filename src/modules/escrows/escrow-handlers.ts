@@ -21,10 +21,12 @@ type EscrowOperation =
   | 'listAllEscrows';
 
 /** An escrow action's input, as far as its lock needs it. */
-type EscrowActionInput = { path: { escrowId: string } };
+type EscrowActionInput = { path: { escrowId: string }; caller: { userId: string } };
 const theEscrow =
   (action: 'fund' | 'accept' | 'refund' | 'resolve') =>
-  ({ path }: EscrowActionInput) => [{ kind: 'escrow', id: path.escrowId, action }];
+  ({ path, caller }: EscrowActionInput) =>
+    // A funding debits its caller's wallet (the buyer's: anyone else is refused).
+    [{ kind: 'escrow', id: path.escrowId, action, ...(action === 'fund' ? { userId: caller.userId } : {}) }];
 
 /**
  * The escrow actions that move money (funding, and the settlements of accept, refund and

@@ -217,7 +217,8 @@ export class PaymentsService {
   /** One settlement, in the group commit of postings when there is one (settlements due together commit together). */
   private settleNow(paymentId: string, now: Date): Promise<Payment> {
     const work = async (trx: Knex.Transaction) => (await this.settleIn(trx, paymentId, now)).payment;
-    return this.postings ? this.postings.run(work, [{ kind: 'payment', id: paymentId }]) : withTransaction(this.knex, work);
+    // Every settlement credits out of its currency's clearing account: settlements due together contend, and commit together.
+    return this.postings ? this.postings.run(work, [{ kind: 'payment', id: paymentId, contendsOn: 'external_clearing' }]) : withTransaction(this.knex, work);
   }
 
   /** Settles the payment in `trx` when it is pending and due; `changed` says whether it did. */
