@@ -6,6 +6,7 @@ const CRITICAL_CORE = [
   'src/modules/ledger/money.ts', // amount parsing and formatting
   'src/modules/ledger/ledger-service.ts', // the posting path
   'src/modules/ledger/group-commit.ts', // group commit of postings (issue 21)
+  'src/modules/ledger/posting-batcher.ts', // group commit of the postings made in TypeScript: savepoints, lock order (issue 21)
   'src/http/fixed-window-counter.ts', // the health route's rate-limit counter (issue 21)
   'src/modules/idempotency/idempotency-service.ts',
   'src/modules/organizations/access-policy.ts', // the access rules

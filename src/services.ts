@@ -49,7 +49,6 @@ export function buildServices(deps: ServiceDeps) {
   });
   // Group commit of the postings made in TypeScript (escrows, tontines, payments received): issue 21.
   const postings = new PostingBatcher(knex, {
-    maxItems: process.env.EXP_POSTING_MAX ? Number(process.env.EXP_POSTING_MAX) : undefined,
     onBatch: (size, failed) => {
       if (failed) deps.logger.warn({ size }, 'a batch of postings failed as a whole: its items run again one by one');
     },

@@ -66,7 +66,48 @@ export interface ServerProcess {
 export interface BatchSizes {
   sizes: number[];
   failed: number;
+  /** The same for the group commit of postings (escrows, tontines, payments): one per transaction. */
+  postings?: { sizes: number[]; failed: number };
 }
+
+/** Batches between two readings: how many, their mean, median and largest size, those that failed, and the count per size. */
+export interface BatchDistribution {
+  batches: number;
+  mean: number;
+  p50: number;
+  max: number;
+  failed: number;
+  by_size: Record<string, number>;
+}
+
+/** The batches sent between two readings of the server's counters: how many, their mean, median and largest size, and the count per size. */
+export function batchDistribution(before: BatchSizes | undefined, after: BatchSizes | undefined): BatchDistribution {
+  const counts = (after?.sizes ?? []).map((n, size) => n - (before?.sizes[size] ?? 0));
+  const batches = counts.reduce((sum, n) => sum + n, 0);
+  const items = counts.reduce((sum, n, size) => sum + n * size, 0);
+  let seen = 0;
+  let p50 = 0;
+  for (let size = 0; size < counts.length; size += 1) {
+    seen += counts[size] ?? 0;
+    if (seen * 2 >= batches && batches > 0) {
+      p50 = size;
+      break;
+    }
+  }
+  const bySize: Record<string, number> = {};
+  counts.forEach((n, size) => {
+    if (n > 0) bySize[String(size)] = n;
+  });
+  return {
+    batches,
+    mean: Number((items / Math.max(1, batches)).toFixed(2)),
+    p50,
+    max: counts.reduce((max, n, size) => (n > 0 ? size : max), 0),
+    failed: (after?.failed ?? 0) - (before?.failed ?? 0),
+    by_size: bySize,
+  };
+}
+
 
 /** USER_HZ of /proc/PID/stat: 100 on Linux x86_64 and arm64. */
 const CLOCK_TICKS_PER_S = 100;
@@ -409,6 +450,8 @@ export async function inParallel<T, R>(items: readonly T[], concurrency: number,
 export interface PostingLoadPoint {
   connections: number;
   ours: LoadResult & { server_cpu_ms_per_request: number; postgres_cpu_ms_per_request: number };
+  /** The group commit of postings during the load: one batch per transaction (1 = a request alone). */
+  posting_batches: BatchDistribution;
   pgbench_tpcb_scale10: { clients: number; tps: number; p50_ms: number; p99_ms: number; transactions: number; postgres_cpu_ms_per_transaction: number };
   /** Successful money requests per second (each one posting, one transaction) over TPC-B transactions per second. */
   ratio_tps: number;
@@ -428,9 +471,11 @@ export async function postingsAgainstTpcb(
   connections: number,
   durationS: number,
 ): Promise<PostingLoadPoint> {
+  const batchesBefore = await server.batchSizes();
   const cpuBefore = await server.cpuMs();
   const postgresCpuBefore = postgresCpuMs();
   const ours = await runAutocannon({ url: server.url, duration: durationS, connections, requests });
+  const postingBatches = batchDistribution(batchesBefore?.postings, (await server.batchSizes())?.postings);
   const succeeded = ours.total - ours.non_2xx - ours.errors;
   const serverCpuMsPerRequest = perUnit((await server.cpuMs()) - cpuBefore, ours.total);
   const postgresCpuMsPerRequest = perUnit(postgresCpuMs() - postgresCpuBefore, ours.total);
@@ -443,6 +488,7 @@ export async function postingsAgainstTpcb(
   return {
     connections,
     ours: { ...ours, server_cpu_ms_per_request: serverCpuMsPerRequest, postgres_cpu_ms_per_request: postgresCpuMsPerRequest },
+    posting_batches: postingBatches,
     pgbench_tpcb_scale10: { clients, ...pgbench, postgres_cpu_ms_per_transaction: postgresCpuMsPerTpcb },
     ratio_tps: Number(((ours.requests_per_s * succeeded) / Math.max(1, ours.total) / Math.max(1, pgbench.tps)).toFixed(3)),
   };

@@ -19,6 +19,7 @@ import type autocannon from 'autocannon';
 import type { Knex } from 'knex';
 import { reconcile } from '../../src/modules/ledger';
 import {
+  batchDistribution,
   benchUsers,
   BENCH_JWT_SECRET,
   perUnit,
@@ -30,7 +31,7 @@ import {
   runPgbenchScript,
   startServerProcess,
   transferCreateScript,
-  type BatchSizes,
+  type BatchDistribution,
   type LoadResult,
 } from './bench-support';
 
@@ -175,37 +176,9 @@ async function main(): Promise<void> {
 interface CurvePoint {
   connections: number;
   ours: LoadResult & { server_cpu_ms_per_request: number; postgres_cpu_ms_per_transfer: number };
-  batches: { batches: number; mean: number; p50: number; max: number; failed: number; by_size: Record<string, number> };
+  batches: BatchDistribution;
   pgbench_tpcb_scale10: { clients: number; tps: number; p50_ms: number; p99_ms: number; transactions: number; postgres_cpu_ms_per_transaction: number };
   ratio_tps: number;
-}
-
-/** The batches sent between two readings of the server's counters: how many, their mean, median and largest size, and the count per size. */
-function batchDistribution(before: BatchSizes | undefined, after: BatchSizes | undefined): CurvePoint['batches'] {
-  const counts = (after?.sizes ?? []).map((n, size) => n - (before?.sizes[size] ?? 0));
-  const batches = counts.reduce((sum, n) => sum + n, 0);
-  const items = counts.reduce((sum, n, size) => sum + n * size, 0);
-  let seen = 0;
-  let p50 = 0;
-  for (let size = 0; size < counts.length; size += 1) {
-    seen += counts[size] ?? 0;
-    if (seen * 2 >= batches && batches > 0) {
-      p50 = size;
-      break;
-    }
-  }
-  const bySize: Record<string, number> = {};
-  counts.forEach((n, size) => {
-    if (n > 0) bySize[String(size)] = n;
-  });
-  return {
-    batches,
-    mean: Number((items / Math.max(1, batches)).toFixed(2)),
-    p50,
-    max: counts.reduce((max, n, size) => (n > 0 ? size : max), 0),
-    failed: (after?.failed ?? 0) - (before?.failed ?? 0),
-    by_size: bySize,
-  };
 }
 
 main().catch((error: unknown) => {

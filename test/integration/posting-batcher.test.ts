@@ -25,8 +25,8 @@ const emptyWallet = async () => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A batcher whose `wallet` objects are users: the locker answers their XOF wallets (nothing else to lock). */
-function walletBatcher(lockedKinds: string[] = []): PostingBatcher {
-  const batcher = new PostingBatcher(knex);
+function walletBatcher(lockedKinds: string[] = [], batches: Array<[number, boolean]> = []): PostingBatcher {
+  const batcher = new PostingBatcher(knex, { onBatch: (size, failed) => void batches.push([size, failed]) });
   // Items of oneBatch name this one object as well: they contend, so they share a transaction.
   batcher.registerLocker('together', async () => ({}));
   batcher.registerLocker('wallet', async (_trx, objects) => {
@@ -83,7 +83,7 @@ describe('PostingBatcher (group commit of postings, issue 21)', () => {
     await expectLedgerInvariants(knex);
   });
 
-  // These look from a second connection while a batch holds one: the embedded back-end has one session.
+  // Tests that need two connections at once (a look from outside, items side by side) run on a real server: the embedded back-end has one session.
   it.runIf(realServer)('answers no item before the commit: what an earlier item wrote is not visible outside while a later one runs', async () => {
     const batcher = walletBatcher();
     const a = await fundedWallet(1_000n);
@@ -129,8 +129,8 @@ describe('PostingBatcher (group commit of postings, issue 21)', () => {
       ]),
     );
     expect(lockedWhileFirstRan).toBe('55P03'); // lock_not_available
-    // One call for the kind, each object once, in id order.
-    expect(lockedKinds).toEqual([[a.userId, b.userId].sort().join(',')]);
+    // One call for the kind, with every object as the items named them (its SQL locks in id order).
+    expect(lockedKinds).toEqual([[a.userId, b.userId, a.userId].join(',')]);
   });
 
   it.runIf(realServer)('creates the accounts a batch will touch before it, on their own, then locks them with the others', async () => {
@@ -155,7 +155,7 @@ describe('PostingBatcher (group commit of postings, issue 21)', () => {
     expect(batcher.batchesFailed).toBe(0);
   });
 
-  it('runs items of one window that contend on nothing side by side, each in its own transaction', async () => {
+  it.runIf(realServer)('runs items of one window that contend on nothing side by side, each in its own transaction', async () => {
     const batcher = walletBatcher();
     const a = await fundedWallet(100n);
     const b = await fundedWallet(100n);
@@ -175,6 +175,76 @@ describe('PostingBatcher (group commit of postings, issue 21)', () => {
     expect(secondHadStartedWhileFirstRan).toBe(true);
     expect(batcher.sizes[2]).toBeUndefined();
     expect(batcher.sizes[1]).toBe(3);
+  });
+
+  it('tells each transaction sent, its size and whether it failed as a whole', async () => {
+    const batches: Array<[number, boolean]> = [];
+    const batcher = walletBatcher([], batches);
+    await Promise.all(oneBatch(batcher, [{ work: async () => 1 }, { work: async () => 2 }]));
+    await settled(Promise.all(oneBatch(batcher, [{ work: async () => 1 }, { work: async () => Promise.reject(new Error('broken')) }])));
+    expect(batches.filter(([size]) => size === 2)).toEqual([
+      [2, false],
+      [2, true],
+    ]);
+  });
+
+  it('runs a group that meets a deadlock once, then its items alone (never the whole group again)', async () => {
+    const batcher = walletBatcher();
+    const deadlock = () => Object.assign(new Error('deadlock detected (simulated)'), { code: '40P01' });
+    let runs = 0;
+    const [, value] = oneBatch(batcher, [
+      { work: async () => 'other' },
+      {
+        work: async () => {
+          runs += 1;
+          if (runs === 1) throw deadlock();
+          return 'made';
+        },
+      },
+    ]);
+    expect(await value).toBe('made');
+    let aloneRuns = 0;
+    expect(
+      await batcher.run(async () => {
+        aloneRuns += 1;
+        if (aloneRuns === 1) throw deadlock();
+        return 'alone';
+      }),
+    ).toBe('alone');
+    // The group failed, then its items ran alone; the item alone failed, then ran alone again.
+    expect({ runs, aloneRuns, failed: batcher.batchesFailed }).toEqual({ runs: 2, aloneRuns: 2, failed: 2 });
+  });
+
+  it('runs an item again on a new connection when its run alone lost its connection', async () => {
+    const batcher = walletBatcher();
+    let runs = 0;
+    const value = await batcher.run(async () => {
+      runs += 1;
+      if (runs <= 2) throw Object.assign(new Error('terminating connection due to administrator command (simulated)'), { code: '57P01' });
+      return 'made';
+    });
+    // In its group, alone (connection lost: retried), then on a new connection.
+    expect({ value, runs }).toEqual({ value: 'made', runs: 3 });
+  });
+
+  it('locks kind by kind in the order of their names, and hands each locker every object as named', async () => {
+    const batcher = new PostingBatcher(knex);
+    const calls: string[] = [];
+    for (const kind of ['zeta', 'alpha']) {
+      batcher.registerLocker(kind, async (_trx, objects) => {
+        calls.push(`${kind}: ${objects.map((object) => `${object.id}/${object.userId ?? '-'}`).join(' ')}`);
+        return {};
+      });
+    }
+    batcher.registerLocker('together', async () => ({}));
+    void batcher.run(() => sleep(40));
+    const together = { kind: 'together', id: 'batch' };
+    await Promise.all([
+      batcher.run(async () => 1, [together, { kind: 'zeta', id: 'z1', userId: 'u1' }]),
+      batcher.run(async () => 2, [together, { kind: 'alpha', id: 'a1' }]),
+      batcher.run(async () => 3, [together, { kind: 'zeta', id: 'z1', userId: 'u2' }]),
+    ]);
+    expect(calls).toEqual(['alpha: a1/-', 'zeta: z1/u1 z1/u2']);
   });
 
   it.runIf(realServer)('locks nothing ahead for an item alone: it takes its locks in its own order', async () => {

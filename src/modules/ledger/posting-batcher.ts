@@ -59,8 +59,8 @@ export interface TouchedAccounts {
 }
 
 /**
- * Locks the rows of `objects` (all of one kind, sorted by id, distinct ids) FOR UPDATE in that
- * order, and answers the accounts their postings may touch.
+ * Locks the rows of `objects` (all of one kind, as the items named them: an id may come more
+ * than once) FOR UPDATE in id order, and answers the accounts their postings may touch.
  */
 export type ObjectLocker = (trx: Knex.Transaction, objects: readonly LockedObject[]) => Promise<TouchedAccounts>;
 
@@ -129,7 +129,7 @@ export class PostingBatcher {
    * for each other: measured on the escrow benchmark, batching them all cost about 15 %.
    */
   private async runWindow(items: Item[]): Promise<Outcome[]> {
-    const outcomes: Outcome[] = new Array<Outcome>(items.length);
+    const outcomes: Outcome[] = [];
     await Promise.all(
       contentionGroups(items).map(async (group) => {
         const answers = await this.runGroup(group.map((index) => items[index] as Item));
@@ -184,22 +184,23 @@ export class PostingBatcher {
 
   private async runBatch(items: Item[]): Promise<Outcome[]> {
     try {
-      return await this.runTogether(items, true);
+      return await this.runTogether(items);
     } catch (error) {
       if (!(error instanceof AccountsMissing)) throw error;
       // Created and committed on their own, before any lock is held: a batch never inserts an
       // account (another transaction inserting the same one would wait for it, and it for them).
+      // Missing again (never seen): the group fails, and its items run alone.
       await ensureAccounts(this.knex, error.identities);
-      return this.runTogether(items, false);
+      return this.runTogether(items);
     }
   }
 
-  private runTogether(items: Item[], createMissingFirst: boolean): Promise<Outcome[]> {
+  private runTogether(items: Item[]): Promise<Outcome[]> {
     return withTransaction(
       this.knex,
       async (trx) => {
         const missing = await this.lockInOrder(trx, items);
-        if (missing.length > 0 && createMissingFirst) throw new AccountsMissing(missing);
+        if (missing.length > 0) throw new AccountsMissing(missing);
         const outcomes: Outcome[] = [];
         for (const item of items) {
           try {
@@ -216,28 +217,21 @@ export class PostingBatcher {
   }
 
   /**
-   * Every named object, kind by kind (sorted by kind) and by id, then every account they touch,
-   * in id order. Answers the identities of the accounts that do not exist yet.
+   * Every named object, kind by kind (in the order of their names; each locker locks its rows in
+   * id order), then every account they touch, in id order. Answers the identities of the
+   * accounts that do not exist yet.
    */
   private async lockInOrder(trx: Knex.Transaction, items: readonly Item[]): Promise<AccountIdentity[]> {
-    const byKind = new Map<string, Map<string, LockedObject>>();
-    for (const object of items.flatMap((item) => item.locks)) {
-      const objects = byKind.get(object.kind) ?? new Map<string, LockedObject>();
-      // The same object twice (two contributions of one tontine) is locked once; each party's wallet still counts.
-      const key = `${object.id} ${object.userId ?? ''} ${object.action ?? ''}`;
-      objects.set(key, object);
-      byKind.set(object.kind, objects);
-    }
-    if (byKind.size === 0) return [];
+    const byKind = new Map<string, LockedObject[]>();
+    // Each object as named (the same tontine twice, for two members: both wallets count).
+    for (const object of items.flatMap((item) => item.locks)) byKind.set(object.kind, [...(byKind.get(object.kind) ?? []), object]);
     const identities: AccountIdentity[] = [];
     const accountIds: string[] = [];
     for (const kind of [...byKind.keys()].sort()) {
-      const objects = [...(byKind.get(kind) as Map<string, LockedObject>).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      const touched = await (this.lockers.get(kind) as ObjectLocker)(trx, objects);
+      const touched = await (this.lockers.get(kind) as ObjectLocker)(trx, byKind.get(kind) as LockedObject[]);
       identities.push(...(touched.identities ?? []));
       accountIds.push(...(touched.accountIds ?? []));
     }
-    if (identities.length === 0 && accountIds.length === 0) return [];
     return new LedgerRepository(trx).lockAccounts(identities, accountIds);
   }
 }
@@ -277,6 +271,6 @@ export function contentionGroups(items: ReadonlyArray<{ locks: readonly LockedOb
 /** A batch's accounts that do not exist yet: they are created on their own, then the batch runs again. */
 class AccountsMissing extends Error {
   constructor(readonly identities: AccountIdentity[]) {
-    super('accounts to create before the batch');
+    super();
   }
 }
