@@ -188,6 +188,38 @@ describe('PostingBatcher (group commit of postings, issue 21)', () => {
     ]);
   });
 
+  it.runIf(realServer)('answers each group as soon as it has committed, not when the slowest group of its window has', async () => {
+    const batcher = walletBatcher();
+    const a = await fundedWallet(100n);
+    const b = await fundedWallet(100n);
+    let slowDone = false;
+    void batcher.run(() => sleep(40));
+    const slow = batcher.run(async () => {
+      await sleep(150);
+      slowDone = true;
+    }, [{ kind: 'wallet', id: a.userId }]);
+    const fast = await batcher.run(async () => slowDone, [{ kind: 'wallet', id: b.userId }]);
+    expect(fast).toBe(false);
+    expect(slowDone).toBe(false);
+    await slow;
+  });
+
+  it('answers a group that committed even when its onBatch callback throws, and runs nothing twice', async () => {
+    let runs = 0;
+    const batcher = new PostingBatcher(knex, {
+      onBatch: () => {
+        throw new Error('metrics are down');
+      },
+    });
+    expect(
+      await batcher.run(async () => {
+        runs += 1;
+        return 'made';
+      }),
+    ).toBe('made');
+    expect({ runs, failed: batcher.batchesFailed }).toEqual({ runs: 1, failed: 0 });
+  });
+
   it('runs a group that meets a deadlock once, then its items alone (never the whole group again)', async () => {
     const batcher = walletBatcher();
     const deadlock = () => Object.assign(new Error('deadlock detected (simulated)'), { code: '40P01' });

@@ -73,6 +73,8 @@ export interface PostingBatcherOptions {
 interface Item {
   work(trx: Knex.Transaction): Promise<unknown>;
   locks: readonly LockedObject[];
+  /** Answers the item's caller as soon as its group is done (not when the whole window is). */
+  answer(outcome: Outcome): void;
 }
 
 type Outcome = { value: unknown } | { refusal: DomainError } | { failure: unknown };
@@ -116,7 +118,11 @@ export class PostingBatcher {
     for (const object of locks) {
       if (!this.lockers.has(object.kind)) throw new Error(`posting batcher: no locker for "${object.kind}"`);
     }
-    const outcome = await this.window.submit({ work, locks });
+    const outcome = await new Promise<Outcome>((answer, fail) => {
+      // The window's own answer comes once every group of it is done (or, should runWindow
+      // break, from its item run alone): whichever settles the item first wins.
+      this.window.submit({ work, locks, answer }).then(answer, fail);
+    });
     if ('refusal' in outcome) throw outcome.refusal;
     if ('failure' in outcome) throw outcome.failure;
     return outcome.value as T;
@@ -132,7 +138,10 @@ export class PostingBatcher {
     const outcomes: Outcome[] = [];
     await Promise.all(
       contentionGroups(items).map(async (group) => {
-        const answers = await this.runGroup(group.map((index) => items[index] as Item));
+        const members = group.map((index) => items[index] as Item);
+        const answers = await this.runGroup(members);
+        // Each caller hears as soon as its own group has committed.
+        members.forEach((item, k) => item.answer(answers[k] as Outcome));
         group.forEach((index, k) => (outcomes[index] = answers[k] as Outcome));
       }),
     );
@@ -142,15 +151,25 @@ export class PostingBatcher {
   /** One transaction for `items`; if it fails as a whole, each item again alone. */
   private async runGroup(items: Item[]): Promise<Outcome[]> {
     this.sizes[items.length] = (this.sizes[items.length] ?? 0) + 1;
+    let outcomes: Outcome[];
     try {
-      const outcomes = items.length === 1 ? [await this.runFirst(items[0] as Item)] : await this.runBatch(items);
-      this.options.onBatch?.(items.length, false);
-      return outcomes;
+      outcomes = items.length === 1 ? [await this.runFirst(items[0] as Item)] : await this.runBatch(items);
     } catch {
       this.batchesFailed += 1;
-      this.options.onBatch?.(items.length, true);
+      this.told(items.length, true);
       // Item by item, each in its own transaction: never answered from the failed batch.
       return Promise.all(items.map((item) => this.runAlone(item).catch((failure: unknown) => ({ failure }))));
+    }
+    this.told(items.length, false);
+    return outcomes;
+  }
+
+  /** Tells onBatch; a callback that throws (metrics, logs) never fails a group that committed. */
+  private told(size: number, failed: boolean): void {
+    try {
+      this.options.onBatch?.(size, failed);
+    } catch {
+      // Nothing to undo: the callback only observes.
     }
   }
 

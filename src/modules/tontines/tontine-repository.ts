@@ -53,10 +53,17 @@ export class TontineRepository {
     return row ? toTontine(row) : undefined;
   }
 
-  /** Locks several tontines in id order (a group commit of postings, before its items run): their currency and pool. */
-  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; currency: string; poolAccountId: string }>> {
-    const rows = (await this.db<TontineRow>('tontines').select('id', 'currency', 'pool_account_id').whereIn('id', ids).orderBy('id').forUpdate()) as TontineRow[];
-    return rows.map((row) => ({ id: row.id, currency: row.currency, poolAccountId: row.pool_account_id }));
+  /**
+   * Locks several tontines in id order (a group commit of postings, before its items run): their
+   * currency, pool and members (a cycle's last contribution pays one of them the pot).
+   */
+  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; currency: string; poolAccountId: string; memberUserIds: string[] }>> {
+    const rows = (await this.db('tontines as t')
+      .select('t.id', 't.currency', 't.pool_account_id', this.db.raw('array(SELECT m.user_id FROM tontine_members m WHERE m.tontine_id = t.id) AS member_user_ids'))
+      .whereIn('t.id', ids)
+      .orderBy('t.id')
+      .forUpdate('t')) as Array<Pick<TontineRow, 'id' | 'currency' | 'pool_account_id'> & { member_user_ids: string[] }>;
+    return rows.map((row) => ({ id: row.id, currency: row.currency, poolAccountId: row.pool_account_id, memberUserIds: row.member_user_ids }));
   }
 
   async update(

@@ -67,15 +67,15 @@ export class TontineService {
     this.knex = deps.knex;
     this.now = deps.now ?? (() => new Date());
     deps.idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, (db, id) => new TontineRepository(db).contributionStatus(id));
-    // A contribution debits its member's wallet into the pool. The pot's beneficiary, known only
-    // once the state is read, is not locked ahead: its wallet is only credited (see PostingBatcher).
+    // A contribution debits its member's wallet into the pool; a cycle's last one pays the pot
+    // to a member the state decides: every member's wallet is locked ahead (ledger_post locks
+    // credited accounts too).
     deps.postings?.registerLocker('tontine', async (trx, objects) => {
-      const locked = new Map((await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((tontine) => [tontine.id, tontine]));
-      const identities = objects.flatMap((object) => {
-        const tontine = locked.get(object.id);
-        return tontine && object.userId ? [walletIdentity(object.userId, tontine.currency)] : [];
-      });
-      return { identities, accountIds: [...locked.values()].map((tontine) => tontine.poolAccountId) };
+      const locked = await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))]);
+      return {
+        identities: locked.flatMap((tontine) => tontine.memberUserIds.map((userId) => walletIdentity(userId, tontine.currency))),
+        accountIds: locked.map((tontine) => tontine.poolAccountId),
+      };
     });
   }
 
