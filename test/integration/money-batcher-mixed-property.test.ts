@@ -79,9 +79,10 @@ beforeAll(async () => {
     // out of the application's schema: the database-functions test lists that schema's functions.
     await knex.raw(`
       CREATE SCHEMA IF NOT EXISTS test_faults;
+      -- One function for every marked row: the trigger names the column that carries the marker.
       CREATE OR REPLACE FUNCTION test_faults.kill_once_mixed() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF nextval(substr(NEW.note, length('kill-mixed:') + 1)) = 1 THEN
+        IF nextval(substr(to_jsonb(NEW) ->> TG_ARGV[0], length('kill-mixed:') + 1)) = 1 THEN
           PERFORM pg_terminate_backend(pg_backend_pid());
           PERFORM pg_sleep(5);
         END IF;
@@ -90,21 +91,12 @@ beforeAll(async () => {
       $$;
       DROP TRIGGER IF EXISTS transfers_test_kill_once_mixed ON transfers;
       CREATE TRIGGER transfers_test_kill_once_mixed AFTER INSERT ON transfers FOR EACH ROW
-        WHEN (NEW.note LIKE 'kill-mixed:%') EXECUTE FUNCTION test_faults.kill_once_mixed();
+        WHEN (NEW.note LIKE 'kill-mixed:%') EXECUTE FUNCTION test_faults.kill_once_mixed('note');
       -- The same for a batch of postings: an escrow marked in its description kills the backend
       -- of the batch that funds it, once (after its funding posting, before the batch commits).
-      CREATE OR REPLACE FUNCTION test_faults.kill_once_mixed_escrow() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF nextval(substr(NEW.description, length('kill-mixed:') + 1)) = 1 THEN
-          PERFORM pg_terminate_backend(pg_backend_pid());
-          PERFORM pg_sleep(5);
-        END IF;
-        RETURN NEW;
-      END;
-      $$;
       DROP TRIGGER IF EXISTS escrows_test_kill_once_mixed ON escrows;
       CREATE TRIGGER escrows_test_kill_once_mixed AFTER UPDATE ON escrows FOR EACH ROW
-        WHEN (NEW.status = 'funded' AND OLD.status <> 'funded' AND NEW.description LIKE 'kill-mixed:%') EXECUTE FUNCTION test_faults.kill_once_mixed_escrow();
+        WHEN (NEW.status = 'funded' AND OLD.status <> 'funded' AND NEW.description LIKE 'kill-mixed:%') EXECUTE FUNCTION test_faults.kill_once_mixed('description');
     `);
   }
 });
