@@ -150,7 +150,8 @@ interface NodeState {
 }
 let monitor: Knex | undefined;
 async function nodes(): Promise<NodeState[]> {
-  monitor ??= knexFactory({ client: 'pg', connection: monitorUrl, pool: { min: 0, max: 1 } });
+  // Quiet: the monitor's role does not exist until it is initialised (the first probes fail).
+  monitor ??= knexFactory({ client: 'pg', connection: monitorUrl, pool: { min: 0, max: 1 }, log: { error: () => undefined, warn: () => undefined } });
   const rows = (await monitor.raw('SELECT nodename AS name, nodeport AS port, reportedstate AS reported, goalstate AS goal FROM pgautofailover.node ORDER BY nodeid')).rows as NodeState[];
   return rows.map((row) => ({ ...row, port: Number(row.port) }));
 }
@@ -234,19 +235,23 @@ async function killPrimaryPostmaster(): Promise<void> {
 }
 
 /**
- * The write-failure window of a fault: from the first write that failed (a 5xx or no answer)
- * after the fault began to the end of the first write that succeeded and began after the
- * streak's last failure. Failures are counted until the next fault (or the end).
+ * The write-failure window of a fault: the longest time, after the fault began and before the
+ * next one (or the end), between two successful writes (their answers) with at least one failed
+ * write (a 5xx or no answer) in between. Eight clients write all the time, so as long as one
+ * write succeeds somewhere, writes work; the window is how long none did.
  */
 function windowOf(fault: Fault, until: number): { seconds: number; failed: number } {
-  const span = attempts.filter((a) => a.began >= fault.at - 1_000 && a.began < until).sort((a, b) => a.began - b.began);
-  const failures = span.filter((a) => !a.ok && a.ended >= fault.at);
+  const span = attempts.filter((a) => a.ended >= fault.at && a.ended < until);
+  const failures = span.filter((a) => !a.ok);
   if (failures.length === 0) return { seconds: 0, failed: 0 };
-  const first = failures[0] as Attempt;
-  const last = failures.reduce((latest, a) => (a.began > latest.began ? a : latest), first);
-  const recovered = span.find((a) => a.ok && a.began >= last.began);
-  const end = recovered?.ended ?? until;
-  return { seconds: (end - first.began) / 1000, failed: failures.length };
+  const successes = [fault.at, ...span.filter((a) => a.ok).map((a) => a.ended), until].sort((a, b) => a - b);
+  let longest = 0;
+  for (let i = 1; i < successes.length; i += 1) {
+    const from = successes[i - 1] as number;
+    const to = successes[i] as number;
+    if (failures.some((f) => f.ended > from && f.ended <= to)) longest = Math.max(longest, to - from);
+  }
+  return { seconds: longest / 1000, failed: failures.length };
 }
 
 // ---------------------------------------------------------------- main
