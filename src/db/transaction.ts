@@ -189,6 +189,6 @@ export async function setLocal(trx: Knex.Transaction, settings: Record<string, s
   // A COMMIT is never cancelled by a statement timeout: cancelled while it waits for a
   // synchronous standby, PostgreSQL keeps it committed locally and only warns (an outcome
   // neither side can tell). The timeout bounds the work, then is lifted for the COMMIT.
-  if ('statement_timeout' in settings) onBeforeCommit(trx, (t) => t.raw("SELECT set_config('statement_timeout', '0', true)").then(() => undefined));
+  if ('statement_timeout' in settings) onBeforeCommit(trx, (t) => t.raw('SET LOCAL statement_timeout = 0').then(() => undefined));
   await trx.raw(`SELECT ${entries.map(() => 'set_config(?, ?, true)').join(', ')}`, entries.flatMap(([name, value]) => [name, typeof value === 'number' ? `${Math.trunc(value)}ms` : value]));
 }
