@@ -311,6 +311,9 @@ async function main(): Promise<number> {
     for (const entry of JOURNAL) outcomes.set(`${entry.kind} ${entry.outcome}`, (outcomes.get(`${entry.kind} ${entry.outcome}`) ?? 0) + 1);
     log(`outcomes: ${[...outcomes].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
 
+    // What the instances logged: host selections started again, COMMITs whose outcome was unknown.
+    const logged = (pattern: RegExp): number => API_PORTS.reduce((sum, _port, index) => sum + (readFileSync(join(work, `api-${index}.log`), 'utf8').match(pattern)?.length ?? 0), 0);
+    log(`instances logged ${logged(/database failover: finding the primary again/g)} host re-selections and ${logged(/the COMMIT's outcome is unknown/g)} COMMITs of unknown outcome (answered 503, settled by their keys)`);
     const windows = faults.map((fault, index) => ({ fault, ...windowOf(fault, faults[index + 1]?.at ?? end) }));
     for (const w of windows) log(`write-failure window of the ${w.fault.name}: ${w.seconds.toFixed(1)} s (${w.failed} failed write attempts)`);
 
