@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { parseDatabaseUrl } from './db/multi-host';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -191,6 +192,23 @@ function url(env: Env, key: string, fallback: string | undefined, protocols: str
   return raw;
 }
 
+/**
+ * A PostgreSQL URL with one host, or several in libpq's form
+ * (`postgres://h1:5432,h2:5433/db?target_session_attrs=read-write`): the pool follows the primary.
+ */
+function databaseUrl(env: Env, key: string): string | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  // One host: read as any URL (its messages); several: the WHATWG parser refuses them.
+  if (!/^[a-z]+:\/\/[^/?#]*,/i.test(raw)) url(env, key, undefined, ['postgres:', 'postgresql:']);
+  try {
+    parseDatabaseUrl(raw);
+  } catch (error) {
+    throw new ConfigError(`${key}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return raw;
+}
+
 /** `XOF:25,EUR:50`: a whole number of minor units per ISO 4217 code (each code once). */
 function minorAmountsByCurrency(env: Env, key: string): Record<string, bigint> {
   const raw = env[key];
@@ -287,7 +305,7 @@ function readConfig(env: Env): Config {
     metrics: { port: integer(env, 'METRICS_PORT', 9464, 0, 65535), host: env.METRICS_HOST || '127.0.0.1' },
     payPort,
     payUrl: payUrl.replace(/\/+$/, ''),
-    databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
+    databaseUrl: databaseUrl(env, 'DATABASE_URL'),
     embeddedDataDir: env.EMBEDDED_DATA_DIR || './.data/pg',
     jwt: {
       secret: secret(env, 'JWT_SECRET', DEFAULT_JWT_SECRET, nodeEnv),

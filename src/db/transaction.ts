@@ -36,18 +36,46 @@ export function isStalePreparedStatement(error: unknown): boolean {
 const CONNECTION_LOST_ERRNOS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT']);
 
 /**
- * True when `error` ended the connection rather than the statement: class 08 (connection
- * exception), 57P (operator intervention: a terminated backend, a shutdown) or a socket error.
- * The work may be tried again on a new connection; its transaction did not commit unless only
- * its answer was lost (callers that retry re-check under their locks, or carry an attempt id).
+ * True when `error` ended the connection, or showed that its server is no longer the primary,
+ * rather than failing the statement: class 08 (connection exception, including 08007 when a
+ * COMMIT's outcome is unknown), 57P (operator intervention: a terminated backend, a shutdown,
+ * a server starting up), a socket error, 25006 (a write refused by a read-only server: a
+ * standby, or a demoted primary) or a standby's recovery conflict. Each is what a failover
+ * looks like to a client: the pool drops its connections and finds the primary again
+ * (database.ts), the request answers 503 with Retry-After, and the work may be tried again on a
+ * new connection; its transaction did not commit unless only its answer was lost (callers that
+ * retry re-check under their locks, or carry an attempt id or Idempotency-Key).
  * Errors of a statement that ran (constraints, serialization) are not connection losses.
  */
 export function isConnectionLoss(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   const code = e?.code;
-  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || CONNECTION_LOST_ERRNOS.has(code))) return true;
   const message = typeof e?.message === 'string' ? e.message : '';
+  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || code === READ_ONLY_SQL_TRANSACTION || CONNECTION_LOST_ERRNOS.has(code))) return true;
+  if (code === '40001' && /conflict with recovery/i.test(message)) return true;
   return /Connection terminated|connection error and is not queryable|Client was closed and is not queryable/i.test(message);
+}
+
+/** SQLSTATE 25006: a write sent to a server that accepts none (a standby, a demoted primary). */
+const READ_ONLY_SQL_TRANSACTION = '25006';
+
+/**
+ * SQLSTATE 08007 (transaction_resolution_unknown): the COMMIT was released by PostgreSQL with
+ * the WARNING "canceling wait for synchronous replication" (the transaction committed locally,
+ * and may not be on the standby that a failover promotes). Neither success nor failure can be
+ * told: the request answers 503 and its Idempotency-Key settles the outcome on retry.
+ */
+export class CommitOutcomeUnknownError extends Error {
+  override name = 'CommitOutcomeUnknownError';
+  readonly code = '08007';
+  constructor(readonly warning: string) {
+    super(`the COMMIT's outcome is unknown: ${warning}`);
+  }
+}
+
+/** PostgreSQL's WARNING when a COMMIT stops waiting for its synchronous standby (cancelled, or the backend terminated). */
+export function isSynchronousReplicationCancel(message: string): boolean {
+  return /canceling (the )?wait for synchronous replication/i.test(message);
 }
 
 /** The first pause before retrying on a new connection (then doubling). */
@@ -158,5 +186,9 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
  */
 export async function setLocal(trx: Knex.Transaction, settings: Record<string, string | number>): Promise<void> {
   const entries = Object.entries(settings);
+  // A COMMIT is never cancelled by a statement timeout: cancelled while it waits for a
+  // synchronous standby, PostgreSQL keeps it committed locally and only warns (an outcome
+  // neither side can tell). The timeout bounds the work, then is lifted for the COMMIT.
+  if ('statement_timeout' in settings) onBeforeCommit(trx, (t) => t.raw('SET LOCAL statement_timeout = 0').then(() => undefined));
   await trx.raw(`SELECT ${entries.map(() => 'set_config(?, ?, true)').join(', ')}`, entries.flatMap(([name, value]) => [name, typeof value === 'number' ? `${Math.trunc(value)}ms` : value]));
 }
