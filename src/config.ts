@@ -161,6 +161,13 @@ function delays(env: Env, key: string, fallback: number[]): number[] {
   return parts.map(Number);
 }
 
+/** LOG_FORMAT: `auto` (readable at a terminal in development), `json` or `pretty`; production logs JSON only. */
+function logFormat(env: Env, nodeEnv: NodeEnv): LogFormat {
+  const format = oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']);
+  if (format === 'pretty' && nodeEnv === 'production') throw new ConfigError('LOG_FORMAT=pretty is refused in production (log lines are JSON there, for log shippers)');
+  return format;
+}
+
 /** Private webhook targets: allowed by default outside production, refused in production. */
 function allowPrivateTargets(env: Env, nodeEnv: NodeEnv): boolean {
   const allowed = boolean(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', nodeEnv !== 'production');
@@ -310,7 +317,7 @@ function readConfig(env: Env): Config {
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),
-    logFormat: oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']),
+    logFormat: logFormat(env, nodeEnv),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 100 * 1024, 1024, 10 * 1024 * 1024),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 120_000),
     trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
