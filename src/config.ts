@@ -115,6 +115,14 @@ export interface Config {
     allowPrivateTargets: boolean;
     /** WEBHOOK_DISPATCH_INTERVAL_SECONDS: the period of the `webhooks.dispatch-due` job (due deliveries, claimed with SKIP LOCKED). */
     dispatchEverySeconds: number;
+    /** WEBHOOK_CONNECT_TIMEOUT_MS: a receiver not connected (DNS and TCP) within this time failed; at most WEBHOOK_TIMEOUT_MS. */
+    connectTimeoutMs: number;
+    /** WEBHOOK_MAX_IN_FLIGHT: attempts under way at once on one instance. */
+    maxInFlight: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: attempts under way at once to one endpoint, across instances. */
+    maxInFlightPerEndpoint: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION: attempts under way at once to one organisation's endpoints, across instances. */
+    maxInFlightPerOrganization: number;
   };
   /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
   jobs: JobsConfig;
@@ -370,6 +378,10 @@ function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStat
       disableAfterHours: integer(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 8_760),
       allowPrivateTargets: allowPrivateTargets(env, nodeEnv),
       dispatchEverySeconds: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_SECONDS', 2, 1, 3_600),
+      connectTimeoutMs: integer(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 100, 120_000),
+      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 64, 1, 1_000),
+      maxInFlightPerEndpoint: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 4, 1, 100),
+      maxInFlightPerOrganization: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION', 16, 1, 1_000),
     },
     jobs: {
       pollingIntervalMs: integer(env, 'JOBS_POLLING_INTERVAL_MS', 2_000, 500, 60_000),
