@@ -115,6 +115,7 @@ export interface EndpointChange {
   url?: string;
   description?: string | null;
   events?: string[];
+  objectTypes?: readonly string[];
   status?: EndpointStatus;
   disabledReason?: DisabledReason | null;
   secret?: string;
@@ -139,13 +140,14 @@ export class WebhookRepository {
     return Number(row.n);
   }
 
-  async insertEndpoint(input: { organizationId: string; url: string; description: string | null; events: string[]; secret: string; now: Date }): Promise<WebhookEndpoint> {
+  async insertEndpoint(input: { organizationId: string; url: string; description: string | null; events: string[]; objectTypes: readonly string[] | null; secret: string; now: Date }): Promise<WebhookEndpoint> {
     const [row] = (await this.db('webhook_endpoints')
       .insert({
         organization_id: input.organizationId,
         url: input.url,
         description: input.description,
         events: input.events,
+        object_types: input.objectTypes === null ? null : [...input.objectTypes],
         secret: input.secret,
         created_at: input.now,
         updated_at: input.now,
@@ -178,6 +180,7 @@ export class WebhookRepository {
     if (change.url !== undefined) row.url = change.url;
     if (change.description !== undefined) row.description = change.description;
     if (change.events !== undefined) row.events = change.events;
+    if (change.objectTypes !== undefined) row.object_types = [...change.objectTypes];
     if (change.status !== undefined) row.status = change.status;
     if (change.disabledReason !== undefined) row.disabled_reason = change.disabledReason;
     if (change.secret !== undefined) row.secret = change.secret;

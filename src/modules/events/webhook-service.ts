@@ -52,6 +52,8 @@ export interface EndpointInput {
   events?: string[];
   description?: string | null;
   status?: 'enabled' | 'disabled';
+  /** The object types the endpoint receives events about (what its configurer may read). */
+  objectTypes?: readonly string[];
 }
 
 const NOT_FOUND = 'No webhook endpoint of this organisation has this id.';
@@ -103,7 +105,7 @@ export class WebhookService {
     return endpoint;
   }
 
-  async create(organizationId: string, input: { url: string; events: string[]; description?: string | null }, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
+  async create(organizationId: string, input: { url: string; events: string[]; description?: string | null; objectTypes?: readonly string[] }, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
     WebhookService.checkEvents(input.events);
     await this.checkUrl(input.url);
     return withTransaction(db, async (trx) => {
@@ -112,7 +114,7 @@ export class WebhookService {
       if ((await repo.countEndpoints(organizationId)) >= MAX_ENDPOINTS) {
         throw new UnprocessableError('TooManyWebhookEndpoints', `An organisation has at most ${MAX_ENDPOINTS} webhook endpoints.`, { max: MAX_ENDPOINTS });
       }
-      return repo.insertEndpoint({ organizationId, url: input.url, description: input.description ?? null, events: input.events, secret: generateSecret(), now: this.deps.clock() });
+      return repo.insertEndpoint({ organizationId, url: input.url, description: input.description ?? null, events: input.events, objectTypes: input.objectTypes ?? null, secret: generateSecret(), now: this.deps.clock() });
     });
   }
 
@@ -130,7 +132,7 @@ export class WebhookService {
           : input.status === 'enabled'
             ? { status: 'enabled' as const, disabledReason: null, failingSince: null }
             : { status: 'disabled' as const, disabledReason: 'manual' as const };
-      return repo.updateEndpoint(id, { url: input.url, events: input.events, description: input.description, ...statusChange, updatedAt: now });
+      return repo.updateEndpoint(id, { url: input.url, events: input.events, description: input.description, objectTypes: input.objectTypes, ...statusChange, updatedAt: now });
     });
   }
 
@@ -371,7 +373,7 @@ export class WebhookService {
  */
 export async function insertDemoEndpoint(trx: Knex.Transaction, organizationId: string, url: string, now: Date): Promise<void> {
   const repo = new WebhookRepository(trx);
-  const created = await repo.insertEndpoint({ organizationId, url, description: 'Demo receiver (enable it once something listens there)', events: ['*'], secret: generateSecret(), now });
+  const created = await repo.insertEndpoint({ organizationId, url, description: 'Demo receiver (enable it once something listens there)', events: ['*'], objectTypes: null, secret: generateSecret(), now });
   const disabled = await repo.updateEndpoint(created.id, { status: 'disabled', disabledReason: 'manual', updatedAt: now });
   await new EventRepository(trx).record({
     subjectType: 'webhook_endpoint',
