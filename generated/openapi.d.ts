@@ -4096,7 +4096,7 @@ export interface components {
             members?: components["schemas"]["TontineMember"][];
             /** @description The schedule, cycle 1 first (detail only; empty while `forming`). Cycle `k` is due `k` periods after the start (weekly: 7 days, biweekly: 14 days, monthly: the same day `k` months later, or the month's last day). */
             cycles?: components["schemas"]["TontineCycle"][];
-            /** @description Each member's contribution to the running cycle (detail only; empty when no cycle runs). `late` once the cycle is due and the member has not paid; a late member can still pay, and the payout waits for the whole pot. After a cancellation, the open cycle's payments show as `refunded`. */
+            /** @description Each member's contribution to the running cycle, in member order (detail only). By status: `forming`: empty (no cycle has started). `active`: the open cycle; `late` once the cycle is due and the member has not paid; a late member can still pay, and the payout waits for the whole pot. `completed`: empty (every cycle has paid out and no cycle runs; the cycles and their payouts are in `cycles`). `canceled` (canceled by the organizer, or dissolved by an administrator, then `dissolution` is set): the cycle that was open when it ended, its payments as `refunded` and the members who had not paid as `pending`; empty when it was canceled while `forming`. */
             current_contributions?: components["schemas"]["TontineContribution"][];
             pool_balance?: components["schemas"]["DecimalAmount"];
             pool_balance_minor?: components["schemas"]["MinorAmount"];
@@ -10763,7 +10763,7 @@ export interface operations {
                  */
                 starting_after?: string;
                 /**
-                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`). The `*` may be sent as it is (`?type=escrow.*`) or percent-encoded (`?type=escrow.%2A`).
                  * @example escrow.*
                  */
                 type?: components["schemas"]["WebhookEventFilter"];
@@ -10860,7 +10860,7 @@ export interface operations {
                  */
                 starting_after?: string;
                 /**
-                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`). The `*` may be sent as it is (`?type=escrow.*`) or percent-encoded (`?type=escrow.%2A`).
                  * @example escrow.*
                  */
                 type?: components["schemas"]["WebhookEventFilter"];

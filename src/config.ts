@@ -116,6 +116,14 @@ export interface Config {
     allowPrivateTargets: boolean;
     /** WEBHOOK_DISPATCH_INTERVAL_SECONDS: the period of the `webhooks.dispatch-due` job (due deliveries, claimed with SKIP LOCKED). */
     dispatchEverySeconds: number;
+    /** WEBHOOK_CONNECT_TIMEOUT_MS: a receiver not connected (DNS and TCP) within this time failed; at most WEBHOOK_TIMEOUT_MS. */
+    connectTimeoutMs: number;
+    /** WEBHOOK_MAX_IN_FLIGHT: attempts under way at once on one instance. */
+    maxInFlight: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: attempts under way at once to one endpoint, across instances. */
+    maxInFlightPerEndpoint: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION: attempts under way at once to one organisation's endpoints, across instances. */
+    maxInFlightPerOrganization: number;
   };
   /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
   jobs: JobsConfig;
@@ -160,6 +168,13 @@ function delays(env: Env, key: string, fallback: number[]): number[] {
     throw new ConfigError(`${key} must be 1 to 30 comma-separated whole numbers of seconds (at most 604800 each), got "${raw}"`);
   }
   return parts.map(Number);
+}
+
+/** LOG_FORMAT: `auto` (readable at a terminal in development), `json` or `pretty`; production logs JSON only. */
+function logFormat(env: Env, nodeEnv: NodeEnv): LogFormat {
+  const format = oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']);
+  if (format === 'pretty' && nodeEnv === 'production') throw new ConfigError('LOG_FORMAT=pretty is refused in production (log lines are JSON there, for log shippers)');
+  return format;
 }
 
 /** Private webhook targets: allowed by default outside production, refused in production. */
@@ -328,7 +343,7 @@ function readConfig(env: Env): Config {
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),
-    logFormat: oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']),
+    logFormat: logFormat(env, nodeEnv),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 100 * 1024, 1024, 10 * 1024 * 1024),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 120_000),
     trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
@@ -381,6 +396,10 @@ function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStat
       disableAfterHours: integer(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 8_760),
       allowPrivateTargets: allowPrivateTargets(env, nodeEnv),
       dispatchEverySeconds: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_SECONDS', 2, 1, 3_600),
+      connectTimeoutMs: integer(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 100, 120_000),
+      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 64, 1, 1_000),
+      maxInFlightPerEndpoint: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 4, 1, 100),
+      maxInFlightPerOrganization: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION', 16, 1, 1_000),
     },
     jobs: {
       pollingIntervalMs: integer(env, 'JOBS_POLLING_INTERVAL_MS', 2_000, 500, 60_000),

@@ -104,7 +104,7 @@ export function buildServices(deps: ServiceDeps) {
     async shutdown(): Promise<void> {
       await transfers.whenDispatched();
       payoutRail.stop();
-      await Promise.all([payments.stop(), payoutRail.idle()]);
+      await Promise.all([payments.stop(), payoutRail.idle(), webhooks.stop()]);
       // The sandbox forgot the outcomes it had scheduled: the next start hands them over at once.
       await transfers.releaseHandOvers().catch((error: unknown) => deps.logger.error({ err: error }, 'could not give back the rail hand-overs'));
     },

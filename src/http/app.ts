@@ -170,6 +170,7 @@ export function createApp(deps: AppDeps): App {
       notImplemented: NOT_IMPLEMENTED,
       organizationAccess: services.organizationAccess,
       idempotency: services.idempotency,
+      apiKeyGuard: (keyId) => services.apiKeys.guard(keyId),
       before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
       except: ['getHealth'],
       streamLimits,

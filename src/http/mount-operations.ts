@@ -1,4 +1,5 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { withTransactionGuard, type TransactionGuard } from '../db/transaction';
 import { isUuid } from '../ids';
 import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
 import { NotImplementedError, UnauthorizedError } from '../errors';
@@ -43,6 +44,11 @@ export interface MountOptions {
    * production sends the text as it is).
    */
   parseRenderedJson?: boolean;
+  /**
+   * The guard of a write made with an API key (withTransactionGuard): run in each transaction
+   * of the request just before COMMIT, it refuses (401) once the key's revocation has committed.
+   */
+  apiKeyGuard?: (keyId: string) => TransactionGuard;
 }
 
 /** Bounds of a streamed body (CSV statements). */
@@ -227,13 +233,17 @@ export function operationRoute(
   idempotency: MountOptions['idempotency'],
   parseRenderedJson = false,
   postingLocks?: (input: never) => PostingObject[],
+  apiKeyGuard?: MountOptions['apiKeyGuard'],
 ): RequestHandler {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
+  const writes = (operation as { access?: { write?: boolean } }).access?.write ?? operation.method !== 'get';
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);
-    const result = await runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
+    const run = () => runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
+    const key = writes ? req.auth?.apiKey : undefined;
+    const result = key && apiKeyGuard ? await withTransactionGuard(apiKeyGuard(key.id), run) : await run();
     const status = result.status ?? defaultStatus;
     setHeaders(res, result.headers);
     if (result.stream) {
@@ -274,7 +284,7 @@ export function mountOperations(options: MountOptions): Router {
     const chain: RequestHandler[] = [...(operation.apiKey ? [] : [refuseApiKeys()]), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
     const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks));
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

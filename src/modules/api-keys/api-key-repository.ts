@@ -155,6 +155,12 @@ export class ApiKeyRepository {
    * own: a join in the locking statement would keep the snapshot from before a lock wait, and a
    * roll that waited for another would read the secret that roll had just retired.
    */
+  /** The key's revocation and expiry, its row locked FOR SHARE until the transaction ends (a revocation waits for it). */
+  async stateForShare(keyId: string): Promise<{ revokedAt: Date | null; expiresAt: Date } | undefined> {
+    const row = (await this.db('api_keys').where({ id: keyId }).forShare().first('revoked_at', 'expires_at')) as { revoked_at: Date | null; expires_at: Date | string } | undefined;
+    return row && { revokedAt: row.revoked_at, expiresAt: new Date(row.expires_at) };
+  }
+
   async find(organizationId: string, keyId: string, options: { forUpdate?: boolean } = {}): Promise<ApiKeyRecord | undefined> {
     if (options.forUpdate && !(await this.db('api_keys').where({ organization_id: organizationId, id: keyId }).forUpdate().first('id'))) return undefined;
     const row = (await this.withCurrentSecret().where({ 'k.organization_id': organizationId, 'k.id': keyId }).first(KEY_COLUMNS)) as KeyRow | undefined;

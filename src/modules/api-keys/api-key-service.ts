@@ -4,7 +4,7 @@ import type { ApiKeyCaller, ApiKeyScope, Caller, Schemas } from '../../contract'
 import { toListPage, type ListPage, type PageRequest } from '../../contract';
 import { withTransaction } from '../../db/transaction';
 import { systemClock, type Clock } from '../../clock';
-import { ValidationError } from '../../errors';
+import { UnauthorizedError, ValidationError } from '../../errors';
 import { EventRepository } from '../events';
 import { ApiKeyNotActiveError, ApiKeyNotFoundError, TooManyApiKeysError } from './api-key-errors';
 import { displayPrefix, formatApiKey, parseApiKey, PUBLIC_ID_LENGTH, randomBase62, SECRET_LENGTH, type ApiKeyEnvironment } from './api-key-format';
@@ -93,6 +93,20 @@ export class ApiKeyService {
         isAdmin: false,
         apiKey: { id: credential.keyId, organizationId: credential.organizationId, scopes: credential.scopes },
       },
+    };
+  }
+
+  /**
+   * The check of a write made with the key, inside the write's transaction just before COMMIT
+   * (the pipeline's transaction guard): the key's row read FOR SHARE, so a revocation (which
+   * locks the row FOR UPDATE) either waits for this write to commit, or has committed and
+   * this write is rolled back with 401. Nothing is created with a key after its revocation.
+   */
+  guard(keyId: string): (trx: Knex.Transaction) => Promise<void> {
+    return async (trx) => {
+      const state = await new ApiKeyRepository(trx).stateForShare(keyId);
+      if (!state || state.revokedAt) throw new UnauthorizedError('The API key is revoked.');
+      if (state.expiresAt.getTime() <= this.clock().getTime()) throw new UnauthorizedError('The API key has expired.');
     };
   }
 

@@ -176,8 +176,8 @@ export class EventRepository {
       await this.db.raw(
         `INSERT INTO webhook_deliveries (endpoint_id, event_id, organization_id, next_attempt_at)
          SELECT id, ?, organization_id, ? FROM webhook_endpoints
-         WHERE organization_id = ? AND status = 'enabled' AND events && ?::text[]`,
-        [row.id, event.occurredAt, event.organizationId, patternsMatching(event.type)],
+         WHERE organization_id = ? AND status = 'enabled' AND events && ?::text[] AND (object_types IS NULL OR ?::text = ANY(object_types))`,
+        [row.id, event.occurredAt, event.organizationId, patternsMatching(event.type), event.subjectType],
       );
     }
     return toEvent(row);
