@@ -14,7 +14,7 @@ import { IdempotencyService } from './modules/idempotency';
 import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
-import { OrganizationAccessService } from './modules/organizations';
+import { OrganizationAccessService, OrganizationService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
 import { TontineService, tontineSnapshot } from './modules/tontines';
 import { SandboxRail, TransferService } from './modules/transfers';
@@ -63,6 +63,17 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
+  // Organisations run by their members: a new one opens with one account in its default currency.
+  const organizations = new OrganizationService({
+    knex,
+    clock,
+    openAccount: async (trx, organizationId, currency) => {
+      await accounts.createAccount(trx, { organizationId, currency, label: `Main ${currency} account`, holderType: 'business' });
+    },
+    notify: async (_trx, message) => {
+      deps.logger.warn({ template: message.template, channel: message.channel }, 'no notifier is configured: the invitation was recorded but not sent');
+    },
+  });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -74,6 +85,7 @@ export function buildServices(deps: ServiceDeps) {
     passwords,
     auth: new AuthService(knex, passwords, sessions, config.login, (userId) => organizationAccess.activeOrganizationsOf(userId), clock),
     organizationAccess,
+    organizations,
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,

@@ -39,7 +39,20 @@ async function insertOrganization(
   status: 'active' | 'inactive',
   modules: Partial<Record<ModuleName, ModuleAccess>>,
 ): Promise<string> {
-  const [org] = (await trx('organizations').insert({ name, status }).returning('id')) as Array<{ id: string }>;
+  // The demo organisations are verified companies with a legal profile (their name is their legal name).
+  const [org] = (await trx('organizations')
+    .insert({
+      name,
+      status,
+      legal_name: name,
+      country: 'CI',
+      registration_number: `CI-ABJ-2026-DEMO-${name.slice(0, 4).toUpperCase()}`,
+      legal_form: 'company',
+      default_currency: 'XOF',
+      verification_status: 'verified',
+      verification_decided_at: trx.fn.now(),
+    })
+    .returning('id')) as Array<{ id: string }>;
   const id = (org as { id: string }).id;
   const rows = Object.entries(modules).map(([module, access]) => ({ organization_id: id, module, access }));
   if (rows.length) await trx('organization_modules').insert(rows);

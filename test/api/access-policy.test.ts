@@ -97,6 +97,15 @@ const SPEC_RULES: Record<string, SpecRule> = {
   testWebhookEndpoint:      { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   listWebhookDeliveries:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   retryWebhookDelivery:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  // Members and invitations: listed by every member but cashier staff, managed by owners and admins;
+  // any member may call the removal (to leave), the service then limits removing others.
+  listOrganizationMembers:  { module: null,            ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
+  updateOrganizationMember: { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  removeOrganizationMember: { module: null,            ...READ,         roles: [OK, OK, OK, OK, OK, OK] },
+  listOrganizationInvitations: { module: null,         ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  createOrganizationInvitation: { module: null,        ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  revokeOrganizationInvitation: { module: null,        ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  transferApiKey:           { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
 };
 
 const outcomeOf = (rule: SpecRule, role: Role): Outcome => rule.roles[ROLE_COLUMNS.indexOf(role)] as Outcome;

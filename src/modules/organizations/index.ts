@@ -1,12 +1,30 @@
-/** Public face of the organizations module: membership, roles and the x-access check. */
+/** Public face of the organizations module: membership, roles and the x-access check; organisations run by their members. */
 export { accessRuleFor, callerMay, roleAllowed } from './access-policy';
 export { OrganizationAccessService } from './organization-access-service';
 export {
+  AlreadyMemberError,
   FeatureUnavailableError,
   InsufficientRoleError,
+  InvitationExpiredError,
+  InvitationNotFoundError,
+  InvitationNotPendingError,
+  LastOwnerError,
+  MemberNotFoundError,
   ModuleLockedError,
   OrganizationInactiveError,
   OrganizationNotFoundError,
   ORGANIZATION_NOT_FOUND_MESSAGE,
 } from './organization-errors';
-export { OrganizationRepository, type MemberOrganization, type OrganizationProfile } from './organization-repository';
+export {
+  OrganizationProfileRepository,
+  OrganizationRepository,
+  type LegalForm,
+  type MemberOrganization,
+  type OrganizationProfile,
+  type OrganizationRecord,
+  type VerificationStatus,
+} from './organization-repository';
+export { MembershipRepository, type InvitationRecord, type MemberRecord } from './membership-repository';
+export { presentOrganization, presentMember, presentInvitation, type OrganizationView, type MemberView, type InvitationView } from './organization-presenter';
+export { OrganizationService, assertMayManage, INVITATION_TTL_MS, type OrganizationMessage, type OrganizationServiceDeps } from './organization-service';
+export { organizationHandlers } from './organization-handlers';
