@@ -89,6 +89,10 @@ export const OPERATIONS = {
   listMyOrganizationInvitations: {"method":"get","path":"/me/organization-invitations","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"access":null},
   acceptOrganizationInvitation: {"method":"post","path":"/me/organization-invitations/{invitationId}/accept","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","access":null},
   declineOrganizationInvitation: {"method":"post","path":"/me/organization-invitations/{invitationId}/decline","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","access":null},
+  submitOrganizationVerification: {"method":"post","path":"/business/organizations/{orgId}/verification","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","access":{"roles":["owner"],"module":null,"scope":null,"write":false,"requiresActiveOrg":false}},
+  listOrganizationVerifications: {"method":"get","path":"/admin/organization-verifications","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"access":null},
+  approveOrganizationVerification: {"method":"post","path":"/admin/organization-verifications/{orgId}/approve","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","access":null},
+  rejectOrganizationVerification: {"method":"post","path":"/admin/organization-verifications/{orgId}/reject","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","access":null},
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;

@@ -44,7 +44,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...tontineHandlers(services.tontines),
     ...eventsHandlers(services.events),
     ...webhookHandlers(services.webhooks, services.clock),
-    ...organizationHandlers(services.organizations),
+    ...organizationHandlers(services.organizations, services.verifications),
   };
 }
 

@@ -14,7 +14,7 @@ import { IdempotencyService } from './modules/idempotency';
 import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
-import { OrganizationAccessService, OrganizationService } from './modules/organizations';
+import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
 import { TontineService, tontineSnapshot } from './modules/tontines';
 import { SandboxRail, TransferService } from './modules/transfers';
@@ -86,6 +86,14 @@ export function buildServices(deps: ServiceDeps) {
     auth: new AuthService(knex, passwords, sessions, config.login, (userId) => organizationAccess.activeOrganizationsOf(userId), clock),
     organizationAccess,
     organizations,
+    /** Business verification (KYB): the sandbox provider decides its test registration numbers, administrators the rest. */
+    verifications: new VerificationService({
+      knex,
+      clock,
+      provider: new SandboxVerificationProvider(),
+      tierOf: async (trx, userId) => ((await trx('users').where({ id: userId }).first('tier')) as { tier?: string } | undefined)?.tier ?? null,
+      registrationDocumentExists: async () => false,
+    }),
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,

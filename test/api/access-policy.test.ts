@@ -106,6 +106,8 @@ const SPEC_RULES: Record<string, SpecRule> = {
   createOrganizationInvitation: { module: null,        ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   revokeOrganizationInvitation: { module: null,        ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   transferApiKey:           { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  // Business verification is submitted by the owner.
+  submitOrganizationVerification: { module: null,      ...READ,         roles: [OK, NO, NO, NO, NO, NO] },
 };
 
 const outcomeOf = (rule: SpecRule, role: Role): Outcome => rule.roles[ROLE_COLUMNS.indexOf(role)] as Outcome;

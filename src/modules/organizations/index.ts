@@ -12,8 +12,12 @@ export {
   MemberNotFoundError,
   ModuleLockedError,
   OrganizationInactiveError,
+  OrganizationConflictOfInterestError,
   OrganizationNotFoundError,
   ORGANIZATION_NOT_FOUND_MESSAGE,
+  RepresentativeNotVerifiedError,
+  VerificationAlreadySubmittedError,
+  VerificationNotPendingError,
 } from './organization-errors';
 export {
   OrganizationProfileRepository,
@@ -28,3 +32,5 @@ export { MembershipRepository, type InvitationRecord, type MemberRecord } from '
 export { presentOrganization, presentMember, presentInvitation, type OrganizationView, type MemberView, type InvitationView } from './organization-presenter';
 export { OrganizationService, assertMayManage, INVITATION_TTL_MS, type OrganizationMessage, type OrganizationServiceDeps } from './organization-service';
 export { organizationHandlers } from './organization-handlers';
+export { VerificationService, REPRESENTATIVE_TIER, type VerificationServiceDeps } from './verification-service';
+export { SandboxVerificationProvider, SANDBOX_REJECTED_SUFFIX, SANDBOX_VERIFIED_SUFFIX, type ProviderDecision, type VerificationProvider } from './verification-provider';

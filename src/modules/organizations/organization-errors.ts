@@ -78,3 +78,34 @@ export class InvitationNotPendingError extends ConflictError {
     super('InvitationNotPending', `This invitation is ${status}: it can no longer be answered.`);
   }
 }
+
+export class RepresentativeNotVerifiedError extends ConflictError {
+  constructor() {
+    super('RepresentativeNotVerified', 'The representative must be an active member whose identity is verified (tier_2).');
+  }
+}
+
+export class VerificationAlreadySubmittedError extends ConflictError {
+  constructor(status: string) {
+    super('VerificationAlreadySubmitted', `The business verification is ${status}: it cannot be submitted again now.`);
+  }
+}
+
+export class VerificationNotPendingError extends ConflictError {
+  constructor() {
+    super('VerificationNotPending', 'This organisation has no pending verification.');
+  }
+}
+
+/** A platform administrator who is a member of the organisation reviews someone else's, never their own. */
+export class OrganizationConflictOfInterestError extends ForbiddenError {
+  constructor() {
+    super('ConflictOfInterest', 'You are a member of this organisation: another platform administrator must review it.');
+  }
+}
+
+export class RegistrationDocumentNotFoundError extends NotFoundError {
+  constructor() {
+    super('No registration document of yours has this id.', 'DocumentNotFound');
+  }
+}

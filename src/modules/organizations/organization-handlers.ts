@@ -1,5 +1,6 @@
 import { pageRequest, type Handlers, type IdempotentResource } from '../../contract';
 import type { OrganizationService } from './organization-service';
+import type { VerificationService } from './verification-service';
 
 type OrganizationOperation =
   | 'createOrganization'
@@ -13,14 +14,22 @@ type OrganizationOperation =
   | 'revokeOrganizationInvitation'
   | 'listMyOrganizationInvitations'
   | 'acceptOrganizationInvitation'
-  | 'declineOrganizationInvitation';
+  | 'declineOrganizationInvitation'
+  | 'submitOrganizationVerification'
+  | 'listOrganizationVerifications'
+  | 'approveOrganizationVerification'
+  | 'rejectOrganizationVerification';
 
 function invitationResource(invitation: { id: string; status: string }): IdempotentResource {
   return { type: 'organization_invitation', id: invitation.id, status: invitation.status, location: `/api/me/organization-invitations/${invitation.id}` };
 }
 
 /** Organisations, their members and invitations (who may call each: the contract's x-access rules and the service's member rules). */
-export function organizationHandlers(organizations: OrganizationService): Handlers<OrganizationOperation> {
+function organizationResource(organization: { id: string; status: string }): IdempotentResource {
+  return { type: 'organization', id: organization.id, status: organization.status, location: `/api/business/organizations/${organization.id}` };
+}
+
+export function organizationHandlers(organizations: OrganizationService, verifications: VerificationService): Handlers<OrganizationOperation> {
   return {
     async createOrganization({ trx, caller, body }) {
       const data = await organizations.create(trx, caller.userId, {
@@ -31,7 +40,7 @@ export function organizationHandlers(organizations: OrganizationService): Handle
         legalForm: body.legal_form,
         defaultCurrency: body.default_currency,
       });
-      return { status: 201, data, resource: { type: 'organization', id: data.id, status: data.status, location: `/api/business/organizations/${data.id}` } };
+      return { status: 201, data, resource: organizationResource(data) };
     },
     getOrganization: async ({ organization }) => ({ data: await organizations.get(organization.id) }),
     updateOrganization: async ({ organization, caller, body }) => ({
@@ -54,6 +63,19 @@ export function organizationHandlers(organizations: OrganizationService): Handle
     async declineOrganizationInvitation({ trx, caller, path }) {
       const data = await organizations.decline(trx, caller.userId, path.invitationId);
       return { data, resource: invitationResource(data) };
+    },
+    async submitOrganizationVerification({ trx, organization, caller, body }) {
+      const data = await verifications.submit(trx, organization.id, caller.userId, { documentId: body.registration_document_id, representativeUserId: body.representative_user_id });
+      return { data, resource: organizationResource(data) };
+    },
+    listOrganizationVerifications: async ({ caller, query }) => ({ data: await verifications.list(caller, query.status ?? 'pending', pageRequest(query)) }),
+    async approveOrganizationVerification({ trx, caller, path }) {
+      const data = await verifications.decide(trx, caller, path.orgId.toLowerCase(), 'verified');
+      return { data, resource: organizationResource(data) };
+    },
+    async rejectOrganizationVerification({ trx, caller, path, body }) {
+      const data = await verifications.decide(trx, caller, path.orgId.toLowerCase(), 'rejected', { requirement: body.requirement, reason: body.reason });
+      return { data, resource: organizationResource(data) };
     },
   };
 }
