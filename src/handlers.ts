@@ -9,6 +9,7 @@ import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
+import { notificationsHandlers } from './modules/notifications';
 import { paymentLinksHandlers } from './modules/payment-links';
 import { tontineHandlers, tontinePostings } from './modules/tontines';
 import { transfersHandlers } from './modules/transfers';
@@ -43,6 +44,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...tontineHandlers(services.tontines),
     ...eventsHandlers(services.events),
     ...webhookHandlers(services.webhooks, services.clock),
+    ...notificationsHandlers(services.outbox),
   };
 }
 

@@ -14,6 +14,7 @@ import { IdempotencyService } from './modules/idempotency';
 import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
+import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { OrganizationAccessService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
 import { TontineService, tontineSnapshot } from './modules/tontines';
@@ -63,6 +64,8 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
+  // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
+  const notifier: Notifier = new SandboxNotifier();
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -92,6 +95,10 @@ export function buildServices(deps: ServiceDeps) {
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),
     webhooks,
+    /** Every SMS and e-mail goes through it, in the caller's transaction (docs/operators/notifications.md). */
+    notifier,
+    /** What the sandbox notifier kept (the test helper GET /test-helpers/outbox). */
+    outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();
