@@ -2169,6 +2169,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/test-helpers/outbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the sandbox outbox
+         * @description The SMS and e-mail messages the sandbox notifier kept for one recipient, newest first: sign-up codes, password-reset codes, invitations. This is how tests, the demo and a partner's CI read a one-time code without a telephone or a mailbox.
+         *
+         *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`): in production it answers 404 `NotFound` like any unknown path, and a live API key (`sk_live_...`) never reaches it. It needs no authentication (a sandbox holds test data only, as Stripe's test helpers work on test keys only): a partner's CI reads it with a plain `curl`. Messages are kept `OUTBOX_RETENTION_HOURS` (72 by default).
+         */
+        get: operations["listTestHelperOutbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "payment.succeeded": {
@@ -7117,6 +7139,67 @@ export interface components {
             requirement?: "registration_document" | "representative";
             /** @description Why. */
             reason: string;
+        };
+        /**
+         * NotificationChannel
+         * @description How a message reaches its recipient: `sms` for a telephone number, `email` for an e-mail address.
+         * @enum {string}
+         */
+        NotificationChannel: "sms" | "email";
+        /**
+         * OutboxMessage
+         * @description One message the sandbox notifier kept instead of sending it (test helpers only).
+         */
+        OutboxMessage: {
+            /**
+             * Format: uuid
+             * @description The message's id (a cursor for `starting_after`).
+             */
+            id: string;
+            /** @description The recipient, normalised (e-mail lower-cased, telephone in E.164). */
+            to: string;
+            channel: components["schemas"]["NotificationChannel"];
+            /** @description What the message is: `signup_code`, `signup_existing_account`, `password_reset_code`, `password_changed`, and the templates of other modules (invitations). */
+            template: string;
+            /** @description The text as the recipient would read it. */
+            body: string;
+            /**
+             * Format: date-time
+             * @description When the message was handed to the notifier.
+             */
+            created_at: string;
+        };
+        /**
+         * OutboxMessageList
+         * @description A page of a recipient's messages, newest first. Pass `next_cursor` as `starting_after` for the next page.
+         */
+        OutboxMessageList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            data: components["schemas"]["OutboxMessage"][];
+            /** @description Whether more messages exist after this page. */
+            has_more: boolean;
+            /**
+             * Format: uuid
+             * @description The id of this page's last message when more follow; null otherwise.
+             */
+            next_cursor: string | null;
+        };
+        /**
+         * OutboxMessageListResponse
+         * @description Envelope of a page of outbox messages.
+         */
+        OutboxMessageListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OutboxMessageList"];
+            message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
          * PaymentSucceededEvent
@@ -13539,6 +13622,61 @@ export interface operations {
                 };
             };
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTestHelperOutbox: {
+        parameters: {
+            query: {
+                /**
+                 * @description The recipient: an e-mail address (any case) or a telephone number in international form (spaces allowed, normalised to E.164), as given at sign-up.
+                 * @example new-customer@example.com
+                 */
+                to: string;
+                /**
+                 * @description Maximum number of messages to return (1 to 100).
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recipient's messages, newest first (an empty list when there are none). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutboxMessageListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

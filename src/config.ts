@@ -118,6 +118,14 @@ export interface Config {
   };
   /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
   jobs: JobsConfig;
+  notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
+}
+
+/** The notifier port's adapter and what the sandbox keeps. */
+export interface NotificationsConfig {
+  /** NOTIFIER: `sandbox` keeps every message in the outbox table (no default in production). */
+  notifier: 'sandbox';
+  outboxRetentionHours: number; // OUTBOX_RETENTION_HOURS: older outbox messages are purged
 }
 
 export interface JobsConfig {
@@ -320,6 +328,23 @@ function readConfig(env: Env): Config {
     ...readWorkSettings(env, nodeEnv),
     // Last: the secrets' own errors come first.
     ...sharedRateLimitStore(env, nodeEnv),
+    notifications: readNotifications(env, nodeEnv),
+  };
+}
+
+export const NOTIFIERS = ['sandbox'] as const;
+
+/**
+ * NOTIFIER: the sandbox (the outbox) by default outside production; production never falls back
+ * to it silently (customers would receive no code): it must be named.
+ */
+function readNotifications(env: Env, nodeEnv: NodeEnv): NotificationsConfig {
+  if (nodeEnv === 'production' && (env.NOTIFIER === undefined || env.NOTIFIER === '')) {
+    throw new ConfigError(`NOTIFIER must be set in production (one of ${NOTIFIERS.join(', ')}); the sandbox notifier keeps messages in the outbox instead of sending them, so production uses it only when told NOTIFIER=sandbox`);
+  }
+  return {
+    notifier: oneOf(env, 'NOTIFIER', 'sandbox', NOTIFIERS),
+    outboxRetentionHours: integer(env, 'OUTBOX_RETENTION_HOURS', 72, 1, 24 * 365),
   };
 }
 

@@ -14,6 +14,7 @@ import { IdempotencyService } from './modules/idempotency';
 import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
+import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
 import { TontineService, tontineSnapshot } from './modules/tontines';
@@ -63,6 +64,8 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
+  // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
+  const notifier: Notifier = new SandboxNotifier();
   // Organisations run by their members: a new one opens with one account in its default currency.
   const organizations = new OrganizationService({
     knex,
@@ -70,9 +73,7 @@ export function buildServices(deps: ServiceDeps) {
     openAccount: async (trx, organizationId, currency) => {
       await accounts.createAccount(trx, { organizationId, currency, label: `Main ${currency} account`, holderType: 'business' });
     },
-    notify: async (_trx, message) => {
-      deps.logger.warn({ template: message.template, channel: message.channel }, 'no notifier is configured: the invitation was recorded but not sent');
-    },
+    notify: (trx, message) => notifier.send(trx, message),
   });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
@@ -112,6 +113,10 @@ export function buildServices(deps: ServiceDeps) {
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),
     webhooks,
+    /** Every SMS and e-mail goes through it, in the caller's transaction (docs/operators/notifications.md). */
+    notifier,
+    /** What the sandbox notifier kept (the test helper GET /test-helpers/outbox). */
+    outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

@@ -14,7 +14,7 @@ import { docsRoutes } from './docs-routes';
 import { fixedHeaders } from './fixed-headers';
 import { healthRoute } from './health-route';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
-import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations } from './mount-operations';
+import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, TEST_HELPERS_PATH, testHelperGate } from './mount-operations';
 import { refuseInexactNumbers } from './exact-json-numbers';
 import { requireUtf8 } from './json-charset';
 import { hasTrailingSlash } from './strict-paths';
@@ -157,6 +157,10 @@ export function createApp(deps: AppDeps): App {
   // outside /api never has its body read at all.
   app.use('/api', authenticate(services.accessCheck, config.jwt, services.apiKeys));
   app.use('/api', rateLimiter);
+  // Test helpers exist outside production only, and never for a live API key: refused here,
+  // before the body or the contract is read, so production answers 404 as for any unknown path.
+  const testHelpers = config.nodeEnv !== 'production';
+  app.use(`/api${TEST_HELPERS_PATH}`, testHelperGate(testHelpers));
   app.use('/api', jsonBody(config));
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
   app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
@@ -172,6 +176,7 @@ export function createApp(deps: AppDeps): App {
       idempotency: services.idempotency,
       before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
       except: ['getHealth'],
+      testHelpers,
       streamLimits,
       parseRenderedJson: config.validateResponses,
     }),

@@ -1,8 +1,8 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { isUuid } from '../ids';
 import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
-import { NotImplementedError, UnauthorizedError } from '../errors';
-import { ApiKeyNotAllowedError } from '../modules/api-keys';
+import { NotFoundError, NotImplementedError, UnauthorizedError } from '../errors';
+import { API_KEY_PREFIXES, ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService, type PostingObject } from '../modules/idempotency';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
 import { envelopeOf, envelopeText } from './envelope';
@@ -11,6 +11,9 @@ import { clientIp } from './rate-limit';
 
 /** Every Business operation lives under this path; each needs an `x-access` rule. */
 export const BUSINESS_PATH = '/business/organizations/{orgId}';
+
+/** Every test helper (`x-test-helper: true` in the contract) lives under this path. */
+export const TEST_HELPERS_PATH = '/test-helpers';
 
 /** Handlers for some operations; the mount refuses to start without one for each it mounts. */
 export type OperationHandlers = Partial<{ [Id in OperationId]: Handler<Id> }>;
@@ -35,6 +38,11 @@ export interface MountOptions {
   before?: Partial<Record<OperationId, RequestHandler[]>>;
   /** Operations mounted elsewhere (health, ahead of the pipeline). */
   except?: readonly OperationId[];
+  /**
+   * Mount the test helpers (`x-test-helper: true`): true outside production only. When false
+   * they are not mounted at all, so they answer 404 like any unknown path.
+   */
+  testHelpers: boolean;
   /** How long a streamed body may wait for its client, and run in all. */
   streamLimits: StreamLimits;
   /**
@@ -99,6 +107,20 @@ export function organizationAccessCheck(operationId: string, service: Organizati
 export function refuseApiKeys(): RequestHandler {
   return (req, _res, next) => {
     if (req.auth?.apiKey) throw new ApiKeyNotAllowedError();
+    next();
+  };
+}
+
+/**
+ * The 404 of a test helper, and the guard in front of each one mounted: a request that carries
+ * a live API key (`sk_live_...`) never reaches a test helper, whatever the instance's mode.
+ * Test helpers need no authentication (they drive a sandbox); a test key or a token is
+ * simply not needed.
+ */
+export function testHelperGate(enabled: boolean): RequestHandler {
+  const liveKey = new RegExp(`^bearer\\s+${API_KEY_PREFIXES.live}`, 'i');
+  return (req, _res, next) => {
+    if (!enabled || liveKey.test(req.get('authorization') ?? '')) throw new NotFoundError(`No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
     next();
   };
 }
@@ -268,10 +290,13 @@ export function mountOperations(options: MountOptions): Router {
   for (const operationId of Object.keys(OPERATIONS) as OperationId[]) {
     if (except.has(operationId)) continue;
     const operation = OPERATIONS[operationId];
+    // Outside production only: in production a test helper is not mounted (404, as unknown).
+    if (operation.testHelper && !options.testHelpers) continue;
     const handler = options.handlers[operationId] as ((input: never) => Promise<unknown>) | undefined;
     if (!handler && !notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has no handler`);
     if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
-    const chain: RequestHandler[] = [...(operation.apiKey ? [] : [refuseApiKeys()]), ...(options.before?.[operationId] ?? [])];
+    const callerKind = operation.testHelper ? testHelperGate(true) : operation.apiKey ? undefined : refuseApiKeys();
+    const chain: RequestHandler[] = [...(callerKind ? [callerKind] : []), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
     const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
     chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks));
