@@ -5,6 +5,8 @@ import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
+import { DocumentService } from './modules/documents';
+import { PiiCipher } from './pii-cipher';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService } from './modules/escrows';
 import { EventsService, WebhookService, registerSnapshot } from './modules/events';
@@ -63,6 +65,9 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
+  // Personal data at rest: one cipher (PII_ENCRYPTION_KEY) for identity data and uploaded documents.
+  const piiCipher = new PiiCipher(config.pii);
+  const documents = new DocumentService({ cipher: piiCipher, clock });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -92,6 +97,10 @@ export function buildServices(deps: ServiceDeps) {
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),
     webhooks,
+    /** Seals and opens personal data at rest (identity numbers, names, dates of birth). */
+    piiCipher,
+    /** Uploaded documents (identity documents, company papers): checked by their bytes, encrypted at rest. */
+    documents,
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();
