@@ -2088,7 +2088,7 @@ export interface paths {
         put?: never;
         /**
          * Submit the business verification
-         * @description The owner submits the registration document (uploaded first, see the documents routes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
+         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MiB, stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
          */
         post: operations["submitOrganizationVerification"];
         delete?: never;
@@ -7093,20 +7093,46 @@ export interface components {
         };
         /**
          * SubmitOrganizationVerificationRequest
-         * @description The uploaded registration document and the member who represents the organisation.
+         * @description The registration document (a file) and the member who represents the organisation.
          */
         SubmitOrganizationVerificationRequest: {
             /**
-             * Format: uuid
-             * @description The id of the registration document the owner uploaded (kind `registration_document`).
+             * Format: binary
+             * @description The company's registration document (JPEG, PNG or PDF, at most 5 MiB).
              */
-            registration_document_id: string;
+            registration_document: string;
             /**
              * Format: uuid
              * @description An active member whose identity is verified (`tier_2`).
              */
             representative_user_id: string;
         };
+        /**
+         * UnsupportedDocumentTypeError
+         * @description The uploaded file is not a JPEG, PNG or PDF by its bytes, or is empty; `details.accepted` lists the accepted types.
+         */
+        UnsupportedDocumentTypeError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "UnsupportedDocumentType";
+            message: components["schemas"]["ErrorMessage"];
+            details?: {
+                /** @description The accepted content types. */
+                accepted: string[];
+            };
+        };
+        /**
+         * OrganizationVerificationUnprocessableError
+         * @description Error envelope of a 422 on submitting a business verification, discriminated by `error`.
+         */
+        OrganizationVerificationUnprocessableError: components["schemas"]["UnsupportedDocumentTypeError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * OrganizationList
          * @description A page of organisations, newest first.
@@ -13389,7 +13415,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SubmitOrganizationVerificationRequest"];
+                "multipart/form-data": components["schemas"]["SubmitOrganizationVerificationRequest"];
             };
         };
         responses: {
@@ -13408,7 +13434,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `DocumentNotFound`: no registration document of yours has this id. */
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -13432,7 +13458,19 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            422: components["responses"]["IdempotencyKeyReused"];
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes (`EmptyDocument`: no bytes); `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationVerificationUnprocessableError"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

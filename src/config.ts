@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -118,6 +119,9 @@ export interface Config {
   };
   /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
   jobs: JobsConfig;
+  /** PII_ENCRYPTION_KEY and PII_ENCRYPTION_PREVIOUS_KEYS: the keys of personal data at rest (src/pii-cipher.ts). */
+  pii: PiiKeyring;
+  identity: IdentityConfig;
   notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
 }
 
@@ -127,6 +131,9 @@ export interface NotificationsConfig {
   notifier: 'sandbox';
   outboxRetentionHours: number; // OUTBOX_RETENTION_HOURS: older outbox messages are purged
 }
+
+/** IDENTITY_PROCESS_INTERVAL_SECONDS and IDENTITY_EXPIRE_INTERVAL_SECONDS: the periods of the jobs that hand submitted sessions to the provider and expire unfinished ones. */
+export interface IdentityConfig { processEverySeconds: number; expireEverySeconds: number }
 
 export interface JobsConfig {
   /** JOBS_POLLING_INTERVAL_MS: how often each worker asks for its queue's next job. */
@@ -142,6 +149,8 @@ export interface JobsConfig {
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
 const DEFAULT_PAY_SECRET = 'local-pay-page-secret-change-me-0123456789';
+/** The development key of personal data at rest: public, so refused in production. */
+export const DEFAULT_PII_ENCRYPTION_KEY = 'dev:6c6f63616c2d646576656c6f706d656e742d7069692d6b65792d6368616e6765';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -233,6 +242,17 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
   return value;
 }
 
+/** PII_ENCRYPTION_KEY (its development default refused in production) and PII_ENCRYPTION_PREVIOUS_KEYS: see src/pii-cipher.ts. Never echoed. */
+function piiKeys(env: Env, nodeEnv: NodeEnv): PiiKeyring {
+  const text = env.PII_ENCRYPTION_KEY?.trim() || DEFAULT_PII_ENCRYPTION_KEY;
+  if (nodeEnv === 'production' && text === DEFAULT_PII_ENCRYPTION_KEY) throw new ConfigError('PII_ENCRYPTION_KEY must be set in production (the default development key is refused; NODE_ENV unset means production)');
+  try {
+    return parsePiiKeyring(text, env.PII_ENCRYPTION_PREVIOUS_KEYS);
+  } catch (error) {
+    throw error instanceof PiiCipherError ? new ConfigError(error.message) : error;
+  }
+}
+
 /**
  * API_KEY_PEPPER, the HMAC key of stored API key secrets: required in production (changing it
  * invalidates every key); in development and tests a default derived from JWT_SECRET, so a
@@ -315,6 +335,7 @@ function readConfig(env: Env): Config {
     rateLimit: readRateLimit(env),
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     apiKeys: { pepper: apiKeyPepper(env, nodeEnv), environment: nodeEnv === 'production' ? 'live' : 'test' },
+    pii: piiKeys(env, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),
@@ -362,8 +383,9 @@ function readRateLimit(env: Env): Config['rateLimit'] {
 }
 
 /** Read in this order after the general settings, as before: an invalid value names the first one wrong. */
-function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs'> {
+function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs' | 'identity'> {
   return {
+    identity: { processEverySeconds: integer(env, 'IDENTITY_PROCESS_INTERVAL_SECONDS', 2, 1, 3_600), expireEverySeconds: integer(env, 'IDENTITY_EXPIRE_INTERVAL_SECONDS', 300, 1, 86_400) },
     networkStatus: {
       lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),
       statementTimeoutMs: integer(env, 'NETWORK_STATUS_STATEMENT_TIMEOUT_MS', 5_000, 10, 60_000),

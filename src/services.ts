@@ -5,6 +5,8 @@ import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
+import { DocumentService } from './modules/documents';
+import { PiiCipher } from './pii-cipher';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService } from './modules/escrows';
 import { EventsService, WebhookService, registerSnapshot } from './modules/events';
@@ -64,6 +66,9 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
+  // Personal data at rest: one cipher (PII_ENCRYPTION_KEY) for identity data and uploaded documents.
+  const piiCipher = new PiiCipher(config.pii);
+  const documents = new DocumentService({ cipher: piiCipher, clock });
   // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
   const notifier: Notifier = new SandboxNotifier();
   // Organisations run by their members: a new one opens with one account in its default currency.
@@ -93,7 +98,8 @@ export function buildServices(deps: ServiceDeps) {
       clock,
       provider: new SandboxVerificationProvider(),
       tierOf: async (trx, userId) => ((await trx('users').where({ id: userId }).first('tier')) as { tier?: string } | undefined)?.tier ?? null,
-      registrationDocumentExists: async () => false,
+      storeRegistrationDocument: async (trx, organizationId, bytes) =>
+        (await documents.store(trx, { ownerType: 'organization', ownerId: organizationId, kind: 'registration_document', bytes })).id,
     }),
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
@@ -113,6 +119,10 @@ export function buildServices(deps: ServiceDeps) {
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),
     webhooks,
+    /** Seals and opens personal data at rest (identity numbers, names, dates of birth). */
+    piiCipher,
+    /** Uploaded documents (identity documents, company papers): checked by their bytes, encrypted at rest. */
+    documents,
     /** Every SMS and e-mail goes through it, in the caller's transaction (docs/operators/notifications.md). */
     notifier,
     /** What the sandbox notifier kept (the test helper GET /test-helpers/outbox). */

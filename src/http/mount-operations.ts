@@ -1,6 +1,7 @@
+import crypto from 'node:crypto';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { isUuid } from '../ids';
-import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
+import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId, type UploadedFile } from '../contract';
 import { NotFoundError, NotImplementedError, UnauthorizedError } from '../errors';
 import { API_KEY_PREFIXES, ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService, type PostingObject } from '../modules/idempotency';
@@ -125,6 +126,13 @@ export function testHelperGate(enabled: boolean): RequestHandler {
   };
 }
 
+/** The files of a multipart request (the validator's uploader read them), without their names. */
+function uploadedFiles(req: Request): UploadedFile[] | undefined {
+  const files = (req as { files?: unknown }).files;
+  if (!Array.isArray(files)) return undefined;
+  return (files as Array<{ fieldname: string; buffer: Buffer }>).map((file) => ({ field: file.fieldname, bytes: file.buffer }));
+}
+
 function inputOf(req: Request, operationId: OperationId) {
   const headers: Record<string, string> = {};
   for (const name of OPERATIONS[operationId].headers as readonly string[]) {
@@ -136,6 +144,7 @@ function inputOf(req: Request, operationId: OperationId) {
     query: req.query,
     headers,
     body: req.body as unknown,
+    files: uploadedFiles(req),
     requestId: (req as { id?: string }).id ?? '',
     clientIp: clientIp(req),
     accepts: (types: string[]) => req.accepts(types),
@@ -198,7 +207,9 @@ export function idempotencyClaimOf(req: Request, operationId: OperationId): Idem
   // (none and an empty object are the same request: `POST /escrows/{id}/fund` with or without `{}`).
   const path = { ...req.params };
   const body = isEmptyObject(req.body) ? undefined : (req.body as unknown);
-  const request = Object.keys(path).length > 0 ? { path, body } : { body };
+  // A multipart request is also its files: the same key with other bytes is another request.
+  const files = uploadedFiles(req)?.map((file) => ({ field: file.field, sha256: crypto.createHash('sha256').update(file.bytes).digest('hex') }));
+  const request = { ...(Object.keys(path).length > 0 ? { path } : {}), body, ...(files?.length ? { files } : {}) };
   const organizationId = req.auth.apiKey?.organizationId;
   return { operation: operationId, key, requestHash: requestHash(request), userId: req.auth.userId, ...(organizationId ? { organizationId } : {}) };
 }

@@ -3,7 +3,7 @@ import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { buildTestApp } from '../support/app';
-import { contractOperations, contractRequest } from '../support/contract-requests';
+import { contractOperations, contractRequest, withContractBody } from '../support/contract-requests';
 import {
   accessTokenFor,
   addMember,
@@ -126,7 +126,7 @@ function send(operationId: string, orgId: string, token?: string) {
   const req = contractRequest(operationId, { orgId });
   let call = request(app)[req.method](req.url).set(req.headers);
   if (token) call = call.set(bearer(token));
-  return req.body === undefined ? call : call.send(req.body as object);
+  return withContractBody(call, req);
 }
 
 /** The policy let the request through: whatever the handler (or the 501 fallback) answered. */

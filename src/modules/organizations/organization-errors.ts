@@ -103,9 +103,3 @@ export class OrganizationConflictOfInterestError extends ForbiddenError {
     super('ConflictOfInterest', 'You are a member of this organisation: another platform administrator must review it.');
   }
 }
-
-export class RegistrationDocumentNotFoundError extends NotFoundError {
-  constructor() {
-    super('No registration document of yours has this id.', 'DocumentNotFound');
-  }
-}

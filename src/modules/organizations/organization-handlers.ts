@@ -1,4 +1,5 @@
 import { pageRequest, type Handlers, type IdempotentResource } from '../../contract';
+import { ValidationError } from '../../errors';
 import type { OrganizationService } from './organization-service';
 import type { VerificationService } from './verification-service';
 
@@ -64,8 +65,10 @@ export function organizationHandlers(organizations: OrganizationService, verific
       const data = await organizations.decline(trx, caller.userId, path.invitationId);
       return { data, resource: invitationResource(data) };
     },
-    async submitOrganizationVerification({ trx, organization, caller, body }) {
-      const data = await verifications.submit(trx, organization.id, caller.userId, { documentId: body.registration_document_id, representativeUserId: body.representative_user_id });
+    async submitOrganizationVerification({ trx, organization, caller, body, files }) {
+      const document = files.find((file) => file.field === 'registration_document');
+      if (!document) throw ValidationError.field('body.registration_document', 'registration_document must be a file.');
+      const data = await verifications.submit(trx, organization.id, caller.userId, { document: document.bytes, representativeUserId: body.representative_user_id });
       return { data, resource: organizationResource(data) };
     },
     listOrganizationVerifications: async ({ caller, query }) => ({ data: await verifications.list(caller, query.status ?? 'pending', pageRequest(query)) }),

@@ -6,7 +6,6 @@ import {
   InsufficientRoleError,
   OrganizationConflictOfInterestError,
   OrganizationNotFoundError,
-  RegistrationDocumentNotFoundError,
   RepresentativeNotVerifiedError,
   VerificationAlreadySubmittedError,
   VerificationNotPendingError,
@@ -25,8 +24,8 @@ export interface VerificationServiceDeps {
   provider: VerificationProvider;
   /** The identity tier of a user (the identity module), in the caller's transaction. */
   tierOf: (trx: Knex.Transaction, userId: string) => Promise<string | null>;
-  /** Whether `documentId` is a registration document `uploadedBy` uploaded (the documents module). */
-  registrationDocumentExists: (trx: Knex.Transaction, documentId: string, uploadedBy: string) => Promise<boolean>;
+  /** Stores the organisation's registration document, checked and encrypted (the documents module); its id. */
+  storeRegistrationDocument: (trx: Knex.Transaction, organizationId: string, bytes: Buffer) => Promise<string>;
 }
 
 /**
@@ -42,16 +41,16 @@ export class VerificationService {
     this.clock = deps.clock ?? systemClock;
   }
 
-  async submit(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: { documentId: string; representativeUserId: string }): Promise<OrganizationView> {
+  async submit(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: { document: Buffer; representativeUserId: string }): Promise<OrganizationView> {
     const now = this.clock();
     const profiles = new OrganizationProfileRepository(trx);
     const before = await this.mustFind(profiles, organizationId);
     if (before.verificationStatus === 'pending' || before.verificationStatus === 'verified') throw new VerificationAlreadySubmittedError(before.verificationStatus);
-    if (!(await this.deps.registrationDocumentExists(trx, input.documentId, actorUserId))) throw new RegistrationDocumentNotFoundError();
     const representative = await new MembershipRepository(trx).find(organizationId, input.representativeUserId);
     if (!representative || representative.status !== 'active' || (await this.deps.tierOf(trx, input.representativeUserId)) !== REPRESENTATIVE_TIER) {
       throw new RepresentativeNotVerifiedError();
     }
+    const documentId = await this.deps.storeRegistrationDocument(trx, organizationId, input.document);
     await profiles.updateVerification(organizationId, {
       status: 'pending',
       submittedAt: now,
@@ -60,7 +59,7 @@ export class VerificationService {
       rejectionReason: null,
       rejectedRequirement: null,
       representativeUserId: input.representativeUserId,
-      documentId: input.documentId,
+      documentId,
     });
     let view = await this.recordChange(trx, profiles, organizationId, actorUserId, before.verificationStatus, now);
     const decision = this.deps.provider.decide({ registrationNumber: before.registrationNumber, country: before.country });
