@@ -71,15 +71,7 @@ export function buildServices(deps: ServiceDeps) {
   const documents = new DocumentService({ cipher: piiCipher, clock });
   // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
   const notifier: Notifier = new SandboxNotifier();
-  // Organisations run by their members: a new one opens with one account in its default currency.
-  const organizations = new OrganizationService({
-    knex,
-    clock,
-    openAccount: async (trx, organizationId, currency) => {
-      await accounts.createAccount(trx, { organizationId, currency, label: `Main ${currency} account`, holderType: 'business' });
-    },
-    notify: (trx, message) => notifier.send(trx, message),
-  });
+  const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -93,14 +85,7 @@ export function buildServices(deps: ServiceDeps) {
     organizationAccess,
     organizations,
     /** Business verification (KYB): the sandbox provider decides its test registration numbers, administrators the rest. */
-    verifications: new VerificationService({
-      knex,
-      clock,
-      provider: new SandboxVerificationProvider(),
-      tierOf: async (trx, userId) => ((await trx('users').where({ id: userId }).first('tier')) as { tier?: string } | undefined)?.tier ?? null,
-      storeRegistrationDocument: async (trx, organizationId, bytes) =>
-        (await documents.store(trx, { ownerType: 'organization', ownerId: organizationId, kind: 'registration_document', bytes })).id,
-    }),
+    verifications,
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,
@@ -144,6 +129,32 @@ export function buildServices(deps: ServiceDeps) {
       await transfers.releaseHandOvers().catch((error: unknown) => deps.logger.error({ err: error }, 'could not give back the rail hand-overs'));
     },
   };
+}
+
+/**
+ * Organisations run by their members (a new one opens with one account in its default
+ * currency; invitations go through the notifier) and their business verification (the sandbox
+ * provider; the registration document stored by the documents module; a tier_2 representative).
+ */
+function organizationServices(deps: { knex: Knex; clock: Clock; accounts: AccountService; notifier: Notifier; documents: DocumentService }) {
+  const { knex, clock, accounts, notifier, documents } = deps;
+  const organizations = new OrganizationService({
+    knex,
+    clock,
+    openAccount: async (trx, organizationId, currency) => {
+      await accounts.createAccount(trx, { organizationId, currency, label: `Main ${currency} account`, holderType: 'business' });
+    },
+    notify: (trx, message) => notifier.send(trx, message),
+  });
+  const verifications = new VerificationService({
+    knex,
+    clock,
+    provider: new SandboxVerificationProvider(),
+    tierOf: async (trx, userId) => ((await trx('users').where({ id: userId }).first('tier')) as { tier?: string } | undefined)?.tier ?? null,
+    storeRegistrationDocument: async (trx, organizationId, bytes) =>
+      (await documents.store(trx, { ownerType: 'organization', ownerId: organizationId, kind: 'registration_document', bytes })).id,
+  });
+  return { organizations, verifications };
 }
 
 export type Services = ReturnType<typeof buildServices>;
