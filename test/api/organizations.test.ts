@@ -250,6 +250,8 @@ describe('invitations', () => {
     const invitation = sent.body.data;
     expect(invitation).toMatchObject({ identifier: invitee.email, role: 'finance_manager', status: 'pending', invited_by: users.get('admin')?.id });
     expect(new Date(invitation.expires_at).getTime() - new Date(invitation.created_at).getTime()).toBe(7 * DAY_MS);
+    const sentMessages = await testKnex()('notification_outbox').where({ recipient: invitee.email });
+    expect(sentMessages).toEqual([expect.objectContaining({ channel: 'email', template: 'organization_invitation' })]);
     const listed = await request(app).get(`${businessPath(org.id)}/invitations`).set(bearer(tokens.get('owner') as string));
     expect(listed.body.data.data.map((i: { id: string }) => i.id)).toContain(invitation.id);
     expect((await request(app).get(`${businessPath(org.id)}/invitations`).set(bearer(tokens.get('director') as string))).status).toBe(403);
@@ -310,6 +312,7 @@ describe('invitations', () => {
     const phone = `+22507${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
     const sent = await invite(tokens.get('owner') as string, org.id, phone, 'cashier');
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(await testKnex()('notification_outbox').where({ recipient: phone, channel: 'sms' })).toHaveLength(1);
     const newcomer = await createUser({ email: null, phone });
     const token = await accessTokenFor(app, newcomer);
     const mine = await request(app).get('/api/me/organization-invitations').set(bearer(token));
