@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { parseDatabaseUrl } from './db/multi-host';
+import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -127,7 +128,21 @@ export interface Config {
   };
   /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
   jobs: JobsConfig;
+  /** PII_ENCRYPTION_KEY and PII_ENCRYPTION_PREVIOUS_KEYS: the keys of personal data at rest (src/pii-cipher.ts). */
+  pii: PiiKeyring;
+  identity: IdentityConfig;
+  notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
 }
+
+/** The notifier port's adapter and what the sandbox keeps. */
+export interface NotificationsConfig {
+  /** NOTIFIER: `sandbox` keeps every message in the outbox table (no default in production). */
+  notifier: 'sandbox';
+  outboxRetentionHours: number; // OUTBOX_RETENTION_HOURS: older outbox messages are purged
+}
+
+/** IDENTITY_PROCESS_INTERVAL_SECONDS and IDENTITY_EXPIRE_INTERVAL_SECONDS: the periods of the jobs that hand submitted sessions to the provider and expire unfinished ones. */
+export interface IdentityConfig { processEverySeconds: number; expireEverySeconds: number }
 
 export interface JobsConfig {
   /** JOBS_POLLING_INTERVAL_MS: how often each worker asks for its queue's next job. */
@@ -143,6 +158,8 @@ export interface JobsConfig {
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
 const DEFAULT_PAY_SECRET = 'local-pay-page-secret-change-me-0123456789';
+/** The development key of personal data at rest: public, so refused in production. */
+export const DEFAULT_PII_ENCRYPTION_KEY = 'dev:6c6f63616c2d646576656c6f706d656e742d7069692d6b65792d6368616e6765';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -258,6 +275,17 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
   return value;
 }
 
+/** PII_ENCRYPTION_KEY (its development default refused in production) and PII_ENCRYPTION_PREVIOUS_KEYS: see src/pii-cipher.ts. Never echoed. */
+function piiKeys(env: Env, nodeEnv: NodeEnv): PiiKeyring {
+  const text = env.PII_ENCRYPTION_KEY?.trim() || DEFAULT_PII_ENCRYPTION_KEY;
+  if (nodeEnv === 'production' && text === DEFAULT_PII_ENCRYPTION_KEY) throw new ConfigError('PII_ENCRYPTION_KEY must be set in production (the default development key is refused; NODE_ENV unset means production)');
+  try {
+    return parsePiiKeyring(text, env.PII_ENCRYPTION_PREVIOUS_KEYS);
+  } catch (error) {
+    throw error instanceof PiiCipherError ? new ConfigError(error.message) : error;
+  }
+}
+
 /**
  * API_KEY_PEPPER, the HMAC key of stored API key secrets: required in production (changing it
  * invalidates every key); in development and tests a default derived from JWT_SECRET, so a
@@ -340,6 +368,7 @@ function readConfig(env: Env): Config {
     rateLimit: readRateLimit(env),
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     apiKeys: { pepper: apiKeyPepper(env, nodeEnv), environment: nodeEnv === 'production' ? 'live' : 'test' },
+    pii: piiKeys(env, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),
@@ -353,6 +382,23 @@ function readConfig(env: Env): Config {
     ...readWorkSettings(env, nodeEnv),
     // Last: the secrets' own errors come first.
     ...sharedRateLimitStore(env, nodeEnv),
+    notifications: readNotifications(env, nodeEnv),
+  };
+}
+
+export const NOTIFIERS = ['sandbox'] as const;
+
+/**
+ * NOTIFIER: the sandbox (the outbox) by default outside production; production never falls back
+ * to it silently (customers would receive no code): it must be named.
+ */
+function readNotifications(env: Env, nodeEnv: NodeEnv): NotificationsConfig {
+  if (nodeEnv === 'production' && (env.NOTIFIER === undefined || env.NOTIFIER === '')) {
+    throw new ConfigError(`NOTIFIER must be set in production (one of ${NOTIFIERS.join(', ')}); the sandbox notifier keeps messages in the outbox instead of sending them, so production uses it only when told NOTIFIER=sandbox`);
+  }
+  return {
+    notifier: oneOf(env, 'NOTIFIER', 'sandbox', NOTIFIERS),
+    outboxRetentionHours: integer(env, 'OUTBOX_RETENTION_HOURS', 72, 1, 24 * 365),
   };
 }
 
@@ -370,8 +416,9 @@ function readRateLimit(env: Env): Config['rateLimit'] {
 }
 
 /** Read in this order after the general settings, as before: an invalid value names the first one wrong. */
-function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs'> {
+function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs' | 'identity'> {
   return {
+    identity: { processEverySeconds: integer(env, 'IDENTITY_PROCESS_INTERVAL_SECONDS', 2, 1, 3_600), expireEverySeconds: integer(env, 'IDENTITY_EXPIRE_INTERVAL_SECONDS', 300, 1, 86_400) },
     networkStatus: {
       lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),
       statementTimeoutMs: integer(env, 'NETWORK_STATUS_STATEMENT_TIMEOUT_MS', 5_000, 10, 60_000),

@@ -9,7 +9,8 @@ import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
-import { accessRuleFor, callerMay } from './modules/organizations';
+import { notificationsHandlers } from './modules/notifications';
+import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
 import { tontineHandlers, tontinePostings } from './modules/tontines';
 import { transfersHandlers } from './modules/transfers';
@@ -54,6 +55,8 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...tontineHandlers(services.tontines),
     ...eventsHandlers(services.events, organizationMayCall),
     ...webhookHandlers(services.webhooks, services.clock, organizationMayCall),
+    ...organizationHandlers(services.organizations, services.verifications),
+    ...notificationsHandlers(services.outbox),
   };
 }
 

@@ -88,7 +88,7 @@ export class ApiKeyService {
     }
     return {
       caller: {
-        userId: credential.createdBy,
+        userId: credential.heldBy,
         sessionId: '',
         isAdmin: false,
         apiKey: { id: credential.keyId, organizationId: credential.organizationId, scopes: credential.scopes },
@@ -219,6 +219,35 @@ export class ApiKeyService {
     });
   }
 
+  /**
+   * The caller (an owner or admin: the operation's rule) takes the key over: it answers for
+   * them from now on, and outlives its creator's loss of access. An active key only; taking
+   * over a key one already holds answers it unchanged (no second event).
+   */
+  async transfer(trx: Knex.Transaction, organizationId: string, keyId: string, actorUserId: string): Promise<ApiKeyView> {
+    const now = this.clock();
+    const keys = new ApiKeyRepository(trx);
+    const current = await keys.find(organizationId, keyId, { forUpdate: true });
+    if (!current) throw new ApiKeyNotFoundError();
+    const status = statusOf(current, now);
+    if (status !== 'active') throw new ApiKeyNotActiveError(status);
+    if (current.heldBy === actorUserId) return this.present(current, now);
+    await keys.transfer(keyId, actorUserId);
+    const key = this.present(await this.mustFind(keys, organizationId, keyId), now);
+    await new EventRepository(trx).record({
+      subjectType: 'api_key',
+      subjectId: keyId,
+      type: 'api_key.transferred',
+      actorUserId,
+      payload: { organization_id: organizationId, prefix: key.prefix, previous_holder: current.heldBy, holder: actorUserId },
+      occurredAt: now,
+      organizationId,
+      object: key,
+      previousStatus: status,
+    });
+    return key;
+  }
+
   private async newSecret(keys: ApiKeyRepository, keyId: string, now: Date): Promise<string> {
     const publicId = randomBase62(PUBLIC_ID_LENGTH, this.randomBytes);
     const secret = randomBase62(SECRET_LENGTH, this.randomBytes);
@@ -246,6 +275,8 @@ export class ApiKeyService {
       last_used_at: key.lastUsedAt?.toISOString() ?? null,
       last_used_ip: key.lastUsedIp,
       created_by: key.createdBy,
+      held_by: key.heldBy,
+      revoked_reason: key.revokedReason,
     };
   }
 }

@@ -21,7 +21,10 @@ export type EventSubjectType =
   | 'network_status'
   | 'transfer'
   | 'webhook_endpoint'
-  | 'api_key';
+  | 'api_key'
+  | 'organization'
+  | 'organization_member'
+  | 'organization_invitation';
 
 export interface NewEvent {
   subjectType: EventSubjectType;
