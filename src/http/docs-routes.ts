@@ -13,7 +13,6 @@ const DOCS_PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Platform API reference</title>
-<link rel="icon" href="data:,">
 </head>
 <body>
 <div id="redoc-container"></div>
