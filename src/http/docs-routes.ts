@@ -1,5 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
-import express, { Router } from 'express';
+import { Router } from 'express';
 import type { OpenApiDocument } from './openapi-document';
 
 /**
@@ -22,10 +23,22 @@ const DOCS_PAGE = `<!doctype html>
 </html>`;
 
 // Search runs in a Web Worker that Redoc builds from a blob: URL, which the page's
-// Content-Security-Policy (script-src 'self') refuses; the page works without it.
-const INIT_SCRIPT = `Redoc.init('/api/openapi.json', { disableSearch: true, expandResponses: '200,201', hideDownloadButton: false, pathInMiddlePanel: true, jsonSampleExpandLevel: 3 }, document.getElementById('redoc-container'));`;
+// Content-Security-Policy (script-src 'self') refuses; the page works without it. The code
+// samples come first in each operation's request panel (curl, then the TypeScript client), the
+// body example after them (payloadSampleIdx).
+const INIT_SCRIPT = `Redoc.init('/api/openapi.json', { disableSearch: true, payloadSampleIdx: 2, expandResponses: '200,201', pathInMiddlePanel: true, jsonSampleExpandLevel: 3 }, document.getElementById('redoc-container'));`;
 
-const ASSETS = ['redoc.standalone.js'];
+/**
+ * Redoc's bundle names one outside address, its logo under the side menu; the page must load
+ * nothing from elsewhere (offline, and the page's Content-Security-Policy refuses it), so the
+ * served copy points it at an empty image (the bundle hides an image that does not load).
+ */
+const OUTSIDE_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+
+function redocBundle(): string {
+  const file = path.join(path.dirname(require.resolve('redoc/package.json')), 'bundles', 'redoc.standalone.js');
+  return fs.readFileSync(file, 'utf8').replaceAll(OUTSIDE_LOGO, 'data:,');
+}
 
 /** `/api/docs/` (the app's strict paths answer 404 to any other trailing slash) redirects to the page. */
 export const DOCS_PATH_WITH_SLASH = '/api/docs/';
@@ -33,7 +46,7 @@ export const DOCS_PATH_WITH_SLASH = '/api/docs/';
 /** The contract as JSON and YAML, and the offline reference page at /api/docs (DOCS_PATH_WITH_SLASH redirects there, see app.ts). */
 export function docsRoutes(document: OpenApiDocument): Router {
   const router = Router();
-  const bundles = path.join(path.dirname(require.resolve('redoc/package.json')), 'bundles');
+  let bundle: string | undefined;
   router.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(document.json);
   });
@@ -46,10 +59,9 @@ export function docsRoutes(document: OpenApiDocument): Router {
   router.get('/docs/init.js', (_req, res) => {
     res.type('application/javascript').send(INIT_SCRIPT);
   });
-  for (const asset of ASSETS) {
-    router.get(`/docs/assets/${asset}`, (_req, res) => {
-      res.sendFile(path.join(bundles, asset), { maxAge: '1h' });
-    });
-  }
+  router.get('/docs/assets/redoc.standalone.js', (_req, res) => {
+    bundle ??= redocBundle();
+    res.set('Cache-Control', 'public, max-age=3600').type('application/javascript').send(bundle);
+  });
   return router;
 }

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +19,6 @@ let server: http.Server;
 let baseUrl: string;
 let app: App;
 let browser: Browser | undefined;
-let profile: string;
 
 describe.runIf(browserJourneyRuns())('the API reference page in a real browser', () => {
   beforeAll(async () => {
@@ -28,13 +26,11 @@ describe.runIf(browserJourneyRuns())('the API reference page in a real browser',
     server = http.createServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'api-docs-browser-'));
   });
 
   afterAll(async () => {
     await browser?.close();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    fs.rmSync(profile, { recursive: true, force: true });
   });
 
   it('shows an operation with its curl and TypeScript samples, from the app alone, without a console error', async () => {
@@ -42,7 +38,7 @@ describe.runIf(browserJourneyRuns())('the API reference page in a real browser',
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`],
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
     const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
     const page = await context.newPage();
@@ -69,16 +65,19 @@ describe.runIf(browserJourneyRuns())('the API reference page in a real browser',
     const operation = page.locator('[data-section-id="tag/Escrows/operation/fundEscrow"]');
     await operation.waitFor({ state: 'visible', timeout: 60_000 });
     const tabs = operation.getByRole('tab');
-    await expect.poll(async () => tabs.allInnerTexts(), { timeout: 30_000 }).toEqual(expect.arrayContaining(['curl', 'TypeScript client']));
-    const curl = await operation.locator('pre', { hasText: '/escrows/$ESCROW_ID/fund' }).first().innerText();
+    await expect.poll(async () => tabs.allInnerTexts(), { timeout: 30_000 }).toEqual(expect.arrayContaining(['curl', 'TypeScript client', 'Payload']));
+    // The samples come first: curl is the request panel's selected tab.
+    expect((await tabs.allInnerTexts()).slice(0, 3)).toEqual(['curl', 'TypeScript client', 'Payload']);
+    await operation.getByRole('tab', { name: 'curl' }).click();
+    const curl = await operation.getByRole('tabpanel').filter({ hasText: '/escrows/$ESCROW_ID/fund' }).first().innerText();
     expect(curl).toContain('curl -sS -X POST "$API/escrows/$ESCROW_ID/fund"');
     expect(curl).toContain('Idempotency-Key');
     await operation.getByRole('tab', { name: 'TypeScript client' }).click();
-    const typescript = await operation.locator('pre', { hasText: 'createPlatformClient' }).first().innerText();
+    const typescript = await operation.getByRole('tabpanel').filter({ hasText: 'createPlatformClient' }).first().innerText();
     expect(typescript).toContain("client.POST('/escrows/{escrowId}/fund'");
     await page.screenshot({ path: path.join(ARTIFACTS, 'api-docs.png') });
 
     expect(elsewhere, 'the page loads nothing from outside the app').toEqual([]);
     expect(problems, 'console errors').toEqual([]);
-  });
+  }, 240_000);
 });
