@@ -9,6 +9,8 @@ help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
 	@echo "make test   run the whole test suite (embedded database unless DATABASE_URL is set)"
 	@echo "other targets: install generate check-generated lint build migrate seed bench fuzz mutation mutation-score clean"
+	@echo "               check-breaking check-breaking-selftest release-contract workflows client-example guides samples drill"
+	@echo "docs: README.md, docs/ (integrators, operators, contributors, benchmarks, workflows), CHANGELOG.md"
 
 # Installs dependencies when missing or when package-lock.json changed.
 $(NPM_STAMP): package.json package-lock.json

@@ -116,7 +116,7 @@ export interface Config {
     /** WEBHOOK_DISPATCH_INTERVAL_SECONDS: the period of the `webhooks.dispatch-due` job (due deliveries, claimed with SKIP LOCKED). */
     dispatchEverySeconds: number;
   };
-  /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
+  /** The job queue (pg-boss): see src/jobs/jobs.ts and docs/operators/background-jobs.md. */
   jobs: JobsConfig;
 }
 
