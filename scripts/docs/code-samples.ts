@@ -75,6 +75,20 @@ export interface OperationShape {
   idempotencyKey: 'required' | 'optional' | null;
   body?: unknown;
   contentType?: string;
+  /** Top-level body properties with a default that the example leaves out, and their defaults. */
+  bodyDefaults?: Record<string, unknown>;
+}
+
+/** The defaults of an object schema's top-level properties (through $ref and allOf). */
+function propertyDefaults(schema: Json, resolve: (node: unknown) => Json): Record<string, unknown> {
+  const found: Record<string, unknown> = {};
+  const node = resolve(schema);
+  for (const part of (node.allOf as unknown[] | undefined) ?? []) Object.assign(found, propertyDefaults(part as Json, resolve));
+  for (const [name, property] of Object.entries((node.properties ?? {}) as Record<string, unknown>)) {
+    const resolved = resolve(property);
+    if (resolved.default !== undefined) found[name] = resolved.default;
+  }
+  return found;
 }
 
 export function operationShapes(doc: Json): OperationShape[] {
@@ -113,6 +127,10 @@ export function operationShapes(doc: Json): OperationShape[] {
         if (body === undefined) throw new Error(`${String(operation.operationId)}: its request body has no example (every request body needs one)`);
         shape.body = body;
         shape.contentType = contentType;
+        if (body && typeof body === 'object' && !Array.isArray(body) && media.schema) {
+          const missing = Object.entries(propertyDefaults(media.schema as Json, resolve)).filter(([name]) => !(name in (body as Json)));
+          if (missing.length > 0) shape.bodyDefaults = Object.fromEntries(missing);
+        }
       }
       shapes.push(shape);
     }
@@ -160,7 +178,10 @@ export function typescriptSample(shape: OperationShape): string {
   if (headers.length > 0) params.push(`header: { ${headers.join(', ')} }`);
   const options: string[] = [];
   if (params.length > 0) options.push(`  params: {\n${params.map((p) => `    ${p},`).join('\n')}\n  },`);
-  if (shape.body !== undefined) options.push(`  body: ${tsLiteral(shape.body, '  ')},`);
+  // The client's types (openapi-typescript) require a property that has a default, so the
+  // TypeScript sample spells out the defaults the example leaves to the server.
+  const body = shape.bodyDefaults ? { ...(shape.body as Json), ...shape.bodyDefaults } : shape.body;
+  if (body !== undefined) options.push(`  body: ${tsLiteral(body, '  ')},`);
   const call = `client.${shape.method.toUpperCase()}('${shape.path}'${options.length > 0 ? `, {\n${options.join('\n')}\n}` : ''})`;
   out.push(`const { data, error, response } = await ${call};`);
   out.push('console.log(response.status, data ?? error);');

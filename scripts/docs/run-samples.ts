@@ -9,7 +9,8 @@
  *     nobody knows yet gets a random UUID (its sample then meets a documented 404);
  *   - reads run first, then writes, deletions, and logout last.
  * A sample passes when its answer's status is documented for the operation, is not 5xx, and
- * its JSON body conforms to the schema documented for that status. The last line says
+ * its JSON body conforms to the schema documented for that status; the TypeScript samples must
+ * also compile (tsc, strict) against the client's types first. The last line says
  * `samples: N passed, M failed`; any failure exits 1.
  *
  *   API_URL=http://127.0.0.1:8080/api npx tsx scripts/docs/run-samples.ts   (or `make samples`)
@@ -259,6 +260,33 @@ function clientWorkspace(): string {
   return dir;
 }
 
+/**
+ * Type-checks every TypeScript sample against the built client's declarations (strict, as a
+ * partner's project would), one tsc run over all of them. Returns the files with errors and
+ * the compiler's lines about each.
+ */
+function typeCheck(dir: string, files: string[]): Map<string, string[]> {
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['ES2022', 'DOM'], types: ['node'], typeRoots: [path.join(ROOT, 'node_modules/@types')], strict: true, noEmit: true, skipLibCheck: true },
+      files: files.map((file) => path.basename(file)),
+    }),
+  );
+  const run = spawnSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', dir], { cwd: dir, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const errors = new Map<string, string[]>();
+  let current: string | undefined;
+  for (const line of `${run.stdout}\n${run.stderr}`.split('\n')) {
+    const match = /^([^(\s]+\.mts)\(/.exec(line);
+    // A diagnostic names its file; its indented lines that follow belong to it.
+    if (match) current = path.basename(match[1] as string);
+    else if (!/^\s/.test(line)) current = line.trim() && run.status !== 0 ? '(tsc)' : undefined;
+    if (current && line.trim()) errors.set(current, [...(errors.get(current) ?? []), line.trim()]);
+  }
+  if (run.status !== 0 && errors.size === 0) errors.set('(tsc)', [`tsc exited ${run.status}`]);
+  return errors;
+}
+
 const ORDER: Record<string, number> = { get: 0, put: 1, patch: 1, post: 1, delete: 2 };
 
 async function main(): Promise<number> {
@@ -272,6 +300,16 @@ async function main(): Promise<number> {
   const fallbacks: string[] = [];
   const statuses = new Map<string, number>();
   try {
+    const sources = new Map<Operation, string>();
+    for (const operation of ordered) {
+      const sample = operation.samples.find((candidate) => candidate.lang === 'TypeScript');
+      if (!sample) continue;
+      const file = path.join(dir, `${operation.operationId}.mts`);
+      fs.writeFileSync(file, sample.source);
+      sources.set(operation, file);
+    }
+    const compileErrors = typeCheck(dir, [...sources.values()]);
+    for (const line of compileErrors.get('(tsc)') ?? []) failures.push(`the TypeScript samples do not compile: ${line}`);
     for (const operation of ordered) {
       const languages = new Set(operation.samples.map((sample) => sample.lang));
       for (const lang of ['Shell', 'TypeScript']) {
@@ -279,8 +317,9 @@ async function main(): Promise<number> {
       }
       for (const sample of operation.samples) {
         const env = await environmentFor(operation, data, fallbacks);
+        const compiled = sample.lang === 'TypeScript' ? compileErrors.get(`${operation.operationId}.mts`) : undefined;
         const answer = sample.lang === 'Shell' ? runCurl(sample.source, env, dir) : await runTypeScript(sample.source, env, path.join(dir, `${operation.operationId}-${crypto.randomUUID().slice(0, 8)}.mts`));
-        const problems = answer.status === 0 ? [answer.body] : check(operation, answer);
+        const problems = compiled ? [`does not compile: ${compiled.join(' | ')}`] : answer.status === 0 ? [answer.body] : check(operation, answer);
         const label = `${operation.method.toUpperCase()} ${operation.path} (${operation.operationId}) ${sample.label}`;
         if (problems.length === 0) {
           passed += 1;
