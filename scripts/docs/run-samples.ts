@@ -127,6 +127,29 @@ async function login(identifier: string): Promise<string> {
   return (answer.json.data as Json).access_token as string;
 }
 
+/** A customer pays a signed order URL of the organisation's XOF Checkout on the payment page (sandbox mobile money). */
+async function payOnThePage(token: string, org: string): Promise<void> {
+  const accounts = await call('GET', `${org}/accounts`, token);
+  const account = list(accounts).find((item) => item.currency_code === 'XOF' && item.status === 'active')?.id;
+  if (!account) return;
+  const checkout = await call('POST', `${org}/checkout`, token, { destination_account_id: account });
+  const link = checkout.json.data as Json | undefined;
+  if (!link) return;
+  const signed = await call('POST', `${org}/payment-links/${link.id as string}/signed-links`, token, { amount: 1000, reference: `SAMPLES-${crypto.randomUUID().slice(0, 8)}` });
+  const url = (signed.json.data as Json | undefined)?.url as string | undefined;
+  if (!url) return;
+  const page = await fetch(url);
+  const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  const formToken = /name="token" value="([^"]*)"/.exec(await page.text())?.[1];
+  if (!formToken) return;
+  await fetch(url.split('?')[0] as string, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: formToken, method: 'mobile_money', phone: '+2250700000099' }).toString(),
+  });
+}
+
 interface Fixtures {
   owner: string;
   admin: string;
@@ -148,6 +171,7 @@ async function fixtures(): Promise<Fixtures> {
   const adminEscrows = await call('GET', '/admin/escrows?status=disputed', admin);
   const tontines = await call('GET', '/tontines', owner);
   const links = await call('GET', `${org}/payment-links`, owner);
+  await payOnThePage(owner, org);
   const payments = await call('GET', `${org}/payments`, owner);
   const invoices = await call('GET', `${org}/invoices`, owner);
   const accounts = await call('GET', `${org}/accounts`, owner);
