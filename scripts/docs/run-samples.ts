@@ -2,8 +2,8 @@
  * Runs every operation's `x-codeSamples` (curl, then the TypeScript client) from the bundled
  * contract against a running service (`API_URL`, e.g. `make run` through
  * scripts/with-make-run.sh), exactly as written in the bundle:
- *   - `$TOKEN` is a session of the demo owner (of the platform administrator for `/admin/...`;
- *     a session of its own for logout); `$API` is the base URL;
+ *   - `$TOKEN` is a session of the demo owner (of the platform administrator for `/admin/...`
+ *     and resolveEscrow; a session of its own for logout); `$API` is the base URL;
  *   - each path parameter's variable (`$ORG_ID`, `$ESCROW_ID`...) is an id of the demo data or
  *     of something made on the way (an API key, a webhook endpoint, a transfer); a parameter
  *     nobody knows yet gets a random UUID (its sample then meets a documented 404);
@@ -205,9 +205,12 @@ async function fixtures(): Promise<Fixtures> {
   return { owner, admin, values: Object.fromEntries(Object.entries(values).filter((entry): entry is [string, string] => entry[1] !== undefined)), overrides };
 }
 
+/** Operations outside /admin/ that only a platform administrator takes. */
+const PLATFORM_ADMINISTRATOR_OPERATIONS = new Set(['resolveEscrow']);
+
 /** The environment of one sample: API, TOKEN and a value for each of its path parameters. */
 async function environmentFor(operation: Operation, data: Fixtures, fallbacks: string[]): Promise<Record<string, string>> {
-  const env: Record<string, string> = { API, TOKEN: operation.path.startsWith('/admin/') ? data.admin : data.owner };
+  const env: Record<string, string> = { API, TOKEN: operation.path.startsWith('/admin/') || PLATFORM_ADMINISTRATOR_OPERATIONS.has(operation.operationId) ? data.admin : data.owner };
   if (operation.operationId === 'logout') env.TOKEN = await login('owner@demo.example');
   for (const [, name] of operation.path.matchAll(/\{([^}]+)\}/g)) {
     const variable = variableFor(name as string);
