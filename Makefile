@@ -3,12 +3,14 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean check-breaking check-breaking-selftest release-contract workflows drill client-example drill-failover
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean check-breaking check-breaking-selftest release-contract workflows drill client-example drill-failover guides samples
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
 	@echo "make test   run the whole test suite (embedded database unless DATABASE_URL is set)"
 	@echo "other targets: install generate check-generated lint build migrate seed bench fuzz mutation mutation-score clean"
+	@echo "               check-breaking check-breaking-selftest release-contract workflows client-example guides samples drill drill-failover"
+	@echo "docs: README.md, docs/ (integrators, operators, contributors, benchmarks, workflows), CHANGELOG.md"
 
 # Installs dependencies when missing or when package-lock.json changed.
 $(NPM_STAMP): package.json package-lock.json
@@ -91,8 +93,8 @@ check-breaking-selftest: install $(BREAKING_STAMP)
 release-contract: install
 	bash scripts/breaking/release-contract.sh
 
-# The integrator workflows (workflows/*.arazzo.yaml) run by Redocly Respect against `make run`
-# on a fresh embedded database (scripts/workflows/run.sh).
+# The integrator workflows (docs/workflows/*.arazzo.yaml) run by Redocly Respect against
+# `make run` on a fresh embedded database (scripts/workflows/run.sh).
 workflows: install
 	bash scripts/workflows/run.sh
 
@@ -111,3 +113,13 @@ drill-failover: install
 # The TypeScript client (clients/typescript): npm pack, then its example against `make run`.
 client-example: install
 	bash scripts/client-example.sh
+
+# The integrator guides (every ```sh block of docs/integrators/*.md, one bash per guide) against
+# `make run` on a fresh embedded database (scripts/docs/run-guides.ts).
+guides: install
+	bash scripts/with-make-run.sh npx --no-install tsx scripts/docs/run-guides.ts
+
+# Every operation's x-codeSamples (curl and the TypeScript client) against `make run` on a fresh
+# embedded database (scripts/docs/run-samples.ts).
+samples: install
+	bash scripts/with-make-run.sh npx --no-install tsx scripts/docs/run-samples.ts

@@ -7,7 +7,8 @@
 #   bash scripts/generate.sh --lint-only lint only
 #
 # Outputs (deterministic: the same contract always gives byte-identical files):
-#   DIR/openapi.bundled.yaml  one-file contract (the validator and /api/openapi.yaml)
+#   DIR/openapi.bundled.yaml  one-file contract (the validator and /api/openapi.yaml), with x-codeSamples
+#                             on every operation (scripts/docs/code-samples.ts)
 #   DIR/openapi.bundled.json  the same, as JSON (/api/openapi.json)
 #   DIR/openapi.d.ts          openapi-typescript types: paths, components, operations['createTransfer']...
 #   DIR/operations.ts         the operation map: id, method, path, security, x-access (scripts/generate-operations.ts)
@@ -75,6 +76,19 @@ for ext in yaml json; do
     exit "$status"
   fi
 done
+
+# Every operation's x-codeSamples (curl and the TypeScript client), made from its examples in the
+# bundle only (openapi/ never holds them); the YAML is then written again from that JSON.
+echo "== x-codeSamples -> $OUT/openapi.bundled.{json,yaml}"
+npx --no-install tsx scripts/docs/code-samples.ts "$OUT"
+set +e
+npx --no-install redocly bundle "$OUT/openapi.bundled.json" -o "$OUT/openapi.bundled.yaml" 2>&1 | without_banner
+status=${PIPESTATUS[0]}
+set -e
+if (( status != 0 )); then
+  echo "redocly bundle failed (yaml with samples)" >&2
+  exit "$status"
+fi
 
 echo "== openapi-typescript -> $OUT/openapi.d.ts"
 npx --no-install openapi-typescript "$OUT/openapi.bundled.yaml" --redocly scripts/typegen.redocly.yaml -o "$OUT/openapi.d.ts"

@@ -2,7 +2,10 @@
 # Runs a command against `make run` on a fresh embedded database (a temporary data directory),
 # then stops the service: `bash scripts/with-make-run.sh COMMAND...`. The command gets API_URL
 # (http://127.0.0.1:$PORT/api) and PAGE_URL (the payment page). Ports: WITH_RUN_PORT (18480)
-# and WITH_RUN_PAY_PORT (18481). Used by `make workflows`, `make client-example` and CI.
+# and WITH_RUN_PAY_PORT (18481). Used by `make workflows`, `make client-example`, `make guides`,
+# `make samples` and CI. Many clients log in as the same demo users from one address in a few
+# minutes (every guide, every sample), so the login limits are raised for this run
+# (RATE_LIMIT_LOGIN, RATE_LIMIT_LOGIN_PER_IP; set them to keep the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${WITH_RUN_PORT:-18480}
@@ -12,7 +15,8 @@ work=$(mktemp -d)
 export MAKE_RUN_LOG="$work/run.log"
 
 env -u DATABASE_URL -u REDIS_URL NODE_ENV=development EMBEDDED_DATA_DIR="$work/pg" PORT="$port" PAY_PORT="$pay_port" \
-  PAY_URL="$PAGE_URL" METRICS_PORT=0 LOG_FORMAT=json setsid make run >"$MAKE_RUN_LOG" 2>&1 &
+  PAY_URL="$PAGE_URL" METRICS_PORT=0 LOG_FORMAT=json \
+  RATE_LIMIT_LOGIN="${RATE_LIMIT_LOGIN:-1000}" RATE_LIMIT_LOGIN_PER_IP="${RATE_LIMIT_LOGIN_PER_IP:-1000}" setsid make run >"$MAKE_RUN_LOG" 2>&1 &
 runner=$!
 cleanup() {
   kill -TERM -- -"$runner" 2>/dev/null || true

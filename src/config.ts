@@ -126,7 +126,7 @@ export interface Config {
     /** WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION: attempts under way at once to one organisation's endpoints, across instances. */
     maxInFlightPerOrganization: number;
   };
-  /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
+  /** The job queue (pg-boss): see src/jobs/jobs.ts and docs/operators/background-jobs.md. */
   jobs: JobsConfig;
   /** PII_ENCRYPTION_KEY and PII_ENCRYPTION_PREVIOUS_KEYS: the keys of personal data at rest (src/pii-cipher.ts). */
   pii: PiiKeyring;

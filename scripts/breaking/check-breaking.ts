@@ -95,6 +95,23 @@ function bundleHead(dir: string): string {
   return path;
 }
 
+/**
+ * A copy of a bundled contract without \`x-codeSamples\`: \`make generate\` writes them into the
+ * bundle (so a release made from it carries them) while the head is bundled from openapi/
+ * afresh; samples are documentation, never part of what the gate compares.
+ */
+function withoutCodeSamples(path: string, dir: string, name: string): string {
+  const document = JSON.parse(readFileSync(path, 'utf8')) as { paths?: Record<string, Record<string, Record<string, unknown>>> };
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      if (operation && typeof operation === 'object') delete operation['x-codeSamples'];
+    }
+  }
+  const copy = join(dir, name);
+  writeFileSync(copy, JSON.stringify(document));
+  return copy;
+}
+
 function infoVersion(path: string): SemVer {
   const document = JSON.parse(readFileSync(path, 'utf8')) as { info?: { version?: string } };
   const version = parseVersion(document.info?.version ?? '');
@@ -132,7 +149,8 @@ function main(): number {
       basePath = releaseContract(newest, dir);
       baseLabel = `v${formatVersion(newest.version)} (${[newest.tag && `tag ${newest.tag}`, newest.file && 'contract-releases/'].filter(Boolean).join(' + ')})`;
     }
-    const headPath = option('--head') ?? bundleHead(dir);
+    basePath = withoutCodeSamples(basePath, dir, 'base-compared.json');
+    const headPath = withoutCodeSamples(option('--head') ?? bundleHead(dir), dir, 'head-compared.json');
     const changelogPath = option('--changelog') ?? join(ROOT, 'CHANGELOG.md');
     const base = infoVersion(basePath);
     const head = infoVersion(headPath);

@@ -8,7 +8,7 @@
 //
 // Before the real verdict the drill proves its checks can fail: it writes a one-sided ledger
 // entry, expects the ledger check to report it, and removes it. DRILL_INJECT=ledger leaves that
-// entry in place instead, so the drill must fail (the README shows such a run).
+// entry in place instead, so the drill must fail (docs/operators/fault-drill.md shows such a run).
 //
 // Needs: PostgreSQL (DRILL_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres, a
 // superuser: it creates and drops its own database), redis-server and nginx binaries

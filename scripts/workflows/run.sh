@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# `make workflows`: the integrator workflows (workflows/*.arazzo.yaml, Arazzo 1.0.1) run by
+# `make workflows`: the integrator workflows (docs/workflows/*.arazzo.yaml, Arazzo 1.0.1) run by
 # Redocly Respect (@redocly/cli, a devDependency) against `make run` on a fresh embedded
 # database. Respect checks every response against its description: the contract
-# (generated/openapi.bundled.yaml) for the API, workflows/payment-page.openapi.yaml for the
+# (generated/openapi.bundled.yaml) for the API, docs/workflows/payment-page.openapi.yaml for the
 # payment page's form.
 #
-# Every workflows/*.arazzo.yaml is run whole, except checkout.arazzo.yaml, run as its three
+# Every docs/workflows/*.arazzo.yaml is run whole, except checkout.arazzo.yaml, run as its three
 # workflows: between them this script reads what Respect cannot (see that file). A new workflow
-# file needs nothing here: drop it into workflows/. webhooks.arazzo.yaml gets the URL of a
+# file needs nothing here: drop it into docs/workflows/. webhooks.arazzo.yaml gets the URL of a
 # receiver this script runs on loopback (`receiverUrl`), which answers 204 to every delivery.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -62,23 +62,23 @@ step_data() { # FILE STEP: the `data` of a step's response in a Respect JSON log
     const flow = Object.values(run.files)[0].executedWorkflows[0];
     console.log(JSON.stringify(flow.executedSteps.find((s) => s.stepId === process.argv[2]).response.body.data));' "$1" "$2"
 }
-if respect "checkout: find the account" workflows/checkout.arazzo.yaml -w find-account -J "$work/find.json"; then
+if respect "checkout: find the account" docs/workflows/checkout.arazzo.yaml -w find-account -J "$work/find.json"; then
   org=$(step_data "$work/find.json" me | node -pe 'JSON.parse(require("fs").readFileSync(0)).organizations[0].id')
   account=$(step_data "$work/find.json" accounts | node -pe 'JSON.parse(require("fs").readFileSync(0)).data.find((a) => a.currency_code === "XOF" && a.status === "active").id')
-  if respect "checkout: open" workflows/checkout.arazzo.yaml -w open-checkout -i "orgId=$org" -i "xofAccountId=$account" -J "$work/open.json"; then
+  if respect "checkout: open" docs/workflows/checkout.arazzo.yaml -w open-checkout -i "orgId=$org" -i "xofAccountId=$account" -J "$work/open.json"; then
     read -r code link < <(step_data "$work/open.json" checkout | node -pe 'const d = JSON.parse(require("fs").readFileSync(0)); `${d.code} ${d.id}`')
     html=$(curl -fsS -c "$work/jar" "$page/pay/$code")
     form_token=$(grep -o 'name="token" value="[^"]*"' <<<"$html" | head -n 1 | sed 's/.*value="//; s/"$//')
     browser_id=$(awk '$6 == "pay_bid" { print $7 }' "$work/jar")
-    respect "checkout: pay" workflows/checkout.arazzo.yaml -w pay-checkout \
+    respect "checkout: pay" docs/workflows/checkout.arazzo.yaml -w pay-checkout \
       -i "code=$code" -i "linkId=$link" -i "orgId=$org" -i "formToken=$form_token" -i "browserId=$browser_id" || true
   fi
 fi
 
-for file in workflows/*.arazzo.yaml; do
-  [[ "$file" == workflows/checkout.arazzo.yaml ]] && continue
+for file in docs/workflows/*.arazzo.yaml; do
+  [[ "$file" == docs/workflows/checkout.arazzo.yaml ]] && continue
   inputs=()
-  [[ "$file" == workflows/webhooks.arazzo.yaml ]] && inputs=(-i "receiverUrl=$receiver_url")
+  [[ "$file" == docs/workflows/webhooks.arazzo.yaml ]] && inputs=(-i "receiverUrl=$receiver_url")
   respect "$(basename "$file" .arazzo.yaml)" "$file" "${inputs[@]}" || true
 done
 echo "webhook receiver ($receiver_url): $(wc -l <"$work/receiver.log") deliveries"

@@ -11,7 +11,7 @@ import { redactApiKeys } from '../modules/api-keys';
 import { DOCUMENT_MAX_BYTES } from '../modules/documents';
 import { buildServices, type Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
-import { docsRoutes } from './docs-routes';
+import { DOCS_PATH_WITH_SLASH, docsRoutes } from './docs-routes';
 import { fixedHeaders } from './fixed-headers';
 import { healthRoute } from './health-route';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
@@ -79,6 +79,7 @@ function firstSteps(): express.RequestHandler {
     const id = requestIdFor(req);
     (req as { id?: string }).id = id;
     res.setHeader('X-Request-Id', id);
+    if (req.path === DOCS_PATH_WITH_SLASH) return res.redirect(301, '/api/docs');
     if (hasTrailingSlash(req)) return notFound(req, res, next);
     if (req.headers.authorization) res.setHeader('Cache-Control', 'no-store');
     next();

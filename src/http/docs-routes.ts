@@ -1,28 +1,52 @@
+import fs from 'node:fs';
 import path from 'node:path';
-import express, { Router } from 'express';
+import { Router } from 'express';
 import type { OpenApiDocument } from './openapi-document';
 
+/**
+ * The reference page: Redoc's standalone bundle (from the `redoc` package, served from here: no
+ * CDN, works offline) renders the bundled contract, with each operation's `x-codeSamples`
+ * (curl and the TypeScript client, written by `make generate`) beside it.
+ */
 const DOCS_PAGE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Platform API reference</title>
-<link rel="stylesheet" href="/api/docs/assets/swagger-ui.css">
 </head>
 <body>
-<div id="swagger-ui"></div>
-<script src="/api/docs/assets/swagger-ui-bundle.js"></script>
+<div id="redoc-container"></div>
+<script src="/api/docs/assets/redoc.standalone.js"></script>
 <script src="/api/docs/init.js"></script>
 </body>
 </html>`;
 
-const INIT_SCRIPT = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#swagger-ui', deepLinking: true, showExtensions: true });`;
+// Search runs in a Web Worker that Redoc builds from a blob: URL, which the page's
+// Content-Security-Policy (script-src 'self') refuses; the page works without it. The code
+// samples come first in each operation's request panel (curl, then the TypeScript client), the
+// body example after them (payloadSampleIdx).
+const INIT_SCRIPT = `Redoc.init('/api/openapi.json', { disableSearch: true, payloadSampleIdx: 2, expandResponses: '200,201', pathInMiddlePanel: true, jsonSampleExpandLevel: 3 }, document.getElementById('redoc-container'));`;
 
-/** The contract and an offline reference page (swagger-ui-dist assets served from here, no CDN). */
+/**
+ * Redoc's bundle names one outside address, its logo under the side menu; the page must load
+ * nothing from elsewhere (offline, and the page's Content-Security-Policy refuses it), so the
+ * served copy points it at an empty image (the bundle hides an image that does not load).
+ */
+const OUTSIDE_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+
+function redocBundle(): string {
+  const file = path.join(path.dirname(require.resolve('redoc/package.json')), 'bundles', 'redoc.standalone.js');
+  return fs.readFileSync(file, 'utf8').replaceAll(OUTSIDE_LOGO, 'data:,');
+}
+
+/** `/api/docs/` (the app's strict paths answer 404 to any other trailing slash) redirects to the page. */
+export const DOCS_PATH_WITH_SLASH = '/api/docs/';
+
+/** The contract as JSON and YAML, and the offline reference page at /api/docs (DOCS_PATH_WITH_SLASH redirects there, see app.ts). */
 export function docsRoutes(document: OpenApiDocument): Router {
   const router = Router();
-  const assets = path.dirname(require.resolve('swagger-ui-dist/package.json'));
+  let bundle: string | undefined;
   router.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(document.json);
   });
@@ -35,6 +59,9 @@ export function docsRoutes(document: OpenApiDocument): Router {
   router.get('/docs/init.js', (_req, res) => {
     res.type('application/javascript').send(INIT_SCRIPT);
   });
-  router.use('/docs/assets', express.static(assets, { index: false, maxAge: '1h' }));
+  router.get('/docs/assets/redoc.standalone.js', (_req, res) => {
+    bundle ??= redocBundle();
+    res.set('Cache-Control', 'public, max-age=3600').type('application/javascript').send(bundle);
+  });
   return router;
 }

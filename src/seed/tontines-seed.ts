@@ -4,7 +4,7 @@ import { TontineService } from '../modules/tontines';
 
 const DAY_MS = 86_400_000;
 
-/** The demo tontines, by name (the README lists them). */
+/** The demo tontines, by name (docs/integrators/tontines.md lists them). */
 export const DEMO_TONTINES = {
   forming: 'Demo Trading savings circle',
   active: 'Finance team tontine',

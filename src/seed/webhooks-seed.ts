@@ -3,7 +3,7 @@ import { insertDemoEndpoint } from '../modules/events';
 import type { Services } from '../services';
 import { DEMO_INACTIVE_ORGANIZATION_NAME, DEMO_LOCKED_ORGANIZATION_NAME, DEMO_ORGANIZATION_NAME, DEMO_OTHER_ORGANIZATION_NAME, findDemoOrganizationId } from './identity-seed';
 
-/** Where a developer's local receiver listens (README: "Webhooks and events"). */
+/** Where a developer's local receiver listens (docs/integrators/webhooks-and-events.md, "Demo data"). */
 export const DEMO_WEBHOOK_URL = 'http://127.0.0.1:4000/webhooks';
 
 /**
