@@ -99,11 +99,231 @@ export interface paths {
         };
         /**
          * The current user
-         * @description The user of the access token and the organisations of which the user is an active member, each with its `id`, `name`, `status` and the user's `role`. This is how an integrator finds the `orgId` of the Business routes.
+         * @description The user of the access token and the organisations of which the user is an active member, each with its `id`, `name`, `status` and the user's `role`. This is how an integrator finds the `orgId` of the Business routes. `tier` and `verification_status` say how far the person is verified (see Identity verification).
          */
         get: operations["getMe"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close your account
+         * @description Closes the caller's account when every wallet is at zero and no escrow or tontine is open (409 `AccountNotEmpty` otherwise): every session is ended, the e-mail address, telephone number, identity details and documents are erased; ledger entries and verification decisions are kept (anti-money-laundering record keeping). It cannot be undone.
+         */
+        post: operations["closeAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your verification sessions
+         * @description The caller's identity verification sessions, newest first, with cursor pagination.
+         */
+        get: operations["listVerificationSessions"];
+        put?: never;
+        /**
+         * Start a verification session
+         * @description Starts an identity verification (KYC) for a tier: `tier_1` takes the identity details (`submit`); `tier_2` also an identity document and a selfie (`documents`, then `submit`). The session waits for input for 24 hours, then is canceled. One session at a time (409 `VerificationSessionOpen`); a tier already held is 422 `TierAlreadyHeld`; after a final rejection, 422 `VerificationRefused`.
+         */
+        post: operations["createVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a verification session
+         * @description One of the caller's sessions: poll it after `submit` until it leaves `processing`.
+         */
+        get: operations["getVerificationSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit identity details
+         * @description Hands the session to the identity provider: -> `processing` (answered at once; the provider's answer comes from a background job). It then becomes `verified` (the tier is granted), `requires_input` (see `last_error`; correct and submit again) or `needs_review` (an administrator decides). Sandbox test values: an `id_number` ending `0000` is verified, `1111` comes back `requires_input` with `document_unreadable`, `2222` goes to `needs_review`; any other is verified. The details are encrypted at rest and never shown back. A tier_2 session needs its documents first (422 `DocumentsMissing`).
+         */
+        post: operations["submitVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a document
+         * @description One document of a `tier_2` session, as `multipart/form-data`: `kind` (`id_front`, `id_back`, `selfie`) and `file`, one JPEG, PNG or PDF of at most 5 MiB. Its type is read from its bytes, not its name or declared type: anything else is 422 `UnsupportedDocumentType`; over 5 MiB is 413 `PayloadTooLarge`; a request that is not multipart/form-data is 415. A second upload of a kind replaces the first. Stored encrypted at rest; never shown back.
+         */
+        post: operations["uploadVerificationDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a verification session
+         * @description Cancels a session still waiting for input: -> `canceled`. Once submitted it can no longer be canceled (409 `InvalidVerificationSessionState`).
+         */
+        post: operations["cancelVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verification-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List verification sessions (administrators)
+         * @description Every verification session, newest first, with cursor pagination; `status=needs_review` is the review queue. Platform administrators only (403 `InsufficientRole`).
+         */
+        get: operations["listAllVerificationSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verification-sessions/{sessionId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a session under review
+         * @description An administrator approves a `needs_review` session: -> `verified`, and the person's tier is raised (`user.tier_updated`). The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
+         */
+        post: operations["approveVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verification-sessions/{sessionId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a session under review
+         * @description An administrator rejects a `needs_review` session: `retry_allowed` sends it back to `requires_input` with a `last_error` the person can act on (a generic one for `suspected_fraud`, `watchlist_match` and `other`); `final` makes it `rejected` and refuses new sessions. The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
+         */
+        post: operations["rejectVerificationSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2758,6 +2978,146 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "identity.verification-session.processing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * identity.verification_session.processing
+         * @description A personal event (a session was submitted and is with the identity provider), read with `GET /events`: it carries the status and tier only, never personal data. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookIdentityVerificationSessionProcessing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "identity.verification-session.requires-input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * identity.verification_session.requires_input
+         * @description A personal event (a session waits for the person again (the provider or a reviewer asked for a correction)), read with `GET /events`: it carries the status and tier only, never personal data. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookIdentityVerificationSessionRequiresInput"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "identity.verification-session.needs-review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * identity.verification_session.needs_review
+         * @description A personal event (the provider could not decide: an administrator will), read with `GET /events`: it carries the status and tier only, never personal data. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookIdentityVerificationSessionNeedsReview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "identity.verification-session.verified": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * identity.verification_session.verified
+         * @description A personal event (a session was verified (its tier is granted)), read with `GET /events`: it carries the status and tier only, never personal data. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookIdentityVerificationSessionVerified"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "identity.verification-session.rejected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * identity.verification_session.rejected
+         * @description A personal event (an administrator rejected a session for good), read with `GET /events`: it carries the status and tier only, never personal data. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookIdentityVerificationSessionRejected"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "identity.verification-session.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * identity.verification_session.canceled
+         * @description A personal event (a session was canceled by its person, expired unsubmitted, or ended with the account), read with `GET /events`: it carries the status and tier only, never personal data. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookIdentityVerificationSessionCanceled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "user.tier-updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * user.tier_updated
+         * @description A personal event (a person's tier was raised), read with `GET /events`: it carries the status and tier only, never personal data. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookUserTierUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -3079,6 +3439,18 @@ export interface components {
             role: components["schemas"]["OrganizationRole"];
         };
         /**
+         * IdentityTier
+         * @description How far a person is verified: `tier_0` (not verified: an account just signed up), `tier_1` (identity details checked), `tier_2` (identity document and selfie checked). Tiers set the limits of money in and out.
+         * @enum {string}
+         */
+        IdentityTier: "tier_0" | "tier_1" | "tier_2";
+        /**
+         * VerificationStatusSummary
+         * @description Where the person's verification stands: the status of their latest session that was not canceled; `unverified` before any, `verified` for a tier held without a session (demo users).
+         * @enum {string}
+         */
+        VerificationStatusSummary: "unverified" | "requires_input" | "processing" | "needs_review" | "verified" | "rejected";
+        /**
          * Me
          * @description The user of the access token.
          */
@@ -3099,6 +3471,8 @@ export interface components {
             is_admin: boolean;
             /** @description Organisations of which the user is an active member, by name. */
             organizations: components["schemas"]["MeOrganization"][];
+            tier: components["schemas"]["IdentityTier"];
+            verification_status: components["schemas"]["VerificationStatusSummary"];
         };
         /**
          * MeResponse
@@ -3113,6 +3487,87 @@ export interface components {
             data: components["schemas"]["Me"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * EscrowActionRequest
+         * @description The body of an action that takes no parameters: `{}`, or no body at all.
+         */
+        EscrowActionRequest: Record<string, never>;
+        /**
+         * ClosedAccount
+         * @description A closed account: its sessions ended, its identifiers, identity data and documents erased; ledger entries and verification decisions kept (anti-money-laundering record keeping).
+         */
+        ClosedAccount: {
+            /**
+             * Format: uuid
+             * @description The user.
+             */
+            id: string;
+            /**
+             * @description Always `user`.
+             * @constant
+             */
+            object: "user";
+            /**
+             * @description Always `closed`.
+             * @constant
+             */
+            status: "closed";
+            /**
+             * Format: date-time
+             * @description When it was closed.
+             */
+            closed_at: string;
+        };
+        /**
+         * ClosedAccountResponse
+         * @description Envelope of a closed account.
+         */
+        ClosedAccountResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["ClosedAccount"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * AccountNotEmptyError
+         * @description The account still holds money or takes part in an open escrow or tontine.
+         */
+        AccountNotEmptyError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AccountNotEmpty";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description What keeps the account open. */
+            details: {
+                /** @description Currencies of wallets whose balance is not zero. */
+                wallets_with_balance: string[];
+                /**
+                 * Format: int32
+                 * @description Escrows not settled.
+                 */
+                open_escrows: number;
+                /**
+                 * Format: int32
+                 * @description Tontines forming or active.
+                 */
+                open_tontines: number;
+            };
+        };
+        /**
+         * CloseAccountConflictError
+         * @description Error envelope of a 409 on closing an account, discriminated by `error`.
+         */
+        CloseAccountConflictError: components["schemas"]["AccountNotEmptyError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * ListObject
          * @description The list pattern shared by every list (Stripe-like). Each list schema extends it with `data`, the array of items (at most 500), newest first. To fetch the next page, pass `next_cursor` as `starting_after`.
@@ -3130,6 +3585,438 @@ export interface components {
              * @description Identifier of the last item of this page, to pass as `starting_after`; `null` when `has_more` is false.
              */
             next_cursor: string | null;
+        };
+        /**
+         * RequestedTier
+         * @description The tier a verification session asks for.
+         * @enum {string}
+         */
+        RequestedTier: "tier_1" | "tier_2";
+        /**
+         * VerificationSessionStatus
+         * @description `requires_input` (waiting for the person: details, documents, or a correction named by `last_error`), `processing` (with the identity provider), `needs_review` (an administrator decides), `verified` (the tier is granted), `rejected` (final), `canceled` (by the person, or expired after 24 hours unsubmitted).
+         * @enum {string}
+         */
+        VerificationSessionStatus: "requires_input" | "processing" | "needs_review" | "verified" | "rejected" | "canceled";
+        /**
+         * VerificationDocumentKind
+         * @description `id_front` and `selfie` are required for `tier_2`; `id_back` is optional (a passport has none).
+         * @enum {string}
+         */
+        VerificationDocumentKind: "id_front" | "id_back" | "selfie";
+        /**
+         * VerificationSessionAction
+         * @description What can be done with a session now.
+         * @enum {string}
+         */
+        VerificationSessionAction: "upload_document" | "submit" | "cancel" | "approve" | "reject";
+        /**
+         * VerificationSession
+         * @description An identity verification (KYC) session. It never shows what was submitted (ID number, names, date of birth, documents): personal data is encrypted at rest and only the identity provider and reviewers read it.
+         */
+        VerificationSession: {
+            /**
+             * Format: uuid
+             * @description Identifier of the session.
+             */
+            id: string;
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object: "verification_session";
+            tier: components["schemas"]["RequestedTier"];
+            status: components["schemas"]["VerificationSessionStatus"];
+            /** @description What the session still needs before `submit` (`id_front`, `selfie`, `identity_details`); empty once submitted. */
+            requirements: ("id_front" | "selfie" | "identity_details")[];
+            /** @description Why the session waits for input again, in terms the person can act on; null otherwise. */
+            last_error: {
+                /** @description Stable code, e.g. `document_unreadable`, `session_expired`, `verification_failed`. */
+                code: string;
+                /** @description Human-readable explanation. */
+                reason: string;
+            } | null;
+            /** @description The documents uploaded (never their content). */
+            documents: {
+                kind: components["schemas"]["VerificationDocumentKind"];
+                /**
+                 * @description The type read from the file's bytes.
+                 * @enum {string}
+                 */
+                content_type: "image/jpeg" | "image/png" | "application/pdf";
+                /**
+                 * Format: int32
+                 * @description Size in bytes.
+                 */
+                size_bytes: number;
+                /**
+                 * Format: date-time
+                 * @description When it was uploaded.
+                 */
+                uploaded_at: string;
+            }[];
+            /** @description What the caller may do with the session now. */
+            allowed_actions: components["schemas"]["VerificationSessionAction"][];
+            /**
+             * Format: date-time
+             * @description When it was last submitted.
+             */
+            submitted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it reached its current outcome (verified, rejected, canceled).
+             */
+            decided_at: string | null;
+            /**
+             * Format: date-time
+             * @description 24 hours after creation: a session not submitted by then is canceled.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+        };
+        /**
+         * VerificationSessionList
+         * @description A page of the caller's verification sessions, newest first.
+         */
+        VerificationSessionList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["VerificationSession"][];
+        };
+        /**
+         * VerificationSessionListResponse
+         * @description Envelope of a page of verification sessions.
+         */
+        VerificationSessionListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["VerificationSessionList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateVerificationSessionRequest
+         * @description The tier to reach.
+         */
+        CreateVerificationSessionRequest: {
+            tier: components["schemas"]["RequestedTier"];
+        };
+        /**
+         * VerificationSessionResponse
+         * @description Envelope of one verification session.
+         */
+        VerificationSessionResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["VerificationSession"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * InvalidVerificationSessionStateError
+         * @description The session's status does not allow the action; `details` names the status, the action and what the caller may do.
+         */
+        InvalidVerificationSessionStateError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidVerificationSessionState";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The status and the allowed actions. */
+            details: {
+                status: components["schemas"]["VerificationSessionStatus"];
+                action: components["schemas"]["VerificationSessionAction"];
+                /** @description What the caller may do now. */
+                allowed_actions: components["schemas"]["VerificationSessionAction"][];
+            };
+        };
+        /**
+         * VerificationSessionOpenError
+         * @description The caller already has a session under way; `details.session_id` names it.
+         */
+        VerificationSessionOpenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VerificationSessionOpen";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The open session. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The open session.
+                 */
+                session_id: string;
+            };
+        };
+        /**
+         * VerificationRefusalError
+         * @description An identity verification refusal without details: `VerificationSessionExpired` (409), `TierAlreadyHeld`, `VerificationRefused` (a final rejection stands), `DocumentsNotRequired` (a tier_1 session), `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF) (422).
+         */
+        VerificationRefusalError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VerificationSessionExpired";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * VerificationSessionConflictError
+         * @description Error envelope of a 409 on a verification session, discriminated by `error`.
+         */
+        VerificationSessionConflictError: components["schemas"]["InvalidVerificationSessionStateError"] | components["schemas"]["VerificationSessionOpenError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * DocumentsMissingError
+         * @description A tier_2 session is submitted before its required documents; `details.missing` lists them.
+         */
+        DocumentsMissingError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "DocumentsMissing";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The missing documents. */
+            details: {
+                /** @description Kinds still to upload. */
+                missing: components["schemas"]["VerificationDocumentKind"][];
+            };
+        };
+        /**
+         * VerificationSessionUnprocessableError
+         * @description Error envelope of a 422 on a verification session, discriminated by `error`.
+         */
+        VerificationSessionUnprocessableError: components["schemas"]["DocumentsMissingError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * SubmitVerificationSessionRequest
+         * @description The identity details (personal data: encrypted at rest, never shown back, never logged). Sandbox test values: an `id_number` ending `0000` is verified, `1111` comes back `requires_input` (`document_unreadable`), `2222` goes to `needs_review`.
+         */
+        SubmitVerificationSessionRequest: {
+            /**
+             * @description The kind of identity document.
+             * @enum {string}
+             */
+            id_type: "national_id" | "passport" | "residence_permit" | "driving_licence";
+            /** @description The document's number. */
+            id_number: string;
+            /** @description Given names as on the document. */
+            first_name: string;
+            /** @description Family name as on the document. */
+            last_name: string;
+            /**
+             * Format: date
+             * @description YYYY-MM-DD.
+             */
+            date_of_birth: string;
+            /** @description ISO 3166-1 alpha-2 country code. */
+            nationality: string;
+        };
+        /**
+         * UploadVerificationDocumentRequest
+         * @description One document: its kind and one file (JPEG, PNG or PDF, at most 5 MiB; its type is read from its bytes, not its name).
+         */
+        UploadVerificationDocumentRequest: {
+            kind: components["schemas"]["VerificationDocumentKind"];
+            /**
+             * Format: binary
+             * @description The file.
+             */
+            file: string;
+        };
+        /**
+         * VerificationRejectionReason
+         * @description Why an administrator rejects. The person sees a reason they can act on for the first six; `suspected_fraud`, `watchlist_match` and `other` show them a generic error (never a watch-list or PEP hint).
+         * @enum {string}
+         */
+        VerificationRejectionReason: "document_unreadable" | "document_expired" | "document_mismatch" | "selfie_mismatch" | "information_mismatch" | "unsupported_document" | "suspected_fraud" | "watchlist_match" | "other";
+        /**
+         * AdminVerificationSession
+         * @description A verification session as administrators see it: with its person and the review decision.
+         */
+        AdminVerificationSession: {
+            /**
+             * Format: uuid
+             * @description Identifier of the session.
+             */
+            id: string;
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object: "verification_session";
+            tier: components["schemas"]["RequestedTier"];
+            status: components["schemas"]["VerificationSessionStatus"];
+            /** @description What the session still needs before `submit` (`id_front`, `selfie`, `identity_details`); empty once submitted. */
+            requirements: ("id_front" | "selfie" | "identity_details")[];
+            /** @description Why the session waits for input again, in terms the person can act on; null otherwise. */
+            last_error: {
+                /** @description Stable code, e.g. `document_unreadable`, `session_expired`, `verification_failed`. */
+                code: string;
+                /** @description Human-readable explanation. */
+                reason: string;
+            } | null;
+            /** @description The documents uploaded (never their content). */
+            documents: {
+                kind: components["schemas"]["VerificationDocumentKind"];
+                /**
+                 * @description The type read from the file's bytes.
+                 * @enum {string}
+                 */
+                content_type: "image/jpeg" | "image/png" | "application/pdf";
+                /**
+                 * Format: int32
+                 * @description Size in bytes.
+                 */
+                size_bytes: number;
+                /**
+                 * Format: date-time
+                 * @description When it was uploaded.
+                 */
+                uploaded_at: string;
+            }[];
+            /** @description What the caller may do with the session now. */
+            allowed_actions: components["schemas"]["VerificationSessionAction"][];
+            /**
+             * Format: date-time
+             * @description When it was last submitted.
+             */
+            submitted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it reached its current outcome (verified, rejected, canceled).
+             */
+            decided_at: string | null;
+            /**
+             * Format: date-time
+             * @description 24 hours after creation: a session not submitted by then is canceled.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /**
+             * Format: uuid
+             * @description The person verified.
+             */
+            user_id: string;
+            /** @description The administrator's decision, null before one. */
+            review: {
+                /**
+                 * @description The decision.
+                 * @enum {string}
+                 */
+                decision: "approved" | "rejected";
+                /**
+                 * Format: uuid
+                 * @description The administrator who decided.
+                 */
+                reviewer_user_id: string;
+                /** @description Why it was rejected. */
+                reason_code: components["schemas"]["VerificationRejectionReason"] | null;
+                /**
+                 * @description A rejection lets the person retry or is final.
+                 * @enum {string|null}
+                 */
+                rejection: "retry_allowed" | "final" | null;
+                /** @description The reviewer's note (encrypted at rest). */
+                note: string | null;
+            } | null;
+        };
+        /**
+         * AdminVerificationSessionList
+         * @description A page of verification sessions, newest first (administrators).
+         */
+        AdminVerificationSessionList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["AdminVerificationSession"][];
+        };
+        /**
+         * AdminVerificationSessionListResponse
+         * @description Envelope of a page of verification sessions (administrators).
+         */
+        AdminVerificationSessionListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["AdminVerificationSessionList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ApproveVerificationSessionRequest
+         * @description An optional note (encrypted at rest).
+         */
+        ApproveVerificationSessionRequest: {
+            /** @description Why it was approved. */
+            note?: string;
+        };
+        /**
+         * AdminVerificationSessionResponse
+         * @description Envelope of one verification session (administrators).
+         */
+        AdminVerificationSessionResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["AdminVerificationSession"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * RejectVerificationSessionRequest
+         * @description Why, and whether the person may try again.
+         */
+        RejectVerificationSessionRequest: {
+            reason_code: components["schemas"]["VerificationRejectionReason"];
+            /** @description For other administrators (encrypted at rest; never shown to the person). */
+            note?: string;
+            /**
+             * @description `retry_allowed`: back to `requires_input` with a `last_error`; `final`: `rejected`, and no new session.
+             * @enum {string}
+             */
+            rejection: "retry_allowed" | "final";
         };
         /**
          * TransferRail
@@ -3783,11 +4670,6 @@ export interface components {
          * @description Error envelope of a 422 on creating an escrow, discriminated by `error`.
          */
         EscrowCreateUnprocessableError: components["schemas"]["SelfEscrowError"] | components["schemas"]["IdempotencyKeyReusedError"];
-        /**
-         * EscrowActionRequest
-         * @description The body of an action that takes no parameters: `{}`, or no body at all.
-         */
-        EscrowActionRequest: Record<string, never>;
         /**
          * InvalidEscrowStateError
          * @description The escrow's current status (or its inspection period) does not allow the action now; `details` names the status, the action and what the caller may do.
@@ -5764,7 +6646,7 @@ export interface components {
          * @description The type of the object the event is about (`data.object`).
          * @enum {string}
          */
-        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key";
+        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key" | "verification_session" | "user";
         /**
          * Event
          * @description One state change, recorded in the same transaction as the change (never an event for a change that rolled back, never a change without its event). `sequence` counts the events of one object (1, 2, 3...): a receiver that already holds a higher `sequence` for `object_id` drops the event as stale. `data.object` is the object exactly as the API returned it when the change committed (a thin event never forces a refetch); `data.previous_status` is its status before the change (null for its first event or an object without a status).
@@ -7111,6 +7993,175 @@ export interface components {
                 object?: components["schemas"]["ApiKey"];
             };
         };
+        /**
+         * VerificationSessionEventObject
+         * @description What an identity event says of its session: the status and the tier, never personal data (read the session with `GET /identity/verification-sessions/{id}`).
+         */
+        VerificationSessionEventObject: {
+            /**
+             * Format: uuid
+             * @description The session.
+             */
+            id: string;
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object: "verification_session";
+            tier: components["schemas"]["RequestedTier"];
+            status: components["schemas"]["VerificationSessionStatus"];
+        };
+        /**
+         * IdentityVerificationSessionProcessingEvent
+         * @description The `identity.verification_session.processing` event (a session was submitted and is with the identity provider); `data.object` carries status and tier only.
+         */
+        IdentityVerificationSessionProcessingEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `identity.verification_session.processing`.
+             * @constant
+             */
+            type?: "identity.verification_session.processing";
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object_type?: "verification_session";
+            data?: {
+                object?: components["schemas"]["VerificationSessionEventObject"];
+            };
+        };
+        /**
+         * IdentityVerificationSessionRequiresInputEvent
+         * @description The `identity.verification_session.requires_input` event (a session waits for the person again (the provider or a reviewer asked for a correction)); `data.object` carries status and tier only.
+         */
+        IdentityVerificationSessionRequiresInputEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `identity.verification_session.requires_input`.
+             * @constant
+             */
+            type?: "identity.verification_session.requires_input";
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object_type?: "verification_session";
+            data?: {
+                object?: components["schemas"]["VerificationSessionEventObject"];
+            };
+        };
+        /**
+         * IdentityVerificationSessionNeedsReviewEvent
+         * @description The `identity.verification_session.needs_review` event (the provider could not decide: an administrator will); `data.object` carries status and tier only.
+         */
+        IdentityVerificationSessionNeedsReviewEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `identity.verification_session.needs_review`.
+             * @constant
+             */
+            type?: "identity.verification_session.needs_review";
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object_type?: "verification_session";
+            data?: {
+                object?: components["schemas"]["VerificationSessionEventObject"];
+            };
+        };
+        /**
+         * IdentityVerificationSessionVerifiedEvent
+         * @description The `identity.verification_session.verified` event (a session was verified (its tier is granted)); `data.object` carries status and tier only.
+         */
+        IdentityVerificationSessionVerifiedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `identity.verification_session.verified`.
+             * @constant
+             */
+            type?: "identity.verification_session.verified";
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object_type?: "verification_session";
+            data?: {
+                object?: components["schemas"]["VerificationSessionEventObject"];
+            };
+        };
+        /**
+         * IdentityVerificationSessionRejectedEvent
+         * @description The `identity.verification_session.rejected` event (an administrator rejected a session for good); `data.object` carries status and tier only.
+         */
+        IdentityVerificationSessionRejectedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `identity.verification_session.rejected`.
+             * @constant
+             */
+            type?: "identity.verification_session.rejected";
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object_type?: "verification_session";
+            data?: {
+                object?: components["schemas"]["VerificationSessionEventObject"];
+            };
+        };
+        /**
+         * IdentityVerificationSessionCanceledEvent
+         * @description The `identity.verification_session.canceled` event (a session was canceled by its person, expired unsubmitted, or ended with the account); `data.object` carries status and tier only.
+         */
+        IdentityVerificationSessionCanceledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `identity.verification_session.canceled`.
+             * @constant
+             */
+            type?: "identity.verification_session.canceled";
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object_type?: "verification_session";
+            data?: {
+                object?: components["schemas"]["VerificationSessionEventObject"];
+            };
+        };
+        /**
+         * UserTierObject
+         * @description What `user.tier_updated` says of the person: the tier, never personal data.
+         */
+        UserTierObject: {
+            /**
+             * Format: uuid
+             * @description The user.
+             */
+            id: string;
+            /**
+             * @description Always `user`.
+             * @constant
+             */
+            object: "user";
+            tier: components["schemas"]["IdentityTier"];
+            previous_tier: components["schemas"]["IdentityTier"];
+        };
+        /**
+         * UserTierUpdatedEvent
+         * @description The `user.tier_updated` event (a person's tier was raised); `data.object` carries status and tier only.
+         */
+        UserTierUpdatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `user.tier_updated`.
+             * @constant
+             */
+            type?: "user.tier_updated";
+            /**
+             * @description Always `user`.
+             * @constant
+             */
+            object_type?: "user";
+            data?: {
+                object?: components["schemas"]["UserTierObject"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -7232,6 +8283,82 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+            };
+        };
+        /** @description `AccountNotEmpty`: a wallet still holds money, or an escrow or tontine is open (`details`). With an `Idempotency-Key`, `IdempotencyKeyAlreadyProcessed` or `ConcurrentOperation`. */
+        CloseAccountConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CloseAccountConflictError"];
+            };
+        };
+        /** @description `InvalidVerificationSessionState` (the status does not allow the action; `details`), `VerificationSessionOpen` (one session at a time; `details.session_id`), `VerificationSessionExpired`; with an `Idempotency-Key`, `IdempotencyKeyAlreadyProcessed` or `ConcurrentOperation`. */
+        VerificationSessionConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VerificationSessionConflictError"];
+            };
+        };
+        /** @description `DocumentsMissing` (`details.missing`), `TierAlreadyHeld`, `VerificationRefused`, `DocumentsNotRequired`, `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF, whatever its name: 422, while 415 is for a request that is not multipart/form-data), or `IdempotencyKeyReused`. */
+        VerificationSessionUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VerificationSessionUnprocessableError"];
+            };
+        };
+        /** @description `VerificationSessionNotFound`: no session of the caller has this id (another person's session answers the same). */
+        VerificationSessionNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `PayloadTooLarge`: the file is over 5 MiB (5242880 bytes). */
+        DocumentTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `ConflictOfInterest`: an administrator cannot review their own session. `InsufficientRole`: the caller is not a platform administrator. `ApiKeyNotAllowed`: API keys cannot call this. */
+        VerificationReviewForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
         /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
@@ -7526,6 +8653,13 @@ export interface components {
          * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
          */
         StartingAfter: string;
+        /**
+         * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+         * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+         */
+        VerificationSessionId: string;
+        /** @description Only sessions with this status (`needs_review`: the review queue). */
+        VerificationSessionStatusFilter: components["schemas"]["VerificationSessionStatus"];
         /**
          * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
          * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
@@ -7849,6 +8983,461 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    closeAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The account, closed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClosedAccountResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["CloseAccountConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listVerificationSessions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The new session, waiting for input. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    submitVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubmitVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session, now processing. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    uploadVerificationDocument: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["UploadVerificationDocumentRequest"];
+            };
+        };
+        responses: {
+            /** @description The session with the document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["DocumentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The canceled session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAllVerificationSessions: {
+        parameters: {
+            query?: {
+                /** @description Only sessions with this status (`needs_review`: the review queue). */
+                status?: components["parameters"]["VerificationSessionStatusFilter"];
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminVerificationSessionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["VerificationReviewForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    approveVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApproveVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session, verified. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminVerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["VerificationReviewForbidden"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rejectVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejectVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session after the decision. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminVerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["VerificationReviewForbidden"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -12858,6 +14447,209 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ApiKeyRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookIdentityVerificationSessionProcessing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityVerificationSessionProcessingEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookIdentityVerificationSessionRequiresInput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityVerificationSessionRequiresInputEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookIdentityVerificationSessionNeedsReview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityVerificationSessionNeedsReviewEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookIdentityVerificationSessionVerified: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityVerificationSessionVerifiedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookIdentityVerificationSessionRejected: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityVerificationSessionRejectedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookIdentityVerificationSessionCanceled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IdentityVerificationSessionCanceledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookUserTierUpdated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserTierUpdatedEvent"];
             };
         };
         responses: {

@@ -7,6 +7,7 @@ import { escrowHandlers, escrowPostings } from './modules/escrows';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
+import { identityHandlers } from './modules/identity';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
 import { paymentLinksHandlers } from './modules/payment-links';
@@ -30,7 +31,8 @@ export type ContractHandlers = { [Id in Implemented]: Handler<Id> };
 export function buildHandlers(services: Services, options: { payUrl: string }): ContractHandlers {
   return {
     ...healthHandlers(services.health),
-    ...authHandlers(services.auth, services.sessions),
+    ...authHandlers(services.auth, services.sessions, (userId) => services.identity.standingOf(userId)),
+    ...identityHandlers(services.identity, services.clock, (userId, trx) => services.sessions.endAllOfClosedAccount(userId, trx)),
     ...transfersHandlers(services.transfers),
     ...walletsHandlers(services.wallets),
     ...idempotencyHandlers(services.idempotency),

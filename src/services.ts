@@ -7,6 +7,7 @@ import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { DocumentService } from './modules/documents';
 import { PiiCipher } from './pii-cipher';
+import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService } from './modules/escrows';
 import { EventsService, WebhookService, registerSnapshot } from './modules/events';
@@ -68,6 +69,8 @@ export function buildServices(deps: ServiceDeps) {
   // Personal data at rest: one cipher (PII_ENCRYPTION_KEY) for identity data and uploaded documents.
   const piiCipher = new PiiCipher(config.pii);
   const documents = new DocumentService({ cipher: piiCipher, clock });
+  // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
+  const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -101,6 +104,8 @@ export function buildServices(deps: ServiceDeps) {
     piiCipher,
     /** Uploaded documents (identity documents, company papers): checked by their bytes, encrypted at rest. */
     documents,
+    /** Identity verification sessions (KYC), reviews, tiers, account closing. */
+    identity,
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

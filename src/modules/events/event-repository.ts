@@ -21,7 +21,9 @@ export type EventSubjectType =
   | 'network_status'
   | 'transfer'
   | 'webhook_endpoint'
-  | 'api_key';
+  | 'api_key'
+  | 'verification_session'
+  | 'user';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

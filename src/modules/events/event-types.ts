@@ -52,6 +52,13 @@ export const EVENT_OBJECT_TYPES = {
   'api_key.created': 'api_key',
   'api_key.rolled': 'api_key',
   'api_key.revoked': 'api_key',
+  'identity.verification_session.processing': 'verification_session',
+  'identity.verification_session.requires_input': 'verification_session',
+  'identity.verification_session.needs_review': 'verification_session',
+  'identity.verification_session.verified': 'verification_session',
+  'identity.verification_session.rejected': 'verification_session',
+  'identity.verification_session.canceled': 'verification_session',
+  'user.tier_updated': 'user',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;
