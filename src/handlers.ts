@@ -7,6 +7,7 @@ import { escrowHandlers, escrowPostings } from './modules/escrows';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
+import { identityHandlers } from './modules/identity';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
 import { notificationsHandlers } from './modules/notifications';
@@ -42,7 +43,8 @@ function organizationMayCall(organization: AuthorizedOrganization, operationId: 
 export function buildHandlers(services: Services, options: { payUrl: string }): ContractHandlers {
   return {
     ...healthHandlers(services.health),
-    ...authHandlers(services.auth, services.sessions),
+    ...authHandlers(services.auth, services.sessions, (userId) => services.identity.standingOf(userId)),
+    ...identityHandlers(services.identity, services.clock, (userId, trx) => services.sessions.endAllOfClosedAccount(userId, trx)),
     ...transfersHandlers(services.transfers),
     ...walletsHandlers(services.wallets),
     ...idempotencyHandlers(services.idempotency),

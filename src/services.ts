@@ -7,6 +7,7 @@ import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { DocumentService } from './modules/documents';
 import { PiiCipher } from './pii-cipher';
+import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService } from './modules/escrows';
 import { EventsService, WebhookService, registerSnapshot } from './modules/events';
@@ -72,6 +73,8 @@ export function buildServices(deps: ServiceDeps) {
   // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
   const notifier: Notifier = new SandboxNotifier();
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
+  // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
+  const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -112,6 +115,8 @@ export function buildServices(deps: ServiceDeps) {
     notifier,
     /** What the sandbox notifier kept (the test helper GET /test-helpers/outbox). */
     outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
+    /** Identity verification sessions (KYC), reviews, tiers, account closing. */
+    identity,
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

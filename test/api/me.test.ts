@@ -33,6 +33,8 @@ describe('GET /me', () => {
         email: user.email,
         phone: user.phone,
         is_admin: false,
+        tier: 'tier_0',
+        verification_status: 'unverified',
         organizations: [
           { id: active.id, name: active.name, status: 'active', role: 'finance_manager' },
           { id: inactive.id, name: inactive.name, status: 'inactive', role: 'owner' },

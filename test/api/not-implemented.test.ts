@@ -62,7 +62,8 @@ describe('contract operations not built yet', () => {
       const secured = op.security === undefined || op.security.length > 0;
       // A fresh session per call: logout (one of the operations) ends the one it is given.
       let call = request(app)[req.method](req.url).set(req.headers);
-      if (secured) call = call.set(bearer(await accessTokenFor(app, owner)));
+      // Closing an account ends it for good: it closes an account of its own, not the owner's.
+      if (secured) call = call.set(bearer(await accessTokenFor(app, op.operationId === 'closeAccount' ? await createUser() : owner)));
       const res = await withContractBody(call, req);
       // Got past authentication (a 401 would hide a missing route), and a route answered.
       if (secured) expect(res.status, `${op.operationId}: ${JSON.stringify(res.body)}`).not.toBe(401);

@@ -37,6 +37,10 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   InsufficientScope: { required: ['required_scope', 'granted_scopes'] },
   WebhookUrlNotAllowed: { required: ['reason'] },
   TooManyWebhookEndpoints: { required: ['max'] },
+  InvalidVerificationSessionState: { required: ['status', 'action', 'allowed_actions'] },
+  VerificationSessionOpen: { required: ['session_id'] },
+  DocumentsMissing: { required: ['missing'] },
+  AccountNotEmpty: { required: ['wallets_with_balance', 'open_escrows', 'open_tontines'] },
 };
 
 /**
@@ -85,6 +89,13 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   updateNetworkStatus: { '422': ['VersionExhausted'] },
   createWebhookEndpoint: { '422': ['WebhookUrlNotAllowed', 'TooManyWebhookEndpoints'] },
   updateWebhookEndpoint: { '422': ['WebhookUrlNotAllowed'] },
+  createVerificationSession: { '409': ['VerificationSessionOpen', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  submitVerificationSession: { '409': ['InvalidVerificationSessionState', 'IdempotencyKeyAlreadyProcessed'], '422': ['DocumentsMissing', 'IdempotencyKeyReused'] },
+  uploadVerificationDocument: { '409': ['InvalidVerificationSessionState'] },
+  cancelVerificationSession: { '409': ['InvalidVerificationSessionState'] },
+  approveVerificationSession: { '409': ['InvalidVerificationSessionState'] },
+  rejectVerificationSession: { '409': ['InvalidVerificationSessionState'] },
+  closeAccount: { '409': ['AccountNotEmpty', 'IdempotencyKeyAlreadyProcessed'] },
 };
 // Issue 24: every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {

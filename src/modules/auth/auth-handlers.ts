@@ -4,8 +4,11 @@ import type { SessionService } from './session-service';
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
 
+/** A user's tier and where their identity verification stands (the identity module answers; src/handlers.ts wires it). */
+export type IdentityStandingOf = (userId: string) => Promise<{ tier: 'tier_0' | 'tier_1' | 'tier_2'; verificationStatus: 'unverified' | 'requires_input' | 'processing' | 'needs_review' | 'verified' | 'rejected' | 'canceled' }>;
+
 /** POST /auth/login, /auth/refresh, /auth/logout and GET /me. */
-export function authHandlers(auth: AuthService, sessions: SessionService): Handlers<'login' | 'refreshSession' | 'logout' | 'getMe'> {
+export function authHandlers(auth: AuthService, sessions: SessionService, standingOf: IdentityStandingOf): Handlers<'login' | 'refreshSession' | 'logout' | 'getMe'> {
   return {
     login: async ({ body, clientIp }) => ({ data: await auth.logIn(body.identifier, body.password, clientIp), headers: NO_STORE }),
     refreshSession: async ({ body }) => ({ data: await sessions.refresh(body.refresh_token), headers: NO_STORE }),
@@ -15,6 +18,11 @@ export function authHandlers(auth: AuthService, sessions: SessionService): Handl
       message: 'Logged out.',
       resource: { type: 'session', id: caller.sessionId, status: 'revoked', location: '' },
     }),
-    getMe: async ({ caller }) => ({ data: await auth.me(caller.userId) }),
+    getMe: async ({ caller }) => {
+      const [me, standing] = await Promise.all([auth.me(caller.userId), standingOf(caller.userId)]);
+      // The latest session that was not canceled says where verification stands (a canceled one is never latest).
+      const verificationStatus = standing.verificationStatus === 'canceled' ? 'unverified' : standing.verificationStatus;
+      return { data: { ...me, tier: standing.tier, verification_status: verificationStatus } };
+    },
   };
 }

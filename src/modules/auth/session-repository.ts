@@ -24,7 +24,7 @@ export interface SessionStanding {
 }
 
 /** Why a session ended; stored in sessions.revoked_reason. */
-export type RevokedReason = 'logout' | 'rotated' | 'reuse_detected';
+export type RevokedReason = 'logout' | 'rotated' | 'reuse_detected' | 'account_closed';
 
 export class SessionRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
@@ -66,6 +66,12 @@ export class SessionRepository {
       .whereNull('revoked_at')
       .update({ revoked_at: this.db.fn.now(), revoked_reason: reason, last_used_at: this.db.fn.now() });
     return Number(count) === 1;
+  }
+
+  /** Ends every live session of a user; returns how many ended. */
+  async revokeAllOf(userId: string, reason: RevokedReason): Promise<number> {
+    const count = await this.db('sessions').where({ user_id: userId }).whereNull('revoked_at').update({ revoked_at: this.db.fn.now(), revoked_reason: reason });
+    return Number(count);
   }
 
   /**

@@ -91,6 +91,11 @@ export class SessionService {
     return outcome.tokens;
   }
 
+  /** Ends every session of a closed account, in the closing transaction: every token it handed out is refused at once. */
+  async endAllOfClosedAccount(userId: string, db: Knex | Knex.Transaction): Promise<number> {
+    return new SessionRepository(db).revokeAllOf(userId, 'account_closed');
+  }
+
   /** Ends the session of the caller's access token (idempotent). */
   async logout(sessionId: string, db: Knex | Knex.Transaction = this.knex): Promise<{ session_id: string; revoked: true }> {
     await new SessionRepository(db).revoke(sessionId, 'logout');

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { LoginIdentifier, PartyIdentifier } from './identifier';
 
-export type UserStatus = 'active' | 'locked' | 'disabled';
+export type UserStatus = 'active' | 'locked' | 'disabled' | 'closed';
 
 export interface UserCredentials {
   id: string;

@@ -7,7 +7,7 @@ export const DOCUMENT_MAX_BYTES = 5 * 1024 * 1024;
 /** 413: the file is larger than DOCUMENT_MAX_BYTES. */
 export class DocumentTooLargeError extends PayloadTooLargeError {
   constructor() {
-    super('PayloadTooLarge', `A document is at most ${DOCUMENT_MAX_BYTES} bytes (5 MiB).`, { max_bytes: DOCUMENT_MAX_BYTES });
+    super('PayloadTooLarge', `A document is at most ${DOCUMENT_MAX_BYTES} bytes (5 MiB).`);
   }
 }
 
@@ -17,13 +17,13 @@ export class DocumentTooLargeError extends PayloadTooLargeError {
  */
 export class UnsupportedDocumentTypeError extends UnprocessableError {
   constructor() {
-    super('UnsupportedDocumentType', 'The file is not a JPEG, PNG or PDF (its type is read from its content, not its name).', { accepted: [...DOCUMENT_CONTENT_TYPES] });
+    super('UnsupportedDocumentType', `The file is not a JPEG, PNG or PDF (its type is read from its content, not its name): accepted ${DOCUMENT_CONTENT_TYPES.join(', ')}.`);
   }
 }
 
 /** 422: an empty file. */
 export class EmptyDocumentError extends UnprocessableError {
   constructor() {
-    super('UnsupportedDocumentType', 'The file is empty.', { accepted: [...DOCUMENT_CONTENT_TYPES] });
+    super('UnsupportedDocumentType', 'The file is empty.');
   }
 }

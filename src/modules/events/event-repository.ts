@@ -24,7 +24,9 @@ export type EventSubjectType =
   | 'api_key'
   | 'organization'
   | 'organization_member'
-  | 'organization_invitation';
+  | 'organization_invitation'
+  | 'verification_session'
+  | 'user';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

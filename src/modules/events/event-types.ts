@@ -60,6 +60,13 @@ export const EVENT_OBJECT_TYPES = {
   'organization.member_role_changed': 'organization_member',
   'organization.member_removed': 'organization_member',
   'organization.verification_updated': 'organization',
+  'identity.verification_session.processing': 'verification_session',
+  'identity.verification_session.requires_input': 'verification_session',
+  'identity.verification_session.needs_review': 'verification_session',
+  'identity.verification_session.verified': 'verification_session',
+  'identity.verification_session.rejected': 'verification_session',
+  'identity.verification_session.canceled': 'verification_session',
+  'user.tier_updated': 'user',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;

@@ -19,6 +19,8 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   organization: 'getOrganization',
   organization_member: 'listOrganizationMembers',
   organization_invitation: 'listOrganizationInvitations',
+  verification_session: undefined,
+  user: undefined,
   transfer: undefined,
   escrow: undefined,
   tontine: undefined,

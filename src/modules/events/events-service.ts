@@ -76,13 +76,16 @@ function badCursor(): ValidationError {
   return EVENT_PAGES.foreignCursor();
 }
 
-/** The events of the user's transfers, escrows and tontines. */
+/** The events of the user's transfers, escrows, tontines, verification sessions and tier. */
 function userScope(knex: Knex, userId: string): (query: Knex.QueryBuilder) => void {
   return (query) =>
     query.where((where) =>
       where
         .where((q) => q.where('e.subject_type', 'transfer').whereIn('e.subject_id', knex('transfers').select('id').where('sender_user_id', userId).orWhere('recipient_user_id', userId)))
         .orWhere((q) => q.where('e.subject_type', 'escrow').whereIn('e.subject_id', knex('escrows').select('id').where('buyer_user_id', userId).orWhere('seller_user_id', userId)))
-        .orWhere((q) => q.where('e.subject_type', 'tontine').whereIn('e.subject_id', knex('tontine_members').select('tontine_id').where('user_id', userId))),
+        .orWhere((q) => q.where('e.subject_type', 'tontine').whereIn('e.subject_id', knex('tontine_members').select('tontine_id').where('user_id', userId)))
+        // Identity: the user's verification sessions and the user's own tier changes.
+        .orWhere((q) => q.where('e.subject_type', 'verification_session').whereIn('e.subject_id', knex('verification_sessions').select('id').where('user_id', userId)))
+        .orWhere((q) => q.where('e.subject_type', 'user').where('e.subject_id', userId)),
     );
 }
