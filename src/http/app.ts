@@ -24,6 +24,7 @@ import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, healthRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
 import { installRouteRegexpCache } from './route-regexp-cache';
+import type { ReadRouting } from '../db/read-routing';
 
 export interface AppDeps {
   config: Config;
@@ -37,6 +38,8 @@ export interface AppDeps {
   now?: () => Date;
   /** Prometheus metrics; none are kept when absent. */
   metrics?: Metrics;
+  /** Where list and statement reads go (DATABASE_READ_URL); absent: every read on the primary. */
+  reads?: ReadRouting;
 }
 
 export interface App extends Express {
@@ -174,6 +177,7 @@ export function createApp(deps: AppDeps): App {
       except: ['getHealth'],
       streamLimits,
       parseRenderedJson: config.validateResponses,
+      reads: deps.reads,
     }),
   );
 

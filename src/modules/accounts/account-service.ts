@@ -12,6 +12,7 @@ import { decodeStatementCursor, encodeStatementCursor, type StatementPageCursor 
 import { isStatementInterval, parseRange, resolveInterval, type StatementRange } from './statement-interval';
 import { StatementReader, type StatementPageContent, type StatementSink, type StatementSummary } from './statement-reader';
 import { StreamBudget, type StreamBudgetLimits } from '../../stream-budget';
+import { readConnection } from '../../db/read-routing';
 
 export type { StatementRange, StatementSink, StatementSummary };
 
@@ -173,7 +174,8 @@ export class AccountService {
 
   /** The organisation's accounts with their ledger balances, newest first. */
   async listAccounts(organizationId: string): Promise<OrgAccount[]> {
-    return this.withLedger(this.knex, await new AccountRepository(this.knex).listForOrganization(organizationId, MAX_ACCOUNTS_PER_ORGANIZATION));
+    const db = readConnection(this.knex);
+    return this.withLedger(db, await new AccountRepository(db).listForOrganization(organizationId, MAX_ACCOUNTS_PER_ORGANIZATION));
   }
 
   /**
@@ -189,7 +191,7 @@ export class AccountService {
     }
     const checkpoints = new StatementCheckpoints();
     const page = await withTransaction(
-      this.knex,
+      readConnection(this.knex),
       async (trx) => {
         const account = await this.getAccountForOrganization(organizationId, accountId, trx);
         return new StatementReader(trx, account, checkpoints).page(interval, cursor?.entryId, limit);
@@ -213,9 +215,10 @@ export class AccountService {
    */
   async streamStatement(organizationId: string, accountId: string, range: StatementRange, sink: StatementSink, batchSize = STATEMENT_BATCH_SIZE): Promise<void> {
     const { from, to } = resolveInterval(range, this.settledUntil());
-    const account = await this.getAccountForOrganization(organizationId, accountId);
+    const db = readConnection(this.knex);
+    const account = await this.getAccountForOrganization(organizationId, accountId, db);
     const checkpoints = new StatementCheckpoints();
-    await new StatementReader(this.knex, account, checkpoints).stream({ from, to }, sink, batchSize);
+    await new StatementReader(db, account, checkpoints).stream({ from, to }, sink, batchSize);
     await this.storeCheckpoints(checkpoints);
   }
 
