@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { parseDatabaseUrl } from './db/multi-host';
+import type { DatabaseReadConfig } from './db/read-routing';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -24,17 +25,6 @@ export interface RateLimitConfig {
   loginPerIpPerWindow: number;
   /** Requests per window per API key (RATE_LIMIT_API_KEY). */
   apiKeyPerWindow: number;
-}
-
-export interface DatabaseReadConfig {
-  /** DATABASE_READ_URL: the standby (one host or several, as DATABASE_URL); unset: every read on the primary. */
-  url: string | undefined;
-  /** DATABASE_READ_AFTER_WRITE_SECONDS: a caller that wrote this recently reads from the primary. */
-  afterWriteSeconds: number;
-  /** DATABASE_READ_MAX_LAG_MS: a standby whose replay lags more than this is not read. */
-  maxLagMs: number;
-  /** DATABASE_READ_LAG_CHECK_MS: how often each instance measures the standby's lag. */
-  lagCheckIntervalMs: number;
 }
 
 export interface Config {
@@ -222,24 +212,6 @@ function databaseUrl(env: Env, key: string): string | undefined {
   return raw;
 }
 
-/**
- * The standby for list and statement reads. It needs DATABASE_URL: the embedded database has
- * no standby, so a read URL beside it is refused rather than silently ignored.
- */
-function readDatabaseRead(env: Env): DatabaseReadConfig {
-  const readUrl = databaseUrl(env, 'DATABASE_READ_URL');
-  if (readUrl && !env.DATABASE_URL) {
-    throw new ConfigError('DATABASE_READ_URL needs DATABASE_URL: the embedded database has no standby to read from (unset DATABASE_READ_URL, or set DATABASE_URL to the primary)');
-  }
-  const lagCheckIntervalMs = integer(env, 'DATABASE_READ_LAG_CHECK_MS', 1_000, 100, 60_000);
-  return {
-    url: readUrl,
-    afterWriteSeconds: integer(env, 'DATABASE_READ_AFTER_WRITE_SECONDS', 5, 0, 3_600),
-    maxLagMs: integer(env, 'DATABASE_READ_MAX_LAG_MS', 1_000, 0, 3_600_000),
-    lagCheckIntervalMs,
-  };
-}
-
 /** `XOF:25,EUR:50`: a whole number of minor units per ISO 4217 code (each code once). */
 function minorAmountsByCurrency(env: Env, key: string): Record<string, bigint> {
   const raw = env[key];
@@ -323,6 +295,7 @@ function refuseEmbeddedInProduction(value: string | undefined, nodeEnv: NodeEnv)
 export function loadConfig(env: Env = process.env): Config {
   const config = readConfig(env);
   refuseEmbeddedInProduction(config.databaseUrl, config.nodeEnv);
+  if (config.databaseRead.url && !config.databaseUrl) throw new ConfigError('DATABASE_READ_URL needs DATABASE_URL: the embedded database has no standby to read from (unset DATABASE_READ_URL, or set DATABASE_URL to the primary)');
   return config;
 }
 
@@ -338,7 +311,7 @@ function readConfig(env: Env): Config {
     payUrl: payUrl.replace(/\/+$/, ''),
     databaseUrl: databaseUrl(env, 'DATABASE_URL'),
     embeddedDataDir: env.EMBEDDED_DATA_DIR || './.data/pg',
-    databaseRead: readDatabaseRead(env),
+    databaseRead: { url: databaseUrl(env, 'DATABASE_READ_URL'), afterWriteSeconds: integer(env, 'DATABASE_READ_AFTER_WRITE_SECONDS', 5, 0, 3_600), maxLagMs: integer(env, 'DATABASE_READ_MAX_LAG_MS', 1_000, 0, 3_600_000), lagCheckIntervalMs: integer(env, 'DATABASE_READ_LAG_CHECK_MS', 1_000, 100, 60_000) },
     jwt: {
       secret: secret(env, 'JWT_SECRET', DEFAULT_JWT_SECRET, nodeEnv),
       issuer: env.JWT_ISSUER || 'fintech-platform',

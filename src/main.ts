@@ -86,6 +86,14 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     started.redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
     const rateLimitBackend = started.redis ? redisRateLimitBackend(started.redis) : memoryRateLimitBackend();
     started.readStandby = openStandby(config, logger, started.redis);
+    const monitor = started.readStandby?.monitor;
+    if (monitor) {
+      // -1: unreachable or not measured yet; Infinity is not a gauge value.
+      metrics.observeGauge('database_read_standby_lag_ms', 'Replay lag of the DATABASE_READ_URL standby at its last check (-1: unreachable or unknown).', () => {
+        const state = monitor.current;
+        return state && state.reachable && Number.isFinite(state.lagMs) ? state.lagMs : -1;
+      });
+    }
     const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis: started.redis, metrics, reads: started.readStandby?.routing });
     started.app = app;
     metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => app.services.accounts.streams.inUse);
@@ -127,6 +135,7 @@ function openStandby(config: Config, logger: Logger, redis: Redis | undefined): 
     settings: { ...config.databaseRead, url },
     redis: redis && { set: (key, value, mode, ms) => redis.set(key, value, mode, ms), exists: (...keys) => redis.exists(...keys) },
     onFailover: (host, err) => logger.warn({ err, host: host && `${host.host}:${host.port}` }, 'read standby: finding a host again'),
+    log: { warn: (message) => logger.debug({ message }, 'read standby pool'), error: (message) => logger.warn({ message }, 'read standby pool'), deprecate() {}, debug() {} },
     onStandbyChange: (usable, state, err) => {
       const lagMs = Number.isFinite(state.lagMs) ? Math.round(state.lagMs) : null;
       if (usable) logger.info({ lagMs }, 'read standby in use for list and statement reads');

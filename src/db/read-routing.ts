@@ -1,6 +1,6 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Knex } from 'knex';
-import { isConnectionLoss } from './transaction';
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Knex } from "knex";
+import { isConnectionLoss } from "./transaction";
 
 /**
  * Reads that may lag (DATABASE_READ_URL). List and statement reads may be answered by a
@@ -16,9 +16,25 @@ import { isConnectionLoss } from './transaction';
  * and their own primary connection everywhere else. Writes never go through it.
  */
 
-export type ReadTarget = 'primary' | 'standby';
+export interface DatabaseReadConfig {
+  /** DATABASE_READ_URL: the standby (one host or several, as DATABASE_URL); unset: every read on the primary. */
+  url: string | undefined;
+  /** DATABASE_READ_AFTER_WRITE_SECONDS: a caller that wrote this recently reads from the primary. */
+  afterWriteSeconds: number;
+  /** DATABASE_READ_MAX_LAG_MS: a standby whose replay lags more than this is not read. */
+  maxLagMs: number;
+  /** DATABASE_READ_LAG_CHECK_MS: how often each instance measures the standby's lag. */
+  lagCheckIntervalMs: number;
+}
 
-export type ReadReason = 'recent-write' | 'standby-unchecked' | 'standby-unreachable' | 'standby-lagging' | 'standby-current';
+export type ReadTarget = "primary" | "standby";
+
+export type ReadReason =
+  | "recent-write"
+  | "standby-unchecked"
+  | "standby-unreachable"
+  | "standby-lagging"
+  | "standby-current";
 
 /** What the last periodic check of the standby found. */
 export interface StandbyState {
@@ -41,13 +57,19 @@ export interface ReadDecisionInput {
 }
 
 /** The routing decision of one read: the standby only when nothing says it may be behind the caller. */
-export function chooseReadTarget(input: ReadDecisionInput): { target: ReadTarget; reason: ReadReason } {
-  if (input.recentWrite) return { target: 'primary', reason: 'recent-write' };
+export function chooseReadTarget(input: ReadDecisionInput): {
+  target: ReadTarget;
+  reason: ReadReason;
+} {
+  if (input.recentWrite) return { target: "primary", reason: "recent-write" };
   const standby = input.standby;
-  if (!standby || input.now - standby.checkedAt > input.staleAfterMs) return { target: 'primary', reason: 'standby-unchecked' };
-  if (!standby.reachable) return { target: 'primary', reason: 'standby-unreachable' };
-  if (!(standby.lagMs <= input.maxLagMs)) return { target: 'primary', reason: 'standby-lagging' };
-  return { target: 'standby', reason: 'standby-current' };
+  if (!standby || input.now - standby.checkedAt > input.staleAfterMs)
+    return { target: "primary", reason: "standby-unchecked" };
+  if (!standby.reachable)
+    return { target: "primary", reason: "standby-unreachable" };
+  if (!(standby.lagMs <= input.maxLagMs))
+    return { target: "primary", reason: "standby-lagging" };
+  return { target: "standby", reason: "standby-current" };
 }
 
 /**
@@ -102,13 +124,18 @@ export class StandbyMonitor {
 
   /** One check now (a check under way is awaited, not doubled). */
   check(): Promise<void> {
-    this.running ??= this.measureOnce().finally(() => (this.running = undefined));
+    this.running ??= this.measureOnce().finally(
+      () => (this.running = undefined)
+    );
     return this.running;
   }
 
   /** A read lost its standby connection: unreachable until the next check says otherwise. */
   markUnreachable(error: unknown): void {
-    this.record({ reachable: false, lagMs: Infinity, checkedAt: this.clock() }, error);
+    this.record(
+      { reachable: false, lagMs: Infinity, checkedAt: this.clock() },
+      error
+    );
   }
 
   private async measureOnce(): Promise<void> {
@@ -117,12 +144,28 @@ export class StandbyMonitor {
       const lag = await Promise.race([
         this.options.measure(),
         new Promise<never>((_resolve, reject) => {
-          timeout = setTimeout(() => reject(new Error(`the standby did not answer the lag check within ${this.options.timeoutMs} ms`)), this.options.timeoutMs);
+          timeout = setTimeout(
+            () =>
+              reject(
+                new Error(
+                  `the standby did not answer the lag check within ${this.options.timeoutMs} ms`
+                )
+              ),
+            this.options.timeoutMs
+          );
         }),
       ]);
-      this.record({ reachable: true, lagMs: lag === null || !Number.isFinite(lag) ? Infinity : Math.max(0, lag), checkedAt: this.clock() });
+      this.record({
+        reachable: true,
+        lagMs:
+          lag === null || !Number.isFinite(lag) ? Infinity : Math.max(0, lag),
+        checkedAt: this.clock(),
+      });
     } catch (error) {
-      this.record({ reachable: false, lagMs: Infinity, checkedAt: this.clock() }, error);
+      this.record(
+        { reachable: false, lagMs: Infinity, checkedAt: this.clock() },
+        error
+      );
     } finally {
       clearTimeout(timeout);
     }
@@ -150,13 +193,15 @@ export class MemoryRecentWrites implements RecentWrites {
 
   constructor(
     private readonly windowMs: number,
-    private readonly clock: () => number = Date.now,
+    private readonly clock: () => number = Date.now
   ) {}
 
   async mark(keys: readonly string[]): Promise<void> {
     const now = this.clock();
     for (const key of keys) this.until.set(key, now + this.windowMs);
-    if (this.until.size > 10_000) for (const [key, until] of this.until) if (until <= now) this.until.delete(key);
+    if (this.until.size > 10_000)
+      for (const [key, until] of this.until)
+        if (until <= now) this.until.delete(key);
   }
 
   async wroteRecently(keys: readonly string[]): Promise<boolean> {
@@ -167,11 +212,16 @@ export class MemoryRecentWrites implements RecentWrites {
 
 /** The commands of a Redis client used here (ioredis's). */
 export interface RecentWritesRedis {
-  set(key: string, value: string, mode: 'PX', milliseconds: number): Promise<unknown>;
+  set(
+    key: string,
+    value: string,
+    mode: "PX",
+    milliseconds: number
+  ): Promise<unknown>;
   exists(...keys: string[]): Promise<number>;
 }
 
-const REDIS_PREFIX = 'read-after-write:';
+const REDIS_PREFIX = "read-after-write:";
 
 /**
  * Shared by every instance through Redis: a key per caller that expires with the window. When
@@ -184,21 +234,27 @@ export class RedisRecentWrites implements RecentWrites {
   constructor(
     private readonly redis: RecentWritesRedis,
     private readonly windowMs: number,
-    clock: () => number = Date.now,
+    clock: () => number = Date.now
   ) {
     this.local = new MemoryRecentWrites(windowMs, clock);
   }
 
   async mark(keys: readonly string[]): Promise<void> {
     await this.local.mark(keys);
-    await Promise.all(keys.map((key) => this.redis.set(REDIS_PREFIX + key, '1', 'PX', this.windowMs))).catch(() => undefined);
+    await Promise.all(
+      keys.map((key) =>
+        this.redis.set(REDIS_PREFIX + key, "1", "PX", this.windowMs)
+      )
+    ).catch(() => undefined);
   }
 
   async wroteRecently(keys: readonly string[]): Promise<boolean> {
     if (keys.length === 0) return false;
     if (await this.local.wroteRecently(keys)) return true;
     try {
-      return (await this.redis.exists(...keys.map((key) => REDIS_PREFIX + key))) > 0;
+      return (
+        (await this.redis.exists(...keys.map((key) => REDIS_PREFIX + key))) > 0
+      );
     } catch {
       return true;
     }
@@ -206,13 +262,19 @@ export class RedisRecentWrites implements RecentWrites {
 }
 
 /** The keys of a caller: its user and, when it acts for one, its organisation. */
-export function writerKeys(caller: { userId?: string; organizationId?: string }): string[] {
-  return [...(caller.userId ? [`user:${caller.userId}`] : []), ...(caller.organizationId ? [`org:${caller.organizationId}`] : [])];
+export function writerKeys(caller: {
+  userId?: string;
+  organizationId?: string;
+}): string[] {
+  return [
+    ...(caller.userId ? [`user:${caller.userId}`] : []),
+    ...(caller.organizationId ? [`org:${caller.organizationId}`] : []),
+  ];
 }
 
 /** No standby connection could be had in time (knex's acquire timeout). */
 function isPoolTimeout(error: unknown): boolean {
-  return (error as { name?: unknown } | null)?.name === 'KnexTimeoutError';
+  return (error as { name?: unknown } | null)?.name === "KnexTimeoutError";
 }
 
 const chosen = new AsyncLocalStorage<Knex>();
@@ -247,9 +309,17 @@ export class ReadRouting {
     this.clock = options.clock ?? Date.now;
   }
 
-  async decide(keys: readonly string[]): Promise<{ target: ReadTarget; reason: ReadReason }> {
+  async decide(
+    keys: readonly string[]
+  ): Promise<{ target: ReadTarget; reason: ReadReason }> {
     const recentWrite = await this.options.recentWrites.wroteRecently(keys);
-    return chooseReadTarget({ recentWrite, standby: this.options.monitor.current, maxLagMs: this.options.maxLagMs, staleAfterMs: this.options.staleAfterMs, now: this.clock() });
+    return chooseReadTarget({
+      recentWrite,
+      standby: this.options.monitor.current,
+      maxLagMs: this.options.maxLagMs,
+      staleAfterMs: this.options.staleAfterMs,
+      now: this.clock(),
+    });
   }
 
   /**
@@ -257,14 +327,19 @@ export class ReadRouting {
    * A read on the standby that loses its connection (or meets a recovery conflict) runs
    * again on the primary, as long as `canRetry` says nothing was sent yet.
    */
-  async run<T>(keys: readonly string[], read: () => Promise<T>, canRetry: () => boolean = () => true): Promise<T> {
+  async run<T>(
+    keys: readonly string[],
+    read: () => Promise<T>,
+    canRetry: () => boolean = () => true
+  ): Promise<T> {
     const { target, reason } = await this.decide(keys);
     this.options.onDecision?.(target, reason);
-    if (target === 'primary') return read();
+    if (target === "primary") return read();
     try {
       return await chosen.run(this.options.standby, read);
     } catch (error) {
-      if (!(isConnectionLoss(error) || isPoolTimeout(error)) || !canRetry()) throw error;
+      if (!(isConnectionLoss(error) || isPoolTimeout(error)) || !canRetry())
+        throw error;
       this.options.monitor.markUnreachable(error);
       this.options.onFallback?.(error);
       return read();

@@ -1,7 +1,17 @@
-import type { Knex } from 'knex';
-import type { DatabaseReadConfig } from '../config';
-import { createKnex, type KnexOptions } from './database';
-import { MemoryRecentWrites, ReadRouting, RedisRecentWrites, REPLAY_LAG_SQL, StandbyMonitor, type ReadReason, type ReadTarget, type RecentWritesRedis, type StandbyState } from './read-routing';
+import type { Knex } from "knex";
+import { createKnex, type KnexOptions } from "./database";
+import {
+  MemoryRecentWrites,
+  ReadRouting,
+  RedisRecentWrites,
+  REPLAY_LAG_SQL,
+  StandbyMonitor,
+  type DatabaseReadConfig,
+  type ReadReason,
+  type ReadTarget,
+  type RecentWritesRedis,
+  type StandbyState,
+} from "./read-routing";
 
 export interface ReadStandby {
   routing: ReadRouting;
@@ -27,10 +37,17 @@ export interface ReadStandbyOptions extends KnexOptions {
  */
 export function openReadStandby(options: ReadStandbyOptions): ReadStandby {
   const { settings } = options;
-  const knex = createKnex(settings.url, 'postgres', options.poolMax, { onFailover: options.onFailover });
+  // A standby that does not answer is reported by the lag checks when it changes, not once per
+  // connection attempt: knex's own warnings go to `log` (debug level in the service).
+  const knex = createKnex(settings.url, "postgres", options.poolMax, {
+    onFailover: options.onFailover,
+    log: options.log ?? { warn() {}, error() {}, deprecate() {}, debug() {} },
+  });
   const monitor = new StandbyMonitor({
     async measure() {
-      const result = (await knex.raw(REPLAY_LAG_SQL)) as { rows: Array<{ lag_ms: number | string | null }> };
+      const result = (await knex.raw(REPLAY_LAG_SQL)) as {
+        rows: Array<{ lag_ms: number | string | null }>;
+      };
       const lag = result.rows[0]?.lag_ms;
       return lag === null || lag === undefined ? null : Number(lag);
     },
@@ -40,14 +57,18 @@ export function openReadStandby(options: ReadStandbyOptions): ReadStandby {
     onChange: options.onStandbyChange,
   });
   const windowMs = settings.afterWriteSeconds * 1000;
-  const recentWrites = options.redis ? new RedisRecentWrites(options.redis, windowMs) : new MemoryRecentWrites(windowMs);
+  const recentWrites = options.redis
+    ? new RedisRecentWrites(options.redis, windowMs)
+    : new MemoryRecentWrites(windowMs);
   const routing = new ReadRouting({
     standby: knex,
     monitor,
     recentWrites,
     maxLagMs: settings.maxLagMs,
     // Three missed checks: the checks stopped, and the last one is not trusted.
-    staleAfterMs: 3 * settings.lagCheckIntervalMs + Math.max(1_000, settings.lagCheckIntervalMs),
+    staleAfterMs:
+      3 * settings.lagCheckIntervalMs +
+      Math.max(1_000, settings.lagCheckIntervalMs),
     onDecision: options.onDecision,
     onFallback: options.onFallback,
   });
