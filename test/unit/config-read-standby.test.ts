@@ -31,8 +31,14 @@ describe('the settings of reads that may lag', () => {
     expect(() => loadConfig({ ...base, DATABASE_READ_URL: 'mysql://db2/platform' })).toThrow(/DATABASE_READ_URL must use postgres: or postgresql:/);
     expect(() => loadConfig({ ...base, DATABASE_READ_URL: 'postgres://app:secret@db2:1,db3:99999/platform' })).toThrow(/^DATABASE_READ_URL: the port of "db3:99999"/);
     expect(() => loadConfig({ ...base, DATABASE_READ_URL: 'postgres://app:secret@db2:1,db3:99999/platform' })).not.toThrow(/secret/);
-    expect(() => loadConfig({ ...base, DATABASE_READ_MAX_LAG_MS: '-1' })).toThrow(/DATABASE_READ_MAX_LAG_MS must be between 0 and 3600000/);
+    expect(() => loadConfig({ ...base, DATABASE_READ_MAX_LAG_MS: '-1' })).toThrow(/DATABASE_READ_MAX_LAG_MS must be between 0 and 10000/);
     expect(() => loadConfig({ ...base, DATABASE_READ_AFTER_WRITE_SECONDS: 'soon' })).toThrow(/DATABASE_READ_AFTER_WRITE_SECONDS must be an integer/);
-    expect(() => loadConfig({ ...base, DATABASE_READ_LAG_CHECK_MS: '10' })).toThrow(/DATABASE_READ_LAG_CHECK_MS must be between 100 and 60000/);
+    expect(() => loadConfig({ ...base, DATABASE_READ_LAG_CHECK_MS: '10' })).toThrow(/DATABASE_READ_LAG_CHECK_MS must be between 100 and 5000/);
+  });
+
+  it('refuse a lag bound and check period that could leave a statement line behind', () => {
+    const base = { NODE_ENV: 'test', DATABASE_URL: PRIMARY, DATABASE_READ_URL: 'postgres://app@db2/platform' };
+    expect(loadConfig({ ...base, DATABASE_READ_MAX_LAG_MS: '9000', DATABASE_READ_LAG_CHECK_MS: '1000' }).databaseRead.maxLagMs).toBe(9_000);
+    expect(() => loadConfig({ ...base, DATABASE_READ_MAX_LAG_MS: '9001', DATABASE_READ_LAG_CHECK_MS: '1000' })).toThrow(/DATABASE_READ_MAX_LAG_MS \+ DATABASE_READ_LAG_CHECK_MS must be at most 10000: account statements end 15 s before now/);
   });
 });
