@@ -7,7 +7,8 @@ import type { RecentWritesRedis } from '../../src/db/read-routing';
 import type { App } from '../../src/http/app';
 import { buildTestApp, testRedis } from '../support/app';
 import { createOwnDatabase, databaseKind } from '../support/database';
-import { createCaller, type TestCaller } from '../support/factories';
+import { bearer, businessPath, createCaller, createOrganization, createOrgAccount, memberToken, type TestCaller } from '../support/factories';
+import { statementUrl } from '../support/statements';
 import { until } from '../support/jobs';
 
 async function closedPort(): Promise<number> {
@@ -88,6 +89,22 @@ describe.runIf(databaseKind() === 'postgres')('list reads on a standby (DATABASE
     expect((await transfer(app, alice, bob)).status).toBe(200);
     await until(async () => (await walletCount(app, alice)) === 0, 10_000);
     expect(Date.now() - wrote).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it("answers an organisation's account list and statement from the standby until one of its members writes", async () => {
+    const reads = await standby(standbyDatabase.url);
+    const app = await appOn(reads);
+    const org = await createOrganization();
+    const account = await createOrgAccount(org);
+    const auth = bearer(await memberToken(app, org, 'owner'));
+    const accounts = async () => ((await request(app).get(`${businessPath(org.id)}/accounts`).set(auth)).body as { data: { data: unknown[] } }).data.data.length;
+    // The standby holds no such organisation's account: an empty list, and the statement's 404.
+    expect(await accounts()).toBe(0);
+    expect((await request(app).get(statementUrl(org.id, account.id, {})).set(auth)).status).toBe(404);
+    const link = await request(app).post(`${businessPath(org.id)}/payment-links`).set(auth).set('Idempotency-Key', crypto.randomUUID()).send({ destination_account_id: account.id });
+    expect(link.status).toBeLessThan(300);
+    expect(await accounts()).toBe(1);
+    expect((await request(app).get(statementUrl(org.id, account.id, {})).set(auth)).status).toBe(200);
   });
 
   it.runIf(process.env.REDIS_URL)('remembers a write in Redis, so another instance answers the writer from the primary', async () => {
