@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Knex } from 'knex';
 
 /** SQLSTATEs worth retrying: the whole transaction is replayed from the start. */
@@ -100,13 +101,40 @@ export function onBeforeCommit(trx: Knex.Transaction, hook: BeforeCommitHook): b
   return true;
 }
 
-/** Runs `fn` in `trx`, then the hooks it registered (onBeforeCommit), in order, until none is left. */
-async function managed<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+/** A check a transaction must pass just before its COMMIT (see withTransactionGuard). */
+export type TransactionGuard = (trx: Knex.Transaction) => Promise<void>;
+
+const transactionGuards = new AsyncLocalStorage<TransactionGuard>();
+
+/**
+ * Runs `fn` with `guard`: every read-write transaction withTransaction opens from within it
+ * (however deep: a service's own transaction, the pipeline's) runs `guard` inside itself as its
+ * last statement before COMMIT; a guard that throws rolls the transaction back. The pipeline
+ * guards a write made with an API key by the key's row (read FOR SHARE), so nothing commits
+ * once the key's revocation has committed.
+ */
+export function withTransactionGuard<T>(guard: TransactionGuard, fn: () => T): T {
+  return transactionGuards.run(guard, fn);
+}
+
+/** The guard of the current request, if any (work handed to another context carries it along). */
+export function currentTransactionGuard(): TransactionGuard | undefined {
+  return transactionGuards.getStore();
+}
+
+/** Runs `fn` outside any guard (a transaction shared by several requests checks each one's own). */
+export function withoutTransactionGuard<T>(fn: () => T): T {
+  return transactionGuards.exit(fn);
+}
+
+/** Runs `fn` in `trx`, then the hooks it registered (onBeforeCommit), in order, until none is left, then the guard. */
+async function managed<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>, guard: TransactionGuard | undefined): Promise<T> {
   const hooks: BeforeCommitHook[] = [];
   beforeCommitHooks.set(trx, hooks);
   const result = await fn(trx);
   // Hooks may register more hooks (and run queries): run them in order until none is left.
   for (let hook = hooks.shift(); hook; hook = hooks.shift()) await hook(trx);
+  if (guard) await guard(trx);
   return result;
 }
 
@@ -162,9 +190,10 @@ export async function withTransaction<T>(
   const config: Knex.TransactionConfig = {};
   if (options.isolationLevel) config.isolationLevel = options.isolationLevel;
   if (options.readOnly) config.readOnly = true;
+  const guard = options.readOnly ? undefined : transactionGuards.getStore();
   for (let attempt = 0; ; attempt += 1) {
     try {
-      return await (db as Knex).transaction((trx) => managed(trx, fn), config);
+      return await (db as Knex).transaction((trx) => managed(trx, fn, guard), config);
     } catch (error) {
       const lost = options.retryOnConnectionLoss === true && isConnectionLoss(error);
       if (attempt >= retries || !(lost || isRetryableDatabaseError(error))) throw error;

@@ -8,13 +8,14 @@ import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
 import { buildHandlers, NOT_IMPLEMENTED, POSTING_OPERATIONS } from '../handlers';
 import { redactApiKeys } from '../modules/api-keys';
+import { DOCUMENT_MAX_BYTES } from '../modules/documents';
 import { buildServices, type Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
 import { docsRoutes } from './docs-routes';
 import { fixedHeaders } from './fixed-headers';
 import { healthRoute } from './health-route';
 import { errorHandler, notFoundHandler, validationStatusLookup } from './error-handler';
-import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations } from './mount-operations';
+import { BUSINESS_PATH, expressPath, malformedOrganizationIdIsNotFound, mountOperations, TEST_HELPERS_PATH, testHelperGate } from './mount-operations';
 import { refuseInexactNumbers } from './exact-json-numbers';
 import { requireUtf8 } from './json-charset';
 import { hasTrailingSlash } from './strict-paths';
@@ -113,6 +114,9 @@ function jsonBody(config: Config) {
   });
 }
 
+/** The bounds of a multipart request: one file of at most DOCUMENT_MAX_BYTES, a few short text fields. */
+const UPLOAD_LIMITS = { fileSize: DOCUMENT_MAX_BYTES, files: 1, fields: 8, fieldSize: 1024, parts: 9, headerPairs: 50 };
+
 /** Requests (and, where configured, responses) checked against the contract. */
 function contractValidator(document: ReturnType<typeof loadOpenApiDocument>, config: Config, logger: Logger) {
   return OpenApiValidator.middleware({
@@ -126,6 +130,10 @@ function contractValidator(document: ReturnType<typeof loadOpenApiDocument>, con
     // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.
     ajvFormats: { mode: 'full' },
     ignoreUndocumented: false,
+    // multipart/form-data (document uploads): multer in memory, only on operations whose
+    // contract takes a `format: binary` field, within bounds of its own (the JSON body limit
+    // does not apply to it): one file of at most 5 MiB (beyond: 413), a few short fields.
+    fileUploader: { limits: UPLOAD_LIMITS },
   });
 }
 
@@ -160,6 +168,10 @@ export function createApp(deps: AppDeps): App {
   // outside /api never has its body read at all.
   app.use('/api', authenticate(services.accessCheck, config.jwt, services.apiKeys));
   app.use('/api', rateLimiter);
+  // Test helpers exist outside production only, and never for a live API key: refused here,
+  // before the body or the contract is read, so production answers 404 as for any unknown path.
+  const testHelpers = config.nodeEnv !== 'production';
+  app.use(`/api${TEST_HELPERS_PATH}`, testHelperGate(testHelpers));
   app.use('/api', jsonBody(config));
   // Before the validator, which would answer 400 for a non-UUID orgId: the spec wants 404.
   app.use(`/api${expressPath(BUSINESS_PATH)}`, malformedOrganizationIdIsNotFound());
@@ -173,8 +185,10 @@ export function createApp(deps: AppDeps): App {
       notImplemented: NOT_IMPLEMENTED,
       organizationAccess: services.organizationAccess,
       idempotency: services.idempotency,
+      apiKeyGuard: (keyId) => services.apiKeys.guard(keyId),
       before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
       except: ['getHealth'],
+      testHelpers,
       streamLimits,
       parseRenderedJson: config.validateResponses,
       reads: deps.reads,

@@ -1,8 +1,10 @@
+import crypto from 'node:crypto';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { withTransactionGuard, type TransactionGuard } from '../db/transaction';
 import { isUuid } from '../ids';
-import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
-import { NotImplementedError, UnauthorizedError } from '../errors';
-import { ApiKeyNotAllowedError } from '../modules/api-keys';
+import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId, type UploadedFile } from '../contract';
+import { NotFoundError, NotImplementedError, UnauthorizedError } from '../errors';
+import { API_KEY_PREFIXES, ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService, type PostingObject } from '../modules/idempotency';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
 import { envelopeOf, envelopeText } from './envelope';
@@ -12,6 +14,9 @@ import { writerKeys, type ReadRouting } from '../db/read-routing';
 
 /** Every Business operation lives under this path; each needs an `x-access` rule. */
 export const BUSINESS_PATH = '/business/organizations/{orgId}';
+
+/** Every test helper (`x-test-helper: true` in the contract) lives under this path. */
+export const TEST_HELPERS_PATH = '/test-helpers';
 
 /** Handlers for some operations; the mount refuses to start without one for each it mounts. */
 export type OperationHandlers = Partial<{ [Id in OperationId]: Handler<Id> }>;
@@ -36,6 +41,11 @@ export interface MountOptions {
   before?: Partial<Record<OperationId, RequestHandler[]>>;
   /** Operations mounted elsewhere (health, ahead of the pipeline). */
   except?: readonly OperationId[];
+  /**
+   * Mount the test helpers (`x-test-helper: true`): true outside production only. When false
+   * they are not mounted at all, so they answer 404 like any unknown path.
+   */
+  testHelpers: boolean;
   /** How long a streamed body may wait for its client, and run in all. */
   streamLimits: StreamLimits;
   /**
@@ -44,6 +54,11 @@ export interface MountOptions {
    * production sends the text as it is).
    */
   parseRenderedJson?: boolean;
+  /**
+   * The guard of a write made with an API key (withTransactionGuard): run in each transaction
+   * of the request just before COMMIT, it refuses (401) once the key's revocation has committed.
+   */
+  apiKeyGuard?: (keyId: string) => TransactionGuard;
   /** Where list and statement reads go (DATABASE_READ_URL); absent: every read on the primary. */
   reads?: ReadRouting;
 }
@@ -121,6 +136,27 @@ export function refuseApiKeys(): RequestHandler {
   };
 }
 
+/**
+ * The 404 of a test helper, and the guard in front of each one mounted: a request that carries
+ * a live API key (`sk_live_...`) never reaches a test helper, whatever the instance's mode.
+ * Test helpers need no authentication (they drive a sandbox); a test key or a token is
+ * simply not needed.
+ */
+export function testHelperGate(enabled: boolean): RequestHandler {
+  const liveKey = new RegExp(`^bearer\\s+${API_KEY_PREFIXES.live}`, 'i');
+  return (req, _res, next) => {
+    if (!enabled || liveKey.test(req.get('authorization') ?? '')) throw new NotFoundError(`No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
+    next();
+  };
+}
+
+/** The files of a multipart request (the validator's uploader read them), without their names. */
+function uploadedFiles(req: Request): UploadedFile[] | undefined {
+  const files = (req as { files?: unknown }).files;
+  if (!Array.isArray(files)) return undefined;
+  return (files as Array<{ fieldname: string; buffer: Buffer }>).map((file) => ({ field: file.fieldname, bytes: file.buffer }));
+}
+
 function inputOf(req: Request, operationId: OperationId) {
   const headers: Record<string, string> = {};
   for (const name of OPERATIONS[operationId].headers as readonly string[]) {
@@ -132,6 +168,7 @@ function inputOf(req: Request, operationId: OperationId) {
     query: req.query,
     headers,
     body: req.body as unknown,
+    files: uploadedFiles(req),
     requestId: (req as { id?: string }).id ?? '',
     clientIp: clientIp(req),
     accepts: (types: string[]) => req.accepts(types),
@@ -194,7 +231,9 @@ export function idempotencyClaimOf(req: Request, operationId: OperationId): Idem
   // (none and an empty object are the same request: `POST /escrows/{id}/fund` with or without `{}`).
   const path = { ...req.params };
   const body = isEmptyObject(req.body) ? undefined : (req.body as unknown);
-  const request = Object.keys(path).length > 0 ? { path, body } : { body };
+  // A multipart request is also its files: the same key with other bytes is another request.
+  const files = uploadedFiles(req)?.map((file) => ({ field: file.field, sha256: crypto.createHash('sha256').update(file.bytes).digest('hex') }));
+  const request = { ...(Object.keys(path).length > 0 ? { path } : {}), body, ...(files?.length ? { files } : {}) };
   const organizationId = req.auth.apiKey?.organizationId;
   return { operation: operationId, key, requestHash: requestHash(request), userId: req.auth.userId, ...(organizationId ? { organizationId } : {}) };
 }
@@ -245,10 +284,11 @@ export function operationRoute(
   idempotency: MountOptions['idempotency'],
   parseRenderedJson = false,
   postingLocks?: (input: never) => PostingObject[],
+  apiKeyGuard?: MountOptions['apiKeyGuard'],
   reads?: ReadRouting,
 ): RequestHandler {
   const operation = OPERATIONS[operationId];
-  const answer = answerOperation(operationId, handler, streamLimits, idempotency, parseRenderedJson, postingLocks);
+  const answer = answerOperation(operationId, handler, streamLimits, idempotency, parseRenderedJson, postingLocks, apiKeyGuard);
   if (!reads) return answer;
   if (readsMayLag(operationId)) return (req, res) => reads.run(callerKeys(req), () => answer(req, res), () => !res.headersSent);
   if (operation.method === 'get' || !operation.secured) return answer;
@@ -272,13 +312,17 @@ function answerOperation(
   idempotency: MountOptions['idempotency'],
   parseRenderedJson: boolean,
   postingLocks: ((input: never) => PostingObject[]) | undefined,
+  apiKeyGuard: MountOptions['apiKeyGuard'],
 ): (req: Request, res: Response) => Promise<void> {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
+  const writes = (operation as { access?: { write?: boolean } }).access?.write ?? operation.method !== 'get';
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);
-    const result = await runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
+    const run = () => runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
+    const key = writes ? req.auth?.apiKey : undefined;
+    const result = key && apiKeyGuard ? await withTransactionGuard(apiKeyGuard(key.id), run) : await run();
     const status = result.status ?? defaultStatus;
     setHeaders(res, result.headers);
     if (result.stream) {
@@ -313,13 +357,16 @@ export function mountOperations(options: MountOptions): Router {
   for (const operationId of Object.keys(OPERATIONS) as OperationId[]) {
     if (except.has(operationId)) continue;
     const operation = OPERATIONS[operationId];
+    // Outside production only: in production a test helper is not mounted (404, as unknown).
+    if (operation.testHelper && !options.testHelpers) continue;
     const handler = options.handlers[operationId] as ((input: never) => Promise<unknown>) | undefined;
     if (!handler && !notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has no handler`);
     if (handler && notImplemented.has(operationId)) throw new Error(`contract operation ${operationId} has a handler: remove it from the not-implemented list`);
-    const chain: RequestHandler[] = [...(operation.apiKey ? [] : [refuseApiKeys()]), ...(options.before?.[operationId] ?? [])];
+    const callerKind = operation.testHelper ? testHelperGate(true) : operation.apiKey ? undefined : refuseApiKeys();
+    const chain: RequestHandler[] = [...(callerKind ? [callerKind] : []), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
     const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.reads));
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard, options.reads));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

@@ -6,6 +6,7 @@ import { authJobs } from '../modules/auth';
 import { escrowJobs } from '../modules/escrows';
 import { eventsJobs } from '../modules/events';
 import { idempotencyJobs } from '../modules/idempotency';
+import { notificationsJobs } from '../modules/notifications';
 import { paymentJobs } from '../modules/payment-links';
 import { tontineJobs } from '../modules/tontines';
 import { transferJobs } from '../modules/transfers';
@@ -28,6 +29,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...escrowJobs(services.escrows, config.escrows, logger),
     ...tontineJobs(services.tontines, logger),
     ...eventsJobs(services.webhooks, services.events, config.webhooks, logger),
+    ...notificationsJobs(services.outbox, logger),
   ];
 }
 

@@ -2,7 +2,7 @@
 export { AuthService, type OrganizationsOfUser, type UserOrganization } from './auth-service';
 export { authHandlers } from './auth-handlers';
 export { AccessCheck, type AccessDecision, type AccessTokenPayload } from './access-check';
-export { loginIdentifierKey, parseLoginIdentifier, parsePartyIdentifier, readPartyIdentifier, type IdentifierField, type LoginIdentifier, type PartyIdentifier } from './identifier';
+export { loginIdentifierKey, maskPartyIdentifier, parseLoginIdentifier, parsePartyIdentifier, readPartyIdentifier, type IdentifierField, type LoginIdentifier, type PartyIdentifier } from './identifier';
 export { ARGON2_OPTIONS, PasswordHasher } from './password-hasher';
 export { SessionService } from './session-service';
 export { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, TokenService } from './token-service';

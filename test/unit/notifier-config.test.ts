@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config';
+
+const PRODUCTION = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), DATABASE_URL: 'postgres://db.example/app', SINGLE_INSTANCE: 'true' };
+
+describe('NOTIFIER: the adapter SMS and e-mail go through', () => {
+  it('is the sandbox outside production without being named', () => {
+    expect(loadConfig({ NODE_ENV: 'test' }).notifications.notifier).toBe('sandbox');
+    expect(loadConfig({ NODE_ENV: 'development' }).notifications.notifier).toBe('sandbox');
+  });
+
+  it('production refuses to start with the sandbox unless it is named, and says how', () => {
+    expect(() => loadConfig(PRODUCTION)).toThrow(/NOTIFIER must be set in production.*NOTIFIER=sandbox/);
+    expect(() => loadConfig({ ...PRODUCTION, NOTIFIER: '' })).toThrow(/NOTIFIER must be set in production/);
+    expect(loadConfig({ ...PRODUCTION, NOTIFIER: 'sandbox' }).notifications.notifier).toBe('sandbox');
+  });
+
+  it('refuses an adapter that does not exist', () => {
+    expect(() => loadConfig({ NODE_ENV: 'test', NOTIFIER: 'twilio' })).toThrow(/NOTIFIER must be one of sandbox/);
+  });
+
+  it('keeps outbox messages OUTBOX_RETENTION_HOURS, 72 by default', () => {
+    expect(loadConfig({ NODE_ENV: 'test' }).notifications.outboxRetentionHours).toBe(72);
+    expect(loadConfig({ NODE_ENV: 'test', OUTBOX_RETENTION_HOURS: '1' }).notifications.outboxRetentionHours).toBe(1);
+    expect(() => loadConfig({ NODE_ENV: 'test', OUTBOX_RETENTION_HOURS: '0' })).toThrow(/OUTBOX_RETENTION_HOURS/);
+  });
+});
