@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { parseDatabaseUrl } from './db/multi-host';
+import type { DatabaseReadConfig } from './db/read-routing';
 import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
@@ -37,6 +38,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Directory of the embedded PostgreSQL when DATABASE_URL is unset. */
   embeddedDataDir: string;
+  /** Reads that may lag: list and statement reads on a standby (docs/operators/high-availability.md). */
+  databaseRead: DatabaseReadConfig;
   redisUrl: string | undefined;
   /** Declares that exactly one instance runs, so in-memory rate-limit counters are the whole count. */
   singleInstance: boolean;
@@ -335,6 +338,8 @@ function refuseEmbeddedInProduction(value: string | undefined, nodeEnv: NodeEnv)
 export function loadConfig(env: Env = process.env): Config {
   const config = readConfig(env);
   refuseEmbeddedInProduction(config.databaseUrl, config.nodeEnv);
+  if (config.databaseRead.maxLagMs + config.databaseRead.lagCheckIntervalMs > 10_000) throw new ConfigError('DATABASE_READ_MAX_LAG_MS + DATABASE_READ_LAG_CHECK_MS must be at most 10000: account statements end 15 s before now, and a standby that may lag that long plus one check period still holds every line of them');
+  if (config.databaseRead.url && !config.databaseUrl) throw new ConfigError('DATABASE_READ_URL needs DATABASE_URL: the embedded database has no standby to read from (unset DATABASE_READ_URL, or set DATABASE_URL to the primary)');
   return config;
 }
 
@@ -350,6 +355,7 @@ function readConfig(env: Env): Config {
     payUrl: payUrl.replace(/\/+$/, ''),
     databaseUrl: databaseUrl(env, 'DATABASE_URL'),
     embeddedDataDir: env.EMBEDDED_DATA_DIR || './.data/pg',
+    databaseRead: { url: databaseUrl(env, 'DATABASE_READ_URL'), afterWriteSeconds: integer(env, 'DATABASE_READ_AFTER_WRITE_SECONDS', 5, 0, 3_600), maxLagMs: integer(env, 'DATABASE_READ_MAX_LAG_MS', 1_000, 0, 10_000), lagCheckIntervalMs: integer(env, 'DATABASE_READ_LAG_CHECK_MS', 1_000, 100, 5_000) },
     jwt: {
       secret: secret(env, 'JWT_SECRET', DEFAULT_JWT_SECRET, nodeEnv),
       issuer: env.JWT_ISSUER || 'fintech-platform',

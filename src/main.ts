@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger } from './logger';
 import { migrateLatest, openDatabase, type Database } from './db/database';
+import { openReadStandby, type ReadStandby } from './db/read-standby';
 import { seedDemoDataIfEmpty, type SeedReport } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
@@ -50,6 +51,8 @@ interface Started {
   database: Database;
   app: App;
   redis?: Redis;
+  /** The standby of DATABASE_READ_URL, when set. */
+  readStandby?: ReadStandby;
   apiServer: http.Server;
   payServer: http.Server;
   metricsServer?: http.Server;
@@ -82,7 +85,16 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     logger.info({ database: database.kind, applied, ...(database.embeddedPid ? { embeddedPid: database.embeddedPid } : {}) }, 'database ready');
     started.redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
     const rateLimitBackend = started.redis ? redisRateLimitBackend(started.redis) : memoryRateLimitBackend();
-    const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis: started.redis, metrics });
+    started.readStandby = openStandby(config, logger, started.redis);
+    const monitor = started.readStandby?.monitor;
+    if (monitor) {
+      // -1: unreachable or not measured yet; Infinity is not a gauge value.
+      metrics.observeGauge('database_read_standby_lag_ms', 'Replay lag of the DATABASE_READ_URL standby at its last check (-1: unreachable or unknown).', () => {
+        const state = monitor.current;
+        return state && state.reachable && Number.isFinite(state.lagMs) ? state.lagMs : -1;
+      });
+    }
+    const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis: started.redis, metrics, reads: started.readStandby?.routing });
     started.app = app;
     metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => app.services.accounts.streams.inUse);
     await app.services.ready();
@@ -106,12 +118,33 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     await started.jobs?.stop({ graceful: false }).catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop the job queue'));
     await started.app?.services.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
     started.redis?.disconnect();
+    await started.readStandby?.close().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not close the standby'));
     await database.close().then(
       () => logger.info('start-up failed; the database is closed'),
       (closeError: unknown) => logger.error({ err: closeError }, 'could not close the database'),
     );
     throw error;
   }
+}
+
+/** DATABASE_READ_URL: list and statement reads on a standby, while it keeps up (src/db/read-routing.ts). */
+function openStandby(config: Config, logger: Logger, redis: Redis | undefined): ReadStandby | undefined {
+  const url = config.databaseRead.url;
+  if (!url) return undefined;
+  const standby = openReadStandby({
+    settings: { ...config.databaseRead, url },
+    redis: redis && { set: (key, value, mode, ms) => redis.set(key, value, mode, ms), exists: (...keys) => redis.exists(...keys) },
+    onFailover: (host, err) => logger.warn({ err, host: host && `${host.host}:${host.port}` }, 'read standby: finding a host again'),
+    log: { warn: (message) => logger.debug({ message }, 'read standby pool'), error: (message) => logger.warn({ message }, 'read standby pool'), deprecate() {}, debug() {} },
+    onStandbyChange: (usable, state, err) => {
+      const lagMs = Number.isFinite(state.lagMs) ? Math.round(state.lagMs) : null;
+      if (usable) logger.info({ lagMs }, 'read standby in use for list and statement reads');
+      else logger.warn({ err, reachable: state.reachable, lagMs, maxLagMs: config.databaseRead.maxLagMs }, 'read standby not in use (unreachable or lagging): list and statement reads go to the primary');
+    },
+    onFallback: (err) => logger.warn({ err }, 'a read lost its standby connection: answered by the primary'),
+  });
+  logger.info({ afterWriteSeconds: config.databaseRead.afterWriteSeconds, maxLagMs: config.databaseRead.maxLagMs }, 'read standby configured');
+  return standby;
 }
 
 function closeServer(server: http.Server): Promise<void> {
@@ -146,6 +179,7 @@ async function shutdown(started: Started, signal: string): Promise<void> {
   })();
   await Promise.race([drained, deadline]);
   clearTimeout(forced);
+  await started.readStandby?.close();
   await started.database.close();
   if (started.redis) await started.redis.quit().catch(() => started.redis?.disconnect());
   logger.info('stopped');

@@ -160,6 +160,8 @@ function hostSelectingClient(selector: HostSelector<PgConnection>): KnexPgClient
 export interface KnexOptions {
   /** Told when a failover error starts a new host selection (a multi-host or target_session_attrs URL). */
   onFailover?: (host: HostAddress | undefined, error: unknown) => void;
+  /** knex's own warnings (a failed connection attempt); its console by default. */
+  log?: Knex.Logger;
 }
 
 export function createKnex(url: string, kind: DatabaseKind, poolMax = 10, options: KnexOptions = {}): Knex {
@@ -199,6 +201,7 @@ export function createKnex(url: string, kind: DatabaseKind, poolMax = 10, option
       ...(current ? { validate: (connection: unknown) => current.isCurrent((connection as PooledConnection).__generation ?? -1) } : {}),
     },
     acquireConnectionTimeout: 10_000,
+    ...(options.log ? { log: options.log } : {}),
     migrations: { migrationSource: new DirectoryMigrationSource(MIGRATIONS_DIRECTORY), tableName: 'knex_migrations' },
   });
 }

@@ -25,6 +25,7 @@ import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, healthRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
 import { installRouteRegexpCache } from './route-regexp-cache';
+import type { ReadRouting } from '../db/read-routing';
 
 export interface AppDeps {
   config: Config;
@@ -38,6 +39,8 @@ export interface AppDeps {
   now?: () => Date;
   /** Prometheus metrics; none are kept when absent. */
   metrics?: Metrics;
+  /** Where list and statement reads go (DATABASE_READ_URL); absent: every read on the primary. */
+  reads?: ReadRouting;
 }
 
 export interface App extends Express {
@@ -189,6 +192,7 @@ export function createApp(deps: AppDeps): App {
       testHelpers,
       streamLimits,
       parseRenderedJson: config.validateResponses,
+      reads: deps.reads,
     }),
   );
 

@@ -10,6 +10,7 @@ import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessServic
 import { envelopeOf, envelopeText } from './envelope';
 import { write } from './stream';
 import { clientIp } from './rate-limit';
+import { writerKeys, type ReadRouting } from '../db/read-routing';
 
 /** Every Business operation lives under this path; each needs an `x-access` rule. */
 export const BUSINESS_PATH = '/business/organizations/{orgId}';
@@ -58,6 +59,23 @@ export interface MountOptions {
    * of the request just before COMMIT, it refuses (401) once the key's revocation has committed.
    */
   apiKeyGuard?: (keyId: string) => TransactionGuard;
+  /** Where list and statement reads go (DATABASE_READ_URL); absent: every read on the primary. */
+  reads?: ReadRouting;
+}
+
+/**
+ * The operations whose reads may be answered by a standby: the GET operations that read a
+ * list, and account statements. Reads of one object stay on the primary (a client that just
+ * got an id from another instance's write reads it back at once).
+ */
+export function readsMayLag(operationId: OperationId): boolean {
+  const operation = OPERATIONS[operationId];
+  return operation.method === 'get' && operation.secured && (operationId.startsWith('list') || operationId === 'getAccountStatement');
+}
+
+/** The caller a read or write belongs to: its user and the organisation it acts for. */
+function callerKeys(req: Request): string[] {
+  return writerKeys({ userId: req.auth?.userId, organizationId: req.organization?.id ?? req.auth?.apiKey?.organizationId });
 }
 
 /** Bounds of a streamed body (CSV statements). */
@@ -267,7 +285,35 @@ export function operationRoute(
   parseRenderedJson = false,
   postingLocks?: (input: never) => PostingObject[],
   apiKeyGuard?: MountOptions['apiKeyGuard'],
+  reads?: ReadRouting,
 ): RequestHandler {
+  const operation = OPERATIONS[operationId];
+  const answer = answerOperation(operationId, handler, streamLimits, idempotency, parseRenderedJson, postingLocks, apiKeyGuard);
+  if (!reads) return answer;
+  if (readsMayLag(operationId)) return (req, res) => reads.run(callerKeys(req), () => answer(req, res), () => !res.headersSent);
+  if (operation.method === 'get' || !operation.secured) return answer;
+  // A write (whatever its outcome: an unknown one may have committed) sends the caller's
+  // next reads to the primary for the read-after-write window, counted from its end.
+  return async (req, res) => {
+    const keys = callerKeys(req);
+    await reads.markWrite(keys);
+    try {
+      await answer(req, res);
+    } finally {
+      await reads.markWrite(callerKeys(req));
+    }
+  };
+}
+
+function answerOperation(
+  operationId: OperationId,
+  handler: ((input: never) => Promise<unknown>) | undefined,
+  streamLimits: StreamLimits,
+  idempotency: MountOptions['idempotency'],
+  parseRenderedJson: boolean,
+  postingLocks: ((input: never) => PostingObject[]) | undefined,
+  apiKeyGuard: MountOptions['apiKeyGuard'],
+): (req: Request, res: Response) => Promise<void> {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
   const writes = (operation as { access?: { write?: boolean } }).access?.write ?? operation.method !== 'get';
@@ -320,7 +366,7 @@ export function mountOperations(options: MountOptions): Router {
     const chain: RequestHandler[] = [...(callerKind ? [callerKind] : []), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
     const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard));
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard, options.reads));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

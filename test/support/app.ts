@@ -7,6 +7,7 @@ import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend, type RateLimitBackend } from '../../src/http/rate-limit';
 import { connectRedis } from '../../src/http/redis';
 import { testKnex } from './database';
+import type { ReadRouting } from '../../src/db/read-routing';
 
 export interface TestAppOptions {
   /** Environment overrides, as strings, exactly as process.env would carry them. */
@@ -16,6 +17,8 @@ export interface TestAppOptions {
   now?: () => Date;
   /** Settings no environment variable gives in a test (validateResponses: false, as in production). */
   config?: Partial<Config>;
+  /** Where list and statement reads go (a standby); every read on the primary when absent. */
+  reads?: ReadRouting;
 }
 
 let sharedRedis: Promise<Redis> | undefined;
@@ -60,7 +63,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<App> {
   const redisPromise = testRedis();
   const redis = redisPromise ? await redisPromise : undefined;
   if (!backend) backend = redis ? redisRateLimitBackend(redis, `test-${crypto.randomUUID()}:`) : memoryRateLimitBackend();
-  const app = createApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis, now: options.now });
+  const app = createApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis, now: options.now, reads: options.reads });
   await app.services.ready();
   return app;
 }

@@ -12,6 +12,7 @@ import { decodeStatementCursor, encodeStatementCursor, type StatementPageCursor 
 import { isStatementInterval, parseRange, resolveInterval, type StatementRange } from './statement-interval';
 import { StatementReader, type StatementPageContent, type StatementSink, type StatementSummary } from './statement-reader';
 import { StreamBudget, type StreamBudgetLimits } from '../../stream-budget';
+import { readConnection } from '../../db/read-routing';
 
 export type { StatementRange, StatementSink, StatementSummary };
 
@@ -173,7 +174,8 @@ export class AccountService {
 
   /** The organisation's accounts with their ledger balances, newest first. */
   async listAccounts(organizationId: string): Promise<OrgAccount[]> {
-    return this.withLedger(this.knex, await new AccountRepository(this.knex).listForOrganization(organizationId, MAX_ACCOUNTS_PER_ORGANIZATION));
+    const db = readConnection(this.knex);
+    return this.withLedger(db, await new AccountRepository(db).listForOrganization(organizationId, MAX_ACCOUNTS_PER_ORGANIZATION));
   }
 
   /**
@@ -188,15 +190,16 @@ export class AccountService {
       throw ValidationError.field('query.limit', `limit is an integer from 1 to ${MAX_STATEMENT_PAGE}.`);
     }
     const checkpoints = new StatementCheckpoints();
+    const db = readConnection(this.knex);
     const page = await withTransaction(
-      this.knex,
+      db,
       async (trx) => {
         const account = await this.getAccountForOrganization(organizationId, accountId, trx);
         return new StatementReader(trx, account, checkpoints).page(interval, cursor?.entryId, limit);
       },
       READ_SNAPSHOT,
     );
-    await this.storeCheckpoints(checkpoints);
+    await this.storeCheckpoints(checkpoints, db);
     const last = page.lines[page.lines.length - 1];
     const nextCursor = page.hasMore && last ? encodeStatementCursor(this.cursorSecret, { entryId: last.entryId, ...interval, requestedTo }) : null;
     return { ...page, nextCursor };
@@ -213,19 +216,21 @@ export class AccountService {
    */
   async streamStatement(organizationId: string, accountId: string, range: StatementRange, sink: StatementSink, batchSize = STATEMENT_BATCH_SIZE): Promise<void> {
     const { from, to } = resolveInterval(range, this.settledUntil());
-    const account = await this.getAccountForOrganization(organizationId, accountId);
+    const db = readConnection(this.knex);
+    const account = await this.getAccountForOrganization(organizationId, accountId, db);
     const checkpoints = new StatementCheckpoints();
-    await new StatementReader(this.knex, account, checkpoints).stream({ from, to }, sink, batchSize);
-    await this.storeCheckpoints(checkpoints);
+    await new StatementReader(db, account, checkpoints).stream({ from, to }, sink, batchSize);
+    await this.storeCheckpoints(checkpoints, db);
   }
 
   /**
    * Stores the day checkpoints a read computed (after its read-only snapshot). They are a
    * cache of immutable history: failing to store one costs the next read the same work again,
-   * never a wrong answer, so a failure here never fails the read.
+   * never a wrong answer, so a failure here never fails the read. Only what was read from the
+   * primary is stored: a standby's read may lag, and the cache is kept for good.
    */
-  private async storeCheckpoints(checkpoints: StatementCheckpoints): Promise<void> {
-    if (checkpoints.size === 0) return;
+  private async storeCheckpoints(checkpoints: StatementCheckpoints, readFrom: Db): Promise<void> {
+    if (checkpoints.size === 0 || readFrom !== this.knex) return;
     await checkpoints.save(this.knex).catch(() => undefined);
   }
 }

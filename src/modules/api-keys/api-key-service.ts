@@ -11,6 +11,7 @@ import { displayPrefix, formatApiKey, parseApiKey, PUBLIC_ID_LENGTH, randomBase6
 import { ApiKeyRepository, type ApiKeyRecord } from './api-key-repository';
 import { normalizeScopes } from './api-key-scopes';
 import { apiKeySecretMatches, hashApiKeySecret } from './api-key-secret';
+import { readConnection } from '../../db/read-routing';
 
 export const MAX_ACTIVE_API_KEYS = 20;
 export const DEFAULT_API_KEY_LIFETIME_DAYS = 90;
@@ -112,7 +113,7 @@ export class ApiKeyService {
 
   async list(organizationId: string, page: PageRequest): Promise<ListPage<ApiKeyView>> {
     const now = this.clock();
-    const rows = await new ApiKeyRepository(this.knex).list(organizationId, page);
+    const rows = await new ApiKeyRepository(readConnection(this.knex)).list(organizationId, page);
     return toListPage(
       rows.map((row) => this.present(row, now)),
       page.limit,

@@ -16,6 +16,7 @@ import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, status
 import { EVENT_READER, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
 import { EscrowRepository, type Escrow, type EscrowWithHistory, type ResolutionOutcome } from './escrow-repository';
 import { checkResolutionShape, feeOf, postFunding, postSettlement, resolutionPlan } from './escrow-settlement';
+import { readConnection } from '../../db/read-routing';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
 
@@ -318,9 +319,10 @@ export class EscrowService {
   }
 
   private async page(caller: Pick<Caller, 'userId' | 'isAdmin'>, options: EscrowListOptions & { partyUserId?: string }): Promise<EscrowPage> {
-    const rows = await new EscrowRepository(this.knex).page(options, { limit: options.limit, startingAfter: options.startingAfter });
+    const db = readConnection(this.knex);
+    const rows = await new EscrowRepository(db).page(options, { limit: options.limit, startingAfter: options.startingAfter });
     const page = toPage(rows, options.limit);
-    return { ...page, data: await presentEscrows(this.knex, page.data, caller, this.now()) };
+    return { ...page, data: await presentEscrows(db, page.data, caller, this.now()) };
   }
 
   /** The escrow as `caller` sees it, from the state in hand (nothing is read again). */

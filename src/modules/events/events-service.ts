@@ -3,6 +3,7 @@ import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError } from '../../errors';
 import { EVENT_PAGES, EventRepository, type EventSubjectType, type StoredEvent } from './event-repository';
 import { eventRowId } from './event-presenter';
+import { readConnection } from '../../db/read-routing';
 
 export interface EventQuery {
   limit: number;
@@ -59,7 +60,7 @@ export class EventsService {
   private async page(scope: (query: Knex.QueryBuilder) => void, query: EventQuery): Promise<StoredEvent[]> {
     const startingAfter = query.startingAfter === undefined ? undefined : eventRowId(query.startingAfter);
     if (query.startingAfter !== undefined && startingAfter === undefined) throw badCursor();
-    return new EventRepository(this.knex).page(scope, { limit: query.limit, startingAfter, type: query.type, objectId: query.objectId });
+    return new EventRepository(readConnection(this.knex)).page(scope, { limit: query.limit, startingAfter, type: query.type, objectId: query.objectId });
   }
 
   private async one(scope: (query: Knex.QueryBuilder) => void, eventId: string): Promise<StoredEvent> {

@@ -10,6 +10,7 @@ import { failingTooLong, nextStep, type AttemptResult } from './webhook-schedule
 import { presentEndpoint } from './webhook-presenter';
 import { generateSecret } from './webhook-signature';
 import { checkWebhookUrl, type LookupAll } from './webhook-url-guard';
+import { readConnection } from '../../db/read-routing';
 
 /** At most this many endpoints per organisation. */
 export const MAX_ENDPOINTS = 16;
@@ -96,7 +97,7 @@ export class WebhookService {
   }
 
   list(organizationId: string): Promise<WebhookEndpoint[]> {
-    return new WebhookRepository(this.deps.knex).listEndpoints(organizationId);
+    return new WebhookRepository(readConnection(this.deps.knex)).listEndpoints(organizationId);
   }
 
   async get(organizationId: string, id: string): Promise<WebhookEndpoint> {
@@ -194,7 +195,7 @@ export class WebhookService {
   }
 
   async deliveries(organizationId: string, endpointId: string, filter: { status?: DeliveryStatus; limit: number; startingAfter?: string }): Promise<WebhookDelivery[]> {
-    const repo = new WebhookRepository(this.deps.knex);
+    const repo = new WebhookRepository(readConnection(this.deps.knex));
     if (!(await repo.findEndpoint(organizationId, endpointId))) throw new NotFoundError(NOT_FOUND);
     return repo.pageDeliveries(endpointId, filter);
   }

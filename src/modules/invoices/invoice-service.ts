@@ -26,6 +26,7 @@ import {
   type DocumentKind,
   type DocumentStatus,
 } from './invoice-types';
+import { readConnection } from '../../db/read-routing';
 
 /** The first instant a quote may not expire at: the year 10000. */
 const LATEST_EXPIRY_MS = Date.UTC(10000, 0, 1);
@@ -133,7 +134,7 @@ export class InvoiceService {
         `A ${input.kind} is never ${input.status}: use one of ${STATUSES_BY_KIND[input.kind].join(', ')}.`,
       );
     }
-    return new InvoiceRepository(this.knex).listRendered({ organizationId, ...input, asOf: this.now() });
+    return new InvoiceRepository(readConnection(this.knex)).listRendered({ organizationId, ...input, asOf: this.now() });
   }
 
   /** Creates a draft in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */

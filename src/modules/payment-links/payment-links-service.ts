@@ -16,6 +16,7 @@ import {
 import { linkView, linkViews } from './link-views';
 import { PaymentLinksRepository, type LinkRecord } from './payment-links-repository';
 import { maxMinorFor, type PaymentLink, type PaymentLinkKind } from './payment-links-types';
+import { readConnection } from '../../db/read-routing';
 
 export interface CreateLinkInput {
   destinationAccountId: string;
@@ -201,8 +202,9 @@ export class PaymentLinksService {
   /** Newest first, `limit + 1` links (see toPage); 400 when the cursor is not one of the organisation's links. */
   async listLinks(organizationId: string, filter: { kind?: PaymentLinkKind; limit?: number; startingAfter?: string }): Promise<PaymentLink[]> {
     const now = this.clock();
-    const records = await new PaymentLinksRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
-    return linkViews(this.knex, records, now);
+    const db = readConnection(this.knex);
+    const records = await new PaymentLinksRepository(db).list(organizationId, { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
+    return linkViews(db, records, now);
   }
 
   /** Links are deactivated, never deleted. Deactivating an inactive link changes nothing. */

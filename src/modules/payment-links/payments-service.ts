@@ -15,6 +15,7 @@ import { checkAmountForLink } from './payment-links-service';
 import type { Payment, PaymentLink, PaymentStatus } from './payment-links-types';
 import { PaymentsRepository } from './payments-repository';
 import type { SandboxPayer } from './sandbox';
+import { readConnection } from '../../db/read-routing';
 
 export interface StartPaymentInput {
   linkId: string;
@@ -336,7 +337,7 @@ export class PaymentsService {
     organizationId: string,
     filter: { linkId?: string; reference?: string; status?: PaymentStatus; limit?: number; startingAfter?: string },
   ): Promise<Payment[]> {
-    return new PaymentsRepository(this.knex).list(organizationId, { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
+    return new PaymentsRepository(readConnection(this.knex)).list(organizationId, { ...filter, limit: filter.limit ?? DEFAULT_PAGE_LIMIT });
   }
 
   /**

@@ -26,6 +26,7 @@ import { endTontine } from './tontine-ending';
 import type { TontineScope } from './tontine-scope';
 import { outsiderSituationFrom, situationFrom } from './tontine-situation';
 import { describeState, readTontineState, type TontineState } from './tontine-state';
+import { readConnection } from '../../db/read-routing';
 
 /** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
 export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
@@ -125,8 +126,9 @@ export class TontineService {
   }
 
   async list(caller: Pick<Caller, 'userId'>, options: { limit: number; startingAfter?: string; status?: TontineStatus }): Promise<TontinePage> {
-    const listed = await new TontineRepository(this.knex).listForUser({ userId: caller.userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
-    const rows = await currencies.withExponents(this.knex, listed);
+    const db = readConnection(this.knex);
+    const listed = await new TontineRepository(db).listForUser({ userId: caller.userId, status: options.status, limit: options.limit, startingAfter: options.startingAfter });
+    const rows = await currencies.withExponents(db, listed);
     const views = rows.map((row) => summaryView(row, { role: row.role, memberCount: row.memberCount, currentDueAt: row.currentDueAt, exponent: row.exponent }));
     return toPage(views, options.limit);
   }

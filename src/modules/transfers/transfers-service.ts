@@ -11,6 +11,7 @@ import { keyAlreadyProcessed, keyReused, type IdempotencyService } from '../idem
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
 import { TransfersRepository, type RecipientType, type Transfer, type TransferOutcome, type TransferRail, type TransferRequest, type TransferStatus } from './transfers-repository';
+import { readConnection } from '../../db/read-routing';
 
 /** The contract's `note.maxLength`. */
 const NOTE_MAX_CHARACTERS = 280;
@@ -194,9 +195,10 @@ export class TransferService {
 
   /** GET /transfers: the caller's transfers, newest first. */
   async list(caller: Pick<Caller, 'userId'>, request: PageRequest): Promise<TransferPage> {
-    const rows = await new TransfersRepository(this.knex).page(caller.userId, request);
+    const db = readConnection(this.knex);
+    const rows = await new TransfersRepository(db).page(caller.userId, request);
     const page = toPage(rows, request.limit);
-    return { ...page, data: await Promise.all(page.data.map((transfer) => toTransferView(this.knex, transfer))) };
+    return { ...page, data: await Promise.all(page.data.map((transfer) => toTransferView(db, transfer))) };
   }
 
   /**

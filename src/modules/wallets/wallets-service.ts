@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { currencies, formatMinor, listAccounts, type LedgerAccount } from '../ledger';
+import { readConnection } from '../../db/read-routing';
 
 /** The API representation of a wallet (the contract's `Wallet`). */
 export interface WalletView {
@@ -25,7 +26,7 @@ export class WalletService {
   constructor(private readonly knex: Knex) {}
 
   async list(userId: string): Promise<WalletList> {
-    const wallets = await listAccounts(this.knex, { ownerType: 'user', ownerId: userId, kind: 'wallet' });
+    const wallets = await listAccounts(readConnection(this.knex), { ownerType: 'user', ownerId: userId, kind: 'wallet' });
     const data = await Promise.all(wallets.map((wallet) => this.view(wallet)));
     return { object: 'list', data, has_more: false, next_cursor: null };
   }
