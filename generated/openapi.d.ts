@@ -110,226 +110,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/me/close": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Close your account
-         * @description Closes the caller's account when every wallet is at zero and no escrow or tontine is open (409 `AccountNotEmpty` otherwise): every session is ended, the e-mail address, telephone number, identity details and documents are erased; ledger entries and verification decisions are kept (anti-money-laundering record keeping). It cannot be undone.
-         */
-        post: operations["closeAccount"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/identity/verification-sessions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List your verification sessions
-         * @description The caller's identity verification sessions, newest first, with cursor pagination.
-         */
-        get: operations["listVerificationSessions"];
-        put?: never;
-        /**
-         * Start a verification session
-         * @description Starts an identity verification (KYC) for a tier: `tier_1` takes the identity details (`submit`); `tier_2` also an identity document and a selfie (`documents`, then `submit`). The session waits for input for 24 hours, then is canceled. One session at a time (409 `VerificationSessionOpen`); a tier already held is 422 `TierAlreadyHeld`; after a final rejection, 422 `VerificationRefused`.
-         */
-        post: operations["createVerificationSession"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/identity/verification-sessions/{sessionId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        /**
-         * Get a verification session
-         * @description One of the caller's sessions: poll it after `submit` until it leaves `processing`.
-         */
-        get: operations["getVerificationSession"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/identity/verification-sessions/{sessionId}/submit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Submit identity details
-         * @description Hands the session to the identity provider: -> `processing` (answered at once; the provider's answer comes from a background job). It then becomes `verified` (the tier is granted), `requires_input` (see `last_error`; correct and submit again) or `needs_review` (an administrator decides). Sandbox test values: an `id_number` ending `0000` is verified, `1111` comes back `requires_input` with `document_unreadable`, `2222` goes to `needs_review`; any other is verified. The details are encrypted at rest and never shown back. A tier_2 session needs its documents first (422 `DocumentsMissing`).
-         */
-        post: operations["submitVerificationSession"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/identity/verification-sessions/{sessionId}/documents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Upload a document
-         * @description One document of a `tier_2` session, as `multipart/form-data`: `kind` (`id_front`, `id_back`, `selfie`) and `file`, one JPEG, PNG or PDF of at most 5 MiB. Its type is read from its bytes, not its name or declared type: anything else is 422 `UnsupportedDocumentType`; over 5 MiB is 413 `PayloadTooLarge`; a request that is not multipart/form-data is 415. A second upload of a kind replaces the first. Stored encrypted at rest; never shown back.
-         */
-        post: operations["uploadVerificationDocument"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/identity/verification-sessions/{sessionId}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Cancel a verification session
-         * @description Cancels a session still waiting for input: -> `canceled`. Once submitted it can no longer be canceled (409 `InvalidVerificationSessionState`).
-         */
-        post: operations["cancelVerificationSession"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/verification-sessions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List verification sessions (administrators)
-         * @description Every verification session, newest first, with cursor pagination; `status=needs_review` is the review queue. Platform administrators only (403 `InsufficientRole`).
-         */
-        get: operations["listAllVerificationSessions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/verification-sessions/{sessionId}/approve": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Approve a session under review
-         * @description An administrator approves a `needs_review` session: -> `verified`, and the person's tier is raised (`user.tier_updated`). The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
-         */
-        post: operations["approveVerificationSession"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/verification-sessions/{sessionId}/reject": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Reject a session under review
-         * @description An administrator rejects a `needs_review` session: `retry_allowed` sends it back to `requires_input` with a `last_error` the person can act on (a generic one for `suspected_fraud`, `watchlist_match` and `other`); `final` makes it `rejected` and refuses new sessions. The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
-         */
-        post: operations["rejectVerificationSession"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/transfers": {
         parameters: {
             query?: never;
@@ -2016,6 +1796,621 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/business/organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open an organisation
+         * @description Opens a company organisation: the caller becomes its `owner`, every Business module is open, and its accounts start with one account in `default_currency`. Legal fields (legal_name, country, registration_number, legal_form) change afterwards only through business verification; the organisation starts `unverified` (see `POST /business/organizations/{orgId}/verification`). Records the event `organization.created`. API keys may not call it (403 `ApiKeyNotAllowed`).
+         */
+        post: operations["createOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an organisation
+         * @description The organisation's profile, its verification (status, what it still requires, when it was decided) and its modules. Roles: any active member. API keys: `members:read`.
+         */
+        get: operations["getOrganization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update an organisation
+         * @description Changes `trading_name`, `support_email` and `support_phone` (null clears a support contact). Legal fields change only through verification. Records the event `organization.updated`. Roles: owner or admin.
+         */
+        patch: operations["updateOrganization"];
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List members
+         * @description The organisation's members (active and suspended), newest first: `user_id`, `identifier` (masked unless the caller is an owner or admin), `role`, `status`, `joined_at`. Roles: any active member except cashier staff. API keys: `members:read`.
+         */
+        get: operations["listOrganizationMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description The member's user id, or `me` for the caller.
+                 * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+                 */
+                userId: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description Removes the member from the organisation; `me` as the user id leaves it (any role). Owners and admins remove others: only an owner removes an owner, an admin cannot remove another admin (403 `InsufficientRole`); the last active owner cannot leave nor be removed (409 `LastOwner`). From the commit on, the removed member's requests on the organisation answer 404, and the API keys they hold are revoked in the same transaction (reason `creator_lost_access`) unless an owner or admin took them over first. Records the event `organization.member_removed`. Roles: any active member (to leave), owner or admin (to remove another).
+         */
+        delete: operations["removeOrganizationMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Changes the member's role. Only an owner grants or takes away `owner`; an admin cannot change another admin (403 `InsufficientRole`); the last active owner cannot be demoted (409 `LastOwner`). A member demoted below admin loses the API keys they hold (revoked, reason `creator_lost_access`) in the same transaction. Records the event `organization.member_role_changed`. Roles: owner or admin.
+         */
+        patch: operations["updateOrganizationMember"];
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List invitations
+         * @description The organisation's invitations (every status), newest first. An invitation expires 7 days after it was sent (status `expired`). Roles: owner or admin.
+         */
+        get: operations["listOrganizationInvitations"];
+        put?: never;
+        /**
+         * Invite a colleague
+         * @description Invites an e-mail address or an E.164 telephone number to a role; the invitation is sent to it (e-mail or SMS) and expires after 7 days. An identifier nobody has signed up with yet is kept: the person sees it once they sign up with it. A new invitation of the same identifier replaces the pending one. Only an owner invites an `owner`. An identifier that is already an active member answers 409 `AlreadyMember`. Records the event `organization.member_invited`. Roles: owner or admin.
+         */
+        post: operations["createOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invitations/{invitationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Revokes a pending invitation: it can no longer be accepted. Revoking one that is no longer pending answers it as it is. Roles: owner or admin.
+         */
+        delete: operations["revokeOrganizationInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/api-keys/{keyId}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take over an API key
+         * @description The caller (an owner or admin) becomes the key's holder (`held_by`): the key then answers for the caller, and outlives its creator losing access to the organisation (disabled, suspended, removed or demoted below admin), which otherwise revokes it in the same transaction (`api_key.revoked`, reason `creator_lost_access`). Taking over a key one already holds answers it as it is. Records the event `api_key.transferred`. Roles: owner or admin.
+         */
+        post: operations["transferApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/organization-invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My invitations to organisations
+         * @description The invitations addressed to the caller's e-mail address or telephone number that are still pending (expired ones are listed with status `expired`), newest first.
+         */
+        get: operations["listMyOrganizationInvitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/organization-invitations/{invitationId}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description Accepts the invitation: the caller becomes an active member with its role (a member already there takes the invited role). Accepting an invitation already accepted by the caller answers it again (idempotent). An expired invitation answers 409 `InvitationExpired`, a declined one 409 `InvitationNotPending`. Records the event `organization.member_joined`.
+         */
+        post: operations["acceptOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/organization-invitations/{invitationId}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline an invitation
+         * @description Declines the invitation; declining one already declined answers it again. An accepted invitation answers 409 `InvitationNotPending`.
+         */
+        post: operations["declineOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/verification": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit the business verification
+         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MiB, stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
+         */
+        post: operations["submitOrganizationVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/organization-verifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List business verifications (administrators)
+         * @description Organisations by verification status, newest first (`status=pending` by default: the queue to review). Platform administrators only: anyone else gets 403 `InsufficientRole`.
+         */
+        get: operations["listOrganizationVerifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/organization-verifications/{orgId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a business verification (administrators)
+         * @description Decides the pending verification `verified`: the organisation's collection limits for unverified organisations stop applying. Records the event `organization.verification_updated`. Platform administrators only (403 `InsufficientRole`), never a member of the organisation (403 `ConflictOfInterest`); only a `pending` verification (409 `VerificationNotPending`).
+         */
+        post: operations["approveOrganizationVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/organization-verifications/{orgId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a business verification (administrators)
+         * @description Decides the pending verification `rejected`, with the requirement refused and why (shown in `verification.requirements.errors`); the owner may submit again. Records the event `organization.verification_updated`. Platform administrators only (403 `InsufficientRole`), never a member of the organisation (403 `ConflictOfInterest`); only a `pending` verification (409 `VerificationNotPending`).
+         */
+        post: operations["rejectOrganizationVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/outbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the sandbox outbox
+         * @description The SMS and e-mail messages the sandbox notifier kept for one recipient, newest first: sign-up codes, password-reset codes, invitations. This is how tests, the demo and a partner's CI read a one-time code without a telephone or a mailbox.
+         *
+         *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`): in production it answers 404 `NotFound` like any unknown path, and a live API key (`sk_live_...`) never reaches it. It needs no authentication (a sandbox holds test data only, as Stripe's test helpers work on test keys only): a partner's CI reads it with a plain `curl`. Messages are kept `OUTBOX_RETENTION_HOURS` (72 by default).
+         */
+        get: operations["listTestHelperOutbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close your account
+         * @description Closes the caller's account when every wallet is at zero and no escrow or tontine is open (409 `AccountNotEmpty` otherwise): every session is ended, the e-mail address, telephone number, identity details and documents are erased; ledger entries and verification decisions are kept (anti-money-laundering record keeping). It cannot be undone.
+         */
+        post: operations["closeAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your verification sessions
+         * @description The caller's identity verification sessions, newest first, with cursor pagination.
+         */
+        get: operations["listVerificationSessions"];
+        put?: never;
+        /**
+         * Start a verification session
+         * @description Starts an identity verification (KYC) for a tier: `tier_1` takes the identity details (`submit`); `tier_2` also an identity document and a selfie (`documents`, then `submit`). The session waits for input for 24 hours, then is canceled. One session at a time (409 `VerificationSessionOpen`); a tier already held is 422 `TierAlreadyHeld`; after a final rejection, 422 `VerificationRefused`.
+         */
+        post: operations["createVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a verification session
+         * @description One of the caller's sessions: poll it after `submit` until it leaves `processing`.
+         */
+        get: operations["getVerificationSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit identity details
+         * @description Hands the session to the identity provider: -> `processing` (answered at once; the provider's answer comes from a background job). It then becomes `verified` (the tier is granted), `requires_input` (see `last_error`; correct and submit again) or `needs_review` (an administrator decides). Sandbox test values: an `id_number` ending `0000` is verified, `1111` comes back `requires_input` with `document_unreadable`, `2222` goes to `needs_review`; any other is verified. The details are encrypted at rest and never shown back. A tier_2 session needs its documents first (422 `DocumentsMissing`).
+         */
+        post: operations["submitVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a document
+         * @description One document of a `tier_2` session, as `multipart/form-data`: `kind` (`id_front`, `id_back`, `selfie`) and `file`, one JPEG, PNG or PDF of at most 5 MiB. Its type is read from its bytes, not its name or declared type: anything else is 422 `UnsupportedDocumentType`; over 5 MiB is 413 `PayloadTooLarge`; a request that is not multipart/form-data is 415. A second upload of a kind replaces the first. Stored encrypted at rest; never shown back.
+         */
+        post: operations["uploadVerificationDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/identity/verification-sessions/{sessionId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a verification session
+         * @description Cancels a session still waiting for input: -> `canceled`. Once submitted it can no longer be canceled (409 `InvalidVerificationSessionState`).
+         */
+        post: operations["cancelVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verification-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List verification sessions (administrators)
+         * @description Every verification session, newest first, with cursor pagination; `status=needs_review` is the review queue. Platform administrators only (403 `InsufficientRole`).
+         */
+        get: operations["listAllVerificationSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verification-sessions/{sessionId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a session under review
+         * @description An administrator approves a `needs_review` session: -> `verified`, and the person's tier is raised (`user.tier_updated`). The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
+         */
+        post: operations["approveVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verification-sessions/{sessionId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a session under review
+         * @description An administrator rejects a `needs_review` session: `retry_allowed` sends it back to `requires_input` with a `last_error` the person can act on (a generic one for `suspected_fraud`, `watchlist_match` and `other`); `final` makes it `rejected` and refuses new sessions. The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
+         */
+        post: operations["rejectVerificationSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "payment.succeeded": {
@@ -2978,6 +3373,166 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "api-key.transferred": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * api_key.transferred
+         * @description Sent to the endpoints whose `events` select `api_key.transferred`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookApiKeyTransferred"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.created
+         * @description Sent to the endpoints whose `events` select `organization.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.updated
+         * @description Sent to the endpoints whose `events` select `organization.updated`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-invited": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_invited
+         * @description Sent to the endpoints whose `events` select `organization.member_invited`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberInvited"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-joined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_joined
+         * @description Sent to the endpoints whose `events` select `organization.member_joined`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberJoined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-role-changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_role_changed
+         * @description Sent to the endpoints whose `events` select `organization.member_role_changed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberRoleChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-removed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_removed
+         * @description Sent to the endpoints whose `events` select `organization.member_removed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberRemoved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.verification-updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.verification_updated
+         * @description Sent to the endpoints whose `events` select `organization.verification_updated`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationVerificationUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "identity.verification-session.processing": {
         parameters: {
             query?: never;
@@ -3488,87 +4043,6 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
-         * EscrowActionRequest
-         * @description The body of an action that takes no parameters: `{}`, or no body at all.
-         */
-        EscrowActionRequest: Record<string, never>;
-        /**
-         * ClosedAccount
-         * @description A closed account: its sessions ended, its identifiers, identity data and documents erased; ledger entries and verification decisions kept (anti-money-laundering record keeping).
-         */
-        ClosedAccount: {
-            /**
-             * Format: uuid
-             * @description The user.
-             */
-            id: string;
-            /**
-             * @description Always `user`.
-             * @constant
-             */
-            object: "user";
-            /**
-             * @description Always `closed`.
-             * @constant
-             */
-            status: "closed";
-            /**
-             * Format: date-time
-             * @description When it was closed.
-             */
-            closed_at: string;
-        };
-        /**
-         * ClosedAccountResponse
-         * @description Envelope of a closed account.
-         */
-        ClosedAccountResponse: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            data: components["schemas"]["ClosedAccount"];
-            message?: components["schemas"]["EnvelopeMessage"];
-        };
-        /**
-         * AccountNotEmptyError
-         * @description The account still holds money or takes part in an open escrow or tontine.
-         */
-        AccountNotEmptyError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "AccountNotEmpty";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description What keeps the account open. */
-            details: {
-                /** @description Currencies of wallets whose balance is not zero. */
-                wallets_with_balance: string[];
-                /**
-                 * Format: int32
-                 * @description Escrows not settled.
-                 */
-                open_escrows: number;
-                /**
-                 * Format: int32
-                 * @description Tontines forming or active.
-                 */
-                open_tontines: number;
-            };
-        };
-        /**
-         * CloseAccountConflictError
-         * @description Error envelope of a 409 on closing an account, discriminated by `error`.
-         */
-        CloseAccountConflictError: components["schemas"]["AccountNotEmptyError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
-        /**
          * ListObject
          * @description The list pattern shared by every list (Stripe-like). Each list schema extends it with `data`, the array of items (at most 500), newest first. To fetch the next page, pass `next_cursor` as `starting_after`.
          */
@@ -3585,438 +4059,6 @@ export interface components {
              * @description Identifier of the last item of this page, to pass as `starting_after`; `null` when `has_more` is false.
              */
             next_cursor: string | null;
-        };
-        /**
-         * RequestedTier
-         * @description The tier a verification session asks for.
-         * @enum {string}
-         */
-        RequestedTier: "tier_1" | "tier_2";
-        /**
-         * VerificationSessionStatus
-         * @description `requires_input` (waiting for the person: details, documents, or a correction named by `last_error`), `processing` (with the identity provider), `needs_review` (an administrator decides), `verified` (the tier is granted), `rejected` (final), `canceled` (by the person, or expired after 24 hours unsubmitted).
-         * @enum {string}
-         */
-        VerificationSessionStatus: "requires_input" | "processing" | "needs_review" | "verified" | "rejected" | "canceled";
-        /**
-         * VerificationDocumentKind
-         * @description `id_front` and `selfie` are required for `tier_2`; `id_back` is optional (a passport has none).
-         * @enum {string}
-         */
-        VerificationDocumentKind: "id_front" | "id_back" | "selfie";
-        /**
-         * VerificationSessionAction
-         * @description What can be done with a session now.
-         * @enum {string}
-         */
-        VerificationSessionAction: "upload_document" | "submit" | "cancel" | "approve" | "reject";
-        /**
-         * VerificationSession
-         * @description An identity verification (KYC) session. It never shows what was submitted (ID number, names, date of birth, documents): personal data is encrypted at rest and only the identity provider and reviewers read it.
-         */
-        VerificationSession: {
-            /**
-             * Format: uuid
-             * @description Identifier of the session.
-             */
-            id: string;
-            /**
-             * @description Always `verification_session`.
-             * @constant
-             */
-            object: "verification_session";
-            tier: components["schemas"]["RequestedTier"];
-            status: components["schemas"]["VerificationSessionStatus"];
-            /** @description What the session still needs before `submit` (`id_front`, `selfie`, `identity_details`); empty once submitted. */
-            requirements: ("id_front" | "selfie" | "identity_details")[];
-            /** @description Why the session waits for input again, in terms the person can act on; null otherwise. */
-            last_error: {
-                /** @description Stable code, e.g. `document_unreadable`, `session_expired`, `verification_failed`. */
-                code: string;
-                /** @description Human-readable explanation. */
-                reason: string;
-            } | null;
-            /** @description The documents uploaded (never their content). */
-            documents: {
-                kind: components["schemas"]["VerificationDocumentKind"];
-                /**
-                 * @description The type read from the file's bytes.
-                 * @enum {string}
-                 */
-                content_type: "image/jpeg" | "image/png" | "application/pdf";
-                /**
-                 * Format: int32
-                 * @description Size in bytes.
-                 */
-                size_bytes: number;
-                /**
-                 * Format: date-time
-                 * @description When it was uploaded.
-                 */
-                uploaded_at: string;
-            }[];
-            /** @description What the caller may do with the session now. */
-            allowed_actions: components["schemas"]["VerificationSessionAction"][];
-            /**
-             * Format: date-time
-             * @description When it was last submitted.
-             */
-            submitted_at: string | null;
-            /**
-             * Format: date-time
-             * @description When it reached its current outcome (verified, rejected, canceled).
-             */
-            decided_at: string | null;
-            /**
-             * Format: date-time
-             * @description 24 hours after creation: a session not submitted by then is canceled.
-             */
-            expires_at: string;
-            /**
-             * Format: date-time
-             * @description When it was created.
-             */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When it last changed.
-             */
-            updated_at: string;
-        };
-        /**
-         * VerificationSessionList
-         * @description A page of the caller's verification sessions, newest first.
-         */
-        VerificationSessionList: components["schemas"]["ListObject"] & {
-            data: components["schemas"]["VerificationSession"][];
-        };
-        /**
-         * VerificationSessionListResponse
-         * @description Envelope of a page of verification sessions.
-         */
-        VerificationSessionListResponse: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            data: components["schemas"]["VerificationSessionList"];
-            message?: components["schemas"]["EnvelopeMessage"];
-        };
-        /**
-         * CreateVerificationSessionRequest
-         * @description The tier to reach.
-         */
-        CreateVerificationSessionRequest: {
-            tier: components["schemas"]["RequestedTier"];
-        };
-        /**
-         * VerificationSessionResponse
-         * @description Envelope of one verification session.
-         */
-        VerificationSessionResponse: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            data: components["schemas"]["VerificationSession"];
-            message?: components["schemas"]["EnvelopeMessage"];
-        };
-        /**
-         * InvalidVerificationSessionStateError
-         * @description The session's status does not allow the action; `details` names the status, the action and what the caller may do.
-         */
-        InvalidVerificationSessionStateError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "InvalidVerificationSessionState";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description The status and the allowed actions. */
-            details: {
-                status: components["schemas"]["VerificationSessionStatus"];
-                action: components["schemas"]["VerificationSessionAction"];
-                /** @description What the caller may do now. */
-                allowed_actions: components["schemas"]["VerificationSessionAction"][];
-            };
-        };
-        /**
-         * VerificationSessionOpenError
-         * @description The caller already has a session under way; `details.session_id` names it.
-         */
-        VerificationSessionOpenError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "VerificationSessionOpen";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description The open session. */
-            details: {
-                /**
-                 * Format: uuid
-                 * @description The open session.
-                 */
-                session_id: string;
-            };
-        };
-        /**
-         * VerificationRefusalError
-         * @description An identity verification refusal without details: `VerificationSessionExpired` (409), `TierAlreadyHeld`, `VerificationRefused` (a final rejection stands), `DocumentsNotRequired` (a tier_1 session), `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF) (422).
-         */
-        VerificationRefusalError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "VerificationSessionExpired";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
-         * VerificationSessionConflictError
-         * @description Error envelope of a 409 on a verification session, discriminated by `error`.
-         */
-        VerificationSessionConflictError: components["schemas"]["InvalidVerificationSessionStateError"] | components["schemas"]["VerificationSessionOpenError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
-        /**
-         * DocumentsMissingError
-         * @description A tier_2 session is submitted before its required documents; `details.missing` lists them.
-         */
-        DocumentsMissingError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "DocumentsMissing";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description The missing documents. */
-            details: {
-                /** @description Kinds still to upload. */
-                missing: components["schemas"]["VerificationDocumentKind"][];
-            };
-        };
-        /**
-         * VerificationSessionUnprocessableError
-         * @description Error envelope of a 422 on a verification session, discriminated by `error`.
-         */
-        VerificationSessionUnprocessableError: components["schemas"]["DocumentsMissingError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["IdempotencyKeyReusedError"];
-        /**
-         * SubmitVerificationSessionRequest
-         * @description The identity details (personal data: encrypted at rest, never shown back, never logged). Sandbox test values: an `id_number` ending `0000` is verified, `1111` comes back `requires_input` (`document_unreadable`), `2222` goes to `needs_review`.
-         */
-        SubmitVerificationSessionRequest: {
-            /**
-             * @description The kind of identity document.
-             * @enum {string}
-             */
-            id_type: "national_id" | "passport" | "residence_permit" | "driving_licence";
-            /** @description The document's number. */
-            id_number: string;
-            /** @description Given names as on the document. */
-            first_name: string;
-            /** @description Family name as on the document. */
-            last_name: string;
-            /**
-             * Format: date
-             * @description YYYY-MM-DD.
-             */
-            date_of_birth: string;
-            /** @description ISO 3166-1 alpha-2 country code. */
-            nationality: string;
-        };
-        /**
-         * UploadVerificationDocumentRequest
-         * @description One document: its kind and one file (JPEG, PNG or PDF, at most 5 MiB; its type is read from its bytes, not its name).
-         */
-        UploadVerificationDocumentRequest: {
-            kind: components["schemas"]["VerificationDocumentKind"];
-            /**
-             * Format: binary
-             * @description The file.
-             */
-            file: string;
-        };
-        /**
-         * VerificationRejectionReason
-         * @description Why an administrator rejects. The person sees a reason they can act on for the first six; `suspected_fraud`, `watchlist_match` and `other` show them a generic error (never a watch-list or PEP hint).
-         * @enum {string}
-         */
-        VerificationRejectionReason: "document_unreadable" | "document_expired" | "document_mismatch" | "selfie_mismatch" | "information_mismatch" | "unsupported_document" | "suspected_fraud" | "watchlist_match" | "other";
-        /**
-         * AdminVerificationSession
-         * @description A verification session as administrators see it: with its person and the review decision.
-         */
-        AdminVerificationSession: {
-            /**
-             * Format: uuid
-             * @description Identifier of the session.
-             */
-            id: string;
-            /**
-             * @description Always `verification_session`.
-             * @constant
-             */
-            object: "verification_session";
-            tier: components["schemas"]["RequestedTier"];
-            status: components["schemas"]["VerificationSessionStatus"];
-            /** @description What the session still needs before `submit` (`id_front`, `selfie`, `identity_details`); empty once submitted. */
-            requirements: ("id_front" | "selfie" | "identity_details")[];
-            /** @description Why the session waits for input again, in terms the person can act on; null otherwise. */
-            last_error: {
-                /** @description Stable code, e.g. `document_unreadable`, `session_expired`, `verification_failed`. */
-                code: string;
-                /** @description Human-readable explanation. */
-                reason: string;
-            } | null;
-            /** @description The documents uploaded (never their content). */
-            documents: {
-                kind: components["schemas"]["VerificationDocumentKind"];
-                /**
-                 * @description The type read from the file's bytes.
-                 * @enum {string}
-                 */
-                content_type: "image/jpeg" | "image/png" | "application/pdf";
-                /**
-                 * Format: int32
-                 * @description Size in bytes.
-                 */
-                size_bytes: number;
-                /**
-                 * Format: date-time
-                 * @description When it was uploaded.
-                 */
-                uploaded_at: string;
-            }[];
-            /** @description What the caller may do with the session now. */
-            allowed_actions: components["schemas"]["VerificationSessionAction"][];
-            /**
-             * Format: date-time
-             * @description When it was last submitted.
-             */
-            submitted_at: string | null;
-            /**
-             * Format: date-time
-             * @description When it reached its current outcome (verified, rejected, canceled).
-             */
-            decided_at: string | null;
-            /**
-             * Format: date-time
-             * @description 24 hours after creation: a session not submitted by then is canceled.
-             */
-            expires_at: string;
-            /**
-             * Format: date-time
-             * @description When it was created.
-             */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When it last changed.
-             */
-            updated_at: string;
-            /**
-             * Format: uuid
-             * @description The person verified.
-             */
-            user_id: string;
-            /** @description The administrator's decision, null before one. */
-            review: {
-                /**
-                 * @description The decision.
-                 * @enum {string}
-                 */
-                decision: "approved" | "rejected";
-                /**
-                 * Format: uuid
-                 * @description The administrator who decided.
-                 */
-                reviewer_user_id: string;
-                /** @description Why it was rejected. */
-                reason_code: components["schemas"]["VerificationRejectionReason"] | null;
-                /**
-                 * @description A rejection lets the person retry or is final.
-                 * @enum {string|null}
-                 */
-                rejection: "retry_allowed" | "final" | null;
-                /** @description The reviewer's note (encrypted at rest). */
-                note: string | null;
-            } | null;
-        };
-        /**
-         * AdminVerificationSessionList
-         * @description A page of verification sessions, newest first (administrators).
-         */
-        AdminVerificationSessionList: components["schemas"]["ListObject"] & {
-            data: components["schemas"]["AdminVerificationSession"][];
-        };
-        /**
-         * AdminVerificationSessionListResponse
-         * @description Envelope of a page of verification sessions (administrators).
-         */
-        AdminVerificationSessionListResponse: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            data: components["schemas"]["AdminVerificationSessionList"];
-            message?: components["schemas"]["EnvelopeMessage"];
-        };
-        /**
-         * ApproveVerificationSessionRequest
-         * @description An optional note (encrypted at rest).
-         */
-        ApproveVerificationSessionRequest: {
-            /** @description Why it was approved. */
-            note?: string;
-        };
-        /**
-         * AdminVerificationSessionResponse
-         * @description Envelope of one verification session (administrators).
-         */
-        AdminVerificationSessionResponse: {
-            /**
-             * @description Always `true` on success.
-             * @constant
-             */
-            success: true;
-            data: components["schemas"]["AdminVerificationSession"];
-            message?: components["schemas"]["EnvelopeMessage"];
-        };
-        /**
-         * RejectVerificationSessionRequest
-         * @description Why, and whether the person may try again.
-         */
-        RejectVerificationSessionRequest: {
-            reason_code: components["schemas"]["VerificationRejectionReason"];
-            /** @description For other administrators (encrypted at rest; never shown to the person). */
-            note?: string;
-            /**
-             * @description `retry_allowed`: back to `requires_input` with a `last_error`; `final`: `rejected`, and no new session.
-             * @enum {string}
-             */
-            rejection: "retry_allowed" | "final";
         };
         /**
          * TransferRail
@@ -4671,6 +4713,11 @@ export interface components {
          */
         EscrowCreateUnprocessableError: components["schemas"]["SelfEscrowError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
+         * EscrowActionRequest
+         * @description The body of an action that takes no parameters: `{}`, or no body at all.
+         */
+        EscrowActionRequest: Record<string, never>;
+        /**
          * InvalidEscrowStateError
          * @description The escrow's current status (or its inspection period) does not allow the action now; `details` names the status, the action and what the caller may do.
          */
@@ -4978,7 +5025,7 @@ export interface components {
             members?: components["schemas"]["TontineMember"][];
             /** @description The schedule, cycle 1 first (detail only; empty while `forming`). Cycle `k` is due `k` periods after the start (weekly: 7 days, biweekly: 14 days, monthly: the same day `k` months later, or the month's last day). */
             cycles?: components["schemas"]["TontineCycle"][];
-            /** @description Each member's contribution to the running cycle (detail only; empty when no cycle runs). `late` once the cycle is due and the member has not paid; a late member can still pay, and the payout waits for the whole pot. After a cancellation, the open cycle's payments show as `refunded`. */
+            /** @description Each member's contribution to the running cycle, in member order (detail only). By status: `forming`: empty (no cycle has started). `active`: the open cycle; `late` once the cycle is due and the member has not paid; a late member can still pay, and the payout waits for the whole pot. `completed`: empty (every cycle has paid out and no cycle runs; the cycles and their payouts are in `cycles`). `canceled` (canceled by the organizer, or dissolved by an administrator, then `dissolution` is set): the cycle that was open when it ended, its payments as `refunded` and the members who had not paid as `pending`; empty when it was canceled while `forming`. */
             current_contributions?: components["schemas"]["TontineContribution"][];
             pool_balance?: components["schemas"]["DecimalAmount"];
             pool_balance_minor?: components["schemas"]["MinorAmount"];
@@ -5383,10 +5430,10 @@ export interface components {
         };
         /**
          * ApiKeyScope
-         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`. Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
+         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`; and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
          * @enum {string}
          */
-        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write";
+        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "members:read";
         /**
          * InsufficientScopeError
          * @description The API key lacks the scope the operation needs; `details` name it and the key's scopes. The `X-Accepted-Scopes` header lists the scopes any of which would do.
@@ -6502,6 +6549,16 @@ export interface components {
              * @description The user who created the key.
              */
             created_by: string;
+            /**
+             * Format: uuid
+             * @description The user the key answers for: its creator, or the owner or admin who took it over (`POST .../api-keys/{keyId}/transfer`). When the holder may no longer create keys in the organisation (disabled, suspended, removed, demoted below admin) the key is revoked in the same transaction, reason `creator_lost_access`.
+             */
+            held_by?: string;
+            /**
+             * @description Why the key was revoked: `revoked` (by an owner or admin), `creator_lost_access` (its holder lost the right to create keys in the organisation); `null` while it is not revoked.
+             * @enum {string|null}
+             */
+            revoked_reason?: "revoked" | "creator_lost_access" | null;
         };
         /**
          * ApiKeyList
@@ -6582,6 +6639,16 @@ export interface components {
              * @description The user who created the key.
              */
             created_by: string;
+            /**
+             * Format: uuid
+             * @description The user the key answers for (see ApiKey).
+             */
+            held_by?: string;
+            /**
+             * @description Why the key was revoked (see ApiKey); `null` here.
+             * @enum {string|null}
+             */
+            revoked_reason?: "revoked" | "creator_lost_access" | null;
             /** @description The key: `sk_live_` (production) or `sk_test_`, the public id, `_`, 32 random base62 characters and a 6-character CRC32 checksum in base62. */
             secret: string;
         };
@@ -6646,7 +6713,7 @@ export interface components {
          * @description The type of the object the event is about (`data.object`).
          * @enum {string}
          */
-        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key" | "verification_session" | "user";
+        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key" | "organization" | "organization_member" | "organization_invitation" | "verification_session" | "user";
         /**
          * Event
          * @description One state change, recorded in the same transaction as the change (never an event for a change that rolled back, never a change without its event). `sequence` counts the events of one object (1, 2, 3...): a receiver that already holds a higher `sequence` for `object_id` drops the event as stale. `data.object` is the object exactly as the API returned it when the change committed (a thin event never forces a refetch); `data.previous_status` is its status before the change (null for its first event or an object without a status).
@@ -6680,6 +6747,11 @@ export interface components {
              * @description The organisation the object belongs to; null for a user's transfer, escrow or tontine.
              */
             organization_id: string | null;
+            /**
+             * Format: uuid
+             * @description Who made the change: the user, or for an API key the user it answers for (`held_by`); null when the platform did (a background job, an operator, a sandbox provider).
+             */
+            actor_user_id?: string | null;
             data: {
                 /** @description The object as the API returns it (see the event type's schema under `webhooks`). */
                 object: Record<string, never> | null;
@@ -7080,6 +7152,962 @@ export interface components {
             success: true;
             data: components["schemas"]["WebhookDeliveryList"];
             message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CountryCode
+         * @description ISO 3166-1 alpha-2 country code, upper case.
+         * @example CI
+         */
+        CountryCode: string;
+        /**
+         * LegalForm
+         * @description The organisation's legal form.
+         * @enum {string}
+         */
+        LegalForm: "sole_proprietorship" | "company" | "association";
+        /**
+         * CreateOrganizationRequest
+         * @description A new organisation's legal profile and the currency of its first account.
+         */
+        CreateOrganizationRequest: {
+            /** @description The registered name. */
+            legal_name: string;
+            /** @description The name customers know it by (the registered name when absent). */
+            trading_name?: string;
+            country: components["schemas"]["CountryCode"];
+            /** @description The number in the trade register of `country`. */
+            registration_number: string;
+            legal_form: components["schemas"]["LegalForm"];
+            default_currency: components["schemas"]["CurrencyCode"];
+        };
+        /**
+         * OrganizationVerification
+         * @description Business verification (KYB): `unverified` until the owner submits the registration document and a verified representative, then `pending` until the provider or an administrator decides `verified` or `rejected` (a rejected organisation may submit again). `requirements` says what is still due, what is being reviewed and why the last submission was refused.
+         */
+        OrganizationVerification: {
+            /**
+             * @description Where the verification stands.
+             * @enum {string}
+             */
+            status: "unverified" | "pending" | "verified" | "rejected";
+            requirements: {
+                /** @description What the owner must still submit. */
+                due: ("registration_document" | "representative")[];
+                /** @description What is being reviewed. */
+                pending: ("registration_document" | "representative")[];
+                /** @description Why the last submission was rejected. */
+                errors: {
+                    /**
+                     * @description What was refused.
+                     * @enum {string}
+                     */
+                    requirement: "registration_document" | "representative";
+                    /** @description Why. */
+                    reason: string;
+                }[];
+            };
+            /**
+             * Format: date-time
+             * @description When the documents were last submitted.
+             */
+            submitted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it was verified or rejected.
+             */
+            decided_at: string | null;
+            /**
+             * Format: uuid
+             * @description The member who represents the organisation (a `tier_2` user).
+             */
+            representative_user_id: string | null;
+        };
+        /**
+         * Organization
+         * @description A company organisation: its legal profile, its verification and its modules. Organisations opened before legal profiles existed show `null` for the fields they never had.
+         */
+        Organization: {
+            /**
+             * Format: uuid
+             * @description The `orgId` of the Business routes.
+             */
+            id: string;
+            /** @description The registered name. */
+            legal_name: string;
+            /** @description The name customers know it by. */
+            trading_name: string | null;
+            /** @description ISO 3166-1 alpha-2. */
+            country: string | null;
+            /** @description The number in the trade register. */
+            registration_number: string | null;
+            /**
+             * @description The legal form.
+             * @enum {string|null}
+             */
+            legal_form: "sole_proprietorship" | "company" | "association" | null;
+            /** @description The currency of its first account. */
+            default_currency: string | null;
+            /**
+             * Format: email
+             * @description Where customers write to.
+             */
+            support_email: string | null;
+            /** @description E.164 number customers call. */
+            support_phone: string | null;
+            status: components["schemas"]["OrganizationStatus"];
+            verification: components["schemas"]["OrganizationVerification"];
+            /** @description The enabled modules and their access (`open`, `read_only`, `locked`); an absent module is not enabled. */
+            modules: {
+                /**
+                 * @description Payment links and the Checkout.
+                 * @enum {string}
+                 */
+                payment_links?: "open" | "read_only" | "locked";
+                /**
+                 * @description Invoices, quotes and credit notes.
+                 * @enum {string}
+                 */
+                invoices?: "open" | "read_only" | "locked";
+                /**
+                 * @description Foreign-currency accounts.
+                 * @enum {string}
+                 */
+                accounts?: "open" | "read_only" | "locked";
+                /**
+                 * @description Network opening status.
+                 * @enum {string}
+                 */
+                network_status?: "open" | "read_only" | "locked";
+            };
+            /**
+             * Format: date-time
+             * @description When it was opened.
+             */
+            created_at: string;
+        };
+        /**
+         * OrganizationResponse
+         * @description Envelope of an organisation.
+         */
+        OrganizationResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Organization"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * UpdateOrganizationRequest
+         * @description What owners and admins change themselves; legal fields change only through verification.
+         */
+        UpdateOrganizationRequest: {
+            /** @description The name customers know it by. */
+            trading_name?: string;
+            /**
+             * Format: email
+             * @description Where customers write to; null clears it.
+             */
+            support_email?: string | null;
+            /** @description E.164 number customers call; null clears it. */
+            support_phone?: string | null;
+        };
+        /**
+         * OrganizationMember
+         * @description A member of an organisation.
+         */
+        OrganizationMember: {
+            /**
+             * Format: uuid
+             * @description The member's user id.
+             */
+            user_id: string;
+            /** @description The member's e-mail address (or telephone number when none), in full for owners and admins, masked (`ad***@demo.example`, `+225*****0001`) for other callers, API keys and events. */
+            identifier: string;
+            role: components["schemas"]["OrganizationRole"];
+            /**
+             * @description `removed` only in the answer to its removal and in its event.
+             * @enum {string}
+             */
+            status: "active" | "suspended" | "removed";
+            /**
+             * Format: date-time
+             * @description When the member joined.
+             */
+            joined_at: string;
+        };
+        /**
+         * OrganizationMemberList
+         * @description A page of members, newest first.
+         */
+        OrganizationMemberList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["OrganizationMember"][];
+        };
+        /**
+         * OrganizationMemberListResponse
+         * @description Envelope of a list of members.
+         */
+        OrganizationMemberListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationMemberList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * OrganizationMemberResponse
+         * @description Envelope of a member.
+         */
+        OrganizationMemberResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationMember"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * UpdateOrganizationMemberRequest
+         * @description The member's new role.
+         */
+        UpdateOrganizationMemberRequest: {
+            role: components["schemas"]["OrganizationRole"];
+        };
+        /**
+         * OrganizationInvitation
+         * @description An invitation to join an organisation with a role, valid 7 days. In events, `identifier` is masked.
+         */
+        OrganizationInvitation: {
+            /**
+             * Format: uuid
+             * @description The invitation's id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The organisation.
+             */
+            organization_id: string;
+            /** @description Its name, for the invited person. */
+            organization_name: string;
+            /** @description The invited e-mail address or telephone number. */
+            identifier: string;
+            role: components["schemas"]["OrganizationRole"];
+            /**
+             * @description `expired`: still pending past `expires_at`.
+             * @enum {string}
+             */
+            status: "pending" | "accepted" | "declined" | "revoked" | "expired";
+            /**
+             * Format: uuid
+             * @description The member who sent it.
+             */
+            invited_by: string;
+            /**
+             * Format: date-time
+             * @description When it was sent.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops being acceptable.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When it was accepted, declined or revoked.
+             */
+            responded_at: string | null;
+        };
+        /**
+         * OrganizationInvitationList
+         * @description A page of invitations, newest first.
+         */
+        OrganizationInvitationList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["OrganizationInvitation"][];
+        };
+        /**
+         * OrganizationInvitationListResponse
+         * @description Envelope of a list of invitations.
+         */
+        OrganizationInvitationListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationInvitationList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateOrganizationInvitationRequest
+         * @description Whom to invite (an e-mail address or an E.164 telephone number) and to which role.
+         */
+        CreateOrganizationInvitationRequest: {
+            /** @description E-mail address or E.164 telephone number. */
+            identifier: string;
+            role: components["schemas"]["OrganizationRole"];
+        };
+        /**
+         * OrganizationInvitationResponse
+         * @description Envelope of an invitation.
+         */
+        OrganizationInvitationResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationInvitation"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * SubmitOrganizationVerificationRequest
+         * @description The registration document (a file) and the member who represents the organisation.
+         */
+        SubmitOrganizationVerificationRequest: {
+            /**
+             * Format: binary
+             * @description The company's registration document (JPEG, PNG or PDF, at most 5 MiB).
+             */
+            registration_document: string;
+            /**
+             * Format: uuid
+             * @description An active member whose identity is verified (`tier_2`).
+             */
+            representative_user_id: string;
+        };
+        /**
+         * UnsupportedDocumentTypeError
+         * @description The uploaded file is not a JPEG, PNG or PDF by its bytes, or is empty; `details.accepted` lists the accepted types.
+         */
+        UnsupportedDocumentTypeError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "UnsupportedDocumentType";
+            message: components["schemas"]["ErrorMessage"];
+            details?: {
+                /** @description The accepted content types. */
+                accepted: string[];
+            };
+        };
+        /**
+         * OrganizationVerificationUnprocessableError
+         * @description Error envelope of a 422 on submitting a business verification, discriminated by `error`.
+         */
+        OrganizationVerificationUnprocessableError: components["schemas"]["UnsupportedDocumentTypeError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * OrganizationList
+         * @description A page of organisations, newest first.
+         */
+        OrganizationList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Organization"][];
+        };
+        /**
+         * OrganizationListResponse
+         * @description Envelope of a list of organisations.
+         */
+        OrganizationListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * RejectOrganizationVerificationRequest
+         * @description Why the verification is rejected (shown to the organisation in `requirements.errors`).
+         */
+        RejectOrganizationVerificationRequest: {
+            /**
+             * @description What is refused (the registration document when absent).
+             * @enum {string}
+             */
+            requirement?: "registration_document" | "representative";
+            /** @description Why. */
+            reason: string;
+        };
+        /**
+         * NotificationChannel
+         * @description How a message reaches its recipient: `sms` for a telephone number, `email` for an e-mail address.
+         * @enum {string}
+         */
+        NotificationChannel: "sms" | "email";
+        /**
+         * OutboxMessage
+         * @description One message the sandbox notifier kept instead of sending it (test helpers only).
+         */
+        OutboxMessage: {
+            /**
+             * Format: uuid
+             * @description The message's id (a cursor for `starting_after`).
+             */
+            id: string;
+            /** @description The recipient, normalised (e-mail lower-cased, telephone in E.164). */
+            to: string;
+            channel: components["schemas"]["NotificationChannel"];
+            /** @description What the message is: `signup_code`, `signup_existing_account`, `password_reset_code`, `password_changed`, and the templates of other modules (invitations). */
+            template: string;
+            /** @description The text as the recipient would read it. */
+            body: string;
+            /**
+             * Format: date-time
+             * @description When the message was handed to the notifier.
+             */
+            created_at: string;
+        };
+        /**
+         * OutboxMessageList
+         * @description A page of a recipient's messages, newest first. Pass `next_cursor` as `starting_after` for the next page.
+         */
+        OutboxMessageList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            data: components["schemas"]["OutboxMessage"][];
+            /** @description Whether more messages exist after this page. */
+            has_more: boolean;
+            /**
+             * Format: uuid
+             * @description The id of this page's last message when more follow; null otherwise.
+             */
+            next_cursor: string | null;
+        };
+        /**
+         * OutboxMessageListResponse
+         * @description Envelope of a page of outbox messages.
+         */
+        OutboxMessageListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OutboxMessageList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ClosedAccount
+         * @description A closed account: its sessions ended, its identifiers, identity data and documents erased; ledger entries and verification decisions kept (anti-money-laundering record keeping).
+         */
+        ClosedAccount: {
+            /**
+             * Format: uuid
+             * @description The user.
+             */
+            id: string;
+            /**
+             * @description Always `user`.
+             * @constant
+             */
+            object: "user";
+            /**
+             * @description Always `closed`.
+             * @constant
+             */
+            status: "closed";
+            /**
+             * Format: date-time
+             * @description When it was closed.
+             */
+            closed_at: string;
+        };
+        /**
+         * ClosedAccountResponse
+         * @description Envelope of a closed account.
+         */
+        ClosedAccountResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["ClosedAccount"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * AccountNotEmptyError
+         * @description The account still holds money or takes part in an open escrow or tontine.
+         */
+        AccountNotEmptyError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AccountNotEmpty";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description What keeps the account open. */
+            details: {
+                /** @description Currencies of wallets whose balance is not zero. */
+                wallets_with_balance: string[];
+                /**
+                 * Format: int32
+                 * @description Escrows not settled.
+                 */
+                open_escrows: number;
+                /**
+                 * Format: int32
+                 * @description Tontines forming or active.
+                 */
+                open_tontines: number;
+            };
+        };
+        /**
+         * CloseAccountConflictError
+         * @description Error envelope of a 409 on closing an account, discriminated by `error`.
+         */
+        CloseAccountConflictError: components["schemas"]["AccountNotEmptyError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * RequestedTier
+         * @description The tier a verification session asks for.
+         * @enum {string}
+         */
+        RequestedTier: "tier_1" | "tier_2";
+        /**
+         * VerificationSessionStatus
+         * @description `requires_input` (waiting for the person: details, documents, or a correction named by `last_error`), `processing` (with the identity provider), `needs_review` (an administrator decides), `verified` (the tier is granted), `rejected` (final), `canceled` (by the person, or expired after 24 hours unsubmitted).
+         * @enum {string}
+         */
+        VerificationSessionStatus: "requires_input" | "processing" | "needs_review" | "verified" | "rejected" | "canceled";
+        /**
+         * VerificationDocumentKind
+         * @description `id_front` and `selfie` are required for `tier_2`; `id_back` is optional (a passport has none).
+         * @enum {string}
+         */
+        VerificationDocumentKind: "id_front" | "id_back" | "selfie";
+        /**
+         * VerificationSessionAction
+         * @description What can be done with a session now.
+         * @enum {string}
+         */
+        VerificationSessionAction: "upload_document" | "submit" | "cancel" | "approve" | "reject";
+        /**
+         * VerificationSession
+         * @description An identity verification (KYC) session. It never shows what was submitted (ID number, names, date of birth, documents): personal data is encrypted at rest and only the identity provider and reviewers read it.
+         */
+        VerificationSession: {
+            /**
+             * Format: uuid
+             * @description Identifier of the session.
+             */
+            id: string;
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object: "verification_session";
+            tier: components["schemas"]["RequestedTier"];
+            status: components["schemas"]["VerificationSessionStatus"];
+            /** @description What the session still needs before `submit` (`id_front`, `selfie`, `identity_details`); empty once submitted. */
+            requirements: ("id_front" | "selfie" | "identity_details")[];
+            /** @description Why the session waits for input again, in terms the person can act on; null otherwise. */
+            last_error: {
+                /** @description Stable code, e.g. `document_unreadable`, `session_expired`, `verification_failed`. */
+                code: string;
+                /** @description Human-readable explanation. */
+                reason: string;
+            } | null;
+            /** @description The documents uploaded (never their content). */
+            documents: {
+                kind: components["schemas"]["VerificationDocumentKind"];
+                /**
+                 * @description The type read from the file's bytes.
+                 * @enum {string}
+                 */
+                content_type: "image/jpeg" | "image/png" | "application/pdf";
+                /**
+                 * Format: int32
+                 * @description Size in bytes.
+                 */
+                size_bytes: number;
+                /**
+                 * Format: date-time
+                 * @description When it was uploaded.
+                 */
+                uploaded_at: string;
+            }[];
+            /** @description What the caller may do with the session now. */
+            allowed_actions: components["schemas"]["VerificationSessionAction"][];
+            /**
+             * Format: date-time
+             * @description When it was last submitted.
+             */
+            submitted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it reached its current outcome (verified, rejected, canceled).
+             */
+            decided_at: string | null;
+            /**
+             * Format: date-time
+             * @description 24 hours after creation: a session not submitted by then is canceled.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+        };
+        /**
+         * VerificationSessionList
+         * @description A page of the caller's verification sessions, newest first.
+         */
+        VerificationSessionList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["VerificationSession"][];
+        };
+        /**
+         * VerificationSessionListResponse
+         * @description Envelope of a page of verification sessions.
+         */
+        VerificationSessionListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["VerificationSessionList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateVerificationSessionRequest
+         * @description The tier to reach.
+         */
+        CreateVerificationSessionRequest: {
+            tier: components["schemas"]["RequestedTier"];
+        };
+        /**
+         * VerificationSessionResponse
+         * @description Envelope of one verification session.
+         */
+        VerificationSessionResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["VerificationSession"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * InvalidVerificationSessionStateError
+         * @description The session's status does not allow the action; `details` names the status, the action and what the caller may do.
+         */
+        InvalidVerificationSessionStateError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidVerificationSessionState";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The status and the allowed actions. */
+            details: {
+                status: components["schemas"]["VerificationSessionStatus"];
+                action: components["schemas"]["VerificationSessionAction"];
+                /** @description What the caller may do now. */
+                allowed_actions: components["schemas"]["VerificationSessionAction"][];
+            };
+        };
+        /**
+         * VerificationSessionOpenError
+         * @description The caller already has a session under way; `details.session_id` names it.
+         */
+        VerificationSessionOpenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VerificationSessionOpen";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The open session. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The open session.
+                 */
+                session_id: string;
+            };
+        };
+        /**
+         * VerificationRefusalError
+         * @description An identity verification refusal without details: `VerificationSessionExpired` (409), `TierAlreadyHeld`, `VerificationRefused` (a final rejection stands), `DocumentsNotRequired` (a tier_1 session), `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF) (422).
+         */
+        VerificationRefusalError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VerificationSessionExpired";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * VerificationSessionConflictError
+         * @description Error envelope of a 409 on a verification session, discriminated by `error`.
+         */
+        VerificationSessionConflictError: components["schemas"]["InvalidVerificationSessionStateError"] | components["schemas"]["VerificationSessionOpenError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * DocumentsMissingError
+         * @description A tier_2 session is submitted before its required documents; `details.missing` lists them.
+         */
+        DocumentsMissingError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "DocumentsMissing";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The missing documents. */
+            details: {
+                /** @description Kinds still to upload. */
+                missing: components["schemas"]["VerificationDocumentKind"][];
+            };
+        };
+        /**
+         * VerificationSessionUnprocessableError
+         * @description Error envelope of a 422 on a verification session, discriminated by `error`.
+         */
+        VerificationSessionUnprocessableError: components["schemas"]["DocumentsMissingError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * SubmitVerificationSessionRequest
+         * @description The identity details (personal data: encrypted at rest, never shown back, never logged). Sandbox test values: an `id_number` ending `0000` is verified, `1111` comes back `requires_input` (`document_unreadable`), `2222` goes to `needs_review`.
+         */
+        SubmitVerificationSessionRequest: {
+            /**
+             * @description The kind of identity document.
+             * @enum {string}
+             */
+            id_type: "national_id" | "passport" | "residence_permit" | "driving_licence";
+            /** @description The document's number. */
+            id_number: string;
+            /** @description Given names as on the document. */
+            first_name: string;
+            /** @description Family name as on the document. */
+            last_name: string;
+            /**
+             * Format: date
+             * @description YYYY-MM-DD.
+             */
+            date_of_birth: string;
+            /** @description ISO 3166-1 alpha-2 country code. */
+            nationality: string;
+        };
+        /**
+         * UploadVerificationDocumentRequest
+         * @description One document: its kind and one file (JPEG, PNG or PDF, at most 5 MiB; its type is read from its bytes, not its name).
+         */
+        UploadVerificationDocumentRequest: {
+            kind: components["schemas"]["VerificationDocumentKind"];
+            /**
+             * Format: binary
+             * @description The file.
+             */
+            file: string;
+        };
+        /**
+         * VerificationRejectionReason
+         * @description Why an administrator rejects. The person sees a reason they can act on for the first six; `suspected_fraud`, `watchlist_match` and `other` show them a generic error (never a watch-list or PEP hint).
+         * @enum {string}
+         */
+        VerificationRejectionReason: "document_unreadable" | "document_expired" | "document_mismatch" | "selfie_mismatch" | "information_mismatch" | "unsupported_document" | "suspected_fraud" | "watchlist_match" | "other";
+        /**
+         * AdminVerificationSession
+         * @description A verification session as administrators see it: with its person and the review decision.
+         */
+        AdminVerificationSession: {
+            /**
+             * Format: uuid
+             * @description Identifier of the session.
+             */
+            id: string;
+            /**
+             * @description Always `verification_session`.
+             * @constant
+             */
+            object: "verification_session";
+            tier: components["schemas"]["RequestedTier"];
+            status: components["schemas"]["VerificationSessionStatus"];
+            /** @description What the session still needs before `submit` (`id_front`, `selfie`, `identity_details`); empty once submitted. */
+            requirements: ("id_front" | "selfie" | "identity_details")[];
+            /** @description Why the session waits for input again, in terms the person can act on; null otherwise. */
+            last_error: {
+                /** @description Stable code, e.g. `document_unreadable`, `session_expired`, `verification_failed`. */
+                code: string;
+                /** @description Human-readable explanation. */
+                reason: string;
+            } | null;
+            /** @description The documents uploaded (never their content). */
+            documents: {
+                kind: components["schemas"]["VerificationDocumentKind"];
+                /**
+                 * @description The type read from the file's bytes.
+                 * @enum {string}
+                 */
+                content_type: "image/jpeg" | "image/png" | "application/pdf";
+                /**
+                 * Format: int32
+                 * @description Size in bytes.
+                 */
+                size_bytes: number;
+                /**
+                 * Format: date-time
+                 * @description When it was uploaded.
+                 */
+                uploaded_at: string;
+            }[];
+            /** @description What the caller may do with the session now. */
+            allowed_actions: components["schemas"]["VerificationSessionAction"][];
+            /**
+             * Format: date-time
+             * @description When it was last submitted.
+             */
+            submitted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it reached its current outcome (verified, rejected, canceled).
+             */
+            decided_at: string | null;
+            /**
+             * Format: date-time
+             * @description 24 hours after creation: a session not submitted by then is canceled.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /**
+             * Format: uuid
+             * @description The person verified.
+             */
+            user_id: string;
+            /** @description The administrator's decision, null before one. */
+            review: {
+                /**
+                 * @description The decision.
+                 * @enum {string}
+                 */
+                decision: "approved" | "rejected";
+                /**
+                 * Format: uuid
+                 * @description The administrator who decided.
+                 */
+                reviewer_user_id: string;
+                /** @description Why it was rejected. */
+                reason_code: components["schemas"]["VerificationRejectionReason"] | null;
+                /**
+                 * @description A rejection lets the person retry or is final.
+                 * @enum {string|null}
+                 */
+                rejection: "retry_allowed" | "final" | null;
+                /** @description The reviewer's note (encrypted at rest). */
+                note: string | null;
+            } | null;
+        };
+        /**
+         * AdminVerificationSessionList
+         * @description A page of verification sessions, newest first (administrators).
+         */
+        AdminVerificationSessionList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["AdminVerificationSession"][];
+        };
+        /**
+         * AdminVerificationSessionListResponse
+         * @description Envelope of a page of verification sessions (administrators).
+         */
+        AdminVerificationSessionListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["AdminVerificationSessionList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ApproveVerificationSessionRequest
+         * @description An optional note (encrypted at rest).
+         */
+        ApproveVerificationSessionRequest: {
+            /** @description Why it was approved. */
+            note?: string;
+        };
+        /**
+         * AdminVerificationSessionResponse
+         * @description Envelope of one verification session (administrators).
+         */
+        AdminVerificationSessionResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["AdminVerificationSession"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * RejectVerificationSessionRequest
+         * @description Why, and whether the person may try again.
+         */
+        RejectVerificationSessionRequest: {
+            reason_code: components["schemas"]["VerificationRejectionReason"];
+            /** @description For other administrators (encrypted at rest; never shown to the person). */
+            note?: string;
+            /**
+             * @description `retry_allowed`: back to `requires_input` with a `last_error`; `final`: `rejected`, and no new session.
+             * @enum {string}
+             */
+            rejection: "retry_allowed" | "final";
         };
         /**
          * PaymentSucceededEvent
@@ -7994,6 +9022,158 @@ export interface components {
             };
         };
         /**
+         * ApiKeyTransferredEvent
+         * @description The `api_key.transferred` event (an owner or admin took the key over); `data.object` is the API key, never its secret.
+         */
+        ApiKeyTransferredEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `api_key.transferred`.
+             * @constant
+             */
+            type?: "api_key.transferred";
+            /**
+             * @description Always `api_key`.
+             * @constant
+             */
+            object_type?: "api_key";
+            data?: {
+                object?: components["schemas"]["ApiKey"];
+            };
+        };
+        /**
+         * OrganizationCreatedEvent
+         * @description The `organization.created` event; `data.object` is the organisation, the actor its first owner.
+         */
+        OrganizationCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.created`.
+             * @constant
+             */
+            type?: "organization.created";
+            /**
+             * @description Always `organization`.
+             * @constant
+             */
+            object_type?: "organization";
+            data?: {
+                object?: components["schemas"]["Organization"];
+            };
+        };
+        /**
+         * OrganizationUpdatedEvent
+         * @description The `organization.updated` event (trading name or support contacts); `data.object` is the organisation.
+         */
+        OrganizationUpdatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.updated`.
+             * @constant
+             */
+            type?: "organization.updated";
+            /**
+             * @description Always `organization`.
+             * @constant
+             */
+            object_type?: "organization";
+            data?: {
+                object?: components["schemas"]["Organization"];
+            };
+        };
+        /**
+         * OrganizationMemberInvitedEvent
+         * @description The `organization.member_invited` event; `data.object` is the invitation, its identifier masked.
+         */
+        OrganizationMemberInvitedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_invited`.
+             * @constant
+             */
+            type?: "organization.member_invited";
+            /**
+             * @description Always `organization_invitation`.
+             * @constant
+             */
+            object_type?: "organization_invitation";
+            data?: {
+                object?: components["schemas"]["OrganizationInvitation"];
+            };
+        };
+        /**
+         * OrganizationMemberJoinedEvent
+         * @description The `organization.member_joined` event; `data.object` is the member, identifier masked.
+         */
+        OrganizationMemberJoinedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_joined`.
+             * @constant
+             */
+            type?: "organization.member_joined";
+            /**
+             * @description Always `organization_member`.
+             * @constant
+             */
+            object_type?: "organization_member";
+            data?: {
+                object?: components["schemas"]["OrganizationMember"];
+            };
+        };
+        /**
+         * OrganizationMemberRoleChangedEvent
+         * @description The `organization.member_role_changed` event; `data.object` is the member with its new role, identifier masked.
+         */
+        OrganizationMemberRoleChangedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_role_changed`.
+             * @constant
+             */
+            type?: "organization.member_role_changed";
+            /**
+             * @description Always `organization_member`.
+             * @constant
+             */
+            object_type?: "organization_member";
+            data?: {
+                object?: components["schemas"]["OrganizationMember"];
+            };
+        };
+        /**
+         * OrganizationMemberRemovedEvent
+         * @description The `organization.member_removed` event (removed or left); `data.object` is the member, status `removed`, identifier masked.
+         */
+        OrganizationMemberRemovedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_removed`.
+             * @constant
+             */
+            type?: "organization.member_removed";
+            /**
+             * @description Always `organization_member`.
+             * @constant
+             */
+            object_type?: "organization_member";
+            data?: {
+                object?: components["schemas"]["OrganizationMember"];
+            };
+        };
+        /**
+         * OrganizationVerificationUpdatedEvent
+         * @description The `organization.verification_updated` event (submitted, verified or rejected); `data.object` is the organisation.
+         */
+        OrganizationVerificationUpdatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.verification_updated`.
+             * @constant
+             */
+            type?: "organization.verification_updated";
+            /**
+             * @description Always `organization`.
+             * @constant
+             */
+            object_type?: "organization";
+            data?: {
+                object?: components["schemas"]["Organization"];
+            };
+        };
+        /**
          * VerificationSessionEventObject
          * @description What an identity event says of its session: the status and the tier, never personal data (read the session with `GET /identity/verification-sessions/{id}`).
          */
@@ -8285,82 +9465,6 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyKeyReusedError"];
             };
         };
-        /** @description `AccountNotEmpty`: a wallet still holds money, or an escrow or tontine is open (`details`). With an `Idempotency-Key`, `IdempotencyKeyAlreadyProcessed` or `ConcurrentOperation`. */
-        CloseAccountConflict: {
-            headers: {
-                Location: components["headers"]["Location"];
-                "Retry-After": components["headers"]["RetryAfter"];
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["CloseAccountConflictError"];
-            };
-        };
-        /** @description `InvalidVerificationSessionState` (the status does not allow the action; `details`), `VerificationSessionOpen` (one session at a time; `details.session_id`), `VerificationSessionExpired`; with an `Idempotency-Key`, `IdempotencyKeyAlreadyProcessed` or `ConcurrentOperation`. */
-        VerificationSessionConflict: {
-            headers: {
-                Location: components["headers"]["Location"];
-                "Retry-After": components["headers"]["RetryAfter"];
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["VerificationSessionConflictError"];
-            };
-        };
-        /** @description `DocumentsMissing` (`details.missing`), `TierAlreadyHeld`, `VerificationRefused`, `DocumentsNotRequired`, `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF, whatever its name: 422, while 415 is for a request that is not multipart/form-data), or `IdempotencyKeyReused`. */
-        VerificationSessionUnprocessable: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["VerificationSessionUnprocessableError"];
-            };
-        };
-        /** @description `VerificationSessionNotFound`: no session of the caller has this id (another person's session answers the same). */
-        VerificationSessionNotFound: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description `PayloadTooLarge`: the file is over 5 MiB (5242880 bytes). */
-        DocumentTooLarge: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
-        /** @description `ConflictOfInterest`: an administrator cannot review their own session. `InsufficientRole`: the caller is not a platform administrator. `ApiKeyNotAllowed`: API keys cannot call this. */
-        VerificationReviewForbidden: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
-            };
-        };
         /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
         IdempotencyConflict: {
             headers: {
@@ -8631,6 +9735,82 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `AccountNotEmpty`: a wallet still holds money, or an escrow or tontine is open (`details`). With an `Idempotency-Key`, `IdempotencyKeyAlreadyProcessed` or `ConcurrentOperation`. */
+        CloseAccountConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CloseAccountConflictError"];
+            };
+        };
+        /** @description `InvalidVerificationSessionState` (the status does not allow the action; `details`), `VerificationSessionOpen` (one session at a time; `details.session_id`), `VerificationSessionExpired`; with an `Idempotency-Key`, `IdempotencyKeyAlreadyProcessed` or `ConcurrentOperation`. */
+        VerificationSessionConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VerificationSessionConflictError"];
+            };
+        };
+        /** @description `DocumentsMissing` (`details.missing`), `TierAlreadyHeld`, `VerificationRefused`, `DocumentsNotRequired`, `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF, whatever its name: 422, while 415 is for a request that is not multipart/form-data), or `IdempotencyKeyReused`. */
+        VerificationSessionUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VerificationSessionUnprocessableError"];
+            };
+        };
+        /** @description `VerificationSessionNotFound`: no session of the caller has this id (another person's session answers the same). */
+        VerificationSessionNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `PayloadTooLarge`: the file is over 5 MiB (5242880 bytes). */
+        DocumentTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `ConflictOfInterest`: an administrator cannot review their own session. `InsufficientRole`: the caller is not a platform administrator. `ApiKeyNotAllowed`: API keys cannot call this. */
+        VerificationReviewForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /**
@@ -8653,13 +9833,6 @@ export interface components {
          * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
          */
         StartingAfter: string;
-        /**
-         * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-         * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-         */
-        VerificationSessionId: string;
-        /** @description Only sessions with this status (`needs_review`: the review queue). */
-        VerificationSessionStatusFilter: components["schemas"]["VerificationSessionStatus"];
         /**
          * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
          * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
@@ -8730,6 +9903,23 @@ export interface components {
          * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
          */
         ApiKeyId: string;
+        /**
+         * @description The member's user id, or `me` for the caller.
+         * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+         */
+        MemberUserId: string;
+        /**
+         * @description Identifier of an invitation to an organisation.
+         * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+         */
+        InvitationId: string;
+        /**
+         * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+         * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+         */
+        VerificationSessionId: string;
+        /** @description Only sessions with this status (`needs_review`: the review queue). */
+        VerificationSessionStatusFilter: components["schemas"]["VerificationSessionStatus"];
     };
     requestBodies: never;
     headers: {
@@ -8983,461 +10173,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    closeAccount: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["EscrowActionRequest"];
-            };
-        };
-        responses: {
-            /** @description The account, closed. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ClosedAccountResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyNotAllowed"];
-            409: components["responses"]["CloseAccountConflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    listVerificationSessions: {
-        parameters: {
-            query?: {
-                /**
-                 * @description Maximum number of items to return (1 to 500).
-                 * @example 50
-                 */
-                limit?: components["parameters"]["Limit"];
-                /**
-                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
-                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
-                 */
-                starting_after?: components["parameters"]["StartingAfter"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of sessions. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VerificationSessionListResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyNotAllowed"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    createVerificationSession: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateVerificationSessionRequest"];
-            };
-        };
-        responses: {
-            /** @description The new session, waiting for input. */
-            201: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    Location: components["headers"]["Location"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VerificationSessionResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyNotAllowed"];
-            409: components["responses"]["VerificationSessionConflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["VerificationSessionUnprocessable"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getVerificationSession: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The session. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VerificationSessionResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyNotAllowed"];
-            404: components["responses"]["VerificationSessionNotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    submitVerificationSession: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
-            };
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SubmitVerificationSessionRequest"];
-            };
-        };
-        responses: {
-            /** @description The session, now processing. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VerificationSessionResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyNotAllowed"];
-            404: components["responses"]["VerificationSessionNotFound"];
-            409: components["responses"]["VerificationSessionConflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["VerificationSessionUnprocessable"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    uploadVerificationDocument: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
-            };
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "multipart/form-data": components["schemas"]["UploadVerificationDocumentRequest"];
-            };
-        };
-        responses: {
-            /** @description The session with the document. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VerificationSessionResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyNotAllowed"];
-            404: components["responses"]["VerificationSessionNotFound"];
-            409: components["responses"]["VerificationSessionConflict"];
-            413: components["responses"]["DocumentTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["VerificationSessionUnprocessable"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    cancelVerificationSession: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
-            };
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["EscrowActionRequest"];
-            };
-        };
-        responses: {
-            /** @description The canceled session. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VerificationSessionResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyNotAllowed"];
-            404: components["responses"]["VerificationSessionNotFound"];
-            409: components["responses"]["VerificationSessionConflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["VerificationSessionUnprocessable"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    listAllVerificationSessions: {
-        parameters: {
-            query?: {
-                /** @description Only sessions with this status (`needs_review`: the review queue). */
-                status?: components["parameters"]["VerificationSessionStatusFilter"];
-                /**
-                 * @description Maximum number of items to return (1 to 500).
-                 * @example 50
-                 */
-                limit?: components["parameters"]["Limit"];
-                /**
-                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
-                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
-                 */
-                starting_after?: components["parameters"]["StartingAfter"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of sessions. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AdminVerificationSessionListResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["VerificationReviewForbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    approveVerificationSession: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
-            };
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ApproveVerificationSessionRequest"];
-            };
-        };
-        responses: {
-            /** @description The session, verified. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AdminVerificationSessionResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["VerificationReviewForbidden"];
-            404: components["responses"]["VerificationSessionNotFound"];
-            409: components["responses"]["VerificationSessionConflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    rejectVerificationSession: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
-                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
-            };
-            path: {
-                /**
-                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
-                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
-                 */
-                sessionId: components["parameters"]["VerificationSessionId"];
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RejectVerificationSessionRequest"];
-            };
-        };
-        responses: {
-            /** @description The session after the decision. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AdminVerificationSessionResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["VerificationReviewForbidden"];
-            404: components["responses"]["VerificationSessionNotFound"];
-            409: components["responses"]["VerificationSessionConflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -12352,7 +13087,7 @@ export interface operations {
                  */
                 starting_after?: string;
                 /**
-                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`). The `*` may be sent as it is (`?type=escrow.*`) or percent-encoded (`?type=escrow.%2A`).
                  * @example escrow.*
                  */
                 type?: components["schemas"]["WebhookEventFilter"];
@@ -12449,7 +13184,7 @@ export interface operations {
                  */
                 starting_after?: string;
                 /**
-                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`). The `*` may be sent as it is (`?type=escrow.*`) or percent-encoded (`?type=escrow.%2A`).
                  * @example escrow.*
                  */
                 type?: components["schemas"]["WebhookEventFilter"];
@@ -13068,6 +13803,1506 @@ export interface operations {
                 };
             };
             409: components["responses"]["ResourceKeyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganization: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOrganizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The new organisation. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["ResourceKeyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOrganizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationMembers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of members. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMemberListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description The member's user id, or `me` for the caller.
+                 * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+                 */
+                userId: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The removed member (status `removed`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMemberResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller's role does not allow this change (only an owner grants, changes or removes `owner`; an admin cannot change or remove another admin); `ApiKeyNotAllowed`: API keys never change members. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `MemberNotFound`: no member of the organisation has this user id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `LastOwner`: the organisation's last active owner can neither leave, be demoted nor be removed (make another member owner first). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description The member's user id, or `me` for the caller.
+                 * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+                 */
+                userId: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOrganizationMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description The member. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMemberResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller's role does not allow this change (only an owner grants, changes or removes `owner`; an admin cannot change or remove another admin); `ApiKeyNotAllowed`: API keys never change members. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `MemberNotFound`: no member of the organisation has this user id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `LastOwner`: the organisation's last active owner can neither leave, be demoted nor be removed (make another member owner first). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOrganizationInvitationRequest"];
+            };
+        };
+        responses: {
+            /** @description The invitation. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller's role does not allow this change (only an owner grants, changes or removes `owner`; an admin cannot change or remove another admin); `ApiKeyNotAllowed`: API keys never change members. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `AlreadyMember`: the identifier is already an active member of the organisation. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `InvitationNotFound`: no invitation of the organisation has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    transferApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, held by the caller. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ApiKeyNotFound"];
+            /** @description `ApiKeyNotActive`: a revoked or expired key cannot be taken over. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listMyOrganizationInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `InvitationNotFound`: no invitation addressed to one of your identifiers has this id (an invitation of someone else, or a revoked one). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `InvitationExpired`: the invitation expired (ask for a new one); `InvitationNotPending`: it was declined, accepted or revoked. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declineOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `InvitationNotFound`: no invitation addressed to one of your identifiers has this id (an invitation of someone else, or a revoked one). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `InvitationExpired`: the invitation expired (ask for a new one); `InvitationNotPending`: it was declined, accepted or revoked. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    submitOrganizationVerification: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["SubmitOrganizationVerificationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation, its verification pending or decided. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `RepresentativeNotVerified`: the representative is not an active member whose identity is verified (`tier_2`); `VerificationAlreadySubmitted`: the verification is pending or verified. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes (`EmptyDocument`: no bytes); `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationVerificationUnprocessableError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationVerifications: {
+        parameters: {
+            query?: {
+                /** @description The verification status to list (`pending` when absent). */
+                status?: "unverified" | "pending" | "verified" | "rejected";
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of organisations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: platform administrators only; `ApiKeyNotAllowed`: API keys never review. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    approveOrganizationVerification: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: platform administrators only; `ConflictOfInterest`: the administrator is a member of the organisation (another administrator must review it); `ApiKeyNotAllowed`: API keys never review. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `VerificationNotPending`: there is no pending verification to decide. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rejectOrganizationVerification: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejectOrganizationVerificationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: platform administrators only; `ConflictOfInterest`: the administrator is a member of the organisation (another administrator must review it); `ApiKeyNotAllowed`: API keys never review. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `VerificationNotPending`: there is no pending verification to decide. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTestHelperOutbox: {
+        parameters: {
+            query: {
+                /**
+                 * @description The recipient: an e-mail address (any case) or a telephone number in international form (spaces allowed, normalised to E.164), as given at sign-up.
+                 * @example new-customer@example.com
+                 */
+                to: string;
+                /**
+                 * @description Maximum number of messages to return (1 to 100).
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recipient's messages, newest first (an empty list when there are none). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutboxMessageListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    closeAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The account, closed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClosedAccountResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["CloseAccountConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listVerificationSessions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The new session, waiting for input. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    submitVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubmitVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session, now processing. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    uploadVerificationDocument: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["UploadVerificationDocumentRequest"];
+            };
+        };
+        responses: {
+            /** @description The session with the document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["DocumentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EscrowActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The canceled session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["VerificationSessionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAllVerificationSessions: {
+        parameters: {
+            query?: {
+                /** @description Only sessions with this status (`needs_review`: the review queue). */
+                status?: components["parameters"]["VerificationSessionStatusFilter"];
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminVerificationSessionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["VerificationReviewForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    approveVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApproveVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session, verified. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminVerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["VerificationReviewForbidden"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rejectVerificationSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a verification session of the caller (administrators: any session on the admin routes).
+                 * @example 3b9d5c1e-7f2a-4e8b-9c0d-1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["VerificationSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejectVerificationSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session after the decision. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminVerificationSessionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["VerificationReviewForbidden"];
+            404: components["responses"]["VerificationSessionNotFound"];
+            409: components["responses"]["VerificationSessionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -14447,6 +16682,238 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ApiKeyRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookApiKeyTransferred: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyTransferredEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationUpdated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberInvited: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberInvitedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberJoined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberJoinedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberRoleChanged: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberRoleChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberRemoved: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberRemovedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationVerificationUpdated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationVerificationUpdatedEvent"];
             };
         };
         responses: {

@@ -124,6 +124,7 @@ export function operationShapes(doc: Json): OperationShape[] {
         const media = content[contentType as string] as Json;
         let body = media.example;
         if (body === undefined && media.examples) body = resolve(Object.values(media.examples as Record<string, unknown>)[0]).value;
+        if (body === undefined && contentType === 'multipart/form-data' && media.schema) body = multipartExample(media.schema as Json, resolve);
         if (body === undefined) throw new Error(`${String(operation.operationId)}: its request body has no example (every request body needs one)`);
         shape.body = body;
         shape.contentType = contentType;
@@ -138,6 +139,22 @@ export function operationShapes(doc: Json): OperationShape[] {
   return shapes;
 }
 
+/** A multipart body's example from its schema: each field's example or first enum value; a binary field is a file. */
+function multipartExample(schema: Json, resolve: (value: unknown) => Json): Json {
+  const properties = (resolve(schema).properties ?? {}) as Record<string, unknown>;
+  const body: Json = {};
+  for (const [name, raw] of Object.entries(properties)) {
+    const property = resolve(raw);
+    if (property.format === 'binary' || property.contentMediaType !== undefined) body[name] = MULTIPART_FILE;
+    else body[name] = property.example ?? (Array.isArray(property.enum) ? property.enum[0] : (property.examples as unknown[] | undefined)?.[0]);
+  }
+  return body;
+}
+
+/** Stands for a file field in a multipart example: the samples send a minimal PDF made on the spot. */
+const MULTIPART_FILE = '<document.pdf>';
+const MINIMAL_PDF = '%PDF-1.4\\n%%EOF\\n';
+
 const shellQuote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
 
 export function curlSample(shape: OperationShape): string {
@@ -150,6 +167,12 @@ export function curlSample(shape: OperationShape): string {
   if (shape.authenticated) lines.push(`-H "Authorization: Bearer $TOKEN"`);
   if (shape.idempotencyKey === 'required') lines.push(`-H "Idempotency-Key: $(openssl rand -hex 16)"`);
   for (const parameter of shape.parameters.filter((p) => p.in === 'header')) lines.push(`-H ${shellQuote(`${parameter.name}: ${String(parameter.example ?? '')}`)}`);
+  if (shape.body !== undefined && shape.contentType === 'multipart/form-data') {
+    for (const [name, value] of Object.entries(shape.body as Json)) {
+      lines.push(value === MULTIPART_FILE ? `-F ${shellQuote(`${name}=@document.pdf;type=application/pdf`)}` : `-F ${shellQuote(`${name}=${String(value)}`)}`);
+    }
+    return `printf '${MINIMAL_PDF}' > document.pdf\n${lines.join(' \\\n  ')}`;
+  }
   if (shape.body !== undefined) {
     lines.push(`-H ${shellQuote(`Content-Type: ${shape.contentType ?? 'application/json'}`)}`);
     lines.push(`-d ${shellQuote(JSON.stringify(shape.body))}`);
@@ -181,7 +204,17 @@ export function typescriptSample(shape: OperationShape): string {
   // The client's types (openapi-typescript) require a property that has a default, so the
   // TypeScript sample spells out the defaults the example leaves to the server.
   const body = shape.bodyDefaults ? { ...(shape.body as Json), ...shape.bodyDefaults } : shape.body;
-  if (body !== undefined) options.push(`  body: ${tsLiteral(body, '  ')},`);
+  if (body !== undefined && shape.contentType === 'multipart/form-data') {
+    // openapi-fetch sends a FormData built by bodySerializer; the typed body names the fields.
+    out.push('const form = new FormData();');
+    for (const [name, value] of Object.entries(body as Json)) {
+      out.push(value === MULTIPART_FILE
+        ? `form.append('${name}', new Blob(['%PDF-1.4\\n%%EOF\\n'], { type: 'application/pdf' }), 'document.pdf');`
+        : `form.append('${name}', ${JSON.stringify(String(value))});`);
+    }
+    const typed = Object.fromEntries(Object.entries(body as Json).map(([name, value]) => [name, value === MULTIPART_FILE ? '' : value]));
+    options.push(`  body: ${tsLiteral(typed, '  ')},`, '  bodySerializer: () => form,');
+  } else if (body !== undefined) options.push(`  body: ${tsLiteral(body, '  ')},`);
   const call = `client.${shape.method.toUpperCase()}('${shape.path}'${options.length > 0 ? `, {\n${options.join('\n')}\n}` : ''})`;
   out.push(`const { data, error, response } = await ${call};`);
   out.push('console.log(response.status, data ?? error);');

@@ -19,7 +19,7 @@ import { applyDatabaseFunctions } from '../database-functions';
  * - events: organisations, their members and invitations are event subjects.
  */
 export const FUNCTIONS = {
-  api_keys_revoke_for_lost_access: '0a59504674503558',
+  api_keys_revoke_for_lost_access: 'e700e809dd483436',
   api_keys_creator_lost_access: 'abd05b3640c1a3c2',
 };
 

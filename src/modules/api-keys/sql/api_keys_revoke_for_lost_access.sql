@@ -50,7 +50,8 @@ BEGIN
     RETURNING id INTO v_event;
     INSERT INTO webhook_deliveries (endpoint_id, event_id, organization_id, next_attempt_at)
       SELECT id, v_event, organization_id, now() FROM webhook_endpoints
-      WHERE organization_id = v_key.organization_id AND status = 'enabled' AND events && ARRAY['api_key.revoked', '*', 'api_key.*'];
+      WHERE organization_id = v_key.organization_id AND status = 'enabled' AND events && ARRAY['api_key.revoked', '*', 'api_key.*']
+        AND (object_types IS NULL OR 'api_key' = ANY(object_types));
     v_count := v_count + 1;
   END LOOP;
   RETURN v_count;
