@@ -23,6 +23,8 @@ export interface RateLimitConfig {
   loginPerIpPerWindow: number;
   /** Requests per window per API key (RATE_LIMIT_API_KEY). */
   apiKeyPerWindow: number;
+  /** Messages with a code (sign-up, password reset): per IP and per identifier within their own window. */
+  codes: { windowMs: number; perIp: number; perIdentifier: number };
 }
 
 export interface Config {
@@ -121,12 +123,8 @@ export interface Config {
   notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
 }
 
-/** The notifier port's adapter and what the sandbox keeps. */
-export interface NotificationsConfig {
-  /** NOTIFIER: `sandbox` keeps every message in the outbox table (no default in production). */
-  notifier: 'sandbox';
-  outboxRetentionHours: number; // OUTBOX_RETENTION_HOURS: older outbox messages are purged
-}
+/** NOTIFIER (`sandbox`: the outbox; no default in production) and OUTBOX_RETENTION_HOURS. */
+export interface NotificationsConfig { notifier: 'sandbox'; outboxRetentionHours: number }
 
 export interface JobsConfig {
   /** JOBS_POLLING_INTERVAL_MS: how often each worker asks for its queue's next job. */
@@ -332,18 +330,13 @@ function readConfig(env: Env): Config {
   };
 }
 
-export const NOTIFIERS = ['sandbox'] as const;
-
-/**
- * NOTIFIER: the sandbox (the outbox) by default outside production; production never falls back
- * to it silently (customers would receive no code): it must be named.
- */
+/** Production never falls back to the sandbox notifier silently (customers would get no code). */
 function readNotifications(env: Env, nodeEnv: NodeEnv): NotificationsConfig {
   if (nodeEnv === 'production' && (env.NOTIFIER === undefined || env.NOTIFIER === '')) {
-    throw new ConfigError(`NOTIFIER must be set in production (one of ${NOTIFIERS.join(', ')}); the sandbox notifier keeps messages in the outbox instead of sending them, so production uses it only when told NOTIFIER=sandbox`);
+    throw new ConfigError(`NOTIFIER must be set in production (one of sandbox); the sandbox notifier keeps messages in the outbox instead of sending them, so production uses it only when told NOTIFIER=sandbox`);
   }
   return {
-    notifier: oneOf(env, 'NOTIFIER', 'sandbox', NOTIFIERS),
+    notifier: oneOf(env, 'NOTIFIER', 'sandbox', ['sandbox'] as const),
     outboxRetentionHours: integer(env, 'OUTBOX_RETENTION_HOURS', 72, 1, 24 * 365),
   };
 }
@@ -358,6 +351,11 @@ function readRateLimit(env: Env): Config['rateLimit'] {
     healthPerWindow: integer(env, 'RATE_LIMIT_HEALTH', 1_200, 1, 1_000_000),
     loginPerIpPerWindow: integer(env, 'RATE_LIMIT_LOGIN_PER_IP', 30, 1, 1_000_000),
     apiKeyPerWindow: integer(env, 'RATE_LIMIT_API_KEY', 1_200, 1, 1_000_000),
+    codes: {
+      windowMs: integer(env, 'RATE_LIMIT_CODES_WINDOW_MS', 3_600_000, 1_000, 86_400_000),
+      perIp: integer(env, 'RATE_LIMIT_CODES_PER_IP', 20, 1, 1_000_000),
+      perIdentifier: integer(env, 'RATE_LIMIT_CODES_PER_IDENTIFIER', 5, 1, 1_000_000),
+    },
   };
 }
 

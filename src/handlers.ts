@@ -10,6 +10,7 @@ import { idempotencyHandlers } from './modules/idempotency';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
 import { notificationsHandlers } from './modules/notifications';
+import { onboardingHandlers } from './modules/onboarding';
 import { paymentLinksHandlers } from './modules/payment-links';
 import { tontineHandlers, tontinePostings } from './modules/tontines';
 import { transfersHandlers } from './modules/transfers';
@@ -45,6 +46,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...eventsHandlers(services.events),
     ...webhookHandlers(services.webhooks, services.clock),
     ...notificationsHandlers(services.outbox),
+    ...onboardingHandlers(services.signup, services.passwordChanges, services.sessions),
   };
 }
 

@@ -15,6 +15,7 @@ import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
+import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
 import { OrganizationAccessService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
 import { TontineService, tontineSnapshot } from './modules/tontines';
@@ -66,6 +67,8 @@ export function buildServices(deps: ServiceDeps) {
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
   // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
   const notifier: Notifier = new SandboxNotifier();
+  // One-time codes are kept as an HMAC keyed from API_KEY_PEPPER (required in production).
+  const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), clock };
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -99,6 +102,10 @@ export function buildServices(deps: ServiceDeps) {
     notifier,
     /** What the sandbox notifier kept (the test helper GET /test-helpers/outbox). */
     outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
+    /** Sign-up with a one-time code (the user starts at tier_0). */
+    signup: new SignupService(onboarding),
+    /** Password reset and change (sessions revoked). */
+    passwordChanges: new PasswordService(onboarding),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

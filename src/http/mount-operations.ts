@@ -138,6 +138,7 @@ function inputOf(req: Request, operationId: OperationId) {
     body: req.body as unknown,
     requestId: (req as { id?: string }).id ?? '',
     clientIp: clientIp(req),
+    userAgent: req.get('user-agent'),
     accepts: (types: string[]) => req.accepts(types),
     caller: req.auth,
     organization: req.organization,

@@ -7,6 +7,7 @@ import { escrowJobs } from '../modules/escrows';
 import { eventsJobs } from '../modules/events';
 import { idempotencyJobs } from '../modules/idempotency';
 import { notificationsJobs } from '../modules/notifications';
+import { onboardingJobs } from '../modules/onboarding';
 import { paymentJobs } from '../modules/payment-links';
 import { tontineJobs } from '../modules/tontines';
 import { transferJobs } from '../modules/transfers';
@@ -30,6 +31,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...tontineJobs(services.tontines, logger),
     ...eventsJobs(services.webhooks, services.events, config.webhooks, logger),
     ...notificationsJobs(services.outbox, logger),
+    ...onboardingJobs(services.signup, logger),
   ];
 }
 

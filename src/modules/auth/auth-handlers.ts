@@ -7,8 +7,8 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
 /** POST /auth/login, /auth/refresh, /auth/logout and GET /me. */
 export function authHandlers(auth: AuthService, sessions: SessionService): Handlers<'login' | 'refreshSession' | 'logout' | 'getMe'> {
   return {
-    login: async ({ body, clientIp }) => ({ data: await auth.logIn(body.identifier, body.password, clientIp), headers: NO_STORE }),
-    refreshSession: async ({ body }) => ({ data: await sessions.refresh(body.refresh_token), headers: NO_STORE }),
+    login: async ({ body, clientIp, userAgent }) => ({ data: await auth.logIn(body.identifier, body.password, clientIp, userAgent), headers: NO_STORE }),
+    refreshSession: async ({ body, clientIp, userAgent }) => ({ data: await sessions.refresh(body.refresh_token, { ip: clientIp, userAgent }), headers: NO_STORE }),
     // A session has no URL of its own: a replay names it without a Location.
     logout: async ({ trx, caller }) => ({
       data: await sessions.logout(caller.sessionId, trx),
