@@ -37,6 +37,8 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   InsufficientScope: { required: ['required_scope', 'granted_scopes'] },
   WebhookUrlNotAllowed: { required: ['reason'] },
   TooManyWebhookEndpoints: { required: ['max'] },
+  InvalidVerificationCode: { required: ['attempts_left'] },
+  WeakPassword: { required: ['reason'] },
 };
 
 /**
@@ -85,6 +87,10 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   updateNetworkStatus: { '422': ['VersionExhausted'] },
   createWebhookEndpoint: { '422': ['WebhookUrlNotAllowed', 'TooManyWebhookEndpoints'] },
   updateWebhookEndpoint: { '422': ['WebhookUrlNotAllowed'] },
+  signUp: { '422': ['WeakPassword'] },
+  verifySignUp: { '422': ['InvalidVerificationCode'] },
+  confirmPasswordReset: { '422': ['InvalidVerificationCode', 'WeakPassword'] },
+  changeMyPassword: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['WeakPassword', 'IdempotencyKeyReused'] },
 };
 // Issue 24: every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {

@@ -34,7 +34,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE signup_verifications
     ADD CONSTRAINT signup_verifications_channel CHECK (channel IN ('sms', 'email')),
     ADD CONSTRAINT signup_verifications_attempts CHECK (attempts >= 0),
-    ADD CONSTRAINT signup_verifications_new_account CHECK (existing_account OR (password_hash IS NOT NULL AND full_name IS NOT NULL AND country ~ '^[A-Z]{2}$'))`);
+    ADD CONSTRAINT signup_verifications_new_account CHECK (existing_account OR completed_at IS NOT NULL OR (password_hash IS NOT NULL AND full_name IS NOT NULL AND country ~ '^[A-Z]{2}$'))`);
 
   await knex.schema.createTable('password_resets', (t) => {
     t.uuid('id').primary();

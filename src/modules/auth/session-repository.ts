@@ -26,6 +26,11 @@ export interface SessionClient {
 /** The longest User-Agent kept with a session (the rest is cut). */
 const MAX_USER_AGENT_LENGTH = 512;
 
+/** `text` with control characters (a tab in a header) turned into spaces: shown as it is in GET /me/sessions. */
+function printable(text: string | undefined): string | undefined {
+  return text && [...text].map((c) => (c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f ? ' ' : c)).join('');
+}
+
 /** A session as an access token sees it: whether it still runs, and its user's standing. */
 export interface SessionStanding {
   id: string;
@@ -49,7 +54,7 @@ export class SessionRepository {
         expires_at: input.expiresAt,
         rotated_from: input.rotatedFrom ?? null,
         ip: input.client?.ip ?? null,
-        user_agent: input.client?.userAgent?.replace(/[\x00-\x1F\x7F]/g, ' ').slice(0, MAX_USER_AGENT_LENGTH) || null,
+        user_agent: printable(input.client?.userAgent)?.slice(0, MAX_USER_AGENT_LENGTH) || null,
         ...(input.startedAt ? { started_at: input.startedAt } : {}),
       })
       .returning('*');
