@@ -3,6 +3,6 @@ export { onboardingHandlers } from './onboarding-handlers';
 export { onboardingJobs } from './onboarding-jobs';
 export { PasswordService, type PasswordChanged, type ResetRequested } from './password-service';
 export { SignupService, type OnboardingDeps, type SignupStarted } from './signup-service';
-export { CodeHasher, CODE_TTL_MS, MAX_CODE_ATTEMPTS } from './one-time-code';
+export { checkCode, CodeHasher, CODE_TTL_MS, MAX_CODE_ATTEMPTS, newCode, type CodeCheck } from './one-time-code';
 export { assertStrongPassword, MIN_PASSWORD_LENGTH } from './password-policy';
 export { InvalidCurrentPasswordError, InvalidVerificationCodeError, VerificationExpiredError, WeakPasswordError, type WeakPasswordReason } from './onboarding-errors';
