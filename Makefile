@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean check-breaking check-breaking-selftest release-contract workflows drill client-example
+.PHONY: help install generate check-generated lint build migrate seed run test test-embedded bench fuzz mutation mutation-score clean check-breaking check-breaking-selftest release-contract workflows drill client-example drill-failover
 
 help:
 	@echo "make run    start the API (:8080) and the payment page (:8081); embedded database unless DATABASE_URL is set"
@@ -101,6 +101,12 @@ workflows: install
 # invariants. DRILL_INJECT=ledger leaves a one-sided ledger entry: the drill must then fail.
 drill: install
 	bash scripts/drill/run.sh
+
+# The failover drill (scripts/drill-failover/): a pg_auto_failover monitor, a primary and a
+# synchronous standby (Debian's packages, installed when missing), two API instances with a
+# multi-host DATABASE_URL; a switchover and a kill -9 of the primary under load, then the checks.
+drill-failover: install
+	bash scripts/drill-failover/run.sh
 
 # The TypeScript client (clients/typescript): npm pack, then its example against `make run`.
 client-example: install

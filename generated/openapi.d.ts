@@ -1940,6 +1940,379 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/business/organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open an organisation
+         * @description Opens a company organisation: the caller becomes its `owner`, every Business module is open, and its accounts start with one account in `default_currency`. Legal fields (legal_name, country, registration_number, legal_form) change afterwards only through business verification; the organisation starts `unverified` (see `POST /business/organizations/{orgId}/verification`). Records the event `organization.created`. API keys may not call it (403 `ApiKeyNotAllowed`).
+         */
+        post: operations["createOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an organisation
+         * @description The organisation's profile, its verification (status, what it still requires, when it was decided) and its modules. Roles: any active member. API keys: `members:read`.
+         */
+        get: operations["getOrganization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update an organisation
+         * @description Changes `trading_name`, `support_email` and `support_phone` (null clears a support contact). Legal fields change only through verification. Records the event `organization.updated`. Roles: owner or admin.
+         */
+        patch: operations["updateOrganization"];
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List members
+         * @description The organisation's members (active and suspended), newest first: `user_id`, `identifier` (masked unless the caller is an owner or admin), `role`, `status`, `joined_at`. Roles: any active member except cashier staff. API keys: `members:read`.
+         */
+        get: operations["listOrganizationMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description The member's user id, or `me` for the caller.
+                 * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+                 */
+                userId: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description Removes the member from the organisation; `me` as the user id leaves it (any role). Owners and admins remove others: only an owner removes an owner, an admin cannot remove another admin (403 `InsufficientRole`); the last active owner cannot leave nor be removed (409 `LastOwner`). From the commit on, the removed member's requests on the organisation answer 404, and the API keys they hold are revoked in the same transaction (reason `creator_lost_access`) unless an owner or admin took them over first. Records the event `organization.member_removed`. Roles: any active member (to leave), owner or admin (to remove another).
+         */
+        delete: operations["removeOrganizationMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Changes the member's role. Only an owner grants or takes away `owner`; an admin cannot change another admin (403 `InsufficientRole`); the last active owner cannot be demoted (409 `LastOwner`). A member demoted below admin loses the API keys they hold (revoked, reason `creator_lost_access`) in the same transaction. Records the event `organization.member_role_changed`. Roles: owner or admin.
+         */
+        patch: operations["updateOrganizationMember"];
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List invitations
+         * @description The organisation's invitations (every status), newest first. An invitation expires 7 days after it was sent (status `expired`). Roles: owner or admin.
+         */
+        get: operations["listOrganizationInvitations"];
+        put?: never;
+        /**
+         * Invite a colleague
+         * @description Invites an e-mail address or an E.164 telephone number to a role; the invitation is sent to it (e-mail or SMS) and expires after 7 days. An identifier nobody has signed up with yet is kept: the person sees it once they sign up with it. A new invitation of the same identifier replaces the pending one. Only an owner invites an `owner`. An identifier that is already an active member answers 409 `AlreadyMember`. Records the event `organization.member_invited`. Roles: owner or admin.
+         */
+        post: operations["createOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/invitations/{invitationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Revokes a pending invitation: it can no longer be accepted. Revoking one that is no longer pending answers it as it is. Roles: owner or admin.
+         */
+        delete: operations["revokeOrganizationInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/api-keys/{keyId}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take over an API key
+         * @description The caller (an owner or admin) becomes the key's holder (`held_by`): the key then answers for the caller, and outlives its creator losing access to the organisation (disabled, suspended, removed or demoted below admin), which otherwise revokes it in the same transaction (`api_key.revoked`, reason `creator_lost_access`). Taking over a key one already holds answers it as it is. Records the event `api_key.transferred`. Roles: owner or admin.
+         */
+        post: operations["transferApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/organization-invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My invitations to organisations
+         * @description The invitations addressed to the caller's e-mail address or telephone number that are still pending (expired ones are listed with status `expired`), newest first.
+         */
+        get: operations["listMyOrganizationInvitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/organization-invitations/{invitationId}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description Accepts the invitation: the caller becomes an active member with its role (a member already there takes the invited role). Accepting an invitation already accepted by the caller answers it again (idempotent). An expired invitation answers 409 `InvitationExpired`, a declined one 409 `InvitationNotPending`. Records the event `organization.member_joined`.
+         */
+        post: operations["acceptOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/organization-invitations/{invitationId}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline an invitation
+         * @description Declines the invitation; declining one already declined answers it again. An accepted invitation answers 409 `InvitationNotPending`.
+         */
+        post: operations["declineOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/verification": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit the business verification
+         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MiB, stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
+         */
+        post: operations["submitOrganizationVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/organization-verifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List business verifications (administrators)
+         * @description Organisations by verification status, newest first (`status=pending` by default: the queue to review). Platform administrators only: anyone else gets 403 `InsufficientRole`.
+         */
+        get: operations["listOrganizationVerifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/organization-verifications/{orgId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a business verification (administrators)
+         * @description Decides the pending verification `verified`: the organisation's collection limits for unverified organisations stop applying. Records the event `organization.verification_updated`. Platform administrators only (403 `InsufficientRole`), never a member of the organisation (403 `ConflictOfInterest`); only a `pending` verification (409 `VerificationNotPending`).
+         */
+        post: operations["approveOrganizationVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/organization-verifications/{orgId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a business verification (administrators)
+         * @description Decides the pending verification `rejected`, with the requirement refused and why (shown in `verification.requirements.errors`); the owner may submit again. Records the event `organization.verification_updated`. Platform administrators only (403 `InsufficientRole`), never a member of the organisation (403 `ConflictOfInterest`); only a `pending` verification (409 `VerificationNotPending`).
+         */
+        post: operations["rejectOrganizationVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/test-helpers/outbox": {
         parameters: {
             query?: never;
@@ -2918,6 +3291,166 @@ export interface webhooks {
          * @description Sent to the endpoints whose `events` select `api_key.revoked`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
          */
         post: operations["webhookApiKeyRevoked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "api-key.transferred": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * api_key.transferred
+         * @description Sent to the endpoints whose `events` select `api_key.transferred`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookApiKeyTransferred"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.created
+         * @description Sent to the endpoints whose `events` select `organization.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.updated
+         * @description Sent to the endpoints whose `events` select `organization.updated`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-invited": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_invited
+         * @description Sent to the endpoints whose `events` select `organization.member_invited`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberInvited"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-joined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_joined
+         * @description Sent to the endpoints whose `events` select `organization.member_joined`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberJoined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-role-changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_role_changed
+         * @description Sent to the endpoints whose `events` select `organization.member_role_changed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberRoleChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.member-removed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.member_removed
+         * @description Sent to the endpoints whose `events` select `organization.member_removed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationMemberRemoved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.verification-updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.verification_updated
+         * @description Sent to the endpoints whose `events` select `organization.verification_updated`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationVerificationUpdated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4550,7 +5083,7 @@ export interface components {
             members?: components["schemas"]["TontineMember"][];
             /** @description The schedule, cycle 1 first (detail only; empty while `forming`). Cycle `k` is due `k` periods after the start (weekly: 7 days, biweekly: 14 days, monthly: the same day `k` months later, or the month's last day). */
             cycles?: components["schemas"]["TontineCycle"][];
-            /** @description Each member's contribution to the running cycle (detail only; empty when no cycle runs). `late` once the cycle is due and the member has not paid; a late member can still pay, and the payout waits for the whole pot. After a cancellation, the open cycle's payments show as `refunded`. */
+            /** @description Each member's contribution to the running cycle, in member order (detail only). By status: `forming`: empty (no cycle has started). `active`: the open cycle; `late` once the cycle is due and the member has not paid; a late member can still pay, and the payout waits for the whole pot. `completed`: empty (every cycle has paid out and no cycle runs; the cycles and their payouts are in `cycles`). `canceled` (canceled by the organizer, or dissolved by an administrator, then `dissolution` is set): the cycle that was open when it ended, its payments as `refunded` and the members who had not paid as `pending`; empty when it was canceled while `forming`. */
             current_contributions?: components["schemas"]["TontineContribution"][];
             pool_balance?: components["schemas"]["DecimalAmount"];
             pool_balance_minor?: components["schemas"]["MinorAmount"];
@@ -4955,10 +5488,10 @@ export interface components {
         };
         /**
          * ApiKeyScope
-         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`. Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
+         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`; and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
          * @enum {string}
          */
-        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write";
+        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "members:read";
         /**
          * InsufficientScopeError
          * @description The API key lacks the scope the operation needs; `details` name it and the key's scopes. The `X-Accepted-Scopes` header lists the scopes any of which would do.
@@ -6074,6 +6607,16 @@ export interface components {
              * @description The user who created the key.
              */
             created_by: string;
+            /**
+             * Format: uuid
+             * @description The user the key answers for: its creator, or the owner or admin who took it over (`POST .../api-keys/{keyId}/transfer`). When the holder may no longer create keys in the organisation (disabled, suspended, removed, demoted below admin) the key is revoked in the same transaction, reason `creator_lost_access`.
+             */
+            held_by?: string;
+            /**
+             * @description Why the key was revoked: `revoked` (by an owner or admin), `creator_lost_access` (its holder lost the right to create keys in the organisation); `null` while it is not revoked.
+             * @enum {string|null}
+             */
+            revoked_reason?: "revoked" | "creator_lost_access" | null;
         };
         /**
          * ApiKeyList
@@ -6154,6 +6697,16 @@ export interface components {
              * @description The user who created the key.
              */
             created_by: string;
+            /**
+             * Format: uuid
+             * @description The user the key answers for (see ApiKey).
+             */
+            held_by?: string;
+            /**
+             * @description Why the key was revoked (see ApiKey); `null` here.
+             * @enum {string|null}
+             */
+            revoked_reason?: "revoked" | "creator_lost_access" | null;
             /** @description The key: `sk_live_` (production) or `sk_test_`, the public id, `_`, 32 random base62 characters and a 6-character CRC32 checksum in base62. */
             secret: string;
         };
@@ -6218,7 +6771,7 @@ export interface components {
          * @description The type of the object the event is about (`data.object`).
          * @enum {string}
          */
-        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key";
+        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key" | "organization" | "organization_member" | "organization_invitation";
         /**
          * Event
          * @description One state change, recorded in the same transaction as the change (never an event for a change that rolled back, never a change without its event). `sequence` counts the events of one object (1, 2, 3...): a receiver that already holds a higher `sequence` for `object_id` drops the event as stale. `data.object` is the object exactly as the API returned it when the change committed (a thin event never forces a refetch); `data.previous_status` is its status before the change (null for its first event or an object without a status).
@@ -6252,6 +6805,11 @@ export interface components {
              * @description The organisation the object belongs to; null for a user's transfer, escrow or tontine.
              */
             organization_id: string | null;
+            /**
+             * Format: uuid
+             * @description Who made the change: the user, or for an API key the user it answers for (`held_by`); null when the platform did (a background job, an operator, a sandbox provider).
+             */
+            actor_user_id?: string | null;
             data: {
                 /** @description The object as the API returns it (see the event type's schema under `webhooks`). */
                 object: Record<string, never> | null;
@@ -6652,6 +7210,393 @@ export interface components {
             success: true;
             data: components["schemas"]["WebhookDeliveryList"];
             message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CountryCode
+         * @description ISO 3166-1 alpha-2 country code, upper case.
+         * @example CI
+         */
+        CountryCode: string;
+        /**
+         * LegalForm
+         * @description The organisation's legal form.
+         * @enum {string}
+         */
+        LegalForm: "sole_proprietorship" | "company" | "association";
+        /**
+         * CreateOrganizationRequest
+         * @description A new organisation's legal profile and the currency of its first account.
+         */
+        CreateOrganizationRequest: {
+            /** @description The registered name. */
+            legal_name: string;
+            /** @description The name customers know it by (the registered name when absent). */
+            trading_name?: string;
+            country: components["schemas"]["CountryCode"];
+            /** @description The number in the trade register of `country`. */
+            registration_number: string;
+            legal_form: components["schemas"]["LegalForm"];
+            default_currency: components["schemas"]["CurrencyCode"];
+        };
+        /**
+         * OrganizationVerification
+         * @description Business verification (KYB): `unverified` until the owner submits the registration document and a verified representative, then `pending` until the provider or an administrator decides `verified` or `rejected` (a rejected organisation may submit again). `requirements` says what is still due, what is being reviewed and why the last submission was refused.
+         */
+        OrganizationVerification: {
+            /**
+             * @description Where the verification stands.
+             * @enum {string}
+             */
+            status: "unverified" | "pending" | "verified" | "rejected";
+            requirements: {
+                /** @description What the owner must still submit. */
+                due: ("registration_document" | "representative")[];
+                /** @description What is being reviewed. */
+                pending: ("registration_document" | "representative")[];
+                /** @description Why the last submission was rejected. */
+                errors: {
+                    /**
+                     * @description What was refused.
+                     * @enum {string}
+                     */
+                    requirement: "registration_document" | "representative";
+                    /** @description Why. */
+                    reason: string;
+                }[];
+            };
+            /**
+             * Format: date-time
+             * @description When the documents were last submitted.
+             */
+            submitted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it was verified or rejected.
+             */
+            decided_at: string | null;
+            /**
+             * Format: uuid
+             * @description The member who represents the organisation (a `tier_2` user).
+             */
+            representative_user_id: string | null;
+        };
+        /**
+         * Organization
+         * @description A company organisation: its legal profile, its verification and its modules. Organisations opened before legal profiles existed show `null` for the fields they never had.
+         */
+        Organization: {
+            /**
+             * Format: uuid
+             * @description The `orgId` of the Business routes.
+             */
+            id: string;
+            /** @description The registered name. */
+            legal_name: string;
+            /** @description The name customers know it by. */
+            trading_name: string | null;
+            /** @description ISO 3166-1 alpha-2. */
+            country: string | null;
+            /** @description The number in the trade register. */
+            registration_number: string | null;
+            /**
+             * @description The legal form.
+             * @enum {string|null}
+             */
+            legal_form: "sole_proprietorship" | "company" | "association" | null;
+            /** @description The currency of its first account. */
+            default_currency: string | null;
+            /**
+             * Format: email
+             * @description Where customers write to.
+             */
+            support_email: string | null;
+            /** @description E.164 number customers call. */
+            support_phone: string | null;
+            status: components["schemas"]["OrganizationStatus"];
+            verification: components["schemas"]["OrganizationVerification"];
+            /** @description The enabled modules and their access (`open`, `read_only`, `locked`); an absent module is not enabled. */
+            modules: {
+                /**
+                 * @description Payment links and the Checkout.
+                 * @enum {string}
+                 */
+                payment_links?: "open" | "read_only" | "locked";
+                /**
+                 * @description Invoices, quotes and credit notes.
+                 * @enum {string}
+                 */
+                invoices?: "open" | "read_only" | "locked";
+                /**
+                 * @description Foreign-currency accounts.
+                 * @enum {string}
+                 */
+                accounts?: "open" | "read_only" | "locked";
+                /**
+                 * @description Network opening status.
+                 * @enum {string}
+                 */
+                network_status?: "open" | "read_only" | "locked";
+            };
+            /**
+             * Format: date-time
+             * @description When it was opened.
+             */
+            created_at: string;
+        };
+        /**
+         * OrganizationResponse
+         * @description Envelope of an organisation.
+         */
+        OrganizationResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Organization"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * UpdateOrganizationRequest
+         * @description What owners and admins change themselves; legal fields change only through verification.
+         */
+        UpdateOrganizationRequest: {
+            /** @description The name customers know it by. */
+            trading_name?: string;
+            /**
+             * Format: email
+             * @description Where customers write to; null clears it.
+             */
+            support_email?: string | null;
+            /** @description E.164 number customers call; null clears it. */
+            support_phone?: string | null;
+        };
+        /**
+         * OrganizationMember
+         * @description A member of an organisation.
+         */
+        OrganizationMember: {
+            /**
+             * Format: uuid
+             * @description The member's user id.
+             */
+            user_id: string;
+            /** @description The member's e-mail address (or telephone number when none), in full for owners and admins, masked (`ad***@demo.example`, `+225*****0001`) for other callers, API keys and events. */
+            identifier: string;
+            role: components["schemas"]["OrganizationRole"];
+            /**
+             * @description `removed` only in the answer to its removal and in its event.
+             * @enum {string}
+             */
+            status: "active" | "suspended" | "removed";
+            /**
+             * Format: date-time
+             * @description When the member joined.
+             */
+            joined_at: string;
+        };
+        /**
+         * OrganizationMemberList
+         * @description A page of members, newest first.
+         */
+        OrganizationMemberList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["OrganizationMember"][];
+        };
+        /**
+         * OrganizationMemberListResponse
+         * @description Envelope of a list of members.
+         */
+        OrganizationMemberListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationMemberList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * OrganizationMemberResponse
+         * @description Envelope of a member.
+         */
+        OrganizationMemberResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationMember"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * UpdateOrganizationMemberRequest
+         * @description The member's new role.
+         */
+        UpdateOrganizationMemberRequest: {
+            role: components["schemas"]["OrganizationRole"];
+        };
+        /**
+         * OrganizationInvitation
+         * @description An invitation to join an organisation with a role, valid 7 days. In events, `identifier` is masked.
+         */
+        OrganizationInvitation: {
+            /**
+             * Format: uuid
+             * @description The invitation's id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The organisation.
+             */
+            organization_id: string;
+            /** @description Its name, for the invited person. */
+            organization_name: string;
+            /** @description The invited e-mail address or telephone number. */
+            identifier: string;
+            role: components["schemas"]["OrganizationRole"];
+            /**
+             * @description `expired`: still pending past `expires_at`.
+             * @enum {string}
+             */
+            status: "pending" | "accepted" | "declined" | "revoked" | "expired";
+            /**
+             * Format: uuid
+             * @description The member who sent it.
+             */
+            invited_by: string;
+            /**
+             * Format: date-time
+             * @description When it was sent.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops being acceptable.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When it was accepted, declined or revoked.
+             */
+            responded_at: string | null;
+        };
+        /**
+         * OrganizationInvitationList
+         * @description A page of invitations, newest first.
+         */
+        OrganizationInvitationList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["OrganizationInvitation"][];
+        };
+        /**
+         * OrganizationInvitationListResponse
+         * @description Envelope of a list of invitations.
+         */
+        OrganizationInvitationListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationInvitationList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateOrganizationInvitationRequest
+         * @description Whom to invite (an e-mail address or an E.164 telephone number) and to which role.
+         */
+        CreateOrganizationInvitationRequest: {
+            /** @description E-mail address or E.164 telephone number. */
+            identifier: string;
+            role: components["schemas"]["OrganizationRole"];
+        };
+        /**
+         * OrganizationInvitationResponse
+         * @description Envelope of an invitation.
+         */
+        OrganizationInvitationResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationInvitation"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * SubmitOrganizationVerificationRequest
+         * @description The registration document (a file) and the member who represents the organisation.
+         */
+        SubmitOrganizationVerificationRequest: {
+            /**
+             * Format: binary
+             * @description The company's registration document (JPEG, PNG or PDF, at most 5 MiB).
+             */
+            registration_document: string;
+            /**
+             * Format: uuid
+             * @description An active member whose identity is verified (`tier_2`).
+             */
+            representative_user_id: string;
+        };
+        /**
+         * UnsupportedDocumentTypeError
+         * @description The uploaded file is not a JPEG, PNG or PDF by its bytes, or is empty; `details.accepted` lists the accepted types.
+         */
+        UnsupportedDocumentTypeError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "UnsupportedDocumentType";
+            message: components["schemas"]["ErrorMessage"];
+            details?: {
+                /** @description The accepted content types. */
+                accepted: string[];
+            };
+        };
+        /**
+         * OrganizationVerificationUnprocessableError
+         * @description Error envelope of a 422 on submitting a business verification, discriminated by `error`.
+         */
+        OrganizationVerificationUnprocessableError: components["schemas"]["UnsupportedDocumentTypeError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * OrganizationList
+         * @description A page of organisations, newest first.
+         */
+        OrganizationList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Organization"][];
+        };
+        /**
+         * OrganizationListResponse
+         * @description Envelope of a list of organisations.
+         */
+        OrganizationListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * RejectOrganizationVerificationRequest
+         * @description Why the verification is rejected (shown to the organisation in `requirements.errors`).
+         */
+        RejectOrganizationVerificationRequest: {
+            /**
+             * @description What is refused (the registration document when absent).
+             * @enum {string}
+             */
+            requirement?: "registration_document" | "representative";
+            /** @description Why. */
+            reason: string;
         };
         /**
          * OutboxMessage
@@ -7620,6 +8565,158 @@ export interface components {
                 object?: components["schemas"]["ApiKey"];
             };
         };
+        /**
+         * ApiKeyTransferredEvent
+         * @description The `api_key.transferred` event (an owner or admin took the key over); `data.object` is the API key, never its secret.
+         */
+        ApiKeyTransferredEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `api_key.transferred`.
+             * @constant
+             */
+            type?: "api_key.transferred";
+            /**
+             * @description Always `api_key`.
+             * @constant
+             */
+            object_type?: "api_key";
+            data?: {
+                object?: components["schemas"]["ApiKey"];
+            };
+        };
+        /**
+         * OrganizationCreatedEvent
+         * @description The `organization.created` event; `data.object` is the organisation, the actor its first owner.
+         */
+        OrganizationCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.created`.
+             * @constant
+             */
+            type?: "organization.created";
+            /**
+             * @description Always `organization`.
+             * @constant
+             */
+            object_type?: "organization";
+            data?: {
+                object?: components["schemas"]["Organization"];
+            };
+        };
+        /**
+         * OrganizationUpdatedEvent
+         * @description The `organization.updated` event (trading name or support contacts); `data.object` is the organisation.
+         */
+        OrganizationUpdatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.updated`.
+             * @constant
+             */
+            type?: "organization.updated";
+            /**
+             * @description Always `organization`.
+             * @constant
+             */
+            object_type?: "organization";
+            data?: {
+                object?: components["schemas"]["Organization"];
+            };
+        };
+        /**
+         * OrganizationMemberInvitedEvent
+         * @description The `organization.member_invited` event; `data.object` is the invitation, its identifier masked.
+         */
+        OrganizationMemberInvitedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_invited`.
+             * @constant
+             */
+            type?: "organization.member_invited";
+            /**
+             * @description Always `organization_invitation`.
+             * @constant
+             */
+            object_type?: "organization_invitation";
+            data?: {
+                object?: components["schemas"]["OrganizationInvitation"];
+            };
+        };
+        /**
+         * OrganizationMemberJoinedEvent
+         * @description The `organization.member_joined` event; `data.object` is the member, identifier masked.
+         */
+        OrganizationMemberJoinedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_joined`.
+             * @constant
+             */
+            type?: "organization.member_joined";
+            /**
+             * @description Always `organization_member`.
+             * @constant
+             */
+            object_type?: "organization_member";
+            data?: {
+                object?: components["schemas"]["OrganizationMember"];
+            };
+        };
+        /**
+         * OrganizationMemberRoleChangedEvent
+         * @description The `organization.member_role_changed` event; `data.object` is the member with its new role, identifier masked.
+         */
+        OrganizationMemberRoleChangedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_role_changed`.
+             * @constant
+             */
+            type?: "organization.member_role_changed";
+            /**
+             * @description Always `organization_member`.
+             * @constant
+             */
+            object_type?: "organization_member";
+            data?: {
+                object?: components["schemas"]["OrganizationMember"];
+            };
+        };
+        /**
+         * OrganizationMemberRemovedEvent
+         * @description The `organization.member_removed` event (removed or left); `data.object` is the member, status `removed`, identifier masked.
+         */
+        OrganizationMemberRemovedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.member_removed`.
+             * @constant
+             */
+            type?: "organization.member_removed";
+            /**
+             * @description Always `organization_member`.
+             * @constant
+             */
+            object_type?: "organization_member";
+            data?: {
+                object?: components["schemas"]["OrganizationMember"];
+            };
+        };
+        /**
+         * OrganizationVerificationUpdatedEvent
+         * @description The `organization.verification_updated` event (submitted, verified or rejected); `data.object` is the organisation.
+         */
+        OrganizationVerificationUpdatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.verification_updated`.
+             * @constant
+             */
+            type?: "organization.verification_updated";
+            /**
+             * @description Always `organization`.
+             * @constant
+             */
+            object_type?: "organization";
+            data?: {
+                object?: components["schemas"]["Organization"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -8105,6 +9202,16 @@ export interface components {
          * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
          */
         ApiKeyId: string;
+        /**
+         * @description The member's user id, or `me` for the caller.
+         * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+         */
+        MemberUserId: string;
+        /**
+         * @description Identifier of an invitation to an organisation.
+         * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+         */
+        InvitationId: string;
     };
     requestBodies: never;
     headers: {
@@ -11606,7 +12713,7 @@ export interface operations {
                  */
                 starting_after?: string;
                 /**
-                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`). The `*` may be sent as it is (`?type=escrow.*`) or percent-encoded (`?type=escrow.%2A`).
                  * @example escrow.*
                  */
                 type?: components["schemas"]["WebhookEventFilter"];
@@ -11703,7 +12810,7 @@ export interface operations {
                  */
                 starting_after?: string;
                 /**
-                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`).
+                 * @description Only events of this type (`invoice.paid`), or of a prefix (`escrow.*`). The `*` may be sent as it is (`?type=escrow.*`) or percent-encoded (`?type=escrow.%2A`).
                  * @example escrow.*
                  */
                 type?: components["schemas"]["WebhookEventFilter"];
@@ -12322,6 +13429,996 @@ export interface operations {
                 };
             };
             409: components["responses"]["ResourceKeyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganization: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOrganizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The new organisation. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["ResourceKeyConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOrganizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationMembers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of members. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMemberListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description The member's user id, or `me` for the caller.
+                 * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+                 */
+                userId: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The removed member (status `removed`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMemberResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller's role does not allow this change (only an owner grants, changes or removes `owner`; an admin cannot change or remove another admin); `ApiKeyNotAllowed`: API keys never change members. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `MemberNotFound`: no member of the organisation has this user id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `LastOwner`: the organisation's last active owner can neither leave, be demoted nor be removed (make another member owner first). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description The member's user id, or `me` for the caller.
+                 * @example 6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e
+                 */
+                userId: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOrganizationMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description The member. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMemberResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller's role does not allow this change (only an owner grants, changes or removes `owner`; an admin cannot change or remove another admin); `ApiKeyNotAllowed`: API keys never change members. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `MemberNotFound`: no member of the organisation has this user id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `LastOwner`: the organisation's last active owner can neither leave, be demoted nor be removed (make another member owner first). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOrganizationInvitationRequest"];
+            };
+        };
+        responses: {
+            /** @description The invitation. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller's role does not allow this change (only an owner grants, changes or removes `owner`; an admin cannot change or remove another admin); `ApiKeyNotAllowed`: API keys never change members. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `AlreadyMember`: the identifier is already an active member of the organisation. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller; `InvitationNotFound`: no invitation of the organisation has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    transferApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of an API key of the organisation.
+                 * @example 3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+                 */
+                keyId: components["parameters"]["ApiKeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, held by the caller. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ApiKeyNotFound"];
+            /** @description `ApiKeyNotActive`: a revoked or expired key cannot be taken over. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listMyOrganizationInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `InvitationNotFound`: no invitation addressed to one of your identifiers has this id (an invitation of someone else, or a revoked one). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `InvitationExpired`: the invitation expired (ask for a new one); `InvitationNotPending`: it was declined, accepted or revoked. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declineOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description Identifier of an invitation to an organisation.
+                 * @example 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+                 */
+                invitationId: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `InvitationNotFound`: no invitation addressed to one of your identifiers has this id (an invitation of someone else, or a revoked one). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `InvitationExpired`: the invitation expired (ask for a new one); `InvitationNotPending`: it was declined, accepted or revoked. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    submitOrganizationVerification: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["SubmitOrganizationVerificationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation, its verification pending or decided. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `NotFound`: the organisation is unknown or foreign to the caller. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `RepresentativeNotVerified`: the representative is not an active member whose identity is verified (`tier_2`); `VerificationAlreadySubmitted`: the verification is pending or verified. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes (`EmptyDocument`: no bytes); `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationVerificationUnprocessableError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationVerifications: {
+        parameters: {
+            query?: {
+                /** @description The verification status to list (`pending` when absent). */
+                status?: "unverified" | "pending" | "verified" | "rejected";
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of organisations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: platform administrators only; `ApiKeyNotAllowed`: API keys never review. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    approveOrganizationVerification: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: platform administrators only; `ConflictOfInterest`: the administrator is a member of the organisation (another administrator must review it); `ApiKeyNotAllowed`: API keys never review. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `VerificationNotPending`: there is no pending verification to decide. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rejectOrganizationVerification: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejectOrganizationVerificationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: platform administrators only; `ConflictOfInterest`: the administrator is a member of the organisation (another administrator must review it); `ApiKeyNotAllowed`: API keys never review. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `VerificationNotPending`: there is no pending verification to decide. `IdempotencyKeyAlreadyProcessed`, `ConcurrentOperation`: see the Idempotency section. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -13756,6 +15853,238 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ApiKeyRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookApiKeyTransferred: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyTransferredEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationUpdated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberInvited: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberInvitedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberJoined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberJoinedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberRoleChanged: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberRoleChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationMemberRemoved: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationMemberRemovedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationVerificationUpdated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationVerificationUpdatedEvent"];
             };
         };
         responses: {

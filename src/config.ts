@@ -1,4 +1,6 @@
 import crypto from 'node:crypto';
+import { parseDatabaseUrl } from './db/multi-host';
+import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -117,14 +119,28 @@ export interface Config {
     allowPrivateTargets: boolean;
     /** WEBHOOK_DISPATCH_INTERVAL_SECONDS: the period of the `webhooks.dispatch-due` job (due deliveries, claimed with SKIP LOCKED). */
     dispatchEverySeconds: number;
+    /** WEBHOOK_CONNECT_TIMEOUT_MS: a receiver not connected (DNS and TCP) within this time failed; at most WEBHOOK_TIMEOUT_MS. */
+    connectTimeoutMs: number;
+    /** WEBHOOK_MAX_IN_FLIGHT: attempts under way at once on one instance. */
+    maxInFlight: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: attempts under way at once to one endpoint, across instances. */
+    maxInFlightPerEndpoint: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION: attempts under way at once to one organisation's endpoints, across instances. */
+    maxInFlightPerOrganization: number;
   };
   /** The job queue (pg-boss): see src/jobs/jobs.ts and the README's "Background work". */
   jobs: JobsConfig;
+  /** PII_ENCRYPTION_KEY and PII_ENCRYPTION_PREVIOUS_KEYS: the keys of personal data at rest (src/pii-cipher.ts). */
+  pii: PiiKeyring;
+  identity: IdentityConfig;
   notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
 }
 
 /** NOTIFIER (`sandbox`: the outbox; no default in production) and OUTBOX_RETENTION_HOURS. */
 export interface NotificationsConfig { notifier: 'sandbox'; outboxRetentionHours: number }
+
+/** IDENTITY_PROCESS_INTERVAL_SECONDS and IDENTITY_EXPIRE_INTERVAL_SECONDS: the periods of the jobs that hand submitted sessions to the provider and expire unfinished ones. */
+export interface IdentityConfig { processEverySeconds: number; expireEverySeconds: number }
 
 export interface JobsConfig {
   /** JOBS_POLLING_INTERVAL_MS: how often each worker asks for its queue's next job. */
@@ -140,6 +156,8 @@ export interface JobsConfig {
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
 const DEFAULT_PAY_SECRET = 'local-pay-page-secret-change-me-0123456789';
+/** The development key of personal data at rest: public, so refused in production. */
+export const DEFAULT_PII_ENCRYPTION_KEY = 'dev:6c6f63616c2d646576656c6f706d656e742d7069692d6b65792d6368616e6765';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -165,6 +183,13 @@ function delays(env: Env, key: string, fallback: number[]): number[] {
     throw new ConfigError(`${key} must be 1 to 30 comma-separated whole numbers of seconds (at most 604800 each), got "${raw}"`);
   }
   return parts.map(Number);
+}
+
+/** LOG_FORMAT: `auto` (readable at a terminal in development), `json` or `pretty`; production logs JSON only. */
+function logFormat(env: Env, nodeEnv: NodeEnv): LogFormat {
+  const format = oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']);
+  if (format === 'pretty' && nodeEnv === 'production') throw new ConfigError('LOG_FORMAT=pretty is refused in production (log lines are JSON there, for log shippers)');
+  return format;
 }
 
 /** Private webhook targets: allowed by default outside production, refused in production. */
@@ -193,6 +218,23 @@ function url(env: Env, key: string, fallback: string | undefined, protocols: str
   }
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(`${key} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+/**
+ * A PostgreSQL URL with one host, or several in libpq's form
+ * (`postgres://h1:5432,h2:5433/db?target_session_attrs=read-write`): the pool follows the primary.
+ */
+function databaseUrl(env: Env, key: string): string | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  // One host: read as any URL (its messages); several: the WHATWG parser refuses them.
+  if (!/^[a-z]+:\/\/[^/?#]*,/i.test(raw)) url(env, key, undefined, ['postgres:', 'postgresql:']);
+  try {
+    parseDatabaseUrl(raw);
+  } catch (error) {
+    throw new ConfigError(`${key}: ${error instanceof Error ? error.message : String(error)}`);
   }
   return raw;
 }
@@ -229,6 +271,17 @@ function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): stri
     throw new ConfigError(`${key} must be set in production (the default development secret is refused; NODE_ENV unset means production)`);
   }
   return value;
+}
+
+/** PII_ENCRYPTION_KEY (its development default refused in production) and PII_ENCRYPTION_PREVIOUS_KEYS: see src/pii-cipher.ts. Never echoed. */
+function piiKeys(env: Env, nodeEnv: NodeEnv): PiiKeyring {
+  const text = env.PII_ENCRYPTION_KEY?.trim() || DEFAULT_PII_ENCRYPTION_KEY;
+  if (nodeEnv === 'production' && text === DEFAULT_PII_ENCRYPTION_KEY) throw new ConfigError('PII_ENCRYPTION_KEY must be set in production (the default development key is refused; NODE_ENV unset means production)');
+  try {
+    return parsePiiKeyring(text, env.PII_ENCRYPTION_PREVIOUS_KEYS);
+  } catch (error) {
+    throw error instanceof PiiCipherError ? new ConfigError(error.message) : error;
+  }
 }
 
 /**
@@ -293,7 +346,7 @@ function readConfig(env: Env): Config {
     metrics: { port: integer(env, 'METRICS_PORT', 9464, 0, 65535), host: env.METRICS_HOST || '127.0.0.1' },
     payPort,
     payUrl: payUrl.replace(/\/+$/, ''),
-    databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
+    databaseUrl: databaseUrl(env, 'DATABASE_URL'),
     embeddedDataDir: env.EMBEDDED_DATA_DIR || './.data/pg',
     jwt: {
       secret: secret(env, 'JWT_SECRET', DEFAULT_JWT_SECRET, nodeEnv),
@@ -313,10 +366,11 @@ function readConfig(env: Env): Config {
     rateLimit: readRateLimit(env),
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
     apiKeys: { pepper: apiKeyPepper(env, nodeEnv), environment: nodeEnv === 'production' ? 'live' : 'test' },
+    pii: piiKeys(env, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent',
     ]),
-    logFormat: oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']),
+    logFormat: logFormat(env, nodeEnv),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 100 * 1024, 1024, 10 * 1024 * 1024),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 120_000),
     trustProxy: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
@@ -360,8 +414,9 @@ function readRateLimit(env: Env): Config['rateLimit'] {
 }
 
 /** Read in this order after the general settings, as before: an invalid value names the first one wrong. */
-function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs'> {
+function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs' | 'identity'> {
   return {
+    identity: { processEverySeconds: integer(env, 'IDENTITY_PROCESS_INTERVAL_SECONDS', 2, 1, 3_600), expireEverySeconds: integer(env, 'IDENTITY_EXPIRE_INTERVAL_SECONDS', 300, 1, 86_400) },
     networkStatus: {
       lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),
       statementTimeoutMs: integer(env, 'NETWORK_STATUS_STATEMENT_TIMEOUT_MS', 5_000, 10, 60_000),
@@ -386,6 +441,10 @@ function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStat
       disableAfterHours: integer(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 8_760),
       allowPrivateTargets: allowPrivateTargets(env, nodeEnv),
       dispatchEverySeconds: integer(env, 'WEBHOOK_DISPATCH_INTERVAL_SECONDS', 2, 1, 3_600),
+      connectTimeoutMs: integer(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 100, 120_000),
+      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 64, 1, 1_000),
+      maxInFlightPerEndpoint: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 4, 1, 100),
+      maxInFlightPerOrganization: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION', 16, 1, 1_000),
     },
     jobs: {
       pollingIntervalMs: integer(env, 'JOBS_POLLING_INTERVAL_MS', 2_000, 500, 60_000),

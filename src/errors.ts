@@ -11,6 +11,7 @@ export type ErrorCategory =
   | 'not_found' // 404
   | 'conflict' // 409
   | 'gone' // 410
+  | 'too_large' // 413
   | 'unprocessable' // 422
   | 'locked' // 423
   | 'rate_limited' // 429
@@ -93,5 +94,11 @@ export class UnavailableError extends DomainError {
 export class NotImplementedError extends DomainError {
   constructor(operation: string) {
     super('NotImplemented', 'not_implemented', `${operation} is not implemented yet.`);
+  }
+}
+
+export class PayloadTooLargeError extends DomainError {
+  constructor(code: string, message: string, details?: ErrorDetails) {
+    super(code, 'too_large', message, details);
   }
 }

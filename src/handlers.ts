@@ -1,4 +1,4 @@
-import type { Handler, OperationId } from './contract';
+import type { AuthorizedOrganization, Handler, OperationId } from './contract';
 import type { PostingOperations } from './http/mount-operations';
 import { accountHandlers } from './modules/accounts';
 import { apiKeyHandlers } from './modules/api-keys';
@@ -11,6 +11,7 @@ import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
 import { notificationsHandlers } from './modules/notifications';
 import { onboardingHandlers } from './modules/onboarding';
+import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
 import { tontineHandlers, tontinePostings } from './modules/tontines';
 import { transfersHandlers } from './modules/transfers';
@@ -29,6 +30,16 @@ type Implemented = Exclude<OperationId, (typeof NOT_IMPLEMENTED)[number]>;
 /** One handler per implemented contract operation: the compiler names any that is missing. */
 export type ContractHandlers = { [Id in Implemented]: Handler<Id> };
 
+/**
+ * Whether the caller of an authorised organisation may call an operation: its role's rule or its
+ * API key's scopes (callerMay), and the operation's module enabled for the organisation. What
+ * decides which events a caller sees and which an endpoint receives.
+ */
+function organizationMayCall(organization: AuthorizedOrganization, operationId: OperationId): boolean {
+  const module = accessRuleFor(operationId)?.module;
+  return callerMay(operationId, organization) && (module === undefined || module === null || organization.moduleAccess[module] !== undefined);
+}
+
 export function buildHandlers(services: Services, options: { payUrl: string }): ContractHandlers {
   return {
     ...healthHandlers(services.health),
@@ -43,8 +54,9 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...apiKeyHandlers(services.apiKeys),
     ...escrowHandlers(services.escrows),
     ...tontineHandlers(services.tontines),
-    ...eventsHandlers(services.events),
-    ...webhookHandlers(services.webhooks, services.clock),
+    ...eventsHandlers(services.events, organizationMayCall),
+    ...webhookHandlers(services.webhooks, services.clock, organizationMayCall),
+    ...organizationHandlers(services.organizations, services.verifications),
     ...notificationsHandlers(services.outbox),
     ...onboardingHandlers(services.signup, services.passwordChanges, services.sessions),
   };

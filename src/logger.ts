@@ -7,8 +7,7 @@ const REDACTED = ['*.password', '*.token', '*.access_token', '*.refresh_token'];
 
 /**
  * The process logger: JSON lines (for log shippers) or, for a person at a terminal,
- * human-readable lines (pino-pretty). LOG_FORMAT chooses; `auto` is pretty in development
- * when standard output is a terminal, JSON otherwise.
+ * human-readable lines (pino-pretty): see `resolvedLogFormat`.
  */
 export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat' | 'nodeEnv'>, destination?: DestinationStream): Logger {
   const options = { level: config.logLevel, redact: REDACTED };
@@ -19,7 +18,14 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat' | 'no
   return destination ? pino(options, destination) : pino(options);
 }
 
+/**
+ * The format of the process's log lines. Production always writes JSON (log shippers read it;
+ * the configuration refuses LOG_FORMAT=pretty there). Elsewhere LOG_FORMAT decides, and `auto`
+ * is readable lines in development when standard output is a terminal, JSON otherwise (a pipe,
+ * a file, a test run).
+ */
 export function resolvedLogFormat(config: Pick<Config, 'logFormat' | 'nodeEnv'>, stdoutIsTty = Boolean(process.stdout.isTTY)): 'json' | 'pretty' {
+  if (config.nodeEnv === 'production') return 'json';
   if (config.logFormat !== 'auto') return config.logFormat;
   return config.nodeEnv === 'development' && stdoutIsTty ? 'pretty' : 'json';
 }

@@ -62,7 +62,12 @@ interface Started {
  * embedded database's process) before the error goes on.
  */
 async function start(config: Config, logger: Logger): Promise<Started> {
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: config.embeddedDataDir });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    embeddedDataDir: config.embeddedDataDir,
+    // A multi-host DATABASE_URL: the pool dropped its connections and looks for the primary again.
+    onFailover: (host, err) => logger.warn({ err, host: host && `${host.host}:${host.port}` }, 'database failover: finding the primary again'),
+  });
   const started: Partial<Started> & Pick<Started, 'config' | 'logger' | 'database' | 'apiServer' | 'payServer'> = {
     config,
     logger,

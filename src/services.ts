@@ -5,6 +5,8 @@ import { systemClock, type Clock } from './clock';
 import type { Config } from './config';
 import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
+import { DocumentService } from './modules/documents';
+import { PiiCipher } from './pii-cipher';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService } from './modules/escrows';
 import { EventsService, WebhookService, registerSnapshot } from './modules/events';
@@ -16,7 +18,7 @@ import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
-import { OrganizationAccessService } from './modules/organizations';
+import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
 import { TontineService, tontineSnapshot } from './modules/tontines';
 import { SandboxRail, TransferService } from './modules/transfers';
@@ -65,10 +67,14 @@ export function buildServices(deps: ServiceDeps) {
   registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
   registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
+  // Personal data at rest: one cipher (PII_ENCRYPTION_KEY) for identity data and uploaded documents.
+  const piiCipher = new PiiCipher(config.pii);
+  const documents = new DocumentService({ cipher: piiCipher, clock });
   // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
   const notifier: Notifier = new SandboxNotifier();
   // One-time codes are kept as an HMAC keyed from API_KEY_PEPPER (required in production).
   const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), clock };
+  const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -80,6 +86,9 @@ export function buildServices(deps: ServiceDeps) {
     passwords,
     auth: new AuthService(knex, passwords, sessions, config.login, (userId) => organizationAccess.activeOrganizationsOf(userId), clock),
     organizationAccess,
+    organizations,
+    /** Business verification (KYB): the sandbox provider decides its test registration numbers, administrators the rest. */
+    verifications,
     accounts,
     paymentLinks: new PaymentLinksService(knex, accounts, { payUrl: config.payUrl, paySecret: config.paySecret, clock }),
     payments,
@@ -98,6 +107,10 @@ export function buildServices(deps: ServiceDeps) {
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),
     webhooks,
+    /** Seals and opens personal data at rest (identity numbers, names, dates of birth). */
+    piiCipher,
+    /** Uploaded documents (identity documents, company papers): checked by their bytes, encrypted at rest. */
+    documents,
     /** Every SMS and e-mail goes through it, in the caller's transaction (docs/operators/notifications.md). */
     notifier,
     /** What the sandbox notifier kept (the test helper GET /test-helpers/outbox). */
@@ -118,11 +131,37 @@ export function buildServices(deps: ServiceDeps) {
     async shutdown(): Promise<void> {
       await transfers.whenDispatched();
       payoutRail.stop();
-      await Promise.all([payments.stop(), payoutRail.idle()]);
+      await Promise.all([payments.stop(), payoutRail.idle(), webhooks.stop()]);
       // The sandbox forgot the outcomes it had scheduled: the next start hands them over at once.
       await transfers.releaseHandOvers().catch((error: unknown) => deps.logger.error({ err: error }, 'could not give back the rail hand-overs'));
     },
   };
+}
+
+/**
+ * Organisations run by their members (a new one opens with one account in its default
+ * currency; invitations go through the notifier) and their business verification (the sandbox
+ * provider; the registration document stored by the documents module; a tier_2 representative).
+ */
+function organizationServices(deps: { knex: Knex; clock: Clock; accounts: AccountService; notifier: Notifier; documents: DocumentService }) {
+  const { knex, clock, accounts, notifier, documents } = deps;
+  const organizations = new OrganizationService({
+    knex,
+    clock,
+    openAccount: async (trx, organizationId, currency) => {
+      await accounts.createAccount(trx, { organizationId, currency, label: `Main ${currency} account`, holderType: 'business' });
+    },
+    notify: (trx, message) => notifier.send(trx, message),
+  });
+  const verifications = new VerificationService({
+    knex,
+    clock,
+    provider: new SandboxVerificationProvider(),
+    tierOf: async (trx, userId) => ((await trx('users').where({ id: userId }).first('tier')) as { tier?: string } | undefined)?.tier ?? null,
+    storeRegistrationDocument: async (trx, organizationId, bytes) =>
+      (await documents.store(trx, { ownerType: 'organization', ownerId: organizationId, kind: 'registration_document', bytes })).id,
+  });
+  return { organizations, verifications };
 }
 
 export type Services = ReturnType<typeof buildServices>;

@@ -23,7 +23,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { Webhook } from 'standardwebhooks';
-import { CHECKS, injectBadLedgerRow, runChecks, type JournalEntry, type Reception, type WebhookContext } from './checks';
+import { CHECKS, injectBadLedgerRow, runChecks, type Reception, type WebhookContext } from './checks';
+import { call, configureWorkload, escrows, JOURNAL, journal, login, operation, setup, state, stats, token, transfers, userIds, USERS } from './workload';
 
 const ROOT = resolve(__dirname, '../..');
 const env = process.env;
@@ -186,109 +187,6 @@ function startReceiver(): Promise<http.Server> {
 }
 
 // ---------------------------------------------------------------- HTTP with retries
-interface Answer {
-  status: number;
-  body: Record<string, unknown> & { data?: Record<string, unknown>; error?: string; details?: Record<string, unknown> };
-  headers: Headers;
-}
-const stats = { requests: 0, networkErrors: 0, status5xx: new Map<number, number>(), retries: 0, samples5xx: [] as string[] };
-
-async function call(method: string, path: string, token: string | undefined, body?: unknown, key?: string): Promise<Answer> {
-  stats.requests += 1;
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (token) headers.authorization = `Bearer ${token}`;
-  if (key) headers['idempotency-key'] = key;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
-  const text = await res.text();
-  let parsed: Answer['body'] = {};
-  try {
-    parsed = text ? (JSON.parse(text) as Answer['body']) : {};
-  } catch {
-    parsed = { error: `non-JSON: ${text.replace(/\s+/g, " ").slice(0, 60)}` };
-  }
-  if (res.status >= 500) {
-    stats.status5xx.set(res.status, (stats.status5xx.get(res.status) ?? 0) + 1);
-    if (stats.samples5xx.length < 8) stats.samples5xx.push(`${res.status} ${method} ${path.replace(/[0-9a-f-]{36}/g, '{id}')} ${parsed.error ?? ''} ${String(parsed.message ?? '').slice(0, 80)}`);
-  }
-  return { status: res.status, body: parsed, headers: res.headers };
-}
-
-const RETRYABLE_ERRORS = new Set(['ConcurrentOperation', 'ServiceUnavailable']);
-
-/**
- * One logical operation: the same request (and Idempotency-Key) again after a lost answer, a
- * 5xx from nginx or an instance, or a 409 ConcurrentOperation; at most 10 tries.
- * `alreadyDone` recognises the answer of a retry whose first try had committed.
- */
-async function operation(
-  entry: Omit<JournalEntry, 'outcome' | 'attempts'>,
-  send: () => Promise<Answer>,
-  alreadyDone: (answer: Answer) => string | undefined = (a) => (a.body.error === 'IdempotencyKeyAlreadyProcessed' ? String(a.body.details?.resource_id ?? '') : undefined),
-): Promise<JournalEntry & { answer?: Answer }> {
-  let last: Answer | undefined;
-  for (let attempt = 1; attempt <= 10; attempt += 1) {
-    if (attempt > 1) {
-      stats.retries += 1;
-      await sleep(Math.min(2000, 150 * 2 ** (attempt - 2)));
-    }
-    try {
-      last = await send();
-    } catch {
-      stats.networkErrors += 1;
-      continue;
-    }
-    if (last.status >= 500 || (last.status === 409 && RETRYABLE_ERRORS.has(String(last.body.error))) || last.status === 429) continue;
-    if (last.status >= 200 && last.status < 300) {
-      return journal({ ...entry, outcome: 'acknowledged', resourceId: String(last.body.data?.id ?? ''), status: last.status, attempts: attempt, answer: last });
-    }
-    const done = attempt > 1 ? alreadyDone(last) : undefined;
-    if (done !== undefined) return journal({ ...entry, outcome: 'acknowledged', resourceId: done || undefined, status: last.status, attempts: attempt, answer: last });
-    return journal({ ...entry, outcome: 'refused', status: last.status, error: String(last.body.error), attempts: attempt, answer: last });
-  }
-  return journal({ ...entry, outcome: 'unknown', status: last?.status, error: last ? String(last.body.error) : 'no answer', attempts: 10, answer: last });
-}
-
-const JOURNAL: JournalEntry[] = [];
-function journal<T extends JournalEntry>(entry: T): T {
-  const { answer: _answer, ...kept } = entry as T & { answer?: unknown };
-  JOURNAL.push(kept as JournalEntry);
-  return entry;
-}
-
-// ---------------------------------------------------------------- workload
-const USERS = ['owner', 'admin', 'finance', 'representative', 'director', 'cashier'].map((name) => `${name}@demo.example`);
-const tokens = new Map<string, string>();
-const userIds = new Map<string, string>();
-
-async function login(identifier: string): Promise<void> {
-  const entry = await operation({ kind: 'transfer', marker: `login:${identifier}` }, () => call('POST', '/auth/login', undefined, { identifier, password: 'demo-password' }));
-  JOURNAL.pop(); // a login is no money operation
-  if (entry.outcome !== 'acknowledged' || !entry.answer) throw new Error(`login ${identifier}: ${entry.status} ${entry.error}`);
-  tokens.set(identifier, String(entry.answer.body.data?.access_token));
-  const me = await call('GET', '/me', tokens.get(identifier));
-  userIds.set(identifier, String(me.body.data?.id));
-}
-
-const token = (identifier: string): string => tokens.get(identifier) as string;
-const pick = <T>(items: readonly T[]): T => items[crypto.randomInt(items.length)] as T;
-let progress = 0;
-
-let faultsDone = false;
-
-/** `count` transfers, and more (at most 4 times as many) until every fault has struck, so each lands on live work. */
-async function transfers(count: number): Promise<void> {
-  for (let i = 0; i < count || (!faultsDone && i < 4 * count); i += 1) {
-    const from = pick(USERS);
-    const to = pick(USERS.filter((u) => u !== from));
-    const marker = `drill-transfer-${crypto.randomUUID()}`;
-    // One in ten asks for more than any wallet holds: refused, and it must leave nothing.
-    const amount = i % 10 === 9 ? 900_000_000 : 100 + crypto.randomInt(900);
-    const key = crypto.randomUUID();
-    await operation({ kind: 'transfer', marker }, () => call('POST', '/transfers', token(from), { amount, currency: 'XOF', recipientIdentifier: to, note: marker }, key));
-    progress += 1;
-  }
-}
 
 async function payments(count: number, code: string): Promise<void> {
   for (let i = 0; i < count; i += 1) {
@@ -324,49 +222,10 @@ async function payments(count: number, code: string): Promise<void> {
         journal({ kind: 'payment', marker, outcome: 'unknown', error: 'no answer', attempts: attempt });
       }
     }
-    progress += 1;
+    state.progress += 1;
   }
 }
 
-async function escrows(count: number): Promise<void> {
-  for (let i = 0; i < count; i += 1) {
-    const buyer = pick(USERS);
-    const seller = pick(USERS.filter((u) => u !== buyer));
-    const marker = `drill-escrow-${crypto.randomUUID().slice(0, 20)}`;
-    const createKey = crypto.randomUUID();
-    const created = await operation({ kind: 'escrow_create', marker }, () =>
-      call('POST', '/escrows', token(buyer), { role: 'buyer', counterparty_identifier: seller, amount: 1000 + crypto.randomInt(4000), currency: 'XOF', description: 'drill escrow', reference: marker }, createKey),
-    );
-    progress += 1;
-    if (created.outcome !== 'acknowledged' || !created.resourceId) continue;
-    const id = created.resourceId;
-    const fundKey = crypto.randomUUID();
-    const funded = await operation({ kind: 'escrow_fund', marker }, () => call('POST', `/escrows/${id}/fund`, token(buyer), undefined, fundKey));
-    if (funded.outcome !== 'acknowledged') continue;
-    const state = (a: Answer): string | undefined => (a.body.error === 'InvalidEscrowState' ? String(a.body.details?.status) : undefined);
-    const delivered = await operation({ kind: 'escrow_deliver', marker }, () => call('POST', `/escrows/${id}/deliver`, token(seller), { tracking_reference: marker }), (a) =>
-      state(a) === 'delivered' ? id : undefined,
-    );
-    if (delivered.outcome !== 'acknowledged') continue;
-    const acceptKey = crypto.randomUUID();
-    await operation({ kind: 'escrow_accept', marker }, () => call('POST', `/escrows/${id}/accept`, token(buyer), undefined, acceptKey));
-    progress += 1;
-  }
-}
-
-/** A setup step that is no money operation: tried again after a 5xx or a lost answer, not journaled. */
-async function setup(what: string, send: () => Promise<Answer>, expected: number): Promise<Answer> {
-  for (let attempt = 1; attempt <= 10; attempt += 1) {
-    const answer = await send().catch(() => undefined);
-    if (answer && answer.status < 500) {
-      // A 409 after a lost answer: the first try had done it (already invited, joined, started).
-      if (answer.status === expected || (attempt > 1 && answer.status === 409)) return answer;
-      throw new Error(`${what}: ${answer.status} ${answer.body.error}`);
-    }
-    await sleep(300 * attempt);
-  }
-  throw new Error(`${what}: no answer after 10 tries`);
-}
 
 /** Invoices of the demo organisation (created, then finalised): events for the webhook receiver. */
 async function invoices(orgId: string, count: number): Promise<void> {
@@ -379,7 +238,7 @@ async function invoices(orgId: string, count: number): Promise<void> {
     const created = await setup('invoice', () => call('POST', `${base}/invoices`, finance, body, key), 201).catch(() => undefined);
     const id = created?.body.data?.id;
     if (id) await setup('invoice finalize', () => call('POST', `${base}/invoices/${String(id)}/finalize`, finance), 200).catch(() => undefined);
-    progress += 1;
+    state.progress += 1;
   }
 }
 
@@ -438,7 +297,7 @@ async function tontine(members: string[], cycles: number): Promise<void> {
         await operation({ kind: 'tontine_contribution', marker: `${id}:${cycle}:${userId}`, tontine: { id, cycle, userId } }, () =>
           call('POST', `/tontines/${id}/contributions`, token(member), { cycle }, key),
         );
-        progress += 1;
+        state.progress += 1;
       }),
     );
   }
@@ -474,6 +333,7 @@ async function restartRedis(): Promise<void> {
 
 // ---------------------------------------------------------------- main
 async function main(): Promise<number> {
+  configureWorkload({ apis: [API] });
   const admin = knexFactory({ client: 'pg', connection: PG_URL, pool: { min: 0, max: 2 } });
   let db: Knex | undefined;
   const watchdog = setTimeout(() => {
@@ -521,11 +381,11 @@ async function main(): Promise<number> {
     ];
     const faultRunner = (async () => {
       for (const [share, fault] of faultPlan) {
-        while (progress < share * total) await sleep(100);
+        while (state.progress < share * total) await sleep(100);
         await fault();
         await sleep(3000); // faults apart, each with work around it
       }
-      faultsDone = true;
+      state.faultsDone = true;
     })();
     await Promise.all([
       ...Array.from({ length: 4 }, () => transfers(plan.transfers / 4)),
@@ -534,7 +394,7 @@ async function main(): Promise<number> {
       tontine(['admin@demo.example', 'cashier@demo.example', 'director@demo.example', 'representative@demo.example'], plan.tontineCycles),
       invoices(orgId, plan.invoices),
     ]);
-    progress = Number.MAX_SAFE_INTEGER;
+    state.progress = Number.MAX_SAFE_INTEGER;
     await faultRunner;
     await restarted;
     log(`workload done: ${stats.requests} requests, ${stats.retries} retries, ${stats.networkErrors} lost answers, 5xx seen: ${JSON.stringify(Object.fromEntries(stats.status5xx))}`);

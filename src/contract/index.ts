@@ -139,7 +139,21 @@ type ResourcePart<Id extends OperationId> = KeyApplied<Id> extends false
 type RefusalPart<Id extends OperationId> = KeyApplied<Id> extends false ? never : Id extends KeyClaimedInDatabase ? never : { refusal: Error; data?: undefined };
 
 type Part<T> = [NonNullable<T>] extends [never] ? Record<never, never> : NonNullable<T>;
-type JsonBody<T> = NonNullable<T> extends { content: { 'application/json': infer Body } } ? Body : undefined;
+type MultipartBody<T> = [NonNullable<T>] extends [{ content: { 'multipart/form-data': infer Body } }] ? Body : never;
+/** The JSON body; for a `multipart/form-data` operation its form fields (a file field holds '': its bytes are in `files`). */
+type JsonBody<T> = NonNullable<T> extends { content: { 'application/json': infer Body } } ? Body : [MultipartBody<T>] extends [never] ? undefined : MultipartBody<T>;
+
+/**
+ * A file of a `multipart/form-data` request (a `format: binary` field of the contract), read
+ * into memory by the validator's uploader within its limits (src/http/app.ts). Its name and
+ * declared type are not passed on: a file is what its bytes are, and a name may be personal data.
+ */
+export interface UploadedFile {
+  /** The form field it came in. */
+  field: string;
+  bytes: Buffer;
+}
+type FilesPart<T> = [MultipartBody<T>] extends [never] ? { files?: undefined } : { files: UploadedFile[] };
 
 /** What a handler of `Id` receives: everything the contract lets the request carry, validated. */
 export type HandlerInput<Id extends OperationId> = {
@@ -157,7 +171,8 @@ export type HandlerInput<Id extends OperationId> = {
   accepts(types: string[]): string | false;
 } & (Operation<Id>['secured'] extends true ? { caller: Caller } : { caller?: undefined }) &
   (Operation<Id>['access'] extends null ? { organization?: undefined } : { organization: AuthorizedOrganization }) &
-  IdempotencyPart<Id>;
+  IdempotencyPart<Id> &
+  FilesPart<operations[Id]['requestBody']>;
 
 type Responses<Id extends OperationId> = operations[Id]['responses'];
 type DataStatus<Id extends OperationId> = Operation<Id>['statuses'][number] & keyof Responses<Id>;

@@ -8,6 +8,7 @@ import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
 import { buildHandlers, NOT_IMPLEMENTED, POSTING_OPERATIONS } from '../handlers';
 import { redactApiKeys } from '../modules/api-keys';
+import { DOCUMENT_MAX_BYTES } from '../modules/documents';
 import { buildServices, type Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
 import { docsRoutes } from './docs-routes';
@@ -110,6 +111,9 @@ function jsonBody(config: Config) {
   });
 }
 
+/** The bounds of a multipart request: one file of at most DOCUMENT_MAX_BYTES, a few short text fields. */
+const UPLOAD_LIMITS = { fileSize: DOCUMENT_MAX_BYTES, files: 1, fields: 8, fieldSize: 1024, parts: 9, headerPairs: 50 };
+
 /** Requests (and, where configured, responses) checked against the contract. */
 function contractValidator(document: ReturnType<typeof loadOpenApiDocument>, config: Config, logger: Logger) {
   return OpenApiValidator.middleware({
@@ -123,6 +127,10 @@ function contractValidator(document: ReturnType<typeof loadOpenApiDocument>, con
     // 'full' checks that dates exist (2026-02-30 is refused), not only their shape.
     ajvFormats: { mode: 'full' },
     ignoreUndocumented: false,
+    // multipart/form-data (document uploads): multer in memory, only on operations whose
+    // contract takes a `format: binary` field, within bounds of its own (the JSON body limit
+    // does not apply to it): one file of at most 5 MiB (beyond: 413), a few short fields.
+    fileUploader: { limits: UPLOAD_LIMITS },
   });
 }
 
@@ -174,6 +182,7 @@ export function createApp(deps: AppDeps): App {
       notImplemented: NOT_IMPLEMENTED,
       organizationAccess: services.organizationAccess,
       idempotency: services.idempotency,
+      apiKeyGuard: (keyId) => services.apiKeys.guard(keyId),
       before: {
         login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)],
         signUp: [codeSenderRateLimiter(deps.rateLimitBackend, config.rateLimit, 'signup')],

@@ -11,6 +11,7 @@ const STATUS_BY_CATEGORY: Record<ErrorCategory, number> = {
   not_found: 404,
   conflict: 409,
   gone: 410,
+  too_large: 413,
   unprocessable: 422,
   locked: 423,
   rate_limited: 429,

@@ -1,6 +1,8 @@
+import crypto from 'node:crypto';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { withTransactionGuard, type TransactionGuard } from '../db/transaction';
 import { isUuid } from '../ids';
-import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId } from '../contract';
+import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId, type UploadedFile } from '../contract';
 import { NotFoundError, NotImplementedError, UnauthorizedError } from '../errors';
 import { API_KEY_PREFIXES, ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService, type PostingObject } from '../modules/idempotency';
@@ -51,6 +53,11 @@ export interface MountOptions {
    * production sends the text as it is).
    */
   parseRenderedJson?: boolean;
+  /**
+   * The guard of a write made with an API key (withTransactionGuard): run in each transaction
+   * of the request just before COMMIT, it refuses (401) once the key's revocation has committed.
+   */
+  apiKeyGuard?: (keyId: string) => TransactionGuard;
 }
 
 /** Bounds of a streamed body (CSV statements). */
@@ -125,6 +132,13 @@ export function testHelperGate(enabled: boolean): RequestHandler {
   };
 }
 
+/** The files of a multipart request (the validator's uploader read them), without their names. */
+function uploadedFiles(req: Request): UploadedFile[] | undefined {
+  const files = (req as { files?: unknown }).files;
+  if (!Array.isArray(files)) return undefined;
+  return (files as Array<{ fieldname: string; buffer: Buffer }>).map((file) => ({ field: file.fieldname, bytes: file.buffer }));
+}
+
 function inputOf(req: Request, operationId: OperationId) {
   const headers: Record<string, string> = {};
   for (const name of OPERATIONS[operationId].headers as readonly string[]) {
@@ -136,6 +150,7 @@ function inputOf(req: Request, operationId: OperationId) {
     query: req.query,
     headers,
     body: req.body as unknown,
+    files: uploadedFiles(req),
     requestId: (req as { id?: string }).id ?? '',
     clientIp: clientIp(req),
     userAgent: req.get('user-agent'),
@@ -199,7 +214,9 @@ export function idempotencyClaimOf(req: Request, operationId: OperationId): Idem
   // (none and an empty object are the same request: `POST /escrows/{id}/fund` with or without `{}`).
   const path = { ...req.params };
   const body = isEmptyObject(req.body) ? undefined : (req.body as unknown);
-  const request = Object.keys(path).length > 0 ? { path, body } : { body };
+  // A multipart request is also its files: the same key with other bytes is another request.
+  const files = uploadedFiles(req)?.map((file) => ({ field: file.field, sha256: crypto.createHash('sha256').update(file.bytes).digest('hex') }));
+  const request = { ...(Object.keys(path).length > 0 ? { path } : {}), body, ...(files?.length ? { files } : {}) };
   const organizationId = req.auth.apiKey?.organizationId;
   return { operation: operationId, key, requestHash: requestHash(request), userId: req.auth.userId, ...(organizationId ? { organizationId } : {}) };
 }
@@ -250,13 +267,17 @@ export function operationRoute(
   idempotency: MountOptions['idempotency'],
   parseRenderedJson = false,
   postingLocks?: (input: never) => PostingObject[],
+  apiKeyGuard?: MountOptions['apiKeyGuard'],
 ): RequestHandler {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
+  const writes = (operation as { access?: { write?: boolean } }).access?.write ?? operation.method !== 'get';
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);
-    const result = await runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
+    const run = () => runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
+    const key = writes ? req.auth?.apiKey : undefined;
+    const result = key && apiKeyGuard ? await withTransactionGuard(apiKeyGuard(key.id), run) : await run();
     const status = result.status ?? defaultStatus;
     setHeaders(res, result.headers);
     if (result.stream) {
@@ -300,7 +321,7 @@ export function mountOperations(options: MountOptions): Router {
     const chain: RequestHandler[] = [...(callerKind ? [callerKind] : []), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
     const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks));
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

@@ -31,6 +31,15 @@ export const DEMO_OUTSIDER_EMAIL = 'outsider@demo.example';
 /** A platform administrator (users.is_admin): resolves escrow disputes; member of no organisation. */
 export const DEMO_ADMINISTRATOR_EMAIL = 'ops@demo.example';
 
+/** The identity tier of the demo owner: verified with documents, so no tier limit stands in the way of the demo. */
+export const DEMO_OWNER_TIER = 'tier_2';
+/** The tier of every other demo user (ops@ included): verified by identity number, without documents. */
+export const DEMO_USER_TIER = 'tier_1';
+
+function demoTier(email: string): string {
+  return email === DEMO_USERS[0]?.email ? DEMO_OWNER_TIER : DEMO_USER_TIER;
+}
+
 const ALL_OPEN: Record<ModuleName, ModuleAccess> = Object.fromEntries(MODULES.map((m) => [m, 'open'])) as Record<ModuleName, ModuleAccess>;
 
 async function insertOrganization(
@@ -39,7 +48,20 @@ async function insertOrganization(
   status: 'active' | 'inactive',
   modules: Partial<Record<ModuleName, ModuleAccess>>,
 ): Promise<string> {
-  const [org] = (await trx('organizations').insert({ name, status }).returning('id')) as Array<{ id: string }>;
+  // The demo organisations are verified companies with a legal profile (their name is their legal name).
+  const [org] = (await trx('organizations')
+    .insert({
+      name,
+      status,
+      legal_name: name,
+      country: 'CI',
+      registration_number: `CI-ABJ-2026-DEMO-${name.slice(0, 4).toUpperCase()}`,
+      legal_form: 'company',
+      default_currency: 'XOF',
+      verification_status: 'verified',
+      verification_decided_at: trx.fn.now(),
+    })
+    .returning('id')) as Array<{ id: string }>;
   const id = (org as { id: string }).id;
   const rows = Object.entries(modules).map(([module, access]) => ({ organization_id: id, module, access }));
   if (rows.length) await trx('organization_modules').insert(rows);
@@ -47,8 +69,8 @@ async function insertOrganization(
 }
 
 /**
- * First seed step: the demo users (argon2id, password `demo-password`) and the platform
- * administrator ops@demo.example, "Demo Trading SARL"
+ * First seed step: the demo users (argon2id, password `demo-password`; the owner at tier_2,
+ * every other one at tier_1) and the platform administrator ops@demo.example, "Demo Trading SARL"
  * (active, every module open) with one member per role, an organisation none of them
  * belongs to (404), one with payment links locked (423) and an inactive one (422), both
  * owned by owner@demo.example.
@@ -67,6 +89,7 @@ export async function seedIdentity(trx: Knex.Transaction, services: Services): P
         password_hash: passwordHashes[index],
         display_name: user.email.split('@')[0],
         is_admin: 'isAdmin' in user && user.isAdmin,
+        tier: demoTier(user.email),
       })
       .returning('id')) as Array<{ id: string }>;
     userIds.set(user.email, (row as { id: string }).id);

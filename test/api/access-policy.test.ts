@@ -3,7 +3,7 @@ import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app';
 import { buildTestApp } from '../support/app';
-import { contractOperations, contractRequest } from '../support/contract-requests';
+import { contractOperations, contractRequest, withContractBody } from '../support/contract-requests';
 import {
   accessTokenFor,
   addMember,
@@ -97,6 +97,17 @@ const SPEC_RULES: Record<string, SpecRule> = {
   testWebhookEndpoint:      { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   listWebhookDeliveries:    { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   retryWebhookDelivery:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  // Members and invitations: listed by every member but cashier staff, managed by owners and admins;
+  // any member may call the removal (to leave), the service then limits removing others.
+  listOrganizationMembers:  { module: null,            ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
+  updateOrganizationMember: { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  removeOrganizationMember: { module: null,            ...READ,         roles: [OK, OK, OK, OK, OK, OK] },
+  listOrganizationInvitations: { module: null,         ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  createOrganizationInvitation: { module: null,        ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  revokeOrganizationInvitation: { module: null,        ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  transferApiKey:           { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
+  // Business verification is submitted by the owner.
+  submitOrganizationVerification: { module: null,      ...READ,         roles: [OK, NO, NO, NO, NO, NO] },
 };
 
 const outcomeOf = (rule: SpecRule, role: Role): Outcome => rule.roles[ROLE_COLUMNS.indexOf(role)] as Outcome;
@@ -115,7 +126,7 @@ function send(operationId: string, orgId: string, token?: string) {
   const req = contractRequest(operationId, { orgId });
   let call = request(app)[req.method](req.url).set(req.headers);
   if (token) call = call.set(bearer(token));
-  return req.body === undefined ? call : call.send(req.body as object);
+  return withContractBody(call, req);
 }
 
 /** The policy let the request through: whatever the handler (or the 501 fallback) answered. */

@@ -6,7 +6,7 @@ import type { ApiKeyScope } from '../../src/contract';
 import { scopeGrants } from '../../src/modules/api-keys';
 import { buildTestApp } from '../support/app';
 import { API_KEY_SCOPES, createApiKey, expireApiKey, type TestApiKey } from '../support/api-keys';
-import { contractOperations, contractRequest, type ContractOperation } from '../support/contract-requests';
+import { contractOperations, contractRequest, withContractBody, type ContractOperation } from '../support/contract-requests';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrganization, type TestOrganization } from '../support/factories';
 
@@ -40,7 +40,7 @@ function send(operationId: string, orgId: string, auth?: { Authorization: string
   const req = contractRequest(operationId, { orgId });
   let call = request(app)[req.method](req.url).set(req.headers);
   if (auth) call = call.set(auth);
-  return req.body === undefined ? call : call.send(req.body as object);
+  return withContractBody(call, req);
 }
 
 function expectPassedPolicy(res: request.Response): void {

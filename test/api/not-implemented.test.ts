@@ -4,7 +4,7 @@ import type { App } from '../../src/http/app';
 import { OPERATIONS, type OperationId } from '../../src/contract';
 import { NOT_IMPLEMENTED } from '../../src/handlers';
 import { buildTestApp } from '../support/app';
-import { contractOperations, contractRequest, findOperation } from '../support/contract-requests';
+import { contractOperations, contractRequest, withContractBody, findOperation } from '../support/contract-requests';
 import { accessTokenFor, bearer, createMember, createOrganization, createUser } from '../support/factories';
 
 // Widened: the list may be empty (every operation of the contract has its handler).
@@ -63,7 +63,7 @@ describe('contract operations not built yet', () => {
       // A fresh session per call: logout (one of the operations) ends the one it is given.
       let call = request(app)[req.method](req.url).set(req.headers);
       if (secured) call = call.set(bearer(await accessTokenFor(app, owner)));
-      const res = req.body === undefined ? await call : await call.send(req.body as object);
+      const res = await withContractBody(call, req);
       // Got past authentication (a 401 would hide a missing route), and a route answered.
       if (secured) expect(res.status, `${op.operationId}: ${JSON.stringify(res.body)}`).not.toBe(401);
       if (res.status === 501 || res.body?.error === 'NotImplemented') unanswered.push(op.operationId);

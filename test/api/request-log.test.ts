@@ -60,7 +60,7 @@ describe('the process logger', () => {
     expect(resolvedLogFormat({ logFormat: 'auto', nodeEnv: 'development' }, true)).toBe('pretty');
     expect(resolvedLogFormat({ logFormat: 'auto', nodeEnv: 'development' }, false)).toBe('json');
     expect(resolvedLogFormat({ logFormat: 'auto', nodeEnv: 'production' }, true)).toBe('json');
-    expect(resolvedLogFormat({ logFormat: 'pretty', nodeEnv: 'production' }, false)).toBe('pretty');
+    expect(resolvedLogFormat({ logFormat: 'pretty', nodeEnv: 'production' }, false)).toBe('json');
     expect(testConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
   });
 });

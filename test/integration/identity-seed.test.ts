@@ -43,6 +43,18 @@ describe('identity demo seed step', () => {
     });
   });
 
+  it('puts the demo owner at tier_2 and every other demo user at tier_1; ops@ stays the platform administrator', async () => {
+    await inRolledBackSeed([seedIdentity], async (trx) => {
+      const rows = (await trx('users').select('email', 'tier', 'is_admin')) as Array<{ email: string; tier: string; is_admin: boolean }>;
+      const byEmail = new Map(rows.map((row) => [row.email, row]));
+      expect(byEmail.get('owner@demo.example')?.tier).toBe('tier_2');
+      for (const email of ['admin@demo.example', 'finance@demo.example', 'cashier@demo.example', 'outsider@demo.example', 'ops@demo.example']) {
+        expect(byEmail.get(email)?.tier, email).toBe('tier_1');
+      }
+      expect(rows.filter((row) => row.is_admin).map((row) => row.email)).toEqual(['ops@demo.example']);
+    });
+  });
+
   it('makes the 404, 423 and 422 paths reachable for the demo owner', async () => {
     await inRolledBackSeed([seedIdentity], async (trx) => {
       const access = new OrganizationAccessService(trx as unknown as Knex);

@@ -107,9 +107,9 @@ async function receiver(): Promise<Receiver> {
 /** One application instance's background side: its services and its job queue running the events tasks. */
 interface Instance {
   knex: Knex;
-  /** Runs of the dispatch task that ended (a `runDue` that found nothing more). */
+  /** Runs of the dispatch task that ended (a `dispatchDue` that found nothing more). */
   dispatchRuns: () => number;
-  /** Deliveries this instance attempted. */
+  /** Deliveries this instance claimed and attempted. */
   attempted: () => number;
   /** Stops at once: no drain, running jobs abandoned (what a kill leaves). */
   kill(): Promise<void>;
@@ -126,10 +126,13 @@ async function startInstance(dispatchEverySeconds: number): Promise<Instance> {
   await services.ready();
   let runs = 0;
   let attempted = 0;
+  // Every attempt this instance made, whichever claim started it (the job's, or the one an ended attempt makes).
+  services.webhooks.onOutcome(() => {
+    attempted += 1;
+  });
   const dispatcher = {
-    async runDue(limit?: number) {
-      const n = await services.webhooks.runDue(limit);
-      attempted += n;
+    async dispatchDue() {
+      const n = await services.webhooks.dispatchDue();
       if (n === 0) runs += 1;
       return n;
     },

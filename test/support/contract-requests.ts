@@ -34,6 +34,22 @@ export interface ContractRequest {
   url: string;
   headers: Record<string, string>;
   body: unknown;
+  /** A `multipart/form-data` body: its text fields and, for each `format: binary` field, a small PDF. */
+  form?: { fields: Record<string, string>; files: Record<string, Buffer> };
+}
+
+/** The smallest bytes the documents module takes for a PDF. */
+export const TINY_PDF = Buffer.from('%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n');
+
+/** Sends `req`'s body on `call`: JSON, a multipart form, or none. */
+export function withContractBody<T extends { send(body: object): T; field(name: string, value: string): T; attach(field: string, file: Buffer, name: string): T }>(call: T, req: ContractRequest): T {
+  if (req.form) {
+    let multipart = call;
+    for (const [name, value] of Object.entries(req.form.fields)) multipart = multipart.field(name, value);
+    for (const [name, bytes] of Object.entries(req.form.files)) multipart = multipart.attach(name, bytes, `${name}.pdf`);
+    return multipart;
+  }
+  return req.body === undefined ? call : call.send(req.body as object);
 }
 
 type Json = Record<string, unknown>;
@@ -109,6 +125,20 @@ export function contractRequest(operationId: string, pathValues: Record<string, 
   }
   let body: unknown;
   const requestBody = operation.requestBody ? resolve(doc, operation.requestBody) : undefined;
+  const multipart = (requestBody?.content as Json | undefined)?.['multipart/form-data'] as Json | undefined;
+  if (multipart) {
+    const example = (multipart.examples ? resolve(doc, Object.values(multipart.examples as Json)[0]).value : multipart.example) as Json | undefined;
+    if (!example) throw new Error(`operation ${operationId} has no request body example`);
+    const schema = resolve(doc, (multipart.schema as Json | undefined) ?? {});
+    const properties = (schema.properties as Record<string, Json> | undefined) ?? {};
+    const form = { fields: {} as Record<string, string>, files: {} as Record<string, Buffer> };
+    for (const [name, value] of Object.entries(example)) {
+      if (properties[name]?.format === 'binary') form.files[name] = TINY_PDF;
+      else form.fields[name] = String(value);
+    }
+    const search = query.toString();
+    return { method: op.method, url: `/api${url}${search ? `?${search}` : ''}`, headers, body: undefined, form };
+  }
   const media = (requestBody?.content as Json | undefined)?.['application/json'] as Json | undefined;
   if (media) {
     if (media.example !== undefined) body = media.example;

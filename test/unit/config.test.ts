@@ -51,6 +51,7 @@ describe('config', () => {
       JWT_SECRET: 'x'.repeat(40),
       PAY_SECRET: 'y'.repeat(40),
       API_KEY_PEPPER: 'z'.repeat(40),
+      PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32),
       REDIS_URL: 'redis://127.0.0.1:6379',
       DATABASE_URL: 'postgres://db.example/app',
       NOTIFIER: 'sandbox',
@@ -62,7 +63,7 @@ describe('config', () => {
   });
 
   describe('the mode (issue 26): unset NODE_ENV is production, the safe side', () => {
-    const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox' };
+    const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox' };
 
     it('an unset or empty NODE_ENV refuses the default JWT_SECRET and PAY_SECRET', () => {
       for (const nodeEnv of [{}, { NODE_ENV: '' }]) {

@@ -17,6 +17,7 @@ async function main(): Promise<void> {
     JWT_SECRET: process.env.JWT_SECRET ?? 'bench-secret-bench-secret-bench-secret-0123',
     PAY_SECRET: process.env.PAY_SECRET ?? 'bench-pay-secret-bench-pay-secret-0123456',
     API_KEY_PEPPER: process.env.API_KEY_PEPPER ?? 'bench-api-key-pepper-bench-api-key-pepper-0',
+    PII_ENCRYPTION_KEY: process.env.PII_ENCRYPTION_KEY ?? `bench:${'be'.repeat(32)}`,
     RATE_LIMIT_AUTHENTICATED: '1000000',
     RATE_LIMIT_ANONYMOUS: '1000000',
     // The health bench polls from one address far past any monitor: it measures the route

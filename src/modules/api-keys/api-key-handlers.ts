@@ -1,7 +1,7 @@
 import { pageRequest, type Handlers, type IdempotentResource } from '../../contract';
 import type { ApiKeyService } from './api-key-service';
 
-type ApiKeyOperation = 'listApiKeys' | 'createApiKey' | 'getApiKey' | 'revokeApiKey' | 'rollApiKey';
+type ApiKeyOperation = 'listApiKeys' | 'createApiKey' | 'getApiKey' | 'revokeApiKey' | 'rollApiKey' | 'transferApiKey';
 
 /** The key a creation or roll acted on, as an Idempotency-Key replay names it (never with its secret). */
 function keyResource(organizationId: string, key: { id: string; status: string }): IdempotentResource {
@@ -21,6 +21,10 @@ export function apiKeyHandlers(apiKeys: ApiKeyService): Handlers<ApiKeyOperation
     async rollApiKey({ trx, organization, path, caller, body }) {
       const data = await apiKeys.roll(organization.id, path.keyId, caller.userId, body?.expire_current_in_seconds, trx);
       return { data, message: 'Store the new secret now: it is shown only once.', resource: keyResource(organization.id, data) };
+    },
+    async transferApiKey({ trx, organization, path, caller }) {
+      const data = await apiKeys.transfer(trx, organization.id, path.keyId, caller.userId);
+      return { data, resource: keyResource(organization.id, data) };
     },
   };
 }

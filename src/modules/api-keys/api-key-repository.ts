@@ -13,9 +13,12 @@ export interface ApiKeyRecord {
   scopes: ApiKeyScope[];
   environment: ApiKeyEnvironment;
   createdBy: string;
+  /** Whom the key answers for: its creator, or whoever took it over. */
+  heldBy: string;
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
+  revokedReason: 'revoked' | 'creator_lost_access' | null;
   lastUsedAt: Date | null;
   lastUsedIp: string | null;
   publicId: string;
@@ -28,6 +31,8 @@ export interface ApiKeyCredential {
   organizationId: string;
   scopes: ApiKeyScope[];
   createdBy: string;
+  /** Whom the key answers for (the caller its requests act as). */
+  heldBy: string;
   expiresAt: Date;
   revokedAt: Date | null;
   lastUsedAt: Date | null;
@@ -48,9 +53,11 @@ interface KeyRow {
   scopes: ApiKeyScope[] | string;
   environment: ApiKeyEnvironment;
   created_by: string;
+  held_by: string | null;
   created_at: Date;
   expires_at: Date;
   revoked_at: Date | null;
+  revoked_reason: ApiKeyRecord['revokedReason'];
   last_used_at: Date | null;
   last_used_ip: string | null;
   public_id: string;
@@ -72,9 +79,11 @@ function toRecord(row: KeyRow): ApiKeyRecord {
     scopes: scopesOf(row.scopes),
     environment: row.environment,
     createdBy: row.created_by,
+    heldBy: row.held_by ?? row.created_by,
     createdAt: new Date(row.created_at),
     expiresAt: new Date(row.expires_at),
     revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
+    revokedReason: row.revoked_at === null ? null : (row.revoked_reason ?? 'revoked'),
     lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
     lastUsedIp: row.last_used_ip,
     publicId: row.public_id,
@@ -90,9 +99,11 @@ const KEY_COLUMNS = [
   'k.scopes',
   'k.environment',
   'k.created_by',
+  'k.held_by',
   'k.created_at',
   'k.expires_at',
   'k.revoked_at',
+  'k.revoked_reason',
   'k.last_used_at',
   'k.last_used_ip',
   's.public_id',
@@ -120,6 +131,7 @@ export class ApiKeyRepository {
             organization_id: string;
             scopes: ApiKeyScope[] | string;
             created_by: string;
+            held_by: string | null;
             expires_at: Date;
             revoked_at: Date | null;
             last_used_at: Date | null;
@@ -127,13 +139,14 @@ export class ApiKeyRepository {
             retires_at: Date | null;
           }
         | undefined
-      >('k.id', 'k.organization_id', 'k.scopes', 'k.created_by', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 's.secret_hash', 's.retires_at');
+      >('k.id', 'k.organization_id', 'k.scopes', 'k.created_by', 'k.held_by', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 's.secret_hash', 's.retires_at');
     if (!row) return undefined;
     return {
       keyId: row.id,
       organizationId: row.organization_id,
       scopes: scopesOf(row.scopes),
       createdBy: row.created_by,
+      heldBy: row.held_by ?? row.created_by,
       expiresAt: new Date(row.expires_at),
       revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
       lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
@@ -155,6 +168,12 @@ export class ApiKeyRepository {
    * own: a join in the locking statement would keep the snapshot from before a lock wait, and a
    * roll that waited for another would read the secret that roll had just retired.
    */
+  /** The key's revocation and expiry, its row locked FOR SHARE until the transaction ends (a revocation waits for it). */
+  async stateForShare(keyId: string): Promise<{ revokedAt: Date | null; expiresAt: Date } | undefined> {
+    const row = (await this.db('api_keys').where({ id: keyId }).forShare().first('revoked_at', 'expires_at')) as { revoked_at: Date | null; expires_at: Date | string } | undefined;
+    return row && { revokedAt: row.revoked_at, expiresAt: new Date(row.expires_at) };
+  }
+
   async find(organizationId: string, keyId: string, options: { forUpdate?: boolean } = {}): Promise<ApiKeyRecord | undefined> {
     if (options.forUpdate && !(await this.db('api_keys').where({ organization_id: organizationId, id: keyId }).forUpdate().first('id'))) return undefined;
     const row = (await this.withCurrentSecret().where({ 'k.organization_id': organizationId, 'k.id': keyId }).first(KEY_COLUMNS)) as KeyRow | undefined;
@@ -212,6 +231,11 @@ export class ApiKeyRepository {
   }
 
   async revoke(keyId: string, by: string, at: Date): Promise<void> {
-    await this.db('api_keys').where('id', keyId).whereNull('revoked_at').update({ revoked_at: at, revoked_by: by });
+    await this.db('api_keys').where('id', keyId).whereNull('revoked_at').update({ revoked_at: at, revoked_by: by, revoked_reason: 'revoked' });
+  }
+
+  /** The key now answers for `holder`. */
+  async transfer(keyId: string, holder: string): Promise<void> {
+    await this.db('api_keys').where('id', keyId).update({ held_by: holder });
   }
 }

@@ -9,7 +9,13 @@ export type ApiKeyScope = Schemas['ApiKeyScope'];
 
 export const API_KEY_RESOURCES = ['payment_links', 'payments', 'invoices', 'accounts', 'network_status', 'events', 'webhook_endpoints'] as const;
 
-export const API_KEY_SCOPES = API_KEY_RESOURCES.flatMap((resource) => [`${resource}:read`, `${resource}:write`]) as ApiKeyScope[];
+/** Resources a key may read but never change (a key never manages members). */
+export const API_KEY_READ_ONLY_RESOURCES = ['members'] as const;
+
+export const API_KEY_SCOPES = [
+  ...API_KEY_RESOURCES.flatMap((resource) => [`${resource}:read`, `${resource}:write`]),
+  ...API_KEY_READ_ONLY_RESOURCES.map((resource) => `${resource}:read`),
+] as ApiKeyScope[];
 
 function split(scope: string): { resource: string; level: string } {
   const at = scope.lastIndexOf(':');

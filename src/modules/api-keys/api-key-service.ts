@@ -4,7 +4,7 @@ import type { ApiKeyCaller, ApiKeyScope, Caller, Schemas } from '../../contract'
 import { toListPage, type ListPage, type PageRequest } from '../../contract';
 import { withTransaction } from '../../db/transaction';
 import { systemClock, type Clock } from '../../clock';
-import { ValidationError } from '../../errors';
+import { UnauthorizedError, ValidationError } from '../../errors';
 import { EventRepository } from '../events';
 import { ApiKeyNotActiveError, ApiKeyNotFoundError, TooManyApiKeysError } from './api-key-errors';
 import { displayPrefix, formatApiKey, parseApiKey, PUBLIC_ID_LENGTH, randomBase62, SECRET_LENGTH, type ApiKeyEnvironment } from './api-key-format';
@@ -88,11 +88,25 @@ export class ApiKeyService {
     }
     return {
       caller: {
-        userId: credential.createdBy,
+        userId: credential.heldBy,
         sessionId: '',
         isAdmin: false,
         apiKey: { id: credential.keyId, organizationId: credential.organizationId, scopes: credential.scopes },
       },
+    };
+  }
+
+  /**
+   * The check of a write made with the key, inside the write's transaction just before COMMIT
+   * (the pipeline's transaction guard): the key's row read FOR SHARE, so a revocation (which
+   * locks the row FOR UPDATE) either waits for this write to commit, or has committed and
+   * this write is rolled back with 401. Nothing is created with a key after its revocation.
+   */
+  guard(keyId: string): (trx: Knex.Transaction) => Promise<void> {
+    return async (trx) => {
+      const state = await new ApiKeyRepository(trx).stateForShare(keyId);
+      if (!state || state.revokedAt) throw new UnauthorizedError('The API key is revoked.');
+      if (state.expiresAt.getTime() <= this.clock().getTime()) throw new UnauthorizedError('The API key has expired.');
     };
   }
 
@@ -205,6 +219,35 @@ export class ApiKeyService {
     });
   }
 
+  /**
+   * The caller (an owner or admin: the operation's rule) takes the key over: it answers for
+   * them from now on, and outlives its creator's loss of access. An active key only; taking
+   * over a key one already holds answers it unchanged (no second event).
+   */
+  async transfer(trx: Knex.Transaction, organizationId: string, keyId: string, actorUserId: string): Promise<ApiKeyView> {
+    const now = this.clock();
+    const keys = new ApiKeyRepository(trx);
+    const current = await keys.find(organizationId, keyId, { forUpdate: true });
+    if (!current) throw new ApiKeyNotFoundError();
+    const status = statusOf(current, now);
+    if (status !== 'active') throw new ApiKeyNotActiveError(status);
+    if (current.heldBy === actorUserId) return this.present(current, now);
+    await keys.transfer(keyId, actorUserId);
+    const key = this.present(await this.mustFind(keys, organizationId, keyId), now);
+    await new EventRepository(trx).record({
+      subjectType: 'api_key',
+      subjectId: keyId,
+      type: 'api_key.transferred',
+      actorUserId,
+      payload: { organization_id: organizationId, prefix: key.prefix, previous_holder: current.heldBy, holder: actorUserId },
+      occurredAt: now,
+      organizationId,
+      object: key,
+      previousStatus: status,
+    });
+    return key;
+  }
+
   private async newSecret(keys: ApiKeyRepository, keyId: string, now: Date): Promise<string> {
     const publicId = randomBase62(PUBLIC_ID_LENGTH, this.randomBytes);
     const secret = randomBase62(SECRET_LENGTH, this.randomBytes);
@@ -232,6 +275,8 @@ export class ApiKeyService {
       last_used_at: key.lastUsedAt?.toISOString() ?? null,
       last_used_ip: key.lastUsedIp,
       created_by: key.createdBy,
+      held_by: key.heldBy,
+      revoked_reason: key.revokedReason,
     };
   }
 }

@@ -69,3 +69,14 @@ export function loginIdentifierKey(raw: string): string {
     return raw.trim().toLowerCase().slice(0, 320);
   }
 }
+
+/**
+ * `o***@demo.example`, `+225******01`: a party identifier shown to someone who may recognise
+ * the person but not harvest the contact (members seen by non-admins, events).
+ */
+export function maskPartyIdentifier(identifier: string): string {
+  const at = identifier.lastIndexOf('@');
+  if (at > 0) return `${identifier.slice(0, 1)}***${identifier.slice(at)}`;
+  if (identifier.startsWith('+') && identifier.length > 6) return `${identifier.slice(0, 4)}${'*'.repeat(identifier.length - 6)}${identifier.slice(-2)}`;
+  return '***';
+}

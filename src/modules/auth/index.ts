@@ -2,7 +2,7 @@
 export { AuthService, type OrganizationsOfUser, type UserOrganization } from './auth-service';
 export { authHandlers } from './auth-handlers';
 export { AccessCheck, type AccessDecision, type AccessTokenPayload } from './access-check';
-export { loginIdentifierKey, parseLoginIdentifier, parsePartyIdentifier, readPartyIdentifier, type IdentifierField, type LoginIdentifier, type PartyIdentifier } from './identifier';
+export { loginIdentifierKey, maskPartyIdentifier, parseLoginIdentifier, parsePartyIdentifier, readPartyIdentifier, type IdentifierField, type LoginIdentifier, type PartyIdentifier } from './identifier';
 export { ARGON2_OPTIONS, PasswordHasher } from './password-hasher';
 export { SessionService, type IssuedTokens, type SessionView } from './session-service';
 export type { SessionClient } from './session-repository';

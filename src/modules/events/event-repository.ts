@@ -21,7 +21,10 @@ export type EventSubjectType =
   | 'network_status'
   | 'transfer'
   | 'webhook_endpoint'
-  | 'api_key';
+  | 'api_key'
+  | 'organization'
+  | 'organization_member'
+  | 'organization_invitation';
 
 export interface NewEvent {
   subjectType: EventSubjectType;
@@ -176,8 +179,8 @@ export class EventRepository {
       await this.db.raw(
         `INSERT INTO webhook_deliveries (endpoint_id, event_id, organization_id, next_attempt_at)
          SELECT id, ?, organization_id, ? FROM webhook_endpoints
-         WHERE organization_id = ? AND status = 'enabled' AND events && ?::text[]`,
-        [row.id, event.occurredAt, event.organizationId, patternsMatching(event.type)],
+         WHERE organization_id = ? AND status = 'enabled' AND events && ?::text[] AND (object_types IS NULL OR ?::text = ANY(object_types))`,
+        [row.id, event.occurredAt, event.organizationId, patternsMatching(event.type), event.subjectType],
       );
     }
     return toEvent(row);

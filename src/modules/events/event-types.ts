@@ -52,6 +52,14 @@ export const EVENT_OBJECT_TYPES = {
   'api_key.created': 'api_key',
   'api_key.rolled': 'api_key',
   'api_key.revoked': 'api_key',
+  'api_key.transferred': 'api_key',
+  'organization.created': 'organization',
+  'organization.updated': 'organization',
+  'organization.member_invited': 'organization_invitation',
+  'organization.member_joined': 'organization_member',
+  'organization.member_role_changed': 'organization_member',
+  'organization.member_removed': 'organization_member',
+  'organization.verification_updated': 'organization',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;

@@ -1,4 +1,5 @@
-import type { Handlers, IdempotentResource, Schemas } from '../../contract';
+import type { AuthorizedOrganization, Handlers, IdempotentResource, OperationId, Schemas } from '../../contract';
+import { readableObjectTypes } from './event-visibility';
 import type { StoredEvent } from './event-repository';
 import { presentEvent } from './event-presenter';
 import type { EventQuery, EventsService } from './events-service';
@@ -30,8 +31,12 @@ function eventPage(rows: StoredEvent[], limit: number): Schemas['EventList'] {
   return { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null };
 }
 
-/** The events API: a user's events and an organisation's. */
-export function eventsHandlers(events: EventsService): Handlers<EventOperation> {
+/** Whether the caller of an authorised organisation may call an operation (organizations' `callerMay`, with the module enabled). */
+export type OrganizationMayCall = (organization: AuthorizedOrganization, operationId: OperationId) => boolean;
+
+/** The events API: a user's events and an organisation's (only those about objects the caller may read). */
+export function eventsHandlers(events: EventsService, mayCall: OrganizationMayCall): Handlers<EventOperation> {
+  const readable = (organization: AuthorizedOrganization) => readableObjectTypes((operationId) => mayCall(organization, operationId));
   return {
     async listEvents({ caller, query }) {
       const request = eventQuery(query);
@@ -40,9 +45,9 @@ export function eventsHandlers(events: EventsService): Handlers<EventOperation> 
     getEvent: async ({ caller, path }) => ({ data: presentEvent(await events.getForUser(caller.userId, path.eventId)) }),
     async listOrganizationEvents({ organization, query }) {
       const request = eventQuery(query);
-      return { data: eventPage(await events.listForOrganization(organization.id, request), request.limit) };
+      return { data: eventPage(await events.listForOrganization(organization.id, request, readable(organization)), request.limit) };
     },
-    getOrganizationEvent: async ({ organization, path }) => ({ data: presentEvent(await events.getForOrganization(organization.id, path.eventId)) }),
+    getOrganizationEvent: async ({ organization, path }) => ({ data: presentEvent(await events.getForOrganization(organization.id, path.eventId, readable(organization))) }),
   };
 }
 
@@ -58,19 +63,21 @@ function deliveryResource(organizationId: string, delivery: { id: string; endpoi
 }
 
 /** Webhook endpoints of an organisation and their deliveries (owner or admin). */
-export function webhookHandlers(webhooks: WebhookService, clock: () => Date): Handlers<WebhookOperation> {
+export function webhookHandlers(webhooks: WebhookService, clock: () => Date, mayCall: OrganizationMayCall): Handlers<WebhookOperation> {
   const endpoint = (value: Parameters<typeof presentEndpoint>[0]) => presentEndpoint(value, clock());
+  // An endpoint receives events about the objects its configurer may read.
+  const readable = (organization: AuthorizedOrganization) => readableObjectTypes((operationId) => mayCall(organization, operationId));
   return {
     async listWebhookEndpoints({ organization }) {
       const endpoints = await webhooks.list(organization.id);
       return { data: { object: 'list', data: endpoints.map(endpoint), has_more: false, next_cursor: null } };
     },
     async createWebhookEndpoint({ trx, organization, body }) {
-      const created = await webhooks.create(organization.id, { url: body.url, events: body.events, description: body.description }, trx);
+      const created = await webhooks.create(organization.id, { url: body.url, events: body.events, description: body.description, objectTypes: readable(organization) }, trx);
       return { data: presentEndpointWithSecret(created, clock()), resource: endpointResource(organization.id, created) };
     },
     getWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.get(organization.id, path.endpointId)) }),
-    updateWebhookEndpoint: async ({ organization, path, body }) => ({ data: endpoint(await webhooks.update(organization.id, path.endpointId, body)) }),
+    updateWebhookEndpoint: async ({ organization, path, body }) => ({ data: endpoint(await webhooks.update(organization.id, path.endpointId, { ...body, objectTypes: readable(organization) })) }),
     deleteWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.remove(organization.id, path.endpointId)) }),
     async rotateWebhookEndpointSecret({ trx, organization, path, body }) {
       const rotated = await webhooks.rotateSecret(organization.id, path.endpointId, body?.expire_current_in_seconds ?? 86_400, trx);

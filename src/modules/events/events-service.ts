@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { withTransaction } from '../../db/transaction';
 import { NotFoundError, ValidationError } from '../../errors';
-import { EVENT_PAGES, EventRepository, type StoredEvent } from './event-repository';
+import { EVENT_PAGES, EventRepository, type EventSubjectType, type StoredEvent } from './event-repository';
 import { eventRowId } from './event-presenter';
 
 export interface EventQuery {
@@ -24,16 +24,18 @@ export class EventsService {
     private readonly options: { retentionDays: number; clock: () => Date },
   ) {}
 
-  listForOrganization(organizationId: string, query: EventQuery): Promise<StoredEvent[]> {
-    return this.page((q) => q.where('e.organization_id', organizationId), query);
+  /** The organisation's events about objects of `objectTypes` (those the caller may read). */
+  listForOrganization(organizationId: string, query: EventQuery, objectTypes: readonly EventSubjectType[]): Promise<StoredEvent[]> {
+    return this.page((q) => q.where('e.organization_id', organizationId).whereIn('e.subject_type', [...objectTypes]), query);
   }
 
   listForUser(userId: string, query: EventQuery): Promise<StoredEvent[]> {
     return this.page(userScope(this.knex, userId), query);
   }
 
-  getForOrganization(organizationId: string, eventId: string): Promise<StoredEvent> {
-    return this.one((q) => q.where('e.organization_id', organizationId), eventId);
+  /** One event of the organisation about an object of `objectTypes`; another one is 404, like an unknown id. */
+  getForOrganization(organizationId: string, eventId: string, objectTypes: readonly EventSubjectType[]): Promise<StoredEvent> {
+    return this.one((q) => q.where('e.organization_id', organizationId).whereIn('e.subject_type', [...objectTypes]), eventId);
   }
 
   getForUser(userId: string, eventId: string): Promise<StoredEvent> {

@@ -13,6 +13,8 @@ export interface DeliveryRequest {
   /** Every live secret: two during a rotation. */
   secrets: readonly string[];
   timeoutMs: number;
+  /** The connection (DNS and TCP) must be made within this time (at most `timeoutMs`). */
+  connectTimeoutMs: number;
   policy: UrlPolicy;
   now: () => Date;
   lookupAll?: LookupAll;
@@ -23,7 +25,8 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /**
  * One attempt: POST the event with its Standard Webhooks headers. Success is a 2xx within
- * `timeoutMs`; redirects are not followed (a failure); 410 is `gone`; a 429 or 503 carries its
+ * `timeoutMs`, the connection made within `connectTimeoutMs` (a receiver that does not even
+ * accept the connection fails sooner than one that accepts and never answers); redirects are not followed (a failure); 410 is `gone`; a 429 or 503 carries its
  * Retry-After back. Never throws; never runs inside a database transaction.
  */
 export function attemptDelivery(request: DeliveryRequest): Promise<AttemptResult> {
@@ -46,6 +49,7 @@ export function attemptDelivery(request: DeliveryRequest): Promise<AttemptResult
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(connectTimer);
       resolve(result);
     };
     const req = transport.request(
@@ -76,6 +80,14 @@ export function attemptDelivery(request: DeliveryRequest): Promise<AttemptResult
       finish(failed(`timeout after ${request.timeoutMs} ms`));
       req.destroy();
     }, request.timeoutMs);
+    const connectTimer = setTimeout(() => {
+      finish(failed(`connect timeout after ${request.connectTimeoutMs} ms`));
+      req.destroy();
+    }, request.connectTimeoutMs);
+    req.on('socket', (socket) => {
+      if (!socket.connecting) clearTimeout(connectTimer);
+      else socket.once('connect', () => clearTimeout(connectTimer));
+    });
     req.on('error', (error: NodeJS.ErrnoException) => finish(failed(error.code === 'EPRIVATEADDRESS' ? 'url refused: private_address' : `connection failed: ${error.code ?? error.message}`)));
     req.end(request.body);
   });

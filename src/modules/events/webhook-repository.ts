@@ -115,6 +115,7 @@ export interface EndpointChange {
   url?: string;
   description?: string | null;
   events?: string[];
+  objectTypes?: readonly string[];
   status?: EndpointStatus;
   disabledReason?: DisabledReason | null;
   secret?: string;
@@ -139,13 +140,14 @@ export class WebhookRepository {
     return Number(row.n);
   }
 
-  async insertEndpoint(input: { organizationId: string; url: string; description: string | null; events: string[]; secret: string; now: Date }): Promise<WebhookEndpoint> {
+  async insertEndpoint(input: { organizationId: string; url: string; description: string | null; events: string[]; objectTypes: readonly string[] | null; secret: string; now: Date }): Promise<WebhookEndpoint> {
     const [row] = (await this.db('webhook_endpoints')
       .insert({
         organization_id: input.organizationId,
         url: input.url,
         description: input.description,
         events: input.events,
+        object_types: input.objectTypes === null ? null : [...input.objectTypes],
         secret: input.secret,
         created_at: input.now,
         updated_at: input.now,
@@ -178,6 +180,7 @@ export class WebhookRepository {
     if (change.url !== undefined) row.url = change.url;
     if (change.description !== undefined) row.description = change.description;
     if (change.events !== undefined) row.events = change.events;
+    if (change.objectTypes !== undefined) row.object_types = [...change.objectTypes];
     if (change.status !== undefined) row.status = change.status;
     if (change.disabledReason !== undefined) row.disabled_reason = change.disabledReason;
     if (change.secret !== undefined) row.secret = change.secret;
@@ -222,19 +225,48 @@ export class WebhookRepository {
   }
 
   /**
-   * Claims up to `limit` due deliveries of enabled endpoints (FOR UPDATE SKIP LOCKED: each goes
-   * to one worker, on any instance) and pushes their `next_attempt_at` to `leaseUntil`, so a
-   * worker that dies mid-attempt leaves them to be claimed again after the lease.
+   * Claims up to `limit` due deliveries of enabled endpoints, fairly: an endpoint gets at most
+   * `perEndpoint` attempts under way and an organisation `perOrganization` (counting the
+   * attempts other workers have under way: `leased_until` in the future), and the chosen ones
+   * alternate between organisations (each organisation's first due delivery before any
+   * organisation's second) and, within one, between its endpoints. Each claimed row is locked
+   * with SKIP LOCKED (it goes to one worker, on any instance) and leased: `next_attempt_at` and
+   * `leased_until` pushed to `leaseUntil`, so a worker that dies mid-attempt leaves it to be
+   * claimed again, and stops counting as under way, once the lease ends.
    */
-  async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<string[]> {
+  async claimDue(now: Date, leaseUntil: Date, limit: number, bounds: { perEndpoint: number; perOrganization: number }): Promise<string[]> {
+    if (limit <= 0) return [];
     const result = await this.db.raw(
-      `UPDATE webhook_deliveries SET next_attempt_at = ?, updated_at = ?
+      `WITH busy AS (
+         SELECT endpoint_id, organization_id FROM webhook_deliveries WHERE leased_until IS NOT NULL AND leased_until > :now),
+       endpoint_busy AS (SELECT endpoint_id, count(*) AS n FROM busy GROUP BY endpoint_id),
+       organization_busy AS (SELECT organization_id, count(*) AS n FROM busy GROUP BY organization_id),
+       candidates AS (
+         SELECT c.id, w.organization_id, c.next_attempt_at, c.endpoint_rank
+         FROM webhook_endpoints w
+         LEFT JOIN endpoint_busy eb ON eb.endpoint_id = w.id
+         CROSS JOIN LATERAL (
+           SELECT d.id, d.next_attempt_at, row_number() OVER (ORDER BY d.next_attempt_at, d.id) AS endpoint_rank
+           FROM webhook_deliveries d
+           WHERE d.endpoint_id = w.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= :now
+           ORDER BY d.next_attempt_at, d.id
+           LIMIT GREATEST(:perEndpoint - COALESCE(eb.n, 0), 0)) c
+         WHERE w.status = 'enabled'),
+       ranked AS (
+         SELECT c.*, row_number() OVER (PARTITION BY c.organization_id ORDER BY c.endpoint_rank, c.next_attempt_at, c.id) AS organization_rank
+         FROM candidates c),
+       chosen AS (
+         SELECT r.id FROM ranked r LEFT JOIN organization_busy ob ON ob.organization_id = r.organization_id
+         WHERE r.organization_rank <= :perOrganization - COALESCE(ob.n, 0)
+         ORDER BY r.organization_rank, r.next_attempt_at, r.id
+         LIMIT :limit)
+       UPDATE webhook_deliveries SET next_attempt_at = :leaseUntil, leased_until = :leaseUntil, updated_at = :now
        WHERE id IN (
-         SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-         WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ? AND w.status = 'enabled'
-         ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE OF d SKIP LOCKED)
+         SELECT d.id FROM webhook_deliveries d
+         WHERE d.id IN (SELECT id FROM chosen) AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= :now
+         FOR UPDATE SKIP LOCKED)
        RETURNING id`,
-      [leaseUntil, now, now, limit],
+      { now, leaseUntil, limit, perEndpoint: bounds.perEndpoint, perOrganization: bounds.perOrganization },
     );
     return (result as { rows: { id: string }[] }).rows.map((row) => row.id);
   }
@@ -246,7 +278,7 @@ export class WebhookRepository {
    * to the dispatcher once the lease ends.
    */
   async lease(id: string, leaseUntil: Date, now: Date): Promise<void> {
-    await this.db('webhook_deliveries').where({ id }).whereIn('status', ['pending', 'failed']).update({ next_attempt_at: leaseUntil, updated_at: now });
+    await this.db('webhook_deliveries').where({ id }).whereIn('status', ['pending', 'failed']).update({ next_attempt_at: leaseUntil, leased_until: leaseUntil, updated_at: now });
   }
 
   async recordAttempt(id: string, change: { status: DeliveryStatus; attempt: DeliveryAttempt; nextAttemptAt: Date | null; now: Date }): Promise<void> {
@@ -261,6 +293,7 @@ export class WebhookRepository {
           JSON.stringify([change.attempt]),
         ]),
         next_attempt_at: change.nextAttemptAt,
+        leased_until: null,
         updated_at: change.now,
       });
   }

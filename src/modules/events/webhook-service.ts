@@ -19,7 +19,20 @@ export interface WebhookOptions {
   retryDelaysSeconds: readonly number[];
   disableAfterHours: number;
   allowPrivateTargets: boolean;
+  /** Connecting (DNS and TCP) must take at most this long; capped at `timeoutMs` (default 3 s). */
+  connectTimeoutMs?: number;
+  /** Attempts under way at once on this instance (default 64). */
+  maxInFlight?: number;
+  /** Attempts under way at once to one endpoint, across instances (default 4). */
+  maxInFlightPerEndpoint?: number;
+  /** Attempts under way at once to one organisation's endpoints, across instances (default 16). */
+  maxInFlightPerOrganization?: number;
 }
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+const DEFAULT_MAX_IN_FLIGHT = 64;
+const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+const DEFAULT_MAX_IN_FLIGHT_PER_ORGANIZATION = 16;
 
 export interface WebhookServiceDeps {
   knex: Knex;
@@ -39,17 +52,27 @@ export interface EndpointInput {
   events?: string[];
   description?: string | null;
   status?: 'enabled' | 'disabled';
+  /** The object types the endpoint receives events about (what its configurer may read). */
+  objectTypes?: readonly string[];
 }
 
 const NOT_FOUND = 'No webhook endpoint of this organisation has this id.';
 
 /**
  * Webhook endpoints of an organisation and the delivery of its events to them. Deliveries are
- * rows written with their event (the outbox); `runDue` claims the due ones (SKIP LOCKED, on
- * any instance) and `deliver` makes one attempt outside any transaction, then records it.
+ * rows written with their event (the outbox); `dispatchDue` and `runDue` claim the due ones
+ * (SKIP LOCKED, on any instance, fairly: see `WebhookRepository.claimDue`) and `deliver` makes
+ * one attempt outside any transaction, then records it. Attempts run side by side, bounded per
+ * instance, per endpoint and per organisation, so a receiver that hangs holds only its own
+ * endpoint's slots (and at most its organisation's share) until its timeout.
  */
 export class WebhookService {
   private readonly outcomeListeners: ((outcome: DeliveryOutcome) => void)[] = [];
+  /** Attempts under way on this instance. */
+  private readonly inFlight = new Set<Promise<void>>();
+  private refilling = false;
+  private refillAgain = false;
+  private stopped = false;
 
   constructor(private readonly deps: WebhookServiceDeps) {}
 
@@ -82,7 +105,7 @@ export class WebhookService {
     return endpoint;
   }
 
-  async create(organizationId: string, input: { url: string; events: string[]; description?: string | null }, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
+  async create(organizationId: string, input: { url: string; events: string[]; description?: string | null; objectTypes?: readonly string[] }, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
     WebhookService.checkEvents(input.events);
     await this.checkUrl(input.url);
     return withTransaction(db, async (trx) => {
@@ -91,7 +114,7 @@ export class WebhookService {
       if ((await repo.countEndpoints(organizationId)) >= MAX_ENDPOINTS) {
         throw new UnprocessableError('TooManyWebhookEndpoints', `An organisation has at most ${MAX_ENDPOINTS} webhook endpoints.`, { max: MAX_ENDPOINTS });
       }
-      return repo.insertEndpoint({ organizationId, url: input.url, description: input.description ?? null, events: input.events, secret: generateSecret(), now: this.deps.clock() });
+      return repo.insertEndpoint({ organizationId, url: input.url, description: input.description ?? null, events: input.events, objectTypes: input.objectTypes ?? null, secret: generateSecret(), now: this.deps.clock() });
     });
   }
 
@@ -109,7 +132,7 @@ export class WebhookService {
           : input.status === 'enabled'
             ? { status: 'enabled' as const, disabledReason: null, failingSince: null }
             : { status: 'disabled' as const, disabledReason: 'manual' as const };
-      return repo.updateEndpoint(id, { url: input.url, events: input.events, description: input.description, ...statusChange, updatedAt: now });
+      return repo.updateEndpoint(id, { url: input.url, events: input.events, description: input.description, objectTypes: input.objectTypes, ...statusChange, updatedAt: now });
     });
   }
 
@@ -192,22 +215,83 @@ export class WebhookService {
   }
 
   /**
-   * One batch of due deliveries: claimed (each by one worker across instances), then
-   * attempted one after the other. Returns how many were attempted.
+   * One batch of due deliveries (at most `limit`, and what this instance's bound leaves),
+   * claimed fairly and attempted side by side; resolves once every attempt of the batch has
+   * been recorded. Returns how many were claimed.
    */
   async runDue(limit = 50): Promise<number> {
-    const now = this.deps.clock();
-    const leaseUntil = this.leaseUntil();
-    const claimed = await withTransaction(this.deps.knex, (trx) => new WebhookRepository(trx).claimDue(now, leaseUntil, limit));
-    for (const id of claimed) {
-      try {
-        await this.deliver(id);
-      } catch (error) {
-        // The lease lets another run try it again.
-        this.deps.logger?.error({ err: error, deliveryId: id }, 'webhook delivery failed to run');
-      }
-    }
+    const claimed = await this.claim(limit);
+    await Promise.all(claimed.map((id) => this.start(id, false)));
     return claimed.length;
+  }
+
+  /**
+   * What the `webhooks.dispatch-due` job runs: claims as many due deliveries as the bounds
+   * allow and starts their attempts without waiting for them (a receiver that hangs never
+   * holds the next claim back). Each attempt that ends claims again, so a backlog drains
+   * between the job's runs. Returns how many were claimed.
+   */
+  async dispatchDue(): Promise<number> {
+    if (this.stopped) return 0;
+    const claimed = await this.claim(Number.POSITIVE_INFINITY);
+    for (const id of claimed) void this.start(id, true);
+    return claimed.length;
+  }
+
+  /** Stops claiming, and waits for the attempts under way on this instance to be recorded. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Attempts under way on this instance. */
+  get attemptsUnderWay(): number {
+    return this.inFlight.size;
+  }
+
+  private async claim(limit: number): Promise<string[]> {
+    const room = Math.min(limit, (this.deps.options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT) - this.inFlight.size);
+    if (room <= 0) return [];
+    const now = this.deps.clock();
+    const bounds = {
+      perEndpoint: this.deps.options.maxInFlightPerEndpoint ?? DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT,
+      perOrganization: this.deps.options.maxInFlightPerOrganization ?? DEFAULT_MAX_IN_FLIGHT_PER_ORGANIZATION,
+    };
+    return withTransaction(this.deps.knex, (trx) => new WebhookRepository(trx).claimDue(now, this.leaseUntil(), room, bounds));
+  }
+
+  /** One claimed delivery's attempt, counted as under way until it is recorded; then, for the dispatcher, the next claim. */
+  private start(id: string, thenClaim: boolean): Promise<void> {
+    const attempt: Promise<void> = this.deliver(id).then(
+      () => undefined,
+      // The lease lets another run try it again.
+      (error: unknown) => this.deps.logger?.error({ err: error, deliveryId: id }, 'webhook delivery failed to run'),
+    );
+    const tracked = attempt.finally(() => {
+      this.inFlight.delete(tracked);
+      if (thenClaim) this.refill();
+    });
+    this.inFlight.add(tracked);
+    return tracked;
+  }
+
+  /** Claims again after an attempt ended (one claim at a time; an end meanwhile asks for one more). */
+  private refill(): void {
+    if (this.stopped) return;
+    if (this.refilling) {
+      this.refillAgain = true;
+      return;
+    }
+    this.refilling = true;
+    this.dispatchDue()
+      .catch((error: unknown) => this.deps.logger?.error({ err: error }, 'claiming due webhook deliveries failed'))
+      .finally(() => {
+        this.refilling = false;
+        if (this.refillAgain) {
+          this.refillAgain = false;
+          this.refill();
+        }
+      });
   }
 
   /** Until when an attempt starting now keeps its delivery from being claimed again (the timeout and a margin). */
@@ -231,6 +315,7 @@ export class WebhookService {
       body: JSON.stringify(presentEvent(event)),
       secrets,
       timeoutMs: this.deps.options.timeoutMs,
+      connectTimeoutMs: Math.min(this.deps.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, this.deps.options.timeoutMs),
       policy: this.policy,
       now: this.deps.clock,
       lookupAll: this.deps.lookupAll,
@@ -288,7 +373,7 @@ export class WebhookService {
  */
 export async function insertDemoEndpoint(trx: Knex.Transaction, organizationId: string, url: string, now: Date): Promise<void> {
   const repo = new WebhookRepository(trx);
-  const created = await repo.insertEndpoint({ organizationId, url, description: 'Demo receiver (enable it once something listens there)', events: ['*'], secret: generateSecret(), now });
+  const created = await repo.insertEndpoint({ organizationId, url, description: 'Demo receiver (enable it once something listens there)', events: ['*'], objectTypes: null, secret: generateSecret(), now });
   const disabled = await repo.updateEndpoint(created.id, { status: 'disabled', disabledReason: 'manual', updatedAt: now });
   await new EventRepository(trx).record({
     subjectType: 'webhook_endpoint',

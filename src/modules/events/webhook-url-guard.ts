@@ -1,5 +1,6 @@
 import dns from 'node:dns';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /**
  * The SSRF guard of webhook URLs. In production (private targets not allowed) a URL must be
@@ -15,75 +16,56 @@ export interface UrlPolicy {
   allowPrivateTargets: boolean;
 }
 
-/** Ranges no webhook may reach in production: private, loopback, link-local, CGNAT, metadata, documentation, multicast, reserved. */
-const BLOCKED = new net.BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.88.99.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  BLOCKED.addSubnet(network, prefix, 'ipv4');
+/**
+ * IPv6 blocks refused whatever ipaddr.js calls them (it reads them as ordinary unicast or as a
+ * range whose embedded address is not where it looks):
+ * - `::/96`, the deprecated IPv4-compatible form (`::127.0.0.1` is `::7f00:1`), with `::` and `::1`;
+ * - `64:ff9b:1::/48`, local-use NAT64 (RFC 8215): the network chooses its prefix length, so the
+ *   IPv4 address it carries cannot be read from the address alone;
+ * - `2001::/23`, IETF protocol assignments (TEREDO, ORCHID, AMT, benchmarking and the rest).
+ */
+const REFUSED_IPV6: [ipaddr.IPv6, number][] = [
+  [ipaddr.IPv6.parse('::'), 96],
+  [ipaddr.IPv6.parse('64:ff9b:1::'), 48],
+  [ipaddr.IPv6.parse('2001::'), 23],
+];
+
+/**
+ * IPv6 ranges that carry an IPv4 address in their last 32 bits: IPv4-mapped `::ffff:0:0/96`,
+ * IPv4-translated `::ffff:0:0:0/96` (SIIT) and the well-known NAT64 prefix `64:ff9b::/96`.
+ * An address of these is judged by the IPv4 address it carries.
+ */
+const CARRIES_IPV4 = new Set(['ipv4Mapped', 'rfc6145', 'rfc6052']);
+
+/** An IP literal read by ipaddr.js, or undefined for anything else (a host name, a zone id). */
+function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (address.includes('%')) return undefined;
+  if (net.isIPv4(address)) return ipaddr.IPv4.parse(address);
+  if (!net.isIPv6(address)) return undefined;
+  // ipaddr.js 2.5 reads `::a.b.c.d` as `::ffff:a.b.c.d`; the WHATWG URL parser writes every IPv6
+  // form as its canonical hex (`::7f00:1`), which ipaddr.js reads right.
+  return ipaddr.IPv6.parse(new URL(`http://[${address}]/`).hostname.slice(1, -1));
 }
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2001::', 23],
-  ['2001:db8::', 32],
-  ['2002::', 16],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  BLOCKED.addSubnet(network, prefix, 'ipv6');
+
+function isPublic(address: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  if (address.kind() === 'ipv4') return address.range() === 'unicast';
+  const v6 = address as ipaddr.IPv6;
+  if (REFUSED_IPV6.some((block) => v6.match(block))) return false;
+  const range = v6.range();
+  if (CARRIES_IPV4.has(range)) return isPublic(new ipaddr.IPv4(v6.toByteArray().slice(12)));
+  return range === 'unicast';
 }
 
 /**
- * IPv6 ranges that carry an IPv4 address (mapped, NAT64): judged by the address they carry.
- * Kept apart because node's BlockList matches every IPv4 address against ::ffff:0:0/96.
+ * True when `address` (an IP literal, in any form node or a URL writes it) is a public unicast
+ * address. Classified by ipaddr.js: IPv4 `unicast` only (not private, loopback, link-local,
+ * CGNAT, documentation, benchmarking, reserved, multicast, broadcast); IPv6 `unicast` only (not
+ * loopback, unique-local, link-local, site-local, multicast, 6to4, TEREDO, discard, documentation,
+ * reserved), outside the blocks above, and IPv6 forms that carry an IPv4 address by that address.
  */
-const CARRIES_IPV4 = new net.BlockList();
-CARRIES_IPV4.addSubnet('::ffff:0:0', 96, 'ipv6');
-CARRIES_IPV4.addSubnet('64:ff9b::', 96, 'ipv6');
-
-/** The IPv4 address an IPv6 address carries (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`), if any. */
-function embeddedIpv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (!hex) return undefined;
-  const high = parseInt(hex[1] as string, 16);
-  const low = parseInt(hex[2] as string, 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
-}
-
-/** True when `address` (an IP literal) is a public unicast address. */
 export function isPublicAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return !BLOCKED.check(address, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(address);
-    if (v4 !== undefined) return net.isIPv4(v4) && !BLOCKED.check(v4, 'ipv4');
-    // A form of a mapped or NAT64 address the parser above does not read: refused.
-    if (CARRIES_IPV4.check(address, 'ipv6')) return false;
-    return !BLOCKED.check(address, 'ipv6');
-  }
-  return false;
+  const parsed = parseAddress(address);
+  return parsed !== undefined && isPublic(parsed);
 }
 
 export type UrlCheck = { ok: true; url: URL; host: string } | { ok: false; reason: UrlRefusal };

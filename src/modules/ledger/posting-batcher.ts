@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { DomainError } from '../../errors';
-import { withSavepoint, withTransaction } from '../../db/transaction';
+import { currentTransactionGuard, withSavepoint, withTransaction, withoutTransactionGuard } from '../../db/transaction';
 import { GroupCommit } from './group-commit';
 import { LedgerRepository } from './ledger-repository';
 import { ensureAccounts } from './ledger-service';
@@ -118,10 +118,20 @@ export class PostingBatcher {
     for (const object of locks) {
       if (!this.lockers.has(object.kind)) throw new Error(`posting batcher: no locker for "${object.kind}"`);
     }
+    // The item checks its request's guard (withTransactionGuard) in its own savepoint; the
+    // window's transactions, shared by several requests, run outside any one request's guard.
+    const guard = currentTransactionGuard();
+    const guarded = guard
+      ? async (trx: Knex.Transaction) => {
+          const value = await work(trx);
+          await guard(trx);
+          return value;
+        }
+      : work;
     const outcome = await new Promise<Outcome>((answer, fail) => {
       // The window's own answer comes once every group of it is done (or, should runWindow
       // break, from its item run alone): whichever settles the item first wins.
-      this.window.submit({ work, locks, answer }).then(answer, fail);
+      withoutTransactionGuard(() => this.window.submit({ work: guarded, locks, answer })).then(answer, fail);
     });
     if ('refusal' in outcome) throw outcome.refusal;
     if ('failure' in outcome) throw outcome.failure;

@@ -132,8 +132,8 @@ export function detailView(tontine: Tontine, facts: TontineDetailFacts): Tontine
         paid_out_at: iso(cycle.paidOutAt),
       };
     }),
-    // In member order, so every member reads the same list.
-    current_contributions: facts.members.flatMap((member) => {
+    // In member order, so every member reads the same list; a completed tontine runs no cycle.
+    current_contributions: tontine.status === 'completed' ? [] : facts.members.flatMap((member) => {
       const contribution = contributionOf.get(member.userId);
       return contribution ? [{ user_id: member.userId, identifier: identifier(member.userId), status: contribution.status, paid_at: iso(contribution.paidAt) }] : [];
     }),
