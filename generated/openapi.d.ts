@@ -110,6 +110,150 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/signup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign up
+         * @description Starts a new customer's account: a six-digit code goes to the identifier (by SMS to a telephone number, by e-mail to an address), valid 10 minutes; confirm it with `POST /auth/signup/verify`, which opens the first session. The account starts at tier `tier_0`.
+         *
+         *     **Nothing tells who has an account.** An identifier that already has one gets the same 202 (a `verification_id`, the same channel and expiry, in the same time); its message says an account exists instead of carrying a code, and no code completes that verification.
+         *
+         *     The password must have at least 10 characters and must not be common or contain the identifier or the name: 422 `WeakPassword` with `details.reason`. Rate-limited per IP address (`RATE_LIMIT_CODES_PER_IP`) and per identifier, whatever the address (`RATE_LIMIT_CODES_PER_IDENTIFIER`), within `RATE_LIMIT_CODES_WINDOW_MS` (an hour by default): 429 beyond; when the rate-limit store is unreachable, 503 (no message is sent uncounted). Outside production the message can be read with `GET /test-helpers/outbox`.
+         */
+        post: operations["signUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/signup/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a sign-up's code
+         * @description The right code creates the account (active, tier `tier_0`) and opens its first session: 201 with the same body as `POST /auth/login`. Codes are compared in constant time and stored only as a keyed hash. A wrong code answers 422 `InvalidVerificationCode` with `details.attempts_left`; the fifth wrong code, an expired code (10 minutes), a used verification, or one whose identifier already has an account answers 422 `VerificationExpired`: sign up again for a new code.
+         */
+        post: operations["verifySignUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password-reset code
+         * @description Always answers 202 with the same body, whether or not an account has the identifier: a six-digit code, valid 10 minutes, goes to an active account's identifier (SMS or e-mail); nothing is sent otherwise. Only the newest code asked for an identifier works. Rate-limited like sign-up, per IP address and per identifier (429 beyond; 503 when the rate-limit store is unreachable).
+         */
+        post: operations["requestPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset code
+         * @description The newest reset code asked for the identifier sets the new password and ends **every** session of the account: their access tokens answer 401 from then on, and their refresh tokens are refused. The account's owner is told on their channel. A wrong code answers 422 `InvalidVerificationCode` with `details.attempts_left`; the fifth wrong code, an expired or used code, or no code asked answers 422 `VerificationExpired`. The new password follows the sign-up rules (422 `WeakPassword`, checked before the code, which it does not spend).
+         */
+        post: operations["confirmPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change your password
+         * @description With the current password, sets a new one and ends every **other** session of the user (the caller's stays open); the user is told on their channel. A wrong current password answers 422 `InvalidCurrentPassword`; a weak new one 422 `WeakPassword` (rules of sign-up, and `same_as_current`).
+         */
+        post: operations["changeMyPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your sessions
+         * @description The user's live sessions (not ended, not expired), newest login first, `current` marking the caller's: where the user is logged in. A session's `id` changes at every refresh; `created_at` is the login that began it, `last_used_at` when its tokens were last issued. End one with `DELETE /me/sessions/{sessionId}`.
+         */
+        get: operations["listMySessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one of your sessions
+         * @description Ends the session at once: its access token answers 401 from the next request and its refresh token is refused. Ending the caller's own session is a logout. A session that is not the caller's, already ended, or unknown answers 404 `SessionNotFound` (the same for all three).
+         */
+        delete: operations["revokeMySession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/transfers": {
         parameters: {
             query?: never;
@@ -4043,6 +4187,294 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * SignupRequest
+         * @description A new customer's sign-up. A one-time code goes to `identifier`.
+         */
+        SignupRequest: {
+            /** @description An e-mail address (the code goes by e-mail) or a telephone number in international form, `+` and country code (the code goes by SMS). */
+            identifier: string;
+            /** @description At least 10 characters; refused with 422 `WeakPassword` when common, easy to guess, or containing the identifier or the name. */
+            password: string;
+            /** @description The customer's name as they want to be addressed. */
+            full_name: string;
+            /** @description Country of residence, ISO 3166-1 alpha-2 (`CI`, `SN`, `FR`). */
+            country: string;
+            /**
+             * @description The customer accepts the terms of service (must be `true`).
+             * @constant
+             */
+            accept_terms: true;
+        };
+        /**
+         * NotificationChannel
+         * @description How a message reaches its recipient: `sms` for a telephone number, `email` for an e-mail address.
+         * @enum {string}
+         */
+        NotificationChannel: "sms" | "email";
+        /**
+         * SignupVerification
+         * @description A sign-up waiting for its code. The same answer whether or not the identifier already has an account (then its message says so and carries no code).
+         */
+        SignupVerification: {
+            /**
+             * Format: uuid
+             * @description Pass it with the code to `POST /auth/signup/verify`.
+             */
+            verification_id: string;
+            channel: components["schemas"]["NotificationChannel"];
+            /**
+             * Format: date-time
+             * @description When the code stops working (10 minutes after it was sent).
+             */
+            expires_at: string;
+        };
+        /**
+         * SignupVerificationResponse
+         * @description Envelope of a sign-up waiting for its code.
+         */
+        SignupVerificationResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["SignupVerification"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * WeakPasswordError
+         * @description The password is refused; `details.reason` says why: `too_short` (under 10 characters), `too_common` (a common password or easy to guess, as judged by the zxcvbn strength estimator), `contains_identifier` (it contains the e-mail address, telephone number or name), `same_as_current`.
+         */
+        WeakPasswordError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "WeakPassword";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description Why the password is refused. */
+            details: {
+                /**
+                 * @description The reason, stable to branch on.
+                 * @enum {string}
+                 */
+                reason: "too_short" | "too_common" | "contains_identifier" | "same_as_current";
+            };
+        };
+        /**
+         * OneTimeCode
+         * @description The six digits the message carried.
+         */
+        OneTimeCode: string;
+        /**
+         * VerifySignupRequest
+         * @description The code a sign-up's message carried.
+         */
+        VerifySignupRequest: {
+            /**
+             * Format: uuid
+             * @description The `verification_id` of `POST /auth/signup`.
+             */
+            verification_id: string;
+            code: components["schemas"]["OneTimeCode"];
+        };
+        /**
+         * InvalidVerificationCodeError
+         * @description The code is wrong; `details.attempts_left` says how many tries remain (the fifth wrong code answers `VerificationExpired`).
+         */
+        InvalidVerificationCodeError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidVerificationCode";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The tries left. */
+            details: {
+                /**
+                 * Format: int32
+                 * @description Wrong codes still allowed before the code is spent.
+                 */
+                attempts_left: number;
+            };
+        };
+        /**
+         * OnboardingRefusedError
+         * @description A refusal without details: `VerificationExpired` (the code expired, was used, or had five wrong tries: ask for a new one) or `InvalidCurrentPassword` (a change of password with a wrong current one).
+         */
+        OnboardingRefusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VerificationExpired";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * SignupVerifyUnprocessableError
+         * @description Error envelope of a 422 on a sign-up's code, discriminated by `error`.
+         */
+        SignupVerifyUnprocessableError: components["schemas"]["InvalidVerificationCodeError"] | components["schemas"]["OnboardingRefusedError"];
+        /**
+         * PasswordResetRequest
+         * @description Ask for a password-reset code.
+         */
+        PasswordResetRequest: {
+            /** @description The account's e-mail address or telephone number (international form). */
+            identifier: string;
+        };
+        /**
+         * PasswordResetRequested
+         * @description The same answer for every identifier: a code was sent if, and only if, an active account has it.
+         */
+        PasswordResetRequested: {
+            channel: components["schemas"]["NotificationChannel"];
+            /**
+             * Format: date-time
+             * @description When the code stops working (10 minutes).
+             */
+            expires_at: string;
+        };
+        /**
+         * PasswordResetRequestedResponse
+         * @description Envelope of a password-reset request.
+         */
+        PasswordResetRequestedResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["PasswordResetRequested"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ConfirmPasswordResetRequest
+         * @description The reset code and the new password.
+         */
+        ConfirmPasswordResetRequest: {
+            /** @description The identifier the code was asked for. */
+            identifier: string;
+            code: components["schemas"]["OneTimeCode"];
+            /** @description At least 10 characters, not common, not containing the identifier. */
+            new_password: string;
+        };
+        /**
+         * PasswordChanged
+         * @description The password is changed; how many sessions ended with it.
+         */
+        PasswordChanged: {
+            /**
+             * Format: int32
+             * @description Sessions ended: every session of the user after a reset, every other session after a change.
+             */
+            sessions_revoked: number;
+        };
+        /**
+         * PasswordChangedResponse
+         * @description Envelope of a changed password.
+         */
+        PasswordChangedResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["PasswordChanged"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * VerificationCodeUnprocessableError
+         * @description Error envelope of a 422 on a code's confirmation, discriminated by `error`.
+         */
+        VerificationCodeUnprocessableError: components["schemas"]["InvalidVerificationCodeError"] | components["schemas"]["OnboardingRefusedError"] | components["schemas"]["WeakPasswordError"];
+        /**
+         * ChangePasswordRequest
+         * @description The current password and the new one.
+         */
+        ChangePasswordRequest: {
+            /** @description The password the user has now. */
+            current_password: string;
+            /** @description At least 10 characters, not common, not containing the identifier, not the current one. */
+            new_password: string;
+        };
+        /**
+         * ChangePasswordUnprocessableError
+         * @description Error envelope of a 422 on a change of password, discriminated by `error`.
+         */
+        ChangePasswordUnprocessableError: components["schemas"]["WeakPasswordError"] | components["schemas"]["OnboardingRefusedError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * Session
+         * @description A live session of the user (a device or client logged in). Its `id` changes at every refresh (the old one ends), so read the list again before revoking one.
+         */
+        Session: {
+            /**
+             * Format: uuid
+             * @description The session (the `session_id` of the login or refresh that gave its tokens).
+             */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the user logged in (the refreshes since keep it).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When its tokens were last issued (the login or the latest refresh).
+             */
+            last_used_at: string;
+            /** @description The client address of that login or refresh (an IPv6 client by its /56); null for sessions opened before it was kept. */
+            ip: string | null;
+            /** @description The client's User-Agent then, when it sent one. */
+            user_agent: string | null;
+            /** @description Whether this is the session of the access token that asks. */
+            current: boolean;
+        };
+        /**
+         * SessionList
+         * @description The user's live sessions, newest login first.
+         */
+        SessionList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            data: components["schemas"]["Session"][];
+            /** @description Whether more live sessions exist than `limit`. */
+            has_more: boolean;
+            /** @description Always null (the newest `limit` sessions are listed; end some to see older ones). */
+            next_cursor: null;
+        };
+        /**
+         * SessionListResponse
+         * @description Envelope of the user's live sessions.
+         */
+        SessionListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["SessionList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
          * ListObject
          * @description The list pattern shared by every list (Stripe-like). Each list schema extends it with `data`, the array of items (at most 500), newest first. To fetch the next page, pass `next_cursor` as `starting_after`.
          */
@@ -7541,12 +7973,6 @@ export interface components {
             reason: string;
         };
         /**
-         * NotificationChannel
-         * @description How a message reaches its recipient: `sms` for a telephone number, `email` for an e-mail address.
-         * @enum {string}
-         */
-        NotificationChannel: "sms" | "email";
-        /**
          * OutboxMessage
          * @description One message the sandbox notifier kept instead of sending it (test helpers only).
          */
@@ -10173,6 +10599,340 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signUp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignupRequest"];
+            };
+        };
+        responses: {
+            /** @description A code was sent (or, for an existing account, a notice); confirm it within 10 minutes. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignupVerificationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `WeakPassword`: the password is refused; `details.reason` says why. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WeakPasswordError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    verifySignUp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifySignupRequest"];
+            };
+        };
+        responses: {
+            /** @description The account exists and its first session is open. */
+            201: {
+                headers: {
+                    /** @description Token responses are never cached (RFC 6749, section 5.1). */
+                    "Cache-Control"?: "no-store";
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `InvalidVerificationCode` (with `details.attempts_left`) or `VerificationExpired`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignupVerifyUnprocessableError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    requestPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetRequest"];
+            };
+        };
+        responses: {
+            /** @description A code was sent if an active account has the identifier. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordResetRequestedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    confirmPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: the answer carries tokens, which are shown once and never stored, so no replay could give them back, and nothing of the request (which carries a password or a refresh token) is kept. Each request is answered on its own. A login retried after a lost answer opens another session (the lost one is never used and expires). A refresh retried with the same refresh token is a reuse: 401 `RefreshTokenReused` ends the token's sessions, so log in again.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotReplayed"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfirmPasswordResetRequest"];
+            };
+        };
+        responses: {
+            /** @description The password is changed and every session of the account has ended. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordChangedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `InvalidVerificationCode` (with `details.attempts_left`), `VerificationExpired`, or `WeakPassword` (with `details.reason`). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationCodeUnprocessableError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changeMyPassword: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangePasswordRequest"];
+            };
+        };
+        responses: {
+            /** @description The password is changed; every other session has ended. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordChangedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            409: components["responses"]["ResourceKeyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `InvalidCurrentPassword`, `WeakPassword` (with `details.reason`), or `IdempotencyKeyReused`. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangePasswordUnprocessableError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listMySessions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of sessions to return (1 to 100).
+                 * @example 50
+                 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The live sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeMySession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The `id` of a session from `GET /me/sessions`.
+                 * @example 8a7b6c5d-4e3f-4a1b-9c8d-7e6f5a4b3c2d
+                 */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session has ended. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `SessionNotFound`: not a live session of yours. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -1,7 +1,10 @@
 import crypto from 'node:crypto';
 import { parseDatabaseUrl } from './db/multi-host';
 import type { DatabaseReadConfig } from './db/read-routing';
+import { boolean, ConfigError, delays, type Env, integer, minorAmountsByCurrency, oneOf, url } from './config-values';
 import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
+
+export { ConfigError } from './config-values';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -26,6 +29,8 @@ export interface RateLimitConfig {
   loginPerIpPerWindow: number;
   /** Requests per window per API key (RATE_LIMIT_API_KEY). */
   apiKeyPerWindow: number;
+  /** Messages with a code (sign-up, password reset): per IP and per identifier within their own window. */
+  codes: { windowMs: number; perIp: number; perIdentifier: number };
 }
 
 export interface Config {
@@ -137,12 +142,8 @@ export interface Config {
   notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
 }
 
-/** The notifier port's adapter and what the sandbox keeps. */
-export interface NotificationsConfig {
-  /** NOTIFIER: `sandbox` keeps every message in the outbox table (no default in production). */
-  notifier: 'sandbox';
-  outboxRetentionHours: number; // OUTBOX_RETENTION_HOURS: older outbox messages are purged
-}
+/** NOTIFIER (`sandbox`: the outbox; no default in production) and OUTBOX_RETENTION_HOURS. */
+export interface NotificationsConfig { notifier: 'sandbox'; outboxRetentionHours: number }
 
 /** IDENTITY_PROCESS_INTERVAL_SECONDS and IDENTITY_EXPIRE_INTERVAL_SECONDS: the periods of the jobs that hand submitted sessions to the provider and expire unfinished ones. */
 export interface IdentityConfig { processEverySeconds: number; expireEverySeconds: number }
@@ -164,32 +165,6 @@ const DEFAULT_PAY_SECRET = 'local-pay-page-secret-change-me-0123456789';
 /** The development key of personal data at rest: public, so refused in production. */
 export const DEFAULT_PII_ENCRYPTION_KEY = 'dev:6c6f63616c2d646576656c6f706d656e742d7069692d6b65792d6368616e6765';
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-type Env = Record<string, string | undefined>;
-
-function integer(env: Env, key: string, fallback: number, min: number, max: number): number {
-  const raw = env[key];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${key} must be an integer, got "${raw}"`);
-  const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(`${key} must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-/** A comma-separated list of 1 to 30 delays in seconds (0 to 7 days each), the first one 0. */
-function delays(env: Env, key: string, fallback: number[]): number[] {
-  const raw = env[key];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const parts = raw.split(',').map((part) => part.trim());
-  if (parts.length > 30 || parts.some((part) => !/^\d+$/.test(part) || Number(part) > 604_800)) {
-    throw new ConfigError(`${key} must be 1 to 30 comma-separated whole numbers of seconds (at most 604800 each), got "${raw}"`);
-  }
-  return parts.map(Number);
-}
-
 /** LOG_FORMAT: `auto` (readable at a terminal in development), `json` or `pretty`; production logs JSON only. */
 function logFormat(env: Env, nodeEnv: NodeEnv): LogFormat {
   const format = oneOf<LogFormat>(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']);
@@ -202,29 +177,6 @@ function allowPrivateTargets(env: Env, nodeEnv: NodeEnv): boolean {
   const allowed = boolean(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', nodeEnv !== 'production');
   if (allowed && nodeEnv === 'production') throw new ConfigError('WEBHOOK_ALLOW_PRIVATE_TARGETS=true is refused in production (webhook URLs must reach public https hosts)');
   return allowed;
-}
-
-function boolean(env: Env, key: string, fallback: boolean): boolean {
-  const raw = env[key];
-  if (raw === undefined || raw === '') return fallback;
-  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
-  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
-  throw new ConfigError(`${key} must be true or false, got "${raw}"`);
-}
-
-function url(env: Env, key: string, fallback: string | undefined, protocols: string[]): string | undefined {
-  const raw = env[key];
-  if (raw === undefined || raw === '') return fallback;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(`${key} must be a URL, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${key} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
-  }
-  return raw;
 }
 
 /**
@@ -242,30 +194,6 @@ function databaseUrl(env: Env, key: string): string | undefined {
     throw new ConfigError(`${key}: ${error instanceof Error ? error.message : String(error)}`);
   }
   return raw;
-}
-
-/** `XOF:25,EUR:50`: a whole number of minor units per ISO 4217 code (each code once). */
-function minorAmountsByCurrency(env: Env, key: string): Record<string, bigint> {
-  const raw = env[key];
-  const amounts: Record<string, bigint> = {};
-  if (raw === undefined || raw.trim() === '') return amounts;
-  for (const part of raw.split(',')) {
-    const match = /^\s*([A-Z]{3})\s*:\s*(\d{1,18})\s*$/.exec(part);
-    if (!match) throw new ConfigError(`${key} must be a list such as XOF:25,EUR:50 (currency code, a colon, a whole number of minor units), got "${raw}"`);
-    const [, code, amount] = match as unknown as [string, string, string];
-    if (code in amounts) throw new ConfigError(`${key} names ${code} twice`);
-    amounts[code] = BigInt(amount);
-  }
-  return amounts;
-}
-
-function oneOf<T extends string>(env: Env, key: string, fallback: T, allowed: readonly T[]): T {
-  const raw = env[key];
-  if (raw === undefined || raw === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) {
-    throw new ConfigError(`${key} must be one of ${allowed.join(', ')}, got "${raw}"`);
-  }
-  return raw as T;
 }
 
 function secret(env: Env, key: string, fallback: string, nodeEnv: NodeEnv): string {
@@ -392,18 +320,13 @@ function readConfig(env: Env): Config {
   };
 }
 
-export const NOTIFIERS = ['sandbox'] as const;
-
-/**
- * NOTIFIER: the sandbox (the outbox) by default outside production; production never falls back
- * to it silently (customers would receive no code): it must be named.
- */
+/** Production never falls back to the sandbox notifier silently (customers would get no code). */
 function readNotifications(env: Env, nodeEnv: NodeEnv): NotificationsConfig {
   if (nodeEnv === 'production' && (env.NOTIFIER === undefined || env.NOTIFIER === '')) {
-    throw new ConfigError(`NOTIFIER must be set in production (one of ${NOTIFIERS.join(', ')}); the sandbox notifier keeps messages in the outbox instead of sending them, so production uses it only when told NOTIFIER=sandbox`);
+    throw new ConfigError(`NOTIFIER must be set in production (one of sandbox); the sandbox notifier keeps messages in the outbox instead of sending them, so production uses it only when told NOTIFIER=sandbox`);
   }
   return {
-    notifier: oneOf(env, 'NOTIFIER', 'sandbox', NOTIFIERS),
+    notifier: oneOf(env, 'NOTIFIER', 'sandbox', ['sandbox'] as const),
     outboxRetentionHours: integer(env, 'OUTBOX_RETENTION_HOURS', 72, 1, 24 * 365),
   };
 }
@@ -418,6 +341,11 @@ function readRateLimit(env: Env): Config['rateLimit'] {
     healthPerWindow: integer(env, 'RATE_LIMIT_HEALTH', 1_200, 1, 1_000_000),
     loginPerIpPerWindow: integer(env, 'RATE_LIMIT_LOGIN_PER_IP', 30, 1, 1_000_000),
     apiKeyPerWindow: integer(env, 'RATE_LIMIT_API_KEY', 1_200, 1, 1_000_000),
+    codes: {
+      windowMs: integer(env, 'RATE_LIMIT_CODES_WINDOW_MS', 3_600_000, 1_000, 86_400_000),
+      perIp: integer(env, 'RATE_LIMIT_CODES_PER_IP', 20, 1, 1_000_000),
+      perIdentifier: integer(env, 'RATE_LIMIT_CODES_PER_IDENTIFIER', 5, 1, 1_000_000),
+    },
   };
 }
 

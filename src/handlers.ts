@@ -11,6 +11,7 @@ import { identityHandlers } from './modules/identity';
 import { invoiceHandlers } from './modules/invoices';
 import { networkStatusHandlers } from './modules/network-status';
 import { notificationsHandlers } from './modules/notifications';
+import { onboardingHandlers } from './modules/onboarding';
 import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
 import { tontineHandlers, tontinePostings } from './modules/tontines';
@@ -59,6 +60,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...webhookHandlers(services.webhooks, services.clock, organizationMayCall),
     ...organizationHandlers(services.organizations, services.verifications),
     ...notificationsHandlers(services.outbox),
+    ...onboardingHandlers(services.signup, services.passwordChanges, services.sessions),
   };
 }
 

@@ -18,6 +18,7 @@ import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
+import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
 import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
 import { TontineService, tontineSnapshot } from './modules/tontines';
@@ -72,6 +73,8 @@ export function buildServices(deps: ServiceDeps) {
   const documents = new DocumentService({ cipher: piiCipher, clock });
   // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
   const notifier: Notifier = new SandboxNotifier();
+  // One-time codes are kept as an HMAC keyed from API_KEY_PEPPER (required in production).
+  const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), clock };
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
@@ -117,6 +120,10 @@ export function buildServices(deps: ServiceDeps) {
     outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
     /** Identity verification sessions (KYC), reviews, tiers, account closing. */
     identity,
+    /** Sign-up with a one-time code (the user starts at tier_0). */
+    signup: new SignupService(onboarding),
+    /** Password reset and change (sessions revoked). */
+    passwordChanges: new PasswordService(onboarding),
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();

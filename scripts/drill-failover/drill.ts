@@ -90,6 +90,9 @@ const secrets = {
   JWT_SECRET: crypto.randomBytes(32).toString('hex'),
   PAY_SECRET: crypto.randomBytes(32).toString('hex'),
   API_KEY_PEPPER: crypto.randomBytes(32).toString('hex'),
+  PII_ENCRYPTION_KEY: `drill:${crypto.randomBytes(32).toString('hex')}`,
+  // Production names its notifier; the drill sends no message, the sandbox keeps none.
+  NOTIFIER: 'sandbox',
 };
 function apiEnv(index: number, mode: 'production' | 'development'): Record<string, string> {
   const port = API_PORTS[index] as number;

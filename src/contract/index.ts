@@ -165,6 +165,8 @@ export type HandlerInput<Id extends OperationId> = {
   requestId: string;
   /** The caller's address as the rate limiters count it (an IPv6 caller by its /56). */
   clientIp: string;
+  /** The User-Agent header, when sent (kept with a session, shown in GET /me/sessions). */
+  userAgent?: string;
   /** Content negotiation: which of `types` the Accept header prefers, false when none. */
   accepts(types: string[]): string | false;
 } & (Operation<Id>['secured'] extends true ? { caller: Caller } : { caller?: undefined }) &

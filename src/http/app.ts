@@ -22,7 +22,7 @@ import { hasTrailingSlash } from './strict-paths';
 import type { Metrics } from './metrics';
 import { operationMatcher } from './operation-matcher';
 import { loadOpenApiDocument } from './openapi-document';
-import { apiRateLimiter, healthRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
+import { apiRateLimiter, codeSenderRateLimiter, healthRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
 import { installRouteRegexpCache } from './route-regexp-cache';
 import type { ReadRouting } from '../db/read-routing';
@@ -187,7 +187,11 @@ export function createApp(deps: AppDeps): App {
       organizationAccess: services.organizationAccess,
       idempotency: services.idempotency,
       apiKeyGuard: (keyId) => services.apiKeys.guard(keyId),
-      before: { login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)] },
+      before: {
+        login: [loginRateLimiter(deps.rateLimitBackend, config.rateLimit)],
+        signUp: [codeSenderRateLimiter(deps.rateLimitBackend, config.rateLimit, 'signup')],
+        requestPasswordReset: [codeSenderRateLimiter(deps.rateLimitBackend, config.rateLimit, 'password-reset')],
+      },
       except: ['getHealth'],
       testHelpers,
       streamLimits,

@@ -171,6 +171,7 @@ function inputOf(req: Request, operationId: OperationId) {
     files: uploadedFiles(req),
     requestId: (req as { id?: string }).id ?? '',
     clientIp: clientIp(req),
+    userAgent: req.get('user-agent'),
     accepts: (types: string[]) => req.accepts(types),
     caller: req.auth,
     organization: req.organization,

@@ -175,23 +175,60 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
     passOnStoreError: false,
     handler: refuseWithEnvelope('login', 'Too many login attempts: wait for the time in Retry-After, then retry.'),
   });
+  return bothFailClosed(perIdentifier, perIp, 'Login');
+}
+
+/**
+ * Runs `first` then `second`; when the store cannot count, answers 503 rather than letting
+ * uncounted requests through (password guesses, paid messages).
+ */
+function bothFailClosed(first: RequestHandler, second: RequestHandler, what: string): RequestHandler {
   const failClosed = (limit: RequestHandler): RequestHandler => (req, res, next) => {
     limit(req, res, (err?: unknown) => {
       if (err) {
-        req.log?.warn({ err }, 'login rate-limit store unavailable; refusing login');
+        req.log?.warn({ err }, `${what.toLowerCase()} rate-limit store unavailable; refusing the request`);
         res.setHeader('Retry-After', '30');
         res.status(503).json({
           success: false,
           error: 'ServiceUnavailable',
-          message: 'Login is temporarily unavailable. Retry after the time in Retry-After.',
+          message: `${what} is temporarily unavailable. Retry after the time in Retry-After.`,
         });
         return;
       }
       next();
     });
   };
-  const [identifierLimit, ipLimit] = [failClosed(perIdentifier), failClosed(perIp)];
-  return (req, res, next) => identifierLimit(req, res, (err?: unknown) => (err ? next(err) : ipLimit(req, res, next)));
+  const [firstLimit, secondLimit] = [failClosed(first), failClosed(second)];
+  return (req, res, next) => firstLimit(req, res, (err?: unknown) => (err ? next(err) : secondLimit(req, res, next)));
+}
+
+/**
+ * Operations that send a one-time code (sign-up, password reset; `name` keeps their counts
+ * apart): per identifier whatever the address (nobody can flood one telephone or mailbox from
+ * many addresses), then per IP address (one address cannot spread over many identifiers),
+ * within their own window (RATE_LIMIT_CODES_WINDOW_MS, an hour by default). Fails closed: each
+ * request may send a paid message.
+ */
+export function codeSenderRateLimiter(backend: RateLimitBackend, config: RateLimitConfig, name: string): RequestHandler {
+  const { windowMs, perIp, perIdentifier } = config.codes;
+  const byIdentifier = limiter(backend, `${name}-identifier`, {
+    windowMs,
+    limit: perIdentifier,
+    keyGenerator: (req) => {
+      const body = req.body as { identifier?: unknown } | undefined;
+      return typeof body?.identifier === 'string' ? loginIdentifierKey(body.identifier) : '';
+    },
+    passOnStoreError: false,
+    handler: refuseWithEnvelope(name, 'Too many codes were asked for this identifier: wait for the time in Retry-After, then retry.'),
+  });
+  const byIp = limiter(backend, `${name}-ip`, {
+    windowMs,
+    limit: perIp,
+    keyGenerator: (req) => clientIp(req),
+    passOnStoreError: false,
+    handler: refuseWithEnvelope(name, 'Too many codes were asked from this address: wait for the time in Retry-After, then retry.'),
+  });
+  return bothFailClosed(byIdentifier, byIp, 'Sending a code');
 }
 
 /**

@@ -8,6 +8,7 @@ import { eventsJobs } from '../modules/events';
 import { idempotencyJobs } from '../modules/idempotency';
 import { notificationsJobs } from '../modules/notifications';
 import { identityJobs } from '../modules/identity';
+import { onboardingJobs } from '../modules/onboarding';
 import { paymentJobs } from '../modules/payment-links';
 import { tontineJobs } from '../modules/tontines';
 import { transferJobs } from '../modules/transfers';
@@ -32,6 +33,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...eventsJobs(services.webhooks, services.events, config.webhooks, logger),
     ...notificationsJobs(services.outbox, logger),
     ...identityJobs(services.identity, config.identity, logger),
+    ...onboardingJobs(services.signup, logger),
   ];
 }
 

@@ -41,6 +41,8 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   VerificationSessionOpen: { required: ['session_id'] },
   DocumentsMissing: { required: ['missing'] },
   AccountNotEmpty: { required: ['wallets_with_balance', 'open_escrows', 'open_tontines'] },
+  InvalidVerificationCode: { required: ['attempts_left'] },
+  WeakPassword: { required: ['reason'] },
 };
 
 /**
@@ -96,6 +98,10 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   approveVerificationSession: { '409': ['InvalidVerificationSessionState'] },
   rejectVerificationSession: { '409': ['InvalidVerificationSessionState'] },
   closeAccount: { '409': ['AccountNotEmpty', 'IdempotencyKeyAlreadyProcessed'] },
+  signUp: { '422': ['WeakPassword'] },
+  verifySignUp: { '422': ['InvalidVerificationCode'] },
+  confirmPasswordReset: { '422': ['InvalidVerificationCode', 'WeakPassword'] },
+  changeMyPassword: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['WeakPassword', 'IdempotencyKeyReused'] },
 };
 // Issue 24: every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {

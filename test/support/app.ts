@@ -47,6 +47,8 @@ export function testConfig(env: Record<string, string> = {}): Config {
     RATE_LIMIT_ANONYMOUS: '100000',
     RATE_LIMIT_LOGIN: '100000',
     RATE_LIMIT_LOGIN_PER_IP: '100000',
+    RATE_LIMIT_CODES_PER_IP: '100000',
+    RATE_LIMIT_CODES_PER_IDENTIFIER: '100000',
     LOGIN_MAX_CONCURRENT_VERIFICATIONS: '100',
     PAY_URL: 'http://pay.test',
     ...env,

@@ -10,8 +10,8 @@ export type IdentityStandingOf = (userId: string) => Promise<{ tier: 'tier_0' | 
 /** POST /auth/login, /auth/refresh, /auth/logout and GET /me. */
 export function authHandlers(auth: AuthService, sessions: SessionService, standingOf: IdentityStandingOf): Handlers<'login' | 'refreshSession' | 'logout' | 'getMe'> {
   return {
-    login: async ({ body, clientIp }) => ({ data: await auth.logIn(body.identifier, body.password, clientIp), headers: NO_STORE }),
-    refreshSession: async ({ body }) => ({ data: await sessions.refresh(body.refresh_token), headers: NO_STORE }),
+    login: async ({ body, clientIp, userAgent }) => ({ data: await auth.logIn(body.identifier, body.password, clientIp, userAgent), headers: NO_STORE }),
+    refreshSession: async ({ body, clientIp, userAgent }) => ({ data: await sessions.refresh(body.refresh_token, { ip: clientIp, userAgent }), headers: NO_STORE }),
     // A session has no URL of its own: a replay names it without a Location.
     logout: async ({ trx, caller }) => ({
       data: await sessions.logout(caller.sessionId, trx),

@@ -8,6 +8,7 @@ import { AccountLockedError, InvalidCredentialsError, secondsUntil } from './aut
 import { parseLoginIdentifier, type LoginIdentifier } from './identifier';
 import { EVERY_SOURCE, LoginAttemptsRepository, type Reservation } from './login-attempts-repository';
 import { VerificationBudget, type PasswordHasher } from './password-hasher';
+import type { SessionClient } from './session-repository';
 import { statusRefusal, type IssuedTokens, type SessionService } from './session-service';
 import { UserRepository } from './user-repository';
 
@@ -68,18 +69,19 @@ export class AuthService {
    * outside any transaction (argon2 takes ~64 ms); success re-checks the account's status in
    * the transaction that opens the session.
    */
-  async logIn(identifierText: string, password: string, source: string): Promise<IssuedTokens> {
+  async logIn(identifierText: string, password: string, source: string, userAgent?: string): Promise<IssuedTokens> {
     const identifier = parseLoginIdentifier(identifierText);
     // A slot before anything is counted: a 503 costs the caller no attempt.
     const release = this.budget.admit();
     try {
-      return await this.attempt(identifier, password, source);
+      return await this.attempt(identifier, password, { ip: source, userAgent });
     } finally {
       release();
     }
   }
 
-  private async attempt(identifier: LoginIdentifier, password: string, source: string): Promise<IssuedTokens> {
+  private async attempt(identifier: LoginIdentifier, password: string, client: SessionClient): Promise<IssuedTokens> {
+    const source = client.ip;
     const users = new UserRepository(this.knex);
     const attempts = new LoginAttemptsRepository(this.knex);
     const user = await users.findCredentials(identifier);
@@ -114,7 +116,7 @@ export class AuthService {
 
     const tokens = await withTransaction(this.knex, async (trx) => {
       if (!(await new UserRepository(trx).recordSuccessfulLogin(user.id))) return undefined;
-      return this.sessions.open({ id: user.id, is_admin: user.isAdmin }, trx);
+      return this.sessions.open({ id: user.id, is_admin: user.isAdmin }, trx, { client });
     });
     if (!tokens) {
       // Locked or disabled by an operator between the check and now.

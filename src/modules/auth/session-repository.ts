@@ -12,6 +12,23 @@ export interface SessionRow {
   revoked_at: Date | null;
   revoked_reason: string | null;
   rotated_from: string | null;
+  started_at: Date;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+/** The client a session was opened or last refreshed from, as the rate limiters see its address. */
+export interface SessionClient {
+  ip: string;
+  userAgent?: string;
+}
+
+/** The longest User-Agent kept with a session (the rest is cut). */
+const MAX_USER_AGENT_LENGTH = 512;
+
+/** `text` with control characters (a tab in a header) turned into spaces: shown as it is in GET /me/sessions. */
+function printable(text: string | undefined): string | undefined {
+  return text && [...text].map((c) => (c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f ? ' ' : c)).join('');
 }
 
 /** A session as an access token sees it: whether it still runs, and its user's standing. */
@@ -24,18 +41,21 @@ export interface SessionStanding {
 }
 
 /** Why a session ended; stored in sessions.revoked_reason. */
-export type RevokedReason = 'logout' | 'rotated' | 'reuse_detected' | 'account_closed';
+export type RevokedReason = 'logout' | 'rotated' | 'reuse_detected' | 'account_closed' | 'revoked_by_user' | 'password_reset' | 'password_changed';
 
 export class SessionRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
-  async create(input: { userId: string; refreshTokenHash: string; expiresAt: Date; rotatedFrom?: string }): Promise<SessionRow> {
+  async create(input: { userId: string; refreshTokenHash: string; expiresAt: Date; rotatedFrom?: string; startedAt?: Date; client?: SessionClient }): Promise<SessionRow> {
     const [row] = await this.db('sessions')
       .insert({
         user_id: input.userId,
         refresh_token_hash: input.refreshTokenHash,
         expires_at: input.expiresAt,
         rotated_from: input.rotatedFrom ?? null,
+        ip: input.client?.ip ?? null,
+        user_agent: printable(input.client?.userAgent)?.slice(0, MAX_USER_AGENT_LENGTH) || null,
+        ...(input.startedAt ? { started_at: input.startedAt } : {}),
       })
       .returning('*');
     return row as SessionRow;
@@ -68,10 +88,28 @@ export class SessionRepository {
     return Number(count) === 1;
   }
 
-  /** Ends every live session of a user; returns how many ended. */
-  async revokeAllOf(userId: string, reason: RevokedReason): Promise<number> {
-    const count = await this.db('sessions').where({ user_id: userId }).whereNull('revoked_at').update({ revoked_at: this.db.fn.now(), revoked_reason: reason });
-    return Number(count);
+  /** The user's live sessions (not ended, not expired), newest login first. */
+  async listLive(userId: string, now: Date, limit: number): Promise<SessionRow[]> {
+    return this.db('sessions')
+      .where({ user_id: userId })
+      .whereNull('revoked_at')
+      .andWhere('expires_at', '>', now)
+      .orderBy([{ column: 'started_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .limit(limit)
+      .select<SessionRow[]>('*');
+  }
+
+  /** Ends the live session `id` of user `userId`; false when it is not theirs, not live or unknown. */
+  async revokeOwned(id: string, userId: string, reason: RevokedReason): Promise<boolean> {
+    const count = await this.db('sessions').where({ id, user_id: userId }).whereNull('revoked_at').update({ revoked_at: this.db.fn.now(), revoked_reason: reason });
+    return Number(count) === 1;
+  }
+
+  /** Ends every live session of the user, except `exceptId` when given; returns how many ended. */
+  async revokeAllOf(userId: string, reason: RevokedReason, exceptId?: string): Promise<number> {
+    const query = this.db('sessions').where({ user_id: userId }).whereNull('revoked_at');
+    if (exceptId) query.whereNot({ id: exceptId });
+    return Number(await query.update({ revoked_at: this.db.fn.now(), revoked_reason: reason }));
   }
 
   /**

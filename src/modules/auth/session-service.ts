@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
 import type { DomainError } from '../../errors';
 import { AccountLockedError, InvalidCredentialsError, InvalidRefreshTokenError, RefreshTokenReusedError } from './auth-errors';
-import { SessionRepository } from './session-repository';
+import { SessionRepository, type RevokedReason, type SessionClient, type SessionRow } from './session-repository';
 import { TokenService } from './token-service';
 import { UserRepository } from './user-repository';
 
@@ -14,6 +14,22 @@ export interface IssuedTokens {
   expires_in: number;
   refresh_expires_in: number;
   session_id: string;
+}
+
+/** A live session as its user sees it (GET /me/sessions). */
+export interface SessionView {
+  id: string;
+  created_at: string;
+  last_used_at: string;
+  ip: string | null;
+  user_agent: string | null;
+  current: boolean;
+}
+
+/** How a new session came to be: the session it rotates (a refresh) and the client asking. */
+export interface OpenOptions {
+  rotatedFrom?: SessionRow;
+  client?: SessionClient;
 }
 
 /** Outcome of a refresh that must be committed before it is reported. */
@@ -43,13 +59,20 @@ export class SessionService {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  async open(user: { id: string; is_admin: boolean }, trx: Knex | Knex.Transaction = this.knex, rotatedFrom?: string): Promise<IssuedTokens> {
+  /**
+   * A new session and its tokens. `options.client` is kept with it (GET /me/sessions shows it);
+   * a refresh names the session it rotates, whose login time the new one keeps.
+   */
+  async open(user: { id: string; is_admin: boolean }, trx: Knex | Knex.Transaction = this.knex, options: OpenOptions = {}): Promise<IssuedTokens> {
     const refresh = this.tokens.newRefreshToken();
+    const previous = options.rotatedFrom;
     const session = await new SessionRepository(trx).create({
       userId: user.id,
       refreshTokenHash: refresh.hash,
       expiresAt: new Date(this.clock().getTime() + this.tokens.refreshTtlSeconds * 1000),
-      rotatedFrom,
+      rotatedFrom: previous?.id,
+      startedAt: previous?.started_at,
+      client: options.client ?? (previous?.ip ? { ip: previous.ip, userAgent: previous.user_agent ?? undefined } : undefined),
     });
     return {
       access_token: this.tokens.signAccessToken({ sub: user.id, sid: session.id, adm: user.is_admin }),
@@ -66,7 +89,7 @@ export class SessionService {
    * refreshes with one token cannot both succeed: the second sees a rotated token, which is
    * how a stolen token shows itself, and the whole chain is revoked (committed, then 401).
    */
-  async refresh(refreshToken: string): Promise<IssuedTokens> {
+  async refresh(refreshToken: string, client?: SessionClient): Promise<IssuedTokens> {
     const hash = TokenService.hashRefreshToken(refreshToken);
     const outcome = await withTransaction<RotationOutcome>(this.knex, async (trx) => {
       const sessions = new SessionRepository(trx);
@@ -85,7 +108,7 @@ export class SessionService {
       const refusal = statusRefusal(user);
       if (refusal) return { error: refusal };
       await sessions.revoke(session.id, 'rotated');
-      return { tokens: await this.open({ id: user.id, is_admin: user.isAdmin }, trx, session.id) };
+      return { tokens: await this.open({ id: user.id, is_admin: user.isAdmin }, trx, { rotatedFrom: session, client }) };
     });
     if ('error' in outcome) throw outcome.error;
     return outcome.tokens;
@@ -94,6 +117,33 @@ export class SessionService {
   /** Ends every session of a closed account, in the closing transaction: every token it handed out is refused at once. */
   async endAllOfClosedAccount(userId: string, db: Knex | Knex.Transaction): Promise<number> {
     return new SessionRepository(db).revokeAllOf(userId, 'account_closed');
+  }
+
+  /**
+   * The user's live sessions, newest login first (at most `limit`), `current` marking the
+   * caller's. A session's id changes at every refresh (the old one ends): `created_at` is the
+   * login that began it, `last_used_at` when its tokens were last issued (login or refresh).
+   */
+  async listLive(userId: string, currentSessionId: string, limit: number, db: Knex | Knex.Transaction = this.knex): Promise<SessionView[]> {
+    const rows = await new SessionRepository(db).listLive(userId, this.clock(), limit);
+    return rows.map((row) => ({
+      id: row.id,
+      created_at: new Date(row.started_at).toISOString(),
+      last_used_at: new Date(row.last_used_at).toISOString(),
+      ip: row.ip,
+      user_agent: row.user_agent,
+      current: row.id === currentSessionId,
+    }));
+  }
+
+  /** Ends one live session of the user at once (its access token is refused from the commit); false when it is not theirs or not live. */
+  revokeOwned(userId: string, sessionId: string, db: Knex | Knex.Transaction = this.knex): Promise<boolean> {
+    return new SessionRepository(db).revokeOwned(sessionId, userId, 'revoked_by_user');
+  }
+
+  /** Ends every live session of the user but `exceptSessionId` (when given); returns how many ended. */
+  revokeAll(userId: string, reason: Extract<RevokedReason, 'password_reset' | 'password_changed'>, db: Knex | Knex.Transaction, exceptSessionId?: string): Promise<number> {
+    return new SessionRepository(db).revokeAllOf(userId, reason, exceptSessionId);
   }
 
   /** Ends the session of the caller's access token (idempotent). */

@@ -77,6 +77,31 @@ export class UserRepository {
     return Number(count) === 1;
   }
 
+  /**
+   * A new active user (sign-up); undefined when the identifier already belongs to someone (no
+   * error: the caller's transaction stays usable).
+   */
+  async create(input: { identifier: PartyIdentifier; passwordHash: string; displayName: string; country: string; termsAcceptedAt: Date }): Promise<{ id: string } | undefined> {
+    const rows = (await this.db('users')
+      .insert({
+        email: input.identifier.kind === 'email' ? input.identifier.email : null,
+        phone: input.identifier.kind === 'phone' ? input.identifier.phone : null,
+        password_hash: input.passwordHash,
+        display_name: input.displayName,
+        country: input.country,
+        terms_accepted_at: input.termsAcceptedAt,
+      })
+      .onConflict()
+      .ignore()
+      .returning(['id'])) as Array<{ id: string }>;
+    return rows[0];
+  }
+
+  /** Sets a new password hash; false when the user does not exist. */
+  async updatePasswordHash(id: string, passwordHash: string): Promise<boolean> {
+    return Number(await this.db('users').where({ id }).update({ password_hash: passwordHash, updated_at: this.db.fn.now() })) === 1;
+  }
+
   async findProfile(id: string): Promise<UserProfile | undefined> {
     const row = await this.db('users')
       .where({ id })
