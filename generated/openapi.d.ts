@@ -5861,11 +5861,11 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
-         * ApiKeyScope
-         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`; and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
-         * @enum {string}
+         * ApiKeyScopeName
+         * @description A scope as an error names it: one of `ApiKeyScope`'s values (`<resource>:read` or `<resource>:write`). A plain string here, so that the list of scopes can grow without changing what an error may carry.
+         * @example invoices:read
          */
-        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "members:read";
+        ApiKeyScopeName: string;
         /**
          * InsufficientScopeError
          * @description The API key lacks the scope the operation needs; `details` name it and the key's scopes. The `X-Accepted-Scopes` header lists the scopes any of which would do.
@@ -5884,9 +5884,9 @@ export interface components {
             message: components["schemas"]["ErrorMessage"];
             /** @description The scope the operation needs and those the key has. */
             details: {
-                required_scope: components["schemas"]["ApiKeyScope"];
+                required_scope: components["schemas"]["ApiKeyScopeName"];
                 /** @description The key's scopes. */
-                granted_scopes: components["schemas"]["ApiKeyScope"][];
+                granted_scopes: components["schemas"]["ApiKeyScopeName"][];
             };
         };
         /**
@@ -6931,6 +6931,12 @@ export interface components {
             data: components["schemas"]["NetworkStatusHistory"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * ApiKeyScope
+         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`; and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
+         * @enum {string}
+         */
+        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "members:read";
         /**
          * ApiKeyStatus
          * @description `active` (usable), `revoked` (deleted: refused at once) or `expired` (past `expires_at`). A key that is not active answers 401.

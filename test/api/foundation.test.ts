@@ -122,7 +122,7 @@ describe('foundation: health, contract, error envelope', () => {
   });
 
   it('unknown paths answer 404 NotFound in the envelope, inside and outside /api', async () => {
-    for (const path of ['/api/nope', '/nope', '/api/business/organizations']) {
+    for (const path of ['/api/nope', '/nope', '/api/business']) {
       const res = await request(app).get(path);
       expect(res.status, path).toBe(404);
       expect(res.headers['content-type']).toMatch(/application\/json/);
