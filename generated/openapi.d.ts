@@ -7148,10 +7148,10 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`).
-         * @enum {string}
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session` or `user`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @example escrow
          */
-        EventObjectType: "escrow" | "tontine" | "payment" | "payment_link" | "invoice" | "quote" | "credit_note" | "network_status" | "transfer" | "webhook_endpoint" | "api_key" | "organization" | "organization_member" | "organization_invitation" | "verification_session" | "user";
+        EventObjectType: string;
         /**
          * Event
          * @description One state change, recorded in the same transaction as the change (never an event for a change that rolled back, never a change without its event). `sequence` counts the events of one object (1, 2, 3...): a receiver that already holds a higher `sequence` for `object_id` drops the event as stale. `data.object` is the object exactly as the API returned it when the change committed (a thin event never forces a refetch); `data.previous_status` is its status before the change (null for its first event or an object without a status).
