@@ -153,7 +153,6 @@ function multipartExample(schema: Json, resolve: (value: unknown) => Json): Json
 
 /** Stands for a file field in a multipart example: the samples send a minimal PDF made on the spot. */
 const MULTIPART_FILE = '<document.pdf>';
-const MINIMAL_PDF = '%PDF-1.4\\n%%EOF\\n';
 
 const shellQuote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
 
@@ -171,7 +170,7 @@ export function curlSample(shape: OperationShape): string {
     for (const [name, value] of Object.entries(shape.body as Json)) {
       lines.push(value === MULTIPART_FILE ? `-F ${shellQuote(`${name}=@document.pdf;type=application/pdf`)}` : `-F ${shellQuote(`${name}=${String(value)}`)}`);
     }
-    return `printf '${MINIMAL_PDF}' > document.pdf\n${lines.join(' \\\n  ')}`;
+    return `printf '%s\\n' '%PDF-1.4' '%%EOF' > document.pdf\n${lines.join(' \\\n  ')}`;
   }
   if (shape.body !== undefined) {
     lines.push(`-H ${shellQuote(`Content-Type: ${shape.contentType ?? 'application/json'}`)}`);
