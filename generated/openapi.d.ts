@@ -6992,11 +6992,8 @@ export interface components {
              * @description The user the key answers for: its creator, or the owner or admin who took it over (`POST .../api-keys/{keyId}/transfer`). When the holder may no longer create keys in the organisation (disabled, suspended, removed, demoted below admin) the key is revoked in the same transaction, reason `creator_lost_access`.
              */
             held_by?: string;
-            /**
-             * @description Why the key was revoked: `revoked` (by an owner or admin), `creator_lost_access` (its holder lost the right to create keys in the organisation); `null` while it is not revoked.
-             * @enum {string|null}
-             */
-            revoked_reason?: "revoked" | "creator_lost_access" | null;
+            /** @description Why the key was revoked: `revoked` (by an owner or admin), `creator_lost_access` (its holder lost the right to create keys in the organisation); `null` while it is not revoked. */
+            revoked_reason?: ("revoked" | "creator_lost_access") | null;
         };
         /**
          * ApiKeyList
@@ -7082,11 +7079,8 @@ export interface components {
              * @description The user the key answers for (see ApiKey).
              */
             held_by?: string;
-            /**
-             * @description Why the key was revoked (see ApiKey); `null` here.
-             * @enum {string|null}
-             */
-            revoked_reason?: "revoked" | "creator_lost_access" | null;
+            /** @description Why the key was revoked (see ApiKey); `null` here. */
+            revoked_reason?: ("revoked" | "creator_lost_access") | null;
             /** @description The key: `sk_live_` (production) or `sk_test_`, the public id, `_`, 32 random base62 characters and a 6-character CRC32 checksum in base62. */
             secret: string;
         };
@@ -7678,11 +7672,8 @@ export interface components {
             country: string | null;
             /** @description The number in the trade register. */
             registration_number: string | null;
-            /**
-             * @description The legal form.
-             * @enum {string|null}
-             */
-            legal_form: "sole_proprietorship" | "company" | "association" | null;
+            /** @description The legal form. */
+            legal_form: ("sole_proprietorship" | "company" | "association") | null;
             /** @description The currency of its first account. */
             default_currency: string | null;
             /**
@@ -8477,11 +8468,8 @@ export interface components {
                 reviewer_user_id: string;
                 /** @description Why it was rejected. */
                 reason_code: components["schemas"]["VerificationRejectionReason"] | null;
-                /**
-                 * @description A rejection lets the person retry or is final.
-                 * @enum {string|null}
-                 */
-                rejection: "retry_allowed" | "final" | null;
+                /** @description A rejection lets the person retry or is final. */
+                rejection: ("retry_allowed" | "final") | null;
                 /** @description The reviewer's note (encrypted at rest). */
                 note: string | null;
             } | null;
@@ -15359,6 +15347,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes (`EmptyDocument`: no bytes); `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {

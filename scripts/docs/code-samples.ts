@@ -124,7 +124,7 @@ export function operationShapes(doc: Json): OperationShape[] {
         const media = content[contentType as string] as Json;
         let body = media.example;
         if (body === undefined && media.examples) body = resolve(Object.values(media.examples as Record<string, unknown>)[0]).value;
-        if (body === undefined && contentType === 'multipart/form-data' && media.schema) body = multipartExample(media.schema as Json, resolve);
+        if (contentType === 'multipart/form-data' && media.schema) body = multipartExample(media.schema as Json, resolve, body as Json | undefined);
         if (body === undefined) throw new Error(`${String(operation.operationId)}: its request body has no example (every request body needs one)`);
         shape.body = body;
         shape.contentType = contentType;
@@ -139,13 +139,14 @@ export function operationShapes(doc: Json): OperationShape[] {
   return shapes;
 }
 
-/** A multipart body's example from its schema: each field's example or first enum value; a binary field is a file. */
-function multipartExample(schema: Json, resolve: (value: unknown) => Json): Json {
+/** A multipart body's example: the operation's example (else each field's example or first enum value); a binary field is always a file. */
+function multipartExample(schema: Json, resolve: (value: unknown) => Json, example: Json | undefined): Json {
   const properties = (resolve(schema).properties ?? {}) as Record<string, unknown>;
   const body: Json = {};
   for (const [name, raw] of Object.entries(properties)) {
     const property = resolve(raw);
     if (property.format === 'binary' || property.contentMediaType !== undefined) body[name] = MULTIPART_FILE;
+    else if (example && name in example) body[name] = example[name];
     else body[name] = property.example ?? (Array.isArray(property.enum) ? property.enum[0] : (property.examples as unknown[] | undefined)?.[0]);
   }
   return body;

@@ -117,6 +117,7 @@ describe.runIf(databaseKind() === 'postgres')('a multi-host DATABASE_URL follows
     for (const knex of pools) await knex.destroy();
     for (const host of proxies) await host.down();
     await admin.raw(`DROP TABLE IF EXISTS ${table}`);
+    await admin.raw('DROP SCHEMA IF EXISTS failover_test CASCADE');
     await admin.raw(`DROP DATABASE IF EXISTS ${readOnlyDatabase} WITH (FORCE)`);
   });
 
@@ -180,10 +181,13 @@ describe.runIf(databaseKind() === 'postgres')('a multi-host DATABASE_URL follows
 
   describe('COMMIT', () => {
     const trigger = `${table}_at_commit`;
+    // In a schema of its own: the application's schema holds only the functions of src/modules/*/sql.
+    const triggerFunction = `failover_test.${trigger}`;
     beforeAll(async () => {
+      await admin.raw('CREATE SCHEMA IF NOT EXISTS failover_test');
       // Runs during COMMIT (a deferred constraint trigger): stands for the wait on a synchronous standby.
       await admin.raw(`
-        CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION ${triggerFunction}() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
           IF NEW.label LIKE 'sync-cancel%' THEN
             RAISE WARNING 'canceling wait for synchronous replication due to user request'
@@ -193,7 +197,7 @@ describe.runIf(databaseKind() === 'postgres')('a multi-host DATABASE_URL follows
           END IF;
           RETURN NULL;
         END $$`);
-      await admin.raw(`CREATE CONSTRAINT TRIGGER ${trigger} AFTER INSERT ON ${table} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ${trigger}()`);
+      await admin.raw(`CREATE CONSTRAINT TRIGGER ${trigger} AFTER INSERT ON ${table} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ${triggerFunction}()`);
     });
 
     it('released with the synchronous-replication WARNING is an unknown outcome (08007): the caller is not told it succeeded', async () => {
