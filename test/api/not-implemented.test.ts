@@ -71,7 +71,7 @@ describe('contract operations not built yet', () => {
     }
     expect(unanswered, 'contract operations without a handler and not in NOT_IMPLEMENTED').toEqual([]);
     // One request (and one session) per operation of the contract, each compiling its validators on first use.
-  }, 180_000);
+  }, 420_000);
 
   it('a path outside the contract is a plain 404, not a 501', async () => {
     const res = await request(app).get('/api/not-in-the-contract').set(bearer(token));
