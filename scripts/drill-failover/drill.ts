@@ -23,7 +23,7 @@ import { join, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { createKnex } from '../../src/db/database';
 import { CHECKS, runChecks, type CheckReport } from '../drill/checks';
-import { configureWorkload, escrows, JOURNAL, login, state, stats, transfers, USERS } from '../drill/workload';
+import { configureWorkload, DRILL_RATE_LIMITS, escrows, JOURNAL, login, state, stats, transfers, USERS } from '../drill/workload';
 
 const ROOT = resolve(__dirname, '../..');
 const env = process.env;
@@ -107,11 +107,7 @@ function apiEnv(index: number, mode: 'production' | 'development'): Record<strin
     METRICS_PORT: '0',
     LOG_FORMAT: 'json',
     LOG_LEVEL: 'warn',
-    // One client address logs in and pays for every user: a real deployment's per-IP limits would refuse it.
-    RATE_LIMIT_AUTHENTICATED: '100000',
-    RATE_LIMIT_ANONYMOUS: '100000',
-    RATE_LIMIT_LOGIN: '1000',
-    RATE_LIMIT_LOGIN_PER_IP: '1000',
+    ...DRILL_RATE_LIMITS,
   };
 }
 

@@ -24,7 +24,7 @@ import { join, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { Webhook } from 'standardwebhooks';
 import { CHECKS, injectBadLedgerRow, runChecks, type Reception, type WebhookContext } from './checks';
-import { call, configureWorkload, escrows, JOURNAL, journal, login, operation, setup, state, stats, token, transfers, userIds, USERS } from './workload';
+import { call, configureWorkload, DRILL_RATE_LIMITS, escrows, JOURNAL, journal, login, operation, setup, state, stats, token, transfers, userIds, USERS } from './workload';
 
 const ROOT = resolve(__dirname, '../..');
 const env = process.env;
@@ -73,12 +73,7 @@ function instanceEnv(index: number): Record<string, string> {
     TRUST_PROXY_HOPS: '1',
     LOG_FORMAT: 'json',
     LOG_LEVEL: 'warn',
-    // The workload logs in and pays from one address: the per-IP limits of a real deployment
-    // would refuse it, which is not what the drill is about.
-    RATE_LIMIT_AUTHENTICATED: '100000',
-    RATE_LIMIT_ANONYMOUS: '100000',
-    RATE_LIMIT_LOGIN: '1000',
-    RATE_LIMIT_LOGIN_PER_IP: '1000',
+    ...DRILL_RATE_LIMITS,
   };
 }
 

@@ -179,3 +179,14 @@ export async function setup(what: string, send: () => Promise<Answer>, expected:
   }
   throw new Error(`${what}: no answer after 10 tries`);
 }
+
+/**
+ * The workload logs in and pays from one client address: a real deployment's per-IP limits would
+ * refuse it, which is not what a drill is about. Every drill's instances take these.
+ */
+export const DRILL_RATE_LIMITS = {
+  RATE_LIMIT_AUTHENTICATED: '100000',
+  RATE_LIMIT_ANONYMOUS: '100000',
+  RATE_LIMIT_LOGIN: '1000',
+  RATE_LIMIT_LOGIN_PER_IP: '1000',
+} as const;
