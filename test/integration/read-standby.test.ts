@@ -20,6 +20,13 @@ async function closedPort(): Promise<number> {
 }
 
 /**
+ * Long enough that a lag check on a loaded CI machine answers within its timeout (the interval,
+ * at least 1 s) and the routing never sees the last check as stale (three intervals): each test
+ * then reads the state of the check that `appOn` waited for.
+ */
+const LAG_CHECK_INTERVAL_MS = 10_000;
+
+/**
  * The "standby" is a second migrated database on the same server, holding none of the
  * primary's users: a list read it answers is empty where the primary's is not, so each
  * answer tells which server gave it. (It is not in recovery, so its lag is 0.)
@@ -31,7 +38,7 @@ describe.runIf(databaseKind() === 'postgres')('list reads on a standby (DATABASE
   async function standby(url: string, options: { afterWriteSeconds?: number; shared?: boolean } = {}): Promise<ReadStandby> {
     const redis = options.shared ? await testRedis() : undefined;
     const shared: RecentWritesRedis | undefined = redis && { set: (key, value, mode, ms) => redis.set(key, value, mode, ms), exists: (...keys) => redis.exists(...keys) };
-    const opened_ = openReadStandby({ settings: { url, afterWriteSeconds: options.afterWriteSeconds ?? 30, maxLagMs: 1_000, lagCheckIntervalMs: 100 }, redis: shared, poolMax: 2 });
+    const opened_ = openReadStandby({ settings: { url, afterWriteSeconds: options.afterWriteSeconds ?? 30, maxLagMs: 1_000, lagCheckIntervalMs: LAG_CHECK_INTERVAL_MS }, redis: shared, poolMax: 2 });
     opened.push(opened_);
     return opened_;
   }
