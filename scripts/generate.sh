@@ -64,31 +64,29 @@ if [[ "$LINT_ONLY" == true ]]; then
   exit 0
 fi
 
+# redocly bundle <input> <output>, its banner left out; a failed bundle ends the script with its status.
+bundle() {
+  set +e
+  npx --no-install redocly bundle "$1" -o "$2" 2>&1 | without_banner
+  local status=${PIPESTATUS[0]}
+  set -e
+  if (( status != 0 )); then
+    echo "redocly bundle failed ($2)" >&2
+    exit "$status"
+  fi
+}
+
 mkdir -p "$OUT"
 echo "== bundle into $OUT/"
 for ext in yaml json; do
-  set +e
-  npx --no-install redocly bundle "$ROOT" -o "$OUT/openapi.bundled.$ext" 2>&1 | without_banner
-  status=${PIPESTATUS[0]}
-  set -e
-  if (( status != 0 )); then
-    echo "redocly bundle failed ($ext)" >&2
-    exit "$status"
-  fi
+  bundle "$ROOT" "$OUT/openapi.bundled.$ext"
 done
 
 # Every operation's x-codeSamples (curl and the TypeScript client), made from its examples in the
 # bundle only (openapi/ never holds them); the YAML is then written again from that JSON.
 echo "== x-codeSamples -> $OUT/openapi.bundled.{json,yaml}"
 npx --no-install tsx scripts/docs/code-samples.ts "$OUT"
-set +e
-npx --no-install redocly bundle "$OUT/openapi.bundled.json" -o "$OUT/openapi.bundled.yaml" 2>&1 | without_banner
-status=${PIPESTATUS[0]}
-set -e
-if (( status != 0 )); then
-  echo "redocly bundle failed (yaml with samples)" >&2
-  exit "$status"
-fi
+bundle "$OUT/openapi.bundled.json" "$OUT/openapi.bundled.yaml"
 
 echo "== openapi-typescript -> $OUT/openapi.d.ts"
 npx --no-install openapi-typescript "$OUT/openapi.bundled.yaml" --redocly scripts/typegen.redocly.yaml -o "$OUT/openapi.d.ts"
