@@ -68,7 +68,7 @@ export interface Config {
   };
   idempotencyTtlHours: number;
   rateLimit: RateLimitConfig;
-  /** API keys of organisations (issue 24). */
+  /** API keys of organisations. */
   apiKeys: {
     /** API_KEY_PEPPER: the HMAC key of stored secrets; required in production, derived from JWT_SECRET elsewhere. */
     pepper: string;
