@@ -127,9 +127,9 @@ describe('embedded PostgreSQL process', () => {
     expect(isRunning(ready.embeddedPid)).toBe(false);
   });
 
-  // Issue 26, finding 12: the server inherited every secret of the API's environment and
-  // was given a TCP port that was probed, released and bound again (another local process
-  // could take it first and be talked to as the database).
+  // The server must not inherit the secrets of the API's environment, nor listen on a TCP
+  // port probed, released and bound again (another local process could take it first and be
+  // talked to as the database).
   it('sees only the environment Node needs (no secret of the API) and listens on a private Unix socket, not a TCP port', async () => {
     const parent = runTs('test/support/embedded-parent.ts', {
       JWT_SECRET: 'jwt-secret-that-must-stay-in-the-api-0123456789',

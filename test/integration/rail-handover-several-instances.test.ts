@@ -10,9 +10,9 @@ import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
 
 /**
- * Issue 26.10: after three instances restarted together, each handed the same pending
- * transfers to the rail (696 hand-overs for 232 transfers). Several instances (each its own
- * pool on one database, on PostgreSQL) now sweep at once and the rail is called once per
+ * Instances restarted together must not each hand the same pending transfers to the rail
+ * (one lease per transfer). Several instances (each its own
+ * pool on one database, on PostgreSQL) sweep at once and the rail is called once per
  * transfer. On PostgreSQL the instances sweep a database of their own, so no other test
  * file's transfers are taken by this test's rail; on the embedded back-end (one connection,
  * files one after another) they share the run's.
