@@ -706,7 +706,7 @@ describe('the random draw (drawn cycle by cycle, verifiable at the end)', () => 
     await expectLedgerInvariants(knex);
   });
 
-  it('a random tontine started before the rule keeps its whole-order draw: seed shown, cycles paid to the order fixed at its start', async () => {
+  it('a random tontine whose whole order was drawn at its start (draw_per_cycle false) keeps it: seed shown, cycles paid to that order', async () => {
     const members: TestCaller[] = [];
     for (let i = 0; i < 3; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
     const organizer = members[0] as TestCaller;

@@ -160,7 +160,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     expectEachOnce(calls, mine);
   });
 
-  it('a slow rail: a sweep claims each transfer just before handing it over, so no lease ends under its queue (review of 26.10)', { timeout: 120_000 }, async () => {
+  it('a slow rail: a sweep claims each transfer just before handing it over, so no lease ends under its queue', { timeout: 120_000 }, async () => {
     const mine = await abandonedTransfers(8, 2000);
     const calls: string[] = [];
     // Each hand-over takes 300 ms against a 1 s lease: a sweep that claimed all 8 at once
@@ -172,7 +172,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     expect(counts.reduce((a, b) => a + b, 0)).toBe(calls.filter((id) => mine.has(id)).length);
   });
 
-  it('a transfer its rail accepted waits for the outcome: it is not handed over again when the hand-over lease ends (review of 26.10)', { timeout: 120_000 }, async () => {
+  it('a transfer its rail accepted waits for the outcome: it is not handed over again when the hand-over lease ends', { timeout: 120_000 }, async () => {
     const mine = await abandonedTransfers(3, 3000);
     const calls: string[] = [];
     const sweeper = instance(instanceKnexes[0] as Knex, calls, { railLeaseSeconds: 1 });

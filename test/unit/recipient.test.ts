@@ -136,7 +136,7 @@ describe('an identifier built to cost time', () => {
     const adversarial = `a@${'a.'.repeat(20_000)}@`;
     const started = process.hrtime.bigint();
     expect(() => parseIdentifier(adversarial, undefined)).toThrow(ValidationError);
-    // Generous for a loaded machine: the quadratic scan took thousands of milliseconds.
+    // Generous for a loaded machine: a quadratic scan takes thousands of milliseconds.
     expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(250);
   });
 });

@@ -17,7 +17,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 /**
  * EXPLAIN ANALYZE, as the owner, of the SQL the two list queries send (the shapes the
- * repositories build with knex today, first page, no filter): whether they read an index in
+ * repositories build with knex, first page, no filter): whether they read an index in
  * order or sort all of the owner's rows.
  */
 async function plansOf(knex: Knex, ownerId: string): Promise<Array<{ list: string; plan: string[] }>> {
