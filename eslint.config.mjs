@@ -21,7 +21,7 @@ export default tseslint.config(
   },
   {
     // Inside a module: its own files freely; another module only through its index; never HTTP;
-    // the contract through src/contract, never generated/ (issue 22).
+    // the contract through src/contract, never generated/, so the contract has one entry point.
     files: ['src/modules/**'],
     rules: {
       'no-restricted-imports': [
@@ -48,7 +48,7 @@ export default tseslint.config(
     },
   },
   {
-    // Issue 22: one way to do each thing. An e-mail pattern lives only in the auth module's
+    // One way to do each thing. An e-mail pattern lives only in the auth module's
     // identifier parser (parsePartyIdentifier), and the Idempotency-Key is checked only by the
     // HTTP pipeline (src/http/mount-operations.ts): a service never validates a key.
     files: ['src/**/*.ts'],
@@ -99,7 +99,7 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': 'off' },
   },
   {
-    // Issue 22, small rooms: no source file over 400 lines (counted as they stand) and no function
+    // Small rooms: no source file over 400 lines (counted as they stand) and no function
     // over 80 lines of code (blank and comment lines not counted: a function is not made shorter
     // by deleting its explanation). Migrations are history, never edited, so they are aside, as
     // generated/ is (ignored above). Tests and scripts are not held to it: a describe() callback is
@@ -113,7 +113,7 @@ export default tseslint.config(
     },
   },
   {
-    // Issue 22, one data-access shape: a repository maps rows one way, `(await query) as Row[]`
+    // One data-access shape: a repository maps rows one way, `(await query) as Row[]`
     // then a typed `toX(row)`; no `as never` to quiet knex's types. (A rule of its own, not
     // no-restricted-syntax: a later block's no-restricted-syntax would replace the src/** one.)
     files: ['src/modules/**/*-repository.ts'],

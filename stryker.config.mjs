@@ -5,9 +5,9 @@
 const CRITICAL_CORE = [
   'src/modules/ledger/money.ts', // amount parsing and formatting
   'src/modules/ledger/ledger-service.ts', // the posting path
-  'src/modules/ledger/group-commit.ts', // group commit of postings (issue 21)
-  'src/modules/ledger/posting-batcher.ts', // group commit of the postings made in TypeScript: savepoints, lock order (issue 21)
-  'src/http/fixed-window-counter.ts', // the health route's rate-limit counter (issue 21)
+  'src/modules/ledger/group-commit.ts', // group commit of postings
+  'src/modules/ledger/posting-batcher.ts', // group commit of the postings made in TypeScript: savepoints, lock order
+  'src/http/fixed-window-counter.ts', // the health route's rate-limit counter
   'src/modules/idempotency/idempotency-service.ts',
   'src/modules/organizations/access-policy.ts', // the access rules
   'src/modules/organizations/organization-access-service.ts', // their enforcement
@@ -20,10 +20,10 @@ const CRITICAL_CORE = [
   'src/modules/escrows/escrow-fee.ts', // the escrow fee and settlements
   'src/modules/tontines/tontine-lifecycle.ts', // the tontine state machine and schedule
   'src/modules/tontines/tontine-draw.ts', // the auditable random payout order
-  'src/modules/api-keys/api-key-format.ts', // API key format and checksum (issue 24)
+  'src/modules/api-keys/api-key-format.ts', // API key format and checksum
   'src/modules/api-keys/api-key-secret.ts', // the stored hash and its constant-time compare
   'src/modules/api-keys/api-key-scopes.ts', // what a key's scopes allow
-  'src/modules/events/webhook-url-guard.ts', // the SSRF guard of webhook URLs (issue 23)
+  'src/modules/events/webhook-url-guard.ts', // the SSRF guard of webhook URLs
   'src/modules/events/webhook-signature.ts', // Standard Webhooks signatures
   'src/modules/events/webhook-schedule.ts', // the retry schedule and the disable rule
 ];
@@ -35,7 +35,7 @@ const CRITICAL_CORE = [
  * the HTML report still shows them as survivors.
  */
 export const EQUIVALENT_MUTANTS = [
-  // tontine-draw.ts, drawBeneficiary (issue 20)
+  // tontine-draw.ts, drawBeneficiary
   {
     file: 'tontine-draw.ts',
     mutator: 'EqualityOperator',
@@ -43,7 +43,7 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'key <= best.key',
     reason: 'two keys are equal only for the same user id (SHA-256 of seed:cycle:user_id): keeping the first or the last of equal keys names the same member',
   },
-  // tontine-lifecycle.ts, cancel's guard (issue 20)
+  // tontine-lifecycle.ts, cancel's guard
   {
     file: 'tontine-lifecycle.ts',
     mutator: 'ConditionalExpression',
@@ -51,7 +51,7 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'true',
     reason: "a payout exists only in an active (or ended) tontine and cancel's from already excludes the ended ones: payoutMade is never true while forming",
   },
-  // escrow-fee.ts, feeFor's minimum and cap (issue 20.5)
+  // escrow-fee.ts, feeFor's minimum and cap
   {
     file: 'escrow-fee.ts',
     mutator: 'EqualityOperator',
@@ -66,7 +66,7 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'floor >= amountMinor',
     reason: 'when the fee equals the amount, capping it at the amount gives the same value',
   },
-  // invoice-lifecycle.ts on the engine (issue 22)
+  // invoice-lifecycle.ts on the engine
   {
     file: 'invoice-lifecycle.ts',
     mutator: 'ArrayDeclaration',
@@ -81,7 +81,7 @@ export const EQUIVALENT_MUTANTS = [
     replacement: '["Stryker was here"]',
     reason: "the fallback of LIFECYCLE[kind][action]?.from for a 'state' refusal, which the engine gives only for an action the table has: never reached",
   },
-  // lifecycle.ts (issue 22)
+  // lifecycle.ts
   {
     file: 'lifecycle.ts',
     mutator: 'ConditionalExpression',
@@ -89,7 +89,7 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'true',
     reason: 'the block only reads the parties (partiesOf is pure) and both of its checks are themselves guarded by transition.by and transition.notBy: for a transition with neither it refuses nothing',
   },
-  // group-commit.ts (issue 21)
+  // group-commit.ts
   {
     file: 'group-commit.ts',
     mutator: 'ConditionalExpression',
@@ -213,7 +213,7 @@ export default {
   testRunner: 'vitest',
   // Which tests run is chosen there (MUTATION_TESTS narrows it), not with Stryker's
   // `testFiles`: with `testFiles`, Stryker 9.6.1 activates mutants in code that runs at import
-  // too late and reports them as survivors (stryker-js issue 6144).
+  // too late and reports them as survivors (https://github.com/stryker-mutator/stryker-js/issues/6144).
   vitest: { configFile: 'vitest.mutation.config.mts' },
   checkers: ['typescript'],
   // The checker compiles the application only (src and generated): faster per mutant.

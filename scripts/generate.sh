@@ -44,7 +44,7 @@ fi
 
 # The bundle as clients see it, linted as an integrator would (`redocly lint --extends
 # recommended-strict` on the one file): no ignore file applies to it, so no exception hides a
-# problem (issue 26.13). redocly.yaml's own settings (servers on example.com) still apply.
+# problem. redocly.yaml's own settings (servers on example.com) still apply.
 echo "== redocly lint of the bundle (--extends recommended-strict, no exceptions)"
 LINT_DIR=$(mktemp -d)
 trap 'rm -rf "$LINT_DIR"' EXIT

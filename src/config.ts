@@ -68,7 +68,7 @@ export interface Config {
   };
   idempotencyTtlHours: number;
   rateLimit: RateLimitConfig;
-  /** API keys of organisations (issue 24). */
+  /** API keys of organisations. */
   apiKeys: {
     /** API_KEY_PEPPER: the HMAC key of stored secrets; required in production, derived from JWT_SECRET elsewhere. */
     pepper: string;
@@ -349,7 +349,7 @@ function readRateLimit(env: Env): Config['rateLimit'] {
   };
 }
 
-/** Read in this order after the general settings, as before: an invalid value names the first one wrong. */
+/** Read in this order after the general settings: an invalid value names the first one wrong. */
 function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs' | 'identity'> {
   return {
     identity: { processEverySeconds: integer(env, 'IDENTITY_PROCESS_INTERVAL_SECONDS', 2, 1, 3_600), expireEverySeconds: integer(env, 'IDENTITY_EXPIRE_INTERVAL_SECONDS', 300, 1, 86_400) },

@@ -64,5 +64,5 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
   };
 }
 
-/** The operations that post money in TypeScript, run by the group commit of postings (issue 21), with the objects each locks. */
+/** The operations that post money in TypeScript, run by the group commit of postings, with the objects each locks. */
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };

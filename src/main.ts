@@ -192,8 +192,8 @@ async function main(): Promise<void> {
   // The mode decides secrets, seeding and the embedded database: say it first.
   logger.info({ mode: config.nodeEnv, seedDemo: config.seedDemo, database: config.databaseUrl ? 'postgres' : 'embedded' }, `starting in ${config.nodeEnv} mode`);
   // The signals are heard from the first moment: a SIGTERM during start-up (the job queue still
-  // starting after "listening") used to meet Node's default and kill the process with no clean
-  // stop. It is now kept, and the instance stops cleanly as soon as it has started.
+  // starting after "listening") would otherwise meet Node's default and kill the process with no
+  // clean stop. It is kept, and the instance stops cleanly as soon as it has started.
   const instance: { started?: Started; stopSignal?: string } = {};
   const stop = (started: Started, signal: string) => void shutdown(started, signal).then(() => process.exit(0));
   const onSignal = (signal: string) => {

@@ -52,7 +52,7 @@ export function buildServices(deps: ServiceDeps) {
     streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
-  // Group commit of the postings made in TypeScript (escrows, tontines, payments received): issue 21.
+  // Group commit of the postings made in TypeScript (escrows, tontines, payments received).
   const postings = new PostingBatcher(knex, {
     onBatch: (size, failed) => {
       if (failed) deps.logger.warn({ size }, 'a batch of postings failed as a whole: its items run again one by one');

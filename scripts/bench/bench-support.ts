@@ -329,7 +329,7 @@ export async function transferCreateScript(
   const parties = Number((await knex('bench_parties').count<Array<{ n: string }>>({ n: '*' }))[0]?.n);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-transfer-create-'));
   const script = path.join(dir, 'transfer.sql');
-  // batchSize > 0: one transfer_create_batch call of that many transfers (group commit, issue 21).
+  // batchSize > 0: one transfer_create_batch call of that many transfers (group commit).
   fs.writeFileSync(
     script,
     batchSize > 0
@@ -448,7 +448,7 @@ export async function inParallel<T, R>(items: readonly T[], concurrency: number,
   return results;
 }
 
-/** One load point of a money route against pgbench TPC-B at the same client count, in the same run (issue 21). */
+/** One load point of a money route against pgbench TPC-B at the same client count, in the same run. */
 export interface PostingLoadPoint {
   connections: number;
   ours: LoadResult & { server_cpu_ms_per_request: number; postgres_cpu_ms_per_request: number };

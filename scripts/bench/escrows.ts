@@ -1,5 +1,5 @@
 /**
- * Escrow fund-then-accept (issue 21, item 5): each autocannon connection takes the next escrow
+ * Escrow fund-then-accept: each autocannon connection takes the next escrow
  * awaiting funding, POSTs /api/escrows/{id}/fund then /accept as its buyer (a fresh
  * Idempotency-Key each), against pgbench's TPC-B transaction (scale 10) with the same client
  * count, on the same PostgreSQL server, in the same run; then proves the ledger invariants held.

@@ -2,7 +2,7 @@
  * GET /api/health against a bare Express 5 handler returning the same JSON, measured in the
  * same run. Servers run in child processes pinned to core 0 (taskset), the load generator
  * here (run this script pinned to core 1: `make bench` does).
- * Target: our health route at least 0.85 of the bare handler's requests per second (issue 21).
+ * Target: our health route at least 0.85 of the bare handler's requests per second.
  * Each side's CPU per request (from /proc) is reported too: on a busy machine it moves far
  * less than throughput, and its ratio says what the route costs beyond a bare handler.
  */

@@ -2,7 +2,7 @@
  * GET /business/organizations/{orgId}/invoices?limit=50 on an organisation with 100,000
  * documents: requests per second and latency percentiles with autocannon, first page and a
  * deep page (starting_after in the middle), against the health route of the same server in
- * the same run (target, issue 21: at least 0.2x its requests/s, p99 under 60 ms), and the query plan of the list query (it must
+ * the same run (target: at least 0.2x its requests/s, p99 under 60 ms), and the query plan of the list query (it must
  * be an index scan of documents_list_index, never a sort of the organisation's rows).
  *
  * Needs PostgreSQL: DATABASE_URL, or postgres://postgres@127.0.0.1:5432/postgres. A scratch

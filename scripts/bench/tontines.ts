@@ -1,5 +1,5 @@
 /**
- * Tontine contributions (issue 21, item 5): POST /api/tontines/{id}/contributions (a fresh
+ * Tontine contributions: POST /api/tontines/{id}/contributions (a fresh
  * Idempotency-Key each) over many active tontines of MEMBERS members, against pgbench's TPC-B
  * transaction (scale 10) with the same client count, on the same PostgreSQL server, in the same
  * run; then proves the ledger invariants held. Requests go cycle by cycle (every member of every

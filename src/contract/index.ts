@@ -47,7 +47,7 @@ export interface Caller {
   /** The session; empty for an API key (only personal routes read it, and they refuse keys). */
   sessionId: string;
   isAdmin: boolean;
-  /** Set when the caller is an API key (issue 24): its organisation and scopes. */
+  /** Set when the caller is an API key: its organisation and scopes. */
   apiKey?: ApiKeyCaller;
 }
 

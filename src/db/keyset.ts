@@ -103,7 +103,7 @@ export class Keyset {
   }
 
   /**
-   * `rows` for a list query written as SQL (issue 21: no knex building on a hot list): `select`
+   * `rows` for a list query written as SQL (no knex building on a hot list): `select`
    * is `SELECT ... FROM <table> <alias> WHERE ...` with `$1`... parameters `values`; the cursor
    * condition, the order and the limit are added, and the statement runs prepared under `name`
    * plus its shape (one name per text). With a `projection`, the page's rows are the subquery

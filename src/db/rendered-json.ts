@@ -1,6 +1,6 @@
 /**
- * A value the database already rendered as JSON text, in the contract's shape `T` (issue 21:
- * the invoices list; parsing its rows and serialising them again was most of its API CPU). A
+ * A value the database already rendered as JSON text, in the contract's shape `T` (the
+ * invoices list: parsing its rows and serialising them again would be most of its API CPU). A
  * handler answers it as its `data`; the pipeline splices the text into the envelope as is
  * (and, where responses are validated, parses it first so the contract check sees it).
  * `T` is only a type: what the text holds is the producer's promise, which its test keeps

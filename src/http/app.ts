@@ -71,8 +71,8 @@ function responseDrift(failHard: boolean, logger: Logger) {
 }
 
 /**
- * One middleware for what every request gets first (issue 21: three layers were three router
- * steps on every request, health's included): its request id; strict paths (`/api/transfers/`
+ * One middleware for what every request gets first (one router step, not one per concern,
+ * on every request, health's included): its request id; strict paths (`/api/transfers/`
  * is not `/api/transfers`: an unknown path answers 404); and no cache, shared or private, may
  * keep what answers a bearer token (the caller's own data, or an error about it).
  */

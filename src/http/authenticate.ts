@@ -97,7 +97,7 @@ const BEARER = /^bearer\s+(\S+)$/i;
  * why in `req.authFailure`. Whether a route requires a token is the contract's business
  * (the validator's `bearerAuth` and `apiKeyAuth` security handlers), so no route can forget it.
  *
- * A bearer that starts `sk_live_` / `sk_test_` is an organisation's API key (issue 24): the
+ * A bearer that starts `sk_live_` / `sk_test_` is an organisation's API key: the
  * api-keys module checks it (its checksum first, with no database work; then its row, read on
  * every request so a revocation counts from its commit) and `req.auth.apiKey` says so. Which
  * operations a key may call is the mount's business (the contract's security schemes).

@@ -3,7 +3,7 @@ import type { RequestHandler } from 'express';
 /**
  * A header middleware whose headers never depend on the request (helmet with its defaults) run
  * once at start against a recording response; each request then gets the recorded headers in
- * one loop (issue 21: helmet's chain of thirteen closures, one per header, on every request).
+ * one loop, instead of helmet's chain of thirteen closures, one per header, on every request.
  * When the middleware does anything else (reads the request, calls `next` with an error or
  * later, touches the response otherwise), it is returned as it is.
  */

@@ -19,9 +19,9 @@ export function partitionKey(key: string): string {
 }
 
 /**
- * A fixed-window counter per key, in this process's memory, counted synchronously (issue 21:
- * the health route's limiter was express-rate-limit's MemoryStore behind a chain of promises,
- * a hash per request and a Date per hit: a sixth of the route's CPU). The window of a key
+ * A fixed-window counter per key, in this process's memory, counted synchronously (no chain
+ * of promises, hash per request or Date per hit as with express-rate-limit's MemoryStore,
+ * which cost a sixth of the health route's CPU). The window of a key
  * starts at its first hit and lasts `windowMs`, as in express-rate-limit's MemoryStore, so
  * the counts, the headers and the 429 are the same. Expired keys are dropped every window.
  */

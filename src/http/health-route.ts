@@ -7,7 +7,7 @@ import { clientIp } from './rate-limit';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
- * GET /api/health, the route load balancers and monitors poll hardest (issue 21): the same
+ * GET /api/health, the route load balancers and monitors poll hardest: the same
  * envelope, status and headers as every operation's route (`operationRoute`), written in one
  * `res.end` without Express's `res.json`/`res.send` (content negotiation of the type, freshness
  * check, status helpers) and with no per-request input beyond what health reads.

@@ -126,7 +126,7 @@ export function organizationAccessCheck(operationId: string, service: Organizati
 }
 
 /**
- * The caller kind (issue 24): an API key may call only the operations whose security lists
+ * The caller kind: an API key may call only the operations whose security lists
  * `apiKeyAuth` (its organisation's Business operations); anywhere else, 403 ApiKeyNotAllowed.
  */
 export function refuseApiKeys(): RequestHandler {

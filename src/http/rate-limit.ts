@@ -237,7 +237,7 @@ export function codeSenderRateLimiter(backend: RateLimitBackend, config: RateLim
  * ever meeting the limit. Counted in this instance's memory whatever the backend: each
  * instance answers for its own health, and health must answer while Redis is down.
  * Synchronous (a FixedWindowCounter, no store promises): the same headers and 429 as the
- * other limiters, at a fraction of their cost on the route polled hardest (issue 21).
+ * other limiters, at a fraction of their cost on the route polled hardest.
  */
 export function healthRateLimiter(config: RateLimitConfig): RequestHandler {
   const name = 'health';

@@ -9,7 +9,7 @@ export interface SeedReport {
 }
 
 /**
- * One API key of "Demo Trading SARL" (issue 24), created by its owner through the service (so
+ * One API key of "Demo Trading SARL", created by its owner through the service (so
  * only its hash is stored and the event api_key.created is written). Its secret is random and
  * exists only in the report: `make run` prints it once on a fresh embedded database.
  */

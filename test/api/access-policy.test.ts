@@ -79,13 +79,13 @@ const SPEC_RULES: Record<string, SpecRule> = {
   // The spec gives the PATCH no 423 (no module lock) but 422 for an inactive organisation.
   updateNetworkStatus:      { module: 'network_status', ...ACTIVE_ONLY, roles: [OK, OK, NO, NO, NO, NO] },
   getNetworkStatusHistory:  { module: 'network_status', ...READ,        roles: [OK, OK, NO, NO, NO, NO] },
-  // Issue 24: the organisation's API keys are managed by its owner or admin, whatever its modules.
+  // The organisation's API keys are managed by its owner or admin, whatever its modules.
   listApiKeys:              { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   createApiKey:             { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   getApiKey:                { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   revokeApiKey:             { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
   rollApiKey:               { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },
-  // Issue 23: events (owner, admin, finance_manager) and webhook endpoints (owner or admin).
+  // Events (owner, admin, finance_manager) and webhook endpoints (owner or admin).
   listOrganizationEvents:   { module: null,            ...READ,         roles: [OK, OK, NO, NO, OK, NO] },
   getOrganizationEvent:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, OK, NO] },
   listWebhookEndpoints:     { module: null,            ...READ,         roles: [OK, OK, NO, NO, NO, NO] },

@@ -11,7 +11,7 @@ import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrganization, type TestOrganization } from '../support/factories';
 
 /**
- * Issue 24, "Tests": every Business operation that names a scope in its `x-access` rule, read
+ * Every Business operation that names a scope in its `x-access` rule, read
  * from the contract (not a hand list), with an API key: with its scope, with every other
  * scope, of another organisation, revoked, expired, during and after a roll; every operation
  * keys may not call; a mistyped key; a revocation racing 100 requests.

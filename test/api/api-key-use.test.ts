@@ -9,7 +9,7 @@ import { API_KEY_SCOPES, createApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrganization } from '../support/factories';
 
-/** Issue 24: rate limits per key, idempotency scoped to the organisation, and keys never in logs. */
+/** API keys in use: rate limits per key, idempotency scoped to the organisation, and keys never in logs. */
 
 describe('rate limits per API key (RATE_LIMIT_API_KEY)', () => {
   it('counts each key on its own, apart from its creator’s own budget', async () => {

@@ -6,7 +6,7 @@ import { API_KEY_SCOPES, createApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrganization, memberToken, type TestOrganization } from '../support/factories';
 
-/** Issue 24: the keys of an organisation, managed by its owner or admin. */
+/** The API keys of an organisation, managed by its owner or admin. */
 const KEY_FORMAT = /^sk_test_([0-9A-Za-z]{12})_[0-9A-Za-z]{38}$/;
 const DAY_MS = 86_400_000;
 

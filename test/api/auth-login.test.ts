@@ -73,7 +73,7 @@ describe('POST /auth/login', () => {
     expect(res.body.error).toBe('InvalidCredentials');
   });
 
-  it('a lock left in users.locked_until by the lockout before issue 26 never refuses the right password (review)', async () => {
+  it('a lock left in users.locked_until (the lockout lives in login_attempts) never refuses the right password', async () => {
     const user = await createUser();
     await testKnex()('users').where({ id: user.id }).update({ locked_until: testKnex().raw("now() + interval '10 minutes'"), failed_login_count: 0 });
     const res = await login(user.email as string, user.password);

@@ -7,7 +7,7 @@ import { testKnex } from '../support/database';
 import { createCaller, walletBalance } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
-/** Issue 20.5: tiny escrows pay a fee (rounded up, never zero at a non-zero rate), with an optional per-currency minimum. */
+/** Tiny escrows pay a fee (rounded up, never zero at a non-zero rate), with an optional per-currency minimum. */
 const knex = testKnex();
 
 async function releasedEscrow(env: Record<string, string>, amount: number) {
@@ -27,7 +27,7 @@ async function releasedEscrow(env: Record<string, string>, amount: number) {
   return { fee, settlement: released.body.data.settlement, buyer, seller };
 }
 
-describe('escrow fees on tiny amounts (issue 20.5)', () => {
+describe('escrow fees on tiny amounts', () => {
   it('a 49 XOF escrow at 1 % pays 1 XOF, shown in its fee before funding', async () => {
     const { fee, settlement, buyer, seller } = await releasedEscrow({}, 49);
     expect(fee).toEqual({ rate_bps: 100, payer: 'buyer', amount: 1, amount_minor: '1', minimum_minor: '0', buyer_share_minor: '1', seller_share_minor: '0' });

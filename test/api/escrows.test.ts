@@ -312,7 +312,7 @@ describe('the lifecycle moves the money once', () => {
   });
 });
 
-describe('each action is one event (issue 22), carrying the escrow after it and the status before', () => {
+describe('each action is one event, carrying the escrow after it and the status before', () => {
   interface EscrowEvent {
     type: string;
     sequence: number;
@@ -547,7 +547,7 @@ describe('Idempotency-Key: required where money moves, replayed, never reused', 
 });
 
 describe('administrators resolve disputes', () => {
-  it('issue 20.2: an administrator who is a party never rules on its own escrow (403 ConflictOfInterest), and its allowed_actions agree', async () => {
+  it('an administrator who is a party never rules on its own escrow (403 ConflictOfInterest), and its allowed_actions agree', async () => {
     // ops@ sells to admin@ (both platform administrators); admin@ funds and disputes.
     const ops = await createCaller(app, {}, { isAdmin: true });
     const buyerAdmin = await createCaller(app, { XOF: 1_000_000n }, { isAdmin: true });

@@ -60,7 +60,7 @@ describe('amounts are read exactly, whatever JSON.parse would make of them', () 
 
 describe('a number built to cost time is refused before it costs any', () => {
   // 1.000…0001 within the 100 KB body limit: the zeros scanned from every start (a `/0+$/`)
-  // took 5.3 s of one process's only thread; counted once and capped, a few milliseconds.
+  // take 5.3 s of one process's only thread; counted once and capped, a few milliseconds.
   const adversarial = `1.${'0'.repeat(100 * 1024 - 64)}1`;
 
   it('spells a long run of inner zeros in one pass, exactly', () => {
@@ -69,7 +69,7 @@ describe('a number built to cost time is refused before it costs any', () => {
     expect(canonicalDecimal(`-${'0'.repeat(3)}25${'0'.repeat(4)}.0`)).toBe('-25e4');
     const started = process.hrtime.bigint();
     expect(canonicalDecimal(adversarial)).toBe(`1${'0'.repeat(adversarial.length - 3)}1e-${adversarial.length - 2}`);
-    // Generous for a loaded CI machine: the quadratic scan took thousands of milliseconds here.
+    // Generous for a loaded CI machine: a quadratic scan takes thousands of milliseconds here.
     expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(250);
   });
 

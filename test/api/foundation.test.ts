@@ -189,7 +189,7 @@ describe('foundation: health, contract, error envelope', () => {
     }
   });
 
-  it('GET /api/health answers its documented 429 past its own per-IP budget (issue 26.13)', async () => {
+  it('GET /api/health answers its documented 429 past its own per-IP budget', async () => {
     const limited = await buildTestApp({ env: { RATE_LIMIT_HEALTH: '4' } });
     for (let i = 0; i < 4; i += 1) {
       const ok = await request(limited).get('/api/health');

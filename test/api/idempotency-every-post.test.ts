@@ -10,7 +10,7 @@ import { bearer, businessPath, createOrgAccount, createOrganization, createUser,
 import { createCustomer } from '../support/invoice-factories';
 
 /**
- * The optional Idempotency-Key on the POSTs that had none (issue 22): replay, conflict with
+ * The optional Idempotency-Key on the POSTs that do not require one: replay, conflict with
  * another request, and what is kept with the key. A replay never repeats the first answer's
  * body, so no secret shown once (an API key's, a webhook signing secret) is answered again or
  * stored with the key.

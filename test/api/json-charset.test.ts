@@ -5,7 +5,7 @@ import { buildTestApp } from '../support/app';
 import { createCaller, type TestCaller } from '../support/factories';
 import { TONTINE_BODY } from '../support/tontines';
 
-/** Issue 20.7: JSON is UTF-8; another charset is 415 UnsupportedMediaType in the error envelope (it was 403 "Unknown encoding"). */
+/** JSON is UTF-8; another charset is 415 UnsupportedMediaType in the error envelope, never the body parser's 403 "Unknown encoding". */
 let app: App;
 let caller: TestCaller;
 beforeAll(async () => {

@@ -10,7 +10,7 @@ import { databaseKind, testKnex } from '../support/database';
 import { createUser, uniqueEmail } from '../support/factories';
 
 /**
- * Issue 26, findings 4 to 6: the login lockout counted in the database before each password
+ * The login lockout, counted in the database before each password
  * check, per account and source address, with an account-wide lock that spares known sources,
  * the same answers for unknown identifiers, a per-IP limit and a bound on verifications.
  */
@@ -59,7 +59,7 @@ async function instances(n: number, env: Record<string, string>): Promise<App[]>
   return apps;
 }
 
-describe('failed logins are counted before the password is checked (finding 5)', () => {
+describe('failed logins are counted before the password is checked', () => {
   it(`12 concurrent wrong logins for one account over 3 instances verify at most ${MAX} passwords; the rest answer AccountLocked`, async () => {
     const apps = await instances(3, { LOGIN_MAX_FAILED_ATTEMPTS: String(MAX) });
     const counters = apps.map(countVerifications);
@@ -78,7 +78,7 @@ describe('failed logins are counted before the password is checked (finding 5)',
   });
 });
 
-describe('the lock hurts the attacker, not the owner (finding 6)', () => {
+describe('the lock hurts the attacker, not the owner', () => {
   const env = { TRUST_PROXY_HOPS: '1', LOGIN_MAX_FAILED_ATTEMPTS: String(MAX), LOGIN_ACCOUNT_MAX_FAILED_ATTEMPTS: '5' };
 
   it('failures from one address lock only that address out of the account', async () => {
@@ -136,7 +136,7 @@ describe('the lock hurts the attacker, not the owner (finding 6)', () => {
   });
 });
 
-describe('password checks reachable anonymously are bounded (finding 4)', () => {
+describe('password checks reachable anonymously are bounded', () => {
   it('one address trying many identifiers is stopped by the per-IP login limit (429)', async () => {
     const app = await buildTestApp({ env: { RATE_LIMIT_LOGIN_PER_IP: '3' } });
     const answers: number[] = [];

@@ -834,7 +834,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
     }
   });
 
-  it('several instances sweeping at once settle each due payment once, and each counts only what it settled (issue 26.10)', async () => {
+  it('several instances sweeping at once settle each due payment once, and each counts only what it settled', async () => {
     const { slowPayments, own, account, pay } = await sweepSetup();
     // One pool per instance on PostgreSQL; the one connection on the embedded back-end.
     const pools = databaseKind() === 'postgres' ? [0, 1, 2].map(() => createKnex(inject('databaseUrl'), 'postgres', 4)) : [];
@@ -913,9 +913,9 @@ describe('GET /business/organizations/{orgId}/payments', () => {
   });
 });
 
-// Issue 26, finding 2: anonymously paying `?amount=1&reference=ORDER-9001` on a Checkout
-// made the merchant's signed link for ORDER-9001 answer 409 "Order already paid", and the API
-// listed ORDER-9001 as succeeded for 1 XOF.
+// A customer who pays `?amount=1&reference=ORDER-9001` anonymously on a Checkout must not make
+// the merchant's signed link for ORDER-9001 answer 409 "Order already paid", nor the API list
+// ORDER-9001 as succeeded for 1 XOF: an unsigned reference is only the customer's note.
 describe('an unsigned reference never blocks nor satisfies a signed one', () => {
   it('a squatter pays 1 XOF for ORDER-9001 unsigned: the merchant’s signed link for 25,000 XOF still pays, and only it is ORDER-9001', async () => {
     const account = await createOrgAccount(org, { currency: 'XOF' });

@@ -8,7 +8,7 @@ import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
 
 /**
- * Issue 20, item 3: responses are validated as they are sent, after the handler's transaction
+ * Responses are validated as they are sent, after the handler's transaction
  * committed. A drift between the code and the contract must fail the test suite (NODE_ENV=test:
  * a 500), never a user's request after their change was saved (development: logged with
  * `contractDrift`, the response sent as made).

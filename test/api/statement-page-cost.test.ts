@@ -10,7 +10,7 @@ import { bulkCredit } from '../support/org-account-postings';
 import { statementUrl } from '../support/statements';
 
 /**
- * Issue 26.11: each JSON statement page summed the account's whole history before `from`.
+ * A JSON statement page never sums the account's whole history before `from` (checkpoints).
  * What a page costs is measured here as the rows of `entries` its queries read (each query
  * the app sent is run again under EXPLAIN ANALYZE): for the same week of activity, an
  * account five years old must cost what an account one week old costs.

@@ -159,7 +159,7 @@ describe('no database connection free in time', () => {
   });
 });
 
-describe('statement downloads that read slowly (issue 26.11)', () => {
+describe('statement downloads that read slowly', () => {
   it('are cut at the overall time limit however they read, so two slow readers cannot keep every export at 503', { timeout: 120_000 }, async () => {
     const limited = await buildTestApp({
       env: { STATEMENT_STREAMS_PER_USER: '1', STATEMENT_STREAMS_TOTAL: '2', STATEMENT_STREAM_STALL_TIMEOUT_MS: '60000', STATEMENT_STREAM_MAX_DURATION_MS: '3000' },

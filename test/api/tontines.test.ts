@@ -188,7 +188,7 @@ describe('who sees a tontine: its members and invited users', () => {
   });
 });
 
-describe('issue 20.6: an invited user who has not joined sees the members masked', () => {
+describe('an invited user who has not joined sees the members masked', () => {
   it('o***@domain and +225******01 with the counts before joining; in full after', async () => {
     const organizer = await createCaller(app);
     const phone = `+22507${crypto.randomInt(10_000_000, 99_999_999)}`;
@@ -428,7 +428,7 @@ describe('canceling: the organizer, before any payout', () => {
 });
 
 describe('contributions', () => {
-  it('the body names the cycle (issue 20.4): without it 400, without a JSON body 415, before anything moves', async () => {
+  it('the body names the cycle: without it 400, without a JSON body 415, before anything moves', async () => {
     const { tontine, organizer } = await startedTontine();
     const noCycle = await request(app).post(`/api/tontines/${tontine.id}/contributions`).set(organizer.auth).set('Idempotency-Key', crypto.randomUUID()).send({});
     expect({ status: noCycle.status, error: noCycle.body.error, fields: noCycle.body.details.map((d: { field: string }) => d.field) }).toEqual({ status: 400, error: 'ValidationError', fields: ['body.cycle'] });
@@ -552,7 +552,7 @@ describe('Idempotency-Key on contributions: replayed as POST /transfers, never r
   });
 });
 
-describe('issue 20.3: the smallest unit of a three-decimal currency', () => {
+describe('the smallest unit of a three-decimal currency', () => {
   it('a 0.001 KWD tontine is created, read, listed, joined, paid and canceled (no 500 after a commit)', async () => {
     const organizer = await createCaller(app, { KWD: 10n });
     const member = await createCaller(app, { KWD: 10n });
@@ -571,7 +571,7 @@ describe('issue 20.3: the smallest unit of a three-decimal currency', () => {
   });
 });
 
-describe('issue 20.4: a contribution names its cycle', () => {
+describe('a contribution names its cycle', () => {
   it('taps around a cycle boundary, each with a new key, pay one cycle once: ContributionAlreadyPaid or CycleNotOpen with details.open_cycle', async () => {
     const a = await createCaller(app, { XOF: 10_000n });
     const b = await createCaller(app, { XOF: 10_000n });
@@ -639,7 +639,7 @@ describe('a full tontine of N members over N cycles', () => {
   });
 });
 
-describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the end)', () => {
+describe('the random draw (drawn cycle by cycle, verifiable at the end)', () => {
   it('nobody learns a beneficiary before its pot is complete; every draw is recomputed from the revealed seed and the cycle number', async () => {
     const n = 5;
     const members: TestCaller[] = [];
@@ -706,14 +706,14 @@ describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the e
     await expectLedgerInvariants(knex);
   });
 
-  it('a random tontine started before the rule keeps its whole-order draw: seed shown, cycles paid to the order fixed at its start', async () => {
+  it('a random tontine whose whole order was drawn at its start (draw_per_cycle false) keeps it: seed shown, cycles paid to that order', async () => {
     const members: TestCaller[] = [];
     for (let i = 0; i < 3; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
     const organizer = members[0] as TestCaller;
     const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 3 });
     await enrol(app, created.id, organizer, members.slice(1));
     await action(created.id, 'start', organizer).expect(200);
-    // What a start before issue 20 left behind: every cycle named, positions set, draw_per_cycle false.
+    // A tontine whose whole order was drawn at its start: every cycle named, positions set, draw_per_cycle false.
     const { draw_seed: seed } = (await knex('tontines').where({ id: created.id }).first('draw_seed')) as { draw_seed: string };
     const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
     const order = members.map((m) => m.user.id).sort((a, b) => sha256(`${seed}:${a}`).localeCompare(sha256(`${seed}:${b}`)));
@@ -743,7 +743,7 @@ describe('the random draw (issue 20.1: drawn cycle by cycle, verifiable at the e
   });
 });
 
-describe('issue 20.1: after a payout nobody can end the tontine but a platform administrator', () => {
+describe('after a payout nobody can end the tontine but a platform administrator', () => {
   it('the organizer who took the first pot cannot cancel (409), and its view says so', async () => {
     const { tontine, members } = await afterFirstPayout(false);
     const [organizer] = members;
@@ -828,7 +828,7 @@ describe('issue 20.1: after a payout nobody can end the tontine but a platform a
   });
 });
 
-describe('issue 20.1 (review): an administrator who is a member never dissolves its own tontine', () => {
+describe('an administrator who is a member never dissolves its own tontine', () => {
   it('answers 403 ConflictOfInterest to an administrator organizer who took the first pot, and changes nothing', async () => {
     const organizer = await createCaller(app, { XOF: 10_000n }, { isAdmin: true });
     const others: TestCaller[] = [];

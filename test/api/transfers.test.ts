@@ -250,7 +250,7 @@ describe('idempotency', () => {
     await expectLedgerInvariants(knex);
   });
 
-  it('parallel replays of a completed key all answer 409 IdempotencyKeyAlreadyProcessed, never ConcurrentOperation (issue 26.7)', async () => {
+  it('parallel replays of a completed key all answer 409 IdempotencyKeyAlreadyProcessed, never ConcurrentOperation', async () => {
     const alice = await createCaller(app, { XOF: 10_000n });
     const bob = await createCaller(app);
     const key = crypto.randomUUID();

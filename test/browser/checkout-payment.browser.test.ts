@@ -57,7 +57,7 @@ describe.runIf(browserJourneyRuns())('Checkout in a real browser', () => {
     const checkout = created.body.data as { id: string; public_url: string };
     expect(checkout.public_url.startsWith(`${payUrl}/pay/`)).toBe(true);
     const reference = `ORDER-${Date.now()}`;
-    // The order's URL, signed by the merchant (issue 26: only a signed reference is the
+    // The order's URL, signed by the merchant (only a signed reference is the
     // payment's order reference; an unsigned one is the customer's note).
     const signed = await request(app)
       .post(`/api/business/organizations/${org.id}/payment-links/${checkout.id}/signed-links`)

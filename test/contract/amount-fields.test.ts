@@ -5,8 +5,8 @@ import { contractDocument, resolveRef, type Json } from '../support/contract-doc
 import { testKnex } from '../support/database';
 
 /**
- * Issue 20, item 3: a tontine of 0.001 KWD was saved and then answered 500, because the
- * response schema said `minimum: 0.01` while the request allowed 0.001. Every amount field of
+ * A request the contract accepts must never be saved and then answered 500 because a response
+ * schema is stricter (a 0.001 KWD tontine under `minimum: 0.01`). Every amount field of
  * the contract, in requests and responses alike and for every resource, must accept the
  * smallest unit of every supported currency (the currencies table: XOF 1, EUR 0.01, KWD 0.001,
  * ...); what is finer than a given currency allows is the service's check, per currency.
@@ -95,7 +95,7 @@ beforeAll(async () => {
   currencies = (await testKnex()('currencies').select('code', 'exponent').orderBy('code')) as Array<{ code: string; exponent: number }>;
 });
 
-describe('amount fields follow the currency minor unit (issue 20.3)', () => {
+describe('amount fields follow the currency minor unit', () => {
   const ajv = new Ajv({ strict: false, validateSchema: false, allErrors: true });
   addFormats(ajv);
   ajv.addSchema({ ...doc, $id: 'contract' });

@@ -37,7 +37,7 @@ const SCHEMAS: Record<string, string> = {
   ESCROW_422: 'EscrowUnprocessableError',
   ESCROW_409: 'EscrowActionConflictError',
   TONTINE_409: 'TontineConflictError',
-  // Issue 24: the server journey with an API key.
+  // The server journey with an API key.
   API_KEY_SECRET_RESPONSE: 'ApiKeySecretResponse',
   PAYMENT_RESPONSE: 'PaymentResponse',
   BUSINESS_403: 'BusinessForbiddenError',

@@ -3,7 +3,7 @@ import { OPERATIONS, type OperationId } from '../../src/contract';
 import { contractDocument, resolveRef, type Json } from '../support/contract-document';
 
 /**
- * The one rule for integrators (issue 22), read from the contract: every POST accepts an
+ * The one rule for integrators, read from the contract: every POST accepts an
  * `Idempotency-Key`; those that move money or create a money-bearing object require it; every
  * operation whose key the pipeline applies documents what the key can answer.
  */

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { contractDocument, resolveRef, type Json } from '../support/contract-document';
 
 /**
- * Issue 15, item 11: every error that carries `details` has its own schema in the contract
+ * Every error that carries `details` has its own schema in the contract
  * (`details` spelled out, no other property), and every response that can return it
  * references a schema that reaches it by `error` (a union discriminated by `error`, or the
  * error's own schema). A generated client then reads `details.<field>` without casts.
@@ -103,7 +103,7 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   confirmPasswordReset: { '422': ['InvalidVerificationCode', 'WeakPassword'] },
   changeMyPassword: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['WeakPassword', 'IdempotencyKeyReused'] },
 };
-// Issue 24: every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
+// Every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {
   for (const op of Object.values(item)) {
     const operation = op as { operationId?: string; 'x-access'?: { scope?: string } };

@@ -5,7 +5,7 @@ import { DEMO_ORGANIZATION_NAME, seedIdentity } from '../../src/seed/identity-se
 import { testConfig } from '../support/app';
 import { inRolledBackSeed } from '../support/seed';
 
-describe('API keys demo seed step (issue 24)', () => {
+describe('API keys demo seed step', () => {
   it('gives "Demo Trading SARL" one key made by its owner: the secret only in the report, its hash in the table, its event written', async () => {
     await inRolledBackSeed([seedIdentity, seedApiKeys], async (trx, _services, report) => {
       expect(report.demoApiKey?.organization).toBe(DEMO_ORGANIZATION_NAME);

@@ -7,7 +7,7 @@ import { MIGRATIONS_DIRECTORY } from '../../src/db/database';
 import { testKnex } from '../support/database';
 
 /**
- * SQL as code (issue 21): each database function lives in its module as a `.sql` file, and
+ * SQL as code: each database function lives in its module as a `.sql` file, and
  * what runs in the database is exactly that file. Applying a file inside a transaction that is
  * rolled back shows what the file would make of the function; it must be what is there.
  */

@@ -98,7 +98,7 @@ describe('starting the service', () => {
     try {
       expect(first.output()).toContain('starting in development mode');
       expect(first.output()).toContain('demo data seeded');
-      // Issue 24: the demo key is printed once (not as a log line) and reads the demo organisation's payments.
+      // The demo key is printed once (not as a log line) and reads the demo organisation's payments.
       const printed = /Demo API key of "Demo Trading SARL" \(local only, shown once\): (sk_test_\S+)/.exec(first.output());
       expect(printed).not.toBeNull();
       expect(first.output().split('\n').filter((line) => line.startsWith('{') && line.includes(printed?.[1] as string))).toEqual([]);
@@ -154,8 +154,8 @@ describe('starting the service', () => {
     }
   }, 120_000);
 
-  // Issue 26, finding 3: without NODE_ENV the service ran as development, with the public
-  // default secrets and the demo administrator.
+  // An unset NODE_ENV must never run as development, with the public default secrets and the
+  // demo administrator.
   it('a start without NODE_ENV is a production start: it refuses the default secrets (exit 78) and says why', async () => {
     const { code, output } = await run(['src/main.ts'], { SINGLE_INSTANCE: 'true' }, ['NODE_ENV', 'JWT_SECRET', 'PAY_SECRET']);
     expect(code).toBe(78);

@@ -112,9 +112,9 @@ describe('embedded PostgreSQL process', () => {
     }
   });
 
-  // A SIGTERM that came after "listening" but while the job queue was still starting met Node's
-  // default (the handlers were installed once start-up was over): the process died with no clean
-  // stop, its embedded database left to the watchdog (seen by the CI smoke run).
+  // A SIGTERM that comes after "listening" but while the job queue is still starting must not
+  // meet Node's default (handlers installed only once start-up is over): the process would die
+  // with no clean stop, its embedded database left to the watchdog.
   it('stops cleanly on a SIGTERM that comes during start-up (after "listening", the job queue still starting)', async () => {
     const api = runTs('src/main.ts', { PORT: '0', PAY_PORT: '0', EMBEDDED_DATA_DIR: 'memory://', SEED_DEMO: 'false', LOG_LEVEL: 'info', METRICS_PORT: '0' });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => api.child.once('exit', (code, signal) => resolve({ code, signal })));
@@ -127,9 +127,9 @@ describe('embedded PostgreSQL process', () => {
     expect(isRunning(ready.embeddedPid)).toBe(false);
   });
 
-  // Issue 26, finding 12: the server inherited every secret of the API's environment and
-  // was given a TCP port that was probed, released and bound again (another local process
-  // could take it first and be talked to as the database).
+  // The server must not inherit the secrets of the API's environment, nor listen on a TCP
+  // port probed, released and bound again (another local process could take it first and be
+  // talked to as the database).
   it('sees only the environment Node needs (no secret of the API) and listens on a private Unix socket, not a TCP port', async () => {
     const parent = runTs('test/support/embedded-parent.ts', {
       JWT_SECRET: 'jwt-secret-that-must-stay-in-the-api-0123456789',

@@ -9,12 +9,12 @@ import { createUser, type TestUser } from '../support/factories';
 import { gate, untilWaitingForLock } from '../support/lock-wait';
 
 /**
- * An escrow action reads the escrow's history in the statement that locks it (one statement,
- * issue 22). When that statement has to wait for another action on the same escrow, it must
+ * An escrow action reads the escrow's history in the statement that locks it (one round
+ * trip). When that statement has to wait for another action on the same escrow, it must
  * see the history as that action left it: PostgreSQL re-reads the row after the wait, and the
  * history comes from `events_history`, whose query takes its own snapshot then. (A subquery
- * kept the snapshot from before the wait: the row was new, its history old, and the event
- * written next carried a history without the action it had waited for.) Two connections: real
+ * would keep the snapshot from before the wait: the row new, its history old, and the event
+ * written next carrying a history without the action it had waited for.) Two connections: real
  * PostgreSQL only.
  */
 describe.runIf(databaseKind() === 'postgres')('an escrow action that waited for the lock', () => {

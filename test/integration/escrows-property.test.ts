@@ -80,7 +80,7 @@ const FROM: Record<Action, readonly Status[]> = {
   resolve: ['disputed'],
 };
 
-/** The fee: 1 % rounded up to the minor unit (issue 20.5: never zero); split puts the odd unit on the buyer. */
+/** The fee: 1 % rounded up to the minor unit (never zero); split puts the odd unit on the buyer. */
 function shares(amount: bigint, payer: FeePayer): { total: bigint; buyer: bigint; seller: bigint } {
   const total = (amount * FEE_BPS + 9_999n) / 10_000n;
   if (payer === 'buyer') return { total, buyer: total, seller: 0n };

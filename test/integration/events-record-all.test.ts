@@ -5,7 +5,7 @@ import { EventRepository, type NewEvent } from '../../src/modules/events';
 import { testKnex } from '../support/database';
 
 /**
- * EventRepository.recordAll writes an action's events in one statement (issue 22: a tontine
+ * EventRepository.recordAll writes an action's events in one statement (e.g. a tontine
  * contribution's events). What it stores must be exactly what `record` stores for the same
  * events one after the other: the per-object sequence, the order, the object and each event's
  * previous_status (the status shown by the event before it).

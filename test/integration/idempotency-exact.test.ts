@@ -315,7 +315,7 @@ describe('a refused effect leaves the key free', () => {
   });
 });
 
-describe('one transaction per keyed request (issue 21)', () => {
+describe('one transaction per keyed request', () => {
   it('claims the key as the first statement of the effect\'s transaction and completes it before COMMIT, nothing outside', async () => {
     const user = await createUser();
     const key = crypto.randomUUID();

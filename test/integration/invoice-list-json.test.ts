@@ -8,7 +8,7 @@ import { createOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
 
 /**
- * The invoices list renders its JSON in the database (issue 21). What it renders must be what
+ * The invoices list renders its JSON in the database. What it renders must be what
  * the TypeScript presenter gives for the same row, byte for byte: presentDocument stays the one
  * definition of an Invoice (every other route answers through it), and the SQL is held to it
  * here over random rows, every kind and status, amounts up to the bigint range, microseconds

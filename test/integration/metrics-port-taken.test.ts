@@ -8,9 +8,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Metrics, serveMetrics } from '../../src/http/metrics';
 
 /**
- * Issue 26.8: several instances on one host with the default METRICS_PORT. The second one to
- * bind the port used to exit with EADDRINUSE; now it serves the API and says once that its
- * metrics are off.
+ * Several instances on one host with the default METRICS_PORT. The second one to bind the
+ * port finds it taken (EADDRINUSE): it serves the API all the same and says once that its
+ * metrics are off, since metrics are not worth an instance.
  */
 const ROOT = path.resolve(__dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');

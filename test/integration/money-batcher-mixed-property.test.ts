@@ -14,7 +14,7 @@ import { createTontine, enrol } from '../support/tontines';
 import { transferClaim, withIdempotencyKey } from '../support/idempotency';
 
 /**
- * Issue 21, "Done when": random concurrent transfers (through the group commit), escrow steps
+ * Every posting under group commit at once: random concurrent transfers, escrow steps
  * (create, fund, accept or refund), tontine contributions and payments received through a
  * payment link, all fired at once, with items that fail on their own (insufficient funds, a
  * frozen wallet, an unknown recipient, a closed cycle), keys sent several times at once,
@@ -261,7 +261,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   return 0n;
 }
 
-describe('every posting under group commit, with failures and a killed batch (property, issue 21)', () => {
+describe('every posting under group commit, with failures and a killed batch (property)', () => {
   it('conserves money per currency, never goes negative, and gives every acknowledged key exactly one effect', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 2, maxLength: 16 }), async (steps) => {

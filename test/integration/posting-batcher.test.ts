@@ -9,7 +9,7 @@ import { fundedWallet as fundedWalletOn } from '../support/failures';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
 
 /**
- * The group commit of postings made in TypeScript (issue 21, item 1): items share one
+ * The group commit of postings made in TypeScript: items share one
  * transaction, each under its own savepoint, each with its own outcome, answered after the
  * commit; objects and accounts are locked first, in one order; a batch that fails as a whole
  * runs its items again alone.
@@ -59,7 +59,7 @@ async function settled<T>(promise: Promise<T>): Promise<{ value?: T; error?: { c
   }
 }
 
-describe('PostingBatcher (group commit of postings, issue 21)', () => {
+describe('PostingBatcher (group commit of postings)', () => {
   it('gives each item of a batch its own outcome: a refusal rolls back that item alone, the others commit', async () => {
     const batcher = walletBatcher();
     const a = await fundedWallet(1_000n);

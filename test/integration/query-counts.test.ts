@@ -9,19 +9,19 @@ import { testKnex } from '../support/database';
 import { createUser, type TestUser } from '../support/factories';
 
 /**
- * Round trips of the two busiest use cases (issue 22 item 4), counted as the statements knex
+ * Round trips of the two busiest use cases, counted as the statements knex
  * sends (its `query` events, prepared and raw statements included) while the use case runs,
  * its BEGIN and COMMIT aside. Everything the use case needs is counted: the lock, the checks,
  * the posting, the event (and the snapshot it takes before COMMIT) and the response.
  */
 const knex = testKnex();
-// Tontine contributions, measured on both back-ends (issue 22): 20 -> 15 -> 6 without a payout,
-// 32 -> 25 -> 9 with one (join order, a draw, or the last cycle completing the tontine): the
-// lock, one state read, the wallets, each posting, the writes, and the events in one statement.
+// Tontine contributions, measured on both back-ends: 6 without a payout, 9 with one (join
+// order, a draw, or the last cycle completing the tontine): the lock, one state read, the
+// wallets, each posting, the writes, and the events in one statement.
 const CONTRIBUTION_LIMIT = 6;
 const PAYOUT_LIMIT = 9;
-// Escrow accept, measured on both back-ends (issue 22): 11 -> 7 (15 -> 7 counting the snapshot
-// the application took before COMMIT). The lock that reads the history too, the holding account,
+// Escrow accept, measured on both back-ends: 7, the application's snapshot before COMMIT
+// included. The lock that reads the history too, the holding account,
 // the seller's wallet, the fee shard, the posting, the row's update and the one event (which
 // carries the escrow built in memory: no snapshot is taken before COMMIT, so the count is the
 // same with the application's snapshot loaders registered or not).
@@ -87,7 +87,7 @@ describe('a tontine contribution', () => {
     return { tontine: result.tontine, statements };
   }
 
-  it(`that does not complete the cycle makes at most ${CONTRIBUTION_LIMIT} statements (issue 22 asks 8)`, async () => {
+  it(`that does not complete the cycle makes at most ${CONTRIBUTION_LIMIT} statements (the target is at most 8)`, async () => {
     const { tontine, members } = await started(4);
     const { tontine: after, statements } = await measured('no payout', () => tontines.contribute(knex, caller(members[1] as TestUser), tontine.id, { cycle: 1 }));
     expect(after.current_cycle).toBe(1);
@@ -95,7 +95,7 @@ describe('a tontine contribution', () => {
     expectShape(statements, 1);
   });
 
-  it(`that completes the cycle and pays the pot out makes at most ${PAYOUT_LIMIT} statements (issue 22 asks 12)`, async () => {
+  it(`that completes the cycle and pays the pot out makes at most ${PAYOUT_LIMIT} statements (the target is at most 12)`, async () => {
     const { tontine, members } = await started(3);
     for (const member of members.slice(0, 2)) await tontines.contribute(knex, caller(member), tontine.id, { cycle: 1 });
     const { tontine: after, statements } = await measured('payout', () => tontines.contribute(knex, caller(members[2] as TestUser), tontine.id, { cycle: 1 }));

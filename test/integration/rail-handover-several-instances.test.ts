@@ -10,9 +10,9 @@ import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
 
 /**
- * Issue 26.10: after three instances restarted together, each handed the same pending
- * transfers to the rail (696 hand-overs for 232 transfers). Several instances (each its own
- * pool on one database, on PostgreSQL) now sweep at once and the rail is called once per
+ * Instances restarted together must not each hand the same pending transfers to the rail
+ * (one lease per transfer). Several instances (each its own
+ * pool on one database, on PostgreSQL) sweep at once and the rail is called once per
  * transfer. On PostgreSQL the instances sweep a database of their own, so no other test
  * file's transfers are taken by this test's rail; on the embedded back-end (one connection,
  * files one after another) they share the run's.
@@ -160,7 +160,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     expectEachOnce(calls, mine);
   });
 
-  it('a slow rail: a sweep claims each transfer just before handing it over, so no lease ends under its queue (review of 26.10)', { timeout: 120_000 }, async () => {
+  it('a slow rail: a sweep claims each transfer just before handing it over, so no lease ends under its queue', { timeout: 120_000 }, async () => {
     const mine = await abandonedTransfers(8, 2000);
     const calls: string[] = [];
     // Each hand-over takes 300 ms against a 1 s lease: a sweep that claimed all 8 at once
@@ -172,7 +172,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     expect(counts.reduce((a, b) => a + b, 0)).toBe(calls.filter((id) => mine.has(id)).length);
   });
 
-  it('a transfer its rail accepted waits for the outcome: it is not handed over again when the hand-over lease ends (review of 26.10)', { timeout: 120_000 }, async () => {
+  it('a transfer its rail accepted waits for the outcome: it is not handed over again when the hand-over lease ends', { timeout: 120_000 }, async () => {
     const mine = await abandonedTransfers(3, 3000);
     const calls: string[] = [];
     const sweeper = instance(instanceKnexes[0] as Knex, calls, { railLeaseSeconds: 1 });

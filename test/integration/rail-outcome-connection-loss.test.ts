@@ -13,9 +13,9 @@ import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { transferClaim } from '../support/idempotency';
 
 /**
- * Issue 26.9: rail outcomes whose write met a terminated database connection stayed `pending`
- * until the next resume run (a minute). The write is now retried at once on a new connection,
- * with backoff: the transfer is settled when the outcome has been reported.
+ * A rail outcome whose write meets a terminated database connection is not left `pending`
+ * until the next resume run (a minute): the write is retried at once on a new connection,
+ * with backoff, so the transfer is settled when the outcome has been reported.
  */
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const opened: Knex[] = [];

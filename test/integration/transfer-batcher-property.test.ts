@@ -11,7 +11,7 @@ import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants'
 import { transferClaim } from '../support/idempotency';
 
 /**
- * Group commit of POST /transfers (issue 21), as a property: random transfers fired at once
+ * Group commit of POST /transfers, as a property: random transfers fired at once
  * through the batcher (so that they share batches), with items that fail on their own
  * (insufficient funds, an unknown recipient, a frozen wallet, oneself), keys sent several
  * times at once, replays of keys acknowledged in earlier runs and, on real PostgreSQL, a

@@ -15,7 +15,7 @@ import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
 import { TEST_JOBS_CONFIG, until } from '../support/jobs';
 
 /**
- * Issue 23, delivery across instances and restarts, with real receivers on loopback and the
+ * Webhook delivery across instances and restarts, with real receivers on loopback and the
  * real job queue (the `webhooks.dispatch-due` periodic task of src/modules/events/events-jobs.ts):
  * - an instance that dies between the commit of a change and the delivery of its event: the
  *   next instance on the same database delivers it;

@@ -62,7 +62,7 @@ describe('config', () => {
     expect(config.jwt.secret).not.toBe(DEFAULT_JWT_SECRET);
   });
 
-  describe('the mode (issue 26): unset NODE_ENV is production, the safe side', () => {
+  describe('the mode: unset NODE_ENV is production, the safe side', () => {
     const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox' };
 
     it('an unset or empty NODE_ENV refuses the default JWT_SECRET and PAY_SECRET', () => {

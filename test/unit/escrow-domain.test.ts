@@ -24,12 +24,12 @@ describe('escrow fee', () => {
   it.each([
     // amount, bps, payer, total, buyer share, seller share
     [1250n, 100, 'buyer', 13n, 13n, 0n], // 12.5 rounds up
-    [1249n, 100, 'buyer', 13n, 13n, 0n], // 12.49 rounds up too (issue 20.5)
+    [1249n, 100, 'buyer', 13n, 13n, 0n], // 12.49 rounds up too
     [1250n, 100, 'seller', 13n, 0n, 13n],
     [1250n, 100, 'split', 13n, 7n, 6n], // the odd unit on the buyer
     [125050n, 100, 'split', 1251n, 626n, 625n],
     [1200n, 100, 'split', 12n, 6n, 6n],
-    [49n, 100, 'buyer', 1n, 1n, 0n], // 0.49: a non-zero rate never gives a zero fee (issue 20.5)
+    [49n, 100, 'buyer', 1n, 1n, 0n], // 0.49: a non-zero rate never gives a zero fee
     [1n, 1, 'buyer', 1n, 1n, 0n],
     [50n, 100, 'buyer', 1n, 1n, 0n],
     [100n, 100, 'buyer', 1n, 1n, 0n], // exactly 1: no rounding
@@ -45,11 +45,11 @@ describe('escrow fee', () => {
     [5000n, 100, 25n, 50n], // the rate is above the minimum
     [10n, 100, 25n, 10n], // never more than the amount
     [1000n, 0, 25n, 0n], // a zero rate is no fee at all
-  ] as const)('issue 20.5: %s at %i bps with a minimum of %s: fee %s', (amount, bps, minimum, total) => {
+  ] as const)('%s at %i bps with a minimum of %s: fee %s', (amount, bps, minimum, total) => {
     expect(feeFor(amount, bps, 'seller', minimum)).toEqual({ bps, payer: 'seller', minimumMinor: minimum, totalMinor: total, buyerShareMinor: 0n, sellerShareMinor: total });
   });
 
-  it('issue 20.5: twenty 49-XOF escrows pay at least the fee of one 980-XOF escrow', () => {
+  it('twenty 49-XOF escrows pay at least the fee of one 980-XOF escrow', () => {
     expect(20n * feeFor(49n, 100, 'buyer').totalMinor).toBeGreaterThanOrEqual(feeFor(980n, 100, 'buyer').totalMinor);
     // A split charges the fee on the seller's part under the same minimum.
     const fee = feeFor(1000n, 100, 'buyer', 25n);
@@ -134,7 +134,7 @@ describe('escrow lifecycle', () => {
       ['disputed', ['buyer'], []],
       ['disputed', ['seller'], ['refund']],
       ['disputed', ['administrator'], ['resolve']],
-      // Issue 20.2: a party never rules on its own escrow, administrator or not.
+      // A party never rules on its own escrow, administrator or not.
       ['disputed', ['buyer', 'administrator'], []],
       ['disputed', ['seller', 'administrator'], ['refund']],
       ['released', ['buyer'], []],
@@ -184,7 +184,7 @@ describe('escrow lifecycle', () => {
     expect(() => authorize('fund', state('awaiting_funding'), as('buyer'), NOW)).not.toThrow();
   });
 
-  it('issue 20.2: an administrator who is a party cannot resolve: 403 ConflictOfInterest, in any status', () => {
+  it('an administrator who is a party cannot resolve: 403 ConflictOfInterest, in any status', () => {
     for (const party of ['buyer', 'seller'] as const) {
       for (const status of ['disputed', 'funded'] as const) {
         expect(() => authorize('resolve', state(status), as(party, 'administrator'), NOW)).toThrow(
@@ -200,7 +200,7 @@ describe('escrow lifecycle', () => {
     expect(() => authorize('refund', state('disputed'), as('seller', 'administrator'), NOW)).not.toThrow();
   });
 
-  it('issue 22: every status an action writes comes from the lifecycle, checked on the row it writes', () => {
+  it('every status an action writes comes from the lifecycle, checked on the row it writes', () => {
     expect(statusAfter('fund', state('awaiting_funding'), as('buyer'), NOW)).toBe('funded');
     expect(statusAfter('dispute', state('delivered', LATER), as('buyer'), NOW)).toBe('disputed');
     // A settling action's status is decided by what its settlement pays.
@@ -212,7 +212,7 @@ describe('escrow lifecycle', () => {
     expect(() => statusAfter('deliver', state('funded'), as('buyer'), NOW)).toThrow(expect.objectContaining({ code: 'InsufficientRole' }));
   });
 
-  it('issue 22: the automatic release writes its status only when the release is due', () => {
+  it('the automatic release writes its status only when the release is due', () => {
     const paid = { toSellerMinor: 980n, feeMinor: 20n };
     expect(statusAfterRelease(state('delivered', LATER), LATER, paid)).toBe('released');
     expect(() => statusAfterRelease(state('delivered', LATER), NOW, paid)).toThrow(expect.objectContaining({ code: 'InvalidEscrowState' }));
@@ -231,7 +231,7 @@ describe('capacitiesOf: what a caller is to one escrow', () => {
     expect([...capacitiesOf(escrow, { userId: 'someone', isAdmin: false })]).toEqual([]);
   });
 
-  it('gives an administrator who is a party both capacities (the conflict of interest of issue 20)', () => {
+  it('gives an administrator who is a party both capacities (so a conflict of interest is seen)', () => {
     expect([...capacitiesOf(escrow, { userId: 'seller-id', isAdmin: true })]).toEqual(['seller', 'administrator']);
     expect([...capacitiesOf({ buyerUserId: 'same', sellerUserId: 'same' }, { userId: 'same', isAdmin: false })]).toEqual(['buyer', 'seller']);
   });

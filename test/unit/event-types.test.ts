@@ -24,7 +24,7 @@ describe('the event types the platform emits are the ones the contract documents
     for (const type of EVENT_TYPES) expect(payloads, type).toContainEqual({ type, objectType: EVENT_OBJECT_TYPES[type] });
   });
 
-  it('every documented webhook is a type the platform emits (issue 22: escrow.accepted no longer is)', () => {
+  it('every documented webhook is a type the platform emits (escrow.accepted is not one: accept releases)', () => {
     expect(payloads.map((p) => p.type).sort()).toEqual([...EVENT_TYPES].sort());
     expect(EVENT_TYPES).not.toContain('escrow.accepted');
   });

@@ -17,7 +17,7 @@ async function headersOf(middleware: RequestHandler): Promise<Record<string, str
   return res.headers as Record<string, string>;
 }
 
-describe('fixedHeaders (issue 21)', () => {
+describe('fixedHeaders', () => {
   it('sets exactly the headers helmet sets, with the same values', async () => {
     const expected = await headersOf(helmet());
     const fixed = await headersOf(fixedHeaders(helmet()));
@@ -46,7 +46,7 @@ describe('fixedHeaders (issue 21)', () => {
   });
 });
 
-describe('FixedWindowCounter (the health limiter, issue 21)', () => {
+describe('FixedWindowCounter (the health limiter)', () => {
   it('counts hits per key within a window that starts at the first hit, then starts again', () => {
     let now = 1_000_000;
     const counter = new FixedWindowCounter(60_000, (key) => `policy of ${key}`, () => now);

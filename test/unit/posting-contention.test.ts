@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { contentionGroups, type LockedObject } from '../../src/modules/ledger';
 
-/** How the posting batcher splits a window into transactions (issue 21): only items that contend share one. */
+/** How the posting batcher splits a window into transactions: only items that contend share one. */
 const item = (...locks: LockedObject[]) => ({ locks });
 
 describe('contentionGroups', () => {

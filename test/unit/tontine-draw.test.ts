@@ -3,7 +3,7 @@ import { cycleDrawKey, drawBeneficiary, drawKey, drawOrder, newDrawSeed, seedCom
 
 // The expected digests below were computed outside the code, with coreutils:
 //   printf '%s' "$SEED" | sha256sum          printf '%s' "$SEED:$USER_ID" | sha256sum
-//   printf '%s' "$SEED:$CYCLE:$USER_ID" | sha256sum   (the per-cycle draw of issue 20)
+//   printf '%s' "$SEED:$CYCLE:$USER_ID" | sha256sum   (the per-cycle draw)
 const SEED = '0123456789abcdef'.repeat(4);
 const U1 = '11111111-1111-4111-8111-111111111111';
 const U2 = '22222222-2222-4222-8222-222222222222';
@@ -40,14 +40,14 @@ describe('tontine payout draw (commit-reveal, as the contract documents draw_see
     expect(drawOrder(SEED, [])).toEqual([]);
   });
 
-  it("issue 20.1: keys a member for cycle k by hex(SHA-256(seed + ':' + k + ':' + user_id))", () => {
+  it("keys a member for cycle k by hex(SHA-256(seed + ':' + k + ':' + user_id))", () => {
     expect(cycleDrawKey(SEED, 1, U1)).toBe('bc6d43f40524e0b8e661d7ae4498d9f4a985d267ca61e617419cf62ea57e9fb8');
     expect(cycleDrawKey(SEED, 1, U3)).toBe('66138e4e8172ded81018b2f4a171c1d16fa1db856cae5480127a185cc5d69df8');
     expect(cycleDrawKey(SEED, 2, UA)).toBe('4b99c33b8e0c99a796807c9df68ccd692b21428659c6523d28bd7c460127e623');
     expect(cycleDrawKey(SEED, 2, UA.toUpperCase())).toBe('4b99c33b8e0c99a796807c9df68ccd692b21428659c6523d28bd7c460127e623');
   });
 
-  it('issue 20.1: draws each cycle among the members still waiting: the smallest key wins', () => {
+  it('draws each cycle among the members still waiting: the smallest key wins', () => {
     // Cycle 1 keys: U1 bc6d..., U2 aaea..., U3 6613..., UA c235...: U3.
     expect(drawBeneficiary(SEED, 1, [U1, U2, U3, UA])).toBe(U3);
     expect(drawBeneficiary(SEED, 1, [UA, U2, U1])).toBe(U2);

@@ -13,7 +13,7 @@ function codeOf(situation: TontineSituation, action: Parameters<typeof assertAll
 }
 
 describe('tontine lifecycle', () => {
-  it('answers a refused caller with the error of its own case (review of the issue 22 engine)', () => {
+  it('answers a refused caller with the error of its own case', () => {
     // The organizer's actions refused to an invited user or an administrator: 403, not 404.
     expect(codeOf({ ...forming, role: 'invited' }, 'start')).toBe('NotTontineOrganizer');
     expect(codeOf({ ...forming, role: 'invited' }, 'cancel')).toBe('NotTontineOrganizer');
@@ -64,7 +64,7 @@ describe('tontine lifecycle', () => {
     expect(codeOf({ ...forming, role: 'member' }, 'leave')).toBe('ok');
   });
 
-  it('issue 20.1: once a pot is paid out, nobody can cancel, and a member who received a pot still owes contributions', () => {
+  it('once a pot is paid out, nobody can cancel, and a member who received a pot still owes contributions', () => {
     const afterPayout: TontineSituation = { ...forming, status: 'active', currentCycle: 2, payoutMade: true };
     expect(codeOf(afterPayout, 'cancel')).toBe('InvalidTontineState');
     expect(allowedActions(afterPayout)).toEqual(['contribute']);
@@ -79,7 +79,7 @@ describe('tontine lifecycle', () => {
     }
   });
 
-  it('issue 20.4: a contribution pays the cycle it names: the open one, else ContributionAlreadyPaid (paid) or CycleNotOpen', () => {
+  it('a contribution pays the cycle it names: the open one, else ContributionAlreadyPaid (paid) or CycleNotOpen', () => {
     const active: TontineSituation = { ...forming, status: 'active', currentCycle: 2, payoutMade: true };
     expect(codeOf({ ...active, requestedCycle: 2, paidRequestedCycle: false }, 'contribute')).toBe('ok');
     expect(codeOf({ ...active, paidCurrentCycle: true, requestedCycle: 2, paidRequestedCycle: true }, 'contribute')).toBe('ContributionAlreadyPaid');
@@ -101,7 +101,7 @@ describe('tontine lifecycle', () => {
     expect(allowedActions({ ...forming, memberCount: 2 })).toEqual(['invite', 'start', 'cancel']);
   });
 
-  it('issue 22: every status a tontine action writes comes from the lifecycle', () => {
+  it('every status a tontine action writes comes from the lifecycle', () => {
     const active: TontineSituation = { ...forming, status: 'active', currentCycle: 2 };
     expect(statusAfter(forming, 'start')).toBe('active');
     expect(statusAfter(forming, 'cancel')).toBe('canceled');
@@ -110,7 +110,7 @@ describe('tontine lifecycle', () => {
     expect(() => statusAfter({ ...forming, memberCount: 1 }, 'start')).toThrow(expect.objectContaining({ code: 'NotEnoughMembers' }));
   });
 
-  it('issue 22: only a platform administrator dissolves, a forming or active tontine, and it is never an allowed action', () => {
+  it('only a platform administrator dissolves, a forming or active tontine, and it is never an allowed action', () => {
     const administrator: TontineSituation = { ...forming, role: 'administrator', status: 'active', payoutMade: true };
     expect(statusAfter(administrator, 'dissolve')).toBe('canceled');
     expect(statusAfter({ ...administrator, status: 'forming' }, 'dissolve')).toBe('canceled');

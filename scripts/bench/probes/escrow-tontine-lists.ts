@@ -1,5 +1,5 @@
 /**
- * A probe, not a benchmark (`make bench` does not run it), for issue 21 item 4: GET
+ * A probe, not a benchmark (`make bench` does not run it): GET
  * /api/escrows?limit=50 and GET /api/tontines?limit=50 for one user who is party to many
  * escrows (PROBE_ESCROWS, as buyer and as seller) and member of many tontines
  * (PROBE_TONTINES), all made through the API. Prints the query plan of each list query (captured
@@ -17,7 +17,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 /**
  * EXPLAIN ANALYZE, as the owner, of the SQL the two list queries send (the shapes the
- * repositories build with knex today, first page, no filter): whether they read an index in
+ * repositories build with knex, first page, no filter): whether they read an index in
  * order or sort all of the owner's rows.
  */
 async function plansOf(knex: Knex, ownerId: string): Promise<Array<{ list: string; plan: string[] }>> {

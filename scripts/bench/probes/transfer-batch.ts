@@ -1,7 +1,7 @@
 /**
  * A probe, not a benchmark (`make bench` does not run it): what does group commit buy in the
  * database alone? On a scratch database pgbench calls, in alternating runs (A B C, C B A...):
- *   A  transfer_create, one transfer per transaction, 32 clients (as before issue 21);
+ *   A  transfer_create, one transfer per transaction, 32 clients (no group commit);
  *   B  transfer_create_batch with 8 transfers per call, 8 clients (64 transfers in flight);
  *   C  transfer_create_batch with 32 transfers per call, 4 clients.
  * Each prints transfers per second and PostgreSQL CPU per transfer.

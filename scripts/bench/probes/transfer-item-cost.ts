@@ -1,5 +1,5 @@
 /**
- * A probe, not a benchmark (`make bench` does not run it), for issue 21 item 2: what does each
+ * A probe, not a benchmark (`make bench` does not run it): what does each
  * part of one transfer cost the database? pgbench calls transfer_create (one per transaction,
  * 32 clients, a fresh key per call) on a scratch database, in alternating order
  * (A B C D, D C B A, ...), PROBE_SECONDS each:
@@ -12,7 +12,7 @@
  *      the function that writes the key into transfers.probe_key, under a unique index on
  *      (sender_user_id, probe_key), and no idempotency_keys row; its look-ups of that table
  *      stay and find nothing, so E is a lower bound of what the change saves);
- *   F  without the transfer's event (issue 23: the outbox trigger `transfers_record_event`
+ *   F  without the transfer's event (the outbox trigger `transfers_record_event`
  *      disabled): A minus F is what writing one event per transfer costs.
  * PROBE_VARIANTS=A,F runs only those (by letter).
  * By default 30 s per run and 4 rounds (A B C D E, E D C B A, ...): long enough to beat the

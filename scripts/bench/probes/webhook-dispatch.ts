@@ -1,6 +1,6 @@
 /**
- * A probe, not a benchmark (`make bench` does not run it), for issue 23 item 6 ("enqueue inside
- * the transaction of the change where the engine allows it"): what the outbox scan (the
+ * A probe, not a benchmark (`make bench` does not run it), for the choice of where a delivery
+ * is enqueued (inside the transaction of the change, or by a scan): what the outbox scan (the
  * `webhooks.dispatch-due` job every WEBHOOK_DISPATCH_INTERVAL_SECONDS) costs in latency, and
  * what a wake-up job enqueued with pg-boss inside each change's transaction would cost per change.
  * - latency: PROBE_EVENTS changes (an organisation row updated and its event recorded, one

@@ -38,7 +38,7 @@ async function main(): Promise<void> {
   });
   await app.services.ready();
   const server = http.createServer(app).listen(config.port, () => process.stdout.write(`LISTENING ${config.port}\n`));
-  // The bench asks for the group commits' batch sizes so far (issue 21): index = size, value = batches.
+  // The bench asks for the group commits' batch sizes so far: index = size, value = batches.
   process.on('SIGUSR2', () => {
     const { sizes, batchesFailed } = app.services.transfers.batcher;
     const postings = { sizes: Array.from(app.services.postings.sizes, (n) => n ?? 0), failed: app.services.postings.batchesFailed };

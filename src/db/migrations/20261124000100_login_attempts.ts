@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Failed logins, counted per account and source address (issue 26): `subject` is the account
+ * Failed logins, counted per account and source address: `subject` is the account
  * (`u:<user id>`), or for an identifier nobody has, `i:<sha256 of the identifier>`, so an
  * unknown identifier is counted and locked exactly like an account and the answers never say
  * which exists. `source` is the client address, or `*` for the account as a whole.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Issue 26, finding 2: a reference in an unsigned payment-page URL is whatever the customer's
+ * A reference in an unsigned payment-page URL is whatever the customer's
  * browser sent, so it is kept apart as `customer_reference` (a note, never matched against
  * orders). `reference` holds only references the merchant fixed: the link's own, or one a
  * signed URL carried; only those reserve an order (one pending or succeeded payment each).

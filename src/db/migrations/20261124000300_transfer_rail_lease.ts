@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Who hands a pending bank or mobile-money transfer to its rail, and until when (issue 26.10).
+ * Who hands a pending bank or mobile-money transfer to its rail, and until when.
  * The instance that hands it over first sets `rail_lease_until` (claimed with FOR UPDATE SKIP
  * LOCKED by the resume sweep, or by a conditional update right after the transfer is created);
  * no other instance hands it over again before the lease ends, so several instances sweeping

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Running totals of an account's entries at UTC day starts, for statements (issue 26.11): the
+ * Running totals of an account's entries at UTC day starts, for statements: the
  * balance, credits, debits and count of every entry booked before `at`. A statement page adds
  * to the checkpoint of its day only that day's entries, so it costs the same in year five as
  * in week one, instead of summing the account's whole history before `from`.

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { applyDatabaseFunctions } from '../database-functions';
 
 /**
- * Issue 21 (SQL as code) and issue 26 finding 7: the database's functions now live in their
- * modules as `.sql` files (src/modules/<area>/sql/), applied here with CREATE OR REPLACE and
+ * SQL as code: the database's functions live in their modules as `.sql` files
+ * (src/modules/<area>/sql/), so a review reads what runs; applied here with CREATE OR REPLACE and
  * pinned to the hash of their text (see src/db/database-functions.ts). transfer_create answers
  * a finished key as finished before it refuses on the key's lock; transfer_create_batch is
  * the group commit of POST /transfers.

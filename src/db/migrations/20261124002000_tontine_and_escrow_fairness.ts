@@ -1,15 +1,15 @@
 import type { Knex } from 'knex';
 
 /**
- * Issue 20 (escrows and tontines that no party can game).
+ * Escrows and tontines that no party can game.
  *
  * - `tontine_cycles.beneficiary_user_id` may be null: a random tontine draws each cycle's
  *   beneficiary only when that cycle's pot is complete (from the committed seed and the cycle
  *   number), so nobody knows the order while the tontine can still be canceled. A cycle is
  *   never paid out without its beneficiary.
- * - `tontines.draw_per_cycle`: true for random tontines started under that rule (their
- *   `draw_seed` stays secret until the tontine ends); false for tontines started before, whose
- *   whole order was drawn and revealed at the start.
+ * - `tontines.draw_per_cycle`: true for random tontines drawn cycle by cycle (their
+ *   `draw_seed` stays secret until the tontine ends); false for tontines started before this
+ *   migration, whose whole order was drawn and revealed at the start.
  * - `tontines.dissolved_*`: a platform administrator dissolved the tontine (after a payout no
  *   member can end it); the reason is shown to every member.
  * - `escrows.fee_minimum_minor`: the per-currency minimum fee (`ESCROW_MIN_FEE`) agreed at

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 
 /**
- * Issue 23: every state change is an event (the outbox), and partners receive them through
- * signed webhooks.
+ * Every state change is an event (the outbox), and partners receive them through signed
+ * webhooks.
  *
- * - `events` now records every object type (the subject is the event's object), the
+ * - `events` records every object type (the subject is the event's object), the
  *   organisation the object belongs to (null for a user's transfer, escrow or tontine), the
  *   object's own `object_sequence` (1, 2, 3... per object, from `event_sequences`, one row per
  *   object locked by the insert itself) and `data` (`{object, previous_status}`: the object as

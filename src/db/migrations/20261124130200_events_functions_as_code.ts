@@ -2,9 +2,9 @@ import type { Knex } from 'knex';
 import { applyDatabaseFunctions } from '../database-functions';
 
 /**
- * SQL as code for the functions of the events outbox (issue 23): `events_guard` (events are
+ * SQL as code for the functions of the events outbox: `events_guard` (events are
  * append-only but for the snapshot fill and the retention purge), `record_event` (one event
- * with its per-object sequence) and the transfers trigger `transfers_record_event` now live in
+ * with its per-object sequence) and the transfers trigger `transfers_record_event` live in
  * their modules' sql/ folders, pinned here like those of 20261124000500. The texts are those
  * 20261124130100_webhooks created: applying them changes nothing in a database it migrated.
  */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * API keys of organisations (issue 24). A key (`api_keys`) has a name, scopes, an expiry and,
+ * API keys of organisations. A key (`api_keys`) has a name, scopes, an expiry and,
  * once deleted, `revoked_at`; its secrets (`api_key_secrets`) are found by their public id and
  * stored only as an HMAC (hex) under the server's pepper. A key has exactly one current secret
  * (`retires_at` NULL); a roll gives the previous one a `retires_at` (its grace period).

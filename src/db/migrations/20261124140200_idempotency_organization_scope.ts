@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Idempotency keys of an organisation (issue 24): an API key's Idempotency-Key is scoped to its
+ * Idempotency keys of an organisation: an API key's Idempotency-Key is scoped to its
  * organisation and the operation, so every key of one organisation shares them. A row belongs
  * to a user or to an organisation, never both; each owner has its own uniqueness (NULLs never
  * collide in a unique constraint).

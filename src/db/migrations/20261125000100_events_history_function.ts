@@ -4,8 +4,8 @@ import { applyDatabaseFunctions } from '../database-functions';
 /**
  * `events_history` (src/modules/events/sql/events_history.sql): an object's history read with a
  * snapshot of its own, for the statements that lock the object and read its history at once
- * (issue 22: an escrow action reads its history in its lock). A plain subquery there kept the
- * snapshot from before a lock wait and missed the events of the change it waited for.
+ * (an escrow action reads its history in its lock). A plain subquery there would keep the
+ * snapshot from before a lock wait and miss the events of the change it waited for.
  */
 export const FUNCTIONS = {
   events_history: '645886209962f904',

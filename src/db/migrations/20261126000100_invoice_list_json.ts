@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { applyDatabaseFunctions } from '../database-functions';
 
 /**
- * The invoices list renders its JSON in the database (issue 21: parsing 25 columns per
- * document, building two objects per document and serialising them was most of the list's API
+ * The invoices list renders its JSON in the database (parsing 25 columns per document,
+ * building two objects per document and serialising them would be most of the list's API
  * CPU). `format_minor` (src/modules/ledger/sql/format_minor.sql) writes amounts as
  * formatMinor does. The three row types give `row_to_json` the contract's field names in the
  * contract's order, so a row renders as JSON.stringify renders presentDocument's object, byte

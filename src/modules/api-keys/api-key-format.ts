@@ -1,5 +1,5 @@
 /**
- * The API key format (issue 24), pure: no I/O, no clock.
+ * The API key format, pure: no I/O, no clock.
  *
  *   sk_test_ 4kQ9vX2mB7pZ _ <32 random base62> <6-character checksum>
  *   └prefix┘ └public id─┘   └────secret─────┘ └CRC32 in base62────┘

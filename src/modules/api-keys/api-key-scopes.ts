@@ -1,5 +1,5 @@
 /**
- * Scopes of API keys (issue 24), pure. A scope is `<resource>:read` or `<resource>:write`;
+ * Scopes of API keys, pure. A scope is `<resource>:read` or `<resource>:write`;
  * write includes read. Each Business operation names the scope it needs in its `x-access`
  * rule (the contract); the list of resources is the contract's ApiKeyScope enum.
  */

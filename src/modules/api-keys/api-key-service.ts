@@ -52,7 +52,7 @@ function statusOf(key: Pick<ApiKeyRecord, 'revokedAt' | 'expiresAt'>, now: Date)
 }
 
 /**
- * Keys of an organisation's servers (issue 24): created, listed, rolled and revoked by its
+ * Keys of an organisation's servers: created, listed, rolled and revoked by its
  * owner or admin, each change with its event in the same transaction; and the check of a key
  * presented on a request (src/http/authenticate.ts asks), which reads the key's row on every
  * request, so a revocation refuses the key from its commit on.

@@ -1,4 +1,4 @@
-/** Public face of the api-keys module (issue 24): keys of an organisation's servers, their format, hash and scopes. */
+/** Public face of the api-keys module: keys of an organisation's servers, their format, hash and scopes. */
 export { apiKeyHandlers } from './api-key-handlers';
 export { ApiKeyNotActiveError, ApiKeyNotAllowedError, ApiKeyNotFoundError, InsufficientScopeError, TooManyApiKeysError } from './api-key-errors';
 export {

@@ -32,7 +32,7 @@ export interface Me {
 }
 
 /**
- * Login with the lockout policy of issue 26, and the current user.
+ * Login with its lockout policy, and the current user.
  *
  * - Failed attempts are counted per account and source address: LOGIN_MAX_FAILED_ATTEMPTS
  *   failures from one source within LOGIN_LOCK_MINUTES lock that source out of that account

@@ -40,7 +40,7 @@ export function readPartyIdentifier(raw: string, field: IdentifierField): PartyI
 }
 
 /**
- * The one identifier parser (issue 22): an e-mail address or an E.164 telephone number, for
+ * The one identifier parser: an e-mail address or an E.164 telephone number, for
  * login, transfer recipients, escrow counterparties and tontine invitations. Anything else: 400.
  */
 export function parsePartyIdentifier(raw: string, field: IdentifierField): PartyIdentifier {

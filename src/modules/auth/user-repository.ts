@@ -66,8 +66,8 @@ export class UserRepository {
   }
 
   /**
-   * A successful login clears the columns of the lockout before issue 26 (failed attempts now
-   * live in login_attempts, so a lock left there from before never refuses a right password).
+   * A successful login clears users.locked_until and failed_login_count: failed attempts live
+   * in login_attempts, so a value left in those columns never refuses a right password.
    * Returns false when an operator locked or disabled the account in the meantime.
    */
   async recordSuccessfulLogin(id: string): Promise<boolean> {

@@ -26,7 +26,7 @@ export function presentEvent(event: StoredEvent): Schemas['Event'] {
     sequence: event.objectSequence,
     organization_id: event.organizationId,
     actor_user_id: event.actorUserId,
-    // Events recorded before issue 23 carry no snapshot: their history details stand in.
+    // An event recorded without a snapshot (`data` NULL): its history details stand in.
     data: (event.data ?? { object: event.payload, previous_status: null }) as Schemas['Event']['data'],
   };
 }

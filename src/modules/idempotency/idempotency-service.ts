@@ -11,7 +11,7 @@ import type { PostingGroupCommit, PostingRequest } from './posting-group-commit'
  * the key, scopes it to the operationId and the caller, and runs the handler through `perform`,
  * handing it the transaction the key is completed in; the handler names the resource.
  *
- * Rules (IETF draft-ietf-httpapi-idempotency-key-header, Stripe's behaviour, and issue 4):
+ * Rules (IETF draft-ietf-httpapi-idempotency-key-header and Stripe's behaviour):
  * - Keys are scoped to (user, operation) — to (organisation, operation) when an API key calls —
  *   and kept `ttlHours` (>= 24 h, IDEMPOTENCY_TTL_HOURS).
  * - The key is claimed before the effect runs, so checks that depend on stored state
@@ -22,7 +22,7 @@ import type { PostingGroupCommit, PostingRequest } from './posting-group-commit'
  *   statement of ONE transaction, runs the effect in it, and ends it by completing the key row
  *   with the response status, body and resource, on condition that the claim token is still
  *   its own. The claim, the completed key, its request hash and the response therefore commit
- *   or roll back together with the effect (issue 21: one commit per request, not two).
+ *   or roll back together with the effect: one commit per request, not two.
  * - A later request with the same key and the same request hash: 409
  *   `IdempotencyKeyAlreadyProcessed`, `details` {resource_type, resource_id, status} and a
  *   `Location` header; while the first is still running: 409 `ConcurrentOperation` with
@@ -47,7 +47,7 @@ import type { PostingGroupCommit, PostingRequest } from './posting-group-commit'
 export interface IdempotentRequest {
   userId: string;
   /**
-   * Set when an organisation's API key calls (issue 24): the key is scoped to the
+   * Set when an organisation's API key calls: the key is scoped to the
    * organisation (every key of it, not the user who created them) and the operation.
    */
   organizationId?: string;

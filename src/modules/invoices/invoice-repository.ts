@@ -295,7 +295,7 @@ export class InvoiceRepository {
    * Newest first, `limit + 1` rows (the extra one tells whether there is more), each document
    * as the contract's Invoice already rendered as JSON by the database (DOCUMENT_JSON);
    * 400 when the cursor is not one of the organisation's documents. Written as SQL and
-   * prepared, one statement per combination of filters (issue 21: building it with knex was a
+   * prepared, one statement per combination of filters (building it with knex would cost a
    * tenth of the list's CPU, parsing and presenting the rows most of the rest): the same
    * filters as the other reads.
    */

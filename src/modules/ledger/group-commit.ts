@@ -1,5 +1,5 @@
 /**
- * Group commit for money (issue 21): one instance collects the postings that arrive close
+ * Group commit for money: one instance collects the postings that arrive close
  * together and sends them to the database as one function call in one transaction, so that a
  * commit, a WAL flush, a round trip and the Node.js side of one query are paid once per batch
  * instead of once per posting.

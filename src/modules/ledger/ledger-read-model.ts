@@ -207,7 +207,7 @@ export class LedgerReadModel {
    * checkpoint of the bound's UTC day (or the day before, while the day is too recent to be
    * stored) plus that day's entries up to the bound. A missing checkpoint is computed from the
    * nearest stored one (the whole history only the first time) and collected for storing.
-   * What a statement page costs no longer grows with the account's age.
+   * What a statement page costs does not grow with the account's age.
    */
   async cumulative(accountId: string, bound: Bound): Promise<Cumulative> {
     let day = Math.floor(boundTime(bound) / DAY_MS) * DAY_MS;

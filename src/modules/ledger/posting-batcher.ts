@@ -7,7 +7,7 @@ import { ensureAccounts } from './ledger-service';
 import type { AccountIdentity } from './ledger-types';
 
 /**
- * Group commit for the postings that services make in TypeScript (issue 21, item 1): escrow
+ * Group commit for the postings that services make in TypeScript: escrow
  * funding and settlement, tontine contributions and their payouts, payments received. Transfers
  * have their own, in SQL (transfer_create_batch); this one runs the same services' code, so the
  * lifecycle rules stay in one place (src/domain/lifecycle.ts).

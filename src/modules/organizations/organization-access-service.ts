@@ -24,7 +24,7 @@ export class OrganizationAccessService {
   }
 
   /**
-   * The same checks for an API key (issue 24), its scopes in place of a role: another
+   * The same checks for an API key, its scopes in place of a role: another
    * organisation than the key's is a 404 (as for a non-member), an operation keys may not
    * call a 403 ApiKeyNotAllowed, a missing scope a 403 InsufficientScope; then the module,
    * its lock and the organisation's status as for a member.

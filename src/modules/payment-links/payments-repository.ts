@@ -184,7 +184,7 @@ export class PaymentsRepository {
 
   /**
    * Moves a pending payment's settlement to `until` (its own statement, outside any settle
-   * transaction): a payment whose settlement keeps failing no longer comes first in every sweep.
+   * transaction), so a payment whose settlement keeps failing does not come first in every sweep.
    */
   async deferSettlement(paymentId: string, until: Date): Promise<void> {
     await this.db('payments').where({ id: paymentId, status: 'pending' }).update({ settle_after: until, updated_at: this.db.fn.now() });

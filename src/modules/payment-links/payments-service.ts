@@ -35,7 +35,7 @@ export interface PaymentsServiceOptions {
   /** How far the sweep pushes back a payment whose settlement failed (default 60 s). */
   settleRetryMs?: number;
   clock?: Clock;
-  /** The group commit of postings: settlements made close together commit together (issue 21). */
+  /** The group commit of postings: settlements made close together share one commit, paid once per batch. */
   postings?: Pick<PostingBatcher, 'registerLocker' | 'run'>;
 }
 

@@ -30,12 +30,12 @@ export function seedCommitment(seed: string): string {
   return sha256Hex(seed);
 }
 
-/** The draw key of one member in the whole-order draw of tontines started before issue 20. */
+/** The draw key of one member in the whole-order draw (tontines started with `draw_per_cycle` false). */
 export function drawKey(seed: string, userId: string): string {
   return sha256Hex(`${seed}:${userId.toLowerCase()}`);
 }
 
-/** User ids in payout order (cycle 1 first): the whole-order draw of tontines started before issue 20. */
+/** User ids in payout order (cycle 1 first): the whole-order draw (tontines started with `draw_per_cycle` false). */
 export function drawOrder(seed: string, userIds: readonly string[]): string[] {
   return userIds
     .map((userId) => ({ userId, key: drawKey(seed, userId) }))

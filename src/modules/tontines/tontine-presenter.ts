@@ -70,7 +70,7 @@ export function summaryView(tontine: Tontine, facts: { role: TontineRole; member
  * Whether `draw_seed` is public: never before the start (nobody can steer the draw by joining);
  * for a tontine drawn cycle by cycle, only once no draw is left (completed or canceled), so no
  * one can compute a future beneficiary; for one whose whole order was drawn at the start
- * (started before issue 20), from the start.
+ * (`draw_per_cycle` false), from the start.
  */
 function seedRevealed(tontine: Tontine): boolean {
   if (tontine.payoutOrder !== 'random' || tontine.startedAt === null) return false;

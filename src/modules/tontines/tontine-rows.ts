@@ -24,7 +24,7 @@ export interface Tontine {
   startedAt: Date | null;
   completedAt: Date | null;
   canceledAt: Date | null;
-  /** A random tontine started under issue 20's rule: each cycle drawn when its pot is complete, the seed revealed at the end. */
+  /** A random tontine drawn cycle by cycle: each cycle drawn when its pot is complete, the seed revealed at the end. */
   drawPerCycle: boolean;
   /** Set when a platform administrator dissolved it (status `canceled`). */
   dissolutionReason: string | null;

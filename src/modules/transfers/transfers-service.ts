@@ -46,7 +46,7 @@ export type TransferPage = Page<TransferView>;
 const CREATE_ATTEMPTS = 4;
 /**
  * How long a transfer handed to its rail is left to it: no instance hands it over again
- * before (issue 26.10). A transfer still pending after that (its outcome never came: the
+ * before. A transfer still pending after that (its outcome never came: the
  * process that handed it over died, or the rail lost it) is handed over again by one instance.
  */
 export const RAIL_HANDOVER_LEASE_SECONDS = 60;
@@ -59,7 +59,7 @@ export const RAIL_OUTCOME_WAIT_SECONDS = 15 * 60;
 /**
  * A rail outcome whose write meets a lost database connection is written again at once on a
  * new connection, with backoff: up to this many retries (about 3 s in all), instead of waiting
- * for the next resume run (issue 26.9).
+ * for the next resume run, a minute later.
  */
 export const OUTCOME_WRITE_RETRIES = 5;
 
@@ -72,7 +72,7 @@ export interface TransferServiceDeps {
   railLeaseSeconds?: number;
   /** See RAIL_OUTCOME_WAIT_SECONDS. */
   outcomeWaitSeconds?: number;
-  /** Group commit of POST /transfers (issue 21): the window (ms, <= 2) and the largest batch (<= 64). */
+  /** Group commit of POST /transfers: the window (ms, <= 2) and the largest batch (<= 64). */
   batch?: { windowMs?: number; maxItems?: number };
 }
 

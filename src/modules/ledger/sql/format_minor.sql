@@ -4,7 +4,7 @@
 -- gives the result exactly that scale (a division would round past 16 significant digits).
 -- Exponents are 0 to 4 (the currencies table's CHECK); any other gives NULL.
 -- Not STRICT, so PostgreSQL inlines it into the query that calls it (no function call per
--- amount: issue 21, the invoices list renders its JSON in the database); NULL in, NULL out.
+-- amount, and the invoices list renders every amount of its JSON with it); NULL in, NULL out.
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
 -- test/integration/database-functions.test.ts fails when the database's function differs.
 CREATE OR REPLACE FUNCTION format_minor(p_minor bigint, p_exponent smallint) RETURNS text
