@@ -37,7 +37,10 @@ function filesUnder(directory: string): string[] {
   const found: string[] = [];
   for (const entry of fs.readdirSync(path.join(ROOT, directory), { withFileTypes: true })) {
     const relative = path.join(directory, entry.name);
-    if (entry.isDirectory()) found.push(...filesUnder(relative));
+    // Installed packages (scripts/breaking/node_modules) are other projects' text.
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules') found.push(...filesUnder(relative));
+    }
     else if (TEXT.test(entry.name)) found.push(relative);
   }
   return found;
