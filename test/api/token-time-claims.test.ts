@@ -1,8 +1,7 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, type App } from '../support/app';
 import { bearer, createUser } from '../support/factories';
 
 /** Access tokens must carry exp and iat, and may not outlive the configured lifetime (900 s). */

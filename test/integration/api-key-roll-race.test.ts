@@ -19,7 +19,7 @@ describe.runIf(databaseKind() === 'postgres')('two rolls of one API key at once'
     const owner = await createUser();
     const [org] = (await knex('organizations').insert({ name: 'Roll Race SARL' }).returning('id')) as Array<{ id: string }>;
     const orgId = (org as { id: string }).id;
-    const created = await keys.create(orgId, owner.id, { name: 'raced', scopes: ['payments:read'] });
+    const created = await keys.create(knex, orgId, owner.id, { name: 'raced', scopes: ['payments:read'] });
 
     const held = gate();
     const first = gate<string>();

@@ -1,10 +1,9 @@
 import crypto from 'node:crypto';
 import { hash } from '@node-rs/argon2';
-import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
 import { AccountService } from '../../src/modules/accounts';
 import { fundWallet } from '../../src/modules/ledger';
-import { testConfig } from './app';
+import { testConfig, type App } from './app';
 import { testKnex } from './database';
 import { MODULES, type ModuleAccess, type ModuleName, type Role } from '../../src/contract';
 

@@ -13,7 +13,7 @@ export function apiKeyHandlers(apiKeys: ApiKeyService): Handlers<ApiKeyOperation
   return {
     listApiKeys: async ({ organization, query }) => ({ data: await apiKeys.list(organization.id, pageRequest(query)) }),
     async createApiKey({ trx, organization, caller, body }) {
-      const data = await apiKeys.createWithin(trx, organization.id, caller.userId, { name: body.name, scopes: body.scopes, expiresAt: body.expires_at });
+      const data = await apiKeys.create(trx, organization.id, caller.userId, { name: body.name, scopes: body.scopes, expiresAt: body.expires_at });
       return { status: 201, data, message: 'Store the secret now: it is shown only once.', resource: keyResource(organization.id, data) };
     },
     getApiKey: async ({ organization, path }) => ({ data: await apiKeys.get(organization.id, path.keyId) }),

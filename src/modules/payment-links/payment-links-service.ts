@@ -16,6 +16,7 @@ import {
 import { linkView, linkViews } from './link-views';
 import { PaymentLinksRepository, type LinkRecord } from './payment-links-repository';
 import { maxMinorFor, type PaymentLink, type PaymentLinkKind } from './payment-links-types';
+import { paymentLinkSnapshot } from './payment-link-snapshot';
 import { readConnection } from '../../db/read-routing';
 
 export interface CreateLinkInput {
@@ -127,7 +128,7 @@ export class PaymentLinksService {
         requireSignedAmount: input.requireSignedAmount ?? false,
         createdBy: userId,
       });
-      if (createdId) await recordLinkEvent(trx, 'checkout.created', organizationId, createdId, userId, this.clock());
+      if (createdId) await recordLinkEvent(trx, this.options.payUrl, 'checkout.created', organizationId, createdId, userId, this.clock());
       let checkout = await links.findCheckoutForAccount(account.id);
       if (!checkout) throw new Error(`the Checkout of account ${account.id} vanished after a conflicting insert`);
       if (checkout.status === 'inactive') await links.setStatus(checkout.id, 'active');
@@ -188,7 +189,7 @@ export class PaymentLinksService {
         expiresAt,
         createdBy: userId,
       });
-      await recordLinkEvent(trx, 'payment_link.created', organizationId, id, userId, now);
+      await recordLinkEvent(trx, this.options.payUrl, 'payment_link.created', organizationId, id, userId, now);
       return linkView(trx, (await links.findById(organizationId, id)) as LinkRecord, now);
     });
   }
@@ -217,7 +218,7 @@ export class PaymentLinksService {
       if (link.status === 'completed') throw new PaymentLinkNotActive(link.status);
       if (link.status === 'inactive') return link;
       await links.setStatus(linkId, 'inactive');
-      await recordLinkEvent(trx, 'payment_link.deactivated', organizationId, linkId, null, this.clock());
+      await recordLinkEvent(trx, this.options.payUrl, 'payment_link.deactivated', organizationId, linkId, null, this.clock());
       return linkView(trx, (await links.findById(organizationId, linkId)) as LinkRecord, this.clock());
     });
   }
@@ -257,6 +258,7 @@ export class PaymentLinksService {
 }
 
 /** Records a link's event in the transaction of its change; its object is taken just before COMMIT (paymentLinkSnapshot). */
-async function recordLinkEvent(trx: Knex.Transaction, type: string, organizationId: string, linkId: string, actorUserId: string | null, at: Date): Promise<void> {
-  await new EventRepository(trx).record({ subjectType: 'payment_link', subjectId: linkId, type, actorUserId, occurredAt: at, organizationId });
+async function recordLinkEvent(trx: Knex.Transaction, payUrl: string, type: string, organizationId: string, linkId: string, actorUserId: string | null, at: Date): Promise<void> {
+  const snapshot = (db: Knex | Knex.Transaction, id: string, when: Date) => paymentLinkSnapshot(db, id, when, payUrl);
+  await new EventRepository(trx).record({ subjectType: 'payment_link', subjectId: linkId, type, actorUserId, occurredAt: at, organizationId, snapshot });
 }
