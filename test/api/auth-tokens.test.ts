@@ -15,7 +15,7 @@ function b64url(value: object): string {
 
 async function liveSession(): Promise<{ userId: string; sessionId: string; token: string }> {
   const user = await createUser();
-  const tokens = await app.services.sessions.open(user);
+  const tokens = await app.services.sessions.open(testKnex(), user);
   return { userId: user.id, sessionId: tokens.session_id, token: tokens.access_token };
 }
 

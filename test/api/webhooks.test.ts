@@ -371,7 +371,7 @@ describe('SSRF at delivery time (production settings, a real receiver on loopbac
     });
     const org = await createOrganization();
     // Saved while the name resolved to a public address (the check at creation passes)...
-    const endpoint = await strict.create(org.id, { url: `https://rebind.example:${port}/hook`, events: ['*'] });
+    const endpoint = await strict.create(testKnex(), org.id, { url: `https://rebind.example:${port}/hook`, events: ['*'] });
     // ...then the name resolves to loopback, where the receiver listens.
     answers = [];
     const test = await strict.test(org.id, endpoint.id);

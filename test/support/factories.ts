@@ -87,7 +87,7 @@ export async function createMember(org: { id: string }, role: Role): Promise<Tes
 
 /** A real session and a real signed access token, without going through login. */
 export async function accessTokenFor(app: App, user: { id: string; is_admin: boolean }): Promise<string> {
-  const tokens = await app.services.sessions.open(user);
+  const tokens = await app.services.sessions.open(testKnex(), user);
   return tokens.access_token;
 }
 

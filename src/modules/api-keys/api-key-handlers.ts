@@ -19,7 +19,7 @@ export function apiKeyHandlers(apiKeys: ApiKeyService): Handlers<ApiKeyOperation
     getApiKey: async ({ organization, path }) => ({ data: await apiKeys.get(organization.id, path.keyId) }),
     revokeApiKey: async ({ organization, path, caller }) => ({ data: await apiKeys.revoke(organization.id, path.keyId, caller.userId) }),
     async rollApiKey({ trx, organization, path, caller, body }) {
-      const data = await apiKeys.roll(organization.id, path.keyId, caller.userId, body?.expire_current_in_seconds, trx);
+      const data = await apiKeys.roll(trx, organization.id, path.keyId, caller.userId, body?.expire_current_in_seconds);
       return { data, message: 'Store the new secret now: it is shown only once.', resource: keyResource(organization.id, data) };
     },
     async transferApiKey({ trx, organization, path, caller }) {

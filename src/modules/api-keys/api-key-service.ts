@@ -158,11 +158,11 @@ export class ApiKeyService {
   }
 
   async roll(
+    db: Knex | Knex.Transaction,
     organizationId: string,
     keyId: string,
     actorUserId: string,
     expireCurrentInSeconds = DEFAULT_ROLL_GRACE_SECONDS,
-    db: Knex | Knex.Transaction = this.knex,
   ): Promise<ApiKeyWithSecretView> {
     const now = this.clock();
     return withTransaction(db, async (trx) => {

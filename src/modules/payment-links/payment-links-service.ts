@@ -15,7 +15,7 @@ import {
 } from './payment-links-errors';
 import { linkView, linkViews } from './link-views';
 import { PaymentLinksRepository, type LinkRecord } from './payment-links-repository';
-import { maxMinorFor, type PaymentLink, type PaymentLinkKind } from './payment-links-types';
+import { maxMinorFor, publicUrlOf, type PaymentLink, type PaymentLinkKind, type SignedAmountLink } from './payment-links-types';
 import { paymentLinkSnapshot } from './payment-link-snapshot';
 import { readConnection } from '../../db/read-routing';
 
@@ -34,14 +34,6 @@ export interface SignedAmountInput {
   amount: number | string;
   reference: string;
   expiresInSeconds?: number;
-}
-
-export interface SignedAmountLink {
-  link: PaymentLink;
-  amountMinor: bigint;
-  reference: string;
-  expiresAt: Date;
-  url: string;
 }
 
 /** A reference or description shown to customers: printable text only. */
@@ -73,10 +65,6 @@ export function checkAmountForLink(link: PaymentLink, amountMinor: bigint, field
     throw ValidationError.field(field, `The amount must be at most ${show(link.maximumAmountMinor)}.`);
   }
   if (amountMinor > maxMinorFor(link.exponent)) throw ValidationError.field(field, 'The amount is too large.');
-}
-
-export function publicUrlOf(payUrl: string, code: string): string {
-  return `${payUrl}/pay/${code}`;
 }
 
 /** Payment links and the permanent Checkout of an organisation's accounts. */
@@ -143,7 +131,7 @@ export class PaymentLinksService {
   }
 
   /** A one-off link: a fixed amount, or an amount the customer chooses within optional bounds. */
-  createLink(organizationId: string, userId: string, input: CreateLinkInput, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
+  createLink(db: Knex | Knex.Transaction, organizationId: string, userId: string, input: CreateLinkInput): Promise<PaymentLink> {
     const now = this.clock();
     return withTransaction(db, async (trx) => {
       const links = new PaymentLinksRepository(trx);
@@ -209,7 +197,7 @@ export class PaymentLinksService {
   }
 
   /** Links are deactivated, never deleted. Deactivating an inactive link changes nothing. */
-  deactivate(organizationId: string, linkId: string, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
+  deactivate(db: Knex | Knex.Transaction, organizationId: string, linkId: string): Promise<PaymentLink> {
     return withTransaction(db, async (trx) => {
       const links = new PaymentLinksRepository(trx);
       if (!(await links.exists(organizationId, linkId))) throw new PaymentLinkNotFound();
@@ -227,7 +215,7 @@ export class PaymentLinksService {
    * A tamper-proof `link_with_amount`: the amount, the reference and an expiry signed with
    * PAY_SECRET (`sig`, `exp`); the payment page refuses the URL once any of them is edited.
    */
-  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput, db: Knex | Knex.Transaction = this.knex): Promise<SignedAmountLink> {
+  async signAmount(db: Knex | Knex.Transaction, organizationId: string, linkId: string, input: SignedAmountInput): Promise<SignedAmountLink> {
     const now = this.clock();
     const link = await this.getLink(organizationId, linkId, db);
     if (link.status !== 'active') throw new PaymentLinkNotActive(link.status);
