@@ -85,6 +85,17 @@ export class LockedError extends DomainError {
   }
 }
 
+/**
+ * A caller over a rate limit's budget (429 RateLimitExceeded). The limiter has already put its
+ * RateLimit, RateLimit-Policy and Retry-After headers on the response; the error handler keeps
+ * them and writes the envelope.
+ */
+export class RateLimitedError extends DomainError {
+  constructor(message: string) {
+    super('RateLimitExceeded', 'rate_limited', message);
+  }
+}
+
 export class UnavailableError extends DomainError {
   constructor(code: string, message: string, retryAfterSeconds: number) {
     super(code, 'unavailable', message, undefined, { 'Retry-After': String(retryAfterSeconds) });

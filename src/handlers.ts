@@ -45,7 +45,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
   return {
     ...healthHandlers(services.health),
     ...authHandlers(services.auth, services.sessions, (userId) => services.identity.standingOf(userId)),
-    ...identityHandlers(services.identity, services.clock, (userId, trx) => services.sessions.endAllOfClosedAccount(userId, trx)),
+    ...identityHandlers(services.identity, services.clock, (userId, trx) => services.sessions.endAllOfClosedAccount(trx, userId)),
     ...transfersHandlers(services.transfers),
     ...walletsHandlers(services.wallets),
     ...idempotencyHandlers(services.idempotency),

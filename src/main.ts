@@ -8,6 +8,8 @@ import { migrateLatest, openDatabase, type Database } from './db/database';
 import { openReadStandby, type ReadStandby } from './db/read-standby';
 import { seedDemoDataIfEmpty, type SeedReport } from './seed/demo-seed';
 import { createApp, type App } from './http/app';
+import { buildHandlers } from './handlers';
+import { buildServices, type Services } from './services';
 import { memoryRateLimitBackend, redisRateLimitBackend } from './http/rate-limit';
 import { connectRedis } from './http/redis';
 import { Metrics, metricsAddress, serveMetrics } from './http/metrics';
@@ -38,9 +40,9 @@ function listen(server: http.Server, port: number): Promise<number> {
  * development only: seedDemo is never on in production). Written straight to stdout, not
  * through the logger: keys never reach a log line.
  */
-async function seedDemo(database: Database, app: App, logger: Logger): Promise<void> {
+async function seedDemo(database: Database, services: Services, logger: Logger): Promise<void> {
   const seedReport: SeedReport = {};
-  if (!(await seedDemoDataIfEmpty(database.knex, app.services, seedReport))) return;
+  if (!(await seedDemoDataIfEmpty(database.knex, services, seedReport))) return;
   logger.info('demo data seeded');
   if (seedReport.demoApiKey) process.stdout.write(`\nDemo API key of "${seedReport.demoApiKey.organization}" (local only, shown once): ${seedReport.demoApiKey.secret}\n\n`);
 }
@@ -49,6 +51,7 @@ interface Started {
   config: Config;
   logger: Logger;
   database: Database;
+  services: Services;
   app: App;
   redis?: Redis;
   /** The standby of DATABASE_READ_URL, when set. */
@@ -94,20 +97,25 @@ async function start(config: Config, logger: Logger): Promise<Started> {
         return state && state.reachable && Number.isFinite(state.lagMs) ? state.lagMs : -1;
       });
     }
-    const app = createApp({ config, knex: database.knex, logger, rateLimitBackend, redis: started.redis, metrics, reads: started.readStandby?.routing });
+    // The composition root: the services once, then the handlers over them, then the app that routes to both.
+    const services = buildServices({ config, knex: database.knex, redis: started.redis, logger });
+    started.services = services;
+    metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => services.accounts.streams.inUse);
+    services.webhooks.onOutcome((outcome) => metrics.webhookDelivery(outcome));
+    const handlers = buildHandlers(services, { payUrl: config.payUrl });
+    const app = createApp({ config, logger, services, handlers, rateLimitBackend, metrics, reads: started.readStandby?.routing });
     started.app = app;
-    metrics.observeGauge('statement_streams_open', 'CSV statements streaming now.', () => app.services.accounts.streams.inUse);
-    await app.services.ready();
-    if (config.seedDemo) await seedDemo(database, app, logger);
+    await services.ready();
+    if (config.seedDemo) await seedDemo(database, services, logger);
     started.apiServer.on('request', app);
-    started.payServer.on('request', createPayApp({ config, logger, paymentPage: app.services.paymentPage, rateLimitBackend }));
+    started.payServer.on('request', createPayApp({ config, logger, paymentPage: services.paymentPage, rateLimitBackend }));
     const apiPort = await listen(started.apiServer, config.port);
     const payPort = await listen(started.payServer, config.payPort);
     if (config.metrics.port) started.metricsServer = await serveMetrics(metrics, config.metrics, logger);
     const metricsAt = started.metricsServer ? metricsAddress(started.metricsServer) : 'off';
     logger.info({ apiPort, payPort, payUrl: config.payUrl, rateLimitStore: rateLimitBackend.kind, metrics: metricsAt }, 'listening');
     // Last, once the seed is done: on the embedded back-end the queue shares its one connection.
-    started.jobs = await startBackgroundJobs({ knex: database.knex, config, logger, metrics, services: app.services });
+    started.jobs = await startBackgroundJobs({ knex: database.knex, config, logger, metrics, services });
     logger.info('background jobs registered');
     return started as Started;
   } catch (error) {
@@ -116,7 +124,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     started.payServer.close();
     started.metricsServer?.close();
     await started.jobs?.stop({ graceful: false }).catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop the job queue'));
-    await started.app?.services.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
+    await started.services?.shutdown().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not stop background work'));
     started.redis?.disconnect();
     await started.readStandby?.close().catch((stopError: unknown) => logger.error({ err: stopError }, 'could not close the standby'));
     await database.close().then(
@@ -175,7 +183,7 @@ async function shutdown(started: Started, signal: string): Promise<void> {
     const jobsStopped = started.jobs?.stop({ graceful: true, timeoutMs: config.shutdownTimeoutMs }).catch((err: unknown) => logger.error({ err }, 'could not stop the job queue'));
     await Promise.all([closeServer(apiServer), closeServer(payServer), jobsStopped]);
     started.metricsServer?.close();
-    await started.app.services.shutdown();
+    await started.services.shutdown();
   })();
   await Promise.race([drained, deadline]);
   clearTimeout(forced);

@@ -9,8 +9,8 @@ import { DocumentService } from './modules/documents';
 import { PiiCipher } from './pii-cipher';
 import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
-import { EscrowService } from './modules/escrows';
-import { EventsService, WebhookService, registerSnapshot } from './modules/events';
+import { EscrowService, escrowStatusOf, lockEscrowsForPostings } from './modules/escrows';
+import { EventsService, WebhookService } from './modules/events';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
@@ -20,9 +20,9 @@ import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
 import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
-import { PaymentLinksService, PaymentPageService, PaymentsService, paymentLinkSnapshot } from './modules/payment-links';
-import { TontineService, tontineSnapshot } from './modules/tontines';
-import { SandboxRail, TransferService } from './modules/transfers';
+import { PaymentLinksService, PaymentPageService, PaymentsService, lockPaymentsForPostings } from './modules/payment-links';
+import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf, lockTontinesForPostings } from './modules/tontines';
+import { SandboxRail, TransferService, transferStatusOf } from './modules/transfers';
 import { WalletService } from './modules/wallets';
 import { StreamBudget } from './stream-budget';
 
@@ -38,7 +38,12 @@ export interface ServiceDeps {
   now?: Clock;
 }
 
-/** The composition of every service; one place to see what depends on what. */
+/**
+ * The composition of every service, built once by whoever starts the process (src/main.ts, the
+ * seed script, the test support, the bench) and handed to createApp and the jobs: one place to
+ * see what depends on what. Every link between services is made here, explicitly: no service
+ * registers itself with another in its constructor, and no module keeps a registry of its own.
+ */
 export function buildServices(deps: ServiceDeps) {
   const { config, knex, redis } = deps;
   const clock = deps.now ?? systemClock;
@@ -52,21 +57,25 @@ export function buildServices(deps: ServiceDeps) {
     streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
-  // Group commit of the postings made in TypeScript (escrows, tontines, payments received).
+  // Group commit of the postings made in TypeScript (escrows, tontines, payments received), and
+  // how it locks each kind of object an item names (with the ledger accounts its postings touch).
   const postings = new PostingBatcher(knex, {
     onBatch: (size, failed) => {
       if (failed) deps.logger.warn({ size }, 'a batch of postings failed as a whole: its items run again one by one');
     },
   });
+  postings.registerLocker('escrow', lockEscrowsForPostings);
+  postings.registerLocker('tontine', lockTontinesForPostings);
+  postings.registerLocker('payment', lockPaymentsForPostings);
+  // What a replayed Idempotency-Key reports as its resource's status: the resource's own, read now.
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, postings });
+  idempotency.registerResourceStatus('escrow', escrowStatusOf);
+  idempotency.registerResourceStatus('transfer', transferStatusOf);
+  idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, contributionStatusOf);
   const payments = new PaymentsService(knex, accounts, deps.logger, { clock, postings });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
-  // What an event without its object carries as `data.object`, taken just before its COMMIT
-  // (an escrow's events carry theirs: the service builds it in memory).
-  registerSnapshot('tontine', (db, id) => tontineSnapshot(db, id));
-  registerSnapshot('payment_link', (db, id, at) => paymentLinkSnapshot(db, id, at, config.payUrl));
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
   // Personal data at rest: one cipher (PII_ENCRYPTION_KEY) for identity data and uploaded documents.
   const piiCipher = new PiiCipher(config.pii);
@@ -104,8 +113,8 @@ export function buildServices(deps: ServiceDeps) {
     /** The group commit of postings made in TypeScript (escrows, tontines, payments received). */
     postings,
     wallets: new WalletService(knex),
-    escrows: new EscrowService({ knex, idempotency, postings, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
-    tontines: new TontineService({ knex, idempotency, postings, now: deps.now }),
+    escrows: new EscrowService({ knex, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
+    tontines: new TontineService({ knex, now: deps.now }),
     /** The services' clock (presenters that show time-dependent fields read it). */
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),

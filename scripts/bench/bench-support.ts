@@ -283,7 +283,7 @@ export async function createBenchMember(knex: Knex, module: string): Promise<{ o
   const userId = (user as { id: string }).id;
   await knex('memberships').insert({ organization_id: orgId, user_id: userId, role: 'finance_manager' });
   const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', API_KEY_PEPPER: 'bench-api-key-pepper-bench-api-key-pepper-0', PII_ENCRYPTION_KEY: BENCH_PII_KEY, SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox' });
-  const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open({ id: userId, is_admin: false });
+  const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open(knex, { id: userId, is_admin: false });
   return { orgId, userId, token };
 }
 
@@ -300,7 +300,7 @@ export async function fundedProbeParties(knex: Knex, count: number): Promise<voi
   await withTransaction(knex, async (trx) => {
     for (const user of users) await fundWallet(trx, user.id, 'XOF', 1_000_000_000_000n);
   });
-  for (const user of users) await sessions.open({ id: user.id, is_admin: false });
+  for (const user of users) await sessions.open(knex, { id: user.id, is_admin: false });
 }
 
 export interface TransferCreateScript {
@@ -418,7 +418,7 @@ export async function benchUsers(knex: Knex, count: number, prefix: string): Pro
     for (const row of rows) await fundWallet(trx, row.id, 'XOF', 1_000_000_000_000n);
   });
   const users: Array<{ id: string; email: string; token: string }> = [];
-  for (const row of rows) users.push({ ...row, token: (await sessions.open({ id: row.id, is_admin: false })).access_token });
+  for (const row of rows) users.push({ ...row, token: (await sessions.open(knex, { id: row.id, is_admin: false })).access_token });
   return users;
 }
 

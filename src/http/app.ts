@@ -1,15 +1,13 @@
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import helmet from 'helmet';
-import type { Redis } from 'ioredis';
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
-import { buildHandlers, NOT_IMPLEMENTED, POSTING_OPERATIONS } from '../handlers';
+import { NOT_IMPLEMENTED, POSTING_OPERATIONS, type ContractHandlers } from '../handlers';
 import { redactApiKeys } from '../modules/api-keys';
 import { DOCUMENT_MAX_BYTES } from '../modules/documents';
-import { buildServices, type Services } from '../services';
+import type { Services } from '../services';
 import { authenticate, bearerAuthSecurityHandler } from './authenticate';
 import { DOCS_PATH_WITH_SLASH, docsRoutes } from './docs-routes';
 import { fixedHeaders } from './fixed-headers';
@@ -29,25 +27,21 @@ import type { ReadRouting } from '../db/read-routing';
 
 export interface AppDeps {
   config: Config;
-  knex: Knex;
   logger: Logger;
+  /** The services, built once by the caller (buildServices, src/services.ts): the app routes to them and never builds one. */
+  services: Pick<Services, 'accessCheck' | 'apiKeys' | 'organizationAccess' | 'idempotency'>;
+  /** One handler per contract operation (buildHandlers, src/handlers.ts, over the same services). */
+  handlers: ContractHandlers;
+  /** Where the rate-limit counters live; the payment page (PAY_PORT) counts there too. */
   rateLimitBackend: RateLimitBackend;
-  redis?: Redis;
-  /** Built from the others when absent. */
-  services?: Services;
-  /** The services' clock (tests inject one); the system clock when absent. */
-  now?: () => Date;
   /** Prometheus metrics; none are kept when absent. */
   metrics?: Metrics;
   /** Where list and statement reads go (DATABASE_READ_URL); absent: every read on the primary. */
   reads?: ReadRouting;
 }
 
-export interface App extends Express {
-  services: Services;
-  /** Where its rate-limit counters live; the payment page (PAY_PORT) counts there too. */
-  rateLimitBackend: RateLimitBackend;
-}
+/** The API: an Express application, its services and handlers given (AppDeps). */
+export type App = Express;
 
 /** What a request log line says of its request (pino-http hands the serializer its own summary). */
 function requestLogFields(req: { id?: unknown; method?: string; url?: string; remoteAddress?: string; headers?: Record<string, unknown> }) {
@@ -138,26 +132,20 @@ function contractValidator(document: ReturnType<typeof loadOpenApiDocument>, con
   });
 }
 
-/** Builds the API; never listens (tests drive it through supertest). */
+/** Routes the API to the services and handlers it is given; never listens (tests drive it through supertest). */
 export function createApp(deps: AppDeps): App {
-  const { config, knex, logger } = deps;
-  const services = deps.services ?? buildServices({ config, knex, redis: deps.redis, logger, now: deps.now });
+  const { config, logger, services, handlers } = deps;
   const document = loadOpenApiDocument();
   installRouteRegexpCache();
-  const app = express() as unknown as App;
-  app.services = services;
-  app.rateLimitBackend = deps.rateLimitBackend;
+  const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.set('etag', false);
 
-  const handlers = buildHandlers(services, { payUrl: config.payUrl });
   const streamLimits = { stallTimeoutMs: config.statements.streamStallTimeoutMs, maxDurationMs: config.statements.streamMaxDurationMs };
   const securityHeaders = fixedHeaders(helmet());
   const rateLimiter = apiRateLimiter(deps.rateLimitBackend, config.rateLimit);
   if (deps.metrics) app.use(deps.metrics.requestMetrics(operationMatcher(document.parse())));
-  const metrics = deps.metrics;
-  if (metrics) services.webhooks.onOutcome((outcome) => metrics.webhookDelivery(outcome));
   app.use(firstSteps());
   // Ahead of the pipeline, with a per-IP budget of its own: see the getHealth description in the contract.
   app.get('/api/health', securityHeaders, healthRateLimiter(config.rateLimit), healthRoute(handlers.getHealth));

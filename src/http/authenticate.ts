@@ -3,6 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import passport from 'passport';
 import { ExtractJwt, Strategy as JwtStrategy, type VerifiedCallback } from 'passport-jwt';
 import type { Config } from '../config';
+import { UnauthorizedError } from '../errors';
 import { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, type AccessCheck, type AccessTokenPayload } from '../modules/auth';
 import { looksLikeApiKey, type ApiKeyService } from '../modules/api-keys';
 import { clientIp } from './rate-limit';
@@ -142,7 +143,6 @@ function describeFailure(info: unknown): string {
 /** The contract's `bearerAuth` and `apiKeyAuth` schemes: a request to an operation that declares one needs `req.auth` (which of the two: the mount). */
 export function bearerAuthSecurityHandler(req: { auth?: AuthContext; authFailure?: string }): true {
   if (req.auth) return true;
-  const error = new Error(req.authFailure ?? 'Authentication is required: send "Authorization: Bearer <access token>".');
-  (error as Error & { status: number }).status = 401;
-  throw error;
+  // The validator answers a refusal here as its own 401 (its message kept), which the error handler writes.
+  throw new UnauthorizedError(req.authFailure ?? 'Authentication is required: send "Authorization: Bearer <access token>".');
 }

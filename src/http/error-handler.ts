@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { DomainError, type ErrorCategory, type ErrorDetails, type FieldIssue } from '../errors';
+import { DomainError, NotFoundError, type ErrorCategory, type ErrorDetails, type FieldIssue } from '../errors';
 import { operationMatcher } from './operation-matcher';
 import { isConnectionLoss } from '../db/transaction';
 
@@ -112,13 +112,18 @@ export function validationStatusLookup(document: Record<string, unknown>, basePa
   };
 }
 
+/** A path no route answers: a NotFoundError, which the error handler writes (404 NotFound). */
 export function notFoundHandler(): RequestHandler {
-  return (_req, res) => {
-    res.status(404).json({ success: false, error: 'NotFound', message: 'The requested resource does not exist.' });
+  return (_req, _res, next) => {
+    next(new NotFoundError('The requested resource does not exist.'));
   };
 }
 
-/** The only writer of error responses: domain errors, validator and parser errors, the rest as 500. */
+/**
+ * The only writer of error responses: domain errors (the rate limiters' 429 and 503, unknown
+ * paths, refusals of the services), validator and parser errors, the rest as 500. Headers a
+ * middleware put on the response before failing (the limiters' RateLimit and Retry-After) stay.
+ */
 export function errorHandler(logger: Logger, validationStatus: ValidationStatusLookup = () => undefined): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     if (res.headersSent) {

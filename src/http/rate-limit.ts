@@ -3,6 +3,7 @@ import { ipKeyGenerator, MemoryStore, rateLimit, type ClientRateLimitInfo, type 
 import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { RateLimitConfig } from '../config';
+import { DomainError, RateLimitedError, UnavailableError } from '../errors';
 import { loginIdentifierKey } from '../modules/auth';
 import { FixedWindowCounter, partitionKey } from './fixed-window-counter';
 import { RATE_LIMITED_BY } from './metrics';
@@ -103,10 +104,6 @@ export function redisRateLimitBackend(redis: Redis, namespace = ''): RateLimitBa
   };
 }
 
-function rateLimited(message: string): { success: false; error: string; message: string } {
-  return { success: false, error: 'RateLimitExceeded', message };
-}
-
 const IPV4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i;
 
 /**
@@ -125,13 +122,19 @@ function limiter(backend: RateLimitBackend, name: string, options: Pick<Options,
   return rateLimit({ ...options, identifier: name, standardHeaders: 'draft-8', legacyHeaders: false, store: backend.createStore(name) });
 }
 
-/** The API's 429: the error envelope, and the limiter's name for the metrics. */
+/**
+ * The API's 429: the limiter's name for the metrics, and a RateLimitedError for the one error
+ * handler to write (its headers are already on the response).
+ */
 function refuseWithEnvelope(name: string, message: string): Options['handler'] {
-  return (_req, res, _next, options) => {
+  return (_req, res, next) => {
     res.locals[RATE_LIMITED_BY] = name;
-    res.status(options.statusCode).json(rateLimited(message));
+    next(new RateLimitedError(message));
   };
 }
+
+/** Retry-After of a fail-closed limiter's 503 while its store cannot count. */
+const STORE_DOWN_RETRY_AFTER_SECONDS = 30;
 
 /**
  * The general limiter: one bucket per authenticated user (so an integrator's server behind
@@ -179,23 +182,19 @@ export function loginRateLimiter(backend: RateLimitBackend, config: RateLimitCon
 }
 
 /**
- * Runs `first` then `second`; when the store cannot count, answers 503 rather than letting
- * uncounted requests through (password guesses, paid messages).
+ * Runs `first` then `second`; when the store cannot count, refuses with 503 (an UnavailableError
+ * for the error handler) rather than letting uncounted requests through (password guesses, paid
+ * messages). A limiter's own refusal (RateLimitedError) goes on as it is.
  */
 function bothFailClosed(first: RequestHandler, second: RequestHandler, what: string): RequestHandler {
   const failClosed = (limit: RequestHandler): RequestHandler => (req, res, next) => {
     limit(req, res, (err?: unknown) => {
-      if (err) {
-        req.log?.warn({ err }, `${what.toLowerCase()} rate-limit store unavailable; refusing the request`);
-        res.setHeader('Retry-After', '30');
-        res.status(503).json({
-          success: false,
-          error: 'ServiceUnavailable',
-          message: `${what} is temporarily unavailable. Retry after the time in Retry-After.`,
-        });
+      if (err === undefined || err instanceof DomainError) {
+        next(err);
         return;
       }
-      next();
+      req.log?.warn({ err }, `${what.toLowerCase()} rate-limit store unavailable; refusing the request`);
+      next(new UnavailableError('ServiceUnavailable', `${what} is temporarily unavailable. Retry after the time in Retry-After.`, STORE_DOWN_RETRY_AFTER_SECONDS));
     });
   };
   const [firstLimit, secondLimit] = [failClosed(first), failClosed(second)];
@@ -255,7 +254,7 @@ export function healthRateLimiter(config: RateLimitConfig): RequestHandler {
     }
     res.setHeader('Retry-After', String(secondsLeft));
     res.locals[RATE_LIMITED_BY] = name;
-    res.status(429).json(rateLimited('Too many health requests: wait for the time in Retry-After, then retry.'));
+    next(new RateLimitedError('Too many health requests: wait for the time in Retry-After, then retry.'));
   };
 }
 

@@ -16,7 +16,7 @@ export interface SeedReport {
 export async function seedApiKeys(trx: Knex.Transaction, services: Services, report: SeedReport): Promise<void> {
   const organizationId = await findDemoOrganizationId(trx);
   const ownerId = await findDemoUserId(trx, DEMO_USERS[0]!.email);
-  const key = await services.apiKeys.createWithin(trx, organizationId, ownerId, {
+  const key = await services.apiKeys.create(trx, organizationId, ownerId, {
     name: 'Demo shop server',
     scopes: ['payment_links:write', 'payments:read', 'invoices:write', 'accounts:read', 'network_status:read'],
   });

@@ -83,10 +83,10 @@ export async function seedEscrows(trx: Knex.Transaction, services: Services): Pr
   for (const demo of DEMO_ESCROWS) {
     const buyer: Caller = { userId: await findDemoUserId(trx, demo.buyer), sessionId: '', isAdmin: false };
     const seller: Caller = { userId: await findDemoUserId(trx, demo.seller), sessionId: '', isAdmin: false };
-    const created = await services.escrows.createInTransaction(trx, buyer, { ...demo.input, role: 'buyer', counterpartyIdentifier: demo.seller });
+    const created = await services.escrows.create(trx, buyer, { ...demo.input, role: 'buyer', counterpartyIdentifier: demo.seller });
     for (const [who, command] of demo.steps) {
       const caller = who === 'buyer' ? buyer : who === 'seller' ? seller : administrator;
-      await services.escrows.actInTransaction(trx, caller, created.escrow.id, command);
+      await services.escrows.act(trx, caller, created.id, command);
     }
   }
 }

@@ -50,23 +50,23 @@ export async function seedInvoices(trx: Knex.Transaction, _services: Services): 
   const orgId = await findDemoOrganizationId(trx, DEMO_ORGANIZATION_NAME);
   const ownerId = await findDemoUserId(trx, DEMO_USERS[0]!.email);
   const customers = [];
-  for (const customer of DEMO_CUSTOMERS) customers.push(await invoices.createCustomer(orgId, customer));
+  for (const customer of DEMO_CUSTOMERS) customers.push(await invoices.createCustomer(trx, orgId, customer));
   const [awa, sahel, kofi] = customers as [(typeof customers)[number], (typeof customers)[number], (typeof customers)[number]];
 
   const draft = (kind: 'invoice' | 'quote', customerId: string, currency: string, lineItems: ReturnType<typeof lines>, expiresAt?: Date) =>
     invoices.createDocument(trx, orgId, ownerId, { kind, customerId, currency, lineItems, expiresAt });
   const open = async (kind: 'invoice' | 'quote', customerId: string, currency: string, lineItems: ReturnType<typeof lines>, expiresAt?: Date) =>
-    invoices.finalize(orgId, (await draft(kind, customerId, currency, lineItems, expiresAt)).id);
+    invoices.finalize(trx, orgId, (await draft(kind, customerId, currency, lineItems, expiresAt)).id);
 
   // Invoices
   await draft('invoice', awa.id, 'XOF', lines('Display shelves (draft)', 4, '25000'));
   const openInvoice = await open('invoice', awa.id, 'XOF', lines('Monthly stock delivery', 10, '15000'));
   const paid = await open('invoice', sahel.id, 'EUR', lines('Freight consulting, October', 12, '85.50', 2000));
-  await invoices.transition(orgId, paid.id, 'pay');
+  await invoices.transition(trx, orgId, paid.id, 'pay');
   const voided = await open('invoice', kofi.id, 'XOF', lines('Duplicate order', 1, '50000'));
-  await invoices.transition(orgId, voided.id, 'void');
+  await invoices.transition(trx, orgId, voided.id, 'void');
   const uncollectible = await open('invoice', sahel.id, 'XOF', lines('Warehouse rental, Q3', 3, '200000'));
-  await invoices.transition(orgId, uncollectible.id, 'mark_uncollectible');
+  await invoices.transition(trx, orgId, uncollectible.id, 'mark_uncollectible');
 
   // Quotes
   await draft('quote', kofi.id, 'XOF', lines('Shop fitting (draft quote)', 1, '750000'));
@@ -74,15 +74,15 @@ export async function seedInvoices(trx: Knex.Transaction, _services: Services): 
   const accepted = await open('quote', sahel.id, 'EUR', lines('Cold-chain audit', 1, '1450.00', 2000));
   await invoices.acceptQuote(orgId, accepted.id, ownerId);
   const canceled = await open('quote', kofi.id, 'XOF', lines('Delivery van hire', 5, '35000'));
-  await invoices.transition(orgId, canceled.id, 'cancel');
+  await invoices.transition(trx, orgId, canceled.id, 'cancel');
 
   // Credit notes: one issued against the open invoice, one issued then voided against the paid one.
   await invoices.createCreditNote(trx, orgId, openInvoice.id, ownerId, { reason: 'product_unsatisfactory', lineItems: lines('Two damaged crates', 2, '15000') });
   const mistaken = await invoices.createCreditNote(trx, orgId, paid.id, ownerId, { reason: 'duplicate', lineItems: lines('Hour billed twice', 1, '85.50', 2000) });
-  await invoices.transition(orgId, mistaken.id, 'void');
+  await invoices.transition(trx, orgId, mistaken.id, 'void');
 
   const otherOrgId = await findDemoOrganizationId(trx, DEMO_OTHER_ORGANIZATION_NAME);
-  const otherCustomer = await invoices.createCustomer(otherOrgId, { name: 'Client of another company' });
+  const otherCustomer = await invoices.createCustomer(trx, otherOrgId, { name: 'Client of another company' });
   const other = await invoices.createDocument(trx, otherOrgId, ownerId, { kind: 'invoice', customerId: otherCustomer.id, currency: 'XOF', lineItems: lines('Service', 1, '10000') });
-  await invoices.finalize(otherOrgId, other.id);
+  await invoices.finalize(trx, otherOrgId, other.id);
 }

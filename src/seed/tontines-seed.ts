@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { IdempotencyService } from '../modules/idempotency';
 import { TontineService } from '../modules/tontines';
 
 const DAY_MS = 86_400_000;
@@ -31,7 +30,7 @@ export async function seedTontines(trx: Knex.Transaction): Promise<void> {
   const clock = { nowMs: Date.now() };
   // Built on the seed's transaction: every use case joins it, so the seed stays all or nothing.
   const db = trx as unknown as Knex;
-  const tontines = new TontineService({ knex: db, idempotency: new IdempotencyService(db, { ttlHours: 24 }), now: () => new Date(clock.nowMs) });
+  const tontines = new TontineService({ knex: db, now: () => new Date(clock.nowMs) });
   const at = (daysAgo: number) => {
     clock.nowMs = Date.now() - daysAgo * DAY_MS;
   };

@@ -1,7 +1,6 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrganization } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';

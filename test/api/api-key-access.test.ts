@@ -1,10 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import type { ApiKeyScope } from '../../src/contract';
 import { scopeGrants } from '../../src/modules/api-keys';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { API_KEY_SCOPES, createApiKey, expireApiKey, type TestApiKey } from '../support/api-keys';
 import { contractOperations, contractRequest, withContractBody, type ContractOperation } from '../support/contract-requests';
 import { testKnex } from '../support/database';

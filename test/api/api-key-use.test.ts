@@ -2,9 +2,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, composeTestApp, type App } from '../support/app';
 import { API_KEY_SCOPES, createApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrganization } from '../support/factories';
@@ -78,7 +77,7 @@ describe('keys never reach a log line', () => {
       },
     });
     const config = testConfig({ LOG_LEVEL: 'trace' });
-    app = createApp({ config, knex: testKnex(), logger: pino({ level: 'trace' }, capture), rateLimitBackend: memoryRateLimitBackend() });
+    app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: 'trace' }, capture), rateLimitBackend: memoryRateLimitBackend() });
     await app.services.ready();
   });
 

@@ -1,9 +1,8 @@
 import { hash } from '@node-rs/argon2';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { ARGON2_OPTIONS } from '../../src/modules/auth';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, createUser, uniqueEmail, uniquePhone } from '../support/factories';
 

@@ -2,8 +2,7 @@ import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
 
@@ -16,7 +15,7 @@ function b64url(value: object): string {
 
 async function liveSession(): Promise<{ userId: string; sessionId: string; token: string }> {
   const user = await createUser();
-  const tokens = await app.services.sessions.open(user);
+  const tokens = await app.services.sessions.open(testKnex(), user);
   return { userId: user.id, sessionId: tokens.session_id, token: tokens.access_token };
 }
 

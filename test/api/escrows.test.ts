@@ -1,10 +1,9 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { uniquePhone, createCaller, walletBalance, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';

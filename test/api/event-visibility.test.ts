@@ -1,8 +1,7 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ApiKeyScope } from '../../src/contract';
-import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { API_KEY_SCOPES, createApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
 import { bearer, businessPath, createOrganization, memberToken, type TestOrganization } from '../support/factories';

@@ -3,8 +3,7 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { bearer, businessPath, createCaller, createOrganization, memberToken } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
 

@@ -1,9 +1,8 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { EventRepository } from '../../src/modules/events';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, businessPath, createCaller, createOrganization, memberToken, type TestCaller } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';

@@ -1,11 +1,10 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
 import { canonicalDecimal, roundTrips } from '../../src/http/exact-json-numbers';
 import { fundWallet } from '../../src/modules/ledger';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
 

@@ -2,10 +2,9 @@ import pino from 'pino';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKnex } from '../../src/db/database';
-import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
 import { connectRedis } from '../../src/http/redis';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, composeTestApp, type App } from '../support/app';
 import { expectResponseMatchesContract } from '../support/contract-response';
 import { testKnex } from '../support/database';
 import { freePort } from '../support/redis-server';
@@ -36,7 +35,7 @@ describe('foundation: health, contract, error envelope', () => {
   it('GET /api/health answers 503 with the same shape when the database does not answer', async () => {
     const deadKnex = createKnex('postgres://postgres@127.0.0.1:1/none', 'postgres', 1);
     const config = testConfig();
-    const broken = createApp({ config, knex: deadKnex, logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend() });
+    const broken = composeTestApp({ config, knex: deadKnex, logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend() });
     const res = await request(broken).get('/api/health');
     await deadKnex.destroy();
     expect(res.status).toBe(503);
@@ -52,7 +51,7 @@ describe('foundation: health, contract, error envelope', () => {
     const redis = await connectRedis(`redis://127.0.0.1:${port}`, pino({ level: 'silent' }));
     try {
       const config = testConfig();
-      const withoutCache = createApp({ config, knex: testKnex(), logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend(), redis });
+      const withoutCache = composeTestApp({ config, knex: testKnex(), logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend(), redis });
       const res = await request(withoutCache).get('/api/health');
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ success: true, message: 'The cache does not answer.' });

@@ -2,10 +2,9 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
 import { identityJobs } from '../../src/modules/identity';
-import { testConfig } from '../support/app';
+import { testConfig, composeTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { createCaller, type TestCaller } from '../support/factories';
 import { startTestJobs, until } from '../support/jobs';
@@ -28,7 +27,7 @@ beforeAll(async () => {
     },
   });
   const config = testConfig({ LOG_LEVEL: 'trace' });
-  app = createApp({ config, knex: testKnex(), logger: pino({ level: 'trace' }, capture), rateLimitBackend: memoryRateLimitBackend(), now: () => new Date(Date.now() + clockOffsetMs) });
+  app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: 'trace' }, capture), rateLimitBackend: memoryRateLimitBackend(), now: () => new Date(Date.now() + clockOffsetMs) });
   await app.services.ready();
 });
 

@@ -2,9 +2,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
-import { testConfig } from '../support/app';
+import { testConfig, composeTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 
@@ -20,7 +19,7 @@ beforeAll(async () => {
     },
   });
   const config = testConfig({ LOG_LEVEL: 'info' });
-  app = createApp({ config, knex: testKnex(), logger: pino({ level: 'info' }, capture), rateLimitBackend: memoryRateLimitBackend() });
+  app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: 'info' }, capture), rateLimitBackend: memoryRateLimitBackend() });
   await app.services.ready();
 });
 

@@ -3,9 +3,8 @@ import pino from 'pino';
 import request from 'supertest';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { createKnex } from '../../src/db/database';
-import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, composeTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser, uniqueEmail } from '../support/factories';
 
@@ -52,7 +51,7 @@ async function instances(n: number, env: Record<string, string>): Promise<App[]>
       pools.push(knex);
     }
     const config = testConfig(env);
-    const app = createApp({ config, knex, logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend() });
+    const app = composeTestApp({ config, knex, logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend() });
     await app.services.ready();
     apps.push(app);
   }

@@ -1,7 +1,6 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { accessTokenFor, addMember, bearer, createOrganization, createUser, uniquePhone } from '../support/factories';
 
 let app: App;

@@ -3,10 +3,9 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/http/app';
 import { Metrics, startMetricsServer } from '../../src/http/metrics';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
-import { testConfig } from '../support/app';
+import { testConfig, composeTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
 import { startTestJobs, testQueue, until } from '../support/jobs';
@@ -21,7 +20,7 @@ beforeAll(async () => {
   metrics.observePool(testKnex());
   // A tight per-user limit, so one user meets the limiter.
   const config = testConfig({ RATE_LIMIT_AUTHENTICATED: '3' });
-  app = createApp({ config, knex: testKnex(), logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend(), metrics });
+  app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend(), metrics });
   await app.services.ready();
   server = await startMetricsServer(metrics, { host: '127.0.0.1', port: 0 });
   metricsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;

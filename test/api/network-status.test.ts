@@ -1,8 +1,7 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { MAX_VERSION, NetworkStatusService, isStoreTimeout } from '../../src/modules/network-status';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrganization, memberToken } from '../support/factories';
 

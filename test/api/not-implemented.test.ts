@@ -1,9 +1,8 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { OPERATIONS, type OperationId } from '../../src/contract';
 import { NOT_IMPLEMENTED } from '../../src/handlers';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { contractOperations, contractRequest, withContractBody, findOperation } from '../support/contract-requests';
 import { accessTokenFor, bearer, createMember, createOrganization, createUser } from '../support/factories';
 

@@ -1,7 +1,6 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { createApiKey } from '../support/api-keys';
 import { TINY_PDF } from '../support/contract-requests';
 import { testKnex } from '../support/database';

@@ -1,8 +1,7 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import type { Role } from '../../src/contract';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { createApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrganization, createUser, memberToken, type TestUser } from '../support/factories';

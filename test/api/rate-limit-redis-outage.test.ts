@@ -2,10 +2,9 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import request from 'supertest';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { App } from '../../src/http/app';
 import { redisRateLimitBackend } from '../../src/http/rate-limit';
 import { connectRedis } from '../../src/http/redis';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { accessTokenFor, bearer, createUser, type TestUser } from '../support/factories';
 import { freePort, redisServerInstalled, ThrowawayRedis } from '../support/redis-server';
 

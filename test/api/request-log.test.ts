@@ -2,10 +2,9 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
 import { createLogger, resolvedLogFormat } from '../../src/logger';
-import { testConfig } from '../support/app';
+import { testConfig, composeTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
 
@@ -25,7 +24,7 @@ const log = captured();
 
 beforeAll(async () => {
   const config = testConfig({ LOG_LEVEL: 'info' });
-  app = createApp({ config, knex: testKnex(), logger: pino({ level: 'info' }, log.stream), rateLimitBackend: memoryRateLimitBackend() });
+  app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: 'info' }, log.stream), rateLimitBackend: memoryRateLimitBackend() });
   await app.services.ready();
 });
 

@@ -1,9 +1,8 @@
 import pino from 'pino';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { createApp } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
-import { testConfig } from '../support/app';
+import { testConfig, composeTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
 
@@ -17,7 +16,7 @@ async function appWithDrift(nodeEnv: 'test' | 'development') {
   const lines: Array<Record<string, unknown>> = [];
   const logger = pino({ level: 'error' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
   const config = testConfig({ NODE_ENV: nodeEnv, SEED_DEMO: 'false' });
-  const app = createApp({ config, knex: testKnex(), logger, rateLimitBackend: memoryRateLimitBackend() });
+  const app = composeTestApp({ config, knex: testKnex(), logger, rateLimitBackend: memoryRateLimitBackend() });
   await app.services.ready();
   // The drift: the created tontine is answered with a field the contract does not have.
   const tontines = app.services.tontines;

@@ -4,9 +4,8 @@ import knexFactory from 'knex';
 import pino from 'pino';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/http/app';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, composeTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization } from '../support/factories';
 import { bulkCredit } from '../support/org-account-postings';
@@ -145,7 +144,7 @@ describe('no database connection free in time', () => {
     });
     try {
       const config = testConfig();
-      const starved = createApp({ config, knex: deadKnex, logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend() });
+      const starved = composeTestApp({ config, knex: deadKnex, logger: pino({ level: 'silent' }), rateLimitBackend: memoryRateLimitBackend() });
       const token = starved.services.tokens.signAccessToken({ sub: crypto.randomUUID(), sid: crypto.randomUUID(), adm: false });
       const res = await request(starved).get('/api/me').set(bearer(token));
       expect(res.status).toBe(503);

@@ -1,8 +1,7 @@
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
-import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { createApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
 import { createOrganization, uniqueEmail, uniquePhone } from '../support/factories';

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp, testConfig } from '../support/app';
+import { buildTestApp, testConfig, type App } from '../support/app';
+import { testKnex } from '../support/database';
 import { bearer, createUser } from '../support/factories';
 
 /** Access tokens must carry exp and iat, and may not outlive the configured lifetime (900 s). */
@@ -12,7 +12,7 @@ const now = () => Math.floor(Date.now() / 1000);
 
 async function session(): Promise<{ userId: string; sessionId: string }> {
   const user = await createUser();
-  const tokens = await app.services.sessions.open(user);
+  const tokens = await app.services.sessions.open(testKnex(), user);
   return { userId: user.id, sessionId: tokens.session_id };
 }
 

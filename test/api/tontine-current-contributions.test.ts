@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { createCaller, type TestCaller } from '../support/factories';
 import { contribute, createTontine, enrol } from '../support/tontines';
 

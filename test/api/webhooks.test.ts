@@ -5,9 +5,8 @@ import { Webhook } from 'standardwebhooks';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
-import type { App } from '../../src/http/app';
 import { EventRepository, WebhookService } from '../../src/modules/events';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, businessPath, createOrganization, memberToken, type TestOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
@@ -372,7 +371,7 @@ describe('SSRF at delivery time (production settings, a real receiver on loopbac
     });
     const org = await createOrganization();
     // Saved while the name resolved to a public address (the check at creation passes)...
-    const endpoint = await strict.create(org.id, { url: `https://rebind.example:${port}/hook`, events: ['*'] });
+    const endpoint = await strict.create(testKnex(), org.id, { url: `https://rebind.example:${port}/hook`, events: ['*'] });
     // ...then the name resolves to loopback, where the receiver listens.
     answers = [];
     const test = await strict.test(org.id, endpoint.id);

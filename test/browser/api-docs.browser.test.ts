@@ -4,8 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { browserJourneyRuns, CHROMIUM } from '../support/browser';
 
 /**

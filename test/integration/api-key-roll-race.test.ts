@@ -19,17 +19,17 @@ describe.runIf(databaseKind() === 'postgres')('two rolls of one API key at once'
     const owner = await createUser();
     const [org] = (await knex('organizations').insert({ name: 'Roll Race SARL' }).returning('id')) as Array<{ id: string }>;
     const orgId = (org as { id: string }).id;
-    const created = await keys.create(orgId, owner.id, { name: 'raced', scopes: ['payments:read'] });
+    const created = await keys.create(knex, orgId, owner.id, { name: 'raced', scopes: ['payments:read'] });
 
     const held = gate();
     const first = gate<string>();
     const firstRoll = withTransaction(knex, async (trx) => {
-      const rolled = await keys.roll(orgId, created.id, owner.id, 0, trx);
+      const rolled = await keys.roll(trx, orgId, created.id, owner.id, 0);
       first.open(rolled.prefix);
       await held.opened;
     });
     const firstPrefix = await first.opened;
-    const secondRoll = keys.roll(orgId, created.id, owner.id, 0);
+    const secondRoll = keys.roll(knex, orgId, created.id, owner.id, 0);
     await untilWaitingForLock(knex, '%from "api_keys"%for update%');
     held.open();
     await firstRoll;

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService } from '../../src/modules/escrows';
-import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet } from '../../src/modules/ledger';
 import { databaseKind, testKnex } from '../support/database';
 import { serializeEscrowReleaseTests } from '../support/escrows';
@@ -22,7 +21,7 @@ describe.runIf(databaseKind() === 'postgres')('an escrow action that waited for 
   serializeEscrowReleaseTests();
   const knex = testKnex();
   const createCaller = (user: TestUser) => ({ userId: user.id, sessionId: '', isAdmin: false });
-  const escrows = new EscrowService({ knex, idempotency: new IdempotencyService(knex, { ttlHours: 24 }), feeBps: 100, clock: () => new Date() });
+  const escrows = new EscrowService({ knex, feeBps: 100, clock: () => new Date() });
 
   it('sees the events of the action it waited for, in its answer and in the event it writes', { timeout: 30_000 }, async () => {
     const buyer = await createUser();

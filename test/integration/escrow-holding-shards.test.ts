@@ -1,10 +1,9 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
 import { ensureAccount, platformShardOf, PLATFORM_SHARDS, post, walletOf } from '../../src/modules/ledger';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { createCaller, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';

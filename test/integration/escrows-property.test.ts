@@ -1,11 +1,10 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
 import type { Caller } from '../../src/contract';
 import type { EscrowCommand } from '../../src/modules/escrows';
 import { formatMinor, fundWallet } from '../../src/modules/ledger';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser, walletBalance } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';

@@ -1,12 +1,11 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
 import type { Caller } from '../../src/contract';
 import { EscrowService } from '../../src/modules/escrows';
 import { findWallets, fundWallet, setAccountStatus } from '../../src/modules/ledger';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
@@ -27,7 +26,7 @@ beforeAll(async () => {
 
 /** Another API instance's escrow service, with its own clock (the release job runs there). */
 function instanceAt(now: Date): EscrowService {
-  return new EscrowService({ knex, idempotency: app.services.idempotency, feeBps: 100, clock: () => now });
+  return new EscrowService({ knex, feeBps: 100, clock: () => now });
 }
 
 interface Party {

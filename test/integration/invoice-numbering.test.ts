@@ -18,7 +18,7 @@ describe('document numbering', () => {
     const drafts = await Promise.all(
       Array.from({ length: 40 }, () => service.createDocument(testKnex(), org.id, user.id, { kind: 'invoice', customerId: customer.id, currency: 'XOF', lineItems: [line] })),
     );
-    const finalized = await Promise.all(drafts.map((d) => service.finalize(org.id, d.id)));
+    const finalized = await Promise.all(drafts.map((d) => service.finalize(testKnex(), org.id, d.id)));
     const year = new Date().getUTCFullYear();
     const numbers = finalized.map((d) => d.number).sort();
     expect(numbers).toEqual(Array.from({ length: 40 }, (_, i) => `INV-${year}-${String(i + 1).padStart(6, '0')}`));
@@ -31,7 +31,7 @@ describe('document numbering', () => {
     const customer = await createCustomer(org);
     const year = new Date().getUTCFullYear();
     const a = await service.createDocument(testKnex(), org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line] });
-    expect((await service.finalize(org.id, a.id)).number).toBe(`QUO-${year}-000001`);
+    expect((await service.finalize(testKnex(), org.id, a.id)).number).toBe(`QUO-${year}-000001`);
     // A transaction that took the next number and then failed.
     await expect(
       testKnex().transaction(async (trx) => {
@@ -42,9 +42,9 @@ describe('document numbering', () => {
     // A refused finalisation (expired quote) takes none either.
     const b = await service.createDocument(testKnex(), org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line], expiresAt: new Date(Date.now() + 60_000) });
     const late = invoiceService(() => new Date(Date.now() + 120_000));
-    await expect(late.finalize(org.id, b.id)).rejects.toMatchObject({ code: 'QuoteExpired' });
+    await expect(late.finalize(testKnex(), org.id, b.id)).rejects.toMatchObject({ code: 'QuoteExpired' });
     const c = await service.createDocument(testKnex(), org.id, user.id, { kind: 'quote', customerId: customer.id, currency: 'XOF', lineItems: [line] });
-    expect((await service.finalize(org.id, c.id)).number).toBe(`QUO-${year}-000002`);
+    expect((await service.finalize(testKnex(), org.id, c.id)).number).toBe(`QUO-${year}-000002`);
   });
 
   it('keeps separate sequences per organisation', async () => {
@@ -55,7 +55,7 @@ describe('document numbering', () => {
       const user = await createMember(org, 'owner');
       const customer = await createCustomer(org);
       const doc = await service.createDocument(testKnex(), org.id, user.id, { kind: 'invoice', customerId: customer.id, currency: 'XOF', lineItems: [line] });
-      expect((await service.finalize(org.id, doc.id)).number).toBe(`INV-${year}-000001`);
+      expect((await service.finalize(testKnex(), org.id, doc.id)).number).toBe(`INV-${year}-000001`);
     }
   });
 

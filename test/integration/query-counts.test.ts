@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService } from '../../src/modules/escrows';
-import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
 import { TontineService, type TontineView } from '../../src/modules/tontines';
 import { testKnex } from '../support/database';
@@ -59,8 +58,7 @@ async function funded(balance: bigint): Promise<TestUser> {
 const caller = (user: TestUser) => ({ userId: user.id, sessionId: '', isAdmin: false });
 
 describe('a tontine contribution', () => {
-  const idempotency = new IdempotencyService(knex, { ttlHours: 24 });
-  const tontines = new TontineService({ knex, idempotency });
+  const tontines = new TontineService({ knex });
 
   async function started(size: number, payoutOrder: 'join_order' | 'random' = 'join_order'): Promise<{ tontine: TontineView; members: TestUser[] }> {
     const members: TestUser[] = [];
@@ -126,8 +124,7 @@ describe('a tontine contribution', () => {
 });
 
 describe('an escrow action', () => {
-  const idempotency = new IdempotencyService(knex, { ttlHours: 24 });
-  const escrows = new EscrowService({ knex, idempotency, feeBps: 100, clock: () => new Date() });
+  const escrows = new EscrowService({ knex, feeBps: 100, clock: () => new Date() });
 
   async function delivered(): Promise<{ id: string; buyer: TestUser }> {
     const buyer = await funded(1_000_000n);

@@ -5,7 +5,7 @@ import { DomainError } from '../../src/errors';
 import { withTransaction } from '../../src/db/transaction';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet } from '../../src/modules/ledger';
-import { TontineService, type TontineView } from '../../src/modules/tontines';
+import { CONTRIBUTION_RESOURCE, contributionStatusOf, TontineService, type TontineView } from '../../src/modules/tontines';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
@@ -32,7 +32,8 @@ const lateEventsOf = (tontineIds: readonly string[]) => knex('events').whereIn('
 function serviceWithClock(startMs: number) {
   const clock = { nowMs: startMs };
   const idempotency = new IdempotencyService(knex, { ttlHours: 24 });
-  const service = new TontineService({ knex, idempotency, now: () => new Date(clock.nowMs) });
+  idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, contributionStatusOf);
+  const service = new TontineService({ knex, now: () => new Date(clock.nowMs) });
   return { service, clock, idempotency };
 }
 

@@ -1,9 +1,8 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/http/app';
 import { WebhookService, type LookupAll } from '../../src/modules/events';
-import { buildTestApp } from '../support/app';
+import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, businessPath, createOrganization, memberToken } from '../support/factories';
 
@@ -81,8 +80,8 @@ describe('at creation', () => {
       const name = `n${crypto.randomUUID().slice(0, 8)}.hooks.example`;
       answers.set(name, addressOf(host));
       results[host] = {
-        literal: await refusal(service.create(org.id, { url: `https://${host}:28093/h`, events: ['*'] })),
-        resolved: await refusal(service.create(org.id, { url: `https://${name}:28093/h`, events: ['*'] })),
+        literal: await refusal(service.create(testKnex(), org.id, { url: `https://${host}:28093/h`, events: ['*'] })),
+        resolved: await refusal(service.create(testKnex(), org.id, { url: `https://${name}:28093/h`, events: ['*'] })),
       };
     }
     const refused = { name: 'WebhookUrlNotAllowed', details: { reason: 'private_address' } };
@@ -92,7 +91,7 @@ describe('at creation', () => {
   it('public addresses, IPv4 in IPv6 forms included, are accepted', async () => {
     const org = await createOrganization();
     for (const host of PUBLIC_FORMS) {
-      const created = await service.create(org.id, { url: `https://${host}:28093/h`, events: ['*'] });
+      const created = await service.create(testKnex(), org.id, { url: `https://${host}:28093/h`, events: ['*'] });
       expect(created.url, host).toBe(`https://${host}:28093/h`);
       await service.remove(org.id, created.id);
     }
@@ -120,7 +119,7 @@ describe('at delivery', () => {
     for (const host of FORMS) {
       const name = `r${crypto.randomUUID().slice(0, 8)}.hooks.example`;
       answers.set(name, '93.184.216.34');
-      const endpoint = await service.create(org.id, { url: `https://${name}:28093/h`, events: ['*'] });
+      const endpoint = await service.create(testKnex(), org.id, { url: `https://${name}:28093/h`, events: ['*'] });
       answers.set(name, addressOf(host));
       const delivery = await service.test(org.id, endpoint.id);
       errors[host] = { status: delivery.status, error: delivery.attempts[0]?.error };

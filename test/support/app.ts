@@ -1,13 +1,50 @@
 import crypto from 'node:crypto';
+import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import pino from 'pino';
+import type { Knex } from 'knex';
+import pino, { type Logger } from 'pino';
 import { afterAll } from 'vitest';
 import { loadConfig, type Config } from '../../src/config';
-import { createApp, type App } from '../../src/http/app';
+import { buildHandlers } from '../../src/handlers';
+import { createApp } from '../../src/http/app';
+import type { Metrics } from '../../src/http/metrics';
 import { memoryRateLimitBackend, redisRateLimitBackend, type RateLimitBackend } from '../../src/http/rate-limit';
 import { connectRedis } from '../../src/http/redis';
+import { buildServices, type Services } from '../../src/services';
 import { testKnex } from './database';
 import type { ReadRouting } from '../../src/db/read-routing';
+
+/** The API a test drives, with the services it was composed over (a test sets up and checks state through them). */
+export interface App extends Express {
+  services: Services;
+  /** Where its rate-limit counters live; a test's payment page (createPayApp) counts there too. */
+  rateLimitBackend: RateLimitBackend;
+}
+
+export interface ComposeDeps {
+  config: Config;
+  knex: Knex;
+  logger: Logger;
+  rateLimitBackend: RateLimitBackend;
+  redis?: Redis;
+  /** The services' clock; the system clock when absent. */
+  now?: () => Date;
+  metrics?: Metrics;
+  reads?: ReadRouting;
+}
+
+/**
+ * What src/main.ts composes, in the same order (the services once, the handlers over them, then
+ * the app that routes to both), on a test's database, clock and logger.
+ */
+export function composeTestApp(deps: ComposeDeps): App {
+  const { config, metrics } = deps;
+  const services = buildServices({ config, knex: deps.knex, logger: deps.logger, redis: deps.redis, now: deps.now });
+  if (metrics) services.webhooks.onOutcome((outcome) => metrics.webhookDelivery(outcome));
+  const handlers = buildHandlers(services, { payUrl: config.payUrl });
+  const app = createApp({ config, logger: deps.logger, services, handlers, rateLimitBackend: deps.rateLimitBackend, metrics, reads: deps.reads });
+  return Object.assign(app, { services, rateLimitBackend: deps.rateLimitBackend });
+}
 
 export interface TestAppOptions {
   /** Environment overrides, as strings, exactly as process.env would carry them. */
@@ -65,7 +102,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<App> {
   const redisPromise = testRedis();
   const redis = redisPromise ? await redisPromise : undefined;
   if (!backend) backend = redis ? redisRateLimitBackend(redis, `test-${crypto.randomUUID()}:`) : memoryRateLimitBackend();
-  const app = createApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis, now: options.now, reads: options.reads });
+  const app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis, now: options.now, reads: options.reads });
   await app.services.ready();
   return app;
 }

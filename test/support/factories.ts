@@ -1,10 +1,9 @@
 import crypto from 'node:crypto';
 import { hash } from '@node-rs/argon2';
-import type { App } from '../../src/http/app';
 import { withTransaction } from '../../src/db/transaction';
 import { AccountService } from '../../src/modules/accounts';
 import { fundWallet } from '../../src/modules/ledger';
-import { testConfig } from './app';
+import { testConfig, type App } from './app';
 import { testKnex } from './database';
 import { MODULES, type ModuleAccess, type ModuleName, type Role } from '../../src/contract';
 
@@ -88,7 +87,7 @@ export async function createMember(org: { id: string }, role: Role): Promise<Tes
 
 /** A real session and a real signed access token, without going through login. */
 export async function accessTokenFor(app: App, user: { id: string; is_admin: boolean }): Promise<string> {
-  const tokens = await app.services.sessions.open(user);
+  const tokens = await app.services.sessions.open(testKnex(), user);
   return tokens.access_token;
 }
 

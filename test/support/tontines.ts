@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { expect } from 'vitest';
-import type { App } from '../../src/http/app';
 import { testKnex } from './database';
 import type { TestCaller } from './factories';
+import type { App } from './app';
 
 export const TONTINE_BODY = { name: 'Savings circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 10, payout_order: 'join_order' } as const;
 

@@ -2,10 +2,12 @@ import http from 'node:http';
 import pino from 'pino';
 import { loadConfig } from '../../../src/config';
 import { migrateLatest, openDatabase } from '../../../src/db/database';
+import { buildHandlers } from '../../../src/handlers';
 import { createApp } from '../../../src/http/app';
 import { memoryRateLimitBackend, redisRateLimitBackend } from '../../../src/http/rate-limit';
 import { connectRedis } from '../../../src/http/redis';
 import { createLogger } from '../../../src/logger';
+import { buildServices } from '../../../src/services';
 
 /**
  * The real API as `make run` builds it (production settings: no response validation, info
@@ -29,24 +31,25 @@ async function main(): Promise<void> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, embeddedDataDir: 'memory://', poolMax: 20 });
   await migrateLatest(database.knex);
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
+  const services = buildServices({ config, knex: database.knex, logger, redis });
   const app = createApp({
     config,
-    knex: database.knex,
     logger,
-    redis,
+    services,
+    handlers: buildHandlers(services, { payUrl: config.payUrl }),
     rateLimitBackend: redis ? redisRateLimitBackend(redis, `bench-${Date.now()}:`) : memoryRateLimitBackend(),
   });
-  await app.services.ready();
+  await services.ready();
   const server = http.createServer(app).listen(config.port, () => process.stdout.write(`LISTENING ${config.port}\n`));
   // The bench asks for the group commits' batch sizes so far: index = size, value = batches.
   process.on('SIGUSR2', () => {
-    const { sizes, batchesFailed } = app.services.transfers.batcher;
-    const postings = { sizes: Array.from(app.services.postings.sizes, (n) => n ?? 0), failed: app.services.postings.batchesFailed };
+    const { sizes, batchesFailed } = services.transfers.batcher;
+    const postings = { sizes: Array.from(services.postings.sizes, (n) => n ?? 0), failed: services.postings.batchesFailed };
     process.stdout.write(`BATCHES ${JSON.stringify({ sizes: Array.from(sizes, (n) => n ?? 0), failed: batchesFailed, postings })}\n`);
   });
   process.on('SIGTERM', () => {
     server.close(async () => {
-      await app.services.shutdown();
+      await services.shutdown();
       await database.close();
       await redis?.quit();
       process.exit(0);

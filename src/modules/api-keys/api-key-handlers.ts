@@ -13,13 +13,13 @@ export function apiKeyHandlers(apiKeys: ApiKeyService): Handlers<ApiKeyOperation
   return {
     listApiKeys: async ({ organization, query }) => ({ data: await apiKeys.list(organization.id, pageRequest(query)) }),
     async createApiKey({ trx, organization, caller, body }) {
-      const data = await apiKeys.createWithin(trx, organization.id, caller.userId, { name: body.name, scopes: body.scopes, expiresAt: body.expires_at });
+      const data = await apiKeys.create(trx, organization.id, caller.userId, { name: body.name, scopes: body.scopes, expiresAt: body.expires_at });
       return { status: 201, data, message: 'Store the secret now: it is shown only once.', resource: keyResource(organization.id, data) };
     },
     getApiKey: async ({ organization, path }) => ({ data: await apiKeys.get(organization.id, path.keyId) }),
     revokeApiKey: async ({ organization, path, caller }) => ({ data: await apiKeys.revoke(organization.id, path.keyId, caller.userId) }),
     async rollApiKey({ trx, organization, path, caller, body }) {
-      const data = await apiKeys.roll(organization.id, path.keyId, caller.userId, body?.expire_current_in_seconds, trx);
+      const data = await apiKeys.roll(trx, organization.id, path.keyId, caller.userId, body?.expire_current_in_seconds);
       return { data, message: 'Store the new secret now: it is shown only once.', resource: keyResource(organization.id, data) };
     },
     async transferApiKey({ trx, organization, path, caller }) {

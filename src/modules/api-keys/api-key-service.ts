@@ -126,12 +126,12 @@ export class ApiKeyService {
     return this.present(key, this.clock());
   }
 
-  async create(organizationId: string, actorUserId: string, input: NewApiKey): Promise<ApiKeyWithSecretView> {
-    return withTransaction(this.knex, (trx) => this.createWithin(trx, organizationId, actorUserId, input));
+  /** A new key of the organisation, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */
+  async create(db: Knex | Knex.Transaction, organizationId: string, actorUserId: string, input: NewApiKey): Promise<ApiKeyWithSecretView> {
+    return withTransaction(db, (trx) => this.createIn(trx, organizationId, actorUserId, input));
   }
 
-  /** `create` inside the caller's transaction (the demo seed's, the Idempotency-Key's). */
-  async createWithin(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: NewApiKey): Promise<ApiKeyWithSecretView> {
+  private async createIn(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: NewApiKey): Promise<ApiKeyWithSecretView> {
     const now = this.clock();
     const expiresAt = input.expiresAt === undefined ? new Date(now.getTime() + DEFAULT_API_KEY_LIFETIME_DAYS * DAY_MS) : new Date(input.expiresAt);
     if (expiresAt.getTime() <= now.getTime()) throw ValidationError.field('body.expires_at', 'expires_at must be in the future.');
@@ -158,11 +158,11 @@ export class ApiKeyService {
   }
 
   async roll(
+    db: Knex | Knex.Transaction,
     organizationId: string,
     keyId: string,
     actorUserId: string,
     expireCurrentInSeconds = DEFAULT_ROLL_GRACE_SECONDS,
-    db: Knex | Knex.Transaction = this.knex,
   ): Promise<ApiKeyWithSecretView> {
     const now = this.clock();
     return withTransaction(db, async (trx) => {

@@ -14,7 +14,7 @@ export function authHandlers(auth: AuthService, sessions: SessionService, standi
     refreshSession: async ({ body, clientIp, userAgent }) => ({ data: await sessions.refresh(body.refresh_token, { ip: clientIp, userAgent }), headers: NO_STORE }),
     // A session has no URL of its own: a replay names it without a Location.
     logout: async ({ trx, caller }) => ({
-      data: await sessions.logout(caller.sessionId, trx),
+      data: await sessions.logout(trx, caller.sessionId),
       message: 'Logged out.',
       resource: { type: 'session', id: caller.sessionId, status: 'revoked', location: '' },
     }),

@@ -116,7 +116,7 @@ export class AuthService {
 
     const tokens = await withTransaction(this.knex, async (trx) => {
       if (!(await new UserRepository(trx).recordSuccessfulLogin(user.id))) return undefined;
-      return this.sessions.open({ id: user.id, is_admin: user.isAdmin }, trx, { client });
+      return this.sessions.open(trx, { id: user.id, is_admin: user.isAdmin }, { client });
     });
     if (!tokens) {
       // Locked or disabled by an operator between the check and now.

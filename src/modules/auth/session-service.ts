@@ -63,7 +63,7 @@ export class SessionService {
    * A new session and its tokens. `options.client` is kept with it (GET /me/sessions shows it);
    * a refresh names the session it rotates, whose login time the new one keeps.
    */
-  async open(user: { id: string; is_admin: boolean }, trx: Knex | Knex.Transaction = this.knex, options: OpenOptions = {}): Promise<IssuedTokens> {
+  async open(trx: Knex | Knex.Transaction, user: { id: string; is_admin: boolean }, options: OpenOptions = {}): Promise<IssuedTokens> {
     const refresh = this.tokens.newRefreshToken();
     const previous = options.rotatedFrom;
     const session = await new SessionRepository(trx).create({
@@ -108,14 +108,14 @@ export class SessionService {
       const refusal = statusRefusal(user);
       if (refusal) return { error: refusal };
       await sessions.revoke(session.id, 'rotated');
-      return { tokens: await this.open({ id: user.id, is_admin: user.isAdmin }, trx, { rotatedFrom: session, client }) };
+      return { tokens: await this.open(trx, { id: user.id, is_admin: user.isAdmin }, { rotatedFrom: session, client }) };
     });
     if ('error' in outcome) throw outcome.error;
     return outcome.tokens;
   }
 
   /** Ends every session of a closed account, in the closing transaction: every token it handed out is refused at once. */
-  async endAllOfClosedAccount(userId: string, db: Knex | Knex.Transaction): Promise<number> {
+  async endAllOfClosedAccount(db: Knex | Knex.Transaction, userId: string): Promise<number> {
     return new SessionRepository(db).revokeAllOf(userId, 'account_closed');
   }
 
@@ -137,17 +137,17 @@ export class SessionService {
   }
 
   /** Ends one live session of the user at once (its access token is refused from the commit); false when it is not theirs or not live. */
-  revokeOwned(userId: string, sessionId: string, db: Knex | Knex.Transaction = this.knex): Promise<boolean> {
-    return new SessionRepository(db).revokeOwned(sessionId, userId, 'revoked_by_user');
+  revokeOwned(userId: string, sessionId: string): Promise<boolean> {
+    return new SessionRepository(this.knex).revokeOwned(sessionId, userId, 'revoked_by_user');
   }
 
   /** Ends every live session of the user but `exceptSessionId` (when given); returns how many ended. */
-  revokeAll(userId: string, reason: Extract<RevokedReason, 'password_reset' | 'password_changed'>, db: Knex | Knex.Transaction, exceptSessionId?: string): Promise<number> {
+  revokeAll(db: Knex | Knex.Transaction, userId: string, reason: Extract<RevokedReason, 'password_reset' | 'password_changed'>, exceptSessionId?: string): Promise<number> {
     return new SessionRepository(db).revokeAllOf(userId, reason, exceptSessionId);
   }
 
   /** Ends the session of the caller's access token (idempotent). */
-  async logout(sessionId: string, db: Knex | Knex.Transaction = this.knex): Promise<{ session_id: string; revoked: true }> {
+  async logout(db: Knex | Knex.Transaction, sessionId: string): Promise<{ session_id: string; revoked: true }> {
     await new SessionRepository(db).revoke(sessionId, 'logout');
     return { session_id: sessionId, revoked: true };
   }

@@ -31,7 +31,7 @@ const theEscrow =
 /**
  * The escrow actions that move money (funding, and the settlements of accept, refund and
  * resolve): each runs in the group commit of postings, which locks the escrow and its accounts
- * first (EscrowService registers how).
+ * first (lockEscrowsForPostings, wired in src/services.ts).
  */
 export const escrowPostings = { fundEscrow: theEscrow('fund'), acceptEscrow: theEscrow('accept'), refundEscrow: theEscrow('refund'), resolveEscrow: theEscrow('resolve') };
 

@@ -8,8 +8,8 @@ import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository, type HistoryEntry } from '../events';
-import { currencies, parseAmount, shardIdentity, walletIdentity, type AccountIdentity, type PostingBatcher } from '../ledger';
-import type { IdempotencyService } from '../idempotency';
+import { currencies, parseAmount, shardIdentity, walletIdentity, type AccountIdentity, type ObjectLocker } from '../ledger';
+import type { ResourceStatusReader } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
 import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
@@ -49,7 +49,6 @@ export interface EscrowListOptions {
 
 export interface EscrowServiceDeps {
   knex: Knex;
-  idempotency: IdempotencyService;
   /** ESCROW_FEE_BPS: the fee rate agreed by escrows created from now on. */
   feeBps: number;
   /** ESCROW_MIN_FEE: the minimum fee per currency (minor units) agreed by escrows created from now on. */
@@ -58,8 +57,6 @@ export interface EscrowServiceDeps {
   logger?: Pick<Logger, 'error'>;
   /** After a failed automatic release, the job tries that escrow again this much later. */
   releaseRetryMs?: number;
-  /** The group commit of postings: the service tells it how to lock escrows (with their accounts) for a batch. */
-  postings?: Pick<PostingBatcher, 'registerLocker'>;
 }
 
 const COUNTERPARTY_FIELD = { path: 'body.counterparty_identifier', name: 'counterparty_identifier' };
@@ -84,6 +81,20 @@ function accountsTouchedBy(action: string | undefined, escrow: { id: string; buy
   if (action === 'refund') return [holding, buyer];
   return [holding, seller, buyer, fees];
 }
+
+/** The status an escrow's Idempotency-Key reports on a replay: the escrow's own, read now (src/services.ts wires it). */
+export const escrowStatusOf: ResourceStatusReader = (db, id) => new EscrowRepository(db).statusOf(id);
+
+/** How the group commit of postings locks escrows, with the accounts their actions touch (src/services.ts wires it). */
+export const lockEscrowsForPostings: ObjectLocker = async (trx, objects) => {
+  const locked = new Map((await new EscrowRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((escrow) => [escrow.id, escrow]));
+  return {
+    identities: objects.flatMap((object) => {
+      const escrow = locked.get(object.id);
+      return escrow ? accountsTouchedBy(object.action, escrow) : [];
+    }),
+  };
+};
 
 /** What one action changes: the row, and its one event (type and internal payload). */
 interface EscrowChange {
@@ -112,16 +123,6 @@ export class EscrowService {
     this.knex = deps.knex;
     this.now = deps.clock;
     this.releaseRetryMs = deps.releaseRetryMs ?? 60_000;
-    deps.idempotency.registerResourceStatus('escrow', (db, id) => new EscrowRepository(db).statusOf(id));
-    deps.postings?.registerLocker('escrow', async (trx, objects) => {
-      const locked = new Map((await new EscrowRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((escrow) => [escrow.id, escrow]));
-      return {
-        identities: objects.flatMap((object) => {
-          const escrow = locked.get(object.id);
-          return escrow ? accountsTouchedBy(object.action, escrow) : [];
-        }),
-      };
-    });
   }
 
   /** POST /escrows, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */
@@ -129,8 +130,8 @@ export class EscrowService {
     return withTransaction(db, async (trx) => this.present(trx, await this.createInTransaction(trx, caller, input), caller));
   }
 
-  /** Creates an escrow inside the caller's transaction (the demo seed uses it directly). */
-  async createInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, input: CreateEscrowInput): Promise<EscrowWithHistory> {
+  /** Creates an escrow inside `trx`, the escrow with its history (`create` presents it). */
+  private async createInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, input: CreateEscrowInput): Promise<EscrowWithHistory> {
     const currency = await currencies.require(trx, input.currency, 'body.currency');
     const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
     const counterparty = parseCounterparty(input.counterpartyIdentifier);
@@ -143,8 +144,8 @@ export class EscrowService {
     return withTransaction(db, async (trx) => this.present(trx, await this.actInTransaction(trx, caller, escrowId, command), caller));
   }
 
-  /** One action inside the caller's transaction, without idempotency (the demo seed; `act` wraps it). */
-  async actInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string, command: EscrowCommand): Promise<EscrowWithHistory> {
+  /** One action inside `trx`, the escrow with its history (`act` presents it). */
+  private async actInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string, command: EscrowCommand): Promise<EscrowWithHistory> {
     const locked = await new EscrowRepository(trx).lockWithHistory(escrowId);
     const capacities = locked ? capacitiesOf(locked.escrow, caller) : undefined;
     if (!locked || !capacities || capacities.size === 0) throw new EscrowNotFoundError();

@@ -2,9 +2,11 @@ import type { Knex } from 'knex';
 import { Keyset } from '../../db/keyset';
 import { beforeCommitScope, onBeforeCommit } from '../../db/transaction';
 import { patternsMatching } from './event-types';
-import { snapshotOf } from './event-snapshots';
 
 type Db = Knex | Knex.Transaction;
+
+/** Loads an object as the API returns it, inside the transaction of the change. */
+export type SnapshotLoader = (db: Db, objectId: string, at: Date) => Promise<unknown>;
 
 /** Events are listed newest first by their global sequence; the cursor is an event's row id. */
 export const EVENT_PAGES = new Keyset({ table: 'events', alias: 'e', orderBy: ['sequence'], noun: 'an event of this list' });
@@ -40,11 +42,13 @@ export interface NewEvent {
   occurredAt: Date;
   /** The organisation the object belongs to (its webhook endpoints hear about it); null for a user's own object. */
   organizationId?: string | null;
-  /**
-   * The object exactly as the API returns it after the change. When absent, the snapshot
-   * registered for the subject type is taken just before COMMIT (so it sees the whole change).
-   */
+  /** The object exactly as the API returns it after the change. When absent, `snapshot` gives it. */
   object?: unknown;
+  /**
+   * How to read the object when `object` is absent: called just before COMMIT (so it sees the
+   * whole change). An event with neither carries its payload as `data.object`.
+   */
+  snapshot?: SnapshotLoader;
   /** The status before the change; when absent, the status shown by the object's previous event. */
   previousStatus?: string | null;
   /** Deliver to this endpoint only (the `webhook_endpoint.test` event), not to every matching one. */
@@ -174,7 +178,7 @@ export class EventRepository {
       ],
     );
     const row = (result as { rows: EventRow[] }).rows[0] as EventRow;
-    if (!hasObject) await this.snapshotLater({ id: row.id, subjectType: event.subjectType, subjectId: event.subjectId, occurredAt: event.occurredAt, payload: event.payload ?? {} });
+    if (!hasObject) await this.snapshotLater({ id: row.id, subjectType: event.subjectType, subjectId: event.subjectId, occurredAt: event.occurredAt, payload: event.payload ?? {}, snapshot: event.snapshot });
     if (event.onlyEndpointId) {
       await this.db('webhook_deliveries').insert({ endpoint_id: event.onlyEndpointId, event_id: row.id, organization_id: event.organizationId, next_attempt_at: event.occurredAt });
     } else if (event.organizationId) {
@@ -302,12 +306,12 @@ export class EventRepository {
   }
 }
 
-type PendingSnapshot = { id: string; subjectType: EventSubjectType; subjectId: string; occurredAt: Date; payload: Record<string, unknown> };
+type PendingSnapshot = { id: string; subjectType: EventSubjectType; subjectId: string; occurredAt: Date; payload: Record<string, unknown>; snapshot: SnapshotLoader | undefined };
 
 /** Writes each pending event's `data` once: the object as it stands and the status its previous event showed. */
 async function takeSnapshots(db: Db, events: PendingSnapshot[]): Promise<void> {
   for (const event of events) {
-    const object = await snapshotOf(db, event.subjectType, event.subjectId, event.occurredAt);
+    const object = event.snapshot ? await event.snapshot(db, event.subjectId, event.occurredAt) : undefined;
     await db.raw(
       `UPDATE events e SET data = jsonb_build_object('object', ?::jsonb, 'previous_status', ${PREVIOUS_STATUS.replace('< ?', '< e.object_sequence')}) WHERE e.id = ?`,
       [JSON.stringify(object ?? event.payload), event.subjectType, event.subjectId, event.id],

@@ -73,19 +73,19 @@ export function webhookHandlers(webhooks: WebhookService, clock: () => Date, may
       return { data: { object: 'list', data: endpoints.map(endpoint), has_more: false, next_cursor: null } };
     },
     async createWebhookEndpoint({ trx, organization, body }) {
-      const created = await webhooks.create(organization.id, { url: body.url, events: body.events, description: body.description, objectTypes: readable(organization) }, trx);
+      const created = await webhooks.create(trx, organization.id, { url: body.url, events: body.events, description: body.description, objectTypes: readable(organization) });
       return { data: presentEndpointWithSecret(created, clock()), resource: endpointResource(organization.id, created) };
     },
     getWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.get(organization.id, path.endpointId)) }),
     updateWebhookEndpoint: async ({ organization, path, body }) => ({ data: endpoint(await webhooks.update(organization.id, path.endpointId, { ...body, objectTypes: readable(organization) })) }),
     deleteWebhookEndpoint: async ({ organization, path }) => ({ data: endpoint(await webhooks.remove(organization.id, path.endpointId)) }),
     async rotateWebhookEndpointSecret({ trx, organization, path, body }) {
-      const rotated = await webhooks.rotateSecret(organization.id, path.endpointId, body?.expire_current_in_seconds ?? 86_400, trx);
+      const rotated = await webhooks.rotateSecret(trx, organization.id, path.endpointId, body?.expire_current_in_seconds ?? 86_400);
       return { data: presentEndpointWithSecret(rotated, clock()), resource: endpointResource(organization.id, rotated) };
     },
     // The attempt is an HTTP call: it runs once the delivery (and the key) is committed.
     async testWebhookEndpoint({ trx, organization, path }) {
-      const recorded = await webhooks.recordTest(organization.id, path.endpointId, trx);
+      const recorded = await webhooks.recordTest(trx, organization.id, path.endpointId);
       const afterCommit = async () => ({ status: 202 as const, data: presentDelivery(await webhooks.deliver(recorded.id)) });
       return { status: 202, data: presentDelivery(recorded), resource: deliveryResource(organization.id, recorded), afterCommit };
     },
@@ -97,7 +97,7 @@ export function webhookHandlers(webhooks: WebhookService, clock: () => Date, may
       return { data: { object: 'list', data, has_more: hasMore, next_cursor: hasMore ? (data[data.length - 1]?.id ?? null) : null } };
     },
     async retryWebhookDelivery({ trx, organization, path }) {
-      const leased = await webhooks.leaseForRetry(organization.id, path.endpointId, path.deliveryId, trx);
+      const leased = await webhooks.leaseForRetry(trx, organization.id, path.endpointId, path.deliveryId);
       const afterCommit = async () => ({ status: 202 as const, data: presentDelivery(await webhooks.deliver(leased.id)) });
       return { status: 202, data: presentDelivery(leased), resource: deliveryResource(organization.id, leased), afterCommit };
     },

@@ -1,6 +1,5 @@
 /** Public face of the events module: the outbox of every state change, the events API and partner webhooks. */
-export { EventRepository, historyColumn, historyFromColumn, type DomainEvent, type EventSubjectType, type HistoryEntry, type NewEvent, type StoredEvent } from './event-repository';
-export { registerSnapshot, type SnapshotLoader } from './event-snapshots';
+export { EventRepository, historyColumn, historyFromColumn, type DomainEvent, type EventSubjectType, type HistoryEntry, type NewEvent, type SnapshotLoader, type StoredEvent } from './event-repository';
 export { EVENT_OBJECT_TYPES, EVENT_TYPES, isKnownPattern, patternsMatching, type EventType } from './event-types';
 export { presentEvent, publicEventId } from './event-presenter';
 export { EventsService } from './events-service';

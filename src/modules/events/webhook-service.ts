@@ -106,7 +106,7 @@ export class WebhookService {
     return endpoint;
   }
 
-  async create(organizationId: string, input: { url: string; events: string[]; description?: string | null; objectTypes?: readonly string[] }, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
+  async create(db: Knex | Knex.Transaction, organizationId: string, input: { url: string; events: string[]; description?: string | null; objectTypes?: readonly string[] }): Promise<WebhookEndpoint> {
     WebhookService.checkEvents(input.events);
     await this.checkUrl(input.url);
     return withTransaction(db, async (trx) => {
@@ -148,7 +148,7 @@ export class WebhookService {
   }
 
   /** A new secret; the current one keeps signing (beside it) for `expireCurrentInSeconds`. */
-  async rotateSecret(organizationId: string, id: string, expireCurrentInSeconds: number, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookEndpoint> {
+  async rotateSecret(db: Knex | Knex.Transaction, organizationId: string, id: string, expireCurrentInSeconds: number): Promise<WebhookEndpoint> {
     return withTransaction(db, async (trx) => {
       const repo = new WebhookRepository(trx);
       const endpoint = await repo.findEndpoint(organizationId, id, { forUpdate: true });
@@ -166,14 +166,14 @@ export class WebhookService {
 
   /** Records `webhook_endpoint.test` for this endpoint alone and makes its first attempt now. */
   async test(organizationId: string, id: string): Promise<WebhookDelivery> {
-    return this.deliver((await this.recordTest(organizationId, id)).id);
+    return this.deliver((await this.recordTest(this.deps.knex, organizationId, id)).id);
   }
 
   /**
    * The first half of `test`, in `db` (the caller's transaction when it is one): the test event
    * and its delivery, leased for the attempt `deliver` makes once this is committed.
    */
-  async recordTest(organizationId: string, id: string, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookDelivery> {
+  async recordTest(db: Knex | Knex.Transaction, organizationId: string, id: string): Promise<WebhookDelivery> {
     return withTransaction(db, async (trx) => {
       const repo = new WebhookRepository(trx);
       const endpoint = await repo.findEndpoint(organizationId, id);
@@ -202,12 +202,12 @@ export class WebhookService {
 
   /** Sends a delivery again now (whatever its status) and answers it as it stands after that attempt. */
   async retry(organizationId: string, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
-    await this.leaseForRetry(organizationId, endpointId, deliveryId);
+    await this.leaseForRetry(this.deps.knex, organizationId, endpointId, deliveryId);
     return this.deliver(deliveryId);
   }
 
   /** The first half of `retry`, in `db`: the delivery, leased for the attempt `deliver` makes once this is committed. */
-  async leaseForRetry(organizationId: string, endpointId: string, deliveryId: string, db: Knex | Knex.Transaction = this.deps.knex): Promise<WebhookDelivery> {
+  async leaseForRetry(db: Knex | Knex.Transaction, organizationId: string, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
     const repo = new WebhookRepository(db);
     const delivery = (await repo.findEndpoint(organizationId, endpointId)) ? await repo.findDelivery(endpointId, deliveryId) : undefined;
     if (!delivery) throw new NotFoundError('No delivery of this endpoint has this id.');

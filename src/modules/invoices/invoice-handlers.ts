@@ -52,12 +52,12 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
       return { data: presentDocument(created), resource: documentResource(organization.id, created) };
     },
     getInvoice: async ({ organization, path }) => ({ data: presentDocument(await invoices.getDocument(organization.id, path.invoiceId)) }),
-    finalizeInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.finalize(organization.id, path.invoiceId, trx)),
-    payInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'pay', trx)),
+    finalizeInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.finalize(trx, organization.id, path.invoiceId)),
+    payInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(trx, organization.id, path.invoiceId, 'pay')),
     markInvoiceUncollectible: async ({ trx, organization, path }) =>
-      changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'mark_uncollectible', trx)),
-    voidInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'void', trx)),
-    cancelQuote: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(organization.id, path.invoiceId, 'cancel', trx)),
+      changed(organization.id, await invoices.transition(trx, organization.id, path.invoiceId, 'mark_uncollectible')),
+    voidInvoice: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(trx, organization.id, path.invoiceId, 'void')),
+    cancelQuote: async ({ trx, organization, path }) => changed(organization.id, await invoices.transition(trx, organization.id, path.invoiceId, 'cancel')),
     async acceptQuote({ trx, organization, path, caller }) {
       const outcome = await invoices.tryAcceptQuote(trx, organization.id, path.invoiceId, caller.userId);
       // An expired quote is canceled and refused: the cancellation commits, the key stays free.
@@ -74,7 +74,7 @@ export function invoiceHandlers(invoices: InvoiceService): Handlers<InvoiceOpera
       return { data: presentDocument(note), resource: documentResource(organization.id, note) };
     },
     async createCustomer({ trx, organization, body }) {
-      const customer = await invoices.createCustomer(organization.id, { name: body.name, email: body.email, phone: body.phone }, trx);
+      const customer = await invoices.createCustomer(trx, organization.id, { name: body.name, email: body.email, phone: body.phone });
       // A customer has no URL of its own: a replay names it without a Location.
       return { data: presentCustomer(customer), resource: { type: 'customer', id: customer.id, status: 'active', location: '' } };
     },

@@ -107,7 +107,7 @@ export class InvoiceService {
     return { ...doc, exponent: currency.exponent };
   }
 
-  async createCustomer(organizationId: string, input: CreateCustomerInput, db: Knex | Knex.Transaction = this.knex): Promise<Customer> {
+  async createCustomer(db: Knex | Knex.Transaction, organizationId: string, input: CreateCustomerInput): Promise<Customer> {
     return new InvoiceRepository(db).insertCustomer({
       organizationId,
       name: input.name,
@@ -187,7 +187,7 @@ export class InvoiceService {
   }
 
   /** Draft invoice or quote -> open, with its number, issue date and due date or expiry. */
-  async finalize(organizationId: string, id: string, db: Knex | Knex.Transaction = this.knex): Promise<DocumentView> {
+  async finalize(db: Knex | Knex.Transaction, organizationId: string, id: string): Promise<DocumentView> {
     const now = this.now();
     return withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);
@@ -209,7 +209,7 @@ export class InvoiceService {
   }
 
   /** pay, mark_uncollectible, void (invoice or credit note), cancel (quote). */
-  async transition(organizationId: string, id: string, action: Exclude<DocumentAction, 'finalize' | 'accept'>, db: Knex | Knex.Transaction = this.knex): Promise<DocumentView> {
+  async transition(db: Knex | Knex.Transaction, organizationId: string, id: string, action: Exclude<DocumentAction, 'finalize' | 'accept'>): Promise<DocumentView> {
     const now = this.now();
     return withTransaction(db, async (trx) => {
       const repo = new InvoiceRepository(trx);

@@ -78,7 +78,7 @@ export class PasswordService {
       if (!row || row.completed_at) throw new VerificationExpiredError();
       await onboardingRepository.completeReset(trx, row.id);
       await new UserRepository(trx).updatePasswordHash(checked.userId, passwordHash);
-      const revoked = await this.deps.sessions.revokeAll(checked.userId, 'password_reset', trx);
+      const revoked = await this.deps.sessions.revokeAll(trx, checked.userId, 'password_reset');
       await this.deps.notifier.send(trx, messages.passwordChanged(identifier));
       return { sessions_revoked: revoked };
     });
@@ -97,7 +97,7 @@ export class PasswordService {
     if (newPassword === currentPassword) throw new WeakPasswordError('same_as_current');
     assertStrongPassword(newPassword, [contact.email ?? '', contact.phone ?? '']);
     await users.updatePasswordHash(userId, await this.deps.passwords.hash(newPassword));
-    const revoked = await this.deps.sessions.revokeAll(userId, 'password_changed', trx, sessionId);
+    const revoked = await this.deps.sessions.revokeAll(trx, userId, 'password_changed', sessionId);
     const identifier: PartyIdentifier = contact.email ? { kind: 'email', email: contact.email } : { kind: 'phone', phone: contact.phone as string };
     await this.deps.notifier.send(trx, messages.passwordChanged(identifier));
     return { sessions_revoked: revoked };

@@ -103,7 +103,7 @@ export class SignupService {
       // Someone completed a sign-up of this identifier since this one began: this one is spent.
       await onboardingRepository.completeSignup(trx, row.id, user?.id ?? null);
       if (!user) return { error: new VerificationExpiredError() };
-      return { tokens: await this.deps.sessions.open({ id: user.id, is_admin: false }, trx, { client }) };
+      return { tokens: await this.deps.sessions.open(trx, { id: user.id, is_admin: false }, { client }) };
     });
     if ('error' in outcome) throw outcome.error;
     return outcome.tokens;

@@ -47,19 +47,19 @@ export function paymentLinksHandlers(paymentLinks: PaymentLinksService, payments
         expiresAt: body.expires_at,
         requireSignedAmount: body.require_signed_amount,
       };
-      const created = await paymentLinks.createLink(organization.id, caller.userId, input, trx);
+      const created = await paymentLinks.createLink(trx, organization.id, caller.userId, input);
       return { data: link(created), resource: linkResource(organization.id, created) };
     },
     getPaymentLink: async ({ organization, path }) => ({ data: link(await paymentLinks.getLink(organization.id, path.linkId)) }),
     async deactivatePaymentLink({ trx, organization, path }) {
-      const deactivated = await paymentLinks.deactivate(organization.id, path.linkId, trx);
+      const deactivated = await paymentLinks.deactivate(trx, organization.id, path.linkId);
       return { data: link(deactivated), resource: linkResource(organization.id, deactivated) };
     },
     // Signing writes nothing: a replay of its key names the link the URL was signed for. The
     // link is read in the key's transaction (no second connection while it holds one).
     async createSignedPaymentLink({ trx, organization, path, body }) {
       const input = { amount: body.amount, reference: body.reference, expiresInSeconds: body.expires_in_seconds };
-      const signed = await paymentLinks.signAmount(organization.id, path.linkId, input, trx);
+      const signed = await paymentLinks.signAmount(trx, organization.id, path.linkId, input);
       return { data: presentSignedLink(signed), headers: { 'Cache-Control': 'no-store' }, resource: linkResource(organization.id, signed.link) };
     },
     async listPayments({ organization, query }) {

@@ -1,7 +1,6 @@
 import type { components } from '../../contract';
 import { formatMinor, minorToNumber } from '../ledger';
-import { publicUrlOf, type SignedAmountLink } from './payment-links-service';
-import type { Payment, PaymentLink } from './payment-links-types';
+import { publicUrlOf, type Payment, type PaymentLink, type SignedAmountLink } from './payment-links-types';
 
 type ApiPaymentLink = components['schemas']['PaymentLink'];
 type ApiPayment = components['schemas']['Payment'];

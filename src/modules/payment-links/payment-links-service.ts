@@ -15,7 +15,8 @@ import {
 } from './payment-links-errors';
 import { linkView, linkViews } from './link-views';
 import { PaymentLinksRepository, type LinkRecord } from './payment-links-repository';
-import { maxMinorFor, type PaymentLink, type PaymentLinkKind } from './payment-links-types';
+import { maxMinorFor, publicUrlOf, type PaymentLink, type PaymentLinkKind, type SignedAmountLink } from './payment-links-types';
+import { paymentLinkSnapshot } from './payment-link-snapshot';
 import { readConnection } from '../../db/read-routing';
 
 export interface CreateLinkInput {
@@ -33,14 +34,6 @@ export interface SignedAmountInput {
   amount: number | string;
   reference: string;
   expiresInSeconds?: number;
-}
-
-export interface SignedAmountLink {
-  link: PaymentLink;
-  amountMinor: bigint;
-  reference: string;
-  expiresAt: Date;
-  url: string;
 }
 
 /** A reference or description shown to customers: printable text only. */
@@ -72,10 +65,6 @@ export function checkAmountForLink(link: PaymentLink, amountMinor: bigint, field
     throw ValidationError.field(field, `The amount must be at most ${show(link.maximumAmountMinor)}.`);
   }
   if (amountMinor > maxMinorFor(link.exponent)) throw ValidationError.field(field, 'The amount is too large.');
-}
-
-export function publicUrlOf(payUrl: string, code: string): string {
-  return `${payUrl}/pay/${code}`;
 }
 
 /** Payment links and the permanent Checkout of an organisation's accounts. */
@@ -127,7 +116,7 @@ export class PaymentLinksService {
         requireSignedAmount: input.requireSignedAmount ?? false,
         createdBy: userId,
       });
-      if (createdId) await recordLinkEvent(trx, 'checkout.created', organizationId, createdId, userId, this.clock());
+      if (createdId) await recordLinkEvent(trx, this.options.payUrl, 'checkout.created', organizationId, createdId, userId, this.clock());
       let checkout = await links.findCheckoutForAccount(account.id);
       if (!checkout) throw new Error(`the Checkout of account ${account.id} vanished after a conflicting insert`);
       if (checkout.status === 'inactive') await links.setStatus(checkout.id, 'active');
@@ -142,7 +131,7 @@ export class PaymentLinksService {
   }
 
   /** A one-off link: a fixed amount, or an amount the customer chooses within optional bounds. */
-  createLink(organizationId: string, userId: string, input: CreateLinkInput, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
+  createLink(db: Knex | Knex.Transaction, organizationId: string, userId: string, input: CreateLinkInput): Promise<PaymentLink> {
     const now = this.clock();
     return withTransaction(db, async (trx) => {
       const links = new PaymentLinksRepository(trx);
@@ -188,7 +177,7 @@ export class PaymentLinksService {
         expiresAt,
         createdBy: userId,
       });
-      await recordLinkEvent(trx, 'payment_link.created', organizationId, id, userId, now);
+      await recordLinkEvent(trx, this.options.payUrl, 'payment_link.created', organizationId, id, userId, now);
       return linkView(trx, (await links.findById(organizationId, id)) as LinkRecord, now);
     });
   }
@@ -208,7 +197,7 @@ export class PaymentLinksService {
   }
 
   /** Links are deactivated, never deleted. Deactivating an inactive link changes nothing. */
-  deactivate(organizationId: string, linkId: string, db: Knex | Knex.Transaction = this.knex): Promise<PaymentLink> {
+  deactivate(db: Knex | Knex.Transaction, organizationId: string, linkId: string): Promise<PaymentLink> {
     return withTransaction(db, async (trx) => {
       const links = new PaymentLinksRepository(trx);
       if (!(await links.exists(organizationId, linkId))) throw new PaymentLinkNotFound();
@@ -217,7 +206,7 @@ export class PaymentLinksService {
       if (link.status === 'completed') throw new PaymentLinkNotActive(link.status);
       if (link.status === 'inactive') return link;
       await links.setStatus(linkId, 'inactive');
-      await recordLinkEvent(trx, 'payment_link.deactivated', organizationId, linkId, null, this.clock());
+      await recordLinkEvent(trx, this.options.payUrl, 'payment_link.deactivated', organizationId, linkId, null, this.clock());
       return linkView(trx, (await links.findById(organizationId, linkId)) as LinkRecord, this.clock());
     });
   }
@@ -226,7 +215,7 @@ export class PaymentLinksService {
    * A tamper-proof `link_with_amount`: the amount, the reference and an expiry signed with
    * PAY_SECRET (`sig`, `exp`); the payment page refuses the URL once any of them is edited.
    */
-  async signAmount(organizationId: string, linkId: string, input: SignedAmountInput, db: Knex | Knex.Transaction = this.knex): Promise<SignedAmountLink> {
+  async signAmount(db: Knex | Knex.Transaction, organizationId: string, linkId: string, input: SignedAmountInput): Promise<SignedAmountLink> {
     const now = this.clock();
     const link = await this.getLink(organizationId, linkId, db);
     if (link.status !== 'active') throw new PaymentLinkNotActive(link.status);
@@ -257,6 +246,7 @@ export class PaymentLinksService {
 }
 
 /** Records a link's event in the transaction of its change; its object is taken just before COMMIT (paymentLinkSnapshot). */
-async function recordLinkEvent(trx: Knex.Transaction, type: string, organizationId: string, linkId: string, actorUserId: string | null, at: Date): Promise<void> {
-  await new EventRepository(trx).record({ subjectType: 'payment_link', subjectId: linkId, type, actorUserId, occurredAt: at, organizationId });
+async function recordLinkEvent(trx: Knex.Transaction, payUrl: string, type: string, organizationId: string, linkId: string, actorUserId: string | null, at: Date): Promise<void> {
+  const snapshot = (db: Knex | Knex.Transaction, id: string, when: Date) => paymentLinkSnapshot(db, id, when, payUrl);
+  await new EventRepository(trx).record({ subjectType: 'payment_link', subjectId: linkId, type, actorUserId, occurredAt: at, organizationId, snapshot });
 }

@@ -61,3 +61,17 @@ export const MAX_MAJOR_AMOUNT = 1_000_000_000_000n;
 export function maxMinorFor(exponent: number): bigint {
   return MAX_MAJOR_AMOUNT * 10n ** BigInt(exponent) - 1n;
 }
+
+/** A one-off link with a signed amount: the URL a customer opens to pay exactly that amount. */
+export interface SignedAmountLink {
+  link: PaymentLink;
+  amountMinor: bigint;
+  reference: string;
+  expiresAt: Date;
+  url: string;
+}
+
+/** The public address of a link on the payment page. */
+export function publicUrlOf(payUrl: string, code: string): string {
+  return `${payUrl}/pay/${code}`;
+}

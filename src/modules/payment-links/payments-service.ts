@@ -6,7 +6,7 @@ import { withTransaction } from '../../db/transaction';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
 import { EventRepository } from '../events';
-import { clearingIdentity, externalClearingAccount, post, type PostingBatcher } from '../ledger';
+import { clearingIdentity, externalClearingAccount, post, type ObjectLocker, type PostingBatcher } from '../ledger';
 import { presentPayment } from './payment-links-presenter';
 import { PaymentNotFound, PaymentRefused } from './payment-links-errors';
 import { publicLinkView, type PublicPaymentLink } from './link-views';
@@ -36,10 +36,22 @@ export interface PaymentsServiceOptions {
   settleRetryMs?: number;
   clock?: Clock;
   /** The group commit of postings: settlements made close together share one commit, paid once per batch. */
-  postings?: Pick<PostingBatcher, 'registerLocker' | 'run'>;
+  postings?: Pick<PostingBatcher, 'run'>;
 }
 
 export const POSTING_KIND = 'payment_link.payment';
+
+/**
+ * How the group commit of postings locks payments (src/services.ts wires it): a settlement moves
+ * the money from the currency's clearing account to the destination's ledger account.
+ */
+export const lockPaymentsForPostings: ObjectLocker = async (trx, objects) => {
+  const locked = await new PaymentsRepository(trx).lockForPostings(objects.map((object) => object.id));
+  return {
+    identities: [...new Set(locked.map((payment) => payment.currency))].map((currency) => clearingIdentity(currency)),
+    accountIds: locked.flatMap((payment) => (payment.ledgerAccountId ? [payment.ledgerAccountId] : [])),
+  };
+};
 
 /**
  * Payments made on the public payment page, and their status for integrators.
@@ -71,14 +83,6 @@ export class PaymentsService {
     this.sandboxDelayMs = options.sandboxDelayMs ?? 8_000;
     this.settleRetryMs = options.settleRetryMs ?? 60_000;
     this.postings = options.postings;
-    // A settlement moves the money from the currency's clearing account to the destination's ledger account.
-    this.postings?.registerLocker('payment', async (trx, objects) => {
-      const locked = await new PaymentsRepository(trx).lockForPostings(objects.map((object) => object.id));
-      return {
-        identities: [...new Set(locked.map((payment) => payment.currency))].map((currency) => clearingIdentity(currency)),
-        accountIds: locked.flatMap((payment) => (payment.ledgerAccountId ? [payment.ledgerAccountId] : [])),
-      };
-    });
   }
 
   /** The destination account when it can receive money now (active), else undefined. */

@@ -1,5 +1,5 @@
 /** Public face of the tontines module: rotating savings groups on the ledger. */
-export { TontineService, type CreateTontineInput, type TontineServiceDeps } from './tontine-service';
+export { TontineService, CONTRIBUTION_RESOURCE, contributionStatusOf, lockTontinesForPostings, type CreateTontineInput, type TontineServiceDeps } from './tontine-service';
 export { tontineHandlers, tontinePostings, type TontineHandlers } from './tontine-handlers';
 export { cycleDrawKey, drawBeneficiary, drawKey, drawOrder, seedCommitment } from './tontine-draw';
 export { allowedActions, assertAllowed, cycleDueAt, statusAfter, type TontineAction, type TontineSituation, type TontineStatus } from './tontine-lifecycle';

@@ -5,7 +5,7 @@ import { CONTRIBUTION_RESOURCE, type TontineService } from './tontine-service';
 /**
  * The tontine operation that moves money (a contribution, and the pot's payout when it is the
  * cycle's last): it runs in the group commit of postings, which locks the tontine, its pool and
- * the member's wallet first (TontineService registers how).
+ * the member's wallet first (lockTontinesForPostings, wired in src/services.ts).
  */
 export const tontinePostings = {
   contributeToTontine: ({ path, caller }: { path: { tontineId: string }; caller: { userId: string } }) => [{ kind: 'tontine', id: path.tontineId, userId: caller.userId }],

@@ -6,8 +6,8 @@ import { withTransaction } from '../../db/transaction';
 import type { Caller } from '../../contract';
 import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository, type NewEvent } from '../events';
-import type { IdempotencyService } from '../idempotency';
-import { currencies, ensureAccount, parseAmount, walletIdentity, type PostingBatcher } from '../ledger';
+import type { ResourceStatusReader } from '../idempotency';
+import { currencies, ensureAccount, parseAmount, walletIdentity, type ObjectLocker } from '../ledger';
 import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
@@ -27,9 +27,26 @@ import type { TontineScope } from './tontine-scope';
 import { outsiderSituationFrom, situationFrom } from './tontine-situation';
 import { describeState, readTontineState, type TontineState } from './tontine-state';
 import { readConnection } from '../../db/read-routing';
+import { tontineSnapshot } from './tontine-snapshot';
 
 /** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
 export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
+
+/** The status a contribution's Idempotency-Key reports on a replay, read now (src/services.ts wires it). */
+export const contributionStatusOf: ResourceStatusReader = (db, id) => new TontineRepository(db).contributionStatus(id);
+
+/**
+ * How the group commit of postings locks tontines (src/services.ts wires it). A contribution
+ * debits its member's wallet into the pool; a cycle's last one pays the pot to a member the
+ * state decides: every member's wallet is locked ahead (ledger_post locks credited accounts too).
+ */
+export const lockTontinesForPostings: ObjectLocker = async (trx, objects) => {
+  const locked = await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))]);
+  return {
+    identities: locked.flatMap((tontine) => tontine.memberUserIds.map((userId) => walletIdentity(userId, tontine.currency))),
+    accountIds: locked.map((tontine) => tontine.poolAccountId),
+  };
+};
 
 export interface CreateTontineInput {
   name: string;
@@ -42,11 +59,8 @@ export interface CreateTontineInput {
 
 export interface TontineServiceDeps {
   knex: Knex;
-  idempotency: IdempotencyService;
   /** The clock (tests inject one): creation, start, schedule, payments and late marking read it. */
   now?: () => Date;
-  /** The group commit of postings: the service tells it how to lock tontines (with their accounts) for a batch. */
-  postings?: Pick<PostingBatcher, 'registerLocker'>;
 }
 
 
@@ -67,17 +81,6 @@ export class TontineService {
   constructor(private readonly deps: TontineServiceDeps) {
     this.knex = deps.knex;
     this.now = deps.now ?? (() => new Date());
-    deps.idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, (db, id) => new TontineRepository(db).contributionStatus(id));
-    // A contribution debits its member's wallet into the pool; a cycle's last one pays the pot
-    // to a member the state decides: every member's wallet is locked ahead (ledger_post locks
-    // credited accounts too).
-    deps.postings?.registerLocker('tontine', async (trx, objects) => {
-      const locked = await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))]);
-      return {
-        identities: locked.flatMap((tontine) => tontine.memberUserIds.map((userId) => walletIdentity(userId, tontine.currency))),
-        accountIds: locked.map((tontine) => tontine.poolAccountId),
-      };
-    });
   }
 
   /** POST /tontines, in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */
@@ -301,7 +304,7 @@ export class TontineService {
         const late = await repo.markLate(due.id, due.currentCycle, at);
         if (late.length === 0) continue;
         marked += late.length;
-        await events.record({ subjectType: 'tontine', subjectId: due.id, type: 'tontine.contributions_late', actorUserId: null, payload: { cycle: due.currentCycle, user_ids: late }, occurredAt: at });
+        await events.record({ subjectType: 'tontine', subjectId: due.id, type: 'tontine.contributions_late', actorUserId: null, payload: { cycle: due.currentCycle, user_ids: late }, occurredAt: at, snapshot: tontineSnapshot });
       }
       return marked;
     });

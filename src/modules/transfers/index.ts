@@ -1,5 +1,5 @@
 /** Public face of the transfers module: P2P, bank and mobile-money transfers. */
-export { TransferService, type CreateTransferInput, type TransferPage, type TransferView } from './transfers-service';
+export { TransferService, transferStatusOf, type CreateTransferInput, type TransferPage, type TransferView } from './transfers-service';
 export { transfersHandlers } from './transfers-handlers';
 export { SandboxRail, SANDBOX_MAGIC, sandboxOutcome, type PayoutRail, type RailAdapter } from './rails';
 export { parseIdentifier } from './recipient';

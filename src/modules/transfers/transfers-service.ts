@@ -7,7 +7,7 @@ import { toPage, type Page, type PageRequest } from '../../db/keyset';
 import { isConnectionLoss, isRetryableDatabaseError, withTransaction } from '../../db/transaction';
 import { currencies, externalClearingAccount, formatMinor, GroupCommit, insufficientFunds, minorToNumber, parseAmount, platformAccount, post, walletFrozen, walletOf, type Currency } from '../ledger';
 import type { Caller, IdempotencyClaim } from '../../contract';
-import { keyAlreadyProcessed, keyReused, type IdempotencyService } from '../idempotency';
+import { keyAlreadyProcessed, keyReused, type IdempotencyService, type ResourceStatusReader } from '../idempotency';
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
 import { TransfersRepository, type RecipientType, type Transfer, type TransferOutcome, type TransferRail, type TransferRequest, type TransferStatus } from './transfers-repository';
@@ -62,6 +62,9 @@ export const RAIL_OUTCOME_WAIT_SECONDS = 15 * 60;
  * for the next resume run, a minute later.
  */
 export const OUTCOME_WRITE_RETRIES = 5;
+
+/** The status a transfer's Idempotency-Key reports on a replay: the transfer's own, read now (src/services.ts wires it). */
+export const transferStatusOf: ResourceStatusReader = (db, id) => new TransfersRepository(db).statusOf(id);
 
 export interface TransferServiceDeps {
   knex: Knex;
@@ -119,7 +122,6 @@ export class TransferService {
       await this.settle(transferId, outcome);
       this.handedOver.delete(transferId);
     });
-    deps.idempotency.registerResourceStatus('transfer', (db, id) => new TransfersRepository(db).statusOf(id));
   }
 
   /**
