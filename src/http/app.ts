@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
-import { buildHandlers, NOT_IMPLEMENTED, POSTING_OPERATIONS } from '../handlers';
+import { buildHandlers, NOT_IMPLEMENTED, POSTING_OPERATIONS, WRITE_PATH_OPERATIONS } from '../handlers';
 import { redactApiKeys } from '../modules/api-keys';
 import { DOCUMENT_MAX_BYTES } from '../modules/documents';
 import { buildServices, type Services } from '../services';
@@ -183,6 +183,7 @@ export function createApp(deps: AppDeps): App {
     mountOperations({
       handlers,
       postings: POSTING_OPERATIONS,
+      writePath: WRITE_PATH_OPERATIONS,
       notImplemented: NOT_IMPLEMENTED,
       organizationAccess: services.organizationAccess,
       idempotency: services.idempotency,

@@ -35,6 +35,13 @@ const theEscrow =
  */
 export const escrowPostings = { fundEscrow: theEscrow('fund'), acceptEscrow: theEscrow('accept'), refundEscrow: theEscrow('refund'), resolveEscrow: theEscrow('resolve') };
 
+/**
+ * The escrow actions on the one write path (src/modules/writes): each claims its
+ * Idempotency-Key in the statement that locks the escrow, and completes it in the statement
+ * that applies its decision.
+ */
+export const escrowWritePath = ['fundEscrow', 'deliverEscrow', 'acceptEscrow', 'disputeEscrow', 'refundEscrow', 'cancelEscrow', 'resolveEscrow'] as const satisfies readonly EscrowOperation[];
+
 /** The escrow operations of the contract, keyed by operationId (the validator checked every input). */
 export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation> {
   // An action answers 200 with the escrow, in the pipeline's transaction (its Idempotency-Key completes in it).
