@@ -1,11 +1,8 @@
-import { pageRequest, type Caller, type Handlers, type IdempotentResource, type Transaction } from '../../contract';
-import type { EscrowView } from './escrow-presenter';
+import { pageRequest, type Caller, type Handlers, type Transaction } from '../../contract';
+import { escrowResource } from './escrow-presenter';
 import type { EscrowCommand, EscrowService } from './escrow-service';
 
-/** The escrow a request produced or changed, as an Idempotency-Key replay names it. */
-export function escrowResource(escrow: Pick<EscrowView, 'id' | 'status'>): IdempotentResource {
-  return { type: 'escrow', id: escrow.id, status: escrow.status, location: `/api/escrows/${escrow.id}` };
-}
+export { escrowResource };
 
 type EscrowOperation =
   | 'listEscrows'

@@ -14,10 +14,9 @@ import type { IdempotencyService } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
 import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
-import { EVENT_READER, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
+import { EVENT_READER, escrowResource, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
 import { EscrowRepository, toRow, type Escrow, type EscrowWithHistory, type LockedEscrow, type ResolutionOutcome } from './escrow-repository';
 import { checkResolutionShape, feeOf, fundingParties, fundingPosting, postingPlan, resolutionPlan, settle, settlementParties } from './escrow-settlement';
-import { escrowResource } from './escrow-handlers';
 import { readConnection } from '../../db/read-routing';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
