@@ -284,14 +284,6 @@ export class EscrowRepository {
   }
 
   /**
-   * The escrow, locked until the end of the transaction (every state change starts here), and
-   * its history, in the same statement: the change appends its one event to it in memory.
-   */
-  async lockWithHistory(id: string): Promise<EscrowWithHistory | undefined> {
-    return withHistory(await this.db('escrows as e').select('e.*', historyColumn(this.db, 'escrow', 'e.id')).where('e.id', id).forUpdate().first());
-  }
-
-  /**
    * The escrow, locked until the end of the transaction (every state change starts here), with
    * its history and its holding account, in the statement that claims the request's
    * Idempotency-Key first (the one write path: readLocked). The history comes from
@@ -311,11 +303,6 @@ export class EscrowRepository {
   async lockForPostings(ids: readonly string[]): Promise<Array<{ escrow: Escrow; holdingAccountId: string | null }>> {
     const rows = (await this.db('escrows as e').select('e.*', this.db.raw(HOLDING_ACCOUNT)).whereIn('e.id', ids).orderBy('e.id').forUpdate()) as Array<Row & { holding_account_id: string | null }>;
     return rows.map((row) => ({ escrow: toEscrow(row), holdingAccountId: row.holding_account_id }));
-  }
-
-  async update(id: string, changes: Partial<Escrow>): Promise<Escrow> {
-    const [row] = await this.db('escrows').where({ id }).update(toRow(changes)).returning('*');
-    return toEscrow(row as Row);
   }
 
   async statusOf(id: string): Promise<EscrowStatus | undefined> {
