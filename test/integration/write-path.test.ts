@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService } from '../../src/modules/escrows';
 import { IdempotencyService } from '../../src/modules/idempotency';
-import { fundWallet, walletIdentity } from '../../src/modules/ledger';
+import { fundWallet, setAccountStatus, walletIdentity, walletOf } from '../../src/modules/ledger';
 import { applyDecision, CLAIMED, readLocked } from '../../src/modules/writes';
 import { testKnex } from '../support/database';
 import { createUser } from '../support/factories';
@@ -57,6 +57,52 @@ describe('a decision applied by write_apply', () => {
     expect((error as { code?: string }).code).toBe('WRT02');
     expect(await knex('postings').where({ reference: posting.reference }).first()).toBeUndefined();
     expect(await knex('escrows').where({ id }).first('status')).toEqual({ status: 'awaiting_funding' });
+  });
+
+  it('refused for a frozen account names it (AccountFrozen, with its owner for the party); money may reach a frozen wallet only when the posting allows it', async () => {
+    const { id, buyer, seller } = await openEscrow(100_000n);
+    const frozen = await withTransaction(knex, async (trx) => {
+      const wallet = await walletOf(trx, seller, 'XOF');
+      await setAccountStatus(trx, wallet.id, 'frozen');
+      return wallet.id;
+    });
+    const refused = await withTransaction(knex, (trx) => applyDecision(trx, { postings: [transfer(buyer, seller, 1_000n)], answer: { resource: resource(id) } })).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'AccountFrozen', details: { account_id: frozen }, ownerId: seller });
+    const allowed = { ...transfer(buyer, seller, 1_000n), metadata: { escrow_id: id }, allowFrozen: true };
+    const [postingId] = await withTransaction(knex, (trx) => applyDecision(trx, { postings: [allowed], answer: { resource: resource(id) } }));
+    expect(await knex('postings').where({ id: postingId }).first('kind', 'reference', 'metadata')).toEqual({ kind: 'test.write_path', reference: allowed.reference, metadata: { escrow_id: id } });
+    await expectLedgerInvariants(knex);
+  });
+
+  it('recording a posting already recorded is 409 DuplicatePosting, and writes nothing', async () => {
+    const { id, buyer, seller } = await openEscrow(100_000n);
+    const posting = transfer(buyer, seller, 1_000n);
+    await withTransaction(knex, (trx) => applyDecision(trx, { postings: [posting], answer: { resource: resource(id) } }));
+    const again = await withTransaction(knex, (trx) => applyDecision(trx, { postings: [posting], answer: { resource: resource(id) } })).catch((e: unknown) => e);
+    expect(again).toMatchObject({ code: 'DuplicatePosting' });
+    expect(Number(((await knex('postings').where({ reference: posting.reference }).count('* as n').first()) as { n: string }).n)).toBe(1);
+  });
+
+  it('whose key was taken over meanwhile writes nothing: 409 ConcurrentOperation, as the pipeline answers it', async () => {
+    const { id, buyer } = await openEscrow(0n);
+    const key = crypto.randomUUID();
+    const error = await idempotency
+      .perform(
+        { userId: buyer, operation: 'cancelEscrow', key, request: { path: { escrowId: id } } },
+        async (trx) => {
+          await readLocked(trx, `SELECT e.id FROM escrows e WHERE e.id = ? AND ${CLAIMED} FOR UPDATE`, [id]);
+          // Another request's take-over: a new claim token on the key's row.
+          await trx('idempotency_keys').where({ user_id: buyer, key }).update({ claim_token: crypto.randomUUID() });
+          await applyDecision(trx, { changes: [{ table: 'escrows', id, set: { status: 'canceled', canceled_at: new Date().toISOString() } }], answer: { resource: { ...resource(id), status: 'canceled' } } });
+          return { result: null, responseStatus: 200, resource: { ...resource(id), status: 'canceled' } };
+        },
+        undefined,
+        { responseStatus: 200 },
+      )
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'ConcurrentOperation', headers: { 'Retry-After': '1' } });
+    expect(await knex('escrows').where({ id }).first('status')).toEqual({ status: 'awaiting_funding' });
+    expect(await knex('idempotency_keys').where({ user_id: buyer, key }).first()).toBeUndefined();
   });
 
   it('refuses a table the path does not write', async () => {
