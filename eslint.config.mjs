@@ -86,7 +86,7 @@ export default tseslint.config(
     // - link-security.test.ts pins the pure token and code rules of the payment page (the
     //   mutation-tested core), which the module's face rightly does not export; likewise the
     //   escrow state machine's nextStatus and the tontine draw's newDrawSeed (escrow-domain.test.ts,
-    //   tontine-draw.test.ts).
+    //   tontine-draw.test.ts), and the escrow's pure posting plan (escrow-posting-plan.test.ts).
     files: [
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
@@ -94,6 +94,7 @@ export default tseslint.config(
       'test/integration/idempotency-exact.test.ts',
       'test/unit/link-security.test.ts',
       'test/unit/escrow-domain.test.ts',
+      'test/unit/escrow-posting-plan.test.ts',
       'test/unit/tontine-draw.test.ts',
     ],
     rules: { 'no-restricted-imports': 'off' },

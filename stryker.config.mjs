@@ -9,6 +9,9 @@ const CRITICAL_CORE = [
   'src/modules/ledger/posting-batcher.ts', // group commit of the postings made in TypeScript: savepoints, lock order
   'src/http/fixed-window-counter.ts', // the health route's rate-limit counter
   'src/modules/idempotency/idempotency-service.ts',
+  'src/modules/idempotency/pending-key.ts', // a key claimed in the read and completed in the apply of the one write path
+  'src/modules/writes/write-path.ts', // the one write path: the decision as data, the refusals it maps
+  'src/modules/escrows/escrow-settlement.ts', // the escrow's posting plan: the one list of the accounts an action touches
   'src/modules/organizations/access-policy.ts', // the access rules
   'src/modules/organizations/organization-access-service.ts', // their enforcement
   'src/modules/network-status/network-status-service.ts',

@@ -3,7 +3,7 @@ import type { PostingOperations } from './http/mount-operations';
 import { accountHandlers } from './modules/accounts';
 import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
-import { escrowHandlers, escrowPostings } from './modules/escrows';
+import { escrowHandlers, escrowPostings, escrowWritePath } from './modules/escrows';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
@@ -66,3 +66,6 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 
 /** The operations that post money in TypeScript, run by the group commit of postings, with the objects each locks. */
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
+
+/** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
+export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath];

@@ -32,6 +32,12 @@ export interface MountOptions {
   handlers: OperationHandlers;
   /** Operations run by the group commit of postings, with the objects they change. */
   postings?: PostingOperations;
+  /**
+   * Operations on the one write path (src/modules/writes): their effect claims the
+   * Idempotency-Key in its locked read and completes it in the statement that applies its
+   * decision, under the pipeline's rules (IdempotencyService: KeyClaimedInRead).
+   */
+  writePath?: readonly OperationId[];
   /** Contract operations without a handler yet: they answer 501 NotImplemented (after access checks). */
   notImplemented: readonly OperationId[];
   organizationAccess: OrganizationAccessService;
@@ -257,6 +263,7 @@ async function runHandler(
   handler: AnyHandler,
   idempotency: MountOptions['idempotency'],
   postingLocks: ((input: never) => PostingObject[]) | undefined,
+  claimsInRead = false,
 ): Promise<AnyResult> {
   const input = inputOf(req, operationId);
   const { idempotency: declared, secured } = OPERATIONS[operationId];
@@ -273,7 +280,7 @@ async function runHandler(
     const resource = result.resource;
     if (!resource) throw new Error(`operation ${operationId} declares an Idempotency-Key but its handler named no resource`);
     return { result, responseStatus: result.status ?? defaultStatus, resource };
-  }, postingLocks && { locks: postingLocks(input as never) });
+  }, postingLocks && { locks: postingLocks(input as never) }, claimsInRead ? { responseStatus: defaultStatus } : undefined);
   return result.afterCommit ? result.afterCommit() : result;
 }
 
@@ -287,9 +294,10 @@ export function operationRoute(
   postingLocks?: (input: never) => PostingObject[],
   apiKeyGuard?: MountOptions['apiKeyGuard'],
   reads?: ReadRouting,
+  claimsInRead = false,
 ): RequestHandler {
   const operation = OPERATIONS[operationId];
-  const answer = answerOperation(operationId, handler, streamLimits, idempotency, parseRenderedJson, postingLocks, apiKeyGuard);
+  const answer = answerOperation(operationId, handler, streamLimits, idempotency, parseRenderedJson, postingLocks, apiKeyGuard, claimsInRead);
   if (!reads) return answer;
   if (readsMayLag(operationId)) return (req, res) => reads.run(callerKeys(req), () => answer(req, res), () => !res.headersSent);
   if (operation.method === 'get' || !operation.secured) return answer;
@@ -314,6 +322,7 @@ function answerOperation(
   parseRenderedJson: boolean,
   postingLocks: ((input: never) => PostingObject[]) | undefined,
   apiKeyGuard: MountOptions['apiKeyGuard'],
+  claimsInRead: boolean,
 ): (req: Request, res: Response) => Promise<void> {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
@@ -321,7 +330,7 @@ function answerOperation(
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);
-    const run = () => runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks);
+    const run = () => runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks, claimsInRead);
     const key = writes ? req.auth?.apiKey : undefined;
     const result = key && apiKeyGuard ? await withTransactionGuard(apiKeyGuard(key.id), run) : await run();
     const status = result.status ?? defaultStatus;
@@ -367,7 +376,8 @@ export function mountOperations(options: MountOptions): Router {
     const chain: RequestHandler[] = [...(callerKind ? [callerKind] : []), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
     const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard, options.reads));
+    const claimsInRead = options.writePath?.includes(operationId) ?? false;
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard, options.reads, claimsInRead));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

@@ -1,7 +1,9 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
-import { EscrowService } from '../../src/modules/escrows';
+import { EscrowService, escrowStatusOf } from '../../src/modules/escrows';
+import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
 import { TontineService, type TontineView } from '../../src/modules/tontines';
 import { testKnex } from '../support/database';
@@ -19,12 +21,10 @@ const knex = testKnex();
 // wallets, each posting, the writes, and the events in one statement.
 const CONTRIBUTION_LIMIT = 6;
 const PAYOUT_LIMIT = 9;
-// Escrow accept, measured on both back-ends: 7, the application's snapshot before COMMIT
-// included. The lock that reads the history too, the holding account,
-// the seller's wallet, the fee shard, the posting, the row's update and the one event (which
-// carries the escrow built in memory: no snapshot is taken before COMMIT, so the count is the
-// same with the application's snapshot loaders registered or not).
-const ESCROW_ACCEPT_LIMIT = 7;
+// Escrow accept on the one write path: the read that claims the key and locks the escrow (its
+// history and holding account in the same statement), and the apply (the posting, the row, the
+// one event, which carries the escrow built in memory, and the key's completion).
+const ESCROW_ACCEPT_LIMIT = 2;
 const ACCEPT_EVENTS = ['escrow.released'];
 // Measured on both back-ends with fresh users (a seller wallet or a fee shard used for the first
 // time costs a second statement: its insert). Before the one-event change, with the application's
@@ -32,13 +32,18 @@ const ACCEPT_EVENTS = ['escrow.released'];
 // resolve 19, accept 15 (the response's history read, and per event the snapshot before COMMIT:
 // its escrow, its history and the event's update); without it, as this file counted then: 6, 9,
 // 5, 5, 15 and 11.
-const ACTION_STATEMENTS = { create: 4, fund: 7, deliver: 3, dispute: 3, resolve: 10 };
+// On the one write path every action is two statements, a first use of an account included
+// (write_apply creates it).
+const ACTION_STATEMENTS = { create: 4, fund: 2, deliver: 2, dispute: 2, resolve: 2 };
+// A money request with its Idempotency-Key, counted whole: BEGIN, the read that claims the key,
+// the apply that completes it, COMMIT.
+const MONEY_REQUEST_ROUND_TRIPS = 4;
 const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
 
-async function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+async function statementsOf<T>(work: () => Promise<T>, options: { withTransactionControl?: boolean } = {}): Promise<{ result: T; statements: string[] }> {
   const statements: string[] = [];
   const listener = (query: { sql: string }) => {
-    if (!TRANSACTION_CONTROL.test(query.sql)) statements.push(query.sql);
+    if (options.withTransactionControl || !TRANSACTION_CONTROL.test(query.sql)) statements.push(query.sql);
   };
   knex.on('query', listener);
   try {
@@ -125,6 +130,8 @@ describe('a tontine contribution', () => {
 
 describe('an escrow action', () => {
   const escrows = new EscrowService({ knex, feeBps: 100, clock: () => new Date() });
+  const idempotency = new IdempotencyService(knex, { ttlHours: 24 });
+  idempotency.registerResourceStatus('escrow', escrowStatusOf);
 
   async function delivered(): Promise<{ id: string; buyer: TestUser }> {
     const buyer = await funded(1_000_000n);
@@ -175,6 +182,51 @@ describe('an escrow action', () => {
     }
     console.log(`escrow statements per action: ${JSON.stringify(counts)}`);
     for (const [name, limit] of Object.entries(ACTION_STATEMENTS)) expect(counts[name], name).toBeLessThanOrEqual(limit);
+  });
+
+  it(`each money action, with its Idempotency-Key through the pipeline, is at most ${MONEY_REQUEST_ROUND_TRIPS} round trips, BEGIN and COMMIT included`, async () => {
+    const buyer = await funded(1_000_000n);
+    const seller = await createUser();
+    const admin = { userId: (await createUser({ isAdmin: true })).id, sessionId: '', isAdmin: true };
+    const viaPipeline = (who: { userId: string; sessionId: string; isAdmin: boolean }, id: string, command: Parameters<EscrowService['act']>[3], operation: string) =>
+      statementsOf(
+        () =>
+          idempotency.perform(
+            { userId: who.userId, operation, key: crypto.randomUUID(), request: { path: { escrowId: id }, command } },
+            async (trx) => {
+              const view = await escrows.act(trx, who, id, command);
+              return { result: view, responseStatus: 200, resource: { type: 'escrow', id: view.id, status: view.status, location: `/api/escrows/${view.id}` } };
+            },
+            undefined,
+            { responseStatus: 200 },
+          ),
+        { withTransactionControl: true },
+      );
+    const counts: Record<string, number> = {};
+    const keysOf = async (id: string) => (await knex('idempotency_keys').where({ resource_id: id, status: 'completed' }).select('operation')).map((row) => row.operation as string).sort();
+    const first = await escrows.create(knex, caller(buyer), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 10_000, currency: 'XOF', description: 'Counted' });
+    const second = await escrows.create(knex, caller(buyer), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 10_000, currency: 'XOF', description: 'Counted' });
+    const steps: Array<[string, string, typeof admin, Parameters<EscrowService['act']>[3], string]> = [
+      ['fund', first.id, caller(buyer), { action: 'fund' }, 'fundEscrow'],
+      ['accept', first.id, caller(buyer), { action: 'accept' }, 'acceptEscrow'],
+      ['fund (second)', second.id, caller(buyer), { action: 'fund' }, 'fundEscrow'],
+      ['deliver', second.id, caller(seller), { action: 'deliver' }, 'deliverEscrow'],
+      ['dispute', second.id, caller(buyer), { action: 'dispute', reason: 'Counted' }, 'disputeEscrow'],
+      ['resolve', second.id, admin, { action: 'resolve', outcome: 'split', sellerAmount: 4000 }, 'resolveEscrow'],
+    ];
+    for (const [name, id, who, command, operation] of steps) {
+      const { statements } = await viaPipeline(who, id, command, operation);
+      counts[name] = statements.length;
+      expect(statements[0], name).toMatch(/^\s*BEGIN/i);
+      expect(statements.at(-1), name).toMatch(/^\s*COMMIT/i);
+      expect(statements.filter((sql) => sql.includes('write_claim(')).length, name).toBe(1);
+      expect(statements.filter((sql) => sql.includes('write_apply(')).length, name).toBe(1);
+    }
+    console.log(`escrow round trips per money request: ${JSON.stringify(counts)}`);
+    for (const [name, count] of Object.entries(counts)) expect(count, name).toBeLessThanOrEqual(MONEY_REQUEST_ROUND_TRIPS);
+    // Each key was completed by the statement that applied its decision.
+    expect(await keysOf(first.id)).toEqual(['acceptEscrow', 'fundEscrow']);
+    expect(await keysOf(second.id)).toEqual(['deliverEscrow', 'disputeEscrow', 'fundEscrow', 'resolveEscrow']);
   });
 
   it('accept answers the history it appended in memory, as a later read of the escrow shows it', async () => {

@@ -1,11 +1,8 @@
-import { pageRequest, type Caller, type Handlers, type IdempotentResource, type Transaction } from '../../contract';
-import type { EscrowView } from './escrow-presenter';
+import { pageRequest, type Caller, type Handlers, type Transaction } from '../../contract';
+import { escrowResource } from './escrow-presenter';
 import type { EscrowCommand, EscrowService } from './escrow-service';
 
-/** The escrow a request produced or changed, as an Idempotency-Key replay names it. */
-export function escrowResource(escrow: Pick<EscrowView, 'id' | 'status'>): IdempotentResource {
-  return { type: 'escrow', id: escrow.id, status: escrow.status, location: `/api/escrows/${escrow.id}` };
-}
+export { escrowResource };
 
 type EscrowOperation =
   | 'listEscrows'
@@ -34,6 +31,13 @@ const theEscrow =
  * first (lockEscrowsForPostings, wired in src/services.ts).
  */
 export const escrowPostings = { fundEscrow: theEscrow('fund'), acceptEscrow: theEscrow('accept'), refundEscrow: theEscrow('refund'), resolveEscrow: theEscrow('resolve') };
+
+/**
+ * The escrow actions on the one write path (src/modules/writes): each claims its
+ * Idempotency-Key in the statement that locks the escrow, and completes it in the statement
+ * that applies its decision.
+ */
+export const escrowWritePath = ['fundEscrow', 'deliverEscrow', 'acceptEscrow', 'disputeEscrow', 'refundEscrow', 'cancelEscrow', 'resolveEscrow'] as const satisfies readonly EscrowOperation[];
 
 /** The escrow operations of the contract, keyed by operationId (the validator checked every input). */
 export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation> {

@@ -1,4 +1,4 @@
-import type { Caller, components } from '../../contract';
+import type { Caller, components, IdempotentResource } from '../../contract';
 import type { Knex } from 'knex';
 import { EventRepository, type HistoryEntry } from '../events';
 import { currencies, minorToNumber } from '../ledger';
@@ -12,6 +12,11 @@ export const EVENT_READER: Pick<Caller, 'userId' | 'isAdmin'> = { userId: '00000
 
 /** The API representation of an escrow for one caller: the contract's `Escrow`, generated. */
 export type EscrowView = components['schemas']['Escrow'];
+
+/** The escrow a request produced or changed, as an Idempotency-Key replay names it. */
+export function escrowResource(escrow: Pick<EscrowView, 'id' | 'status'>): IdempotentResource {
+  return { type: 'escrow', id: escrow.id, status: escrow.status, location: `/api/escrows/${escrow.id}` };
+}
 
 const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
 

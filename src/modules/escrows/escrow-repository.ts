@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
 import { historyColumn, historyFromColumn, type HistoryEntry } from '../events';
 import { toBigInt } from '../ledger';
+import { CLAIMED, readLocked } from '../writes';
 import type { FeePayer } from './escrow-fee';
 import type { EscrowStatus } from './escrow-lifecycle';
 
@@ -194,7 +195,8 @@ const COLUMNS: Record<keyof Escrow, keyof Row> = {
   updatedAt: 'updated_at',
 };
 
-function toRow(values: Partial<Escrow>): Record<string, unknown> {
+/** The columns of `values` as the escrows table names them (bigints as strings). */
+export function toRow(values: Partial<Escrow>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(values)) {
     if (value === undefined) continue;
@@ -239,6 +241,19 @@ function withHistory(row: (Row & { history: unknown }) | undefined): EscrowWithH
   return row ? { escrow: toEscrow(row), history: historyFromColumn(row.history) } : undefined;
 }
 
+/** An escrow locked for a decision: its history, and the holding account its funding credited (null before funding). */
+export interface LockedEscrow extends EscrowWithHistory {
+  holdingAccountId: string | null;
+}
+
+/** The holding account an escrow's funding credited (entries never change: the statement's snapshot is enough). */
+const HOLDING_ACCOUNT = `(SELECT en.account_id FROM entries en JOIN ledger_accounts a ON a.id = en.account_id AND a.kind = 'escrow_holding'
+    WHERE en.posting_id = e.funding_posting_id AND en.amount_minor > 0 LIMIT 1) AS holding_account_id`;
+
+function locked(row: (Row & { history: unknown; holding_account_id: string | null }) | undefined): LockedEscrow | undefined {
+  return row ? { escrow: toEscrow(row), history: historyFromColumn(row.history), holdingAccountId: row.holding_account_id } : undefined;
+}
+
 /** Which escrows a list shows (GET /escrows, GET /admin/escrows). */
 export interface EscrowListFilter {
   /** Escrows in which this user is buyer or seller (all escrows when absent: administrators). */
@@ -269,22 +284,25 @@ export class EscrowRepository {
   }
 
   /**
-   * The escrow, locked until the end of the transaction (every state change starts here), and
-   * its history, in the same statement: the change appends its one event to it in memory.
+   * The escrow, locked until the end of the transaction (every state change starts here), with
+   * its history and its holding account, in the statement that claims the request's
+   * Idempotency-Key first (the one write path: readLocked). The history comes from
+   * events_history, whose query takes its own snapshot: after a wait for the lock it sees the
+   * events of the action it waited for.
    */
-  async lockWithHistory(id: string): Promise<EscrowWithHistory | undefined> {
-    return withHistory(await this.db('escrows as e').select('e.*', historyColumn(this.db, 'escrow', 'e.id')).where('e.id', id).forUpdate().first());
+  async lockForDecision(id: string): Promise<LockedEscrow | undefined> {
+    const row = await readLocked<Row & { history: unknown; holding_account_id: string | null }>(
+      this.db as Knex.Transaction,
+      `SELECT e.*, events_history('escrow', e.id) AS history, ${HOLDING_ACCOUNT} FROM "escrows" e WHERE e.id = ? AND ${CLAIMED} FOR UPDATE OF e`,
+      [id],
+    );
+    return locked(row);
   }
 
-  /** Locks several escrows in id order (a group commit of postings, before its items run): who pays and is paid, in which currency. */
-  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; buyerUserId: string; sellerUserId: string; currency: string }>> {
-    const rows = (await this.db('escrows').select('id', 'buyer_user_id', 'seller_user_id', 'currency').whereIn('id', ids).orderBy('id').forUpdate()) as Row[];
-    return rows.map((row) => ({ id: row.id, buyerUserId: row.buyer_user_id, sellerUserId: row.seller_user_id, currency: row.currency }));
-  }
-
-  async update(id: string, changes: Partial<Escrow>): Promise<Escrow> {
-    const [row] = await this.db('escrows').where({ id }).update(toRow(changes)).returning('*');
-    return toEscrow(row as Row);
+  /** Locks several escrows in id order (a group commit of postings, before its items run), each with its holding account. */
+  async lockForPostings(ids: readonly string[]): Promise<Array<{ escrow: Escrow; holdingAccountId: string | null }>> {
+    const rows = (await this.db('escrows as e').select('e.*', this.db.raw(HOLDING_ACCOUNT)).whereIn('e.id', ids).orderBy('e.id').forUpdate()) as Array<Row & { holding_account_id: string | null }>;
+    return rows.map((row) => ({ escrow: toEscrow(row), holdingAccountId: row.holding_account_id }));
   }
 
   async statusOf(id: string): Promise<EscrowStatus | undefined> {
@@ -297,16 +315,16 @@ export class EscrowRepository {
    * transaction holds (an accept, a dispute, another instance's job): many instances can
    * run the release job at once and never wait for each other or release one escrow twice.
    */
-  async lockNextDueForRelease(now: Date): Promise<EscrowWithHistory | undefined> {
+  async lockNextDueForRelease(now: Date): Promise<LockedEscrow | undefined> {
     const row = await this.db('escrows as e')
-      .select('e.*', historyColumn(this.db, 'escrow', 'e.id'))
+      .select('e.*', historyColumn(this.db, 'escrow', 'e.id'), this.db.raw(HOLDING_ACCOUNT))
       .where('e.status', 'delivered')
       .andWhere('e.auto_release_at', '<=', now)
       .orderBy([{ column: 'e.auto_release_at' }, { column: 'e.id' }])
       .forUpdate()
       .skipLocked()
       .first();
-    return withHistory(row);
+    return locked(row);
   }
 
   /** After a failed release attempt: try this escrow again at `at`, after the others. */

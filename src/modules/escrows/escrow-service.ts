@@ -8,14 +8,15 @@ import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository, type HistoryEntry } from '../events';
-import { currencies, parseAmount, shardIdentity, walletIdentity, type AccountIdentity, type ObjectLocker } from '../ledger';
+import { currencies, parseAmount, walletRefusal, type ObjectLocker, type WalletPosting } from '../ledger';
+import { accountsOf, applyDecision, type PlannedPosting } from '../writes';
 import type { ResourceStatusReader } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
 import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
-import { EVENT_READER, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
-import { EscrowRepository, type Escrow, type EscrowWithHistory, type ResolutionOutcome } from './escrow-repository';
-import { checkResolutionShape, feeOf, postFunding, postSettlement, resolutionPlan } from './escrow-settlement';
+import { EVENT_READER, escrowResource, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
+import { EscrowRepository, toRow, type Escrow, type EscrowWithHistory, type LockedEscrow, type ResolutionOutcome } from './escrow-repository';
+import { checkResolutionShape, feeOf, fundingParties, fundingPosting, postingPlan, resolutionPlan, settle, settlementParties } from './escrow-settlement';
 import { readConnection } from '../../db/read-routing';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
@@ -66,34 +67,21 @@ function parseCounterparty(raw: string): PartyIdentifier {
   return parsePartyIdentifier(raw, COUNTERPARTY_FIELD);
 }
 
-/**
- * The accounts an action's posting may touch (locked ahead by a group commit): a funding debits
- * the buyer's wallet into the holding shard; a settlement (accept, refund, resolve) pays out of
- * the holding shard to the seller, the buyer and the fee shard.
- */
-function accountsTouchedBy(action: string | undefined, escrow: { id: string; buyerUserId: string; sellerUserId: string; currency: string }): AccountIdentity[] {
-  const holding = shardIdentity('escrow_holding', escrow.currency, escrow.id);
-  const buyer = walletIdentity(escrow.buyerUserId, escrow.currency);
-  if (action === 'fund') return [buyer, holding];
-  const seller = walletIdentity(escrow.sellerUserId, escrow.currency);
-  const fees = shardIdentity('fees', escrow.currency, escrow.id);
-  if (action === 'accept') return [holding, seller, fees];
-  if (action === 'refund') return [holding, buyer];
-  return [holding, seller, buyer, fees];
-}
-
 /** The status an escrow's Idempotency-Key reports on a replay: the escrow's own, read now (src/services.ts wires it). */
 export const escrowStatusOf: ResourceStatusReader = (db, id) => new EscrowRepository(db).statusOf(id);
 
-/** How the group commit of postings locks escrows, with the accounts their actions touch (src/services.ts wires it). */
+/**
+ * How the group commit of postings locks escrows: with the accounts of the same posting plan the
+ * decision posts (src/services.ts wires it).
+ */
 export const lockEscrowsForPostings: ObjectLocker = async (trx, objects) => {
-  const locked = new Map((await new EscrowRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((escrow) => [escrow.id, escrow]));
-  return {
-    identities: objects.flatMap((object) => {
-      const escrow = locked.get(object.id);
-      return escrow ? accountsTouchedBy(object.action, escrow) : [];
+  const locked = new Map((await new EscrowRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((found) => [found.escrow.id, found]));
+  return accountsOf(
+    objects.flatMap((object) => {
+      const found = locked.get(object.id);
+      return found ? postingPlan(found, object.action) : [];
     }),
-  };
+  );
 };
 
 /** What one action changes: the row, and its one event (type and internal payload). */
@@ -101,17 +89,20 @@ interface EscrowChange {
   changes: Partial<Escrow>;
   type: string;
   payload: Record<string, unknown>;
+  /** The posting it makes (one at most), whose id the row records in `postingColumn`. */
+  posting?: { plan: PlannedPosting; column: 'funding_posting_id' | 'settlement_posting_id'; parties: WalletPosting };
 }
 
 /**
  * Escrow transactions (see escrow-lifecycle.ts for the state machine, escrow-fee.ts for the fee
- * and escrow-settlement.ts for the postings). Every state change locks the escrow row and reads
- * its history in one statement (then the ledger locks its accounts), checks the rules, posts
- * through the ledger, updates the row and records its ONE event, carrying the escrow as the
- * API returns it (built in memory: the history read with the lock plus the event), all in one
- * transaction: the one the HTTP pipeline opens, so an Idempotency-Key completes in it. Two
- * actions racing on one escrow are serialised by the row lock: the second sees the first's
- * status and gets 409.
+ * and escrow-settlement.ts for the postings). Every action runs the one write path
+ * (src/modules/writes): one statement claims the request's Idempotency-Key, then locks the
+ * escrow row and reads its history and holding account; the lifecycle and the posting plan
+ * decide in memory (the row after, its ONE event carrying the escrow as the API returns it:
+ * the history read with the lock plus the event); one statement applies the decision (the
+ * posting through ledger_post, the row, the event, the key's completion), all in one
+ * transaction: the one the HTTP pipeline opens. Two actions racing on one escrow are
+ * serialised by the row lock: the second sees the first's status and gets 409.
  */
 export class EscrowService {
   private readonly knex: Knex;
@@ -146,7 +137,7 @@ export class EscrowService {
 
   /** One action inside `trx`, the escrow with its history (`act` presents it). */
   private async actInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string, command: EscrowCommand): Promise<EscrowWithHistory> {
-    const locked = await new EscrowRepository(trx).lockWithHistory(escrowId);
+    const locked = await new EscrowRepository(trx).lockForDecision(escrowId);
     const capacities = locked ? capacitiesOf(locked.escrow, caller) : undefined;
     if (!locked || !capacities || capacities.size === 0) throw new EscrowNotFoundError();
     const escrow = locked.escrow;
@@ -154,7 +145,7 @@ export class EscrowService {
     authorize(command.action, escrow, capacities, now);
     // Every status this action writes comes from the lifecycle (checked again on the locked row).
     const statusFor = (outcome?: SettlementOutcome) => statusAfter(command.action, escrow, capacities, now, outcome);
-    return this.commit(trx, locked, await this.changeOf(trx, escrow, command, caller.userId, now, statusFor), caller.userId, now);
+    return this.commit(trx, locked, await this.changeOf(trx, locked, command, caller.userId, now, statusFor), caller.userId, now);
   }
 
   /** GET /escrows/{escrowId}: the parties and administrators; anyone else 404. */
@@ -191,10 +182,11 @@ export class EscrowService {
       let current: EscrowWithHistory | undefined;
       try {
         const releasedOne = await withTransaction(this.knex, async (trx) => {
-          current = await new EscrowRepository(trx).lockNextDueForRelease(now);
-          if (!current || !isDueForRelease(current.escrow, now)) return false;
-          const due = current.escrow;
-          await this.commit(trx, current, await this.acceptance(trx, due, 'automatic', now, (outcome) => statusAfterRelease(due, now, outcome)), null, now);
+          const locked = await new EscrowRepository(trx).lockNextDueForRelease(now);
+          current = locked;
+          if (!locked || !isDueForRelease(locked.escrow, now)) return false;
+          const due = locked.escrow;
+          await this.commit(trx, locked, this.acceptance(locked, 'automatic', now, (outcome) => statusAfterRelease(due, now, outcome)), null, now);
           return true;
         });
         if (!releasedOne) break;
@@ -208,20 +200,21 @@ export class EscrowService {
     return released;
   }
 
-  /** What `command` changes on the locked escrow (posting through the ledger first when it moves money), and its event. */
+  /** What `command` changes on the locked escrow (and the posting it makes when it moves money), and its event: decided, nothing written. */
   private async changeOf(
     trx: Knex.Transaction,
-    escrow: Escrow,
+    locked: LockedEscrow,
     command: EscrowCommand,
     actorUserId: string,
     now: Date,
     statusFor: (outcome?: SettlementOutcome) => EscrowStatus,
   ): Promise<EscrowChange> {
+    const escrow = locked.escrow;
     switch (command.action) {
       case 'fund': {
-        const fundingPostingId = await postFunding(trx, escrow);
         const payload = { amount_minor: fundingAmount(escrow.amountMinor, feeOf(escrow)).toString() };
-        return { type: 'escrow.funded', payload, changes: { status: statusFor(), fundingPostingId, fundedAt: now } };
+        const posting = { plan: fundingPosting(escrow), column: 'funding_posting_id' as const, parties: fundingParties() };
+        return { type: 'escrow.funded', payload, changes: { status: statusFor(), fundedAt: now }, posting };
       }
       case 'deliver': {
         const inspectionEndsAt = new Date(now.getTime() + escrow.inspectionPeriodSeconds * 1000);
@@ -229,39 +222,63 @@ export class EscrowService {
         return { type: 'escrow.delivered', payload: { inspection_ends_at: inspectionEndsAt.toISOString() }, changes };
       }
       case 'accept':
-        return this.acceptance(trx, escrow, 'buyer', now, statusFor);
+        return this.acceptance(locked, 'buyer', now, statusFor);
       case 'dispute':
         return { type: 'escrow.disputed', payload: { reason: command.reason }, changes: { status: statusFor(), disputeReason: command.reason, disputedAt: now } };
       case 'refund': {
-        const settled = await postSettlement(trx, escrow, refundSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, now);
-        return { type: settledEvent(settled.status), payload: settled.amounts, changes: settled.changes };
+        const settled = settle(locked, refundSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, now);
+        return { type: settledEvent(settled.status), payload: settled.amounts, changes: settled.changes, posting: settlementOf(settled.posting, escrow) };
       }
       case 'cancel':
         return { type: 'escrow.canceled', payload: {}, changes: { status: statusFor(), canceledAt: now } };
       case 'resolve': {
         const { plan, sellerAmountMinor } = await resolutionPlan(trx, escrow, command);
-        const settled = await postSettlement(trx, escrow, plan, statusFor, now);
+        const settled = settle(locked, plan, statusFor, now);
         const resolution = { resolutionOutcome: command.outcome, resolutionSellerAmountMinor: sellerAmountMinor, resolutionNote: command.note ?? null, resolvedByUserId: actorUserId, resolvedAt: now };
         const payload = { outcome: command.outcome, ...(sellerAmountMinor ? { seller_amount_minor: sellerAmountMinor.toString() } : {}), ...settled.amounts };
-        return { type: 'escrow.resolved', payload, changes: { ...resolution, ...settled.changes } };
+        return { type: 'escrow.resolved', payload, changes: { ...resolution, ...settled.changes }, posting: settlementOf(settled.posting, escrow) };
       }
     }
   }
 
   /** An accept, by the buyer or by the automatic release: the release settlement, one `escrow.released` event. */
-  private async acceptance(trx: Knex.Transaction, escrow: Escrow, acceptedBy: 'buyer' | 'automatic', now: Date, statusFor: (outcome: SettlementOutcome) => EscrowStatus): Promise<EscrowChange> {
-    const settled = await postSettlement(trx, escrow, releaseSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, now);
-    return { type: settledEvent(settled.status), payload: { accepted_by: acceptedBy, ...settled.amounts }, changes: { acceptedAt: now, ...settled.changes } };
+  private acceptance(locked: LockedEscrow, acceptedBy: 'buyer' | 'automatic', now: Date, statusFor: (outcome: SettlementOutcome) => EscrowStatus): EscrowChange {
+    const escrow = locked.escrow;
+    const settled = settle(locked, releaseSettlement(escrow.amountMinor, feeOf(escrow)), statusFor, now);
+    return { type: settledEvent(settled.status), payload: { accepted_by: acceptedBy, ...settled.amounts }, changes: { acceptedAt: now, ...settled.changes }, posting: settlementOf(settled.posting, escrow) };
   }
 
   /**
    * Writes the change and its one event, which carries the escrow as the API returns it (to no
    * party in particular) and the status before: both known here, so no statement re-reads them.
    */
-  private async commit(trx: Knex.Transaction, locked: EscrowWithHistory, change: EscrowChange, actorUserId: string | null, now: Date): Promise<EscrowWithHistory> {
-    const escrow = await new EscrowRepository(trx).update(locked.escrow.id, { ...change.changes, updatedAt: now });
+  private async commit(trx: Knex.Transaction, locked: LockedEscrow, change: EscrowChange, actorUserId: string | null, now: Date): Promise<EscrowWithHistory> {
+    const before = locked.escrow;
+    const changes = { ...change.changes, updatedAt: now };
+    const escrow: Escrow = { ...before, ...changes };
     const history = [...locked.history, { type: change.type, actorUserId, occurredAt: now }];
-    await this.record(trx, { escrow, history }, change, locked.escrow.status);
+    const posting = change.posting;
+    const postingIds = await applyDecision(trx, {
+      postings: posting ? [posting.plan] : [],
+      changes: [{ table: 'escrows', id: before.id, expect: { status: before.status }, set: toRow(changes), ...(posting ? { postingIds: { [posting.column]: 0 } } : {}) }],
+      events: [
+        {
+          subjectType: 'escrow',
+          subjectId: before.id,
+          type: change.type,
+          actorUserId,
+          payload: change.payload,
+          occurredAt: now,
+          object: await presentEscrow(trx, escrow, history, EVENT_READER, now),
+          previousStatus: before.status,
+        },
+      ],
+      answer: { resource: escrowResource(escrow) },
+    }).catch((error: unknown) => {
+      throw posting ? walletRefusal(error, posting.parties) : error;
+    });
+    if (posting?.column === 'funding_posting_id') escrow.fundingPostingId = postingIds[0] ?? null;
+    if (posting?.column === 'settlement_posting_id') escrow.settlementPostingId = postingIds[0] ?? null;
     return { escrow, history };
   }
 
@@ -330,6 +347,11 @@ export class EscrowService {
   private present(db: Knex | Knex.Transaction, state: EscrowWithHistory, caller: Pick<Caller, 'userId' | 'isAdmin'>): Promise<EscrowView> {
     return presentEscrow(db, state.escrow, state.history, caller, this.now());
   }
+}
+
+/** A settlement's posting, with how its refusal names the parties. */
+function settlementOf(plan: PlannedPosting, escrow: Escrow): NonNullable<EscrowChange['posting']> {
+  return { plan, column: 'settlement_posting_id', parties: settlementParties(escrow) };
 }
 
 /** The event of a settlement, named after the status it leaves the escrow in. */

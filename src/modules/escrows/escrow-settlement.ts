@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
-import { creditedAccountOf, currencies, ensureAccounts, parseAmount, post, shardIdentity, walletIdentity, walletRefusal, type AccountIdentity, type EntryInput, type LedgerAccount } from '../ledger';
+import { currencies, parseAmount, shardIdentity, walletIdentity, type AccountIdentity, type WalletPosting } from '../ledger';
+import type { PlannedPosting } from '../writes';
 import { fundingAmount, refundSettlement, releaseSettlement, splitSettlement, type EscrowFee, type Settlement } from './escrow-fee';
 import type { EscrowStatus, SettlementOutcome } from './escrow-lifecycle';
 import type { Escrow, ResolutionOutcome } from './escrow-repository';
@@ -17,77 +18,95 @@ export function feeOf(escrow: Escrow): EscrowFee {
   };
 }
 
-/** Buyer wallet -> holding account: the amount plus the buyer's fee share. Returns the posting id. */
-export async function postFunding(trx: Knex.Transaction, escrow: Escrow): Promise<string> {
-  const paid = fundingAmount(escrow.amountMinor, feeOf(escrow));
-  const [wallet, holding] = (await ensureAccounts(trx, [walletIdentity(escrow.buyerUserId, escrow.currency), shardIdentity('escrow_holding', escrow.currency, escrow.id)])) as [LedgerAccount, LedgerAccount];
-  try {
-    const posting = await post(trx, {
-      kind: 'escrow.funding',
-      reference: escrow.id,
-      metadata: { escrow_id: escrow.id },
-      entries: [
-        { accountId: wallet.id, amountMinor: -paid },
-        { accountId: holding.id, amountMinor: paid },
-      ],
-    });
-    return posting.id;
-  } catch (error) {
-    throw walletRefusal(error, { parties: new Map([[wallet.id, 'buyer']]), defaultParty: 'buyer', covers: 'the amount plus your share of the fee' });
-  }
+/** An escrow as its postings need it: the row, and the holding account its funding credited (null before funding). */
+export interface EscrowInLedger {
+  escrow: Escrow;
+  holdingAccountId: string | null;
 }
 
-/** What a settlement wrote: the escrow's final status, the row's changes and the amounts its event records. */
+/** Buyer wallet -> the escrow's holding shard: the amount plus the buyer's fee share. */
+export function fundingPosting(escrow: Escrow): PlannedPosting {
+  const paid = fundingAmount(escrow.amountMinor, feeOf(escrow));
+  return {
+    kind: 'escrow.funding',
+    reference: escrow.id,
+    metadata: { escrow_id: escrow.id },
+    entries: [
+      { account: walletIdentity(escrow.buyerUserId, escrow.currency), amountMinor: -paid },
+      { account: shardIdentity('escrow_holding', escrow.currency, escrow.id), amountMinor: paid },
+    ],
+  };
+}
+
+/**
+ * The one settlement posting of an escrow: out of the holding account its funding credited
+ * (escrows funded before holding was sharded sit in the unsharded account), to the seller, the
+ * buyer and the fee shard (the parts the plan pays); its (kind, reference) is unique, so no
+ * escrow is settled twice. Money going back to the buyer alone is a reversal: it reaches even
+ * a frozen wallet.
+ */
+export function settlementPosting(locked: EscrowInLedger, plan: Settlement, status: EscrowStatus): PlannedPosting {
+  const { escrow, holdingAccountId } = locked;
+  if (!holdingAccountId) throw new Error(`escrow ${escrow.id} is settled but its funding credited no holding account`);
+  const credits = (
+    [
+      [walletIdentity(escrow.sellerUserId, escrow.currency), plan.toSellerMinor],
+      [walletIdentity(escrow.buyerUserId, escrow.currency), plan.toBuyerMinor],
+      [shardIdentity('fees', escrow.currency, escrow.id), plan.feeMinor],
+    ] as Array<[AccountIdentity, bigint]>
+  ).filter(([, amountMinor]) => amountMinor > 0n);
+  return {
+    kind: 'escrow.settlement',
+    reference: escrow.id,
+    metadata: { escrow_id: escrow.id, status },
+    allowFrozen: status === 'refunded',
+    entries: [{ account: { id: holdingAccountId }, amountMinor: -plan.heldMinor }, ...credits.map(([account, amountMinor]) => ({ account, amountMinor }))],
+  };
+}
+
+/**
+ * The postings of an action on an escrow, from the escrow alone: the one list of the accounts it
+ * touches (the group commit locks them ahead; the decision posts them). A resolution's plan
+ * depends on its request: ahead of it, the accounts of both a release and a refund (every part
+ * a split may pay). Actions that move no money: none.
+ */
+export function postingPlan(locked: EscrowInLedger, action: string | undefined): PlannedPosting[] {
+  const { escrow } = locked;
+  if (action === 'fund') return [fundingPosting(escrow)];
+  if (!locked.holdingAccountId) return [];
+  const fee = feeOf(escrow);
+  if (action === 'accept') return [settlementPosting(locked, releaseSettlement(escrow.amountMinor, fee), 'released')];
+  if (action === 'refund') return [settlementPosting(locked, refundSettlement(escrow.amountMinor, fee), 'refunded')];
+  if (action === 'resolve') return [...postingPlan(locked, 'accept'), ...postingPlan(locked, 'refund')];
+  return [];
+}
+
+/** How a settlement's refusal names the parties: the buyer's wallet is the buyer's, any other the seller's. */
+export function settlementParties(escrow: Escrow): WalletPosting {
+  return { parties: new Map(), owners: new Map([[escrow.buyerUserId, 'buyer']]), defaultParty: 'seller', covers: 'this settlement' };
+}
+
+/** How a funding's refusal names the parties: the buyer's wallet pays it. */
+export function fundingParties(): WalletPosting {
+  return { parties: new Map(), defaultParty: 'buyer', covers: 'the amount plus your share of the fee' };
+}
+
+/** What a settlement writes: the escrow's final status, the row's changes and the amounts its event records. */
 export interface SettlementResult {
   status: EscrowStatus;
   changes: Partial<Escrow>;
   amounts: { to_seller_minor: string; to_buyer_minor: string; fee_minor: string };
+  posting: PlannedPosting;
 }
 
-/**
- * The one settlement posting of an escrow (holding -> seller, buyer, fee account; its
- * (kind, reference) is unique, so no escrow is settled twice) and the row's final status (the
- * lifecycle's, from what the settlement pays: `statusFor`).
- */
-export async function postSettlement(
-  trx: Knex.Transaction,
-  escrow: Escrow,
-  plan: Settlement,
-  statusFor: (outcome: SettlementOutcome) => EscrowStatus,
-  now: Date,
-): Promise<SettlementResult> {
-  const holding = await holdingAccountOf(trx, escrow);
-  // Where the money goes, in the order of the entries: every account in one round trip.
-  const buyerWallet = walletIdentity(escrow.buyerUserId, escrow.currency);
-  const credits = (
-    [
-      [walletIdentity(escrow.sellerUserId, escrow.currency), plan.toSellerMinor],
-      [buyerWallet, plan.toBuyerMinor],
-      [shardIdentity('fees', escrow.currency, escrow.id), plan.feeMinor],
-    ] as Array<[AccountIdentity, bigint]>
-  ).filter(([, amountMinor]) => amountMinor > 0n);
-  const accounts = await ensureAccounts(trx, credits.map(([identity]) => identity));
-  const entries: EntryInput[] = [{ accountId: holding.id, amountMinor: -plan.heldMinor }, ...credits.map(([, amountMinor], index) => ({ accountId: (accounts[index] as LedgerAccount).id, amountMinor }))];
-  const buyerWalletId = accounts[credits.findIndex(([identity]) => identity === buyerWallet)]?.id;
+/** A settlement decided: its posting, the row's final status (the lifecycle's, from what the settlement pays: `statusFor`) and changes. */
+export function settle(locked: EscrowInLedger, plan: Settlement, statusFor: (outcome: SettlementOutcome) => EscrowStatus, now: Date): SettlementResult {
   const status = statusFor(plan);
-  let postingId: string;
-  try {
-    const posting = await post(
-      trx,
-      { kind: 'escrow.settlement', reference: escrow.id, metadata: { escrow_id: escrow.id, status }, entries },
-      // Money going back to the buyer alone is a reversal: it reaches even a frozen wallet.
-      { allowFrozen: status === 'refunded' },
-    );
-    postingId = posting.id;
-  } catch (error) {
-    // A split pays both parties: the ledger names the account it found frozen.
-    throw walletRefusal(error, { parties: new Map(buyerWalletId ? [[buyerWalletId, 'buyer' as const]] : []), defaultParty: 'seller', covers: 'this settlement' });
-  }
   return {
     status,
+    posting: settlementPosting(locked, plan, status),
     changes: {
       status,
-      settlementPostingId: postingId,
       settledToSellerMinor: plan.toSellerMinor,
       settledToBuyerMinor: plan.toBuyerMinor,
       settledFeeMinor: plan.feeMinor,
@@ -124,14 +143,4 @@ export async function resolutionPlan(trx: Knex.Transaction, escrow: Escrow, comm
     throw ValidationError.field('body.seller_amount', 'seller_amount must be less than the escrow amount (use the outcome "release" to pay the seller everything).');
   }
   return { plan: splitSettlement(escrow.amountMinor, fee, sellerAmountMinor), sellerAmountMinor };
-}
-
-/**
- * The holding account the escrow's funding credited: the settlement takes the money back out of
- * it (escrows funded before holding was sharded sit in the unsharded account).
- */
-async function holdingAccountOf(trx: Knex.Transaction, escrow: Escrow): Promise<LedgerAccount> {
-  const holding = escrow.fundingPostingId ? await creditedAccountOf(trx, escrow.fundingPostingId, 'escrow_holding') : undefined;
-  if (!holding) throw new Error(`escrow ${escrow.id} is settled but its funding credited no holding account`);
-  return holding;
 }

@@ -1,9 +1,13 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { ConflictError, NotFoundError, UnprocessableError, ValidationError } from '../../errors';
+import { ConflictError, NotFoundError, UnprocessableError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
 import { idempotencyRepository, type IdempotencyRecord, type IdempotencyScope } from './idempotency-repository';
 import type { PostingGroupCommit, PostingRequest } from './posting-group-commit';
+import { PendingKey, withPendingKey, type ClaimAttempt, type ClaimedKey } from './pending-key';
+import { KEY_FORMAT, keyAlreadyProcessed, keyReused, requestHash } from './idempotency-answers';
+
+export { canonicalJson, keyAlreadyProcessed, keyReused, requestHash, validateIdempotencyKey, type ProducedResource } from './idempotency-answers';
 
 /**
  * Idempotency for every POST whose contract declares the Idempotency-Key header. It is applied
@@ -107,6 +111,12 @@ export interface IdempotencyServiceOptions {
 }
 
 
+/** An operation on the one write path: its effect claims the key in its read and completes it in its apply. */
+export interface KeyClaimedInRead {
+  /** The status the operation answers with unless it says otherwise. */
+  responseStatus: number;
+}
+
 export interface IdempotencyKeyView {
   key: string;
   operation: string;
@@ -119,38 +129,10 @@ export interface IdempotencyKeyView {
   expires_at: string;
 }
 
-const KEY_FORMAT = /^[\x21-\x7E]{1,255}$/;
 /** A claim is short-lived (one transaction); a second later it has usually completed. */
 const CONCURRENT_RETRY_AFTER_SECONDS = 1;
 /** A claim older than this is taken for abandoned (its request died): Retry-After then says when its lease lapses. */
 const PRESUMED_ABANDONED_AFTER_MS = 5_000;
-
-/** Canonical JSON: object keys sorted at every level, so key order never changes the hash. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') {
-    if (typeof value === 'bigint') return JSON.stringify(value.toString());
-    return JSON.stringify(value) ?? 'null';
-  }
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
-
-export function requestHash(request: unknown): string {
-  return crypto.createHash('sha256').update(canonicalJson(request)).digest('hex');
-}
-
-export function validateIdempotencyKey(key: unknown): string {
-  if (typeof key !== 'string' || key.length === 0) {
-    throw ValidationError.field('header.idempotency-key', 'The Idempotency-Key header is required for this operation.');
-  }
-  if (!KEY_FORMAT.test(key)) {
-    throw ValidationError.field('header.idempotency-key', 'The Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.');
-  }
-  return key;
-}
 
 export class IdempotencyService {
   private readonly ttlHours: number;
@@ -189,13 +171,14 @@ export class IdempotencyService {
     request: IdempotentRequest | undefined,
     effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>,
     posting?: PostingRequest,
+    claim?: KeyClaimedInRead,
   ): Promise<T> {
     if (!request) {
       const outcome = await this.transaction(effect, posting);
       if (isRefusal(outcome)) throw outcome.refusal;
       return outcome.result;
     }
-    return this.execute(request, effect, posting);
+    return this.execute(request, effect, posting, claim);
   }
 
   /** Claims `request.key` (already checked: validateIdempotencyKey), runs `effect` and completes the key, all in one transaction. */
@@ -203,12 +186,14 @@ export class IdempotencyService {
     request: IdempotentRequest,
     effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>,
     posting?: PostingRequest,
+    claimedInRead?: KeyClaimedInRead,
   ): Promise<T> {
     const hash = request.requestHash ?? requestHash(request.request);
     const scope = { userId: request.userId, organizationId: request.organizationId, operation: request.operation, key: request.key };
     let refused: RefusedOutcome | undefined;
     const result = await this.transaction(async (trx) => {
       refused = undefined;
+      if (claimedInRead) return this.executeClaimedInRead(trx, scope, hash, effect, claimedInRead);
       // The claim is the transaction's first statement: a thrown effect (a refusal, a crash)
       // rolls it back with everything else, so the key is free again with nothing to release.
       const claim = await this.claim(trx, scope, hash);
@@ -234,6 +219,42 @@ export class IdempotencyService {
     }, posting);
     if (refused) throw refused.refusal;
     return result;
+  }
+
+  /**
+   * The same rules, for an operation on the one write path: the key is claimed by the first
+   * statement the effect sends (its locked read: write_claim) and completed by its last (the
+   * decision's apply), so the request costs no statement of its own for the key. What the read
+   * did not claim is settled here, by the same claim as every other operation's.
+   */
+  private async executeClaimedInRead<T>(
+    trx: Knex.Transaction,
+    scope: IdempotencyScope,
+    hash: string,
+    effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>,
+    options: KeyClaimedInRead,
+  ): Promise<T> {
+    const key = new PendingKey(scope, hash, crypto.randomUUID(), this.terms, options.responseStatus, (db, first) => this.claim(db, scope, hash, first));
+    const outcome = await withPendingKey(trx, key, () => effect(trx));
+    if (isRefusal(outcome)) throw new Error(`operation ${scope.operation} claims its key in its read: it refuses by throwing`);
+    if (!key.claimed) throw new Error(`operation ${scope.operation} claims its key in its read, and read nothing`);
+    const completed = key.completedWith;
+    if (completed) {
+      const { resource } = outcome;
+      if (completed.responseStatus !== outcome.responseStatus || completed.resourceType !== resource.type || completed.resourceId !== resource.id || completed.resourceStatus !== resource.status) {
+        throw new Error(`operation ${scope.operation} completed its key with another response than the one it answers`);
+      }
+      return outcome.result;
+    }
+    const done = await idempotencyRepository.complete(trx, key.claimed.id, key.claimed.claimToken, {
+      responseStatus: outcome.responseStatus,
+      resourceType: outcome.resource.type,
+      resourceId: outcome.resource.id,
+      resourceStatus: outcome.resource.status,
+      resourceLocation: outcome.resource.location,
+    });
+    if (!done) throw this.concurrent();
+    return outcome.result;
   }
 
   /** `work` in a transaction of its own, or in the group commit of postings for a posting request. */
@@ -279,10 +300,10 @@ export class IdempotencyService {
    * request of an earlier release that died (taken over once its lease lapses), or taken
    * over when it expired.
    */
-  private async claim(trx: Knex.Transaction, scope: IdempotencyScope, hash: string): Promise<IdempotencyRecord> {
+  private async claim(trx: Knex.Transaction, scope: IdempotencyScope, hash: string, first?: ClaimAttempt): Promise<ClaimedKey> {
     const input = { ...scope, requestHash: hash, leaseSeconds: this.leaseSeconds, ttlHours: this.ttlHours };
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      const { held, claimed } = await idempotencyRepository.claimInTransaction(trx, { ...input, claimToken: crypto.randomUUID() });
+      const { held, claimed } = attempt === 0 && first ? first : await idempotencyRepository.claimInTransaction(trx, { ...input, claimToken: crypto.randomUUID() });
       if (claimed) return claimed;
       const existing = await idempotencyRepository.find(trx, scope);
       const now = Date.now();
@@ -357,35 +378,4 @@ export class IdempotencyService {
   }
 }
 
-/** What a completed key produced, as a replay reports it. */
-export interface ProducedResource {
-  resourceType: string;
-  resourceId: string;
-  /** The resource's current status. */
-  status: string;
-  resourceLocation: string | null;
-}
-
 type ProducedRecord = IdempotencyRecord & { resourceType: string; resourceId: string };
-
-/** 409 IdempotencyKeyAlreadyProcessed, naming the resource the key produced and its Location. */
-export function keyAlreadyProcessed(produced: ProducedResource): ConflictError {
-  return new ConflictError(
-    'IdempotencyKeyAlreadyProcessed',
-    'This Idempotency-Key was already processed; details name the resource it produced (fetch it instead of retrying).',
-    { resource_type: produced.resourceType, resource_id: produced.resourceId, status: produced.status },
-    produced.resourceLocation ? { Location: produced.resourceLocation } : undefined,
-  );
-}
-
-/** 422 IdempotencyKeyReused, naming what the key produced when it produced something. */
-export function keyReused(operation: string, produced?: ProducedResource): UnprocessableError {
-  return new UnprocessableError(
-    'IdempotencyKeyReused',
-    'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
-    produced
-      ? { operation, resource_type: produced.resourceType, resource_id: produced.resourceId, status: produced.status }
-      : { operation },
-    produced?.resourceLocation ? { Location: produced.resourceLocation } : undefined,
-  );
-}

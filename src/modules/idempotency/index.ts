@@ -4,3 +4,5 @@ export type { IdempotencyKeyView, IdempotencyServiceOptions, IdempotentOutcome, 
 export { idempotencyHandlers } from './idempotency-handlers';
 export { idempotencyJobs } from './idempotency-jobs';
 export type { PostingGroupCommit, PostingObject, PostingRequest } from './posting-group-commit';
+export { pendingKeyOf, NO_KEY_ARGUMENTS, type ClaimedKey, type PendingKey } from './pending-key';
+export type { KeyClaimedInRead } from './idempotency-service';

@@ -9,6 +9,7 @@ export {
   fundWallet,
   listAccounts,
   platformAccount,
+  ledgerRefusal,
   post,
   reconcile,
   setAccountStatus,

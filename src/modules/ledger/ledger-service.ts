@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { ConflictError, UnprocessableError } from '../../errors';
+import { ConflictError, DomainError, UnprocessableError } from '../../errors';
 import { isUniqueViolation, withTransaction } from '../../db/transaction';
 import { currencies } from './currency-repository';
 import { LedgerRepository } from './ledger-repository';
@@ -138,6 +138,28 @@ export function creditedAccountOf(trx: Knex.Transaction | Knex, postingId: strin
   return new LedgerRepository(trx).findCreditedAccount(postingId, kind);
 }
 
+/**
+ * The one error of each refusal of the ledger (ledger_post's answers): 409 AccountFrozen naming
+ * the account; 422 InsufficientFunds with the account, the currency and the amounts (already
+ * written in the currency's exponent). A use case names the wallets' parties (walletRefusal).
+ */
+export function ledgerRefusal(refusal: 'AccountFrozen', detail: { account_id: string; owner_id?: string | null }): ConflictError;
+export function ledgerRefusal(refusal: 'InsufficientFunds', detail: { account_id: string; currency: string; available: string; required: string }): UnprocessableError;
+export function ledgerRefusal(refusal: 'AccountFrozen' | 'InsufficientFunds', detail: { account_id: string; owner_id?: string | null; currency?: string; available?: string; required?: string }): DomainError {
+  if (refusal === 'AccountFrozen') {
+    const frozen = new ConflictError('AccountFrozen', 'A ledger account of this operation is frozen: no money can move in or out of it.', { account_id: detail.account_id });
+    // Whose account it is (walletRefusal names the party by it); not a detail the response shows.
+    return Object.assign(frozen, { ownerId: detail.owner_id ?? null });
+  }
+  const { account_id: accountId, currency, available, required } = detail;
+  return new UnprocessableError('InsufficientFunds', `Insufficient funds: the ${currency} balance does not cover this operation.`, {
+    account_id: accountId,
+    currency: currency as string,
+    available: available as string,
+    required: required as string,
+  });
+}
+
 export async function post(trx: Knex.Transaction, input: PostingInput, options: PostOptions = {}): Promise<Posting> {
   if (!(trx as Knex.Transaction).isTransaction) throw new TypeError('ledger.post must run inside a transaction');
   if (input.entries.length < 2) throw new TypeError('a posting needs at least two entries');
@@ -167,20 +189,11 @@ export async function post(trx: Knex.Transaction, input: PostingInput, options: 
     if (code === 'LDG01' || code === 'LDG02' || code === 'LDG05') throw new TypeError((error as Error).message);
     throw error;
   }
-  if (result.refusal === 'AccountFrozen') {
-    throw new ConflictError('AccountFrozen', 'A ledger account of this operation is frozen: no money can move in or out of it.', {
-      account_id: result.detail.account_id,
-    });
-  }
+  if (result.refusal === 'AccountFrozen') throw ledgerRefusal('AccountFrozen', { account_id: result.detail.account_id, owner_id: result.detail.owner_id });
   if (result.refusal === 'InsufficientFunds') {
     const { account_id: accountId, currency, available, required } = result.detail;
     const { exponent } = await currencies.require(trx, currency);
-    throw new UnprocessableError('InsufficientFunds', `Insufficient funds: the ${currency} balance does not cover this operation.`, {
-      account_id: accountId,
-      currency,
-      available: formatMinor(BigInt(available), exponent),
-      required: formatMinor(BigInt(required), exponent),
-    });
+    throw ledgerRefusal('InsufficientFunds', { account_id: accountId, currency, available: formatMinor(BigInt(available), exponent), required: formatMinor(BigInt(required), exponent) });
   }
   const { posting, entries, balancesAfter } = result;
   return {

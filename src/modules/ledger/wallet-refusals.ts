@@ -31,6 +31,8 @@ export function insufficientFunds(funds: { currency: string; available: string; 
 export interface WalletPosting {
   /** The party of each wallet account the posting touches, by account id. */
   parties: ReadonlyMap<string, WalletParty>;
+  /** The party of each wallet by its owner (a posting that names its wallets by identity). */
+  owners?: ReadonlyMap<string, WalletParty>;
   /** The party a frozen account the ledger does not name is taken for. */
   defaultParty: WalletParty;
   /** What the payer's wallet must cover, in a sentence ("this contribution"). */
@@ -46,7 +48,8 @@ export function walletRefusal(error: unknown, posting: WalletPosting): unknown {
   if (!(error instanceof DomainError)) return error;
   if (error.code === 'AccountFrozen') {
     const accountId = (error.details as { account_id?: string } | undefined)?.account_id;
-    return walletFrozen((accountId && posting.parties.get(accountId)) || posting.defaultParty);
+    const ownerId = (error as { ownerId?: string | null }).ownerId;
+    return walletFrozen((accountId && posting.parties.get(accountId)) || (ownerId && posting.owners?.get(ownerId)) || posting.defaultParty);
   }
   if (error.code === 'InsufficientFunds') {
     return insufficientFunds(error.details as { currency: string; available: string; required: string }, posting.covers);

@@ -1,0 +1,133 @@
+-- A decision applied in one statement (src/modules/writes/write-path.ts decides, in TypeScript,
+-- from what one locked read returned): its postings, each through ledger_post (which locks the
+-- accounts in id order and checks balances, frozen accounts and the sums); the rows it inserts
+-- or updates, an update only while the row still shows what the decision read (`expect`); its
+-- events, each with its per-object sequence and, for an organisation's object, its webhook
+-- deliveries; and the completion of the request's Idempotency-Key, fenced by its claim token.
+-- Accounts named by identity are found, or created on their first use. A refusal of the ledger
+-- (InsufficientFunds, AccountFrozen) raises WRT01 with its details (amounts written in the
+-- currency's exponent) before anything else is written, so the caller's transaction (or
+-- savepoint) rolls back as a whole: a decision is applied entirely or not at all. WRT02: a row
+-- no longer shows what the decision read; WRT03: the key was taken over; WRT09: a table the
+-- path does not write. Answers the ids of the postings, in the decision's order.
+-- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
+-- test/integration/database-functions.test.ts fails when the database's function differs.
+CREATE OR REPLACE FUNCTION write_apply(p_decision jsonb)
+RETURNS uuid[]
+LANGUAGE plpgsql AS $$
+DECLARE
+  item jsonb;
+  entry jsonb;
+  account jsonb;
+  account_id uuid;
+  accounts uuid[];
+  amounts bigint[];
+  posted record;
+  posting_ids uuid[] := '{}';
+  exponent smallint;
+  target text;
+  vals jsonb;
+  cols text;
+  field text;
+  placeholder jsonb;
+  changed bigint;
+  event_id uuid;
+  completion jsonb := nullif(p_decision->'key', 'null'::jsonb);
+BEGIN
+  FOR item IN SELECT x FROM jsonb_array_elements(coalesce(p_decision->'postings', '[]'::jsonb)) AS p(x) LOOP
+    accounts := '{}';
+    amounts := '{}';
+    FOR entry IN SELECT x FROM jsonb_array_elements(item->'entries') AS e(x) LOOP
+      account_id := (entry->>'account_id')::uuid;
+      IF account_id IS NULL THEN
+        account := entry->'account';
+        SELECT a.id INTO account_id FROM ledger_accounts a
+         WHERE a.owner_type = account->>'owner_type' AND a.owner_id IS NOT DISTINCT FROM (account->>'owner_id')::uuid
+           AND a.currency = account->>'currency' AND a.kind = account->>'kind' AND a.external_ref IS NOT DISTINCT FROM account->>'external_ref';
+        IF account_id IS NULL THEN
+          INSERT INTO ledger_accounts (owner_type, owner_id, currency, kind, external_ref, allow_negative)
+          VALUES (account->>'owner_type', (account->>'owner_id')::uuid, account->>'currency', account->>'kind', account->>'external_ref',
+                  account->>'kind' = 'external_clearing')
+          ON CONFLICT ON CONSTRAINT ledger_accounts_identity DO NOTHING
+          RETURNING id INTO account_id;
+        END IF;
+        IF account_id IS NULL THEN
+          -- Created by a concurrent transaction between our read and our insert (and committed).
+          SELECT a.id INTO account_id FROM ledger_accounts a
+           WHERE a.owner_type = account->>'owner_type' AND a.owner_id IS NOT DISTINCT FROM (account->>'owner_id')::uuid
+             AND a.currency = account->>'currency' AND a.kind = account->>'kind' AND a.external_ref IS NOT DISTINCT FROM account->>'external_ref';
+        END IF;
+      END IF;
+      accounts := accounts || account_id;
+      amounts := amounts || (entry->>'amount_minor')::bigint;
+    END LOOP;
+    SELECT * INTO posted FROM ledger_post(item->>'kind', item->>'reference', coalesce(item->'metadata', '{}'::jsonb), NULL,
+                                          accounts, amounts, coalesce((item->>'allow_frozen')::boolean, false));
+    IF posted.refusal IS NOT NULL THEN
+      SELECT c.exponent INTO exponent FROM currencies c WHERE c.code = posted.refusal_detail->>'currency';
+      RAISE EXCEPTION 'posting %/% refused: %', item->>'kind', item->>'reference', posted.refusal USING ERRCODE = 'WRT01',
+        DETAIL = json_build_object('posting', cardinality(posting_ids), 'refusal', posted.refusal,
+          'account_id', posted.refusal_detail->>'account_id', 'owner_id', posted.refusal_detail->>'owner_id',
+          'currency', posted.refusal_detail->>'currency',
+          'available', format_minor((posted.refusal_detail->>'available')::bigint, exponent),
+          'required', format_minor((posted.refusal_detail->>'required')::bigint, exponent))::text;
+    END IF;
+    posting_ids := posting_ids || posted.posting_id;
+  END LOOP;
+
+  FOR item IN SELECT x FROM jsonb_array_elements(coalesce(p_decision->'changes', '[]'::jsonb)) AS c(x) LOOP
+    target := item->>'table';
+    IF target IS NULL OR NOT target = ANY (ARRAY['escrows']) THEN
+      RAISE EXCEPTION 'write_apply does not write the table %', target USING ERRCODE = 'WRT09';
+    END IF;
+    vals := coalesce(item->'set', '{}'::jsonb);
+    -- A column that takes the id of one of the decision's postings: {"funding_posting_id": 0}.
+    FOR field, placeholder IN SELECT key, value FROM jsonb_each(coalesce(item->'posting_ids', '{}'::jsonb)) LOOP
+      vals := vals || jsonb_build_object(field, posting_ids[(placeholder #>> '{}')::integer + 1]);
+    END LOOP;
+    SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO cols FROM jsonb_object_keys(vals) AS o(k);
+    IF item->>'op' = 'insert' THEN
+      EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM jsonb_populate_record(NULL::%I, $1)', target, cols, cols, target) USING vals;
+    ELSE
+      EXECUTE format('UPDATE %I t SET (%s) = (SELECT %s FROM jsonb_populate_record(NULL::%I, $1)) WHERE t.id = $2 AND to_jsonb(t) @> $3',
+                     target, cols, cols, target)
+        USING vals, (item->>'id')::uuid, coalesce(item->'expect', '{}'::jsonb);
+      GET DIAGNOSTICS changed = ROW_COUNT;
+      IF changed <> 1 THEN
+        RAISE EXCEPTION 'the % row % no longer shows what the decision read', target, item->>'id' USING ERRCODE = 'WRT02';
+      END IF;
+    END IF;
+  END LOOP;
+
+  FOR item IN SELECT x FROM jsonb_array_elements(coalesce(p_decision->'events', '[]'::jsonb)) AS v(x) LOOP
+    WITH seq AS (
+      INSERT INTO event_sequences (object_type, object_id, last) VALUES (item->>'subject_type', (item->>'subject_id')::uuid, 1)
+      ON CONFLICT (object_type, object_id) DO UPDATE SET last = event_sequences.last + 1
+      RETURNING last)
+    INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)
+    SELECT item->>'subject_type', (item->>'subject_id')::uuid, item->>'type', (item->>'actor_user_id')::uuid,
+           coalesce(item->'payload', '{}'::jsonb), (item->>'occurred_at')::timestamptz, (item->>'organization_id')::uuid, seq.last,
+           jsonb_build_object('object', item->'object', 'previous_status', item->'previous_status')
+      FROM seq
+    RETURNING id INTO event_id;
+    IF item->>'organization_id' IS NOT NULL THEN
+      INSERT INTO webhook_deliveries (endpoint_id, event_id, organization_id, next_attempt_at)
+      SELECT w.id, event_id, w.organization_id, (item->>'occurred_at')::timestamptz FROM webhook_endpoints w
+       WHERE w.organization_id = (item->>'organization_id')::uuid AND w.status = 'enabled'
+         AND w.events && ARRAY(SELECT jsonb_array_elements_text(item->'patterns'))
+         AND (w.object_types IS NULL OR (item->>'subject_type') = ANY (w.object_types));
+    END IF;
+  END LOOP;
+
+  IF completion IS NOT NULL THEN
+    UPDATE idempotency_keys SET status = 'completed', response_status = (completion->>'response_status')::integer, response_body = NULL,
+           resource_type = completion->>'resource_type', resource_id = (completion->>'resource_id')::uuid,
+           resource_status = completion->>'resource_status', resource_location = completion->>'resource_location', completed_at = now()
+     WHERE id = (completion->>'id')::uuid AND claim_token = (completion->>'claim_token')::uuid AND status = 'in_progress';
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'the Idempotency-Key was taken over' USING ERRCODE = 'WRT03';
+    END IF;
+  END IF;
+  RETURN posting_ids;
+END;
+$$;

@@ -1,0 +1,225 @@
+import type { Knex } from 'knex';
+import { ConflictError } from '../../errors';
+import { isUniqueViolation } from '../../db/transaction';
+import { NO_KEY_ARGUMENTS, pendingKeyOf, type IdempotentResource, type PendingKey } from '../idempotency';
+import { ledgerRefusal, type AccountIdentity } from '../ledger';
+import { patternsMatching, type EventSubjectType } from '../events';
+
+/**
+ * The one write path of a change of state: claim the Idempotency-Key, read what the decision
+ * needs (locked), decide in TypeScript (the lifecycle engine and the area's pure posting plan),
+ * apply the decision in one statement. Per request, with the key, that is four round trips:
+ *
+ *   BEGIN
+ *   SELECT ... FROM write_claim(<key>) c LEFT JOIN LATERAL (<the area's locked read>) r ON true
+ *   SELECT write_apply(<decision>)   -- postings (ledger_post), rows, events, the key's completion
+ *   COMMIT
+ *
+ * - `readLocked` runs the area's read after the key's claim, in the same statement: the read
+ *   (its FOR UPDATE) happens only once the key is this request's. A key the claim did not get
+ *   (a replay, a reuse, a key in use, one to take over) is answered by the pipeline's rules
+ *   (PendingKey.settle), which throw, or claim the key: the read then runs again.
+ * - `applyDecision` sends the decision as data to write_apply (src/modules/writes/sql): its
+ *   postings go through ledger_post, the one place that checks balances, frozen accounts and
+ *   sums; a refusal rolls the whole decision back and is thrown as the ledger's error
+ *   (ledgerRefusal), for the area to name its parties (walletRefusal).
+ * - The accounts a decision's postings touch are named by the area's pure posting plan only,
+ *   by id (read under the lock) or by identity (found, or created on first use); the group
+ *   commit locks the accounts of the same plan (`accountsOf`).
+ */
+
+/** An account a posting names: by id, or by identity (found, or created on its first use). */
+export type PlannedAccount = { id: string } | AccountIdentity;
+
+export interface PlannedEntry {
+  account: PlannedAccount;
+  /** Negative debits, positive credits; never zero. */
+  amountMinor: bigint;
+}
+
+export interface PlannedPosting {
+  kind: string;
+  reference: string;
+  metadata?: Record<string, unknown>;
+  /** Money returning to a frozen wallet (a reversal, a refund) may reach it. */
+  allowFrozen?: boolean;
+  entries: PlannedEntry[];
+}
+
+/** The tables the path writes (write_apply refuses any other). */
+export type WritableTable = 'escrows';
+
+/** A row the decision updates, while it still shows what the decision read (`expect`). */
+export interface RowChange {
+  table: WritableTable;
+  id: string;
+  /** Columns and the values the decision read (compared as JSON). */
+  expect?: Record<string, string | number | boolean | null>;
+  /** Columns and their new values (JSON: bigints as strings, dates as ISO strings). */
+  set: Record<string, unknown>;
+  /** Columns that take the id of one of the decision's postings, by its index. */
+  postingIds?: Record<string, number>;
+}
+
+export interface DecidedEvent {
+  subjectType: EventSubjectType;
+  subjectId: string;
+  type: string;
+  actorUserId: string | null;
+  payload: Record<string, unknown>;
+  occurredAt: Date;
+  organizationId?: string | null;
+  /** The object as the API returns it to no one in particular, after the change. */
+  object: unknown;
+  /** The status the object showed before the change (null for its first event). */
+  previousStatus: string | null;
+}
+
+/** What a request changes, decided in TypeScript from what its read returned. */
+export interface Decision {
+  postings?: PlannedPosting[];
+  changes?: RowChange[];
+  events?: DecidedEvent[];
+  /** What the request answers: the resource its Idempotency-Key (when it has one) is completed with. */
+  answer: { resource: IdempotentResource; status?: number };
+}
+
+/** The identity of each account a set of postings names (the group commit locks them). */
+export function accountsOf(postings: readonly PlannedPosting[]): { identities: AccountIdentity[]; accountIds: string[] } {
+  const identities: AccountIdentity[] = [];
+  const accountIds: string[] = [];
+  for (const entry of postings.flatMap((posting) => posting.entries)) {
+    if ('id' in entry.account) accountIds.push(entry.account.id);
+    else identities.push(entry.account);
+  }
+  return { identities, accountIds };
+}
+
+/** The condition the area's read carries in its WHERE: it reads (and locks) only once the key is this request's. */
+export const CLAIMED = '(c.key_id IS NOT NULL OR NOT c.keyed)';
+
+/**
+ * The area's locked read (`read`: a SELECT whose WHERE includes CLAIMED, with FOR UPDATE),
+ * after the claim of the request's key in the same statement. Answers the row read, or
+ * undefined when it found none.
+ */
+export async function readLocked<Row extends object>(trx: Knex.Transaction, read: string, bindings: readonly unknown[]): Promise<Row | undefined> {
+  const key = pendingKeyOf(trx);
+  const run = async (claim: readonly unknown[]) => {
+    const result = (await trx.raw(
+      `SELECT c.keyed AS "claim:keyed", c.held AS "claim:held", c.key_id AS "claim:key_id", r.*
+         FROM write_claim(?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?::integer, ?::integer) c
+         LEFT JOIN LATERAL (${read}) r ON true`,
+      [...claim, ...bindings] as Knex.RawBinding[],
+    )) as { rows: Array<Record<string, unknown>> };
+    return result.rows[0] as Record<string, unknown>;
+  };
+  let row = await run(key && !key.claimed ? key.claimArguments() : NO_KEY_ARGUMENTS);
+  if (key && !key.claimed) {
+    const keyId = row['claim:key_id'] as string | null;
+    await key.settle(trx, { held: row['claim:held'] === true, ...(keyId ? { claimed: { id: keyId, claimToken: key.claimToken } } : {}) });
+    // Claimed by the pipeline's rules (a key taken over): the read has not run yet.
+    if (!keyId) row = await run(NO_KEY_ARGUMENTS);
+  }
+  const { 'claim:keyed': _keyed, 'claim:held': _held, 'claim:key_id': _keyId, ...read_ } = row;
+  return Object.values(read_).every((value) => value === null) ? undefined : (read_ as Row);
+}
+
+/** The decision as write_apply reads it. */
+function decisionJson(decision: Decision, key: PendingKey | undefined): string {
+  const status = decision.answer.status ?? key?.responseStatus;
+  const { resource } = decision.answer;
+  return JSON.stringify({
+    postings: (decision.postings ?? []).map((posting) => ({
+      kind: posting.kind,
+      reference: posting.reference,
+      metadata: posting.metadata ?? {},
+      allow_frozen: posting.allowFrozen ?? false,
+      entries: posting.entries.map((entry) => ({
+        ...('id' in entry.account
+          ? { account_id: entry.account.id }
+          : {
+              account: {
+                owner_type: entry.account.ownerType,
+                owner_id: entry.account.ownerId,
+                currency: entry.account.currency,
+                kind: entry.account.kind,
+                external_ref: entry.account.externalRef ?? null,
+              },
+            }),
+        amount_minor: entry.amountMinor.toString(),
+      })),
+    })),
+    changes: (decision.changes ?? []).map((change) => ({ op: 'update', table: change.table, id: change.id, expect: change.expect ?? {}, set: change.set, posting_ids: change.postingIds ?? {} })),
+    events: (decision.events ?? []).map((event) => ({
+      subject_type: event.subjectType,
+      subject_id: event.subjectId,
+      type: event.type,
+      actor_user_id: event.actorUserId,
+      payload: event.payload,
+      occurred_at: event.occurredAt.toISOString(),
+      organization_id: event.organizationId ?? null,
+      patterns: patternsMatching(event.type),
+      object: event.object,
+      previous_status: event.previousStatus,
+    })),
+    key:
+      key?.claimed && status !== undefined
+        ? {
+            id: key.claimed.id,
+            claim_token: key.claimed.claimToken,
+            response_status: status,
+            resource_type: resource.type,
+            resource_id: resource.id,
+            resource_status: resource.status,
+            resource_location: resource.location,
+          }
+        : null,
+  });
+}
+
+/**
+ * Applies `decision` in one statement (write_apply) and answers the ids of its postings, in its
+ * order. A refusal of the ledger is thrown as the ledger's error (nothing of the decision is
+ * written); a posting already recorded is 409 DuplicatePosting; a key taken over meanwhile is
+ * 409 ConcurrentOperation (as the pipeline answers it).
+ */
+export async function applyDecision(trx: Knex.Transaction, decision: Decision): Promise<string[]> {
+  const key = pendingKeyOf(trx);
+  let postingIds: string[];
+  try {
+    const result = (await trx.raw('SELECT write_apply(?::jsonb) AS posting_ids', [decisionJson(decision, key)])) as { rows: Array<{ posting_ids: string[] | string }> };
+    const ids = result.rows[0]?.posting_ids ?? [];
+    postingIds = typeof ids === 'string' ? parseUuidArray(ids) : ids;
+  } catch (error) {
+    throw refusalOf(error, decision);
+  }
+  if (key?.claimed) {
+    const { resource } = decision.answer;
+    key.completedWith = { responseStatus: decision.answer.status ?? key.responseStatus, resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
+  }
+  return postingIds;
+}
+
+/** A uuid[] as text (`{a,b}`), when the driver hands arrays over unparsed. */
+function parseUuidArray(text: string): string[] {
+  const inner = text.replace(/^\{|\}$/g, '');
+  return inner === '' ? [] : inner.split(',');
+}
+
+function refusalOf(error: unknown, decision: Decision): unknown {
+  const { code, detail } = error as { code?: string; detail?: string };
+  if (code === 'WRT01') {
+    const refused = JSON.parse(detail ?? '{}') as { refusal: string; account_id: string; owner_id: string | null; currency: string; available: string; required: string };
+    if (refused.refusal === 'AccountFrozen') return ledgerRefusal('AccountFrozen', { account_id: refused.account_id, owner_id: refused.owner_id });
+    return ledgerRefusal('InsufficientFunds', { account_id: refused.account_id, currency: refused.currency, available: refused.available, required: refused.required });
+  }
+  if (code === 'WRT03') {
+    return new ConflictError('ConcurrentOperation', 'A request with this Idempotency-Key is still being processed; retry later with the same key.', undefined, { 'Retry-After': '1' });
+  }
+  if (isUniqueViolation(error, 'postings_kind_reference_unique')) {
+    const posting = decision.postings?.[0];
+    return new ConflictError('DuplicatePosting', `The ${posting?.kind ?? ''} posting for ${posting?.reference ?? ''} was already recorded.`);
+  }
+  return error;
+}
