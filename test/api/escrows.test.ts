@@ -8,7 +8,7 @@ import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { uniquePhone, createCaller, walletBalance, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests } from '../support/escrows';
+import { expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
 
 const knex = testKnex();
 let app: App;
@@ -19,7 +19,6 @@ const advance = (seconds: number) => {
 };
 const THREE_DAYS = 259_200;
 
-serializeEscrowReleaseTests();
 beforeAll(async () => {
   app = await buildTestApp({ now: () => clock });
 });

@@ -195,7 +195,7 @@ describe('GET /business/organizations/{orgId}/events', () => {
 
 describe('retention', () => {
   it('purges the events older than EVENT_RETENTION_DAYS and keeps the others', async () => {
-    // Dates long before any other test's rows (the database is shared by the run's files).
+    // Dates long before any other test's rows (on the embedded back-end the run's files share one database).
     const knex = testKnex();
     const events = new EventRepository(knex);
     const subject = crypto.randomUUID();

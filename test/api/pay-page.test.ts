@@ -1,7 +1,7 @@
 import pino from 'pino';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { App } from '../../src/http/app';
 import type { RateLimitBackend } from '../../src/http/rate-limit';
@@ -9,7 +9,7 @@ import { signAmount, PaymentPageService, PaymentsService } from '../../src/modul
 import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig } from '../support/app';
-import { databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { createKnex } from '../../src/db/database';
 import { AccountService } from '../../src/modules/accounts';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization, businessPath } from '../support/factories';
@@ -837,7 +837,8 @@ describe('GET /business/organizations/{orgId}/payments', () => {
   it('several instances sweeping at once settle each due payment once, and each counts only what it settled (issue 26.10)', async () => {
     const { slowPayments, own, account, pay } = await sweepSetup();
     // One pool per instance on PostgreSQL; the one connection on the embedded back-end.
-    const pools = databaseKind() === 'postgres' ? [0, 1, 2].map(() => createKnex(inject('databaseUrl'), 'postgres', 4)) : [];
+    const url = await testDatabaseUrl();
+    const pools = databaseKind() === 'postgres' ? [0, 1, 2].map(() => createKnex(url, 'postgres', 4)) : [];
     const instances = (pools.length ? pools : [testKnex(), testKnex(), testKnex()]).map(
       (knex) => new PaymentsService(knex, new AccountService(knex, { cursorSecret: testConfig().paySecret }), pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 }),
     );

@@ -10,7 +10,7 @@ import { buildTestApp } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests } from '../support/escrows';
+import { expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
 
 /** XAF: no other test file uses it, so its holding and fee accounts are this file's alone. */
 const CURRENCY = 'XAF';
@@ -20,7 +20,6 @@ const knex = testKnex();
 let app: App;
 const clock = new Date();
 
-serializeEscrowReleaseTests();
 beforeAll(async () => {
   app = await buildTestApp({ now: () => clock });
 });

@@ -6,16 +6,16 @@ import { withTransaction } from '../../src/db/transaction';
 import { fundWallet } from '../../src/modules/ledger';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { TransferService, type RailAdapter } from '../../src/modules/transfers';
-import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
 
 /**
  * Issue 26.10: after three instances restarted together, each handed the same pending
  * transfers to the rail (696 hand-overs for 232 transfers). Several instances (each its own
  * pool on one database, on PostgreSQL) now sweep at once and the rail is called once per
- * transfer. On PostgreSQL the instances sweep a database of their own, so no other test
- * file's transfers are taken by this test's rail; on the embedded back-end (one connection,
- * files one after another) they share the run's.
+ * transfer. On PostgreSQL the instances sweep the file's own database, so only this file's
+ * transfers reach this test's rail; on the embedded back-end (one connection, files one after
+ * another) they share the run's pool.
  */
 const TRANSFERS = 60;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -37,7 +37,7 @@ class RecordingRail implements RailAdapter {
 
 let setupKnex: Knex;
 const instanceKnexes: Knex[] = [];
-let dropDatabase: (() => Promise<void>) | undefined;
+let closePools: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   if (databaseKind() === 'embedded') {
@@ -45,17 +45,16 @@ beforeAll(async () => {
     for (let i = 0; i < 3; i += 1) instanceKnexes.push(testKnex());
     return;
   }
-  const database = await createOwnDatabase('sweeps');
-  setupKnex = createKnex(database.url, 'postgres', 4);
-  for (let i = 0; i < 3; i += 1) instanceKnexes.push(createKnex(database.url, 'postgres', 4));
-  dropDatabase = async () => {
+  const url = await testDatabaseUrl();
+  setupKnex = createKnex(url, 'postgres', 4);
+  for (let i = 0; i < 3; i += 1) instanceKnexes.push(createKnex(url, 'postgres', 4));
+  closePools = async () => {
     for (const knex of [setupKnex, ...instanceKnexes]) await knex.destroy();
-    await database.drop();
   };
 }, 120_000);
 
 afterAll(async () => {
-  await dropDatabase?.();
+  await closePools?.();
 });
 
 function instance(knex: Knex, calls: string[], options: { submitMs?: number; railLeaseSeconds?: number } = {}): TransferService {

@@ -1,7 +1,5 @@
 import type { Knex } from 'knex';
-import pg from 'pg';
-import { afterAll, beforeAll, expect, inject } from 'vitest';
-import { databaseKind } from './database';
+import { expect } from 'vitest';
 import { HELD_STATUSES } from '../../src/modules/escrows';
 
 /** The platform's escrow holding or fee balance in a currency: the sum over its shards. */
@@ -31,7 +29,7 @@ interface EscrowMoneyRow {
  * once (one settlement posting per escrow).
  */
 export async function expectEscrowMoneyConsistent(knex: Knex, currency: string): Promise<void> {
-  // One snapshot: other test files may be moving escrow money in parallel.
+  // One snapshot: the checks compare rows of one moment, even while a test's own steps move escrow money.
   await knex.transaction((trx) => checkSnapshot(trx, currency), { isolationLevel: 'repeatable read', readOnly: true });
 }
 
@@ -89,24 +87,4 @@ async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<
 
 function platformHolding(knex: Knex.Transaction, currency: string): Promise<bigint> {
   return platformBalance(knex, 'escrow_holding', currency);
-}
-
-/**
- * The automatic release sweeps every due escrow of the database, whoever created it, at the
- * clock of the service that runs it. Test files that run it (or keep delivered escrows whose
- * state they assert) take this lock for their whole run, so on real PostgreSQL, where files
- * run in parallel on one database, one file's sweep never releases another file's escrows
- * mid-test. The embedded back-end runs files one after another: nothing to do there.
- */
-export function serializeEscrowReleaseTests(): void {
-  let client: pg.Client | undefined;
-  beforeAll(async () => {
-    if (databaseKind() !== 'postgres') return;
-    client = new pg.Client({ connectionString: inject('databaseUrl') });
-    await client.connect();
-    await client.query(`SELECT pg_advisory_lock(hashtext('escrow release tests'))`);
-  });
-  afterAll(async () => {
-    await client?.end();
-  });
 }
