@@ -257,7 +257,8 @@ describe('the lifecycle moves the money once', () => {
     expect(disputed.status).toBe(200);
     expect(disputed.body.data).toMatchObject({ status: 'disputed', dispute_reason: 'The engine does not start.', disputed_at: clock.toISOString(), allowed_actions: [] });
     advance(THREE_DAYS + 1);
-    expect(await app.services.escrows.releaseDue({ batchSize: 1000 })).toBeGreaterThanOrEqual(0);
+    // The release sweep runs after the inspection period: the disputed escrow is not among what it releases.
+    await app.services.escrows.releaseDue({ batchSize: 1000 });
     expect((await request(app).get(`/api/escrows/${id}`).set(buyer.auth)).body.data.status).toBe('disputed');
     const accept = await act(buyer, id, 'accept');
     expect(accept.status).toBe(409);

@@ -108,6 +108,7 @@ describe('GET /pay/:code', () => {
     expect(firstCookie).toMatch(/; SameSite=Lax/);
     expect(firstCookie).not.toMatch(/SameSite=(Strict|None)/);
     const expiresOf = (cookie: string) => Date.parse(/Expires=([^;]+)/.exec(cookie)?.[1] as string);
+    // A cookie's Expires has a resolution of one second: a later view must fall in a later second of the real clock.
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const second = await agent.get(`/pay/${checkout.code}?amount=200`);
     const secondCookie = (second.headers['set-cookie'] as unknown as string[] | undefined)?.[0] as string;
@@ -523,6 +524,7 @@ describe('POST /pay/:code', () => {
 
     const expiresAt = Math.floor(Date.now() / 1000) + 2;
     const { agent, token } = await openPage(signedPath('SIGNED-LATE', expiresAt));
+    // The link's expiry is checked against the real clock: the form is sent once it has passed.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt * 1000 - Date.now()) + 50));
     const late = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
     expect(late.status, late.text).toBe(410);
@@ -893,6 +895,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       const later = request.agent(quickPayApp);
       const next = await later.get(signedCheckout(700, 'ORDER-AFTER-STOP'));
       expect((await later.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(next.text), method: 'mobile_money', phone: '+2250700000009' })).status).toBe(303);
+      // Longer than the 500 ms settlement delay: a timer scheduled after stop() would have fired by now.
       await new Promise((resolve) => setTimeout(resolve, 800));
       expect(settle).toHaveBeenCalledTimes(1);
       expect((await testKnex()('payments').where({ reference: 'ORDER-AFTER-STOP' }).first()).status).toBe('pending');

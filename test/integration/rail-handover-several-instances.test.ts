@@ -8,6 +8,7 @@ import { IdempotencyService } from '../../src/modules/idempotency';
 import { TransferService, type RailAdapter } from '../../src/modules/transfers';
 import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
+import { until } from '../support/jobs';
 
 /**
  * Issue 26.10: after three instances restarted together, each handed the same pending
@@ -153,7 +154,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     await (first as TransferService).whenDispatched();
     // Every sweeper passes at least twice more over the table after the last transfer exists.
     const after = [...passes];
-    while (passes.some((count, n) => count < (after[n] as number) + 2)) await sleep(5);
+    await until(() => passes.every((count, n) => count >= (after[n] as number) + 2));
     stop = true;
     await Promise.all(sweeping);
     expectEachOnce(calls, mine);
@@ -165,6 +166,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     // Each hand-over takes 300 ms against a 1 s lease: a sweep that claimed all 8 at once
     // would still be handing over when its leases end and the second sweep starts.
     const [first, second] = instanceKnexes.map((knex) => instance(knex, calls, { submitMs: 300, railLeaseSeconds: 1 }));
+    // The second sweep starts once the first one's 1 s leases have ended (a lease is measured on the real clock).
     const sweeps = [(first as TransferService).resumePending(), sleep(1_300).then(() => (second as TransferService).resumePending())];
     const counts = await Promise.all(sweeps);
     expectEachOnce(calls, mine);
@@ -177,6 +179,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     const sweeper = instance(instanceKnexes[0] as Knex, calls, { railLeaseSeconds: 1 });
     await sweeper.resumePending();
     expectEachOnce(calls, mine);
+    // Past the 1 s hand-over lease, on the real clock the lease is measured on.
     await sleep(1_300);
     const later: string[] = [];
     await instance(instanceKnexes[1] as Knex, later, { railLeaseSeconds: 1 }).resumePending();
