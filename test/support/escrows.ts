@@ -1,6 +1,58 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import request from 'supertest';
 import { expect } from 'vitest';
+import type { App } from '../../src/http/app';
 import { HELD_STATUSES } from '../../src/modules/escrows';
+import { createCaller, type TestCaller } from './factories';
+
+/** What a test's escrow is unless it says otherwise: the buyer opens it, 500,000 XOF. */
+export const ESCROW_BODY = { role: 'buyer', amount: 500_000, currency: 'XOF', description: 'Used delivery motorbike' } as const;
+
+/** The actions that move money, and so take an Idempotency-Key. */
+const MONEY_ACTIONS = new Set(['fund', 'accept', 'refund', 'resolve']);
+
+/** POST /escrows as `by` with `body` as it is, under a new Idempotency-Key unless `key` is given (null: none). */
+export function createEscrow(app: App, by: TestCaller, body: object, key: string | null = crypto.randomUUID()) {
+  const call = request(app).post('/api/escrows').set(by.auth);
+  return (key === null ? call : call.set('Idempotency-Key', key)).send(body);
+}
+
+/** POST /escrows/{id}/{action}; a key for the money-moving ones unless told; no body unless given. */
+export function escrowAction(app: App, by: TestCaller, id: string, action: string, body?: object, key: string | null = MONEY_ACTIONS.has(action) ? crypto.randomUUID() : null) {
+  let call = request(app).post(`/api/escrows/${id}/${action}`).set(by.auth);
+  if (key !== null) call = call.set('Idempotency-Key', key);
+  return body === undefined ? call : call.send(body);
+}
+
+/** An escrow `buyer` opens with `seller` as counterparty (ESCROW_BODY with `overrides`): 201, and the escrow as answered. */
+export async function openEscrow(app: App, buyer: TestCaller, seller: TestCaller, overrides: object = {}): Promise<{ id: string; [key: string]: unknown }> {
+  const res = await createEscrow(app, buyer, { ...ESCROW_BODY, counterparty_identifier: seller.user.email, ...overrides });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+/** An escrow brought to `status` through the API by new parties (the buyer funded with 1,000,000 XOF), with `overrides` on ESCROW_BODY. */
+export async function escrowIn(
+  app: App,
+  status: 'awaiting_funding' | 'funded' | 'delivered' | 'disputed' | 'released',
+  overrides: object = {},
+): Promise<{ id: string; buyer: TestCaller; seller: TestCaller; escrow: { id: string; [key: string]: unknown } }> {
+  const buyer = await createCaller(app, { XOF: 1_000_000n });
+  const seller = await createCaller(app);
+  let escrow = await openEscrow(app, buyer, seller, overrides);
+  const { id } = escrow;
+  const step = async (by: TestCaller, action: string, body?: object) => {
+    const res = await escrowAction(app, by, id, action, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    escrow = res.body.data;
+  };
+  if (status !== 'awaiting_funding') await step(buyer, 'fund');
+  if (status === 'delivered' || status === 'disputed') await step(seller, 'deliver');
+  if (status === 'disputed') await step(buyer, 'dispute', { reason: 'Not as described' });
+  if (status === 'released') await step(buyer, 'accept');
+  return { id, buyer, seller, escrow };
+}
 
 /** The platform's escrow holding or fee balance in a currency: the sum over its shards. */
 export async function platformBalance(knex: Knex, kind: 'escrow_holding' | 'fees', currency: string): Promise<bigint> {
