@@ -3,6 +3,9 @@
  * or an in-memory embedded server), migrated once, then runs Stryker on it (the tests run
  * once per mutant; without this each run would create and migrate its own database), removes
  * the database and prints the scores (scripts/mutation/score.mjs). Arguments go to Stryker.
+ * On DATABASE_URL's server that database is the template each test file clones into a
+ * database of its own (test/support/database.ts): nothing connects to it, and the clones a
+ * stopped run left behind are removed with it.
  *
  * Each run also keeps a copy of its JSON report under test-artifacts/mutation/reports/, named
  * after what it mutated (`--mutate src/modules/ledger/money.ts` -> `money.json`, the whole
@@ -31,6 +34,8 @@ async function main(): Promise<number> {
     url = target.toString();
     kind = 'postgres';
     remove = async () => {
+      const { rows } = (await admin.raw(`SELECT datname FROM pg_database WHERE starts_with(datname, ?)`, [`${name}_`])) as { rows: Array<{ datname: string }> };
+      for (const { datname } of rows) await admin.raw(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
       await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.destroy();
     };

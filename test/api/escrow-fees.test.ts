@@ -1,10 +1,9 @@
-import crypto from 'node:crypto';
-import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config';
 import { buildTestApp } from '../support/app';
 import { testKnex } from '../support/database';
 import { createCaller, walletBalance } from '../support/factories';
+import { escrowAction, openEscrow } from '../support/escrows';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
 /** Tiny escrows pay a fee (rounded up, never zero at a non-zero rate), with an optional per-currency minimum. */
@@ -14,16 +13,9 @@ async function releasedEscrow(env: Record<string, string>, amount: number) {
   const app = await buildTestApp({ env });
   const buyer = await createCaller(app, { XOF: 10_000n });
   const seller = await createCaller(app);
-  const created = await request(app)
-    .post('/api/escrows')
-    .set(buyer.auth)
-    .set('Idempotency-Key', crypto.randomUUID())
-    .send({ role: 'buyer', counterparty_identifier: seller.user.email, amount, currency: 'XOF', description: 'Phone charger' });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  const id = created.body.data.id as string;
-  const fee = created.body.data.fee;
-  await request(app).post(`/api/escrows/${id}/fund`).set(buyer.auth).set('Idempotency-Key', crypto.randomUUID()).expect(200);
-  const released = await request(app).post(`/api/escrows/${id}/accept`).set(buyer.auth).set('Idempotency-Key', crypto.randomUUID()).expect(200);
+  const { id, fee } = await openEscrow(app, buyer, seller, { amount, description: 'Phone charger' });
+  await escrowAction(app, buyer, id, 'fund').expect(200);
+  const released = await escrowAction(app, buyer, id, 'accept').expect(200);
   return { fee, settlement: released.body.data.settlement, buyer, seller };
 }
 

@@ -1,8 +1,8 @@
-import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
+import { openEscrow } from '../support/escrows';
 import { createCaller, type TestCaller } from '../support/factories';
 
 const knex = testKnex();
@@ -15,13 +15,7 @@ beforeAll(async () => {
 });
 
 async function open(buyer: TestCaller, seller: TestCaller, amount: number): Promise<string> {
-  const res = await request(app)
-    .post('/api/escrows')
-    .set(buyer.auth)
-    .set('Idempotency-Key', crypto.randomUUID())
-    .send({ role: 'buyer', counterparty_identifier: seller.user.email, amount, currency: 'XOF', description: 'Sides' });
-  expect(res.status).toBe(201);
-  return res.body.data.id as string;
+  return (await openEscrow(app, buyer, seller, { amount, description: 'Sides' })).id;
 }
 
 async function pages(by: TestCaller, query: string, limit: number): Promise<string[]> {

@@ -6,6 +6,7 @@ import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, businessPath, createCaller, createOrganization, memberToken, type TestCaller } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
+import { escrowAction, openEscrow } from '../support/escrows';
 
 let app: App;
 
@@ -73,14 +74,8 @@ describe('the outbox: every change writes its event in its transaction', () => {
   it('an escrow event carries the escrow after the change (built with the change, history included) and the status before it', async () => {
     const buyer = await createCaller(app, { XOF: 1_000_000n });
     const seller = await createCaller(app);
-    const created = await request(app)
-      .post('/api/escrows')
-      .set(buyer.auth)
-      .set('Idempotency-Key', crypto.randomUUID())
-      .send({ role: 'buyer', counterparty_identifier: seller.user.email, amount: 500_000, currency: 'XOF', description: 'Motorbike' });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const id = created.body.data.id as string;
-    const funded = await request(app).post(`/api/escrows/${id}/fund`).set(buyer.auth).set('Idempotency-Key', crypto.randomUUID());
+    const { id } = await openEscrow(app, buyer, seller, { description: 'Motorbike' });
+    const funded = await escrowAction(app, buyer, id, 'fund');
     expect(funded.status).toBe(200);
     const res = await request(app).get('/api/events').query({ object_id: id }).set(seller.auth);
     expect(res.status).toBe(200);
@@ -194,7 +189,7 @@ describe('GET /business/organizations/{orgId}/events', () => {
 
 describe('retention', () => {
   it('purges the events older than EVENT_RETENTION_DAYS and keeps the others', async () => {
-    // Dates long before any other test's rows (the database is shared by the run's files).
+    // Dates long before any other test's rows (on the embedded back-end the run's files share one database).
     const knex = testKnex();
     const events = new EventRepository(knex);
     const subject = crypto.randomUUID();

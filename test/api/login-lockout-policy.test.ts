@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
 import pino from 'pino';
 import request from 'supertest';
-import { afterAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createKnex } from '../../src/db/database';
 import { memoryRateLimitBackend } from '../../src/http/rate-limit';
 import { buildTestApp, testConfig, composeTestApp, type App } from '../support/app';
-import { databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { createUser, uniqueEmail } from '../support/factories';
+import { until } from '../support/jobs';
 
 /**
  * The login lockout, counted in the database before each password
@@ -47,7 +48,7 @@ async function instances(n: number, env: Record<string, string>): Promise<App[]>
   for (let i = 0; i < n; i += 1) {
     let knex = testKnex();
     if (databaseKind() === 'postgres') {
-      knex = createKnex(inject('databaseUrl'), 'postgres', 4);
+      knex = createKnex(await testDatabaseUrl(), 'postgres', 4);
       pools.push(knex);
     }
     const config = testConfig(env);
@@ -155,7 +156,7 @@ describe('password checks reachable anonymously are bounded', () => {
       return verify(hash, password);
     });
     const first = login(app, user.email as string, user.password).then((res) => res);
-    await vi.waitFor(() => expect(spy).toHaveBeenCalledTimes(1));
+    await until(() => spy.mock.calls.length === 1);
     const busy = await login(app, user.email as string, 'wrong');
     expect(busy.status).toBe(503);
     expect(busy.body).toMatchObject({ success: false, error: 'ServiceUnavailable' });

@@ -1,14 +1,14 @@
 import pino from 'pino';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Express } from 'express';
 import type { RateLimitBackend } from '../../src/http/rate-limit';
 import { signAmount, PaymentPageService, PaymentsService } from '../../src/modules/payment-links';
 import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { createPayApp } from '../../src/pay/pay-app';
 import { buildTestApp, testConfig, type App } from '../support/app';
-import { databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { createKnex } from '../../src/db/database';
 import { AccountService } from '../../src/modules/accounts';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization, businessPath } from '../support/factories';
@@ -107,6 +107,7 @@ describe('GET /pay/:code', () => {
     expect(firstCookie).toMatch(/; SameSite=Lax/);
     expect(firstCookie).not.toMatch(/SameSite=(Strict|None)/);
     const expiresOf = (cookie: string) => Date.parse(/Expires=([^;]+)/.exec(cookie)?.[1] as string);
+    // A cookie's Expires has a resolution of one second: a later view must fall in a later second of the real clock.
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const second = await agent.get(`/pay/${checkout.code}?amount=200`);
     const secondCookie = (second.headers['set-cookie'] as unknown as string[] | undefined)?.[0] as string;
@@ -522,6 +523,7 @@ describe('POST /pay/:code', () => {
 
     const expiresAt = Math.floor(Date.now() / 1000) + 2;
     const { agent, token } = await openPage(signedPath('SIGNED-LATE', expiresAt));
+    // The link's expiry is checked against the real clock: the form is sent once it has passed.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt * 1000 - Date.now()) + 50));
     const late = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
     expect(late.status, late.text).toBe(410);
@@ -836,7 +838,8 @@ describe('GET /business/organizations/{orgId}/payments', () => {
   it('several instances sweeping at once settle each due payment once, and each counts only what it settled', async () => {
     const { slowPayments, own, account, pay } = await sweepSetup();
     // One pool per instance on PostgreSQL; the one connection on the embedded back-end.
-    const pools = databaseKind() === 'postgres' ? [0, 1, 2].map(() => createKnex(inject('databaseUrl'), 'postgres', 4)) : [];
+    const url = await testDatabaseUrl();
+    const pools = databaseKind() === 'postgres' ? [0, 1, 2].map(() => createKnex(url, 'postgres', 4)) : [];
     const instances = (pools.length ? pools : [testKnex(), testKnex(), testKnex()]).map(
       (knex) => new PaymentsService(knex, new AccountService(knex, { cursorSecret: testConfig().paySecret }), pino({ level: 'silent' }), { sandboxDelayMs: 3_600_000 }),
     );
@@ -891,6 +894,7 @@ describe('GET /business/organizations/{orgId}/payments', () => {
       const later = request.agent(quickPayApp);
       const next = await later.get(signedCheckout(700, 'ORDER-AFTER-STOP'));
       expect((await later.post(`/pay/${checkout.code}`).type('form').send({ token: tokenIn(next.text), method: 'mobile_money', phone: '+2250700000009' })).status).toBe(303);
+      // Longer than the 500 ms settlement delay: a timer scheduled after stop() would have fired by now.
       await new Promise((resolve) => setTimeout(resolve, 800));
       expect(settle).toHaveBeenCalledTimes(1);
       expect((await testKnex()('payments').where({ reference: 'ORDER-AFTER-STOP' }).first()).status).toBe('pending');

@@ -7,6 +7,7 @@ import { createLogger, resolvedLogFormat } from '../../src/logger';
 import { testConfig, composeTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser } from '../support/factories';
+import { until } from '../support/jobs';
 
 function captured(): { lines: string[]; stream: Writable } {
   const lines: string[] = [];
@@ -33,7 +34,7 @@ describe('request log lines', () => {
     const token = await accessTokenFor(app, await createUser());
     const res = await request(app).get('/api/me').set(bearer(token)).set('X-Request-Id', 'request-log-me-1');
     expect(res.status).toBe(200);
-    expect(res.headers['content-security-policy']).toBeTruthy();
+    expect(res.headers['content-security-policy']).toContain("default-src 'self'");
     const line = log.lines.find((l) => l.includes('request-log-me-1') && l.includes('"res"'));
     expect(line).toBeDefined();
     const parsed = JSON.parse(line as string) as { res: Record<string, unknown>; req: { id: string } };
@@ -49,7 +50,8 @@ describe('the process logger', () => {
     createLogger({ logLevel: 'info', logFormat: 'pretty', nodeEnv: 'development' }, pretty.stream).info({ apiPort: 8080 }, 'listening');
     const json = captured();
     createLogger({ logLevel: 'info', logFormat: 'json', nodeEnv: 'development' }, json.stream).info({ apiPort: 8080 }, 'listening');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The pretty transport writes asynchronously: its line arrives a moment later.
+    await until(() => pretty.lines.length > 0 && json.lines.length > 0, 5_000);
     expect(pretty.lines.join('\n')).toMatch(/INFO.*listening.*apiPort.*8080/);
     expect(() => JSON.parse(pretty.lines[0] as string)).toThrow();
     expect(JSON.parse(json.lines[0] as string)).toMatchObject({ msg: 'listening', apiPort: 8080 });

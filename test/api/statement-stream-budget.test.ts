@@ -101,6 +101,7 @@ describe('statement downloads that stop reading', () => {
     const deadline = Date.now() + 20_000;
     while (pool.numUsed() > 0 && Date.now() < deadline) await sleep(50);
     expect(pool.numUsed()).toBe(0);
+    // And it stays so while they remain stuck: no download takes a connection back meanwhile.
     await sleep(500);
     expect(pool.numUsed()).toBe(0);
     const started = Date.now();

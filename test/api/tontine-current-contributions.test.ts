@@ -4,7 +4,7 @@ import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type App } from '../support/app';
 import { createCaller, type TestCaller } from '../support/factories';
-import { contribute, createTontine, enrol } from '../support/tontines';
+import { activeTontine, contribute, createTontine, enrol } from '../support/tontines';
 
 /**
  * `current_contributions` of a tontine's detail, per status, as the contract's description of
@@ -57,9 +57,7 @@ describe('current_contributions follows its contract description for every statu
   it('canceled while active: the cycle open at the end, payments refunded, unpaid members pending', async () => {
     const organizer = await createCaller(app, { XOF: 10_000n });
     const member = await createCaller(app, { XOF: 10_000n });
-    const tontine = await createTontine(app, organizer, { contribution_amount: 1000, max_members: 3 });
-    await enrol(app, tontine.id, organizer, [member]);
-    await action(tontine.id, 'start', organizer).expect(200);
+    const tontine = await activeTontine(app, organizer, [member], { contribution_amount: 1000, max_members: 3 });
     await contribute(app, tontine.id, member).expect(200);
     const canceled = await action(tontine.id, 'cancel', organizer).expect(200);
     expect(canceled.body.data.status).toBe('canceled');

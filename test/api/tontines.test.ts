@@ -5,7 +5,7 @@ import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { createCaller, walletBalance, type TestCaller } from '../support/factories';
-import { contribute, createTontine, enrol, poolBalance, TONTINE_BODY } from '../support/tontines';
+import { activeTontine, contribute, createTontine, enrol, poolBalance, TONTINE_BODY } from '../support/tontines';
 
 let app: App;
 const knex = testKnex();
@@ -28,9 +28,7 @@ async function startedTontine(): Promise<{ tontine: { id: string }; organizer: T
   const organizer = await createCaller(app, { XOF: 10_000n });
   const member = await createCaller(app, { XOF: 500n });
   const third = await createCaller(app, { XOF: 10_000n });
-  const tontine = await createTontine(app, organizer, { contribution_amount: 1000 });
-  await enrol(app, tontine.id, organizer, [member, third]);
-  await action(tontine.id, 'start', organizer).expect(200);
+  const tontine = await activeTontine(app, organizer, [member, third], { contribution_amount: 1000 });
   return { tontine, organizer, member, third };
 }
 
@@ -42,9 +40,7 @@ async function afterFirstPayout(cycleTwo: boolean): Promise<{ tontine: { id: str
   const members: TestCaller[] = [];
   for (let i = 0; i < 4; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
   const [organizer, second] = members as [TestCaller, TestCaller, TestCaller, TestCaller];
-  const tontine = await createTontine(app, organizer, { contribution_amount: 2000, max_members: 4 });
-  await enrol(app, tontine.id, organizer, members.slice(1));
-  await action(tontine.id, 'start', organizer).expect(200);
+  const tontine = await activeTontine(app, organizer, members.slice(1), { contribution_amount: 2000, max_members: 4 });
   for (const who of members) await contribute(app, tontine.id, who, undefined, 1).expect(200);
   expect(await walletBalance(organizer.user.id, 'XOF')).toBe(16_000n);
   if (cycleTwo) {
@@ -62,9 +58,7 @@ async function listedTontines(): Promise<{ organizer: TestCaller; first: { id: s
   const member = await createCaller(app);
   const first = await createTontine(app, organizer, { name: 'First' });
   const second = await createTontine(app, organizer, { name: 'Second' });
-  const third = await createTontine(app, member, { name: 'Third' });
-  await enrol(app, third.id, member, [organizer]);
-  await action(third.id, 'start', member).expect(200);
+  await activeTontine(app, member, [organizer], { name: 'Third' });
   await action(first.id, 'cancel', organizer).expect(200);
   return { organizer, first, second };
 }
@@ -406,9 +400,7 @@ describe('canceling: the organizer, before any payout', () => {
   it('an active tontine canceled before any payout refunds the open cycle\'s contributions and allows nothing more', async () => {
     const members = [await createCaller(app, { XOF: 10_000n }), await createCaller(app, { XOF: 10_000n }), await createCaller(app, { XOF: 10_000n })];
     const [organizer, second, third] = members as [TestCaller, TestCaller, TestCaller];
-    const tontine = await createTontine(app, organizer, { contribution_amount: 2000 });
-    await enrol(app, tontine.id, organizer, [second, third]);
-    await action(tontine.id, 'start', organizer).expect(200);
+    const tontine = await activeTontine(app, organizer, [second, third], { contribution_amount: 2000 });
     await contribute(app, tontine.id, second).expect(200);
     await contribute(app, tontine.id, third).expect(200);
     expect(await poolBalance(tontine.id)).toBe(4_000n);
@@ -532,9 +524,7 @@ describe('Idempotency-Key on contributions: replayed as POST /transfers, never r
   it('the same key and the same cycle replay', async () => {
     const organizer = await createCaller(app, { XOF: 5_000n });
     const member = await createCaller(app, { XOF: 5_000n });
-    const tontine = await createTontine(app, organizer);
-    await enrol(app, tontine.id, organizer, [member]);
-    await action(tontine.id, 'start', organizer).expect(200);
+    const tontine = await activeTontine(app, organizer, [member]);
     const key = crypto.randomUUID();
     await contribute(app, tontine.id, organizer, key).expect(200);
     const replay = await contribute(app, tontine.id, organizer, key, 1);
@@ -574,9 +564,7 @@ describe('a contribution names its cycle', () => {
   it('taps around a cycle boundary, each with a new key, pay one cycle once: ContributionAlreadyPaid or CycleNotOpen with details.open_cycle', async () => {
     const a = await createCaller(app, { XOF: 10_000n });
     const b = await createCaller(app, { XOF: 10_000n });
-    const tontine = await createTontine(app, a, { contribution_amount: 1000, max_members: 2 });
-    await enrol(app, tontine.id, a, [b]);
-    await action(tontine.id, 'start', a).expect(200);
+    const tontine = await activeTontine(app, a, [b], { contribution_amount: 1000, max_members: 2 });
     await contribute(app, tontine.id, a, undefined, 1).expect(200);
     // Both members saw cycle 1 open and tap three times each, every tap with a new key.
     const taps = await Promise.all([a, b, a, b, a, b].map((who) => contribute(app, tontine.id, who, crypto.randomUUID(), 1)));
@@ -608,9 +596,7 @@ describe('a full tontine of N members over N cycles', () => {
     const members: TestCaller[] = [];
     for (let i = 0; i < n; i += 1) members.push(await createCaller(app, { XOF: 100_000n }));
     const organizer = members[0] as TestCaller;
-    const tontine = await createTontine(app, organizer, { contribution_amount: Number(amount), max_members: n, frequency: 'monthly' });
-    await enrol(app, tontine.id, organizer, members.slice(1));
-    await action(tontine.id, 'start', organizer).expect(200);
+    const tontine = await activeTontine(app, organizer, members.slice(1), { contribution_amount: Number(amount), max_members: n, frequency: 'monthly' });
     for (let cycle = 1; cycle <= n; cycle += 1) {
       // A different payer order every cycle: the last one triggers the payout.
       const payers = [...members.slice(cycle % n), ...members.slice(0, cycle % n)];
@@ -709,9 +695,7 @@ describe('the random draw (drawn cycle by cycle, verifiable at the end)', () => 
     const members: TestCaller[] = [];
     for (let i = 0; i < 3; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
     const organizer = members[0] as TestCaller;
-    const created = await createTontine(app, organizer, { payout_order: 'random', max_members: 3 });
-    await enrol(app, created.id, organizer, members.slice(1));
-    await action(created.id, 'start', organizer).expect(200);
+    const created = await activeTontine(app, organizer, members.slice(1), { payout_order: 'random', max_members: 3 });
     // A tontine whose whole order was drawn at its start: every cycle named, positions set, draw_per_cycle false.
     const { draw_seed: seed } = (await knex('tontines').where({ id: created.id }).first('draw_seed')) as { draw_seed: string };
     const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
@@ -832,9 +816,7 @@ describe('an administrator who is a member never dissolves its own tontine', () 
     const organizer = await createCaller(app, { XOF: 10_000n }, { isAdmin: true });
     const others: TestCaller[] = [];
     for (let i = 0; i < 2; i += 1) others.push(await createCaller(app, { XOF: 10_000n }));
-    const tontine = await createTontine(app, organizer, { contribution_amount: 2000, max_members: 3 });
-    await enrol(app, tontine.id, organizer, others);
-    await action(tontine.id, 'start', organizer).expect(200);
+    const tontine = await activeTontine(app, organizer, others, { contribution_amount: 2000, max_members: 3 });
     for (const who of [organizer, ...others]) await contribute(app, tontine.id, who, undefined, 1).expect(200);
     const path = `/api/admin/tontines/${tontine.id}/dissolve`;
     const refused = await request(app).post(path).set(organizer.auth).send({ reason: 'I would rather keep the pot.' });
@@ -850,9 +832,7 @@ describe('20 concurrent contributions of one cycle', () => {
     const members: TestCaller[] = [];
     for (let i = 0; i < 20; i += 1) members.push(await createCaller(app, { XOF: 10_000n }));
     const organizer = members[0] as TestCaller;
-    const tontine = await createTontine(app, organizer, { contribution_amount: 1000, max_members: 20 });
-    await enrol(app, tontine.id, organizer, members.slice(1));
-    await action(tontine.id, 'start', organizer).expect(200);
+    const tontine = await activeTontine(app, organizer, members.slice(1), { contribution_amount: 1000, max_members: 20 });
     // Each member's client also retries at once with the same key: one of the two pays.
     const responses = await Promise.all(
       members.flatMap((who) => {

@@ -10,6 +10,7 @@ import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, businessPath, createOrganization, memberToken, type TestOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
+import { until } from '../support/jobs';
 
 /** A real HTTP receiver on loopback: answers from a script (then 200), records every request. */
 class Receiver {
@@ -441,7 +442,7 @@ describe('rotation, test event, retry', () => {
     const o = await organisation();
     const { id } = await createEndpoint(o, hook.url, ['invoice.paid']);
     const tested = request(app).post(o.path(`/${id}/test`)).set(bearer(o.token)).then((res) => res);
-    while (hook.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => hook.requests.length > 0);
     // The first attempt is waiting for its answer: a dispatcher run now must not claim it.
     await app.services.webhooks.runDue();
     expect(hook.requests).toHaveLength(1);
@@ -461,7 +462,7 @@ describe('rotation, test event, retry', () => {
     const [delivery] = (await testKnex()('webhook_deliveries').where({ endpoint_id: id })) as { id: string; status: string }[];
     expect(delivery?.status).toBe('failed');
     const retried = request(app).post(o.path(`/${id}/deliveries/${delivery?.id}/retry`)).set(bearer(o.token)).then((res) => res);
-    while (hook.requests.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => hook.requests.length >= 2);
     await app.services.webhooks.runDue();
     expect(hook.requests).toHaveLength(2);
     expect((await retried).body.data).toMatchObject({ status: 'succeeded', attempt_count: 2 });

@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKnex } from '../../src/db/database';
 import { AUTO_PREPARED_PER_CONNECTION } from '../../src/db/prepared';
 import { withTransaction } from '../../src/db/transaction';
-import { databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 
 /**
  * Every statement with parameters is prepared once per connection on a real server
@@ -39,7 +39,7 @@ describe.runIf(databaseKind() === 'postgres')('statements prepared automatically
 
   const freshConnection = async () => {
     await knex?.destroy();
-    knex = createKnex(inject('databaseUrl'), 'postgres', 1);
+    knex = createKnex(await testDatabaseUrl(), 'postgres', 1);
   };
 
   it('prepares a statement with parameters once per connection, under a name made from its text', async () => {
@@ -94,7 +94,7 @@ describe.runIf(databaseKind() === 'postgres')('statements prepared automatically
 
   it('after one connection met a stale statement, the pool\'s other connections prepare theirs again too (a retry never meets the next stale one)', async () => {
     await knex?.destroy();
-    knex = createKnex(inject('databaseUrl'), 'postgres', 2);
+    knex = createKnex(await testDatabaseUrl(), 'postgres', 2);
     type Raw = { query(config: { text: string; values: unknown[] }): Promise<{ rows: unknown[] }> };
     const client = knex.client as { acquireConnection(): Promise<Raw>; releaseConnection(connection: Raw): Promise<unknown> };
     const [first, second] = [await client.acquireConnection(), await client.acquireConnection()];

@@ -3,7 +3,6 @@ import { withTransaction } from '../../src/db/transaction';
 import { EscrowService } from '../../src/modules/escrows';
 import { fundWallet } from '../../src/modules/ledger';
 import { databaseKind, testKnex } from '../support/database';
-import { serializeEscrowReleaseTests } from '../support/escrows';
 import { createUser, type TestUser } from '../support/factories';
 import { gate, untilWaitingForLock } from '../support/lock-wait';
 
@@ -17,8 +16,6 @@ import { gate, untilWaitingForLock } from '../support/lock-wait';
  * PostgreSQL only.
  */
 describe.runIf(databaseKind() === 'postgres')('an escrow action that waited for the lock', () => {
-  // It funds an escrow: files that assert the platform's holding must not see it move mid-test.
-  serializeEscrowReleaseTests();
   const knex = testKnex();
   const createCaller = (user: TestUser) => ({ userId: user.id, sessionId: '', isAdmin: false });
   const escrows = new EscrowService({ knex, feeBps: 100, clock: () => new Date() });

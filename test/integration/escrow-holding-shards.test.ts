@@ -1,5 +1,4 @@
 import crypto from 'node:crypto';
-import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { ensureAccount, platformShardOf, PLATFORM_SHARDS, post, walletOf } from '../../src/modules/ledger';
@@ -7,7 +6,7 @@ import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { createCaller, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
+import { escrowAction, expectEscrowMoneyConsistent, openEscrow, platformBalance } from '../support/escrows';
 
 /** UGX (no decimals): no other test file uses it, so its holding and fee accounts are this file's alone. */
 const CURRENCY = 'UGX';
@@ -19,17 +18,11 @@ beforeAll(async () => {
 });
 
 async function opened(buyer: TestCaller, seller: TestCaller): Promise<string> {
-  const res = await request(app)
-    .post('/api/escrows')
-    .set(buyer.auth)
-    .set('Idempotency-Key', crypto.randomUUID())
-    .send({ role: 'buyer', counterparty_identifier: seller.user.email, amount: 1000, currency: CURRENCY, description: 'Sharded holding' });
-  expect(res.status).toBe(201);
-  return res.body.data.id as string;
+  return (await openEscrow(app, buyer, seller, { amount: 1000, currency: CURRENCY, description: 'Sharded holding' })).id;
 }
 
 function act(by: TestCaller, id: string, action: 'fund' | 'accept') {
-  return request(app).post(`/api/escrows/${id}/${action}`).set(by.auth).set('Idempotency-Key', crypto.randomUUID()).send({});
+  return escrowAction(app, by, id, action, {});
 }
 
 /** Balances of the currency's platform accounts of one kind, by external_ref ('' for the unsharded one). */

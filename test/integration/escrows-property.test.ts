@@ -8,7 +8,7 @@ import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { createUser, walletBalance } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests } from '../support/escrows';
+import { expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
 
 /**
  * Random sequences of escrow actions by random parties (and strangers and an administrator),
@@ -274,7 +274,6 @@ async function expectWorldMatchesModel(): Promise<void> {
   await expectEscrowMoneyConsistent(knex, CURRENCY);
 }
 
-serializeEscrowReleaseTests();
 beforeAll(async () => {
   app = await buildTestApp({ now: () => clock });
   for (let i = 0; i < 4; i += 1) {

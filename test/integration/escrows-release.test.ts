@@ -9,7 +9,7 @@ import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { accessTokenFor, bearer, createUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance, serializeEscrowReleaseTests } from '../support/escrows';
+import { expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
 
 /** XAF: no other test file uses it, so its holding and fee accounts are this file's alone. */
 const CURRENCY = 'XAF';
@@ -19,7 +19,6 @@ const knex = testKnex();
 let app: App;
 const clock = new Date();
 
-serializeEscrowReleaseTests();
 beforeAll(async () => {
   app = await buildTestApp({ now: () => clock });
 });

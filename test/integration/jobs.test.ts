@@ -134,6 +134,7 @@ describe('Jobs (pg-boss over the application pool)', () => {
     const id = (await jobs.send(queue, {}))!;
     await started.promise;
     const stopping = jobs.stop({ graceful: true, timeoutMs: 30_000 }).then(() => order.push('stopped'));
+    // Time for stop() to resolve if it did not wait for the running job (the order shows it did).
     await new Promise((resolve) => setTimeout(resolve, 200));
     order.push('gate opened');
     gate.resolve();
@@ -143,6 +144,7 @@ describe('Jobs (pg-boss over the application pool)', () => {
     // Stopped, it takes no new job: one sent now waits for another instance.
     const later = await startTestJobs();
     const waiting = (await later.send(queue, {}))!;
+    // Three polling intervals (500 ms): a stopped instance that still polled would have taken it.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect((await later.boss.getJobById(queue, waiting))?.state).toBe('created');
   });

@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import net from 'node:net';
 import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKnex } from '../../src/db/database';
 import { CommitOutcomeUnknownError, isConnectionLoss, setLocal, withTransaction } from '../../src/db/transaction';
-import { databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 
 /**
  * A TCP proxy in front of the test server that can be down (not listening), and that can send
@@ -84,11 +84,12 @@ async function freePort(): Promise<number> {
 
 describe.runIf(databaseKind() === 'postgres')('a multi-host DATABASE_URL follows the primary (real PostgreSQL)', () => {
   const admin = testKnex();
-  const url = new URL(inject('databaseUrl'));
-  const database = url.pathname.slice(1);
+  // The file's database on the test server, and where that server listens (set before the first test).
+  let url: URL;
+  let database = '';
+  let real = { host: '', port: 0 };
   const readOnlyDatabase = `ro_${crypto.randomBytes(4).toString('hex')}`;
   const table = `failover_${crypto.randomBytes(4).toString('hex')}`;
-  const real = { host: url.hostname, port: Number(url.port || 5432) };
   const proxies: ProxyHost[] = [];
   const pools: Knex[] = [];
   /** A URL whose hosts are the given ports on loopback (the real server's user and database). */
@@ -108,6 +109,9 @@ describe.runIf(databaseKind() === 'postgres')('a multi-host DATABASE_URL follows
   };
 
   beforeAll(async () => {
+    url = new URL(await testDatabaseUrl());
+    database = url.pathname.slice(1);
+    real = { host: url.hostname, port: Number(url.port || 5432) };
     await admin.raw(`CREATE DATABASE ${readOnlyDatabase}`);
     await admin.raw(`ALTER DATABASE ${readOnlyDatabase} SET default_transaction_read_only = on`);
     await admin.raw(`CREATE TABLE ${table} (id serial PRIMARY KEY, label text NOT NULL)`);
@@ -201,7 +205,7 @@ describe.runIf(databaseKind() === 'postgres')('a multi-host DATABASE_URL follows
     });
 
     it('released with the synchronous-replication WARNING is an unknown outcome (08007): the caller is not told it succeeded', async () => {
-      const knex = pool(inject('databaseUrl'), 2);
+      const knex = pool(url.toString(), 2);
       const label = `sync-cancel ${crypto.randomUUID()}`;
       const outcome = await withTransaction(knex, (trx) => trx(table).insert({ label })).catch((error: unknown) => error);
       expect(outcome).toBeInstanceOf(CommitOutcomeUnknownError);
@@ -215,7 +219,7 @@ describe.runIf(databaseKind() === 'postgres')('a multi-host DATABASE_URL follows
     });
 
     it('runs without the statement timeout its transaction set (a COMMIT waiting for a standby is never cancelled by it)', async () => {
-      const knex = pool(inject('databaseUrl'), 1);
+      const knex = pool(url.toString(), 1);
       const label = `timed ${crypto.randomUUID()}`;
       await withTransaction(knex, async (trx) => {
         await setLocal(trx, { statement_timeout: 100 });

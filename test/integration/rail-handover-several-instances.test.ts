@@ -6,16 +6,17 @@ import { withTransaction } from '../../src/db/transaction';
 import { fundWallet } from '../../src/modules/ledger';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { TransferService, type RailAdapter } from '../../src/modules/transfers';
-import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
+import { until } from '../support/jobs';
 
 /**
  * Instances restarted together must not each hand the same pending transfers to the rail
- * (one lease per transfer). Several instances (each its own
- * pool on one database, on PostgreSQL) sweep at once and the rail is called once per
- * transfer. On PostgreSQL the instances sweep a database of their own, so no other test
- * file's transfers are taken by this test's rail; on the embedded back-end (one connection,
- * files one after another) they share the run's.
+ * (one lease per transfer). Several instances (each its own pool on one database, on
+ * PostgreSQL) sweep at once and the rail is called once per transfer. On PostgreSQL the
+ * instances sweep the file's own database, so only this file's transfers reach this test's
+ * rail; on the embedded back-end (one connection, files one after another) they share the
+ * run's pool.
  */
 const TRANSFERS = 60;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -37,7 +38,7 @@ class RecordingRail implements RailAdapter {
 
 let setupKnex: Knex;
 const instanceKnexes: Knex[] = [];
-let dropDatabase: (() => Promise<void>) | undefined;
+let closePools: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   if (databaseKind() === 'embedded') {
@@ -45,17 +46,16 @@ beforeAll(async () => {
     for (let i = 0; i < 3; i += 1) instanceKnexes.push(testKnex());
     return;
   }
-  const database = await createOwnDatabase('sweeps');
-  setupKnex = createKnex(database.url, 'postgres', 4);
-  for (let i = 0; i < 3; i += 1) instanceKnexes.push(createKnex(database.url, 'postgres', 4));
-  dropDatabase = async () => {
+  const url = await testDatabaseUrl();
+  setupKnex = createKnex(url, 'postgres', 4);
+  for (let i = 0; i < 3; i += 1) instanceKnexes.push(createKnex(url, 'postgres', 4));
+  closePools = async () => {
     for (const knex of [setupKnex, ...instanceKnexes]) await knex.destroy();
-    await database.drop();
   };
 }, 120_000);
 
 afterAll(async () => {
-  await dropDatabase?.();
+  await closePools?.();
 });
 
 function instance(knex: Knex, calls: string[], options: { submitMs?: number; railLeaseSeconds?: number } = {}): TransferService {
@@ -154,7 +154,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     await (first as TransferService).whenDispatched();
     // Every sweeper passes at least twice more over the table after the last transfer exists.
     const after = [...passes];
-    while (passes.some((count, n) => count < (after[n] as number) + 2)) await sleep(5);
+    await until(() => passes.every((count, n) => count >= (after[n] as number) + 2));
     stop = true;
     await Promise.all(sweeping);
     expectEachOnce(calls, mine);
@@ -166,6 +166,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     // Each hand-over takes 300 ms against a 1 s lease: a sweep that claimed all 8 at once
     // would still be handing over when its leases end and the second sweep starts.
     const [first, second] = instanceKnexes.map((knex) => instance(knex, calls, { submitMs: 300, railLeaseSeconds: 1 }));
+    // The second sweep starts once the first one's 1 s leases have ended (a lease is measured on the real clock).
     const sweeps = [(first as TransferService).resumePending(), sleep(1_300).then(() => (second as TransferService).resumePending())];
     const counts = await Promise.all(sweeps);
     expectEachOnce(calls, mine);
@@ -178,6 +179,7 @@ describe('pending rail transfers swept by several instances at once', () => {
     const sweeper = instance(instanceKnexes[0] as Knex, calls, { railLeaseSeconds: 1 });
     await sweeper.resumePending();
     expectEachOnce(calls, mine);
+    // Past the 1 s hand-over lease, on the real clock the lease is measured on.
     await sleep(1_300);
     const later: string[] = [];
     await instance(instanceKnexes[1] as Knex, later, { railLeaseSeconds: 1 }).resumePending();

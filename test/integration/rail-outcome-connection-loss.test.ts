@@ -1,13 +1,12 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { inject } from 'vitest';
 import { createKnex } from '../../src/db/database';
 import { withTransaction } from '../../src/db/transaction';
 import { fundWallet } from '../../src/modules/ledger';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { SandboxRail, TransferService } from '../../src/modules/transfers';
-import { databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { transferClaim } from '../support/idempotency';
@@ -44,7 +43,7 @@ async function statusOf(id: string): Promise<string> {
 describe('a rail outcome whose write meets a lost database connection', () => {
   it.runIf(databaseKind() === 'postgres')('is written again at once on a new connection after pg_terminate_backend (real PostgreSQL)', { timeout: 60_000 }, async () => {
     // The service's own pool of one connection, so the terminated backend is the one it uses.
-    const knex = createKnex(inject('databaseUrl'), 'postgres', 1);
+    const knex = createKnex(await testDatabaseUrl(), 'postgres', 1);
     opened.push(knex);
     const { rail, transfers, errors } = service(knex);
     const transfer = await transfers.create({ userId: await sender() }, transferClaim(crypto.randomUUID(), { amount: 700, currency: 'XOF', recipientIdentifier: '+2250708881111', rail: 'mobile_money' }), { amount: 700, currency: 'XOF', recipientIdentifier: '+2250708881111', rail: 'mobile_money' });

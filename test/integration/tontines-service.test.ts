@@ -15,9 +15,9 @@ const knex = testKnex();
 const DAY_MS = 86_400_000;
 
 /**
- * The job marks every due tontine of the database, and files run in parallel on one
- * database: these tests run their clocks years in the past, where only their own tontines
- * fall due, and read only their own tontines' rows.
+ * The job marks every due tontine of the database, and on the embedded back-end the run's
+ * files share one database: these tests run their clocks years in the past, where only
+ * their own tontines fall due, and read only their own tontines' rows.
  */
 const PAST = { lateMarking: Date.UTC(2001, 0, 1, 9, 0, 0), instances: Date.UTC(2002, 1, 1), property: Date.UTC(2003, 2, 1) };
 

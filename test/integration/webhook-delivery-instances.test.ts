@@ -11,7 +11,7 @@ import { Jobs } from '../../src/jobs';
 import { EventRepository, eventsJobs, publicEventId, type EventType } from '../../src/modules/events';
 import { buildServices } from '../../src/services';
 import { testConfig } from '../support/app';
-import { createOwnDatabase, databaseKind, testKnex } from '../support/database';
+import { databaseKind, testDatabaseUrl, testKnex } from '../support/database';
 import { TEST_JOBS_CONFIG, until } from '../support/jobs';
 
 /**
@@ -21,39 +21,38 @@ import { TEST_JOBS_CONFIG, until } from '../support/jobs';
  *   next instance on the same database delivers it;
  * - three instances dispatching from one database: every event reaches each matching
  *   endpoint, and duplicates are counted (0).
- * On PostgreSQL each instance has its own pool on a database of this file's own (no other
- * file's deliveries are taken by these dispatchers); the embedded server serves one
- * connection, so there the instances share the run's pool (files run one after another).
+ * On PostgreSQL each instance has its own pool on the file's own database (only this file's
+ * deliveries reach these dispatchers); the embedded server serves one connection, so there
+ * the instances share the run's pool (files run one after another).
  */
 const KIND = databaseKind();
 const logger = pino({ level: 'silent' });
 
 let pools: Knex[] = [];
 let newPool: () => Knex;
-let dropDatabase: (() => Promise<void>) | undefined;
+let closePools: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   if (KIND === 'embedded') {
     newPool = () => testKnex();
     return;
   }
-  const database = await createOwnDatabase('webhook_instances');
+  const url = await testDatabaseUrl();
   newPool = () => {
-    const pool = createKnex(database.url, 'postgres', 4);
+    const pool = createKnex(url, 'postgres', 4);
     pools.push(pool);
     return pool;
   };
-  dropDatabase = async () => {
+  closePools = async () => {
     await Promise.all(pools.map((pool) => pool.destroy()));
     pools = [];
-    await database.drop();
   };
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(running.map((instance) => instance.kill()));
   await Promise.all(receivers.map((receiver) => receiver.close()));
-  await dropDatabase?.();
+  await closePools?.();
 });
 
 interface Delivered {

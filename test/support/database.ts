@@ -2,25 +2,118 @@ import crypto from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import type { Client } from 'pg';
 import { inject } from 'vitest';
-import { createKnex, migrateLatest } from '../../src/db/database';
+import { createKnex } from '../../src/db/database';
 
 /** Where the pool lives: on the worker's global object, so a module reloaded in the same worker (mutation testing, vi.resetModules) reuses it. */
 const POOL = Symbol.for('fintech-platform-api.test-pool');
-type PoolHolder = { [POOL]?: { url: string; knex: Knex } };
+/** The file's own database on the real server, on the worker's global object for the same reason. */
+const FILE_DATABASE = Symbol.for('fintech-platform-api.test-file-database');
+
+interface FileDatabase {
+  template: string;
+  name: string;
+  url: string;
+  /** Set once creation has started: resolves when the clone exists. */
+  created?: Promise<void>;
+}
+type Holder = { [POOL]?: { url: string; knex: Knex }; [FILE_DATABASE]?: FileDatabase };
 
 /**
- * The run's database, one pool per worker. Never destroyed by a test file: the worker's exit
- * closes it. On the embedded back-end all files share one worker unless the run isolates
- * them (vitest --isolate, the mutation run): see embeddedTestKnex.
+ * On real PostgreSQL each test file has a database of its own, a clone of the run's migrated
+ * template (test/support/global-setup.ts), so no test sees another file's rows: it is
+ * created at the file's first connection (files that never touch the database cost nothing)
+ * and dropped after the file (dropTestDatabase, from test/support/setup-env.ts). Its name is
+ * the template's plus a random suffix, so the run's teardown finds and drops any a crashed
+ * worker left behind. Nothing ever connects to the template: PostgreSQL clones only a database
+ * with no open session.
+ */
+function fileDatabase(): FileDatabase {
+  const holder = globalThis as Holder;
+  const template = inject('databaseTemplate');
+  if (holder[FILE_DATABASE]?.template !== template) {
+    const name = `${template}_${crypto.randomBytes(4).toString('hex')}`;
+    const url = new URL(inject('databaseServerUrl'));
+    url.pathname = `/${name}`;
+    holder[FILE_DATABASE] = { template, name, url: url.toString() };
+  }
+  return holder[FILE_DATABASE];
+}
+
+function admin(): Knex {
+  return knexFactory({ client: 'pg', connection: inject('databaseServerUrl'), pool: { min: 0, max: 1 } });
+}
+
+/** Creates the file's database (once) from the template; resolves when it can be connected to. */
+export function ensureTestDatabase(): Promise<void> {
+  if (databaseKind() !== 'postgres') return Promise.resolve();
+  const database = fileDatabase();
+  database.created ??= (async () => {
+    const server = admin();
+    try {
+      await server.raw(`CREATE DATABASE ${database.name} TEMPLATE ${database.template}`);
+    } finally {
+      await server.destroy();
+    }
+  })();
+  return database.created;
+}
+
+/**
+ * Removes the file's database if the file created one (FORCE: connections still open, a
+ * test's own pools included, are cut), after closing the file's pool.
+ */
+export async function dropTestDatabase(): Promise<void> {
+  const holder = globalThis as Holder;
+  const database = holder[FILE_DATABASE];
+  if (databaseKind() !== 'postgres' || !database) return;
+  const pool = holder[POOL];
+  holder[POOL] = undefined;
+  holder[FILE_DATABASE] = undefined;
+  await pool?.knex.destroy();
+  if (!database.created) return;
+  await database.created.catch(() => undefined);
+  const server = admin();
+  try {
+    await server.raw(`DROP DATABASE IF EXISTS ${database.name} WITH (FORCE)`);
+  } finally {
+    await server.destroy();
+  }
+}
+
+/**
+ * The URL of the file's database (created first, on real PostgreSQL), for a test that opens
+ * connections of its own; the embedded server's on the embedded back-end.
+ */
+export async function testDatabaseUrl(): Promise<string> {
+  if (databaseKind() !== 'postgres') return inject('databaseUrl');
+  await ensureTestDatabase();
+  return fileDatabase().url;
+}
+
+/**
+ * The file's database, one pool per worker. A test file never destroys it. On the embedded
+ * back-end all files share one worker and one database unless the run isolates them (vitest
+ * --isolate, the mutation run): see embeddedTestKnex.
  */
 export function testKnex(): Knex {
-  const holder = globalThis as PoolHolder;
-  const url = inject('databaseUrl');
+  const holder = globalThis as Holder;
+  const kind = databaseKind();
+  const url = kind === 'postgres' ? fileDatabase().url : inject('databaseUrl');
   if (holder[POOL]?.url !== url) {
-    const kind = inject('databaseKind');
-    holder[POOL] = { url, knex: kind === 'embedded' ? embeddedTestKnex(url) : createKnex(url, kind, 20) };
+    holder[POOL] = { url, knex: kind === 'embedded' ? embeddedTestKnex(url) : createdOnFirstConnection(createKnex(url, kind, 20)) };
   }
   return holder[POOL].knex;
+}
+
+/** A pool on the file's database whose first connection waits for the database to be cloned. */
+function createdOnFirstConnection(knex: Knex): Knex {
+  const client = knex.client as { acquireRawConnection(): Promise<unknown> };
+  const acquire = client.acquireRawConnection.bind(client);
+  client.acquireRawConnection = async () => {
+    await ensureTestDatabase();
+    return acquire();
+  };
+  return knex;
 }
 
 export function databaseKind(): 'postgres' | 'embedded' {
@@ -57,23 +150,22 @@ function embeddedTestKnex(url: string): Knex {
 }
 
 /**
- * A migrated database of its own on the real server (tests of several instances that must not
- * see other files' rows): its URL and `drop`, which removes it (FORCE: open pools are cut).
+ * Another database on the real server, cloned from the run's template (tests of several
+ * instances that share a database with nothing else, or of a second database): its URL and
+ * `drop`, which removes it (FORCE: open pools are cut).
  */
 export async function createOwnDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const serverUrl = inject('databaseUrl');
-  const name = `${prefix}_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
-  await admin.raw(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
+  // Named after the template, like the files' databases: the run's teardown drops a leftover.
+  const name = `${inject('databaseTemplate')}_${prefix}_${crypto.randomBytes(3).toString('hex')}`;
+  const server = admin();
+  await server.raw(`CREATE DATABASE ${name} TEMPLATE ${inject('databaseTemplate')}`);
+  const url = new URL(inject('databaseServerUrl'));
   url.pathname = `/${name}`;
-  const migrator = createKnex(url.toString(), 'postgres', 1);
-  await migrateLatest(migrator).finally(() => migrator.destroy());
   return {
     url: url.toString(),
     async drop() {
-      await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.destroy();
+      await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await server.destroy();
     },
   };
 }

@@ -1,8 +1,58 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import pg from 'pg';
-import { afterAll, beforeAll, expect, inject } from 'vitest';
-import { databaseKind } from './database';
+import request from 'supertest';
+import { expect } from 'vitest';
+import type { App } from './app';
 import { HELD_STATUSES } from '../../src/modules/escrows';
+import { createCaller, type TestCaller } from './factories';
+
+/** What a test's escrow is unless it says otherwise: the buyer opens it, 500,000 XOF. */
+export const ESCROW_BODY = { role: 'buyer', amount: 500_000, currency: 'XOF', description: 'Used delivery motorbike' } as const;
+
+/** The actions that move money, and so take an Idempotency-Key. */
+const MONEY_ACTIONS = new Set(['fund', 'accept', 'refund', 'resolve']);
+
+/** POST /escrows as `by` with `body` as it is, under a new Idempotency-Key unless `key` is given (null: none). */
+export function createEscrow(app: App, by: TestCaller, body: object, key: string | null = crypto.randomUUID()) {
+  const call = request(app).post('/api/escrows').set(by.auth);
+  return (key === null ? call : call.set('Idempotency-Key', key)).send(body);
+}
+
+/** POST /escrows/{id}/{action}; a key for the money-moving ones unless told; no body unless given. */
+export function escrowAction(app: App, by: TestCaller, id: string, action: string, body?: object, key: string | null = MONEY_ACTIONS.has(action) ? crypto.randomUUID() : null) {
+  let call = request(app).post(`/api/escrows/${id}/${action}`).set(by.auth);
+  if (key !== null) call = call.set('Idempotency-Key', key);
+  return body === undefined ? call : call.send(body);
+}
+
+/** An escrow `buyer` opens with `seller` as counterparty (ESCROW_BODY with `overrides`): 201, and the escrow as answered. */
+export async function openEscrow(app: App, buyer: TestCaller, seller: TestCaller, overrides: object = {}): Promise<{ id: string; [key: string]: unknown }> {
+  const res = await createEscrow(app, buyer, { ...ESCROW_BODY, counterparty_identifier: seller.user.email, ...overrides });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+/** An escrow brought to `status` through the API by new parties (the buyer funded with 1,000,000 XOF), with `overrides` on ESCROW_BODY. */
+export async function escrowIn(
+  app: App,
+  status: 'awaiting_funding' | 'funded' | 'delivered' | 'disputed' | 'released',
+  overrides: object = {},
+): Promise<{ id: string; buyer: TestCaller; seller: TestCaller; escrow: { id: string; [key: string]: unknown } }> {
+  const buyer = await createCaller(app, { XOF: 1_000_000n });
+  const seller = await createCaller(app);
+  let escrow = await openEscrow(app, buyer, seller, overrides);
+  const { id } = escrow;
+  const step = async (by: TestCaller, action: string, body?: object) => {
+    const res = await escrowAction(app, by, id, action, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    escrow = res.body.data;
+  };
+  if (status !== 'awaiting_funding') await step(buyer, 'fund');
+  if (status === 'delivered' || status === 'disputed') await step(seller, 'deliver');
+  if (status === 'disputed') await step(buyer, 'dispute', { reason: 'Not as described' });
+  if (status === 'released') await step(buyer, 'accept');
+  return { id, buyer, seller, escrow };
+}
 
 /** The platform's escrow holding or fee balance in a currency: the sum over its shards. */
 export async function platformBalance(knex: Knex, kind: 'escrow_holding' | 'fees', currency: string): Promise<bigint> {
@@ -31,7 +81,7 @@ interface EscrowMoneyRow {
  * once (one settlement posting per escrow).
  */
 export async function expectEscrowMoneyConsistent(knex: Knex, currency: string): Promise<void> {
-  // One snapshot: other test files may be moving escrow money in parallel.
+  // One snapshot: the checks compare rows of one moment, even while a test's own steps move escrow money.
   await knex.transaction((trx) => checkSnapshot(trx, currency), { isolationLevel: 'repeatable read', readOnly: true });
 }
 
@@ -89,24 +139,4 @@ async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<
 
 function platformHolding(knex: Knex.Transaction, currency: string): Promise<bigint> {
   return platformBalance(knex, 'escrow_holding', currency);
-}
-
-/**
- * The automatic release sweeps every due escrow of the database, whoever created it, at the
- * clock of the service that runs it. Test files that run it (or keep delivered escrows whose
- * state they assert) take this lock for their whole run, so on real PostgreSQL, where files
- * run in parallel on one database, one file's sweep never releases another file's escrows
- * mid-test. The embedded back-end runs files one after another: nothing to do there.
- */
-export function serializeEscrowReleaseTests(): void {
-  let client: pg.Client | undefined;
-  beforeAll(async () => {
-    if (databaseKind() !== 'postgres') return;
-    client = new pg.Client({ connectionString: inject('databaseUrl') });
-    await client.connect();
-    await client.query(`SELECT pg_advisory_lock(hashtext('escrow release tests'))`);
-  });
-  afterAll(async () => {
-    await client?.end();
-  });
 }

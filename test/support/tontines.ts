@@ -53,3 +53,15 @@ export async function poolBalance(tontineId: string): Promise<bigint> {
   if (!row) throw new Error(`tontine ${tontineId} has no pool account`);
   return BigInt(row.balance_minor as string);
 }
+
+/**
+ * An active tontine: created by `organizer` (TONTINE_BODY with `body`), each of `members`
+ * invited and joined in order, then started by the organizer. Returns it as the start answered.
+ */
+export async function activeTontine(app: App, organizer: TestCaller, members: readonly TestCaller[], body: Record<string, unknown> = {}): Promise<{ id: string; [key: string]: unknown }> {
+  const tontine = await createTontine(app, organizer, body);
+  await enrol(app, tontine.id, organizer, members);
+  const started = await request(app).post(`/api/tontines/${tontine.id}/start`).set(organizer.auth);
+  expect(started.status, JSON.stringify(started.body)).toBe(200);
+  return started.body.data;
+}

@@ -78,7 +78,8 @@ describe('GroupCommit (group commit of postings)', () => {
     const answers = [1, 2, 3].map((item) => group.submit(item).catch((error: Error) => error.message));
     calls[0]?.finish();
     await tick();
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The second batch leaves once its window (2 ms) has passed.
+    await vi.waitFor(() => expect(calls).toHaveLength(2));
     expect(calls.map((call) => call.items)).toEqual([[0], [1, 2, 3]]);
     calls[1]?.fail(new Error('Connection terminated unexpectedly'));
     expect(await Promise.all(answers)).toEqual(['one:1', 'one:2', 'item 3 failed alone']);
