@@ -7,7 +7,7 @@ import { resolutionPlan } from '../../src/modules/escrows/escrow-settlement';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet, setAccountStatus, walletIdentity, walletOf } from '../../src/modules/ledger';
 import { applyDecision, CLAIMED, readLocked } from '../../src/modules/writes';
-import { testKnex } from '../support/database';
+import { databaseKind, testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
@@ -115,7 +115,17 @@ describe('a decision applied by write_apply', () => {
   it("answers the ids of its postings in the decision's order, and writes them where its changes name them by index", async () => {
     const { id, buyer, seller } = await openEscrow(100_000n);
     const first = transfer(buyer, seller, 1_000n);
-    const second = { ...transfer(seller, buyer, 400n), metadata: { escrow_id: id } };
+    // The second names its accounts by id.
+    const [sellerWallet, buyerWallet] = await withTransaction(knex, async (trx) => [(await walletOf(trx, seller, 'XOF')).id, (await walletOf(trx, buyer, 'XOF')).id]);
+    const second = {
+      kind: 'test.write_path',
+      reference: crypto.randomUUID(),
+      metadata: { escrow_id: id },
+      entries: [
+        { account: { id: sellerWallet }, amountMinor: -400n },
+        { account: { id: buyerWallet }, amountMinor: 400n },
+      ],
+    };
     const ids = await withTransaction(knex, (trx) =>
       applyDecision(trx, { postings: [first, second], changes: [{ table: 'escrows', id, expect: { status: 'awaiting_funding' }, set: { status: 'funded' }, postingIds: { funding_posting_id: 1 } }], answer: { resource: resource(id) } }),
     );
@@ -126,6 +136,10 @@ describe('a decision applied by write_apply', () => {
       ]),
     );
     expect(ids).toHaveLength(2);
+    expect(await knex('entries').where({ posting_id: ids[1] }).orderBy('amount_minor').select('account_id', 'amount_minor')).toEqual([
+      { account_id: sellerWallet, amount_minor: '-400' },
+      { account_id: buyerWallet, amount_minor: '400' },
+    ]);
     expect(await knex('escrows').where({ id }).first('status', 'funding_posting_id')).toEqual({ status: 'funded', funding_posting_id: ids[1] });
     // A decision without postings answers none.
     expect(await withTransaction(knex, (trx) => applyDecision(trx, { changes: [{ table: 'escrows', id, set: { description: 'Changed' } }], answer: { resource: resource(id) } }))).toEqual([]);
@@ -193,6 +207,19 @@ describe('a locked read', () => {
       { id, status: 'awaiting_funding' },
     ]);
     expect(await knex('idempotency_keys').where({ user_id: buyer, key }).first('status')).toEqual({ status: 'completed' });
+  });
+
+  it.runIf(databaseKind() === 'postgres')("refuses at once a key another request's transaction holds right now (409 ConcurrentOperation), even one whose row could be taken over", async () => {
+    const { id, buyer } = await openEscrow(0n);
+    const key = crypto.randomUUID();
+    await readThenApply(buyer, id, key);
+    await knex('idempotency_keys').where({ user_id: buyer, key }).update({ created_at: new Date(Date.now() - 2_000), expires_at: new Date(Date.now() - 1_000) });
+    // What a parallel request with the key holds: its advisory lock, on another connection.
+    await knex.transaction(async (holder) => {
+      await holder.raw(`SELECT pg_advisory_xact_lock(hashtextextended(? || ' ' || ? || ' ' || ?, 0))`, [buyer, 'cancelEscrow', key]);
+      await expect(readThenApply(buyer, id, key)).rejects.toMatchObject({ code: 'ConcurrentOperation' });
+    });
+    expect(await readThenApply(buyer, id, key)).toEqual([{ id, status: 'awaiting_funding' }]);
   });
 
   it("reads after the pipeline's claim when its own claim found the key to take over (expired): the read then runs, and the key is completed again", async () => {

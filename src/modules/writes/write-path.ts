@@ -132,8 +132,8 @@ function responseStatusOf(decision: Decision, key: PendingKey): number {
 
 /**
  * The decision as write_apply reads it. What a decision leaves out, write_apply defaults (a
- * posting's metadata `{}`, allow_frozen false; a change's expect and posting_ids `{}`; an
- * account's external_ref and an event's organisation NULL): JSON.stringify drops it.
+ * posting's metadata `{}`, allow_frozen false; a change's expect and posting_ids `{}`, its op an
+ * update; an account's external_ref and an event's organisation NULL): JSON.stringify drops it.
  */
 function decisionJson(decision: Decision, key: PendingKey | undefined): string {
   const { resource } = decision.answer;
@@ -158,7 +158,7 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
         amount_minor: entry.amountMinor.toString(),
       })),
     })),
-    changes: (decision.changes ?? []).map((change) => ({ op: 'update', table: change.table, id: change.id, expect: change.expect, set: change.set, posting_ids: change.postingIds })),
+    changes: (decision.changes ?? []).map((change) => ({ table: change.table, id: change.id, expect: change.expect, set: change.set, posting_ids: change.postingIds })),
     events: (decision.events ?? []).map((event) => ({
       subject_type: event.subjectType,
       subject_id: event.subjectId,
