@@ -86,7 +86,9 @@ export default tseslint.config(
     // - link-security.test.ts pins the pure token and code rules of the payment page (the
     //   mutation-tested core), which the module's face rightly does not export; likewise the
     //   escrow state machine's nextStatus and the tontine draw's newDrawSeed (escrow-domain.test.ts,
-    //   tontine-draw.test.ts), and the escrow's pure posting plan (escrow-posting-plan.test.ts).
+    //   tontine-draw.test.ts), and the escrow's pure posting plan (escrow-posting-plan.test.ts);
+    //   the key the one write path claims and its hand-over (pending-key.test.ts), and the
+    //   escrow resolution's plan, which reads its currency under the lock (write-path.test.ts).
     files: [
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
@@ -95,6 +97,8 @@ export default tseslint.config(
       'test/unit/link-security.test.ts',
       'test/unit/escrow-domain.test.ts',
       'test/unit/escrow-posting-plan.test.ts',
+      'test/unit/pending-key.test.ts',
+      'test/integration/write-path.test.ts',
       'test/unit/tontine-draw.test.ts',
     ],
     rules: { 'no-restricted-imports': 'off' },

@@ -1,11 +1,13 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
-import { EscrowService, escrowStatusOf } from '../../src/modules/escrows';
+import { EscrowService, escrowStatusOf, feeFor, refundSettlement, releaseSettlement, splitSettlement } from '../../src/modules/escrows';
+import type { Escrow } from '../../src/modules/escrows/escrow-repository';
+import { resolutionPlan } from '../../src/modules/escrows/escrow-settlement';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet, setAccountStatus, walletIdentity, walletOf } from '../../src/modules/ledger';
 import { applyDecision, CLAIMED, readLocked } from '../../src/modules/writes';
-import { testKnex } from '../support/database';
+import { databaseKind, testKnex } from '../support/database';
 import { createUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
@@ -80,7 +82,7 @@ describe('a decision applied by write_apply', () => {
     const posting = transfer(buyer, seller, 1_000n);
     await withTransaction(knex, (trx) => applyDecision(trx, { postings: [posting], answer: { resource: resource(id) } }));
     const again = await withTransaction(knex, (trx) => applyDecision(trx, { postings: [posting], answer: { resource: resource(id) } })).catch((e: unknown) => e);
-    expect(again).toMatchObject({ code: 'DuplicatePosting' });
+    expect(again).toMatchObject({ code: 'DuplicatePosting', message: `The test.write_path posting for ${posting.reference} was already recorded.` });
     expect(Number(((await knex('postings').where({ reference: posting.reference }).count('* as n').first()) as { n: string }).n)).toBe(1);
   });
 
@@ -101,9 +103,69 @@ describe('a decision applied by write_apply', () => {
         { responseStatus: 200 },
       )
       .catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'ConcurrentOperation', headers: { 'Retry-After': '1' } });
+    expect(error).toMatchObject({
+      code: 'ConcurrentOperation',
+      message: 'A request with this Idempotency-Key is still being processed; retry later with the same key.',
+      headers: { 'Retry-After': '1' },
+    });
     expect(await knex('escrows').where({ id }).first('status')).toEqual({ status: 'awaiting_funding' });
     expect(await knex('idempotency_keys').where({ user_id: buyer, key }).first()).toBeUndefined();
+  });
+
+  it("answers the ids of its postings in the decision's order, and writes them where its changes name them by index", async () => {
+    const { id, buyer, seller } = await openEscrow(100_000n);
+    const first = transfer(buyer, seller, 1_000n);
+    // The second names its accounts by id.
+    const [sellerWallet, buyerWallet] = await withTransaction(knex, async (trx) => [(await walletOf(trx, seller, 'XOF')).id, (await walletOf(trx, buyer, 'XOF')).id]);
+    const second = {
+      kind: 'test.write_path',
+      reference: crypto.randomUUID(),
+      metadata: { escrow_id: id },
+      entries: [
+        { account: { id: sellerWallet }, amountMinor: -400n },
+        { account: { id: buyerWallet }, amountMinor: 400n },
+      ],
+    };
+    const ids = await withTransaction(knex, (trx) =>
+      applyDecision(trx, { postings: [first, second], changes: [{ table: 'escrows', id, expect: { status: 'awaiting_funding' }, set: { status: 'funded' }, postingIds: { funding_posting_id: 1 } }], answer: { resource: resource(id) } }),
+    );
+    expect(await knex('postings').whereIn('id', ids).select('id', 'reference', 'metadata')).toEqual(
+      expect.arrayContaining([
+        { id: ids[0], reference: first.reference, metadata: {} },
+        { id: ids[1], reference: second.reference, metadata: { escrow_id: id } },
+      ]),
+    );
+    expect(ids).toHaveLength(2);
+    expect(await knex('entries').where({ posting_id: ids[1] }).orderBy('amount_minor').select('account_id', 'amount_minor')).toEqual([
+      { account_id: sellerWallet, amount_minor: '-400' },
+      { account_id: buyerWallet, amount_minor: '400' },
+    ]);
+    expect(await knex('escrows').where({ id }).first('status', 'funding_posting_id')).toEqual({ status: 'funded', funding_posting_id: ids[1] });
+    // A decision without postings answers none.
+    expect(await withTransaction(knex, (trx) => applyDecision(trx, { changes: [{ table: 'escrows', id, set: { description: 'Changed' } }], answer: { resource: resource(id) } }))).toEqual([]);
+    await expectLedgerInvariants(knex);
+  });
+
+  it('completes the key with the status the decision answers, or else the operation\'s own, and the resource it names', async () => {
+    const { id, buyer } = await openEscrow(0n);
+    const perform = (key: string, status: number | undefined) =>
+      idempotency.perform(
+        { userId: buyer, operation: 'cancelEscrow', key, request: { path: { escrowId: id } } },
+        async (trx) => {
+          await readLocked(trx, `SELECT e.id FROM escrows e WHERE e.id = ? AND ${CLAIMED} FOR UPDATE`, [id]);
+          await applyDecision(trx, { answer: { resource: resource(id), ...(status ? { status } : {}) } });
+          return { result: null, responseStatus: status ?? 200, resource: resource(id) };
+        },
+        undefined,
+        { responseStatus: 200 },
+      );
+    const [own, answered] = [crypto.randomUUID(), crypto.randomUUID()];
+    await perform(own, undefined);
+    await perform(answered, 202);
+    const columns = ['status', 'response_status', 'resource_type', 'resource_id', 'resource_status', 'resource_location'];
+    const completed = { status: 'completed', resource_type: 'escrow', resource_id: id, resource_status: 'funded', resource_location: `/api/escrows/${id}` };
+    expect(await knex('idempotency_keys').where({ user_id: buyer, key: own }).first(columns)).toEqual({ ...completed, response_status: 200 });
+    expect(await knex('idempotency_keys').where({ user_id: buyer, key: answered }).first(columns)).toEqual({ ...completed, response_status: 202 });
   });
 
   it('refuses a table the path does not write', async () => {
@@ -119,6 +181,58 @@ describe('a locked read', () => {
     const read = (escrowId: string) => withTransaction(knex, (trx) => readLocked<{ id: string; status: string }>(trx, `SELECT e.id, e.status FROM escrows e WHERE e.id = ? AND ${CLAIMED} FOR UPDATE`, [escrowId]));
     expect(await read(crypto.randomUUID())).toBeUndefined();
     expect(await read(id)).toEqual({ id, status: 'awaiting_funding' });
+    // A row some of whose columns are null is still a row.
+    const unfunded = await withTransaction(knex, (trx) => readLocked(trx, `SELECT e.id, e.funding_posting_id FROM escrows e WHERE e.id = ? AND ${CLAIMED} FOR UPDATE`, [id]));
+    expect(unfunded).toEqual({ id, funding_posting_id: null });
+  });
+
+  const readThenApply = (userId: string, id: string, key: string, reads = 1) =>
+    idempotency.perform(
+      { userId, operation: 'cancelEscrow', key, request: { path: { escrowId: id } } },
+      async (trx) => {
+        const rows: unknown[] = [];
+        for (let n = 0; n < reads; n += 1) rows.push(await readLocked(trx, `SELECT e.id, e.status FROM escrows e WHERE e.id = ? AND ${CLAIMED} FOR UPDATE`, [id]));
+        await applyDecision(trx, { answer: { resource: resource(id) } });
+        return { result: rows, responseStatus: 200, resource: resource(id) };
+      },
+      undefined,
+      { responseStatus: 200 },
+    );
+
+  it("claims the key once per request: a second read in the same request reads without claiming it again", async () => {
+    const { id, buyer } = await openEscrow(0n);
+    const key = crypto.randomUUID();
+    expect(await readThenApply(buyer, id, key, 2)).toEqual([
+      { id, status: 'awaiting_funding' },
+      { id, status: 'awaiting_funding' },
+    ]);
+    expect(await knex('idempotency_keys').where({ user_id: buyer, key }).first('status')).toEqual({ status: 'completed' });
+  });
+
+  it.runIf(databaseKind() === 'postgres')("refuses at once a key another request's transaction holds right now (409 ConcurrentOperation), even one whose row could be taken over", async () => {
+    const { id, buyer } = await openEscrow(0n);
+    const key = crypto.randomUUID();
+    await readThenApply(buyer, id, key);
+    await knex('idempotency_keys').where({ user_id: buyer, key }).update({ created_at: new Date(Date.now() - 2_000), expires_at: new Date(Date.now() - 1_000) });
+    // What a parallel request with the key holds: its advisory lock, on another connection.
+    await knex.transaction(async (holder) => {
+      await holder.raw(`SELECT pg_advisory_xact_lock(hashtextextended(? || ' ' || ? || ' ' || ?, 0))`, [buyer, 'cancelEscrow', key]);
+      await expect(readThenApply(buyer, id, key)).rejects.toMatchObject({ code: 'ConcurrentOperation' });
+    });
+    expect(await readThenApply(buyer, id, key)).toEqual([{ id, status: 'awaiting_funding' }]);
+  });
+
+  it("reads after the pipeline's claim when its own claim found the key to take over (expired): the read then runs, and the key is completed again", async () => {
+    const { id, buyer } = await openEscrow(0n);
+    const key = crypto.randomUUID();
+    await readThenApply(buyer, id, key);
+    const before = (await knex('idempotency_keys').where({ user_id: buyer, key }).first('id', 'claim_token')) as { id: string; claim_token: string };
+    await knex('idempotency_keys').where({ id: before.id }).update({ created_at: new Date(Date.now() - 2_000), expires_at: new Date(Date.now() - 1_000) });
+    expect(await readThenApply(buyer, id, key)).toEqual([{ id, status: 'awaiting_funding' }]);
+    const after = (await knex('idempotency_keys').where({ user_id: buyer, key }).first('id', 'status', 'claim_token', 'expires_at')) as { id: string; status: string; claim_token: string; expires_at: Date };
+    expect(after).toMatchObject({ id: before.id, status: 'completed' });
+    expect(after.claim_token).not.toBe(before.claim_token);
+    expect(after.expires_at.getTime()).toBeGreaterThan(Date.now());
   });
 
   it("claims the request's key first: a replay is answered from the key and reads (or locks) nothing", async () => {
@@ -138,5 +252,37 @@ describe('a locked read', () => {
     await expect(fund()).rejects.toMatchObject({ code: 'IdempotencyKeyAlreadyProcessed', details: { resource_type: 'escrow', resource_id: id, status: 'funded' } });
     expect(await knex('idempotency_keys').where({ user_id: buyer, key }).first('status', 'response_status', 'resource_status')).toEqual({ status: 'completed', response_status: 200, resource_status: 'funded' });
     await expectLedgerInvariants(knex);
+  });
+});
+
+describe("an escrow resolution's plan (decided under the lock, from the request)", () => {
+  const fee = feeFor(10_000n, 100, 'buyer');
+  const escrow = (currency: string) =>
+    ({
+      amountMinor: 10_000n,
+      currency,
+      feeBps: fee.bps,
+      feePayer: fee.payer,
+      feeMinor: fee.totalMinor,
+      feeMinimumMinor: fee.minimumMinor,
+      buyerFeeMinor: fee.buyerShareMinor,
+      sellerFeeMinor: fee.sellerShareMinor,
+    }) as Escrow;
+  const plan = (currency: string, command: Parameters<typeof resolutionPlan>[2]) => withTransaction(knex, (trx) => resolutionPlan(trx, escrow(currency), command));
+  const refusal = (message: string) => ({ code: 'ValidationError', details: [{ field: 'body.seller_amount', message }] });
+
+  it('releases or refunds everything held, with no seller amount', async () => {
+    expect(await plan('XOF', { outcome: 'release' })).toEqual({ plan: releaseSettlement(10_000n, fee), sellerAmountMinor: null });
+    expect(await plan('XOF', { outcome: 'refund' })).toEqual({ plan: refundSettlement(10_000n, fee), sellerAmountMinor: null });
+  });
+
+  it("splits at the seller's amount, read in the escrow's currency; all of the amount or more is refused", async () => {
+    expect(await plan('XOF', { outcome: 'split', sellerAmount: 9_999 })).toEqual({ plan: splitSettlement(10_000n, fee, 9_999n), sellerAmountMinor: 9_999n });
+    expect(await plan('EUR', { outcome: 'split', sellerAmount: '40.50' })).toEqual({ plan: splitSettlement(10_000n, fee, 4_050n), sellerAmountMinor: 4_050n });
+    const all = 'seller_amount must be less than the escrow amount (use the outcome "release" to pay the seller everything).';
+    await expect(plan('XOF', { outcome: 'split', sellerAmount: 10_000 })).rejects.toMatchObject(refusal(all));
+    await expect(plan('EUR', { outcome: 'split', sellerAmount: '100.01' })).rejects.toMatchObject(refusal(all));
+    // An amount the currency cannot hold is refused on the same field.
+    await expect(plan('XOF', { outcome: 'split', sellerAmount: '40.5' })).rejects.toMatchObject({ code: 'ValidationError', details: [{ field: 'body.seller_amount' }] });
   });
 });

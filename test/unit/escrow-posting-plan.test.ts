@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { feeFor, refundSettlement, releaseSettlement, splitSettlement } from '../../src/modules/escrows';
 import type { Escrow } from '../../src/modules/escrows/escrow-repository';
-import { fundingParties, fundingPosting, postingPlan, settle, settlementParties, settlementPosting } from '../../src/modules/escrows/escrow-settlement';
+import { checkResolutionShape, fundingParties, fundingPosting, postingPlan, settle, settlementParties, settlementPosting } from '../../src/modules/escrows/escrow-settlement';
 import { shardIdentity, walletIdentity, walletRefusal, ledgerRefusal } from '../../src/modules/ledger';
 import { accountsOf } from '../../src/modules/writes';
 
@@ -98,5 +98,17 @@ describe("an escrow's posting plan (the one list of the accounts an action touch
     const short = ledgerRefusal('InsufficientFunds', { account_id: HOLDING, currency: 'XOF', available: '5', required: '10100' });
     expect(walletRefusal(short, fundingParties())).toMatchObject({ code: 'InsufficientFunds', details: { currency: 'XOF', available: '5', required: '10100' } });
     expect((walletRefusal(short, fundingParties()) as Error).message).toContain('the amount plus your share of the fee');
+    expect((walletRefusal(short, settlementParties(escrow())) as Error).message).toContain('this settlement');
+  });
+
+  it('checks the shape of a resolution before any lock: seller_amount goes with the outcome "split", and only with it', () => {
+    const refusal = (message: string) => ({ code: 'ValidationError', message, details: [{ field: 'body.seller_amount', message }] });
+    expect(() => checkResolutionShape({ outcome: 'split' })).toThrow(expect.objectContaining(refusal('seller_amount is required with the outcome "split".')));
+    for (const outcome of ['release', 'refund'] as const) {
+      expect(() => checkResolutionShape({ outcome, sellerAmount: '10' })).toThrow(expect.objectContaining(refusal('seller_amount is only for the outcome "split".')));
+      expect(() => checkResolutionShape({ outcome })).not.toThrow();
+    }
+    expect(() => checkResolutionShape({ outcome: 'split', sellerAmount: '10' })).not.toThrow();
+    expect(() => checkResolutionShape({ outcome: 'split', sellerAmount: 0 })).not.toThrow();
   });
 });

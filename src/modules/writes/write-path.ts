@@ -125,16 +125,24 @@ export async function readLocked<Row extends object>(trx: Knex.Transaction, read
   return Object.values(read_).every((value) => value === null) ? undefined : (read_ as Row);
 }
 
-/** The decision as write_apply reads it. */
+/** The status the request answers with: the decision's, or the operation's own. */
+function responseStatusOf(decision: Decision, key: PendingKey): number {
+  return decision.answer.status ?? key.responseStatus;
+}
+
+/**
+ * The decision as write_apply reads it. What a decision leaves out, write_apply defaults (a
+ * posting's metadata `{}`, allow_frozen false; a change's expect and posting_ids `{}`, its op an
+ * update; an account's external_ref and an event's organisation NULL): JSON.stringify drops it.
+ */
 function decisionJson(decision: Decision, key: PendingKey | undefined): string {
-  const status = decision.answer.status ?? key?.responseStatus;
   const { resource } = decision.answer;
   return JSON.stringify({
     postings: (decision.postings ?? []).map((posting) => ({
       kind: posting.kind,
       reference: posting.reference,
-      metadata: posting.metadata ?? {},
-      allow_frozen: posting.allowFrozen ?? false,
+      metadata: posting.metadata,
+      allow_frozen: posting.allowFrozen,
       entries: posting.entries.map((entry) => ({
         ...('id' in entry.account
           ? { account_id: entry.account.id }
@@ -144,13 +152,13 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
                 owner_id: entry.account.ownerId,
                 currency: entry.account.currency,
                 kind: entry.account.kind,
-                external_ref: entry.account.externalRef ?? null,
+                external_ref: entry.account.externalRef,
               },
             }),
         amount_minor: entry.amountMinor.toString(),
       })),
     })),
-    changes: (decision.changes ?? []).map((change) => ({ op: 'update', table: change.table, id: change.id, expect: change.expect ?? {}, set: change.set, posting_ids: change.postingIds ?? {} })),
+    changes: (decision.changes ?? []).map((change) => ({ table: change.table, id: change.id, expect: change.expect, set: change.set, posting_ids: change.postingIds })),
     events: (decision.events ?? []).map((event) => ({
       subject_type: event.subjectType,
       subject_id: event.subjectId,
@@ -158,23 +166,22 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
       actor_user_id: event.actorUserId,
       payload: event.payload,
       occurred_at: event.occurredAt.toISOString(),
-      organization_id: event.organizationId ?? null,
+      organization_id: event.organizationId,
       patterns: patternsMatching(event.type),
       object: event.object,
       previous_status: event.previousStatus,
     })),
-    key:
-      key?.claimed && status !== undefined
-        ? {
-            id: key.claimed.id,
-            claim_token: key.claimed.claimToken,
-            response_status: status,
-            resource_type: resource.type,
-            resource_id: resource.id,
-            resource_status: resource.status,
-            resource_location: resource.location,
-          }
-        : null,
+    key: key?.claimed
+      ? {
+          id: key.claimed.id,
+          claim_token: key.claimed.claimToken,
+          response_status: responseStatusOf(decision, key),
+          resource_type: resource.type,
+          resource_id: resource.id,
+          resource_status: resource.status,
+          resource_location: resource.location,
+        }
+      : null,
   });
 }
 
@@ -188,29 +195,23 @@ export async function applyDecision(trx: Knex.Transaction, decision: Decision): 
   const key = pendingKeyOf(trx);
   let postingIds: string[];
   try {
-    const result = (await trx.raw('SELECT write_apply(?::jsonb) AS posting_ids', [decisionJson(decision, key)])) as { rows: Array<{ posting_ids: string[] | string }> };
-    const ids = result.rows[0]?.posting_ids ?? [];
-    postingIds = typeof ids === 'string' ? parseUuidArray(ids) : ids;
+    // As JSON, which every driver parses (a uuid[] may come as its text).
+    const result = (await trx.raw('SELECT to_json(write_apply(?::jsonb)) AS posting_ids', [decisionJson(decision, key)])) as { rows: [{ posting_ids: string[] }] };
+    [{ posting_ids: postingIds }] = result.rows;
   } catch (error) {
     throw refusalOf(error, decision);
   }
   if (key?.claimed) {
     const { resource } = decision.answer;
-    key.completedWith = { responseStatus: decision.answer.status ?? key.responseStatus, resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
+    key.completedWith = { responseStatus: responseStatusOf(decision, key), resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
   }
   return postingIds;
-}
-
-/** A uuid[] as text (`{a,b}`), when the driver hands arrays over unparsed. */
-function parseUuidArray(text: string): string[] {
-  const inner = text.replace(/^\{|\}$/g, '');
-  return inner === '' ? [] : inner.split(',');
 }
 
 function refusalOf(error: unknown, decision: Decision): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
   if (code === 'WRT01') {
-    const refused = JSON.parse(detail ?? '{}') as { refusal: string; account_id: string; owner_id: string | null; currency: string; available: string; required: string };
+    const refused = JSON.parse(detail as string) as { refusal: string; account_id: string; owner_id: string | null; currency: string; available: string; required: string };
     if (refused.refusal === 'AccountFrozen') return ledgerRefusal('AccountFrozen', { account_id: refused.account_id, owner_id: refused.owner_id });
     return ledgerRefusal('InsufficientFunds', { account_id: refused.account_id, currency: refused.currency, available: refused.available, required: refused.required });
   }
@@ -218,8 +219,9 @@ function refusalOf(error: unknown, decision: Decision): unknown {
     return new ConflictError('ConcurrentOperation', 'A request with this Idempotency-Key is still being processed; retry later with the same key.', undefined, { 'Retry-After': '1' });
   }
   if (isUniqueViolation(error, 'postings_kind_reference_unique')) {
-    const posting = decision.postings?.[0];
-    return new ConflictError('DuplicatePosting', `The ${posting?.kind ?? ''} posting for ${posting?.reference ?? ''} was already recorded.`);
+    // Only a decision with postings records one.
+    const [posting] = decision.postings as [PlannedPosting, ...PlannedPosting[]];
+    return new ConflictError('DuplicatePosting', `The ${posting.kind} posting for ${posting.reference} was already recorded.`);
   }
   return error;
 }
