@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import pino from 'pino';
-import { afterEach } from 'vitest';
 import type { JobsConfig } from '../../src/config';
 import { Jobs, type JobsDeps, type JobsObserver } from '../../src/jobs/jobs';
 import { testKnex } from './database';
@@ -18,10 +17,14 @@ export async function startTestJobs(options: { config?: Partial<JobsConfig>; obs
   return jobs;
 }
 
-afterEach(async () => {
+/**
+ * Stops every instance started since the last call; test/support/stop-jobs.ts runs it after each
+ * test of every file.
+ */
+export async function stopTestJobs(): Promise<void> {
   await Promise.all([...started].map((jobs) => jobs.stop({ graceful: false })));
   started.clear();
-});
+}
 
 /** A queue name of its own per test (queues live in the run's database). */
 export function testQueue(name: string): string {
