@@ -3,7 +3,7 @@ import { ConflictError } from '../../errors';
 import { isUniqueViolation } from '../../db/transaction';
 import { NO_KEY_ARGUMENTS, pendingKeyOf, type IdempotentResource, type PendingKey } from '../idempotency';
 import { ledgerRefusal, type AccountIdentity } from '../ledger';
-import { patternsMatching, type EventSubjectType } from '../events';
+import { patternsMatching, type DomainEvent } from '../events';
 
 /**
  * The one write path of a change of state: claim the Idempotency-Key, read what the decision
@@ -61,13 +61,8 @@ export interface RowChange {
   postingIds?: Record<string, number>;
 }
 
-export interface DecidedEvent {
-  subjectType: EventSubjectType;
-  subjectId: string;
-  type: string;
-  actorUserId: string | null;
-  payload: Record<string, unknown>;
-  occurredAt: Date;
+/** An event the decision records: a domain event (its id is the database's) with what its public form needs. */
+export interface DecidedEvent extends Omit<DomainEvent, 'id'> {
   organizationId?: string | null;
   /** The object as the API returns it to no one in particular, after the change. */
   object: unknown;
