@@ -134,6 +134,17 @@ const CONCURRENT_RETRY_AFTER_SECONDS = 1;
 /** A claim older than this is taken for abandoned (its request died): Retry-After then says when its lease lapses. */
 const PRESUMED_ABANDONED_AFTER_MS = 5_000;
 
+/** What a completed key records of the answer: its status and the resource it names. */
+function completionOf(outcome: IdempotentOutcome<unknown>) {
+  return {
+    responseStatus: outcome.responseStatus,
+    resourceType: outcome.resource.type,
+    resourceId: outcome.resource.id,
+    resourceStatus: outcome.resource.status,
+    resourceLocation: outcome.resource.location,
+  };
+}
+
 export class IdempotencyService {
   private readonly ttlHours: number;
   private readonly leaseSeconds: number;
@@ -206,14 +217,7 @@ export class IdempotencyService {
       }
       // Fenced by the claim token: if a takeover changed the row meanwhile, this updates
       // nothing and the whole effect rolls back.
-      const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, {
-        responseStatus: outcome.responseStatus,
-        responseBody: outcome.responseBody,
-        resourceType: outcome.resource.type,
-        resourceId: outcome.resource.id,
-        resourceStatus: outcome.resource.status,
-        resourceLocation: outcome.resource.location,
-      });
+      const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, { ...completionOf(outcome), responseBody: outcome.responseBody });
       if (!completed) throw this.concurrent();
       return outcome.result;
     }, posting);
@@ -246,13 +250,7 @@ export class IdempotencyService {
       }
       return outcome.result;
     }
-    const done = await idempotencyRepository.complete(trx, key.claimed.id, key.claimed.claimToken, {
-      responseStatus: outcome.responseStatus,
-      resourceType: outcome.resource.type,
-      resourceId: outcome.resource.id,
-      resourceStatus: outcome.resource.status,
-      resourceLocation: outcome.resource.location,
-    });
+    const done = await idempotencyRepository.complete(trx, key.claimed.id, key.claimed.claimToken, completionOf(outcome));
     if (!done) throw this.concurrent();
     return outcome.result;
   }
