@@ -168,6 +168,28 @@ describe('a decision applied by write_apply', () => {
     expect(await knex('idempotency_keys').where({ user_id: buyer, key: answered }).first(columns)).toEqual({ ...completed, response_status: 202 });
   });
 
+  it('inserts a row from its values and its id, a posting id among them by index', async () => {
+    const { id, buyer, seller } = await openEscrow(100_000n);
+    const { id: _id, funding_posting_id: _funding, ...copied } = (await knex('escrows').where({ id }).first()) as Record<string, unknown>;
+    const copy = crypto.randomUUID();
+    const [postingId] = await withTransaction(knex, (trx) =>
+      applyDecision(trx, {
+        postings: [transfer(buyer, seller, 300n)],
+        changes: [{ table: 'escrows', op: 'insert', id: copy, set: { ...copied, description: 'Inserted', status: 'funded' }, postingIds: { funding_posting_id: 0 } }],
+        answer: { resource: resource(copy) },
+      }),
+    );
+    expect(await knex('escrows').where({ id: copy }).first('description', 'status', 'funding_posting_id', 'buyer_user_id')).toEqual({ description: 'Inserted', status: 'funded', funding_posting_id: postingId, buyer_user_id: buyer });
+    // The same id again is the table's own refusal, and nothing of the decision stays.
+    const refused = transfer(buyer, seller, 300n);
+    const again = await withTransaction(knex, (trx) =>
+      applyDecision(trx, { postings: [refused], changes: [{ table: 'escrows', op: 'insert', id: copy, set: copied }], answer: { resource: resource(copy) } }),
+    ).catch((e: unknown) => e);
+    expect((again as { code?: string }).code).toBe('23505');
+    expect(await knex('postings').where({ reference: refused.reference }).first()).toBeUndefined();
+    await expectLedgerInvariants(knex);
+  });
+
   it('refuses a table the path does not write', async () => {
     const { id } = await openEscrow(0n);
     const error = await withTransaction(knex, (trx) => applyDecision(trx, { changes: [{ table: 'users' as 'escrows', id, set: { status: 'disabled' } }], answer: { resource: resource(id) } })).catch((e: unknown) => e);

@@ -47,11 +47,13 @@ export interface PlannedPosting {
 }
 
 /** The tables the path writes (write_apply refuses any other). */
-export type WritableTable = 'escrows';
+export type WritableTable = 'escrows' | 'tontines' | 'tontine_cycles' | 'tontine_contributions' | 'tontine_members' | 'transfers' | 'top_ups' | 'refunds' | 'payouts';
 
-/** A row the decision updates, while it still shows what the decision read (`expect`). */
+/** A row the decision inserts, or updates while it still shows what the decision read (`expect`). */
 export interface RowChange {
   table: WritableTable;
+  /** An update by default; an insert writes `set` (with its `id`) as a new row. */
+  op?: 'insert' | 'update';
   id: string;
   /** Columns and the values the decision read (compared as JSON). */
   expect?: Record<string, string | number | boolean | null>;
@@ -153,7 +155,7 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
         amount_minor: entry.amountMinor.toString(),
       })),
     })),
-    changes: (decision.changes ?? []).map((change) => ({ table: change.table, id: change.id, expect: change.expect, set: change.set, posting_ids: change.postingIds })),
+    changes: (decision.changes ?? []).map((change) => ({ table: change.table, op: change.op, id: change.id, expect: change.expect, set: change.op === 'insert' ? { id: change.id, ...change.set } : change.set, posting_ids: change.postingIds })),
     events: (decision.events ?? []).map((event) => ({
       subject_type: event.subjectType,
       subject_id: event.subjectId,
