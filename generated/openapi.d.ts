@@ -110,6 +110,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/me/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's limits and their usage
+         * @description The limits of the caller's tier (`users.tier`) in each currency of the tier policy, with what is used and what remains: `balance` (the wallet's balance against its cap), `monthly_inflow` (received this calendar month, UTC), `daily_outflow` (sent today, UTC) and `per_transaction`. Every transfer, escrow funding and tontine contribution is checked against them in the same transaction that moves the money. `next_tier` says what lifts them.
+         */
+        get: operations["getMyLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/signup": {
         parameters: {
             query?: never;
@@ -1440,6 +1460,32 @@ export interface paths {
          * @description The organisation's foreign-currency bank accounts with their ledger balances. Each account also has a statement (JSON or CSV). Roles: owner, admin, representative, director or finance_manager.
          */
         get: operations["listAccounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The organisation's limits and their usage
+         * @description The limits of the organisation's tier (`verified` once its business verification is approved, `unverified` otherwise) in each currency of the tier policy, applied to each of its accounts, with the usage summed over its accounts of that currency. Roles: owner, admin, representative, director or finance_manager (who see its accounts).
+         */
+        get: operations["getOrganizationLimits"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4187,6 +4233,92 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * LimitTier
+         * @description The tier whose limits apply: a user's `tier_0`, `tier_1` or `tier_2`; an organisation's `unverified` or `verified`.
+         * @enum {string}
+         */
+        LimitTier: "tier_0" | "tier_1" | "tier_2" | "unverified" | "verified";
+        /**
+         * NextTier
+         * @description The tier above the current one and what it needs: `identity_verification` (an identity number, tier_1), `identity_documents` (identity documents, tier_2) or `business_verification` (an organisation's verification).
+         */
+        NextTier: {
+            tier: components["schemas"]["LimitTier"];
+            /**
+             * @description What lifts the caller to `tier`.
+             * @enum {string}
+             */
+            requires: "identity_verification" | "identity_documents" | "business_verification";
+        };
+        /**
+         * CurrencyCode
+         * @description ISO 4217 alphabetic currency code (for example `XOF`, `EUR`).
+         * @example XOF
+         */
+        CurrencyCode: string;
+        /**
+         * LimitName
+         * @description `balance`: the most a wallet or account may hold; `monthly_inflow`: the most it may receive in a calendar month (UTC); `daily_outflow`: the most it may send in a day (UTC); `per_transaction`: the most one movement may carry, in or out.
+         * @enum {string}
+         */
+        LimitName: "balance" | "monthly_inflow" | "daily_outflow" | "per_transaction";
+        /**
+         * MinorAmount
+         * @description Exact amount in integer minor units of the currency (exponent 0 for XOF, 2 for EUR, 3 for KWD), as a string of digits (a 64-bit integer).
+         * @example 250000
+         */
+        MinorAmount: string;
+        /**
+         * LimitUsage
+         * @description One limit in one currency: the cap, what is used of it and what remains (minor units, strings of digits), and when the usage starts again at zero (`null` for `balance` and `per_transaction`, which do not reset). For `balance`, `used_minor` is the balance now; `remaining_minor` is never below zero.
+         */
+        LimitUsage: {
+            limit: components["schemas"]["LimitName"];
+            limit_minor: components["schemas"]["MinorAmount"];
+            used_minor: components["schemas"]["MinorAmount"];
+            remaining_minor: components["schemas"]["MinorAmount"];
+            /**
+             * Format: date-time
+             * @description The start of the next day or month (UTC), or `null`.
+             */
+            resets_at: string | null;
+        };
+        /**
+         * Limits
+         * @description The limits that apply to the caller (or the organisation): its tier, the next tier and what it needs (`null` at the top), the version of the policy, and per currency each limit with its usage.
+         */
+        Limits: {
+            /**
+             * @description Always `limits`.
+             * @constant
+             * @enum {string}
+             */
+            object: "limits";
+            tier: components["schemas"]["LimitTier"];
+            /** @description The next tier and what it needs, or `null` at the top tier. */
+            next_tier: components["schemas"]["NextTier"] | null;
+            /** @description The version of the tier policy in force. */
+            policy_version: string;
+            /** @description One entry per currency of the policy, by currency code. */
+            currencies: {
+                currency: components["schemas"]["CurrencyCode"];
+                limits: components["schemas"]["LimitUsage"][];
+            }[];
+        };
+        /**
+         * LimitsResponse
+         * @description Envelope of the limits of a user or an organisation.
+         */
+        LimitsResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Limits"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
          * SignupRequest
          * @description A new customer's sign-up. A one-time code goes to `identifier`.
          */
@@ -4499,18 +4631,6 @@ export interface components {
          */
         TransferRail: "p2p" | "bank" | "mobile_money";
         /**
-         * MinorAmount
-         * @description Exact amount in integer minor units of the currency (exponent 0 for XOF, 2 for EUR, 3 for KWD), as a string of digits (a 64-bit integer).
-         * @example 250000
-         */
-        MinorAmount: string;
-        /**
-         * CurrencyCode
-         * @description ISO 4217 alphabetic currency code (for example `XOF`, `EUR`).
-         * @example XOF
-         */
-        CurrencyCode: string;
-        /**
          * TransferRecipient
          * @description The recipient of a transfer.
          */
@@ -4650,10 +4770,54 @@ export interface components {
             details: components["schemas"]["IdempotencyConflictDetails"];
         };
         /**
-         * IdempotencyConflictError
-         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
+         * LimitExceededError
+         * @description The operation would take the caller over one of its own limits; nothing moved. `details` names the limit, the currency, the cap and what remains of it (minor units), the caller's tier and what the next tier needs.
          */
-        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        LimitExceededError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "LimitExceeded";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The limit that refused the operation. */
+            details: {
+                limit: components["schemas"]["LimitName"];
+                currency: components["schemas"]["CurrencyCode"];
+                limit_minor: components["schemas"]["MinorAmount"];
+                remaining_minor: components["schemas"]["MinorAmount"];
+                tier: components["schemas"]["LimitTier"];
+                /** @description The next tier and what it needs, or `null` at the top tier. */
+                next_tier: components["schemas"]["NextTier"] | null;
+            };
+        };
+        /**
+         * RecipientCannotReceiveError
+         * @description The recipient cannot receive this amount now (one of its limits); nothing moved. Nothing of the recipient's balance, tier or limits is told.
+         */
+        RecipientCannotReceiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "RecipientCannotReceive";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * TransferConflictError
+         * @description Error envelope of a 409 on a transfer, discriminated by `error`.
+         */
+        TransferConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["RecipientCannotReceiveError"];
         /**
          * DecimalAmount
          * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
@@ -5123,6 +5287,11 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * IdempotencyConflictError
+         * @description Error envelope of a 409 on an idempotent operation, discriminated by `error`: `IdempotencyKeyAlreadyProcessed` (with `details` naming the resource the key produced) or `ConcurrentOperation` (no details).
+         */
+        IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
          * SelfEscrowError
          * @description The counterparty is the caller (no details).
          */
@@ -5177,7 +5346,7 @@ export interface components {
          * EscrowActionConflictError
          * @description Error envelope of a 409 on an escrow action that takes an `Idempotency-Key`, discriminated by `error`.
          */
-        EscrowActionConflictError: components["schemas"]["InvalidEscrowStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        EscrowActionConflictError: components["schemas"]["InvalidEscrowStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["RecipientCannotReceiveError"];
         /**
          * EscrowUnprocessableError
          * @description Error envelope of a 422 on an escrow action that moves money, discriminated by `error`.
@@ -5747,7 +5916,7 @@ export interface components {
          * TontineContributionConflictError
          * @description Error envelope of a 409 on a tontine contribution, discriminated by `error`.
          */
-        TontineContributionConflictError: components["schemas"]["ContributionAlreadyPaidError"] | components["schemas"]["CycleNotOpenError"] | components["schemas"]["InvalidTontineStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        TontineContributionConflictError: components["schemas"]["ContributionAlreadyPaidError"] | components["schemas"]["CycleNotOpenError"] | components["schemas"]["InvalidTontineStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"] | components["schemas"]["LimitExceededError"];
         /**
          * TontineContributionUnprocessableError
          * @description Error envelope of a 422 on a tontine contribution, discriminated by `error`.
@@ -9885,6 +10054,20 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyKeyReusedError"];
             };
         };
+        /** @description The transfer conflicts. `LimitExceeded`: it would take the caller over one of its own limits (`details`: `limit`, `currency`, `limit_minor`, `remaining_minor`, `tier`, `next_tier`). `RecipientCannotReceive`: the recipient cannot receive it now (nothing more is told). The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
+        TransferConflict: {
+            headers: {
+                Location: components["headers"]["Location"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["TransferConflictError"];
+            };
+        };
         /** @description The `Idempotency-Key` conflicts. `IdempotencyKeyAlreadyProcessed`: the key already produced a resource; `details` gives its type, id and status and `Location` points at it (fetch it instead of retrying). `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds with the same key (1 while the claim is fresh; for a claim older than 5 seconds, whose request most likely died, the seconds until its lease lapses and the key can be taken over). */
         IdempotencyConflict: {
             headers: {
@@ -9923,7 +10106,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now; `details` names the current `status`, the `action` and the caller's `allowed_actions`. `IdempotencyKeyAlreadyProcessed`: the key already produced this action; `details` gives the escrow and its current status, `Location` points at it. `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds. */
+        /** @description `InvalidEscrowState`: the escrow's current status does not allow the action now; `details` names the current `status`, the `action` and the caller's `allowed_actions`. `LimitExceeded`: funding would take the buyer over one of its own limits (`details`: `limit`, `currency`, `limit_minor`, `remaining_minor`, `tier`, `next_tier`). `RecipientCannotReceive`: the party the escrow pays cannot receive it now (nothing more is told). `IdempotencyKeyAlreadyProcessed`: the key already produced this action; `details` gives the escrow and its current status, `Location` points at it. `ConcurrentOperation`: a request with the same key is still being processed; retry after `Retry-After` seconds. */
         EscrowActionConflict: {
             headers: {
                 Location: components["headers"]["Location"];
@@ -10598,6 +10781,34 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getMyLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's limits. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     signUp: {
         parameters: {
             query?: never;
@@ -11019,7 +11230,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["TransferConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The transfer is valid but cannot be made. `InsufficientFunds`: the wallet balance is too low (`details`: `currency`, `available`, `required` as decimal strings). `SelfTransfer`: the recipient is the caller. `WalletFrozen`: the sender's or the recipient's wallet is frozen (`details.party`). `SenderLocked`: the caller's account is locked (only in a race with the lock: a locked account's tokens answer 401). None of them consumes the `Idempotency-Key`. `IdempotencyKeyReused`: the key was already used for a transfer with a different body; `details` and `Location` name that transfer. */
@@ -12189,7 +12400,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
             404: components["responses"]["TontineNotFound"];
-            /** @description `ContributionAlreadyPaid`: the caller already paid the named cycle (`details.cycle`). `CycleNotOpen`: the named cycle is not the open one (`details`: `cycle`, `open_cycle`). `InvalidTontineState`: the tontine is not `active` (`details`: `status`, `action`, `allowed_actions`). `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`: see the description. */
+            /** @description `LimitExceeded`: the contribution would take the caller over one of its own limits (`details`: `limit`, `currency`, `limit_minor`, `remaining_minor`, `tier`, `next_tier`). `ContributionAlreadyPaid`: the caller already paid the named cycle (`details.cycle`). `CycleNotOpen`: the named cycle is not the open one (`details`: `cycle`, `open_cycle`). `InvalidTontineState`: the tontine is not `active` (`details`: `status`, `action`, `allowed_actions`). `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`: see the description. */
             409: {
                 headers: {
                     Location: components["headers"]["Location"];
@@ -13320,6 +13531,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AccountListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganizationLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation's limits. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitsResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -9,6 +9,7 @@ import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
 import { identityHandlers } from './modules/identity';
 import { invoiceHandlers } from './modules/invoices';
+import { limitsHandlers } from './modules/limits';
 import { networkStatusHandlers } from './modules/network-status';
 import { notificationsHandlers } from './modules/notifications';
 import { onboardingHandlers } from './modules/onboarding';
@@ -52,6 +53,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...paymentLinksHandlers(services.paymentLinks, services.payments, options.payUrl),
     ...invoiceHandlers(services.invoices),
     ...accountHandlers(services.accounts),
+    ...limitsHandlers(services.limits),
     ...networkStatusHandlers(services.networkStatus),
     ...apiKeyHandlers(services.apiKeys),
     ...escrowHandlers(services.escrows),

@@ -16,6 +16,7 @@ import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
 import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
+import { LimitsService, loadLimitPolicy, type LimitPolicy } from './modules/limits';
 import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
@@ -36,6 +37,8 @@ export interface ServiceDeps {
   redis?: Redis;
   /** The clock of every service (tests inject one); the system clock when absent. */
   now?: Clock;
+  /** The tier limits; src/modules/limits/tier-policy.json, read and validated here, when absent. */
+  limitPolicy?: LimitPolicy;
 }
 
 /**
@@ -86,6 +89,8 @@ export function buildServices(deps: ServiceDeps) {
   const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), clock };
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
+  // The tier limits, read at boot (a malformed file stops the start); ready() writes them to the database.
+  const limits = new LimitsService({ knex, policy: deps.limitPolicy ?? loadLimitPolicy() });
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
@@ -129,6 +134,8 @@ export function buildServices(deps: ServiceDeps) {
     outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
     /** Identity verification sessions (KYC), reviews, tiers, account closing. */
     identity,
+    /** The tier limits (policy, usage), enforced by ledger_post with every movement. */
+    limits,
     /** Sign-up with a one-time code (the user starts at tier_0). */
     signup: new SignupService(onboarding),
     /** Password reset and change (sessions revoked). */
@@ -136,6 +143,7 @@ export function buildServices(deps: ServiceDeps) {
     /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
     async ready(): Promise<void> {
       await passwords.ready();
+      await limits.install();
     },
     /**
      * Stops background work (timers, workers) and resolves once the work already under way

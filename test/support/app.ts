@@ -13,6 +13,8 @@ import { connectRedis } from '../../src/http/redis';
 import { buildServices, type Services } from '../../src/services';
 import { testKnex } from './database';
 import type { ReadRouting } from '../../src/db/read-routing';
+import type { LimitPolicy } from '../../src/modules/limits';
+import { UNBOUNDED_LIMIT_POLICY } from './limits';
 
 /** The API a test drives, with the services it was composed over (a test sets up and checks state through them). */
 export interface App extends Express {
@@ -31,6 +33,8 @@ export interface ComposeDeps {
   now?: () => Date;
   metrics?: Metrics;
   reads?: ReadRouting;
+  /** The tier limits; unbounded unless a test names a policy (SHIPPED_LIMIT_POLICY for the real caps). */
+  limitPolicy?: LimitPolicy;
 }
 
 /**
@@ -39,7 +43,7 @@ export interface ComposeDeps {
  */
 export function composeTestApp(deps: ComposeDeps): App {
   const { config, metrics } = deps;
-  const services = buildServices({ config, knex: deps.knex, logger: deps.logger, redis: deps.redis, now: deps.now });
+  const services = buildServices({ config, knex: deps.knex, logger: deps.logger, redis: deps.redis, now: deps.now, limitPolicy: deps.limitPolicy ?? UNBOUNDED_LIMIT_POLICY });
   if (metrics) services.webhooks.onOutcome((outcome) => metrics.webhookDelivery(outcome));
   const handlers = buildHandlers(services, { payUrl: config.payUrl });
   const app = createApp({ config, logger: deps.logger, services, handlers, rateLimitBackend: deps.rateLimitBackend, metrics, reads: deps.reads });
@@ -56,6 +60,8 @@ export interface TestAppOptions {
   config?: Partial<Config>;
   /** Where list and statement reads go (a standby); every read on the primary when absent. */
   reads?: ReadRouting;
+  /** The tier limits the app installs; unbounded when absent (see test/support/limits.ts). */
+  limitPolicy?: LimitPolicy;
 }
 
 let sharedRedis: Promise<Redis> | undefined;
@@ -102,7 +108,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<App> {
   const redisPromise = testRedis();
   const redis = redisPromise ? await redisPromise : undefined;
   if (!backend) backend = redis ? redisRateLimitBackend(redis, `test-${crypto.randomUUID()}:`) : memoryRateLimitBackend();
-  const app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis, now: options.now, reads: options.reads });
+  const app = composeTestApp({ config, knex: testKnex(), logger: pino({ level: config.logLevel }), rateLimitBackend: backend, redis, now: options.now, reads: options.reads, limitPolicy: options.limitPolicy });
   await app.services.ready();
   return app;
 }

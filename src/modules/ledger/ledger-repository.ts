@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { queryPrepared } from '../../db/prepared';
 import { toBigInt } from './money';
+import type { LimitRefusalDetail } from '../limits/limit-refusals';
 import type {
   AccountIdentity,
   AccountKind,
@@ -99,12 +100,13 @@ function identityWhere(identity: AccountIdentity) {
 export type PostingResult =
   | { refusal: 'AccountFrozen'; detail: { account_id: string; owner_id: string | null } }
   | { refusal: 'InsufficientFunds'; detail: { account_id: string; owner_id: string | null; currency: string; available: string; required: string } }
+  | { refusal: 'LimitExceeded'; detail: LimitRefusalDetail }
   | { refusal: null; posting: PostingRow; entries: Entry[]; balancesAfter: Map<string, bigint> };
 
 interface LedgerPostRow {
-  refusal: 'AccountFrozen' | 'InsufficientFunds' | null;
-  /** What ledger_post says of a refusal: the account, and for InsufficientFunds the amounts. */
-  refusal_detail: { account_id: string; owner_id: string | null; currency: string; available: string; required: string } | null;
+  refusal: 'AccountFrozen' | 'InsufficientFunds' | 'LimitExceeded' | null;
+  /** What ledger_post says of a refusal: the account, for InsufficientFunds the amounts, for LimitExceeded the limit. */
+  refusal_detail: ({ account_id: string; owner_id: string | null; currency: string; available: string; required: string } | LimitRefusalDetail) | null;
   posting_id: string;
   created_at: Date;
   entry_ids: string[];

@@ -4,6 +4,7 @@ import { ConflictError, DomainError, UnprocessableError } from '../../errors';
 import { isUniqueViolation, withTransaction } from '../../db/transaction';
 import { currencies } from './currency-repository';
 import { LedgerRepository } from './ledger-repository';
+import { limitRefusal } from '../limits/limit-refusals';
 import { MAX_MINOR, formatMinor } from './money';
 import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount, Posting, PostingInput } from './ledger-types';
 
@@ -141,11 +142,15 @@ export function creditedAccountOf(trx: Knex.Transaction | Knex, postingId: strin
 /**
  * The one error of each refusal of the ledger (ledger_post's answers): 409 AccountFrozen naming
  * the account; 422 InsufficientFunds with the account, the currency and the amounts (already
- * written in the currency's exponent). A use case names the wallets' parties (walletRefusal).
+ * written in the currency's exponent); LimitExceeded: the payer's own (409 LimitExceeded) or a
+ * payee's (409 RecipientCannotReceive), see limitRefusal. A use case names the wallets' parties (walletRefusal).
  */
 export function ledgerRefusal(refusal: 'AccountFrozen', detail: { account_id: string; owner_id?: string | null }): ConflictError;
 export function ledgerRefusal(refusal: 'InsufficientFunds', detail: { account_id: string; currency: string; available: string; required: string }): UnprocessableError;
-export function ledgerRefusal(refusal: 'AccountFrozen' | 'InsufficientFunds', detail: { account_id: string; owner_id?: string | null; currency?: string; available?: string; required?: string }): DomainError {
+export function ledgerRefusal(refusal: 'LimitExceeded', detail: unknown): ConflictError;
+export function ledgerRefusal(refusal: 'AccountFrozen' | 'InsufficientFunds' | 'LimitExceeded', refused: unknown): DomainError {
+  if (refusal === 'LimitExceeded') return limitRefusal(refused);
+  const detail = refused as { account_id: string; owner_id?: string | null; currency?: string; available?: string; required?: string };
   if (refusal === 'AccountFrozen') {
     const frozen = new ConflictError('AccountFrozen', 'A ledger account of this operation is frozen: no money can move in or out of it.', { account_id: detail.account_id });
     // Whose account it is (walletRefusal names the party by it); not a detail the response shows.
@@ -190,6 +195,7 @@ export async function post(trx: Knex.Transaction, input: PostingInput, options: 
     throw error;
   }
   if (result.refusal === 'AccountFrozen') throw ledgerRefusal('AccountFrozen', { account_id: result.detail.account_id, owner_id: result.detail.owner_id });
+  if (result.refusal === 'LimitExceeded') throw ledgerRefusal('LimitExceeded', result.detail);
   if (result.refusal === 'InsufficientFunds') {
     const { account_id: accountId, currency, available, required } = result.detail;
     const { exponent } = await currencies.require(trx, currency);

@@ -105,7 +105,7 @@ export interface TransferRequest {
 
 const TRANSFER_CREATE_BATCH_SQL = 'SELECT b.item, b.code, b.detail, (b.transfer).* FROM transfer_create_batch($1::jsonb) AS b ORDER BY b.item';
 
-/** One item's answer: the transfer made, or its refusal (SQLSTATE TRF01...TRF12 and its JSON DETAIL). */
+/** One item's answer: the transfer made, or its refusal (SQLSTATE TRF01...TRF14 and its JSON DETAIL). */
 export type TransferOutcome = { transfer: Transfer } | { code: string; detail: string | null };
 
 const TRANSFERS = new Keyset({ table: 'transfers', alias: 't', noun: 'one of your transfers' });

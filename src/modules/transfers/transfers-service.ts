@@ -12,6 +12,7 @@ import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
 import { TransfersRepository, type RecipientType, type Transfer, type TransferOutcome, type TransferRail, type TransferRequest, type TransferStatus } from './transfers-repository';
 import { readConnection } from '../../db/read-routing';
+import { limitRefusal, recipientCannotReceive } from '../limits';
 
 /** The contract's `note.maxLength`. */
 const NOTE_MAX_CHARACTERS = 280;
@@ -315,7 +316,7 @@ export class TransferService {
     }
   }
 
-  /** The domain error of a transfer_create refusal (SQLSTATEs TRF01...TRF12). */
+  /** The domain error of a transfer_create refusal (SQLSTATEs TRF01...TRF14). */
   private refusal(refused: { code: string; detail: string | null }, currency: Currency): unknown {
     const { code, detail } = refused;
     const details = (): Record<string, string | null> => JSON.parse(detail ?? '{}') as Record<string, string | null>;
@@ -355,6 +356,10 @@ export class TransferService {
         const funds = { currency: currency.code, available: formatMinor(BigInt(d.available ?? '0'), currency.exponent), required: formatMinor(BigInt(d.required ?? '0'), currency.exponent) };
         return insufficientFunds(funds, 'this transfer');
       }
+      case 'TRF13':
+        return limitRefusal(details());
+      case 'TRF14':
+        return recipientCannotReceive();
       default:
         return new Error(`transfer_create refused with an unknown SQLSTATE ${code}`);
     }

@@ -209,6 +209,7 @@ function refusalOf(error: unknown, decision: Decision): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
   if (code === 'WRT01') {
     const refused = JSON.parse(detail as string) as { refusal: string; account_id: string; owner_id: string | null; currency: string; available: string; required: string };
+    if (refused.refusal === 'LimitExceeded') return ledgerRefusal('LimitExceeded', refused);
     if (refused.refusal === 'AccountFrozen') return ledgerRefusal('AccountFrozen', { account_id: refused.account_id, owner_id: refused.owner_id });
     return ledgerRefusal('InsufficientFunds', { account_id: refused.account_id, currency: refused.currency, available: refused.available, required: refused.required });
   }

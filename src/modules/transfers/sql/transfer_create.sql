@@ -1,6 +1,6 @@
 -- POST /transfers in one statement: the session, the idempotency key (claimed in the same
 -- transaction as the effect), the recipient, the wallets, the posting (through ledger_post),
--- the transfer row and the completed key (its claim_token is p_attempt when given). Refusals are SQLSTATEs TRF01...TRF12, mapped by the
+-- the transfer row and the completed key (its claim_token is p_attempt when given). Refusals are SQLSTATEs TRF01...TRF14, mapped by the
 -- transfers module (transfers-service.ts) to domain errors; DETAIL carries their JSON details.
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
 -- test/integration/database-functions.test.ts fails when the database's function differs.
@@ -154,6 +154,13 @@ BEGIN
   ELSIF posted.refusal = 'InsufficientFunds' THEN
     RAISE EXCEPTION 'insufficient funds' USING ERRCODE = 'TRF12', DETAIL = json_build_object(
       'available', posted.refusal_detail->>'available', 'required', posted.refusal_detail->>'required')::text;
+  ELSIF posted.refusal = 'LimitExceeded' AND posted.refusal_detail->>'owner_id' = p_user_id::text THEN
+    RAISE EXCEPTION 'limit exceeded' USING ERRCODE = 'TRF13', DETAIL = posted.refusal_detail::text;
+  ELSIF posted.refusal = 'LimitExceeded' THEN
+    -- The recipient's limit: nothing of its balance or tier leaves this function.
+    RAISE EXCEPTION 'recipient cannot receive' USING ERRCODE = 'TRF14';
+  ELSIF posted.refusal IS NOT NULL THEN
+    RAISE EXCEPTION 'ledger refusal %', posted.refusal;
   END IF;
 
   INSERT INTO transfers (id, sender_user_id, rail, status, currency, amount_minor, recipient_type, recipient_identifier, recipient_user_id, note, posting_id)

@@ -5,7 +5,7 @@
 -- events, each with its per-object sequence and, for an organisation's object, its webhook
 -- deliveries; and the completion of the request's Idempotency-Key, fenced by its claim token.
 -- Accounts named by identity are found, or created on their first use. A refusal of the ledger
--- (InsufficientFunds, AccountFrozen) raises WRT01 with its details (amounts written in the
+-- (InsufficientFunds, AccountFrozen, LimitExceeded) raises WRT01 with its details (amounts written in the
 -- currency's exponent) before anything else is written, so the caller's transaction (or
 -- savepoint) rolls back as a whole: a decision is applied entirely or not at all. WRT02: a row
 -- no longer shows what the decision read; WRT03: the key was taken over; WRT09: a table the
@@ -70,7 +70,10 @@ BEGIN
           'account_id', posted.refusal_detail->>'account_id', 'owner_id', posted.refusal_detail->>'owner_id',
           'currency', posted.refusal_detail->>'currency',
           'available', format_minor((posted.refusal_detail->>'available')::bigint, exponent),
-          'required', format_minor((posted.refusal_detail->>'required')::bigint, exponent))::text;
+          'required', format_minor((posted.refusal_detail->>'required')::bigint, exponent),
+          'owner_type', posted.refusal_detail->>'owner_type', 'direction', posted.refusal_detail->>'direction',
+          'limit', posted.refusal_detail->>'limit', 'limit_minor', posted.refusal_detail->>'limit_minor',
+          'remaining_minor', posted.refusal_detail->>'remaining_minor', 'tier', posted.refusal_detail->>'tier')::text;
     END IF;
     posting_ids := posting_ids || posted.posting_id;
   END LOOP;
