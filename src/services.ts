@@ -37,8 +37,8 @@ export interface ServiceDeps {
   redis?: Redis;
   /** The clock of every service (tests inject one); the system clock when absent. */
   now?: Clock;
-  /** The tier limits; src/modules/limits/tier-policy.json, read and validated here, when absent. */
-  limitPolicy?: LimitPolicy;
+  /** The tier limits, or the file to read them from (validated here); src/modules/limits/tier-policy.json when absent. */
+  limitPolicy?: LimitPolicy | string;
 }
 
 /**
@@ -90,7 +90,7 @@ export function buildServices(deps: ServiceDeps) {
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
   // The tier limits, read at boot (a malformed file stops the start); ready() writes them to the database.
-  const limits = new LimitsService({ knex, policy: deps.limitPolicy ?? loadLimitPolicy() });
+  const limits = new LimitsService({ knex, policy: typeof deps.limitPolicy === 'object' ? deps.limitPolicy : loadLimitPolicy(deps.limitPolicy) });
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
