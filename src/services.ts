@@ -37,7 +37,10 @@ export interface ServiceDeps {
   redis?: Redis;
   /** The clock of every service (tests inject one); the system clock when absent. */
   now?: Clock;
-  /** The tier limits, or the file to read them from (validated here); src/modules/limits/tier-policy.json when absent. */
+  /**
+   * The tier limits, or the file to read them from (validated here: a malformed file stops the
+   * start); src/modules/limits/tier-policy.json when absent. ready() writes them to the database.
+   */
   limitPolicy?: LimitPolicy | string;
 }
 
@@ -89,7 +92,6 @@ export function buildServices(deps: ServiceDeps) {
   const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), clock };
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
-  // The tier limits, read at boot (a malformed file stops the start); ready() writes them to the database.
   const limits = new LimitsService({ knex, policy: typeof deps.limitPolicy === 'object' ? deps.limitPolicy : loadLimitPolicy(deps.limitPolicy) });
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
   return {
@@ -134,17 +136,13 @@ export function buildServices(deps: ServiceDeps) {
     outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
     /** Identity verification sessions (KYC), reviews, tiers, account closing. */
     identity,
-    /** The tier limits (policy, usage), enforced by ledger_post with every movement. */
     limits,
     /** Sign-up with a one-time code (the user starts at tier_0). */
     signup: new SignupService(onboarding),
     /** Password reset and change (sessions revoked). */
     passwordChanges: new PasswordService(onboarding),
-    /** Resolves once start-up work done at construction is finished (the login's dummy hash). */
-    async ready(): Promise<void> {
-      await passwords.ready();
-      await limits.install();
-    },
+    /** Resolves once start-up work is finished: the login's dummy hash, the tier limits written to the database. */
+    ready: async (): Promise<void> => void (await Promise.all([passwords.ready(), limits.install()])),
     /**
      * Stops background work (timers, workers) and resolves once the work already under way
      * (payment settlements, payout outcomes being reported) has finished: await it before

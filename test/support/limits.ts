@@ -1,5 +1,4 @@
-import { LIMITS, TIERS } from '../../src/modules/limits/limit-policy';
-import { loadLimitPolicy, parseLimitPolicy, type LimitPolicy } from '../../src/modules/limits';
+import { LIMITS, TIERS, loadLimitPolicy, parseLimitPolicy, type LimitPolicy } from '../../src/modules/limits';
 
 /** The caps shipped in src/modules/limits/tier-policy.json: what a test of the limits themselves installs. */
 export const SHIPPED_LIMIT_POLICY: LimitPolicy = loadLimitPolicy();

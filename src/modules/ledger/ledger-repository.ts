@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { queryPrepared } from '../../db/prepared';
 import { toBigInt } from './money';
-import type { LimitRefusalDetail } from '../limits/limit-refusals';
+import type { LimitRefusalDetail } from '../limits';
 import type {
   AccountIdentity,
   AccountKind,

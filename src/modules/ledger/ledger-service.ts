@@ -4,7 +4,7 @@ import { ConflictError, DomainError, UnprocessableError } from '../../errors';
 import { isUniqueViolation, withTransaction } from '../../db/transaction';
 import { currencies } from './currency-repository';
 import { LedgerRepository } from './ledger-repository';
-import { limitRefusal } from '../limits/limit-refusals';
+import { limitRefusal } from '../limits';
 import { MAX_MINOR, formatMinor } from './money';
 import type { AccountIdentity, AccountStatus, InvariantViolation, LedgerAccount, Posting, PostingInput } from './ledger-types';
 
