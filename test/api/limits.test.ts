@@ -6,6 +6,7 @@ import { fundWallet, walletOf } from '../../src/modules/ledger';
 import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { openEscrow, escrowAction } from '../support/escrows';
+import { activeTontine, contribute, poolBalance } from '../support/tontines';
 import { addMember, bearer, accessTokenFor, businessPath, createCaller, createOrganization, createUser, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { SHIPPED_LIMIT_POLICY } from '../support/limits';
@@ -147,6 +148,21 @@ describe.each(['XOF', 'EUR'] as const)('escrow funding at the edge of the buyer 
     expect(over.body).toEqual(limitExceeded('daily_outflow', currency, tier0.daily, remaining));
     expect((await escrowAction(app, buyer, (await escrowOf(buyer, remaining)).id, 'fund')).status).toBe(200);
     await expectLedgerInvariants(knex);
+  });
+});
+
+describe('tontine contributions at the edge of the member limits', () => {
+  it('per_transaction: one unit over is refused and the pool receives nothing; at the cap the contribution is paid', async () => {
+    const { perTransaction } = caps('XOF', 'tier_0');
+    const organizer = await callerAt('tier_2', { XOF: 1_000_000n });
+    const member = await callerAt('tier_0', { XOF: 1_000_000n });
+    const over = await activeTontine(app, organizer, [member], { contribution_amount: perTransaction + 1 });
+    const refused = await contribute(app, over.id, member);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual(limitExceeded('per_transaction', 'XOF', perTransaction, perTransaction));
+    expect(await poolBalance(over.id)).toBe(0n);
+    const at = await activeTontine(app, organizer, [member], { contribution_amount: perTransaction });
+    expect((await contribute(app, at.id, member)).status).toBe(200);
   });
 });
 

@@ -43,6 +43,7 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   AccountNotEmpty: { required: ['wallets_with_balance', 'open_escrows', 'open_tontines'] },
   InvalidVerificationCode: { required: ['attempts_left'] },
   WeakPassword: { required: ['reason'] },
+  LimitExceeded: { required: ['limit', 'currency', 'limit_minor', 'remaining_minor', 'tier', 'next_tier'] },
 };
 
 /**
@@ -54,9 +55,9 @@ const INTERNAL = new Set(['AccountFrozen']);
 
 /** Where each error can come from: operationId -> status -> errors with details. */
 const RETURNED_BY: Record<string, Record<string, string[]>> = {
-  createTransfer: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
+  createTransfer: { '409': ['IdempotencyKeyAlreadyProcessed', 'LimitExceeded'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
   createEscrow: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
-  fundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
+  fundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed', 'LimitExceeded'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
   acceptEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['WalletFrozen', 'IdempotencyKeyReused'] },
   refundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   resolveEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['WalletFrozen', 'IdempotencyKeyReused'] },
@@ -70,7 +71,7 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   cancelTontine: { '403': ['NotTontineOrganizer'], '409': ['InvalidTontineState'] },
   dissolveTontine: { '409': ['InvalidTontineState'] },
   contributeToTontine: {
-    '409': ['ContributionAlreadyPaid', 'CycleNotOpen', 'InvalidTontineState', 'IdempotencyKeyAlreadyProcessed'],
+    '409': ['ContributionAlreadyPaid', 'CycleNotOpen', 'InvalidTontineState', 'IdempotencyKeyAlreadyProcessed', 'LimitExceeded'],
     '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'],
   },
   createInvoice: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
