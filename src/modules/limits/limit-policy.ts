@@ -105,6 +105,15 @@ export function parseLimitPolicy(document: unknown, source = 'document'): LimitP
   return { version: version as string, currencies: parsed };
 }
 
+/**
+ * The policy's currencies and tiers with one cap for every limit: what a test or a benchmark
+ * installs to run every check in full while no movement ever meets a cap.
+ */
+export function uniformPolicy(policy: LimitPolicy, cap: bigint, version: string): LimitPolicy {
+  const caps = Object.fromEntries(LIMITS.map((limit) => [limit, cap])) as Record<LimitName, bigint>;
+  return { version, currencies: new Map([...policy.currencies.keys()].map((currency) => [currency, new Map(TIERS.map((tier) => [tier, caps]))])) };
+}
+
 /** Reads and validates the policy file (the shipped one unless told). */
 export function loadLimitPolicy(file: string = LIMIT_POLICY_FILE): LimitPolicy {
   let text: string;
