@@ -10,7 +10,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
-    setupFiles: ['test/support/setup-env.ts', 'test/support/file-database.ts', 'test/support/stop-jobs.ts'],
+    setupFiles: ['test/support/setup-env.ts', 'test/support/file-database.ts', 'test/support/stop-jobs.ts', 'test/support/limits-reset.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,

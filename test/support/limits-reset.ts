@@ -1,0 +1,17 @@
+import { afterAll } from 'vitest';
+import { LimitsService } from '../../src/modules/limits';
+import { databaseKind, testKnex } from './database';
+import { UNBOUNDED_LIMIT_POLICY } from './limits';
+
+/**
+ * A setup file, so the hook is registered in every test file. On the embedded back-end the files
+ * share one database: a file that installed the shipped tier limits (a test of the limits, or
+ * services booted with their default policy) would leave them to the files after it, whose
+ * users are funded far above tier_0's caps. After such a file the unbounded policy is back.
+ */
+afterAll(async () => {
+  if (databaseKind() !== 'embedded') return;
+  const knex = testKnex();
+  const installed = (await knex('limit_policies').first('version')) as { version: string } | undefined;
+  if (installed && installed.version !== UNBOUNDED_LIMIT_POLICY.version) await new LimitsService({ knex, policy: UNBOUNDED_LIMIT_POLICY }).install();
+});
