@@ -7,7 +7,7 @@ import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { openEscrow, escrowAction } from '../support/escrows';
 import { activeTontine, contribute, poolBalance } from '../support/tontines';
-import { addMember, bearer, accessTokenFor, businessPath, createCaller, createOrganization, createUser, type TestCaller } from '../support/factories';
+import { addMember, bearer, accessTokenFor, businessPath, createCaller, createMember, createOrganization, createOrgAccount, createUser, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { SHIPPED_LIMIT_POLICY } from '../support/limits';
 
@@ -211,6 +211,30 @@ describe('GET /business/organizations/{orgId}/limits', () => {
     await addMember(org, cashier, 'cashier');
     const refused = await request(app).get(`${businessPath(org.id)}/limits`).set(bearer(await accessTokenFor(app, cashier)));
     expect(refused.status).toBe(403);
+  });
+});
+
+describe('payments received by an organisation', () => {
+  it("a payment over the unverified organisation's per-transaction cap fails and credits nothing; one at the cap succeeds", async () => {
+    const org = await createOrganization();
+    const owner = await accessTokenFor(app, await createMember(org, 'owner'));
+    const account = await createOrgAccount(org, { currency: 'XOF' });
+    const checkout = await request(app).post(`${businessPath(org.id)}/checkout`).set(bearer(owner)).send({ destination_account_id: account.id });
+    expect(checkout.status, JSON.stringify(checkout.body)).toBe(200);
+    const cap = SHIPPED_LIMIT_POLICY.currencies.get('XOF')?.get('unverified')?.per_transaction as bigint;
+    const pay = (amountMinor: bigint) =>
+      app.services.payments.start({
+        linkId: checkout.body.data.id as string,
+        nonce: crypto.randomUUID(),
+        amountMinor,
+        reference: null,
+        payer: { method: 'mobile_money', last4: '9999', decision: { outcome: 'succeeded', delayed: false } },
+      });
+    expect(await pay(cap + 1n)).toMatchObject({ status: 'failed', failureReason: 'destination_unavailable' });
+    expect(await pay(cap)).toMatchObject({ status: 'succeeded' });
+    const row = await knex('ledger_accounts').where({ id: account.ledgerAccountId }).first('balance_minor', 'inflow_month_minor');
+    expect(row).toEqual({ balance_minor: String(cap), inflow_month_minor: String(cap) });
+    await expectLedgerInvariants(knex);
   });
 });
 

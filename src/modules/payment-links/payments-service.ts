@@ -261,8 +261,9 @@ export class PaymentsService {
           });
           postingId = posting.id;
         } catch (error) {
-          // A frozen destination ledger account is refused before anything is written.
-          if (!(error instanceof DomainError && error.code === 'AccountFrozen')) throw error;
+          // A frozen destination ledger account, or one its tier limits keep from receiving this
+          // amount, is refused before anything is written: the payment fails, nothing is taken.
+          if (!(error instanceof DomainError && (error.code === 'AccountFrozen' || error.code === 'RecipientCannotReceive'))) throw error;
         }
         if (postingId) {
           await payments.markSucceeded(payment.id, postingId);
