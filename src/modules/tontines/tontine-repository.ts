@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
+import { CLAIMED, readLocked } from '../writes';
+import { stateFromColumn, tontineStateColumn, type TontineState } from './tontine-state';
 import type { TontineStatus } from './tontine-lifecycle';
 import { toContribution, toTontine, type Contribution, type ContributionRow, type ContributionStatus, type Cycle, type CycleStatus, type Member, type MemberRole, type Tontine, type TontineListing, type TontineRow } from './tontine-rows';
 
@@ -54,16 +56,36 @@ export class TontineRepository {
   }
 
   /**
-   * Locks several tontines in id order (a group commit of postings, before its items run): their
-   * currency, pool and members (a cycle's last contribution pays one of them the pot).
+   * The one write path's read (src/modules/writes): one statement claims the request's
+   * Idempotency-Key, then locks the tontine and reads its state as `userId` sees it (with a
+   * snapshot taken once the lock is held: tontine_state). Undefined when there is no such tontine.
    */
-  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; currency: string; poolAccountId: string; memberUserIds: string[] }>> {
-    const rows = (await this.db('tontines as t')
-      .select('t.id', 't.currency', 't.pool_account_id', this.db.raw('array(SELECT m.user_id FROM tontine_members m WHERE m.tontine_id = t.id) AS member_user_ids'))
-      .whereIn('t.id', ids)
-      .orderBy('t.id')
-      .forUpdate('t')) as Array<Pick<TontineRow, 'id' | 'currency' | 'pool_account_id'> & { member_user_ids: string[] }>;
-    return rows.map((row) => ({ id: row.id, currency: row.currency, poolAccountId: row.pool_account_id, memberUserIds: row.member_user_ids }));
+  async lockForDecision(id: string, userId: string): Promise<{ tontine: Tontine; state: TontineState } | undefined> {
+    const row = await readLocked<TontineRow & { state: unknown }>(
+      this.db as Knex.Transaction,
+      `SELECT t.*, ${tontineStateColumn('t')} FROM (SELECT * FROM "tontines" WHERE id = ? AND ${CLAIMED} FOR UPDATE) t`,
+      [userId, id],
+    );
+    if (!row) return undefined;
+    const { state, ...tontineRow } = row;
+    const tontine = toTontine(tontineRow);
+    return { tontine, state: stateFromColumn(state, tontine, userId) };
+  }
+
+  /**
+   * Locks several tontines in id order (a group commit of postings, before its items run), each
+   * with what its postings need (tontine-postings.ts): its members, cycles and the open cycle's
+   * contributions, read once the locks are held.
+   */
+  async lockForPostings(ids: readonly string[]): Promise<Array<{ tontine: Tontine; state: TontineState }>> {
+    const result = (await this.db.raw(`SELECT t.*, ${tontineStateColumn('t')} FROM (SELECT * FROM "tontines" WHERE id = ANY (?::uuid[]) ORDER BY id FOR UPDATE) t`, [
+      null,
+      [...ids],
+    ])) as { rows: Array<TontineRow & { state: unknown }> };
+    return result.rows.map(({ state, ...row }) => {
+      const tontine = toTontine(row);
+      return { tontine, state: stateFromColumn(state, tontine, '') };
+    });
   }
 
   async update(
