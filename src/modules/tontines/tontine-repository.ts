@@ -3,7 +3,7 @@ import { Keyset, type PageRequest } from '../../db/keyset';
 import { CLAIMED, readLocked } from '../writes';
 import { stateFromColumn, tontineStateColumn, type TontineState } from './tontine-state';
 import type { TontineStatus } from './tontine-lifecycle';
-import { toContribution, toTontine, type Contribution, type ContributionRow, type ContributionStatus, type Cycle, type CycleStatus, type Member, type MemberRole, type Tontine, type TontineListing, type TontineRow } from './tontine-rows';
+import { toTontine, type ContributionStatus, type Cycle, type CycleStatus, type Member, type MemberRole, type Tontine, type TontineListing, type TontineRow } from './tontine-rows';
 
 export type { Contribution, ContributionStatus, Cycle, CycleStatus, Member, MemberRole, Tontine, TontineListing } from './tontine-rows';
 
@@ -212,40 +212,6 @@ export class TontineRepository {
     await this.db('tontine_contributions').insert(memberIds.map((userId) => ({ tontine_id: tontineId, cycle_number: number, user_id: userId })));
   }
 
-  /**
-   * The open cycle `number` paid out by `postingId` (one statement): a drawn beneficiary (a
-   * random tontine's, drawn now) is recorded on the cycle and as the member's payout position.
-   */
-  async markCyclePaidOut(tontineId: string, number: number, postingId: string, at: Date, drawnUserId?: string): Promise<void> {
-    if (drawnUserId === undefined) {
-      await this.db('tontine_cycles').where({ tontine_id: tontineId, number, status: 'open' }).update({ status: 'paid_out', payout_posting_id: postingId, paid_out_at: at });
-      return;
-    }
-    await this.db.raw(
-      `WITH positioned AS (UPDATE tontine_members SET payout_position = :number WHERE tontine_id = :tontineId AND user_id = :userId)
-       UPDATE tontine_cycles SET status = 'paid_out', payout_posting_id = :postingId, paid_out_at = :at, beneficiary_user_id = coalesce(beneficiary_user_id, :userId)
-        WHERE tontine_id = :tontineId AND number = :number AND status = 'open'`,
-      { tontineId, number, userId: drawnUserId, postingId, at },
-    );
-  }
-
-  /**
-   * Moves the tontine on to cycle `number` (one statement): the cycle opens, every member's
-   * contribution to it starts `pending`, and the tontine's current cycle is `number`.
-   * Returns the new contributions.
-   */
-  async advanceToCycle(tontineId: string, number: number, memberIds: readonly string[]): Promise<Contribution[]> {
-    const result = await this.db.raw(
-      `WITH opened AS (UPDATE tontine_cycles SET status = 'open' WHERE tontine_id = :tontineId AND number = :number),
-       moved AS (UPDATE tontines SET current_cycle = :number WHERE id = :tontineId)
-       INSERT INTO tontine_contributions (tontine_id, cycle_number, user_id)
-       SELECT :tontineId::uuid, :number::int, member FROM unnest(:memberIds::uuid[]) AS member
-       RETURNING id, cycle_number, user_id, status, posting_id, paid_at`,
-      { tontineId, number, memberIds: [...memberIds] },
-    );
-    return (result as { rows: ContributionRow[] }).rows.map(toContribution);
-  }
-
   async cancelRemainingCycles(tontineId: string): Promise<void> {
     await this.db('tontine_cycles').where({ tontine_id: tontineId }).whereIn('status', ['open', 'upcoming']).update({ status: 'canceled' });
   }
@@ -253,10 +219,6 @@ export class TontineRepository {
   async contributionStatus(id: string): Promise<ContributionStatus | undefined> {
     const row = (await this.db('tontine_contributions').where({ id }).first('status')) as { status: ContributionStatus } | undefined;
     return row?.status;
-  }
-
-  async markPaid(id: string, postingId: string, at: Date): Promise<void> {
-    await this.db('tontine_contributions').where({ id }).whereIn('status', ['pending', 'late']).update({ status: 'paid', posting_id: postingId, paid_at: at });
   }
 
   async markRefunded(id: string, postingId: string, at: Date): Promise<void> {
