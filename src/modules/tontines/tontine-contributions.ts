@@ -1,7 +1,7 @@
 import type { DecidedEvent, PlannedPosting, RowChange } from '../writes';
 import { cycleDrawKey } from './tontine-draw';
 import { statusAfter, type TontineSituation } from './tontine-lifecycle';
-import { payoutOf, payoutPosting, completesCycle, contributionPosting, potOf, type Payout } from './tontine-postings';
+import { completesCycle, contributionPosting, payoutOf, payoutPosting, potOf, type TontineInLedger } from './tontine-postings';
 import type { Contribution, Tontine, TontineState } from './tontine-rows';
 
 /**
@@ -85,25 +85,27 @@ export function contributionChange(
     state: afterPayment,
   };
   if (!completesCycle(inLedger, userId)) return paying;
-  return payOut(paying, payoutOf(inLedger), potOf(inLedger), situation, userId, at, newId, event);
+  return payOut(paying, { inLedger, situation, userId, at, newId, event });
+}
+
+/** What the payout of a cycle's last contribution is decided with, besides the contribution's own change. */
+interface PayoutContext {
+  inLedger: TontineInLedger;
+  situation: TontineSituation;
+  userId: string;
+  at: Date;
+  newId: () => string;
+  event: (type: string, actorUserId: string | null, payload: Record<string, unknown>, postingIds?: Record<string, number>) => ContributionEvent;
 }
 
 /** The whole pot to the cycle's beneficiary, then the next cycle or the end: added to `paying` (the change of the cycle's last contribution). */
-function payOut(
-  paying: ContributionChange,
-  payout: Payout,
-  pot: bigint,
-  situation: TontineSituation,
-  userId: string,
-  at: Date,
-  newId: () => string,
-  event: (type: string, actorUserId: string | null, payload: Record<string, unknown>, postingIds?: Record<string, number>) => ContributionEvent,
-): ContributionChange {
+function payOut(paying: ContributionChange, { inLedger, situation, userId, at, newId, event }: PayoutContext): ContributionChange {
   const { tontine, state } = paying;
   const cycle = tontine.currentCycle;
-  const { beneficiaryUserId, drawnAmong } = payout;
+  const { beneficiaryUserId, drawnAmong } = payoutOf(inLedger);
+  const pot = potOf(inLedger);
   const cycleKey = (number: number) => ({ tontine_id: tontine.id, number });
-  const postings = [...paying.postings, payoutPosting({ tontine, members: state.members, cycles: state.cycles, currentContributions: state.currentContributions }, beneficiaryUserId)];
+  const postings = [...paying.postings, payoutPosting(inLedger, beneficiaryUserId)];
   const changes: RowChange[] = [
     ...paying.changes,
     {
