@@ -15,7 +15,7 @@ import { notificationsHandlers } from './modules/notifications';
 import { onboardingHandlers } from './modules/onboarding';
 import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
-import { tontineHandlers, tontinePostings } from './modules/tontines';
+import { tontineHandlers, tontinePostings, tontineWritePath } from './modules/tontines';
 import { transfersHandlers } from './modules/transfers';
 import { walletsHandlers } from './modules/wallets';
 import type { Services } from './services';
@@ -70,4 +70,4 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath];
+export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath];
