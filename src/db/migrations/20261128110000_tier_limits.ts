@@ -12,7 +12,7 @@ import { applyDatabaseFunctions } from '../database-functions';
  */
 export const FUNCTIONS = {
   ledger_post: '60eafccf9e842e25',
-  write_apply: '139a4a01b19edd03',
+  write_apply: 'a9d935b1b94d97f7',
   transfer_create: '0d3210ec515e2add',
 };
 
