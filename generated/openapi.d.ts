@@ -5343,10 +5343,10 @@ export interface components {
             };
         };
         /**
-         * EscrowActionConflictError
-         * @description Error envelope of a 409 on an escrow action that takes an `Idempotency-Key`, discriminated by `error`.
+         * EscrowMoneyConflictError
+         * @description Error envelope of a 409 on an escrow action that moves money (fund, accept, refund, resolve), discriminated by `error`: the escrow action conflicts, and the tier limits (`LimitExceeded` for the caller's own, `RecipientCannotReceive` for the party paid).
          */
-        EscrowActionConflictError: components["schemas"]["InvalidEscrowStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["RecipientCannotReceiveError"];
+        EscrowMoneyConflictError: components["schemas"]["InvalidEscrowStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["RecipientCannotReceiveError"];
         /**
          * EscrowUnprocessableError
          * @description Error envelope of a 422 on an escrow action that moves money, discriminated by `error`.
@@ -5362,6 +5362,11 @@ export interface components {
             /** @description A note for the buyer. */
             note?: string;
         };
+        /**
+         * EscrowActionConflictError
+         * @description Error envelope of a 409 on an escrow action that takes an `Idempotency-Key`, discriminated by `error`.
+         */
+        EscrowActionConflictError: components["schemas"]["InvalidEscrowStateError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * DisputeEscrowRequest
          * @description The buyer's objection.
@@ -10117,7 +10122,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["EscrowActionConflictError"];
+                "application/json": components["schemas"]["EscrowMoneyConflictError"];
             };
         };
         /** @description `InsufficientFunds`: the buyer's wallet does not cover the amount plus the buyer's fee share (nothing changed; `details` gives `available` and `required`). `WalletFrozen`: a party's wallet in the currency is frozen (`details.party`). `IdempotencyKeyReused`: the key was already used for this operation with a different request. */
