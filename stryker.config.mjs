@@ -14,6 +14,9 @@ const CRITICAL_CORE = [
   'src/modules/escrows/escrow-settlement.ts', // the escrow's posting plan: the one list of the accounts an action touches
   'src/modules/tontines/tontine-postings.ts', // the tontine's posting plan: a contribution and the pot's payout
   'src/modules/tontines/tontine-contributions.ts', // a contribution decided in memory: its rows, events and the state after it
+  'src/modules/limits/limit-policy.ts', // the tier policy file: validated before it can cap anything
+  'src/modules/limits/limit-refusals.ts', // a refused limit: the payer's details, nothing of a payee's
+  'src/modules/limits/limit-usage.ts', // what is used and remains of each limit, and when it resets
   'src/modules/organizations/access-policy.ts', // the access rules
   'src/modules/organizations/organization-access-service.ts', // their enforcement
   'src/modules/network-status/network-status-service.ts',
