@@ -371,6 +371,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wallets/{walletId}/top-ups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a wallet's top-ups
+         * @description The top-ups of one of the caller's wallets, newest first, with cursor pagination (`starting_after` takes a page's `next_cursor`).
+         */
+        get: operations["listTopUps"];
+        put?: never;
+        /**
+         * Top up a wallet by mobile money
+         * @description Asks the payer's mobile-money provider to pay `amount` into the wallet
+         *     (in the wallet's currency): the payer approves on their telephone, and
+         *     the provider reports to the platform by a signed callback
+         *     (`POST /rails/mobile-money/callbacks`). The top-up answers 202
+         *     `pending` at once; follow it with `GET
+         *     /wallets/{walletId}/top-ups/{topUpId}` or the events `top_up.succeeded`,
+         *     `top_up.failed` and `top_up.reversed`. A top-up still pending after
+         *     ten minutes is asked about by the platform itself.
+         *
+         *     `succeeded` credits the wallet with the whole amount; a credit the
+         *     wallet can no longer take when the payment arrives (a frozen wallet, a
+         *     limit it would pass) is never made in part: the top-up is `reversed`
+         *     and the money goes back to the payer.
+         *
+         *     Requires an `Idempotency-Key`: a replay answers 409
+         *     `IdempotencyKeyAlreadyProcessed` (the top-up in `details` and
+         *     `Location`), a request still running with the key 409
+         *     `ConcurrentOperation`, the key with another body 422
+         *     `IdempotencyKeyReused`.
+         *
+         *     ## Sandbox
+         *     Outside production nothing is collected:
+         *     `POST /test-helpers/top-ups/{topUpId}/approve` and `.../decline` play
+         *     the payer.
+         */
+        post: operations["createTopUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/{walletId}/top-ups/{topUpId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a top-up
+         * @description One top-up of one of the caller's wallets, with its current status and, once settled, its `settled_at` and `failure_code`. Another user's top-up answers 404 exactly like an unknown one.
+         */
+        get: operations["getTopUp"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/rails/mobile-money/callbacks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a mobile-money rail callback
+         * @description The mobile-money rail reports a collection's outcome here; integrators
+         *     never call it. It is signed as the platform's own webhooks are
+         *     (Standard Webhooks): `webhook-id`, `webhook-timestamp` (Unix seconds)
+         *     and `webhook-signature`, `v1,<base64 HMAC-SHA256 of
+         *     "{webhook-id}.{webhook-timestamp}.{raw body}">` keyed with the rail's
+         *     secret `MOBILE_MONEY_CALLBACK_SECRET` (a `whsec_` secret; outside
+         *     production its default is `whsec_c2FuZGJveC1tb2JpbGUtbW9uZXktY2FsbGJhY2tz`,
+         *     which production refuses).
+         *
+         *     Refused: a missing or wrong signature (401 `InvalidSignature`), a
+         *     timestamp more than five minutes from now (401
+         *     `CallbackTimestampOutOfTolerance`), a `webhook-id` already received
+         *     (409 `CallbackReplayed`), a `provider_reference` of no top-up (404
+         *     `TopUpNotFound`). Idempotent by `provider_reference`: a top-up already
+         *     settled is answered as it is, never settled again.
+         */
+        post: operations["receiveMobileMoneyCallback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/idempotency-keys/{key}": {
         parameters: {
             query?: never;
@@ -2335,6 +2453,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/test-helpers/top-ups/{topUpId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a sandbox top-up
+         * @description The sandbox payer approves: the top-up settles as a `succeeded` callback would settle it (`succeeded`, or `reversed` when the wallet can no longer take the credit). A top-up already settled is answered as it is.
+         *
+         *     **A test helper.** It exists only on instances that do not run in production: there it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["approveTestHelperTopUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/top-ups/{topUpId}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline a sandbox top-up
+         * @description The sandbox payer declines: the top-up settles `failed` with `failure_code` `declined`, as a `failed` callback would. A top-up already settled is answered as it is.
+         *
+         *     **A test helper.** It exists only on instances that do not run in production: there it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["declineTestHelperTopUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/me/close": {
         parameters: {
             query?: never;
@@ -3817,6 +3991,66 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "top-up.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * top_up.succeeded
+         * @description A personal event (a top-up of a person's wallet succeeded), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookTopUpSucceeded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "top-up.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * top_up.failed
+         * @description A personal event (a top-up of a person's wallet failed), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookTopUpFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "top-up.reversed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * top_up.reversed
+         * @description A personal event (a top-up of a person's wallet reversed), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookTopUpReversed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -4787,6 +5021,162 @@ export interface components {
              */
             success: true;
             data: components["schemas"]["WalletList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * TopUpStatus
+         * @description `pending` until the rail reports; `succeeded` (the wallet credited), `failed` (the payer declined or the provider refused: `failure_code`), or `reversed` (the payer paid but the wallet could not be credited, for example a frozen wallet or a limit it would pass: the money goes back to the payer, never credited in part; `failure_code` says why).
+         * @enum {string}
+         */
+        TopUpStatus: "pending" | "succeeded" | "failed" | "reversed";
+        /**
+         * MobileMoneyProvider
+         * @description The payer's mobile-money provider.
+         * @enum {string}
+         */
+        MobileMoneyProvider: "orange_money" | "mtn_momo" | "moov_money" | "wave";
+        /**
+         * TopUp
+         * @description Money brought into a wallet from a mobile-money account.
+         */
+        TopUp: {
+            /**
+             * Format: uuid
+             * @description Identifier of the top-up.
+             */
+            id: string;
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object: "top_up";
+            status: components["schemas"]["TopUpStatus"];
+            /**
+             * Format: uuid
+             * @description The wallet credited.
+             */
+            wallet_id: string;
+            /** @description Amount in major units, as asked. */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            /**
+             * @description Always `mobile_money`.
+             * @constant
+             */
+            method: "mobile_money";
+            provider: components["schemas"]["MobileMoneyProvider"];
+            /** @description The payer's number. */
+            msisdn: string;
+            /** @description The reference the rail knows the collection by; its callbacks name the top-up by it. */
+            provider_reference: string;
+            /** @description Why a `failed` top-up failed (the provider's code, for example `declined`) or why a `reversed` one was reversed (`account_frozen`, `limit_exceeded`); null otherwise. */
+            failure_code: string | null;
+            /**
+             * Format: date-time
+             * @description When the top-up was asked for.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When the rail's outcome settled it; null while `pending`.
+             */
+            settled_at: string | null;
+        };
+        /**
+         * TopUpList
+         * @description A page of a wallet's top-ups, newest first.
+         */
+        TopUpList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["TopUp"][];
+        };
+        /**
+         * TopUpListResponse
+         * @description Envelope of a page of top-ups.
+         */
+        TopUpListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["TopUpList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateTopUpRequest
+         * @description Money to bring into the wallet from the payer's mobile-money account.
+         */
+        CreateTopUpRequest: {
+            /** @description Amount in major units of the wallet's currency. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
+            amount: number;
+            /**
+             * @description How the money comes in; `mobile_money` only.
+             * @constant
+             */
+            method: "mobile_money";
+            provider: components["schemas"]["MobileMoneyProvider"];
+            /** @description The payer's mobile-money number, E.164 (`+2250700009999`). */
+            msisdn: string;
+        };
+        /**
+         * TopUpResponse
+         * @description Envelope of a top-up.
+         */
+        TopUpResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["TopUp"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * MobileMoneyCallbackRequest
+         * @description The mobile-money rail's report of a collection's outcome, signed with Standard Webhooks headers.
+         */
+        MobileMoneyCallbackRequest: {
+            /** @description The collection's reference, as the top-up shows it. */
+            provider_reference: string;
+            /**
+             * @description The payer paid (`succeeded`) or the collection failed.
+             * @enum {string}
+             */
+            status: "succeeded" | "failed";
+            /** @description The provider's reason of a failure (`declined` when absent). */
+            failure_code?: string;
+        };
+        /**
+         * MobileMoneyCallbackResult
+         * @description What the callback settled.
+         */
+        MobileMoneyCallbackResult: {
+            /**
+             * @description Always `rail_callback`.
+             * @constant
+             */
+            object: "rail_callback";
+            /** @description The collection's reference. */
+            provider_reference: string;
+            status: components["schemas"]["TopUpStatus"];
+        };
+        /**
+         * MobileMoneyCallbackResponse
+         * @description Envelope of a callback's result.
+         */
+        MobileMoneyCallbackResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["MobileMoneyCallbackResult"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
@@ -7142,7 +7532,7 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session` or `user`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user` or `top_up`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
          * @example escrow
          */
         EventObjectType: string;
@@ -9762,6 +10152,63 @@ export interface components {
                 object?: components["schemas"]["UserTierObject"];
             };
         };
+        /**
+         * TopUpSucceededEvent
+         * @description The `top_up.succeeded` event; `data.object` is the top-up as the API returns it.
+         */
+        TopUpSucceededEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `top_up.succeeded`.
+             * @constant
+             */
+            type?: "top_up.succeeded";
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object_type?: "top_up";
+            data?: {
+                object?: components["schemas"]["TopUp"];
+            };
+        };
+        /**
+         * TopUpFailedEvent
+         * @description The `top_up.failed` event; `data.object` is the top-up as the API returns it.
+         */
+        TopUpFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `top_up.failed`.
+             * @constant
+             */
+            type?: "top_up.failed";
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object_type?: "top_up";
+            data?: {
+                object?: components["schemas"]["TopUp"];
+            };
+        };
+        /**
+         * TopUpReversedEvent
+         * @description The `top_up.reversed` event; `data.object` is the top-up as the API returns it.
+         */
+        TopUpReversedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `top_up.reversed`.
+             * @constant
+             */
+            type?: "top_up.reversed";
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object_type?: "top_up";
+            data?: {
+                object?: components["schemas"]["TopUp"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -10263,6 +10710,16 @@ export interface components {
          * @example 9b2f6e1a-4c3d-4e8f-a1b2-c3d4e5f6a7b8
          */
         TransferId: string;
+        /**
+         * @description Identifier of one of the caller's wallets (`GET /wallets`).
+         * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+         */
+        WalletId: string;
+        /**
+         * @description Identifier of a top-up.
+         * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+         */
+        TopUpId: string;
         /**
          * @description An `Idempotency-Key` value the caller sent (URL-encoded): 1 to 255 printable ASCII characters.
          * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
@@ -11111,6 +11568,262 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTopUps: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of top-ups. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `WalletNotFound`: the caller has no wallet with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTopUp: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTopUpRequest"];
+            };
+        };
+        responses: {
+            /** @description The top-up, pending until the payer approves. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `WalletNotFound`: the caller has no wallet with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["ResourceKeyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top-up. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `TopUpNotFound`: the wallet is not the caller's or has no top-up with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    receiveMobileMoneyCallback: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The message's unique id; a second callback with it is refused.
+                 * @example msg_2b8f1c4e9a7d
+                 */
+                "webhook-id"?: string;
+                /**
+                 * @description When the rail sent it, Unix seconds.
+                 * @example 1795856400
+                 */
+                "webhook-timestamp"?: string;
+                /**
+                 * @description One or more `v1,<base64>` signatures separated by spaces.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MobileMoneyCallbackRequest"];
+            };
+        };
+        responses: {
+            /** @description The callback was received; the top-up's status after it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MobileMoneyCallbackResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `InvalidSignature` (missing or wrong signature) or `CallbackTimestampOutOfTolerance` (a timestamp more than five minutes from now). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `TopUpNotFound`: no top-up has this `provider_reference`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `CallbackReplayed`: a callback with this `webhook-id` was already received. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -15609,6 +16322,96 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    approveTestHelperTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top-up after the payer's answer. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `TopUpNotFound`: no top-up has this id; `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declineTestHelperTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top-up after the payer's answer. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `TopUpNotFound`: no top-up has this id; `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     closeAccount: {
         parameters: {
             query?: never;
@@ -17872,6 +18675,93 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["UserTierUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTopUpSucceeded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopUpSucceededEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTopUpFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopUpFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTopUpReversed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopUpReversedEvent"];
             };
         };
         responses: {

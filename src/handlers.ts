@@ -15,6 +15,7 @@ import { onboardingHandlers } from './modules/onboarding';
 import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
 import { tontineHandlers, tontinePostings } from './modules/tontines';
+import { topUpHandlers, topUpWritePath } from './modules/top-ups';
 import { transfersHandlers } from './modules/transfers';
 import { walletsHandlers } from './modules/wallets';
 import type { Services } from './services';
@@ -48,6 +49,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...identityHandlers(services.identity, services.clock, (userId, trx) => services.sessions.endAllOfClosedAccount(trx, userId)),
     ...transfersHandlers(services.transfers),
     ...walletsHandlers(services.wallets),
+    ...topUpHandlers(services.topUps, (reference, outcome) => services.mobileMoneyRail.decide(reference, outcome)),
     ...idempotencyHandlers(services.idempotency),
     ...paymentLinksHandlers(services.paymentLinks, services.payments, options.payUrl),
     ...invoiceHandlers(services.invoices),
@@ -68,4 +70,4 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath];
+export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...topUpWritePath];

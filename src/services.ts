@@ -23,6 +23,7 @@ import { OrganizationAccessService, OrganizationService, SandboxVerificationProv
 import { PaymentLinksService, PaymentPageService, PaymentsService, lockPaymentsForPostings } from './modules/payment-links';
 import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf, lockTontinesForPostings } from './modules/tontines';
 import { SandboxRail, TransferService, transferStatusOf } from './modules/transfers';
+import { SandboxMobileMoneyRail, TopUpService, topUpStatusOf } from './modules/top-ups';
 import { WalletService } from './modules/wallets';
 import { StreamBudget } from './stream-budget';
 
@@ -72,10 +73,14 @@ export function buildServices(deps: ServiceDeps) {
   idempotency.registerResourceStatus('escrow', escrowStatusOf);
   idempotency.registerResourceStatus('transfer', transferStatusOf);
   idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, contributionStatusOf);
+  idempotency.registerResourceStatus('top_up', topUpStatusOf);
   const payments = new PaymentsService(knex, accounts, deps.logger, { clock, postings });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
+  // Mobile-money collections (top-ups): the sandbox rail, driven by the test helpers.
+  const mobileMoneyRail = new SandboxMobileMoneyRail();
+  const topUps = new TopUpService({ knex, rail: mobileMoneyRail, callbackSecret: config.mobileMoneyCallbackSecret, clock, logger: deps.logger });
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
   // Personal data at rest: one cipher (PII_ENCRYPTION_KEY) for identity data and uploaded documents.
   const piiCipher = new PiiCipher(config.pii);
@@ -110,6 +115,9 @@ export function buildServices(deps: ServiceDeps) {
     idempotency,
     payoutRail,
     transfers,
+    /** Money in by mobile money, and the sandbox rail that collects it (its test helpers decide). */
+    mobileMoneyRail,
+    topUps,
     /** The group commit of postings made in TypeScript (escrows, tontines, payments received). */
     postings,
     wallets: new WalletService(knex),

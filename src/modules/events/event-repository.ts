@@ -28,7 +28,8 @@ export type EventSubjectType =
   | 'organization_member'
   | 'organization_invitation'
   | 'verification_session'
-  | 'user';
+  | 'user'
+  | 'top_up';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

@@ -24,6 +24,7 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   transfer: undefined,
   escrow: undefined,
   tontine: undefined,
+  top_up: undefined,
 };
 
 /** Whether the caller may call an operation (its role's rule, or its key's scopes, and the module enabled). */
