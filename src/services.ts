@@ -53,8 +53,7 @@ export function buildServices(deps: ServiceDeps) {
   const passwords = new PasswordHasher();
   const organizationAccess = new OrganizationAccessService(knex);
   const accounts = new AccountService(knex, {
-    cursorSecret: config.paySecret,
-    clock,
+    cursorSecret: config.paySecret, clock,
     streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
@@ -73,14 +72,10 @@ export function buildServices(deps: ServiceDeps) {
   idempotency.registerResourceStatus('escrow', escrowStatusOf);
   idempotency.registerResourceStatus('transfer', transferStatusOf);
   idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, contributionStatusOf);
-  idempotency.registerResourceStatus('top_up', topUpStatusOf);
   const payments = new PaymentsService(knex, accounts, deps.logger, { clock, postings });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
-  // Mobile-money collections (top-ups): the sandbox rail, driven by the test helpers.
-  const mobileMoneyRail = new SandboxMobileMoneyRail();
-  const topUps = new TopUpService({ knex, rail: mobileMoneyRail, callbackSecret: config.mobileMoneyCallbackSecret, clock, logger: deps.logger });
   const webhooks = new WebhookService({ knex, options: config.webhooks, clock, logger: deps.logger });
   // Personal data at rest: one cipher (PII_ENCRYPTION_KEY) for identity data and uploaded documents.
   const piiCipher = new PiiCipher(config.pii);
@@ -115,9 +110,7 @@ export function buildServices(deps: ServiceDeps) {
     idempotency,
     payoutRail,
     transfers,
-    /** Money in by mobile money, and the sandbox rail that collects it (its test helpers decide). */
-    mobileMoneyRail,
-    topUps,
+    ...moneyInServices({ knex, config, clock, logger: deps.logger, idempotency }),
     /** The group commit of postings made in TypeScript (escrows, tontines, payments received). */
     postings,
     wallets: new WalletService(knex),
@@ -158,6 +151,17 @@ export function buildServices(deps: ServiceDeps) {
       await transfers.releaseHandOvers().catch((error: unknown) => deps.logger.error({ err: error }, 'could not give back the rail hand-overs'));
     },
   };
+}
+
+/**
+ * Money in: top-ups by mobile money through the sandbox rail (driven by the test helpers), the
+ * callbacks signed with MOBILE_MONEY_CALLBACK_SECRET; a replayed key reports the top-up's status.
+ */
+function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logger: Logger; idempotency: IdempotencyService }) {
+  const mobileMoneyRail = new SandboxMobileMoneyRail();
+  const topUps = new TopUpService({ knex: deps.knex, rail: mobileMoneyRail, callbackSecret: deps.config.mobileMoneyCallbackSecret, clock: deps.clock, logger: deps.logger });
+  deps.idempotency.registerResourceStatus('top_up', topUpStatusOf);
+  return { mobileMoneyRail, topUps };
 }
 
 /**
