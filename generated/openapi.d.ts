@@ -5180,6 +5180,24 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * CallbackReplayedError
+         * @description A callback with this `webhook-id` was already received (no details).
+         */
+        CallbackReplayedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "CallbackReplayed";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
          * IdempotencyKeyState
          * @description The state of one of the caller's idempotency keys. `completed`: its request produced `resource` and answered `response_status`. `in_progress`: a request that claimed the key ahead of its effect (an earlier release) stopped without finishing; the key is taken over by the next request with it once the claim's lease lapses. A request still running holds its key inside its transaction, where nobody else sees it.
          */
@@ -10721,6 +10739,11 @@ export interface components {
          */
         TopUpId: string;
         /**
+         * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+         * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+         */
+        IdempotencyKeyNotRecorded: string;
+        /**
          * @description An `Idempotency-Key` value the caller sent (URL-encoded): 1 to 255 printable ASCII characters.
          * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
          */
@@ -11749,6 +11772,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotRecorded"];
+                /**
                  * @description The message's unique id; a second callback with it is refused.
                  * @example msg_2b8f1c4e9a7d
                  */
@@ -11819,7 +11847,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["CallbackReplayedError"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -16325,7 +16353,13 @@ export interface operations {
     approveTestHelperTopUp: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotRecorded"];
+            };
             path: {
                 /**
                  * @description Identifier of a top-up.
@@ -16370,7 +16404,13 @@ export interface operations {
     declineTestHelperTopUp: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotRecorded"];
+            };
             path: {
                 /**
                  * @description Identifier of a top-up.
