@@ -149,6 +149,20 @@ describe('settling a top-up', () => {
     await expectLedgerInvariants(testKnex());
   });
 
+  it('callbacks and the sandbox racing for one top-up settle it once: one credit, one event', async () => {
+    const who = await payer();
+    const created = await topUp(who);
+    const reference = created.body.data.provider_reference as string;
+    const answers = await Promise.all([
+      ...Array.from({ length: 4 }, () => callback({ provider_reference: reference, status: 'succeeded' })),
+      request(app).post(`/api/test-helpers/top-ups/${created.body.data.id}/approve`),
+    ]);
+    expect(answers.map((answer) => [answer.status, answer.body.data?.status])).toEqual(Array.from({ length: 5 }, () => [200, 'succeeded']));
+    expect(await balanceOf(testKnex(), who.walletId)).toBe(25000n);
+    expect(await eventsOf(created.body.data.id)).toEqual(['top_up.succeeded']);
+    await expectLedgerInvariants(testKnex());
+  });
+
   it('a failed callback carries the provider failure code', async () => {
     const who = await payer();
     const created = await topUp(who);
