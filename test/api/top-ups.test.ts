@@ -245,6 +245,10 @@ describe('POST /rails/mobile-money/callbacks refusals', () => {
     const res = await callback({ provider_reference: crypto.randomUUID(), status: 'succeeded' }, { id });
     expect(res.status).toBe(404);
     expect(res.body.error).toBe('TopUpNotFound');
+    const who = await payer();
+    const created = await topUp(who);
+    const later = await callback({ provider_reference: created.body.data.provider_reference, status: 'succeeded' }, { id });
+    expect(later.status).toBe(200);
   });
 });
 
