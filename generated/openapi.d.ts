@@ -1236,6 +1236,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/business/organizations/{orgId}/payments/{paymentId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a payment's refunds
+         * @description The refunds of one payment of the organisation, newest first (one page: their sum never passes the payment). Roles: owner, admin, representative, director or finance_manager.
+         */
+        get: operations["listPaymentRefunds"];
+        put?: never;
+        /**
+         * Refund a payment
+         * @description Gives a succeeded payment's money back to its customer, out of the
+         *     account the payment credited: in full by default, or in part
+         *     (`amount`); the refunds of a payment never add up to more than it (409
+         *     `RefundExceedsPayment`, with what is left in `details`). The amount is
+         *     held out of the account at once, so two refunds (or a refund and a
+         *     payout) never spend the same money: an account that no longer holds it
+         *     answers 409 `InsufficientFunds`. The rail then pays the customer back:
+         *     `pending` -> `succeeded`, or `failed` (the money returns to the
+         *     account). The payment shows `amount_refunded_minor` and its `refunds`.
+         *     Events `payment.refunded`, `refund.succeeded`, `refund.failed`.
+         *     Roles: owner, admin or finance_manager; API keys with `payments:write`.
+         *     A payment that has not succeeded answers 409 `PaymentNotRefundable`.
+         *
+         *     Requires an `Idempotency-Key`: a replay answers 409
+         *     `IdempotencyKeyAlreadyProcessed` naming the refund, a request still
+         *     running with the key 409 `ConcurrentOperation`, the key with another
+         *     body 422 `IdempotencyKeyReused`.
+         *
+         *     Sandbox: the rail answers at once; a refund whose amount in minor units
+         *     ends in `13` fails with `refund_declined`.
+         */
+        post: operations["createPaymentRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/business/organizations/{orgId}/invoices": {
         parameters: {
             query?: never;
@@ -4051,6 +4105,66 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "payment.refunded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.refunded
+         * @description Sent to the endpoints whose `events` select `payment.refunded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPaymentRefunded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * refund.succeeded
+         * @description Sent to the endpoints whose `events` select `refund.succeeded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookRefundSucceeded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * refund.failed
+         * @description Sent to the endpoints whose `events` select `refund.failed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookRefundFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -6473,6 +6587,60 @@ export interface components {
          */
         PaymentStatus: "pending" | "succeeded" | "failed";
         /**
+         * RefundReason
+         * @description Why the organisation refunds.
+         * @enum {string}
+         */
+        RefundReason: "requested_by_customer" | "duplicate" | "fraudulent" | "other";
+        /**
+         * Refund
+         * @description Money given back to the customer of a payment.
+         */
+        Refund: {
+            /**
+             * Format: uuid
+             * @description Identifier of the refund.
+             */
+            id: string;
+            /**
+             * @description Always `refund`.
+             * @constant
+             */
+            object: "refund";
+            /**
+             * Format: uuid
+             * @description The payment refunded.
+             */
+            payment_id: string;
+            /**
+             * @description `pending` while the rail pays it back (its amount already held out of the account the payment credited); `succeeded`; or `failed` (`failure_code`), its amount back in the account.
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description Amount in major units. */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            reason: components["schemas"]["RefundReason"];
+            /** @description Why a `failed` refund failed; null otherwise. */
+            failure_code: string | null;
+            /**
+             * Format: date-time
+             * @description When it was asked for.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When the rail's outcome settled it; null while `pending`.
+             */
+            settled_at: string | null;
+        };
+        /**
          * Payment
          * @description A payment made by a customer on a payment link or Checkout. Check that a payment is `succeeded` (and that its amount and reference are the ones of your order) before fulfilling the order: a customer returning to your site is not a payment confirmation. Match payments to orders by `reference`, which only the merchant can set (the link's own, or one a signed link carried); `customer_reference` is what an unsigned URL said and proves nothing.
          */
@@ -6535,6 +6703,10 @@ export interface components {
              * @description When the payment reached `succeeded` or `failed`; `null` while pending.
              */
             completed_at: string | null;
+            /** @description What its pending and succeeded refunds took (minor units); never more than `amount_minor`. */
+            amount_refunded_minor?: components["schemas"]["MinorAmount"];
+            /** @description Its refunds, newest first. */
+            refunds?: components["schemas"]["Refund"][];
         };
         /**
          * PaymentList
@@ -6569,6 +6741,121 @@ export interface components {
             data: components["schemas"]["Payment"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * RefundList
+         * @description The refunds of a payment, newest first.
+         */
+        RefundList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Refund"][];
+        };
+        /**
+         * RefundListResponse
+         * @description Envelope of the refunds of a payment.
+         */
+        RefundListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["RefundList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateRefundRequest
+         * @description A refund of a succeeded payment, in full by default.
+         */
+        CreateRefundRequest: {
+            /** @description Amount in major units of the payment's currency; absent: everything not yet refunded. An amount finer than the currency allows is refused with 400 `ValidationError`. */
+            amount?: number;
+            reason: components["schemas"]["RefundReason"];
+        };
+        /**
+         * RefundResponse
+         * @description Envelope of a refund.
+         */
+        RefundResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Refund"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * RefundExceedsPaymentError
+         * @description The refunds of the payment would add up to more than it; `details` gives the amount asked and what is left to refund (minor units).
+         */
+        RefundExceedsPaymentError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "RefundExceedsPayment";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The amounts. */
+            details: {
+                amount_minor: components["schemas"]["MinorAmount"];
+                refundable_minor: components["schemas"]["MinorAmount"];
+            };
+        };
+        /**
+         * PaymentNotRefundableError
+         * @description Only a succeeded payment is refunded; `details.status` is the payment's.
+         */
+        PaymentNotRefundableError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "PaymentNotRefundable";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The payment's status. */
+            details: {
+                status: components["schemas"]["PaymentStatus"];
+            };
+        };
+        /**
+         * AccountFrozenError
+         * @description A ledger account of the operation is frozen; `details.account_id` names it.
+         */
+        AccountFrozenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AccountFrozen";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The frozen account. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The frozen ledger account.
+                 */
+                account_id: string;
+            };
+        };
+        /**
+         * RefundConflictError
+         * @description Error envelope of a 409 on a refund, discriminated by `error`.
+         */
+        RefundConflictError: components["schemas"]["RefundExceedsPaymentError"] | components["schemas"]["InsufficientFundsError"] | components["schemas"]["PaymentNotRefundableError"] | components["schemas"]["AccountFrozenError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * InvoiceStatus
          * @description Status of a billing document; the allowed values depend on the kind (Stripe's lifecycles). Invoice: `draft` -> `open` (finalize) -> `paid` | `void` | `uncollectible`, and `uncollectible` -> `paid` | `void`. Quote: `draft` -> `open` (finalize) -> `accepted` (creates a draft invoice) | `canceled`; a draft can be canceled and an open quote past `expires_at` becomes `canceled`. Credit note: `issued` -> `void`. Filtering on a status that does not exist for the requested `kind` answers 400.
@@ -7550,7 +7837,7 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user` or `top_up`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up` or `refund`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
          * @example escrow
          */
         EventObjectType: string;
@@ -10225,6 +10512,63 @@ export interface components {
             object_type?: "top_up";
             data?: {
                 object?: components["schemas"]["TopUp"];
+            };
+        };
+        /**
+         * PaymentRefundedEvent
+         * @description The `payment.refunded` event; `data.object` is the payment as the API returns it.
+         */
+        PaymentRefundedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payment.refunded`.
+             * @constant
+             */
+            type?: "payment.refunded";
+            /**
+             * @description Always `payment`.
+             * @constant
+             */
+            object_type?: "payment";
+            data?: {
+                object?: components["schemas"]["Payment"];
+            };
+        };
+        /**
+         * RefundSucceededEvent
+         * @description The `refund.succeeded` event; `data.object` is the refund as the API returns it.
+         */
+        RefundSucceededEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `refund.succeeded`.
+             * @constant
+             */
+            type?: "refund.succeeded";
+            /**
+             * @description Always `refund`.
+             * @constant
+             */
+            object_type?: "refund";
+            data?: {
+                object?: components["schemas"]["Refund"];
+            };
+        };
+        /**
+         * RefundFailedEvent
+         * @description The `refund.failed` event; `data.object` is the refund as the API returns it.
+         */
+        RefundFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `refund.failed`.
+             * @constant
+             */
+            type?: "refund.failed";
+            /**
+             * @description Always `refund`.
+             * @constant
+             */
+            object_type?: "refund";
+            data?: {
+                object?: components["schemas"]["Refund"];
             };
         };
     };
@@ -13459,6 +13803,115 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPaymentRefunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refunds. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPaymentRefund: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRefundRequest"];
+            };
+        };
+        responses: {
+            /** @description The refund, after the rail's answer. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `RefundExceedsPayment`, `InsufficientFunds`, `PaymentNotRefundable`, `AccountFrozen`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundConflictError"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -18802,6 +19255,93 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TopUpReversedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPaymentRefunded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentRefundedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookRefundSucceeded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundSucceededEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookRefundFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundFailedEvent"];
             };
         };
         responses: {

@@ -20,7 +20,8 @@ import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
 import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
-import { PaymentLinksService, PaymentPageService, PaymentsService, lockPaymentsForPostings } from './modules/payment-links';
+import { PaymentLinksService, PaymentPageService, PaymentsService, findPaymentView, lockPaymentsForPostings } from './modules/payment-links';
+import { RefundService, SandboxRefundRail, refundStatusOf } from './modules/refunds';
 import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf, lockTontinesForPostings } from './modules/tontines';
 import { SandboxRail, TransferService, transferStatusOf } from './modules/transfers';
 import { SandboxMobileMoneyRail, TopUpService, topUpStatusOf } from './modules/top-ups';
@@ -154,14 +155,17 @@ export function buildServices(deps: ServiceDeps) {
 }
 
 /**
- * Money in: top-ups by mobile money through the sandbox rail (driven by the test helpers), the
- * callbacks signed with MOBILE_MONEY_CALLBACK_SECRET; a replayed key reports the top-up's status.
+ * Money in and out: top-ups by mobile money through the sandbox rail (driven by the test
+ * helpers), the callbacks signed with MOBILE_MONEY_CALLBACK_SECRET; refunds of payments through
+ * the sandbox refund rail. A replayed key reports the top-up's or the refund's status.
  */
 function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logger: Logger; idempotency: IdempotencyService }) {
   const mobileMoneyRail = new SandboxMobileMoneyRail();
   const topUps = new TopUpService({ knex: deps.knex, rail: mobileMoneyRail, callbackSecret: deps.config.mobileMoneyCallbackSecret, clock: deps.clock, logger: deps.logger });
   deps.idempotency.registerResourceStatus('top_up', topUpStatusOf);
-  return { mobileMoneyRail, topUps };
+  const refunds = new RefundService({ knex: deps.knex, rail: new SandboxRefundRail(), clock: deps.clock, paymentView: findPaymentView, logger: deps.logger });
+  deps.idempotency.registerResourceStatus('refund', refundStatusOf);
+  return { mobileMoneyRail, topUps, refunds };
 }
 
 /**

@@ -29,7 +29,8 @@ export type EventSubjectType =
   | 'organization_invitation'
   | 'verification_session'
   | 'user'
-  | 'top_up';
+  | 'top_up'
+  | 'refund';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

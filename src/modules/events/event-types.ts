@@ -6,6 +6,9 @@
 export const EVENT_OBJECT_TYPES = {
   'payment.succeeded': 'payment',
   'payment.failed': 'payment',
+  'payment.refunded': 'payment',
+  'refund.succeeded': 'refund',
+  'refund.failed': 'refund',
   'payment_link.created': 'payment_link',
   'payment_link.deactivated': 'payment_link',
   'checkout.created': 'payment_link',

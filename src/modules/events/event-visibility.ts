@@ -25,6 +25,7 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   escrow: undefined,
   tontine: undefined,
   top_up: undefined,
+  refund: 'listPaymentRefunds',
 };
 
 /** Whether the caller may call an operation (its role's rule, or its key's scopes, and the module enabled). */
