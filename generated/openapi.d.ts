@@ -12170,6 +12170,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            403: components["responses"]["ApiKeyNotAllowed"];
             /** @description `TopUpNotFound`: no top-up has this `provider_reference`. */
             404: {
                 headers: {
@@ -13912,6 +13913,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

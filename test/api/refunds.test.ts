@@ -83,6 +83,16 @@ describe('POST /business/organizations/{orgId}/payments/{paymentId}/refunds', ()
     await expectLedgerInvariants(testKnex());
   });
 
+  it('409 PaymentNotRefundable for a payment that did not succeed', async () => {
+    const link = await request(app).post(`${businessPath(org.id)}/payment-links`).set(bearer(owner)).send({ destination_account_id: xof.id, amount: 3000, description: 'Declined' });
+    const payer = { method: 'card', last4: '0002', decision: { outcome: 'failed:card_declined', delayed: false } } as never;
+    const payment = await app.services.payments.start({ linkId: link.body.data.id, nonce: crypto.randomUUID(), amountMinor: 3000n, reference: null, payer });
+    expect((await app.services.payments.settle(payment.id, new Date(Date.now() + 60_000))).status).toBe('failed');
+    const res = await refund(payment.id, { reason: 'other' });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: 'PaymentNotRefundable', details: { status: 'failed' } });
+  });
+
   it('a refund the rail declines fails and its money returns to the account', async () => {
     const paymentId = await succeededPayment(5_000);
     const before = await balanceOf(testKnex(), xof.ledgerAccountId);
