@@ -1,8 +1,7 @@
 import crypto from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { CALLBACK_TOLERANCE_SECONDS, creditPosting, railClearingIdentity, reversalCode, topUpPostingPlan, verifyCallback, type TopUp } from '../../src/modules/top-ups';
-import { settlement } from '../../src/modules/top-ups/top-up-settlement';
+import { CALLBACK_TOLERANCE_SECONDS, creditPosting, railClearingIdentity, reversalCode, topUpPostingPlan, topUpSettlement as settlement, verifyCallback, type TopUp } from '../../src/modules/top-ups';
 
 const SECRET = `whsec_${crypto.randomBytes(32).toString('base64')}`;
 const NOW = Date.UTC(2026, 10, 28, 9, 0, 0);
