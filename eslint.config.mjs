@@ -88,7 +88,9 @@ export default tseslint.config(
     //   escrow state machine's nextStatus and the tontine draw's newDrawSeed (escrow-domain.test.ts,
     //   tontine-draw.test.ts), and the escrow's pure posting plan (escrow-posting-plan.test.ts);
     //   the key the one write path claims and its hand-over (pending-key.test.ts), and the
-    //   escrow resolution's plan, which reads its currency under the lock (write-path.test.ts).
+    //   escrow resolution's plan, which reads its currency under the lock (write-path.test.ts);
+    //   the tontine's pure posting plan and contribution decision, with the rows they take
+    //   (tontine-posting-plan.test.ts, tontine-contribution-decision.test.ts).
     files: [
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
@@ -100,6 +102,8 @@ export default tseslint.config(
       'test/unit/pending-key.test.ts',
       'test/integration/write-path.test.ts',
       'test/unit/tontine-draw.test.ts',
+      'test/unit/tontine-posting-plan.test.ts',
+      'test/unit/tontine-contribution-decision.test.ts',
     ],
     rules: { 'no-restricted-imports': 'off' },
   },

@@ -12,6 +12,8 @@ const CRITICAL_CORE = [
   'src/modules/idempotency/pending-key.ts', // a key claimed in the read and completed in the apply of the one write path
   'src/modules/writes/write-path.ts', // the one write path: the decision as data, the refusals it maps
   'src/modules/escrows/escrow-settlement.ts', // the escrow's posting plan: the one list of the accounts an action touches
+  'src/modules/tontines/tontine-postings.ts', // the tontine's posting plan: a contribution and the pot's payout
+  'src/modules/tontines/tontine-contributions.ts', // a contribution decided in memory: its rows, events and the state after it
   'src/modules/organizations/access-policy.ts', // the access rules
   'src/modules/organizations/organization-access-service.ts', // their enforcement
   'src/modules/network-status/network-status-service.ts',

@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 // With DATABASE_URL each file runs in a worker of its own on a database of its own (cloned
-// from the run's migrated template: test/support/database.ts). Without it the suite runs on
-// one embedded PGlite, which serves a single connection: then every file runs in one worker
-// that shares one pool (isolate: false).
+// from the run's migrated template: test/support/database.ts). Without it each of the two
+// workers has an embedded PGlite of its own (test/support/global-setup.ts; it serves a single
+// connection): the files of a worker run one after another and share its pool (isolate: false).
 const embedded = !process.env.DATABASE_URL;
+// The mutation run hands one migrated embedded server to every run (TEST_DATABASE_URL): one worker.
+const oneEmbeddedServer = embedded && process.env.TEST_DATABASE_KIND === 'embedded';
 
 export default defineConfig({
   test: {
@@ -15,8 +17,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    fileParallelism: !embedded,
+    fileParallelism: !oneEmbeddedServer,
     isolate: !embedded,
-    maxWorkers: embedded ? 1 : 2,
+    maxWorkers: oneEmbeddedServer ? 1 : 2,
   },
 });

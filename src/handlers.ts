@@ -15,7 +15,7 @@ import { onboardingHandlers } from './modules/onboarding';
 import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
 import { paymentsWithRefunds, refundHandlers, refundWritePath } from './modules/refunds';
-import { tontineHandlers, tontinePostings } from './modules/tontines';
+import { tontineHandlers, tontinePostings, tontineWritePath } from './modules/tontines';
 import { topUpHandlers, topUpWritePath } from './modules/top-ups';
 import { transfersHandlers } from './modules/transfers';
 import { walletsHandlers } from './modules/wallets';
@@ -72,4 +72,4 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...topUpWritePath, ...refundWritePath];
+export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath];

@@ -107,7 +107,8 @@ function apiEnv(index: number, mode: 'production' | 'development'): Record<strin
     PAY_URL: `http://127.0.0.1:${port + 1}`,
     METRICS_PORT: '0',
     LOG_FORMAT: 'json',
-    LOG_LEVEL: 'warn',
+    // DRILL_LOG_LEVEL=info keeps every request's line in api-N.log (with DRILL_KEEP=1).
+    LOG_LEVEL: env.DRILL_LOG_LEVEL ?? 'warn',
     ...DRILL_RATE_LIMITS,
   };
 }

@@ -244,13 +244,14 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   const key = crypto.randomUUID();
   let contributionId: string | undefined;
   const paid = await sameKeyAtOnce(step.sends, REFUSED.contribution, async () => {
-    // As the pipeline runs POST /tontines/{id}/contributions: the key names the contribution paid.
+    // As the pipeline runs POST /tontines/{id}/contributions, on the one write path: the key is
+    // claimed by the read and completed by the apply, and names the contribution paid.
     const request = { userId: member.user.id, operation: 'contributeToTontine', key, request: { path: { tontineId }, body: { cycle } } };
-    return app.services.idempotency.execute(request, async (trx) => {
+    return app.services.idempotency.perform(request, async (trx) => {
       const { tontine, contributionId: paidId } = await app.services.tontines.contribute(trx, { userId: member.user.id }, tontineId, { cycle });
       const resource = { type: 'tontine_contribution', id: paidId, status: 'paid', location: `/api/tontines/${tontineId}` };
-      return { result: { id: tontine.id }, responseStatus: 200, responseBody: tontine, resource };
-    }, { locks: [{ kind: 'tontine', id: tontineId, userId: member.user.id }] });
+      return { result: { id: tontine.id }, responseStatus: 200, resource };
+    }, { locks: [{ kind: 'tontine', id: tontineId, userId: member.user.id }] }, { responseStatus: 200 });
   });
   if (paid) {
     const row = (await knex('idempotency_keys').where({ key, operation: 'contributeToTontine' }).first('resource_id')) as { resource_id: string } | undefined;

@@ -85,7 +85,7 @@ export async function dropTestDatabase(): Promise<void> {
  * connections of its own; the embedded server's on the embedded back-end.
  */
 export async function testDatabaseUrl(): Promise<string> {
-  if (databaseKind() !== 'postgres') return inject('databaseUrl');
+  if (databaseKind() !== 'postgres') return embeddedDatabaseUrl();
   await ensureTestDatabase();
   return fileDatabase().url;
 }
@@ -98,7 +98,7 @@ export async function testDatabaseUrl(): Promise<string> {
 export function testKnex(): Knex {
   const holder = globalThis as Holder;
   const kind = databaseKind();
-  const url = kind === 'postgres' ? fileDatabase().url : inject('databaseUrl');
+  const url = kind === 'postgres' ? fileDatabase().url : embeddedDatabaseUrl();
   if (holder[POOL]?.url !== url) {
     holder[POOL] = { url, knex: kind === 'embedded' ? embeddedTestKnex(url) : createdOnFirstConnection(createKnex(url, kind, 20)) };
   }
@@ -114,6 +114,13 @@ function createdOnFirstConnection(knex: Knex): Knex {
     return acquire();
   };
   return knex;
+}
+
+/** This worker's embedded server: each worker of the embedded run has one of its own (test/support/global-setup.ts). */
+function embeddedDatabaseUrl(): string {
+  const urls = inject('embeddedDatabaseUrls');
+  const worker = Number(process.env.VITEST_POOL_ID ?? '1');
+  return urls[(Math.max(1, worker) - 1) % urls.length] as string;
 }
 
 export function databaseKind(): 'postgres' | 'embedded' {

@@ -7,8 +7,8 @@ import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseKind: 'postgres' | 'embedded';
-    /** The embedded server's URL; empty on real PostgreSQL, where each file has a database of its own. */
-    databaseUrl: string;
+    /** The embedded servers' URLs, one per worker; empty on real PostgreSQL, where each file has a database of its own. */
+    embeddedDatabaseUrls: string[];
     /** On real PostgreSQL: the server (DATABASE_URL) on which the files' databases are created and dropped. */
     databaseServerUrl: string;
     /** On real PostgreSQL: the migrated database every file's database is cloned from (never connected to). */
@@ -28,7 +28,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const prepared = process.env.TEST_DATABASE_URL;
   if (prepared) {
     if (process.env.TEST_DATABASE_KIND === 'embedded') {
-      provideEmbedded(project, prepared);
+      provideEmbedded(project, [prepared]);
       return async () => undefined;
     }
     const url = new URL(prepared);
@@ -61,6 +61,29 @@ export default async function setup(project: TestProject): Promise<() => Promise
       await admin.destroy();
     };
   }
+  // One embedded server per worker (each in a process of its own), so the files of one worker
+  // run one after another on a server no other worker touches.
+  const servers = await Promise.allSettled(Array.from({ length: EMBEDDED_WORKERS }, () => startMigratedEmbedded()));
+  const started = servers.flatMap((server) => (server.status === 'fulfilled' ? [server.value] : []));
+  const stopAll = async () => {
+    await Promise.all(started.map((server) => server.stop()));
+  };
+  const failed = servers.find((server) => server.status === 'rejected');
+  if (failed) {
+    await stopAll();
+    throw failed.reason;
+  }
+  provideEmbedded(
+    project,
+    started.map((server) => server.url),
+  );
+  return stopAll;
+}
+
+/** One server per worker of the run (maxWorkers in vitest.config.mts). */
+export const EMBEDDED_WORKERS = 2;
+
+async function startMigratedEmbedded(): Promise<{ url: string; stop(): Promise<void> }> {
   const embedded = await startEmbeddedPostgres('memory://');
   try {
     const knex = createKnex(embedded.url, 'embedded');
@@ -69,20 +92,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await embedded.stop();
     throw error;
   }
-  provideEmbedded(project, embedded.url);
-  return () => embedded.stop();
+  return embedded;
 }
 
 function providePostgres(project: TestProject, serverUrl: string, template: string): void {
   project.provide('databaseKind', 'postgres');
-  project.provide('databaseUrl', '');
+  project.provide('embeddedDatabaseUrls', []);
   project.provide('databaseServerUrl', serverUrl);
   project.provide('databaseTemplate', template);
 }
 
-function provideEmbedded(project: TestProject, url: string): void {
+function provideEmbedded(project: TestProject, urls: string[]): void {
   project.provide('databaseKind', 'embedded');
-  project.provide('databaseUrl', url);
+  project.provide('embeddedDatabaseUrls', urls);
   project.provide('databaseServerUrl', '');
   project.provide('databaseTemplate', '');
 }

@@ -4,8 +4,9 @@ import { CONTRIBUTION_RESOURCE, type TontineService } from './tontine-service';
 
 /**
  * The tontine operation that moves money (a contribution, and the pot's payout when it is the
- * cycle's last): it runs in the group commit of postings, which locks the tontine, its pool and
- * the member's wallet first (lockTontinesForPostings, wired in src/services.ts).
+ * cycle's last): it runs in the group commit of postings, which first locks the tontine and the
+ * accounts of its posting plan (lockTontinesForPostings, wired in src/services.ts). The member
+ * names the wallet it debits: contributions from one wallet contend.
  */
 export const tontinePostings = {
   contributeToTontine: ({ path, caller }: { path: { tontineId: string }; caller: { userId: string } }) => [{ kind: 'tontine', id: path.tontineId, userId: caller.userId }],
@@ -25,6 +26,13 @@ export type TontineOperation =
   | 'dissolveTontine';
 
 export type TontineHandlers = Handlers<TontineOperation>;
+
+/**
+ * The tontine operations on the one write path (src/modules/writes): a contribution claims its
+ * Idempotency-Key in the statement that locks the tontine, and completes it in the statement
+ * that applies its decision.
+ */
+export const tontineWritePath = ['contributeToTontine'] as const satisfies readonly TontineOperation[];
 
 const location = (id: string) => ({ Location: `/api/tontines/${id}` });
 

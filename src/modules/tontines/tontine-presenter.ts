@@ -2,7 +2,7 @@ import type { components } from '../../contract';
 import type { Page } from '../../db/keyset';
 import { formatMinor, minorToNumber } from '../ledger';
 import type { TontineAction, TontineRole } from './tontine-lifecycle';
-import type { Contribution, Cycle, Member, Tontine } from './tontine-repository';
+import type { Contribution, Cycle, Member, Tontine } from './tontine-rows';
 
 /** The contract's `Tontine`, generated (summary fields; the detail fields are optional). */
 export type TontineView = components['schemas']['Tontine'];

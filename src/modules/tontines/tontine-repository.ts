@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
+import { CLAIMED, readLocked } from '../writes';
+import { stateFromColumn, tontineStateColumn, type TontineState } from './tontine-state';
 import type { TontineStatus } from './tontine-lifecycle';
-import { toContribution, toTontine, type Contribution, type ContributionRow, type ContributionStatus, type Cycle, type CycleStatus, type Member, type MemberRole, type Tontine, type TontineListing, type TontineRow } from './tontine-rows';
+import { toTontine, type ContributionStatus, type Cycle, type CycleStatus, type Member, type MemberRole, type Tontine, type TontineListing, type TontineRow } from './tontine-rows';
 
 export type { Contribution, ContributionStatus, Cycle, CycleStatus, Member, MemberRole, Tontine, TontineListing } from './tontine-rows';
 
@@ -54,16 +56,36 @@ export class TontineRepository {
   }
 
   /**
-   * Locks several tontines in id order (a group commit of postings, before its items run): their
-   * currency, pool and members (a cycle's last contribution pays one of them the pot).
+   * The one write path's read (src/modules/writes): one statement claims the request's
+   * Idempotency-Key, then locks the tontine and reads its state as `userId` sees it (with a
+   * snapshot taken once the lock is held: tontine_state). Undefined when there is no such tontine.
    */
-  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; currency: string; poolAccountId: string; memberUserIds: string[] }>> {
-    const rows = (await this.db('tontines as t')
-      .select('t.id', 't.currency', 't.pool_account_id', this.db.raw('array(SELECT m.user_id FROM tontine_members m WHERE m.tontine_id = t.id) AS member_user_ids'))
-      .whereIn('t.id', ids)
-      .orderBy('t.id')
-      .forUpdate('t')) as Array<Pick<TontineRow, 'id' | 'currency' | 'pool_account_id'> & { member_user_ids: string[] }>;
-    return rows.map((row) => ({ id: row.id, currency: row.currency, poolAccountId: row.pool_account_id, memberUserIds: row.member_user_ids }));
+  async lockForDecision(id: string, userId: string): Promise<{ tontine: Tontine; state: TontineState } | undefined> {
+    const row = await readLocked<TontineRow & { state: unknown }>(
+      this.db as Knex.Transaction,
+      `SELECT t.*, ${tontineStateColumn('t')} FROM (SELECT * FROM "tontines" WHERE id = ? AND ${CLAIMED} FOR UPDATE) t`,
+      [userId, id],
+    );
+    if (!row) return undefined;
+    const { state, ...tontineRow } = row;
+    const tontine = toTontine(tontineRow);
+    return { tontine, state: stateFromColumn(state, tontine, userId) };
+  }
+
+  /**
+   * Locks several tontines in id order (a group commit of postings, before its items run), each
+   * with what its postings need (tontine-postings.ts): its members, cycles and the open cycle's
+   * contributions, read once the locks are held.
+   */
+  async lockForPostings(ids: readonly string[]): Promise<Array<{ tontine: Tontine; state: TontineState }>> {
+    const result = (await this.db.raw(`SELECT t.*, ${tontineStateColumn('t')} FROM (SELECT * FROM "tontines" WHERE id = ANY (?::uuid[]) ORDER BY id FOR UPDATE) t`, [
+      null,
+      [...ids],
+    ])) as { rows: Array<TontineRow & { state: unknown }> };
+    return result.rows.map(({ state, ...row }) => {
+      const tontine = toTontine(row);
+      return { tontine, state: stateFromColumn(state, tontine, '') };
+    });
   }
 
   async update(
@@ -190,40 +212,6 @@ export class TontineRepository {
     await this.db('tontine_contributions').insert(memberIds.map((userId) => ({ tontine_id: tontineId, cycle_number: number, user_id: userId })));
   }
 
-  /**
-   * The open cycle `number` paid out by `postingId` (one statement): a drawn beneficiary (a
-   * random tontine's, drawn now) is recorded on the cycle and as the member's payout position.
-   */
-  async markCyclePaidOut(tontineId: string, number: number, postingId: string, at: Date, drawnUserId?: string): Promise<void> {
-    if (drawnUserId === undefined) {
-      await this.db('tontine_cycles').where({ tontine_id: tontineId, number, status: 'open' }).update({ status: 'paid_out', payout_posting_id: postingId, paid_out_at: at });
-      return;
-    }
-    await this.db.raw(
-      `WITH positioned AS (UPDATE tontine_members SET payout_position = :number WHERE tontine_id = :tontineId AND user_id = :userId)
-       UPDATE tontine_cycles SET status = 'paid_out', payout_posting_id = :postingId, paid_out_at = :at, beneficiary_user_id = coalesce(beneficiary_user_id, :userId)
-        WHERE tontine_id = :tontineId AND number = :number AND status = 'open'`,
-      { tontineId, number, userId: drawnUserId, postingId, at },
-    );
-  }
-
-  /**
-   * Moves the tontine on to cycle `number` (one statement): the cycle opens, every member's
-   * contribution to it starts `pending`, and the tontine's current cycle is `number`.
-   * Returns the new contributions.
-   */
-  async advanceToCycle(tontineId: string, number: number, memberIds: readonly string[]): Promise<Contribution[]> {
-    const result = await this.db.raw(
-      `WITH opened AS (UPDATE tontine_cycles SET status = 'open' WHERE tontine_id = :tontineId AND number = :number),
-       moved AS (UPDATE tontines SET current_cycle = :number WHERE id = :tontineId)
-       INSERT INTO tontine_contributions (tontine_id, cycle_number, user_id)
-       SELECT :tontineId::uuid, :number::int, member FROM unnest(:memberIds::uuid[]) AS member
-       RETURNING id, cycle_number, user_id, status, posting_id, paid_at`,
-      { tontineId, number, memberIds: [...memberIds] },
-    );
-    return (result as { rows: ContributionRow[] }).rows.map(toContribution);
-  }
-
   async cancelRemainingCycles(tontineId: string): Promise<void> {
     await this.db('tontine_cycles').where({ tontine_id: tontineId }).whereIn('status', ['open', 'upcoming']).update({ status: 'canceled' });
   }
@@ -231,10 +219,6 @@ export class TontineRepository {
   async contributionStatus(id: string): Promise<ContributionStatus | undefined> {
     const row = (await this.db('tontine_contributions').where({ id }).first('status')) as { status: ContributionStatus } | undefined;
     return row?.status;
-  }
-
-  async markPaid(id: string, postingId: string, at: Date): Promise<void> {
-    await this.db('tontine_contributions').where({ id }).whereIn('status', ['pending', 'late']).update({ status: 'paid', posting_id: postingId, paid_at: at });
   }
 
   async markRefunded(id: string, postingId: string, at: Date): Promise<void> {

@@ -68,9 +68,10 @@ export interface Contribution {
 
 /**
  * Everything an action and its answer need besides the tontine's own row, as one caller sees
- * it: read in ONE statement (readTontineState) once the row is locked (a statement that waited for the lock
- * would read its subqueries from before the wait, so the lock stays a statement of its own),
- * then kept up to date in memory by a contribution instead of being read again.
+ * it: read by tontine_state (src/modules/tontines/sql), whose queries take their own snapshot,
+ * so even in the statement that locks the row, after a wait for the lock, it sees what the
+ * transaction it waited for wrote; then worked out in memory by a contribution instead of being
+ * read again.
  */
 export interface TontineState {
   /** In join order. */
@@ -115,15 +116,6 @@ export interface TontineRow {
   dissolved_at: Date | null;
 }
 
-export interface ContributionRow {
-  id: string;
-  cycle_number: number;
-  user_id: string;
-  status: ContributionStatus;
-  posting_id: string | null;
-  paid_at: Date | null;
-}
-
 export function toTontine(row: TontineRow): Tontine {
   return {
     id: row.id,
@@ -148,8 +140,4 @@ export function toTontine(row: TontineRow): Tontine {
     dissolvedByUserId: row.dissolved_by_user_id,
     dissolvedAt: row.dissolved_at,
   };
-}
-
-export function toContribution(row: ContributionRow): Contribution {
-  return { id: row.id, cycleNumber: row.cycle_number, userId: row.user_id, status: row.status, postingId: row.posting_id, paidAt: row.paid_at };
 }

@@ -6,8 +6,9 @@ import { withTransaction } from '../../db/transaction';
 import type { Caller } from '../../contract';
 import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository, type NewEvent } from '../events';
-import type { ResourceStatusReader } from '../idempotency';
-import { currencies, ensureAccount, parseAmount, walletIdentity, type ObjectLocker } from '../ledger';
+import type { IdempotentResource, ResourceStatusReader } from '../idempotency';
+import { currencies, ensureAccount, parseAmount, walletRefusal, type ObjectLocker, type WalletPosting } from '../ledger';
+import { accountsOf, applyDecision } from '../writes';
 import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
@@ -20,12 +21,13 @@ import {
   type TontineStatus,
 } from './tontine-lifecycle';
 import { summaryView, type TontinePage, type TontineView } from './tontine-presenter';
-import { TontineRepository, type Tontine } from './tontine-repository';
-import { payContribution } from './tontine-contributions';
+import { TontineRepository } from './tontine-repository';
+import { contributionChange } from './tontine-contributions';
+import { postingPlan } from './tontine-postings';
 import { endTontine } from './tontine-ending';
 import type { TontineScope } from './tontine-scope';
 import { outsiderSituationFrom, situationFrom } from './tontine-situation';
-import { describeState, readTontineState, type TontineState } from './tontine-state';
+import { describeState, readTontineState } from './tontine-state';
 import { readConnection } from '../../db/read-routing';
 import { tontineSnapshot } from './tontine-snapshot';
 
@@ -36,17 +38,30 @@ export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
 export const contributionStatusOf: ResourceStatusReader = (db, id) => new TontineRepository(db).contributionStatus(id);
 
 /**
- * How the group commit of postings locks tontines (src/services.ts wires it). A contribution
- * debits its member's wallet into the pool; a cycle's last one pays the pot to a member the
- * state decides: every member's wallet is locked ahead (ledger_post locks credited accounts too).
+ * How the group commit of postings locks tontines (src/services.ts wires it): with the accounts
+ * of the same posting plan the decision posts (tontine-postings.ts). Each contribution's plan
+ * counts the other contributions of the group to the same tontine as possibly paid before it,
+ * so the payout they may lead to has its accounts locked ahead too.
  */
 export const lockTontinesForPostings: ObjectLocker = async (trx, objects) => {
-  const locked = await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))]);
-  return {
-    identities: locked.flatMap((tontine) => tontine.memberUserIds.map((userId) => walletIdentity(userId, tontine.currency))),
-    accountIds: locked.map((tontine) => tontine.poolAccountId),
-  };
+  const locked = new Map((await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((found) => [found.tontine.id, found]));
+  return accountsOf(
+    objects.flatMap((object) => {
+      const found = locked.get(object.id);
+      if (!found || !object.userId) return [];
+      const others = objects.filter((other) => other.id === object.id && other.userId !== object.userId).map((other) => other.userId as string);
+      return postingPlan({ tontine: found.tontine, ...found.state }, object.userId, others);
+    }),
+  );
 };
+
+/** How a contribution's refusal names the wallet: the member's own (the payout reaches even a frozen wallet). */
+const CONTRIBUTION_PARTIES: WalletPosting = { parties: new Map(), defaultParty: 'sender', covers: 'this contribution' };
+
+/** The contribution a contribution's Idempotency-Key names (a replay reports its status read afresh). */
+function contributionResource(tontineId: string, contributionId: string): IdempotentResource {
+  return { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${tontineId}` };
+}
 
 export interface CreateTontineInput {
   name: string;
@@ -202,28 +217,36 @@ export class TontineService {
   }
 
   /**
-   * Pays the caller's contribution to the running cycle, in `db`'s transaction (the pipeline's,
-   * which the Idempotency-Key completes in). The cycle's last contribution also pays the pot
-   * out and opens the next cycle, or completes the tontine, in the same transaction. Returns
-   * the tontine after it and the contribution paid.
+   * Pays the caller's contribution to the running cycle, on the one write path
+   * (src/modules/writes), in `db`'s transaction (the pipeline's, which hands the request's
+   * Idempotency-Key over): one statement claims the key and reads the tontine locked with its
+   * state; the lifecycle and the posting plan decide in memory (contributionChange: the
+   * cycle's last contribution also pays the pot out and opens the next cycle, or completes the
+   * tontine); one statement applies the decision (postings, rows, events, the key's
+   * completion). Each event carries the tontine after the whole change, built in memory.
+   * Returns the tontine after it and the contribution paid.
    */
   async contribute(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string, body: { cycle: number }): Promise<{ tontine: TontineView; contributionId: string }> {
-    let contributionId = '';
-    const tontine = await this.act(
-      db,
-      caller.userId,
-      id,
-      'contribute',
-      async (scope, at) => {
-        const paid = await payContribution(scope, caller.userId, at);
-        contributionId = paid.contributionId;
-        // The tontine after it, worked out from what the contribution wrote: not read again.
-        return { tontine: paid.tontine, state: paid.state };
-      },
-      undefined,
-      body.cycle,
-    );
-    return { tontine, contributionId };
+    const { userId } = caller;
+    return withTransaction(db, async (trx) => {
+      const locked = await new TontineRepository(trx).lockForDecision(id, userId);
+      if (!locked) throw new TontineNotFoundError();
+      const situation = situationFrom(locked.tontine, userId, locked.state, body.cycle);
+      assertAllowed(situation, 'contribute');
+      const change = contributionChange(locked, situation, userId, this.now(), () => crypto.randomUUID());
+      const { exponent } = await currencies.require(trx, locked.tontine.currency);
+      const { view, object } = describeState(change.tontine, change.state, userId, exponent);
+      await applyDecision(trx, {
+        postings: change.postings,
+        changes: change.changes,
+        // The status before: the tontine's for the first event, the one its predecessor in this change shows for the next ones.
+        events: change.events.map((event, index) => ({ ...event, object, previousStatus: index === 0 ? locked.tontine.status : object.status })),
+        answer: { resource: contributionResource(id, change.contributionId) },
+      }).catch((error: unknown) => {
+        throw walletRefusal(error, CONTRIBUTION_PARTIES);
+      });
+      return { tontine: view, contributionId: change.contributionId };
+    });
   }
 
   /**
@@ -316,19 +339,16 @@ export class TontineService {
    * One action: locks the tontine, reads its state and works out the caller's situation (404
    * when the caller may not see it), checks the lifecycle, runs `change` and answers the
    * tontine after it, all in one transaction (`db`'s when it is one). The change's events are
-   * written last, in one statement, each carrying the tontine as it then stands. A change that
-   * returns the tontine and state after it (a contribution) spares reading them again.
+   * written last, in one statement, each carrying the tontine as it then stands.
    */
   private async act(
     db: Knex | Knex.Transaction,
     userId: string,
     id: string,
     action: TontineAction,
-    change: (scope: TontineScope, at: Date) => Promise<{ tontine: Tontine; state: TontineState } | void>,
+    change: (scope: TontineScope, at: Date) => Promise<void>,
     /** How the caller sees the tontine afterwards, when no longer as a member (after leaving). */
     roleAfter?: 'former_member',
-    /** The cycle a contribution names. */
-    requestedCycle?: number,
   ): Promise<TontineView> {
     return withTransaction(db, async (tx) => {
       const repo = new TontineRepository(tx);
@@ -336,14 +356,12 @@ export class TontineService {
       const tontine = await repo.lock(id);
       if (!tontine) throw new TontineNotFoundError();
       const state = await readTontineState(tx, tontine, userId);
-      const situation = situationFrom(tontine, userId, state, requestedCycle);
+      const situation = situationFrom(tontine, userId, state);
       assertAllowed(situation, action);
       const pending: NewEvent[] = [];
       const events = { record: async (event: NewEvent) => pending.push(event) };
-      const after = await change({ trx: tx, repo, events, tontine, situation, state }, this.now());
-      const { view, object } = after
-        ? describeState(after.tontine, after.state, userId, (await currencies.require(tx, tontine.currency)).exponent, roleAfter)
-        : await this.describe(tx, id, userId, roleAfter);
+      await change({ trx: tx, repo, events, tontine, situation, state }, this.now());
+      const { view, object } = await this.describe(tx, id, userId, roleAfter);
       await new EventRepository(tx).recordAll(pending.map((event) => ({ ...event, object })));
       return view;
     });

@@ -36,7 +36,8 @@ interface ContributionJson {
   paid_at: string | null;
 }
 
-interface StateRow {
+/** What tontine_state answers (src/modules/tontines/sql/tontine_state.sql). */
+interface StateJson {
   members: MemberJson[];
   cycles: CycleJson[];
   contributions: ContributionJson[];
@@ -45,23 +46,13 @@ interface StateRow {
 }
 
 /**
- * Members with their identifiers (users), cycles with their beneficiary's identifier and paid
- * count, the open cycle's and the caller's contributions, the caller's open invitation and
- * the pool's balance (its ledger account by id). Each part is an index scan of one tontine.
+ * The state of one tontine as one user sees it, in one statement: tontine_state, which takes a
+ * snapshot of its own when it runs (so in the statement that locks the row, after a wait for
+ * the lock, it still sees what the transaction it waited for wrote).
  */
-const STATE_SQL = `SELECT
-  (SELECT coalesce(json_agg(json_build_object('user_id', m.user_id, 'role', m.role, 'join_number', m.join_number,
-      'payout_position', m.payout_position, 'joined_at', m.joined_at, 'identifier', coalesce(u.email, u.phone)) ORDER BY m.join_number), '[]'::json)
-     FROM tontine_members m LEFT JOIN users u ON u.id = m.user_id WHERE m.tontine_id = :id) AS members,
-  (SELECT coalesce(json_agg(json_build_object('number', c.number, 'beneficiary_user_id', c.beneficiary_user_id, 'due_at', c.due_at,
-      'status', c.status, 'payout_posting_id', c.payout_posting_id, 'paid_out_at', c.paid_out_at, 'identifier', coalesce(u.email, u.phone),
-      'paid', (SELECT count(*) FROM tontine_contributions k WHERE k.tontine_id = c.tontine_id AND k.cycle_number = c.number AND k.status = 'paid')) ORDER BY c.number), '[]'::json)
-     FROM tontine_cycles c LEFT JOIN users u ON u.id = c.beneficiary_user_id WHERE c.tontine_id = :id) AS cycles,
-  (SELECT coalesce(json_agg(json_build_object('id', k.id, 'cycle_number', k.cycle_number, 'user_id', k.user_id, 'status', k.status,
-      'posting_id', k.posting_id, 'paid_at', k.paid_at) ORDER BY k.cycle_number, k.user_id), '[]'::json)
-     FROM tontine_contributions k WHERE k.tontine_id = :id AND (k.cycle_number = :cycle OR k.user_id = :userId)) AS contributions,
-  EXISTS (SELECT 1 FROM tontine_invitations i WHERE i.tontine_id = :id AND i.user_id = :userId AND i.status = 'open') AS invited,
-  (SELECT a.balance_minor::text FROM ledger_accounts a WHERE a.id = :poolAccountId) AS pool_balance_minor`;
+export function tontineStateColumn(tontineAlias: string): string {
+  return `tontine_state(${tontineAlias}.id, ${tontineAlias}.current_cycle, ?::uuid, ${tontineAlias}.pool_account_id) AS state`;
+}
 
 const date = (text: string): Date => new Date(text);
 const dateOrNull = (text: string | null): Date | null => (text === null ? null : new Date(text));
@@ -72,8 +63,13 @@ function toContribution(row: ContributionJson): Contribution {
 
 /** The tontine's state as `userId` sees it (one statement; call it after locking or finding the row). */
 export async function readTontineState(db: Knex | Knex.Transaction, tontine: Tontine, userId: string): Promise<TontineState> {
-  const result = await db.raw(STATE_SQL, { id: tontine.id, cycle: tontine.currentCycle, userId, poolAccountId: tontine.poolAccountId });
-  const row = (result as { rows: StateRow[] }).rows[0] as StateRow;
+  const result = await db.raw('SELECT tontine_state(?::uuid, ?::integer, ?::uuid, ?::uuid) AS state', [tontine.id, tontine.currentCycle, userId, tontine.poolAccountId]);
+  return stateFromColumn((result as { rows: Array<{ state: unknown }> }).rows[0]?.state, tontine, userId);
+}
+
+/** The state from tontine_state's answer (pg hands json over parsed; a driver that does not, as text). */
+export function stateFromColumn(value: unknown, tontine: Tontine, userId: string): TontineState {
+  const row = (typeof value === 'string' ? JSON.parse(value) : value) as StateJson;
   const identifiers = new Map<string, string>();
   const members = row.members.map((m): Member => {
     if (m.identifier !== null) identifiers.set(m.user_id, m.identifier);

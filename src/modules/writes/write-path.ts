@@ -54,7 +54,10 @@ export interface RowChange {
   table: WritableTable;
   /** An update by default; an insert writes `set` (with its `id`) as a new row. */
   op?: 'insert' | 'update';
-  id: string;
+  /** The row's id; a row of a table without one (a cycle, a member) is named by its `key` instead. */
+  id?: string;
+  /** The columns and values that name the row, in place of its id (an update). */
+  key?: Record<string, string | number>;
   /** Columns and the values the decision read (compared as JSON). */
   expect?: Record<string, string | number | boolean | null>;
   /** Columns and their new values (JSON: bigints as strings, dates as ISO strings). */
@@ -70,6 +73,8 @@ export interface DecidedEvent extends Omit<DomainEvent, 'id'> {
   object: unknown;
   /** The status the object showed before the change (null for its first event). */
   previousStatus: string | null;
+  /** Payload fields that take the id of one of the decision's postings, by its index. */
+  postingIds?: Record<string, number>;
 }
 
 /** What a request changes, decided in TypeScript from what its read returned. */
@@ -130,7 +135,8 @@ function responseStatusOf(decision: Decision, key: PendingKey): number {
 /**
  * The decision as write_apply reads it. What a decision leaves out, write_apply defaults (a
  * posting's metadata `{}`, allow_frozen false; a change's expect and posting_ids `{}`, its op an
- * update; an account's external_ref and an event's organisation NULL): JSON.stringify drops it.
+ * update, its key its id; an account's external_ref, an event's organisation NULL, an event's
+ * posting_ids `{}`): JSON.stringify drops it.
  */
 function decisionJson(decision: Decision, key: PendingKey | undefined): string {
   const { resource } = decision.answer;
@@ -155,7 +161,15 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
         amount_minor: entry.amountMinor.toString(),
       })),
     })),
-    changes: (decision.changes ?? []).map((change) => ({ table: change.table, op: change.op, id: change.id, expect: change.expect, set: change.op === 'insert' ? { id: change.id, ...change.set } : change.set, posting_ids: change.postingIds })),
+    changes: (decision.changes ?? []).map((change) => ({
+      table: change.table,
+      op: change.op,
+      id: change.id,
+      key: change.key,
+      expect: change.expect,
+      set: change.op === 'insert' ? { id: change.id, ...change.set } : change.set,
+      posting_ids: change.postingIds,
+    })),
     events: (decision.events ?? []).map((event) => ({
       subject_type: event.subjectType,
       subject_id: event.subjectId,
@@ -167,6 +181,7 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
       patterns: patternsMatching(event.type),
       object: event.object,
       previous_status: event.previousStatus,
+      posting_ids: event.postingIds,
     })),
     key: key?.claimed
       ? {

@@ -1,9 +1,11 @@
 -- A decision applied in one statement (src/modules/writes/write-path.ts decides, in TypeScript,
 -- from what one locked read returned): its postings, each through ledger_post (which locks the
 -- accounts in id order and checks balances, frozen accounts and the sums); the rows it inserts
--- or updates, an update only while the row still shows what the decision read (`expect`); its
--- events, each with its per-object sequence and, for an organisation's object, its webhook
--- deliveries; and the completion of the request's Idempotency-Key, fenced by its claim token.
+-- or updates (a row named by its id, or by the columns of its `key`), an update only while the
+-- row still shows what the decision read (`expect`); its events, each with its per-object
+-- sequence and, for an organisation's object, its webhook deliveries; and the completion of the
+-- request's Idempotency-Key, fenced by its claim token. A row's column or an event's payload
+-- field may take the id of one of the decision's postings, named by its index (`posting_ids`).
 -- Accounts named by identity are found, or created on their first use. A refusal of the ledger
 -- (InsufficientFunds, AccountFrozen) raises WRT01 with its details (amounts written in the
 -- currency's exponent) before anything else is written, so the caller's transaction (or
@@ -30,6 +32,10 @@ DECLARE
   cols text;
   field text;
   placeholder jsonb;
+  row_key jsonb;
+  key_cols text;
+  key_names text;
+  payload jsonb;
   changed bigint;
   event_id uuid;
   completion jsonb := nullif(p_decision->'key', 'null'::jsonb);
@@ -89,24 +95,32 @@ BEGIN
     IF item->>'op' = 'insert' THEN
       EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM jsonb_populate_record(NULL::%I, $1)', target, cols, cols, target) USING vals;
     ELSE
-      EXECUTE format('UPDATE %I t SET (%s) = (SELECT %s FROM jsonb_populate_record(NULL::%I, $1)) WHERE t.id = $2 AND to_jsonb(t) @> $3',
-                     target, cols, cols, target)
-        USING vals, (item->>'id')::uuid, coalesce(item->'expect', '{}'::jsonb);
+      -- The row by its id, or by the columns of its key (a table whose rows have no id of their own).
+      row_key := coalesce(item->'key', jsonb_build_object('id', item->'id'));
+      SELECT string_agg(format('t.%I', k), ', ' ORDER BY k), string_agg(format('%I', k), ', ' ORDER BY k) INTO key_cols, key_names
+        FROM jsonb_object_keys(row_key) AS o(k);
+      EXECUTE format('UPDATE %I t SET (%s) = (SELECT %s FROM jsonb_populate_record(NULL::%I, $1)) WHERE (%s) = (SELECT %s FROM jsonb_populate_record(NULL::%I, $2)) AND to_jsonb(t) @> $3',
+                     target, cols, cols, target, key_cols, key_names, target)
+        USING vals, row_key, coalesce(item->'expect', '{}'::jsonb);
       GET DIAGNOSTICS changed = ROW_COUNT;
       IF changed <> 1 THEN
-        RAISE EXCEPTION 'the % row % no longer shows what the decision read', target, item->>'id' USING ERRCODE = 'WRT02';
+        RAISE EXCEPTION 'the % row % no longer shows what the decision read', target, row_key USING ERRCODE = 'WRT02';
       END IF;
     END IF;
   END LOOP;
 
   FOR item IN SELECT x FROM jsonb_array_elements(coalesce(p_decision->'events', '[]'::jsonb)) AS v(x) LOOP
+    payload := coalesce(item->'payload', '{}'::jsonb);
+    FOR field, placeholder IN SELECT key, value FROM jsonb_each(coalesce(item->'posting_ids', '{}'::jsonb)) LOOP
+      payload := payload || jsonb_build_object(field, posting_ids[(placeholder #>> '{}')::integer + 1]);
+    END LOOP;
     WITH seq AS (
       INSERT INTO event_sequences (object_type, object_id, last) VALUES (item->>'subject_type', (item->>'subject_id')::uuid, 1)
       ON CONFLICT (object_type, object_id) DO UPDATE SET last = event_sequences.last + 1
       RETURNING last)
     INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)
     SELECT item->>'subject_type', (item->>'subject_id')::uuid, item->>'type', (item->>'actor_user_id')::uuid,
-           coalesce(item->'payload', '{}'::jsonb), (item->>'occurred_at')::timestamptz, (item->>'organization_id')::uuid, seq.last,
+           payload, (item->>'occurred_at')::timestamptz, (item->>'organization_id')::uuid, seq.last,
            jsonb_build_object('object', item->'object', 'previous_status', item->'previous_status')
       FROM seq
     RETURNING id INTO event_id;
