@@ -391,6 +391,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wallets/{walletId}/top-ups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a wallet's top-ups
+         * @description The top-ups of one of the caller's wallets, newest first, with cursor pagination (`starting_after` takes a page's `next_cursor`).
+         */
+        get: operations["listTopUps"];
+        put?: never;
+        /**
+         * Top up a wallet by mobile money
+         * @description Asks the payer's mobile-money provider to pay `amount` into the wallet
+         *     (in the wallet's currency): the payer approves on their telephone, and
+         *     the provider reports to the platform by a signed callback
+         *     (`POST /rails/mobile-money/callbacks`). The top-up answers 202
+         *     `pending` at once; follow it with `GET
+         *     /wallets/{walletId}/top-ups/{topUpId}` or the events `top_up.succeeded`,
+         *     `top_up.failed` and `top_up.reversed`. A top-up still pending after
+         *     ten minutes is asked about by the platform itself.
+         *
+         *     `succeeded` credits the wallet with the whole amount; a credit the
+         *     wallet can no longer take when the payment arrives (a frozen wallet, a
+         *     limit it would pass) is never made in part: the top-up is `reversed`
+         *     and the money goes back to the payer.
+         *
+         *     Requires an `Idempotency-Key`: a replay answers 409
+         *     `IdempotencyKeyAlreadyProcessed` (the top-up in `details` and
+         *     `Location`), a request still running with the key 409
+         *     `ConcurrentOperation`, the key with another body 422
+         *     `IdempotencyKeyReused`.
+         *
+         *     ## Sandbox
+         *     Outside production nothing is collected:
+         *     `POST /test-helpers/top-ups/{topUpId}/approve` and `.../decline` play
+         *     the payer.
+         */
+        post: operations["createTopUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/{walletId}/top-ups/{topUpId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a top-up
+         * @description One top-up of one of the caller's wallets, with its current status and, once settled, its `settled_at` and `failure_code`. Another user's top-up answers 404 exactly like an unknown one.
+         */
+        get: operations["getTopUp"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/rails/mobile-money/callbacks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a mobile-money rail callback
+         * @description The mobile-money rail reports a collection's outcome here; integrators
+         *     never call it. It is signed as the platform's own webhooks are
+         *     (Standard Webhooks): `webhook-id`, `webhook-timestamp` (Unix seconds)
+         *     and `webhook-signature`, `v1,<base64 HMAC-SHA256 of
+         *     "{webhook-id}.{webhook-timestamp}.{raw body}">` keyed with the rail's
+         *     secret `MOBILE_MONEY_CALLBACK_SECRET` (a `whsec_` secret; outside
+         *     production its default is `whsec_c2FuZGJveC1tb2JpbGUtbW9uZXktY2FsbGJhY2tz`,
+         *     which production refuses).
+         *
+         *     Refused: a missing or wrong signature (401 `InvalidSignature`), a
+         *     timestamp more than five minutes from now (401
+         *     `CallbackTimestampOutOfTolerance`), a `webhook-id` already received
+         *     (409 `CallbackReplayed`), a `provider_reference` of no top-up (404
+         *     `TopUpNotFound`). Idempotent by `provider_reference`: a top-up already
+         *     settled is answered as it is, never settled again.
+         */
+        post: operations["receiveMobileMoneyCallback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/idempotency-keys/{key}": {
         parameters: {
             query?: never;
@@ -1132,6 +1250,60 @@ export interface paths {
         get: operations["getPayment"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payments/{paymentId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a payment's refunds
+         * @description The refunds of one payment of the organisation, newest first (one page: their sum never passes the payment). Roles: owner, admin, representative, director or finance_manager.
+         */
+        get: operations["listPaymentRefunds"];
+        put?: never;
+        /**
+         * Refund a payment
+         * @description Gives a succeeded payment's money back to its customer, out of the
+         *     account the payment credited: in full by default, or in part
+         *     (`amount`); the refunds of a payment never add up to more than it (409
+         *     `RefundExceedsPayment`, with what is left in `details`). The amount is
+         *     held out of the account at once, so two refunds (or a refund and a
+         *     payout) never spend the same money: an account that no longer holds it
+         *     answers 409 `InsufficientFunds`. The rail then pays the customer back:
+         *     `pending` -> `succeeded`, or `failed` (the money returns to the
+         *     account). The payment shows `amount_refunded_minor` and its `refunds`.
+         *     Events `payment.refunded`, `refund.succeeded`, `refund.failed`.
+         *     Roles: owner, admin or finance_manager; API keys with `payments:write`.
+         *     A payment that has not succeeded answers 409 `PaymentNotRefundable`.
+         *
+         *     Requires an `Idempotency-Key`: a replay answers 409
+         *     `IdempotencyKeyAlreadyProcessed` naming the refund, a request still
+         *     running with the key 409 `ConcurrentOperation`, the key with another
+         *     body 422 `IdempotencyKeyReused`.
+         *
+         *     Sandbox: the rail answers at once; a refund whose amount in minor units
+         *     ends in `13` fails with `refund_declined`.
+         */
+        post: operations["createPaymentRefund"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2375,6 +2547,62 @@ export interface paths {
         get: operations["listTestHelperOutbox"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/top-ups/{topUpId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a sandbox top-up
+         * @description The sandbox payer approves: the top-up settles as a `succeeded` callback would settle it (`succeeded`, or `reversed` when the wallet can no longer take the credit). A top-up already settled is answered as it is.
+         *
+         *     **A test helper.** It exists only on instances that do not run in production: there it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["approveTestHelperTopUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/top-ups/{topUpId}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline a sandbox top-up
+         * @description The sandbox payer declines: the top-up settles `failed` with `failure_code` `declined`, as a `failed` callback would. A top-up already settled is answered as it is.
+         *
+         *     **A test helper.** It exists only on instances that do not run in production: there it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["declineTestHelperTopUp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3863,6 +4091,126 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "top-up.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * top_up.succeeded
+         * @description A personal event (a top-up of a person's wallet succeeded), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookTopUpSucceeded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "top-up.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * top_up.failed
+         * @description A personal event (a top-up of a person's wallet failed), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookTopUpFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "top-up.reversed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * top_up.reversed
+         * @description A personal event (a top-up of a person's wallet reversed), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookTopUpReversed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.refunded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.refunded
+         * @description Sent to the endpoints whose `events` select `payment.refunded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPaymentRefunded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * refund.succeeded
+         * @description Sent to the endpoints whose `events` select `refund.succeeded`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookRefundSucceeded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * refund.failed
+         * @description Sent to the endpoints whose `events` select `refund.failed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookRefundFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -4952,6 +5300,180 @@ export interface components {
             success: true;
             data: components["schemas"]["WalletList"];
             message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * TopUpStatus
+         * @description `pending` until the rail reports; `succeeded` (the wallet credited), `failed` (the payer declined or the provider refused: `failure_code`), or `reversed` (the payer paid but the wallet could not be credited, for example a frozen wallet or a limit it would pass: the money goes back to the payer, never credited in part; `failure_code` says why).
+         * @enum {string}
+         */
+        TopUpStatus: "pending" | "succeeded" | "failed" | "reversed";
+        /**
+         * MobileMoneyProvider
+         * @description The payer's mobile-money provider.
+         * @enum {string}
+         */
+        MobileMoneyProvider: "orange_money" | "mtn_momo" | "moov_money" | "wave";
+        /**
+         * TopUp
+         * @description Money brought into a wallet from a mobile-money account.
+         */
+        TopUp: {
+            /**
+             * Format: uuid
+             * @description Identifier of the top-up.
+             */
+            id: string;
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object: "top_up";
+            status: components["schemas"]["TopUpStatus"];
+            /**
+             * Format: uuid
+             * @description The wallet credited.
+             */
+            wallet_id: string;
+            /** @description Amount in major units, as asked. */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            /**
+             * @description Always `mobile_money`.
+             * @constant
+             */
+            method: "mobile_money";
+            provider: components["schemas"]["MobileMoneyProvider"];
+            /** @description The payer's number. */
+            msisdn: string;
+            /** @description The reference the rail knows the collection by; its callbacks name the top-up by it. */
+            provider_reference: string;
+            /** @description Why a `failed` top-up failed (the provider's code, for example `declined`) or why a `reversed` one was reversed (`account_frozen`, `limit_exceeded`); null otherwise. */
+            failure_code: string | null;
+            /**
+             * Format: date-time
+             * @description When the top-up was asked for.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When the rail's outcome settled it; null while `pending`.
+             */
+            settled_at: string | null;
+        };
+        /**
+         * TopUpList
+         * @description A page of a wallet's top-ups, newest first.
+         */
+        TopUpList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["TopUp"][];
+        };
+        /**
+         * TopUpListResponse
+         * @description Envelope of a page of top-ups.
+         */
+        TopUpListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["TopUpList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateTopUpRequest
+         * @description Money to bring into the wallet from the payer's mobile-money account.
+         */
+        CreateTopUpRequest: {
+            /** @description Amount in major units of the wallet's currency. An amount finer than the currency allows (1.5 XOF, 0.001 EUR) is refused with 400 `ValidationError`. */
+            amount: number;
+            /**
+             * @description How the money comes in; `mobile_money` only.
+             * @constant
+             */
+            method: "mobile_money";
+            provider: components["schemas"]["MobileMoneyProvider"];
+            /** @description The payer's mobile-money number, E.164 (`+2250700009999`). */
+            msisdn: string;
+        };
+        /**
+         * TopUpResponse
+         * @description Envelope of a top-up.
+         */
+        TopUpResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["TopUp"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * MobileMoneyCallbackRequest
+         * @description The mobile-money rail's report of a collection's outcome, signed with Standard Webhooks headers.
+         */
+        MobileMoneyCallbackRequest: {
+            /** @description The collection's reference, as the top-up shows it. */
+            provider_reference: string;
+            /**
+             * @description The payer paid (`succeeded`) or the collection failed.
+             * @enum {string}
+             */
+            status: "succeeded" | "failed";
+            /** @description The provider's reason of a failure (`declined` when absent). */
+            failure_code?: string;
+        };
+        /**
+         * MobileMoneyCallbackResult
+         * @description What the callback settled.
+         */
+        MobileMoneyCallbackResult: {
+            /**
+             * @description Always `rail_callback`.
+             * @constant
+             */
+            object: "rail_callback";
+            /** @description The collection's reference. */
+            provider_reference: string;
+            status: components["schemas"]["TopUpStatus"];
+        };
+        /**
+         * MobileMoneyCallbackResponse
+         * @description Envelope of a callback's result.
+         */
+        MobileMoneyCallbackResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["MobileMoneyCallbackResult"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CallbackReplayedError
+         * @description A callback with this `webhook-id` was already received (no details).
+         */
+        CallbackReplayedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "CallbackReplayed";
+            message: components["schemas"]["ErrorMessage"];
         };
         /**
          * IdempotencyKeyState
@@ -6239,6 +6761,60 @@ export interface components {
          */
         PaymentStatus: "pending" | "succeeded" | "failed";
         /**
+         * RefundReason
+         * @description Why the organisation refunds.
+         * @enum {string}
+         */
+        RefundReason: "requested_by_customer" | "duplicate" | "fraudulent" | "other";
+        /**
+         * Refund
+         * @description Money given back to the customer of a payment.
+         */
+        Refund: {
+            /**
+             * Format: uuid
+             * @description Identifier of the refund.
+             */
+            id: string;
+            /**
+             * @description Always `refund`.
+             * @constant
+             */
+            object: "refund";
+            /**
+             * Format: uuid
+             * @description The payment refunded.
+             */
+            payment_id: string;
+            /**
+             * @description `pending` while the rail pays it back (its amount already held out of the account the payment credited); `succeeded`; or `failed` (`failure_code`), its amount back in the account.
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description Amount in major units. */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            reason: components["schemas"]["RefundReason"];
+            /** @description Why a `failed` refund failed; null otherwise. */
+            failure_code: string | null;
+            /**
+             * Format: date-time
+             * @description When it was asked for.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When the rail's outcome settled it; null while `pending`.
+             */
+            settled_at: string | null;
+        };
+        /**
          * Payment
          * @description A payment made by a customer on a payment link or Checkout. Check that a payment is `succeeded` (and that its amount and reference are the ones of your order) before fulfilling the order: a customer returning to your site is not a payment confirmation. Match payments to orders by `reference`, which only the merchant can set (the link's own, or one a signed link carried); `customer_reference` is what an unsigned URL said and proves nothing.
          */
@@ -6301,6 +6877,10 @@ export interface components {
              * @description When the payment reached `succeeded` or `failed`; `null` while pending.
              */
             completed_at: string | null;
+            /** @description What its pending and succeeded refunds took (minor units); never more than `amount_minor`. */
+            amount_refunded_minor?: components["schemas"]["MinorAmount"];
+            /** @description Its refunds, newest first. */
+            refunds?: components["schemas"]["Refund"][];
         };
         /**
          * PaymentList
@@ -6335,6 +6915,121 @@ export interface components {
             data: components["schemas"]["Payment"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * RefundList
+         * @description The refunds of a payment, newest first.
+         */
+        RefundList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Refund"][];
+        };
+        /**
+         * RefundListResponse
+         * @description Envelope of the refunds of a payment.
+         */
+        RefundListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["RefundList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateRefundRequest
+         * @description A refund of a succeeded payment, in full by default.
+         */
+        CreateRefundRequest: {
+            /** @description Amount in major units of the payment's currency; absent: everything not yet refunded. An amount finer than the currency allows is refused with 400 `ValidationError`. */
+            amount?: number;
+            reason: components["schemas"]["RefundReason"];
+        };
+        /**
+         * RefundResponse
+         * @description Envelope of a refund.
+         */
+        RefundResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Refund"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * RefundExceedsPaymentError
+         * @description The refunds of the payment would add up to more than it; `details` gives the amount asked and what is left to refund (minor units).
+         */
+        RefundExceedsPaymentError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "RefundExceedsPayment";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The amounts. */
+            details: {
+                amount_minor: components["schemas"]["MinorAmount"];
+                refundable_minor: components["schemas"]["MinorAmount"];
+            };
+        };
+        /**
+         * PaymentNotRefundableError
+         * @description Only a succeeded payment is refunded; `details.status` is the payment's.
+         */
+        PaymentNotRefundableError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "PaymentNotRefundable";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The payment's status. */
+            details: {
+                status: components["schemas"]["PaymentStatus"];
+            };
+        };
+        /**
+         * AccountFrozenError
+         * @description A ledger account of the operation is frozen; `details.account_id` names it.
+         */
+        AccountFrozenError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AccountFrozen";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The frozen account. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The frozen ledger account.
+                 */
+                account_id: string;
+            };
+        };
+        /**
+         * RefundConflictError
+         * @description Error envelope of a 409 on a refund, discriminated by `error`.
+         */
+        RefundConflictError: components["schemas"]["RefundExceedsPaymentError"] | components["schemas"]["InsufficientFundsError"] | components["schemas"]["PaymentNotRefundableError"] | components["schemas"]["AccountFrozenError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * InvoiceStatus
          * @description Status of a billing document; the allowed values depend on the kind (Stripe's lifecycles). Invoice: `draft` -> `open` (finalize) -> `paid` | `void` | `uncollectible`, and `uncollectible` -> `paid` | `void`. Quote: `draft` -> `open` (finalize) -> `accepted` (creates a draft invoice) | `canceled`; a draft can be canceled and an open quote past `expires_at` becomes `canceled`. Credit note: `issued` -> `void`. Filtering on a status that does not exist for the requested `kind` answers 400.
@@ -7316,7 +8011,7 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session` or `user`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up` or `refund`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
          * @example escrow
          */
         EventObjectType: string;
@@ -9936,6 +10631,120 @@ export interface components {
                 object?: components["schemas"]["UserTierObject"];
             };
         };
+        /**
+         * TopUpSucceededEvent
+         * @description The `top_up.succeeded` event; `data.object` is the top-up as the API returns it.
+         */
+        TopUpSucceededEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `top_up.succeeded`.
+             * @constant
+             */
+            type?: "top_up.succeeded";
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object_type?: "top_up";
+            data?: {
+                object?: components["schemas"]["TopUp"];
+            };
+        };
+        /**
+         * TopUpFailedEvent
+         * @description The `top_up.failed` event; `data.object` is the top-up as the API returns it.
+         */
+        TopUpFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `top_up.failed`.
+             * @constant
+             */
+            type?: "top_up.failed";
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object_type?: "top_up";
+            data?: {
+                object?: components["schemas"]["TopUp"];
+            };
+        };
+        /**
+         * TopUpReversedEvent
+         * @description The `top_up.reversed` event; `data.object` is the top-up as the API returns it.
+         */
+        TopUpReversedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `top_up.reversed`.
+             * @constant
+             */
+            type?: "top_up.reversed";
+            /**
+             * @description Always `top_up`.
+             * @constant
+             */
+            object_type?: "top_up";
+            data?: {
+                object?: components["schemas"]["TopUp"];
+            };
+        };
+        /**
+         * PaymentRefundedEvent
+         * @description The `payment.refunded` event; `data.object` is the payment as the API returns it.
+         */
+        PaymentRefundedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payment.refunded`.
+             * @constant
+             */
+            type?: "payment.refunded";
+            /**
+             * @description Always `payment`.
+             * @constant
+             */
+            object_type?: "payment";
+            data?: {
+                object?: components["schemas"]["Payment"];
+            };
+        };
+        /**
+         * RefundSucceededEvent
+         * @description The `refund.succeeded` event; `data.object` is the refund as the API returns it.
+         */
+        RefundSucceededEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `refund.succeeded`.
+             * @constant
+             */
+            type?: "refund.succeeded";
+            /**
+             * @description Always `refund`.
+             * @constant
+             */
+            object_type?: "refund";
+            data?: {
+                object?: components["schemas"]["Refund"];
+            };
+        };
+        /**
+         * RefundFailedEvent
+         * @description The `refund.failed` event; `data.object` is the refund as the API returns it.
+         */
+        RefundFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `refund.failed`.
+             * @constant
+             */
+            type?: "refund.failed";
+            /**
+             * @description Always `refund`.
+             * @constant
+             */
+            object_type?: "refund";
+            data?: {
+                object?: components["schemas"]["Refund"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -10451,6 +11260,21 @@ export interface components {
          * @example 9b2f6e1a-4c3d-4e8f-a1b2-c3d4e5f6a7b8
          */
         TransferId: string;
+        /**
+         * @description Identifier of one of the caller's wallets (`GET /wallets`).
+         * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+         */
+        WalletId: string;
+        /**
+         * @description Identifier of a top-up.
+         * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+         */
+        TopUpId: string;
+        /**
+         * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+         * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+         */
+        IdempotencyKeyNotRecorded: string;
         /**
          * @description An `Idempotency-Key` value the caller sent (URL-encoded): 1 to 255 printable ASCII characters.
          * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
@@ -11327,6 +12151,268 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTopUps: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of top-ups. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `WalletNotFound`: the caller has no wallet with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTopUp: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTopUpRequest"];
+            };
+        };
+        responses: {
+            /** @description The top-up, pending until the payer approves. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `WalletNotFound`: the caller has no wallet with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["ResourceKeyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's wallets (`GET /wallets`).
+                 * @example 5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c
+                 */
+                walletId: components["parameters"]["WalletId"];
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top-up. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `TopUpNotFound`: the wallet is not the caller's or has no top-up with this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    receiveMobileMoneyCallback: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotRecorded"];
+                /**
+                 * @description The message's unique id; a second callback with it is refused.
+                 * @example msg_2b8f1c4e9a7d
+                 */
+                "webhook-id"?: string;
+                /**
+                 * @description When the rail sent it, Unix seconds.
+                 * @example 1795856400
+                 */
+                "webhook-timestamp"?: string;
+                /**
+                 * @description One or more `v1,<base64>` signatures separated by spaces.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MobileMoneyCallbackRequest"];
+            };
+        };
+        responses: {
+            /** @description The callback was received; the top-up's status after it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MobileMoneyCallbackResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `InvalidSignature` (missing or wrong signature) or `CallbackTimestampOutOfTolerance` (a timestamp more than five minutes from now). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            403: components["responses"]["ApiKeyNotAllowed"];
+            /** @description `TopUpNotFound`: no top-up has this `provider_reference`. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `CallbackReplayed`: a callback with this `webhook-id` was already received. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallbackReplayedError"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -12934,6 +14020,116 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPaymentRefunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refunds. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPaymentRefund: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payment made on one of the organisation's links.
+                 * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
+                 */
+                paymentId: components["parameters"]["PaymentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRefundRequest"];
+            };
+        };
+        responses: {
+            /** @description The refund, after the rail's answer. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `RefundExceedsPayment`, `InsufficientFunds`, `PaymentNotRefundable`, `AccountFrozen`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundConflictError"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -15861,6 +17057,108 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    approveTestHelperTopUp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotRecorded"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top-up after the payer's answer. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `TopUpNotFound`: no top-up has this id; `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declineTestHelperTopUp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: there is no caller to scope it to. The operation is idempotent by itself: a top-up is settled once, whatever settles it first (a callback by its `provider_reference`, a test helper by its id), and a later request answers the top-up as it is.
+                 * @example 2d4f6a8c-1b3e-4c5d-9e7f-0a1b2c3d4e5f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyNotRecorded"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a top-up.
+                 * @example 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
+                 */
+                topUpId: components["parameters"]["TopUpId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top-up after the payer's answer. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUpResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `TopUpNotFound`: no top-up has this id; `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     closeAccount: {
         parameters: {
             query?: never;
@@ -18124,6 +19422,180 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["UserTierUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTopUpSucceeded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopUpSucceededEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTopUpFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopUpFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTopUpReversed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopUpReversedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPaymentRefunded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentRefundedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookRefundSucceeded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundSucceededEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookRefundFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundFailedEvent"];
             };
         };
         responses: {

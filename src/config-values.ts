@@ -75,3 +75,10 @@ export function oneOf<T extends string>(env: Env, key: string, fallback: T, allo
   }
   return raw as T;
 }
+
+/** A Standard Webhooks secret: `whsec_` and at least 24 bytes of base64 (the specification asks for 24 to 64). */
+export function webhookSecret(value: string, key: string): string {
+  const body = value.startsWith('whsec_') ? value.slice('whsec_'.length) : '';
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body) || Buffer.from(body, 'base64').length < 24) throw new ConfigError(`${key} must be a Standard Webhooks secret: whsec_ and at least 24 bytes in base64`);
+  return value;
+}

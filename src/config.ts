@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { parseDatabaseUrl } from './db/multi-host';
 import type { DatabaseReadConfig } from './db/read-routing';
-import { boolean, ConfigError, delays, type Env, integer, minorAmountsByCurrency, oneOf, url } from './config-values';
+import { boolean, ConfigError, webhookSecret, delays, type Env, integer, minorAmountsByCurrency, oneOf, url } from './config-values';
 import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 
 export { ConfigError } from './config-values';
@@ -77,6 +77,8 @@ export interface Config {
   };
   /** Secret of the payment page's CSRF tokens and signed amounts, and of statement cursors. */
   paySecret: string;
+  /** MOBILE_MONEY_CALLBACK_SECRET: the `whsec_` key the mobile-money rail signs its callbacks with. */
+  mobileMoneyCallbackSecret: string;
   logLevel: LogLevel;
   /** `auto`: human-readable lines in development at a terminal, JSON otherwise. */
   logFormat: LogFormat;
@@ -162,6 +164,7 @@ export interface JobsConfig {
 
 export const DEFAULT_JWT_SECRET = 'local-development-secret-change-me-0123456789';
 const DEFAULT_PAY_SECRET = 'local-pay-page-secret-change-me-0123456789';
+export const DEFAULT_MOBILE_MONEY_CALLBACK_SECRET = 'whsec_c2FuZGJveC1tb2JpbGUtbW9uZXktY2FsbGJhY2tz';
 /** The development key of personal data at rest: public, so refused in production. */
 export const DEFAULT_PII_ENCRYPTION_KEY = 'dev:6c6f63616c2d646576656c6f706d656e742d7069692d6b65792d6368616e6765';
 
@@ -301,6 +304,7 @@ function readConfig(env: Env): Config {
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     rateLimit: readRateLimit(env),
     paySecret: secret(env, 'PAY_SECRET', DEFAULT_PAY_SECRET, nodeEnv),
+    mobileMoneyCallbackSecret: webhookSecret(secret(env, 'MOBILE_MONEY_CALLBACK_SECRET', DEFAULT_MOBILE_MONEY_CALLBACK_SECRET, nodeEnv), 'MOBILE_MONEY_CALLBACK_SECRET'),
     apiKeys: { pepper: apiKeyPepper(env, nodeEnv), environment: nodeEnv === 'production' ? 'live' : 'test' },
     pii: piiKeys(env, nodeEnv),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info', [

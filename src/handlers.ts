@@ -15,7 +15,9 @@ import { notificationsHandlers } from './modules/notifications';
 import { onboardingHandlers } from './modules/onboarding';
 import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
+import { paymentsWithRefunds, refundHandlers, refundWritePath } from './modules/refunds';
 import { tontineHandlers, tontinePostings, tontineWritePath } from './modules/tontines';
+import { topUpHandlers, topUpWritePath } from './modules/top-ups';
 import { transfersHandlers } from './modules/transfers';
 import { walletsHandlers } from './modules/wallets';
 import type { Services } from './services';
@@ -49,8 +51,10 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...identityHandlers(services.identity, services.clock, (userId, trx) => services.sessions.endAllOfClosedAccount(trx, userId)),
     ...transfersHandlers(services.transfers),
     ...walletsHandlers(services.wallets),
+    ...topUpHandlers(services.topUps, (reference, outcome) => services.mobileMoneyRail.decide(reference, outcome)),
     ...idempotencyHandlers(services.idempotency),
-    ...paymentLinksHandlers(services.paymentLinks, services.payments, options.payUrl),
+    ...paymentsWithRefunds(paymentLinksHandlers(services.paymentLinks, services.payments, options.payUrl), services.refunds),
+    ...refundHandlers(services.refunds),
     ...invoiceHandlers(services.invoices),
     ...accountHandlers(services.accounts),
     ...limitsHandlers(services.limits),
@@ -70,4 +74,4 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath];
+export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath];

@@ -21,9 +21,11 @@ import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
 import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
-import { PaymentLinksService, PaymentPageService, PaymentsService, lockPaymentsForPostings } from './modules/payment-links';
+import { PaymentLinksService, PaymentPageService, PaymentsService, findPaymentView, lockPaymentsForPostings } from './modules/payment-links';
+import { RefundService, SandboxRefundRail, refundStatusOf } from './modules/refunds';
 import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf, lockTontinesForPostings } from './modules/tontines';
 import { SandboxRail, TransferService, transferStatusOf } from './modules/transfers';
+import { SandboxMobileMoneyRail, TopUpService, topUpStatusOf } from './modules/top-ups';
 import { WalletService } from './modules/wallets';
 import { StreamBudget } from './stream-budget';
 
@@ -58,8 +60,7 @@ export function buildServices(deps: ServiceDeps) {
   const passwords = new PasswordHasher();
   const organizationAccess = new OrganizationAccessService(knex);
   const accounts = new AccountService(knex, {
-    cursorSecret: config.paySecret,
-    clock,
+    cursorSecret: config.paySecret, clock,
     streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
@@ -117,6 +118,7 @@ export function buildServices(deps: ServiceDeps) {
     idempotency,
     payoutRail,
     transfers,
+    ...moneyInServices({ knex, config, clock, logger: deps.logger, idempotency }),
     /** The group commit of postings made in TypeScript (escrows, tontines, payments received). */
     postings,
     wallets: new WalletService(knex),
@@ -156,6 +158,20 @@ export function buildServices(deps: ServiceDeps) {
       await transfers.releaseHandOvers().catch((error: unknown) => deps.logger.error({ err: error }, 'could not give back the rail hand-overs'));
     },
   };
+}
+
+/**
+ * Money in and out: top-ups by mobile money through the sandbox rail (driven by the test
+ * helpers), the callbacks signed with MOBILE_MONEY_CALLBACK_SECRET; refunds of payments through
+ * the sandbox refund rail. A replayed key reports the top-up's or the refund's status.
+ */
+function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logger: Logger; idempotency: IdempotencyService }) {
+  const mobileMoneyRail = new SandboxMobileMoneyRail();
+  const topUps = new TopUpService({ knex: deps.knex, rail: mobileMoneyRail, callbackSecret: deps.config.mobileMoneyCallbackSecret, clock: deps.clock, logger: deps.logger });
+  deps.idempotency.registerResourceStatus('top_up', topUpStatusOf);
+  const refunds = new RefundService({ knex: deps.knex, rail: new SandboxRefundRail(), clock: deps.clock, paymentView: findPaymentView, logger: deps.logger });
+  deps.idempotency.registerResourceStatus('refund', refundStatusOf);
+  return { mobileMoneyRail, topUps, refunds };
 }
 
 /**

@@ -91,6 +91,7 @@ const secrets = {
   PAY_SECRET: crypto.randomBytes(32).toString('hex'),
   API_KEY_PEPPER: crypto.randomBytes(32).toString('hex'),
   PII_ENCRYPTION_KEY: `drill:${crypto.randomBytes(32).toString('hex')}`,
+  MOBILE_MONEY_CALLBACK_SECRET: `whsec_${crypto.randomBytes(32).toString('base64')}`,
   // Production names its notifier; the drill sends no message, the sandbox keeps none.
   NOTIFIER: 'sandbox',
 };

@@ -161,6 +161,8 @@ export type HandlerInput<Id extends OperationId> = {
   query: Part<operations[Id]['parameters']['query']>;
   headers: Part<operations[Id]['parameters']['header']>;
   body: JsonBody<operations[Id]['requestBody']>;
+  /** The JSON body's bytes as received (UTF-8), for a signature computed over them. */
+  rawBody?: string;
   /** The request id (X-Request-Id), for audit trails. */
   requestId: string;
   /** The caller's address as the rate limiters count it (an IPv6 caller by its /56). */

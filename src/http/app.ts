@@ -104,6 +104,8 @@ function jsonBody(config: Config) {
     strict: true,
     verify: (req, res, raw, encoding) => {
       requireUtf8(encoding);
+      // The bytes as received: a signed callback's signature covers them, not a re-serialisation.
+      (req as { rawBody?: Buffer }).rawBody = raw;
       refuseInexactNumbers(req, res, raw, encoding);
     },
   });

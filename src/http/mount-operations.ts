@@ -174,6 +174,7 @@ function inputOf(req: Request, operationId: OperationId) {
     query: req.query,
     headers,
     body: req.body as unknown,
+    rawBody: (req as { rawBody?: Buffer }).rawBody?.toString('utf8'),
     files: uploadedFiles(req),
     requestId: (req as { id?: string }).id ?? '',
     clientIp: clientIp(req),

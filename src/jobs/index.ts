@@ -11,6 +11,7 @@ import { identityJobs } from '../modules/identity';
 import { onboardingJobs } from '../modules/onboarding';
 import { paymentJobs } from '../modules/payment-links';
 import { tontineJobs } from '../modules/tontines';
+import { topUpJobs } from '../modules/top-ups';
 import { transferJobs } from '../modules/transfers';
 import type { Services } from '../services';
 import { Jobs } from './jobs';
@@ -34,6 +35,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...notificationsJobs(services.outbox, logger),
     ...identityJobs(services.identity, config.identity, logger),
     ...onboardingJobs(services.signup, logger),
+    ...topUpJobs(services.topUps, logger),
   ];
 }
 

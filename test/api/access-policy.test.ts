@@ -61,6 +61,8 @@ const SPEC_RULES: Record<string, SpecRule> = {
   createSignedPaymentLink:  { module: 'payment_links', ...WRITE_ACTIVE, roles: [OK, OK, NO, NO, OK, NO] },
   listPayments:             { module: 'payment_links', ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
   getPayment:               { module: 'payment_links', ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
+  listPaymentRefunds:       { module: 'payment_links', ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
+  createPaymentRefund:      { module: 'payment_links', ...WRITE,        roles: [OK, OK, NO, NO, OK, NO] },
   listInvoices:             { module: 'invoices',      ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
   getInvoice:               { module: 'invoices',      ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
   createInvoice:            { module: 'invoices',      ...WRITE,        roles: [OK, OK, NO, NO, OK, NO] },

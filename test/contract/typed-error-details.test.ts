@@ -44,19 +44,24 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   InvalidVerificationCode: { required: ['attempts_left'] },
   WeakPassword: { required: ['reason'] },
   LimitExceeded: { required: ['limit', 'currency', 'limit_minor', 'remaining_minor', 'tier', 'next_tier'] },
+  RefundExceedsPayment: { required: ['amount_minor', 'refundable_minor'] },
+  PaymentNotRefundable: { required: ['status'] },
+  AccountFrozen: { required: ['account_id'] },
 };
 
 /**
- * Errors with details that never reach a client: the ledger's `AccountFrozen` is turned into
- * `WalletFrozen` by every caller that can meet it (escrows, tontines; transfers refuse frozen
- * wallets in `transfer_create`), and a payment to a frozen account fails the payment instead.
+ * Errors with details that never reach a client. (The ledger's `AccountFrozen` is turned into
+ * `WalletFrozen` by every caller that moves a person's wallet; a refund out of a frozen
+ * organisation account answers it as it is.)
  */
-const INTERNAL = new Set(['AccountFrozen']);
+const INTERNAL = new Set<string>([]);
 
 /** Where each error can come from: operationId -> status -> errors with details. */
 const RETURNED_BY: Record<string, Record<string, string[]>> = {
   createTransfer: { '409': ['IdempotencyKeyAlreadyProcessed', 'LimitExceeded'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
   createEscrow: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createTopUp: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createPaymentRefund: { '409': ['RefundExceedsPayment', 'InsufficientFunds', 'PaymentNotRefundable', 'AccountFrozen', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   fundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed', 'LimitExceeded'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
   acceptEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['WalletFrozen', 'IdempotencyKeyReused'] },
   refundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },

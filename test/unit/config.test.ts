@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_JWT_SECRET, loadConfig } from '../../src/config';
+import { ConfigError, DEFAULT_JWT_SECRET, DEFAULT_MOBILE_MONEY_CALLBACK_SECRET, loadConfig } from '../../src/config';
 
 describe('config', () => {
   it('has the documented defaults (in development mode)', () => {
@@ -52,6 +52,7 @@ describe('config', () => {
       PAY_SECRET: 'y'.repeat(40),
       API_KEY_PEPPER: 'z'.repeat(40),
       PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32),
+      MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`,
       REDIS_URL: 'redis://127.0.0.1:6379',
       DATABASE_URL: 'postgres://db.example/app',
       NOTIFIER: 'sandbox',
@@ -62,14 +63,22 @@ describe('config', () => {
     expect(config.jwt.secret).not.toBe(DEFAULT_JWT_SECRET);
   });
 
+  it('takes MOBILE_MONEY_CALLBACK_SECRET as a Standard Webhooks secret only', () => {
+    expect(loadConfig({ NODE_ENV: 'test' }).mobileMoneyCallbackSecret).toBe(DEFAULT_MOBILE_MONEY_CALLBACK_SECRET);
+    expect(() => loadConfig({ NODE_ENV: 'test', MOBILE_MONEY_CALLBACK_SECRET: 'x'.repeat(40) })).toThrow(/MOBILE_MONEY_CALLBACK_SECRET must be a Standard Webhooks secret/);
+    expect(() => loadConfig({ NODE_ENV: 'test', MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(10)}===` })).toThrow(/MOBILE_MONEY_CALLBACK_SECRET must be/);
+  });
+
   describe('the mode: unset NODE_ENV is production, the safe side', () => {
-    const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox' };
+    const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox' };
 
     it('an unset or empty NODE_ENV refuses the default JWT_SECRET and PAY_SECRET', () => {
       for (const nodeEnv of [{}, { NODE_ENV: '' }]) {
         expect(() => loadConfig({ ...nodeEnv, ...SECRETS, JWT_SECRET: undefined })).toThrow(/JWT_SECRET must be set in production/);
         expect(() => loadConfig({ ...nodeEnv, ...SECRETS, JWT_SECRET: DEFAULT_JWT_SECRET })).toThrow(/JWT_SECRET must be set in production/);
         expect(() => loadConfig({ ...nodeEnv, ...SECRETS, PAY_SECRET: undefined })).toThrow(/PAY_SECRET must be set in production/);
+        expect(() => loadConfig({ ...nodeEnv, ...SECRETS, MOBILE_MONEY_CALLBACK_SECRET: undefined })).toThrow(/MOBILE_MONEY_CALLBACK_SECRET must be set in production/);
+        expect(() => loadConfig({ ...nodeEnv, ...SECRETS, MOBILE_MONEY_CALLBACK_SECRET: DEFAULT_MOBILE_MONEY_CALLBACK_SECRET })).toThrow(/MOBILE_MONEY_CALLBACK_SECRET must be set in production/);
       }
     });
 

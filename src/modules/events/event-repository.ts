@@ -28,7 +28,9 @@ export type EventSubjectType =
   | 'organization_member'
   | 'organization_invitation'
   | 'verification_session'
-  | 'user';
+  | 'user'
+  | 'top_up'
+  | 'refund';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

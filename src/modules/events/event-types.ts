@@ -6,6 +6,9 @@
 export const EVENT_OBJECT_TYPES = {
   'payment.succeeded': 'payment',
   'payment.failed': 'payment',
+  'payment.refunded': 'payment',
+  'refund.succeeded': 'refund',
+  'refund.failed': 'refund',
   'payment_link.created': 'payment_link',
   'payment_link.deactivated': 'payment_link',
   'checkout.created': 'payment_link',
@@ -67,6 +70,9 @@ export const EVENT_OBJECT_TYPES = {
   'identity.verification_session.rejected': 'verification_session',
   'identity.verification_session.canceled': 'verification_session',
   'user.tier_updated': 'user',
+  'top_up.succeeded': 'top_up',
+  'top_up.failed': 'top_up',
+  'top_up.reversed': 'top_up',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;

@@ -357,3 +357,9 @@ export class PaymentsService {
     while (this.settling.size > 0) await Promise.allSettled([...this.settling]);
   }
 }
+
+/** A payment of an organisation as the API returns it, read in `db` (a caller's transaction); undefined when it has none with this id. */
+export async function findPaymentView(db: Knex | Knex.Transaction, organizationId: string, paymentId: string): Promise<ReturnType<typeof presentPayment> | undefined> {
+  const payment = await new PaymentsRepository(db).findById(paymentId, { organizationId });
+  return payment ? presentPayment(payment) : undefined;
+}

@@ -211,13 +211,27 @@ export async function applyDecision(trx: Knex.Transaction, decision: Decision): 
     const result = (await trx.raw('SELECT to_json(write_apply(?::jsonb)) AS posting_ids', [decisionJson(decision, key)])) as { rows: [{ posting_ids: string[] }] };
     [{ posting_ids: postingIds }] = result.rows;
   } catch (error) {
-    throw refusalOf(error, decision);
+    const refusal = refusalOf(error, decision);
+    if ((error as { code?: string }).code === 'WRT01' && refusal instanceof Error) REFUSED_BY_LEDGER.add(refusal);
+    throw refusal;
   }
   if (key?.claimed) {
     const { resource } = decision.answer;
     key.completedWith = { responseStatus: responseStatusOf(decision, key), resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
   }
   return postingIds;
+}
+
+const REFUSED_BY_LEDGER = new WeakSet<Error>();
+
+/**
+ * Whether `error` is a refusal of the ledger (ledger_post: a frozen account, short funds, a
+ * limit) of a decision applyDecision was given, whatever the refusal: a caller that must not
+ * fail when the ledger refuses (a top-up's settlement reverses instead) tells them apart from
+ * any other failure by this alone.
+ */
+export function isLedgerRefusal(error: unknown): boolean {
+  return error instanceof Error && REFUSED_BY_LEDGER.has(error);
 }
 
 function refusalOf(error: unknown, decision: Decision): unknown {
