@@ -2555,6 +2555,146 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/crypto/assets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the supported assets and networks
+         * @description The stablecoins the platform holds (`USDC`, `USDT`, exponent 6) and, for each, the networks it is received on with their address format, their confirmations to finality and whether a transfer needs a memo. Any signed-in user may read it; holding, depositing and converting need `tier_2`.
+         */
+        get: operations["listCryptoAssets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/deposit-addresses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get the caller's deposit address for an asset on a network
+         * @description Answers the caller's address for `asset` on `network`: created on the first call, the same address on every later call (one per user, asset and network). Transfers of the asset to it become deposits (`GET /crypto/deposits`), credited once final. An asset the network does not carry (USDT on `base`) answers 400. Needs `tier_2` (403 `VerificationRequired`).
+         */
+        post: operations["createCryptoDepositAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's crypto deposits
+         * @description The caller's deposits, newest first, in every state (`detected`, `confirming`, `completed`, `failed`, `reversed`). Needs `tier_2`.
+         */
+        get: operations["listCryptoDeposits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/deposits/{depositId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto deposits (another user's answers 404 as an unknown id).
+                 * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
+                 */
+                depositId: components["parameters"]["CryptoDepositId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the caller's crypto deposits
+         * @description One deposit with its confirmations so far. Another user's deposit answers 404 `CryptoDepositNotFound` as an unknown id. Needs `tier_2`.
+         */
+        get: operations["getCryptoDeposit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/crypto/networks/{network}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a simulated inbound transfer
+         * @description The network simulator sends `amount` of `asset` to `address` (one of the platform's deposit addresses): the transaction waits in the mempool and the deposit is `detected` at once. Mine blocks (`POST /test-helpers/crypto/networks/{network}/blocks`, or wait for the simulator's clock, one block every `CRYPTO_SANDBOX_BLOCK_SECONDS`) to confirm it; it is credited once it has the network's confirmations. Sending an asset to an address of the other asset makes a `failed` deposit.
+         *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["simulateCryptoDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/crypto/networks/{network}/blocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mine simulated blocks, after an optional reorganisation
+         * @description The network simulator drops the top `reorg_depth` blocks (their transactions leave the chain: deposits not yet final become `reversed`, completed ones stay completed), then mines `count` blocks (the first takes the mempool) and reports every transaction it follows: deposits move to `confirming` and, with the network's confirmations, to `completed` (credited once).
+         *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["mineCryptoBlocks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "payment.succeeded": {
@@ -3817,6 +3957,106 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "crypto.deposit.detected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.detected
+         * @description A personal event (a transfer to a deposit address was seen in the mempool), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositDetected"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.confirming": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.confirming
+         * @description A personal event (the transfer was included in a block (fewer confirmations than the network needs)), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositConfirming"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.completed
+         * @description A personal event (the deposit is final and the wallet was credited, once), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.failed
+         * @description A personal event (an asset was sent to an address of another asset: not credited), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.reversed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.reversed
+         * @description A personal event (a reorganisation removed the transaction before finality: never credited), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositReversed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -4736,6 +4976,18 @@ export interface components {
          */
         TransferUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["WalletFrozenError"] | components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["TransferRefusedError"];
         /**
+         * AssetCode
+         * @description A currency a balance is held in: an ISO 4217 alphabetic code (`XOF`, `EUR`, `USD`) or a stablecoin the platform supports (`USDC`, `USDT`; see `GET /crypto/assets`).
+         * @example USDC
+         */
+        AssetCode: string;
+        /**
+         * PreciseDecimalAmount
+         * @description Exact decimal amount in major units with up to 6 decimals (the stablecoins' exponent), as a string so that no precision is lost (for example `25.000000` USDC, `16398` XOF). Never a float.
+         * @example 25.000000
+         */
+        PreciseDecimalAmount: string;
+        /**
          * Wallet
          * @description One of the caller's wallets: a balance in one currency, created on first use (the first transfer received or sent in that currency).
          */
@@ -4745,13 +4997,13 @@ export interface components {
              * @description Wallet identifier.
              */
             id: string;
-            currency: components["schemas"]["CurrencyCode"];
+            currency: components["schemas"]["AssetCode"];
             /**
              * Format: int32
-             * @description Minor-unit exponent of the currency (XOF 0, EUR 2, KWD 3).
+             * @description Minor-unit exponent of the currency (XOF 0, EUR 2, KWD 3, USDC 6).
              */
             currency_exponent: number;
-            balance: components["schemas"]["DecimalAmount"];
+            balance: components["schemas"]["PreciseDecimalAmount"];
             balance_minor: components["schemas"]["MinorAmount"];
             /**
              * @description `frozen`: the wallet neither sends nor receives (a failed payout is still returned to it).
@@ -7142,7 +7394,7 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session` or `user`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `crypto_deposit` or `crypto_conversion`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
          * @example escrow
          */
         EventObjectType: string;
@@ -8530,6 +8782,303 @@ export interface components {
             rejection: "retry_allowed" | "final";
         };
         /**
+         * CryptoAssetCode
+         * @description A stablecoin the platform supports (exponent 6; see `GET /crypto/assets`).
+         * @example USDC
+         * @enum {string}
+         */
+        CryptoAssetCode: "USDC" | "USDT";
+        /**
+         * CryptoNetworkCode
+         * @description A blockchain network the platform supports (see `GET /crypto/assets` for which asset each carries).
+         * @example tron
+         * @enum {string}
+         */
+        CryptoNetworkCode: "ethereum" | "tron" | "solana" | "base";
+        /**
+         * CryptoNetwork
+         * @description A network an asset is carried on, with its address format and its confirmations to finality.
+         */
+        CryptoNetwork: {
+            code: components["schemas"]["CryptoNetworkCode"];
+            /** @description Display name. */
+            name: string;
+            /**
+             * @description `evm`: `0x` and 40 hex digits with the EIP-55 checksum (Ethereum, Base); `tron`: base58check starting with `T`; `solana`: a base58 public key of 32 bytes.
+             * @enum {string}
+             */
+            address_format: "evm" | "tron" | "solana";
+            /**
+             * Format: int32
+             * @description Blocks after which a deposit is final and credited.
+             */
+            confirmations: number;
+            /** @description Whether a transfer to this network's addresses needs a memo (none does today). */
+            memo_required: boolean;
+        };
+        /**
+         * CryptoAsset
+         * @description An asset the platform holds: a ledger currency like XOF or EUR, with its minor-unit exponent, and the networks it is received on.
+         */
+        CryptoAsset: {
+            code: components["schemas"]["CryptoAssetCode"];
+            /** @description Display name. */
+            name: string;
+            /**
+             * Format: int32
+             * @description Minor-unit exponent (6 for USDC and USDT; `1.5` USDC is `1500000` minor units).
+             */
+            exponent: number;
+            /** @description The networks the asset is received on. */
+            networks: components["schemas"]["CryptoNetwork"][];
+        };
+        /**
+         * CryptoAssetList
+         * @description The supported assets and their networks. Never paginated (`has_more` is false).
+         */
+        CryptoAssetList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["CryptoAsset"][];
+        };
+        /**
+         * CryptoAssetListResponse
+         * @description Envelope of a CryptoAssetList.
+         */
+        CryptoAssetListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoAssetList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateCryptoDepositAddressRequest
+         * @description The asset and the network of the deposit address.
+         */
+        CreateCryptoDepositAddressRequest: {
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+        };
+        /**
+         * CryptoDepositAddress
+         * @description The caller's address for one asset on one network: one per user, asset and network, the same on every call.
+         */
+        CryptoDepositAddress: {
+            /**
+             * Format: uuid
+             * @description Identifier of the deposit address.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_deposit_address`.
+             * @constant
+             */
+            object: "crypto_deposit_address";
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+            /** @description The address, written as the network writes it (EIP-55 for `ethereum` and `base`, `T...` for `tron`, base58 for `solana`). */
+            address: string;
+            /** @description The memo a transfer must carry; `null` (no supported network needs one). */
+            memo: string | null;
+            /**
+             * Format: int32
+             * @description Confirmations after which a deposit to this address is credited.
+             */
+            confirmations_required: number;
+            /**
+             * Format: date-time
+             * @description When the address was created.
+             */
+            created_at: string;
+        };
+        /**
+         * CryptoDepositAddressResponse
+         * @description Envelope of a CryptoDepositAddress.
+         */
+        CryptoDepositAddressResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoDepositAddress"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CryptoDepositStatus
+         * @description `detected` (seen in the mempool) -> `confirming` (included, fewer confirmations than the network needs) -> `completed` (final: the wallet is credited, once) | `failed` (an asset sent to an address of another asset: not credited) | `reversed` (a reorganisation removed the transaction before finality: never credited). States only move forward.
+         * @enum {string}
+         */
+        CryptoDepositStatus: "detected" | "confirming" | "completed" | "failed" | "reversed";
+        /**
+         * CryptoDeposit
+         * @description An inbound transfer to one of the caller's deposit addresses: one per network, transaction hash and output index, however often and in whatever order the network reports it.
+         */
+        CryptoDeposit: {
+            /**
+             * Format: uuid
+             * @description Identifier of the deposit.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object: "crypto_deposit";
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+            /** @description The deposit address that received it. */
+            address: string;
+            /** @description The transaction's hash, as the network writes it. */
+            tx_hash: string;
+            /**
+             * Format: int32
+             * @description The transfer's index within its transaction.
+             */
+            output_index: number;
+            amount: components["schemas"]["PreciseDecimalAmount"];
+            amount_minor: components["schemas"]["MinorAmount"];
+            status: components["schemas"]["CryptoDepositStatus"];
+            /**
+             * Format: int32
+             * @description Confirmations seen so far (0 in the mempool).
+             */
+            confirmations: number;
+            /**
+             * Format: int32
+             * @description Confirmations after which it is credited (the network's).
+             */
+            confirmations_required: number;
+            /** @description Why it failed (`failed` only). */
+            failure_reason: string | null;
+            /**
+             * Format: date-time
+             * @description When the platform first saw it.
+             */
+            detected_at: string;
+            /**
+             * Format: date-time
+             * @description When it became final and was credited.
+             */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When a reorganisation removed it.
+             */
+            reversed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it failed.
+             */
+            failed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the deposit was recorded.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Its last change.
+             */
+            updated_at: string;
+        };
+        /**
+         * CryptoDepositList
+         * @description A page of the caller's deposits, newest first.
+         */
+        CryptoDepositList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["CryptoDeposit"][];
+        };
+        /**
+         * CryptoDepositListResponse
+         * @description Envelope of a CryptoDepositList.
+         */
+        CryptoDepositListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoDepositList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CryptoDepositResponse
+         * @description Envelope of a CryptoDeposit.
+         */
+        CryptoDepositResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoDeposit"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * SimulateCryptoDepositRequest
+         * @description An inbound transfer for the network simulator to send.
+         */
+        SimulateCryptoDepositRequest: {
+            /** @description One of the platform's deposit addresses on the network. */
+            address: string;
+            asset: components["schemas"]["CryptoAssetCode"];
+            amount: components["schemas"]["PreciseDecimalAmount"];
+        };
+        /**
+         * MineCryptoBlocksRequest
+         * @description Blocks for the network simulator to mine, after an optional reorganisation.
+         */
+        MineCryptoBlocksRequest: {
+            /**
+             * Format: int32
+             * @description Blocks to mine (the first takes every transaction waiting in the mempool).
+             */
+            count: number;
+            /**
+             * Format: int32
+             * @description Blocks dropped from the top of the chain first: their transactions leave it, and deposits not yet final become `reversed`.
+             * @default 0
+             */
+            reorg_depth: number;
+        };
+        /**
+         * CryptoNetworkState
+         * @description A simulated network after blocks were mined.
+         */
+        CryptoNetworkState: {
+            /**
+             * @description Always `crypto_network`.
+             * @constant
+             */
+            object: "crypto_network";
+            network: components["schemas"]["CryptoNetworkCode"];
+            /**
+             * Format: int64
+             * @description The chain's height now.
+             */
+            height: number;
+            /**
+             * Format: int32
+             * @description The network's confirmations to finality.
+             */
+            confirmations_required: number;
+        };
+        /**
+         * CryptoNetworkStateResponse
+         * @description Envelope of a CryptoNetworkState.
+         */
+        CryptoNetworkStateResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoNetworkState"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
          * PaymentSucceededEvent
          * @description The `payment.succeeded` event; `data.object` is the payment as the API returns it.
          */
@@ -9762,6 +10311,101 @@ export interface components {
                 object?: components["schemas"]["UserTierObject"];
             };
         };
+        /**
+         * CryptoDepositDetectedEvent
+         * @description The `crypto.deposit.detected` event (a transfer to a deposit address was seen in the mempool); `data.object` is the deposit.
+         */
+        CryptoDepositDetectedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.detected`.
+             * @constant
+             */
+            type?: "crypto.deposit.detected";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositConfirmingEvent
+         * @description The `crypto.deposit.confirming` event (the transfer was included in a block (fewer confirmations than the network needs)); `data.object` is the deposit.
+         */
+        CryptoDepositConfirmingEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.confirming`.
+             * @constant
+             */
+            type?: "crypto.deposit.confirming";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositCompletedEvent
+         * @description The `crypto.deposit.completed` event (the deposit is final and the wallet was credited, once); `data.object` is the deposit.
+         */
+        CryptoDepositCompletedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.completed`.
+             * @constant
+             */
+            type?: "crypto.deposit.completed";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositFailedEvent
+         * @description The `crypto.deposit.failed` event (an asset was sent to an address of another asset: not credited); `data.object` is the deposit.
+         */
+        CryptoDepositFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.failed`.
+             * @constant
+             */
+            type?: "crypto.deposit.failed";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositReversedEvent
+         * @description The `crypto.deposit.reversed` event (a reorganisation removed the transaction before finality: never credited); `data.object` is the deposit.
+         */
+        CryptoDepositReversedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.reversed`.
+             * @constant
+             */
+            type?: "crypto.deposit.reversed";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -10231,6 +10875,18 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `VerificationRequired`: crypto is open to verified users only (`tier_2`); `details` names the tier needed and the caller's. `ApiKeyNotAllowed`: an API key was sent (crypto routes act for a person). */
+        CryptoForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /**
@@ -10340,6 +10996,16 @@ export interface components {
         VerificationSessionId: string;
         /** @description Only sessions with this status (`needs_review`: the review queue). */
         VerificationSessionStatusFilter: components["schemas"]["VerificationSessionStatus"];
+        /**
+         * @description Identifier of one of the caller's crypto deposits (another user's answers 404 as an unknown id).
+         * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
+         */
+        CryptoDepositId: string;
+        /**
+         * @description The simulated network.
+         * @example tron
+         */
+        CryptoNetworkPath: components["schemas"]["CryptoNetworkCode"];
     };
     requestBodies: never;
     headers: {
@@ -16064,6 +16730,259 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listCryptoAssets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The assets and their networks. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoAssetListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCryptoDepositAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoDepositAddressRequest"];
+            };
+        };
+        responses: {
+            /** @description The deposit address (the same one on every call). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositAddressResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCryptoDeposits: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deposits. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCryptoDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto deposits (another user's answers 404 as an unknown id).
+                 * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
+                 */
+                depositId: components["parameters"]["CryptoDepositId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deposit. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `CryptoDepositNotFound`: no deposit of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    simulateCryptoDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SimulateCryptoDepositRequest"];
+            };
+        };
+        responses: {
+            /** @description The deposit, as the platform recorded it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. `DepositAddressNotFound`: the address is not one of the platform's deposit addresses on the network. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    mineCryptoBlocks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MineCryptoBlocksRequest"];
+            };
+        };
+        responses: {
+            /** @description The network after mining. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoNetworkStateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. `DepositAddressNotFound`: the address is not one of the platform's deposit addresses on the network. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     webhookPaymentSucceeded: {
         parameters: {
             query?: never;
@@ -17872,6 +18791,151 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["UserTierUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositDetected: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositDetectedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositConfirming: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositConfirmingEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositReversed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositReversedEvent"];
             };
         };
         responses: {

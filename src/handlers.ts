@@ -3,6 +3,7 @@ import type { PostingOperations } from './http/mount-operations';
 import { accountHandlers } from './modules/accounts';
 import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
+import { cryptoHandlers } from './modules/crypto';
 import { escrowHandlers, escrowPostings, escrowWritePath } from './modules/escrows';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
@@ -61,6 +62,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...organizationHandlers(services.organizations, services.verifications),
     ...notificationsHandlers(services.outbox),
     ...onboardingHandlers(services.signup, services.passwordChanges, services.sessions),
+    ...cryptoHandlers(services.cryptoDeposits),
   };
 }
 

@@ -7,6 +7,7 @@ import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { DocumentService } from './modules/documents';
 import { PiiCipher } from './pii-cipher';
+import { CryptoDepositService, SandboxCryptoNetwork } from './modules/crypto';
 import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService, escrowStatusOf, lockEscrowsForPostings } from './modules/escrows';
@@ -87,6 +88,9 @@ export function buildServices(deps: ServiceDeps) {
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
+  // Crypto: the network simulator (CRYPTO_NETWORK=sandbox) stands for the chains; its deposits go through the write path.
+  const cryptoNetwork = new SandboxCryptoNetwork(config.crypto.addressSecret);
+  const cryptoDeposits = new CryptoDepositService({ knex, network: cryptoNetwork, sandbox: cryptoNetwork, clock });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -129,6 +133,8 @@ export function buildServices(deps: ServiceDeps) {
     outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
     /** Identity verification sessions (KYC), reviews, tiers, account closing. */
     identity,
+    /** Stablecoin deposit addresses and deposits (the network simulator reports to it). */
+    cryptoDeposits,
     /** Sign-up with a one-time code (the user starts at tier_0). */
     signup: new SignupService(onboarding),
     /** Password reset and change (sessions revoked). */

@@ -28,7 +28,9 @@ export type EventSubjectType =
   | 'organization_member'
   | 'organization_invitation'
   | 'verification_session'
-  | 'user';
+  | 'user'
+  | 'crypto_deposit'
+  | 'crypto_conversion';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

@@ -67,6 +67,11 @@ export const EVENT_OBJECT_TYPES = {
   'identity.verification_session.rejected': 'verification_session',
   'identity.verification_session.canceled': 'verification_session',
   'user.tier_updated': 'user',
+  'crypto.deposit.detected': 'crypto_deposit',
+  'crypto.deposit.confirming': 'crypto_deposit',
+  'crypto.deposit.completed': 'crypto_deposit',
+  'crypto.deposit.failed': 'crypto_deposit',
+  'crypto.deposit.reversed': 'crypto_deposit',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;

@@ -24,6 +24,8 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   transfer: undefined,
   escrow: undefined,
   tontine: undefined,
+  crypto_deposit: undefined,
+  crypto_conversion: undefined,
 };
 
 /** Whether the caller may call an operation (its role's rule, or its key's scopes, and the module enabled). */

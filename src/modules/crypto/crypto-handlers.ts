@@ -1,0 +1,31 @@
+import { pageRequest, type Handlers } from '../../contract';
+import { cryptoCatalog } from './crypto-catalog';
+import type { CryptoDepositService } from './crypto-deposit-service';
+
+type CryptoOperation = 'listCryptoAssets' | 'createCryptoDepositAddress' | 'listCryptoDeposits' | 'getCryptoDeposit' | 'simulateCryptoDeposit' | 'mineCryptoBlocks';
+
+/** The contract's `CryptoAsset` list, from the shipped catalogue. */
+function assetList() {
+  const data = cryptoCatalog.assets().map((asset) => ({
+    code: asset.code,
+    name: asset.name,
+    exponent: asset.exponent,
+    networks: asset.networks.flatMap((code) => {
+      const network = cryptoCatalog.network(code);
+      return network ? [{ code: network.code, name: network.name, address_format: network.addressFormat, confirmations: network.confirmations, memo_required: network.memoRequired }] : [];
+    }),
+  }));
+  return { object: 'list' as const, data, has_more: false, next_cursor: null };
+}
+
+/** The crypto operations of the contract, keyed by operationId (the validator checked every input). */
+export function cryptoHandlers(deposits: CryptoDepositService): Handlers<CryptoOperation> {
+  return {
+    listCryptoAssets: () => Promise.resolve({ data: assetList() }),
+    createCryptoDepositAddress: async ({ caller, body }) => ({ status: 201, data: await deposits.depositAddress(caller.userId, body.asset, body.network) }),
+    listCryptoDeposits: async ({ caller, query }) => ({ data: await deposits.list(caller.userId, pageRequest(query)) }),
+    getCryptoDeposit: async ({ caller, path }) => ({ data: await deposits.get(caller.userId, path.depositId) }),
+    simulateCryptoDeposit: async ({ path, body }) => ({ status: 201, data: await deposits.simulateDeposit(path.network, body) }),
+    mineCryptoBlocks: async ({ path, body }) => ({ data: await deposits.mineBlocks(path.network, body.count, body.reorg_depth ?? 0) }),
+  };
+}

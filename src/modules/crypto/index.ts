@@ -1,0 +1,6 @@
+/** Public face of the crypto module: stablecoin assets and networks, deposits, the network port and its simulator. */
+export { cryptoCatalog, type CryptoAsset, type CryptoNetwork } from './crypto-catalog';
+export { SandboxCryptoNetwork, type CryptoNetworkPort, type TransferObservation } from './crypto-network';
+export { CryptoDepositService } from './crypto-deposit-service';
+export { cryptoHandlers } from './crypto-handlers';
+export { cryptoJobs } from './crypto-jobs';
