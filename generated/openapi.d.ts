@@ -11006,6 +11006,11 @@ export interface components {
          * @example tron
          */
         CryptoNetworkPath: components["schemas"]["CryptoNetworkCode"];
+        /**
+         * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: a test helper has no caller to scope a key to. Each request is answered on its own (a retried transfer is a second transfer).
+         * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+         */
+        IdempotencyKeyTestHelper: string;
     };
     requestBodies: never;
     headers: {
@@ -16762,7 +16767,13 @@ export interface operations {
     createCryptoDepositAddress: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -16787,8 +16798,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["CryptoForbidden"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -16884,7 +16897,13 @@ export interface operations {
     simulateCryptoDeposit: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: a test helper has no caller to scope a key to. Each request is answered on its own (a retried transfer is a second transfer).
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyTestHelper"];
+            };
             path: {
                 /**
                  * @description The simulated network.
@@ -16935,7 +16954,13 @@ export interface operations {
     mineCryptoBlocks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: a test helper has no caller to scope a key to. Each request is answered on its own (a retried transfer is a second transfer).
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyTestHelper"];
+            };
             path: {
                 /**
                  * @description The simulated network.

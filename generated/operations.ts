@@ -112,11 +112,11 @@ export const OPERATIONS = {
   approveVerificationSession: {"method":"post","path":"/admin/verification-sessions/{sessionId}/approve","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":false,"access":null},
   rejectVerificationSession: {"method":"post","path":"/admin/verification-sessions/{sessionId}/reject","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":false,"access":null},
   listCryptoAssets: {"method":"get","path":"/crypto/assets","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
-  createCryptoDepositAddress: {"method":"post","path":"/crypto/deposit-addresses","secured":true,"apiKey":false,"headers":[],"statuses":[201],"idempotency":null,"testHelper":false,"access":null},
+  createCryptoDepositAddress: {"method":"post","path":"/crypto/deposit-addresses","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
   listCryptoDeposits: {"method":"get","path":"/crypto/deposits","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   getCryptoDeposit: {"method":"get","path":"/crypto/deposits/{depositId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
-  simulateCryptoDeposit: {"method":"post","path":"/test-helpers/crypto/networks/{network}/deposits","secured":false,"apiKey":false,"headers":[],"statuses":[201],"idempotency":null,"testHelper":true,"access":null},
-  mineCryptoBlocks: {"method":"post","path":"/test-helpers/crypto/networks/{network}/blocks","secured":false,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":true,"access":null},
+  simulateCryptoDeposit: {"method":"post","path":"/test-helpers/crypto/networks/{network}/deposits","secured":false,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":true,"access":null},
+  mineCryptoBlocks: {"method":"post","path":"/test-helpers/crypto/networks/{network}/blocks","secured":false,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":true,"access":null},
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;

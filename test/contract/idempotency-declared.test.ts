@@ -98,7 +98,7 @@ describe('Idempotency-Key in the contract: one rule for every POST', () => {
 
   it('a POST without a caller (login, refresh) says its key is never replayed, and documents no replay', () => {
     const open = all.filter((p) => !OPERATIONS[p.id].secured);
-    expect(open.map((p) => p.id).sort()).toEqual(['confirmPasswordReset', 'login', 'refreshSession', 'requestPasswordReset', 'signUp', 'verifySignUp']);
+    expect(open.map((p) => p.id).sort()).toEqual(['confirmPasswordReset', 'login', 'mineCryptoBlocks', 'refreshSession', 'requestPasswordReset', 'signUp', 'simulateCryptoDeposit', 'verifySignUp']);
     for (const post of open) {
       expect(post.key?.description, post.id).toMatch(/never\s+replayed/);
       expect(documents(post, '409', 'IdempotencyKeyAlreadyProcessed'), post.id).toBe(false);

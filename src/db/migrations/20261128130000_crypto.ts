@@ -22,7 +22,12 @@ const STABLECOINS: Array<[code: string, name: string]> = [
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`ALTER TABLE currencies DROP CONSTRAINT currencies_code_format, DROP CONSTRAINT currencies_exponent_range;
     ALTER TABLE currencies ALTER COLUMN code TYPE varchar(10);
+    -- The trigger that keeps an account's currency fixed names the column: set again around the change.
+    DROP TRIGGER ledger_accounts_fixed_terms ON ledger_accounts;
     ALTER TABLE ledger_accounts ALTER COLUMN currency TYPE varchar(10);
+    CREATE TRIGGER ledger_accounts_fixed_terms BEFORE UPDATE OF currency, allow_negative ON ledger_accounts FOR EACH ROW
+      WHEN (NEW.currency IS DISTINCT FROM OLD.currency OR NEW.allow_negative IS DISTINCT FROM OLD.allow_negative)
+      EXECUTE FUNCTION ledger_refuse_write('the currency and allow_negative of a ledger account never change');
     ALTER TABLE entries ALTER COLUMN currency TYPE varchar(10);
     ALTER TABLE currencies
       ADD CONSTRAINT currencies_code_format CHECK (code ~ '^[A-Z][A-Z0-9]{2,9}$'),

@@ -7,6 +7,10 @@ export const CRYPTO_TIER = 'tier_2';
 /** Refuses (403 VerificationRequired) a user below tier_2. */
 export async function requireCryptoTier(db: Knex | Knex.Transaction, userId: string): Promise<void> {
   const user = (await db('users').where({ id: userId }).first('tier')) as { tier: string } | undefined;
-  const tier = user?.tier ?? 'tier_0';
-  if (tier !== CRYPTO_TIER) throw new VerificationRequiredError(tier, CRYPTO_TIER);
+  assertCryptoTier(user?.tier);
+}
+
+/** Refuses (403 VerificationRequired) a tier below tier_2, as read by the caller's own statement. */
+export function assertCryptoTier(tier: string | undefined): void {
+  if (tier !== CRYPTO_TIER) throw new VerificationRequiredError(tier ?? 'tier_0', CRYPTO_TIER);
 }

@@ -7,8 +7,9 @@ import { readConnection } from '../../db/read-routing';
 import { isUniqueViolation, withTransaction } from '../../db/transaction';
 import { ValidationError } from '../../errors';
 import { parseAmount } from '../ledger';
+import type { IdempotentResource } from '../../contract';
 import { applyDecision, CLAIMED, readLocked, type DecidedEvent } from '../writes';
-import { requireCryptoTier } from './crypto-access';
+import { assertCryptoTier, requireCryptoTier } from './crypto-access';
 import { cryptoCatalog, type AssetCode, type NetworkCode } from './crypto-catalog';
 import { depositCreditPosting, depositStep } from './crypto-deposit-lifecycle';
 import { depositColumns, presentDeposit, toDeposit, type Deposit, type DepositRow, type DepositView } from './crypto-deposit-presenter';
@@ -58,28 +59,30 @@ export class CryptoDepositService {
     deps.network.onObservation((observation) => this.record(observation).then(() => undefined));
   }
 
-  /** POST /crypto/deposit-addresses: the caller's address for the asset on the network (created once). */
-  async depositAddress(userId: string, asset: string, network: string): Promise<DepositAddressView> {
-    const { knex } = this.deps;
-    await requireCryptoTier(knex, userId);
+  /**
+   * POST /crypto/deposit-addresses: the caller's address for the asset on the network, created
+   * once. The read locks the caller's row (FOR NO KEY UPDATE), so two first calls at once make
+   * one address; it also reads the caller's tier (crypto needs tier_2).
+   */
+  async depositAddress(trx: Knex.Transaction, userId: string, asset: string, network: string): Promise<{ view: DepositAddressView; resource: IdempotentResource }> {
     if (!cryptoCatalog.carries(asset, network)) throw ValidationError.field('network', `${asset} is not carried on ${network}: see GET /crypto/assets.`);
-    const existing = () => knex<AddressRow>('crypto_deposit_addresses').where({ user_id: userId, asset, network }).first();
-    const found = await existing();
-    if (found) return presentAddress(found);
-    const row: AddressRow = { id: crypto.randomUUID(), user_id: userId, asset, network, address: this.deps.network.depositAddress(userId, asset, network), memo: null, created_at: this.deps.clock() };
-    try {
-      await withTransaction(knex, (trx) =>
-        applyDecision(trx, {
-          changes: [{ table: 'crypto_deposit_addresses', op: 'insert', id: row.id, set: { user_id: userId, asset, network, address: row.address, memo: null, created_at: new Date(row.created_at).toISOString() } }],
-          answer: { resource: { type: 'crypto_deposit_address', id: row.id, status: 'active', location: `/api/crypto/deposit-addresses/${row.id}` } },
-        }),
-      );
-    } catch (error) {
-      // A concurrent first call created it: that one is the address.
-      if (isUniqueViolation(error, 'crypto_deposit_addresses_owner_unique')) return presentAddress((await existing()) as AddressRow);
-      throw error;
+    const read = await readLocked<{ tier: string }>(trx, `SELECT u.tier FROM users u WHERE u.id = ? AND ${CLAIMED} FOR NO KEY UPDATE OF u`, [userId]);
+    assertCryptoTier(read?.tier);
+    // Read after the lock, in a statement of its own: its snapshot sees an address a concurrent first call committed meanwhile.
+    const existing = await trx<AddressRow>('crypto_deposit_addresses').where({ user_id: userId, asset, network }).first();
+    const resourceOf = (row: AddressRow): IdempotentResource => ({ type: 'crypto_deposit_address', id: row.id, status: 'active', location: `/api/crypto/deposit-addresses/${row.id}` });
+    if (existing) {
+      const row = existing;
+      // Already there: nothing to write but the key's completion.
+      await applyDecision(trx, { answer: { resource: resourceOf(row) } });
+      return { view: presentAddress(row), resource: resourceOf(row) };
     }
-    return presentAddress(row);
+    const row: AddressRow = { id: crypto.randomUUID(), user_id: userId, asset, network, address: this.deps.network.depositAddress(userId, asset, network), memo: null, created_at: this.deps.clock() };
+    await applyDecision(trx, {
+      changes: [{ table: 'crypto_deposit_addresses', op: 'insert', id: row.id, set: { user_id: userId, asset, network, address: row.address, memo: null, created_at: new Date(row.created_at).toISOString() } }],
+      answer: { resource: resourceOf(row) },
+    });
+    return { view: presentAddress(row), resource: resourceOf(row) };
   }
 
   async list(userId: string, request: PageRequest): Promise<Page<DepositView>> {

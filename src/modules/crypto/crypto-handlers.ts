@@ -2,6 +2,9 @@ import { pageRequest, type Handlers } from '../../contract';
 import { cryptoCatalog } from './crypto-catalog';
 import type { CryptoDepositService } from './crypto-deposit-service';
 
+/** The crypto operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
+export const cryptoWritePath = ['createCryptoDepositAddress'] as const satisfies readonly CryptoOperation[];
+
 type CryptoOperation = 'listCryptoAssets' | 'createCryptoDepositAddress' | 'listCryptoDeposits' | 'getCryptoDeposit' | 'simulateCryptoDeposit' | 'mineCryptoBlocks';
 
 /** The contract's `CryptoAsset` list, from the shipped catalogue. */
@@ -22,7 +25,10 @@ function assetList() {
 export function cryptoHandlers(deposits: CryptoDepositService): Handlers<CryptoOperation> {
   return {
     listCryptoAssets: () => Promise.resolve({ data: assetList() }),
-    createCryptoDepositAddress: async ({ caller, body }) => ({ status: 201, data: await deposits.depositAddress(caller.userId, body.asset, body.network) }),
+    async createCryptoDepositAddress({ trx, caller, body }) {
+      const { view, resource } = await deposits.depositAddress(trx, caller.userId, body.asset, body.network);
+      return { status: 201, data: view, resource };
+    },
     listCryptoDeposits: async ({ caller, query }) => ({ data: await deposits.list(caller.userId, pageRequest(query)) }),
     getCryptoDeposit: async ({ caller, path }) => ({ data: await deposits.get(caller.userId, path.depositId) }),
     simulateCryptoDeposit: async ({ path, body }) => ({ status: 201, data: await deposits.simulateDeposit(path.network, body) }),

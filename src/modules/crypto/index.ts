@@ -2,5 +2,5 @@
 export { cryptoCatalog, type CryptoAsset, type CryptoNetwork } from './crypto-catalog';
 export { SandboxCryptoNetwork, type CryptoNetworkPort, type TransferObservation } from './crypto-network';
 export { CryptoDepositService } from './crypto-deposit-service';
-export { cryptoHandlers } from './crypto-handlers';
+export { cryptoHandlers, cryptoWritePath } from './crypto-handlers';
 export { cryptoJobs } from './crypto-jobs';
