@@ -2641,6 +2641,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/crypto/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Quote a conversion
+         * @description Fixes the rate and the amounts of a conversion between XOF, EUR, USD, USDC and USDT for 30 seconds: give `from_amount` (what you pay, the fee included) or `to_amount` (what you receive), exactly one (400 otherwise). The fee (`CRYPTO_CONVERSION_FEE_BPS`, 0.5 % by default) is taken in `from_currency`; what remains is converted and rounded down in `to_currency`. Rates come from the rate source (the sandbox: XOF/EUR at the fixed parity 655.957, USD and the stablecoins from configuration). An amount that converts to nothing answers 422 `AmountTooSmall`. Needs `tier_2`.
+         */
+        post: operations["createCryptoQuote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/conversions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Execute a quote
+         * @description Executes one of the caller's quotes, once and before it expires, as one ledger posting through the platform's liquidity accounts: the `from_currency` wallet pays `from_amount` (fee included), the `to_currency` wallet receives `to_amount`. An expired quote answers 409 `QuoteExpired`, a used one 409 `QuoteAlreadyUsed`, a wallet that does not cover the amount 422 `InsufficientFunds` (nothing changes). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the conversion in `details` and `Location`). Records `crypto.conversion.completed`. Needs `tier_2`.
+         */
+        post: operations["createCryptoConversion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/conversions/{conversionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+                 * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+                 */
+                conversionId: components["parameters"]["CryptoConversionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the caller's conversions
+         * @description One conversion. Another user's answers 404 `ConversionNotFound` as an unknown id. Needs `tier_2`.
+         */
+        get: operations["getCryptoConversion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/test-helpers/crypto/networks/{network}/deposits": {
         parameters: {
             query?: never;
@@ -4057,6 +4123,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "crypto.conversion.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.conversion.completed
+         * @description A personal event (a quote was executed: the wallets were debited and credited), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoConversionCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -4862,7 +4948,7 @@ export interface components {
              * @description Kind of resource the key produced.
              * @enum {string}
              */
-            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note";
+            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note" | "crypto_deposit_address" | "crypto_quote" | "crypto_conversion";
             /**
              * Format: uuid
              * @description Identifier of that resource.
@@ -9017,6 +9103,141 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * ConvertibleCurrency
+         * @description A currency a conversion takes or gives (XOF, EUR, USD, and the stablecoins USDC and USDT).
+         * @example USDC
+         * @enum {string}
+         */
+        ConvertibleCurrency: "XOF" | "EUR" | "USD" | "USDC" | "USDT";
+        /**
+         * CreateCryptoQuoteRequest
+         * @description What to convert: `from_amount` (what you pay, fee included) or `to_amount` (what you receive), exactly one of them, in major units of its currency as a decimal string.
+         */
+        CreateCryptoQuoteRequest: {
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount?: components["schemas"]["PreciseDecimalAmount"];
+            to_amount?: components["schemas"]["PreciseDecimalAmount"];
+        };
+        /**
+         * CryptoRate
+         * @description Units of `to_currency` per unit of `from_currency` (major units), rounded down to 10 decimals, as a decimal string. The amounts are computed from the exact rate, never from this rounded text.
+         * @example 655.957
+         */
+        CryptoRate: string;
+        /**
+         * CryptoQuote
+         * @description A conversion's terms, fixed for 30 seconds: what the caller pays in `from_currency` (`from_amount`, the `fee` included, in `from_currency`), what it receives in `to_currency`, at `rate`. `POST /crypto/conversions` executes it once, before `expires_at`.
+         */
+        CryptoQuote: {
+            /**
+             * Format: uuid
+             * @description Identifier of the quote.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_quote`.
+             * @constant
+             */
+            object: "crypto_quote";
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount: components["schemas"]["PreciseDecimalAmount"];
+            from_amount_minor: components["schemas"]["MinorAmount"];
+            to_amount: components["schemas"]["PreciseDecimalAmount"];
+            to_amount_minor: components["schemas"]["MinorAmount"];
+            fee: components["schemas"]["PreciseDecimalAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+            rate: components["schemas"]["CryptoRate"];
+            /**
+             * Format: date-time
+             * @description When the quote expires (30 seconds after it was made).
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the quote was made.
+             */
+            created_at: string;
+        };
+        /**
+         * CryptoQuoteResponse
+         * @description Envelope of a CryptoQuote.
+         */
+        CryptoQuoteResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoQuote"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateCryptoConversionRequest
+         * @description The quote to execute.
+         */
+        CreateCryptoConversionRequest: {
+            /**
+             * Format: uuid
+             * @description A quote of the caller's, not expired and not used yet.
+             */
+            quote_id: string;
+        };
+        /**
+         * CryptoConversion
+         * @description A quote executed: one ledger posting through the platform's liquidity accounts (the caller's `from_currency` wallet paid `from_amount`, its `to_currency` wallet received `to_amount`).
+         */
+        CryptoConversion: {
+            /**
+             * Format: uuid
+             * @description Identifier of the conversion.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_conversion`.
+             * @constant
+             */
+            object: "crypto_conversion";
+            /**
+             * Format: uuid
+             * @description The quote it executed.
+             */
+            quote_id: string;
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount: components["schemas"]["PreciseDecimalAmount"];
+            from_amount_minor: components["schemas"]["MinorAmount"];
+            to_amount: components["schemas"]["PreciseDecimalAmount"];
+            to_amount_minor: components["schemas"]["MinorAmount"];
+            fee: components["schemas"]["PreciseDecimalAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+            rate: components["schemas"]["CryptoRate"];
+            /**
+             * @description Always `completed` (a conversion is made in one posting, or not at all).
+             * @enum {string}
+             */
+            status: "completed";
+            /**
+             * Format: date-time
+             * @description When the conversion was made.
+             */
+            created_at: string;
+        };
+        /**
+         * CryptoConversionResponse
+         * @description Envelope of a CryptoConversion.
+         */
+        CryptoConversionResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoConversion"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
          * SimulateCryptoDepositRequest
          * @description An inbound transfer for the network simulator to send.
          */
@@ -10406,6 +10627,25 @@ export interface components {
                 object?: components["schemas"]["CryptoDeposit"];
             };
         };
+        /**
+         * CryptoConversionCompletedEvent
+         * @description The `crypto.conversion.completed` event (a quote was executed); `data.object` is the conversion.
+         */
+        CryptoConversionCompletedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.conversion.completed`.
+             * @constant
+             */
+            type?: "crypto.conversion.completed";
+            /**
+             * @description Always `crypto_conversion`.
+             * @constant
+             */
+            object_type?: "crypto_conversion";
+            data?: {
+                object?: components["schemas"]["CryptoConversion"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -10887,6 +11127,42 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `AmountTooSmall`: the amount converts to nothing after the fee. `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoQuoteUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `QuoteExpired`: the quote's 30 seconds have passed (ask for a new one). `QuoteAlreadyUsed`: a conversion already executed it (`details.conversion_id`). `IdempotencyKeyAlreadyProcessed`: the key already made a conversion (`details` and `Location` name it). `ConcurrentOperation`: a request with the key is still running (`Retry-After`). */
+        CryptoConversionConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `InsufficientFunds`: the `from_currency` wallet does not cover `from_amount` (nothing changes; the quote stays usable until it expires). `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoConversionUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /**
@@ -11001,6 +11277,11 @@ export interface components {
          * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
          */
         CryptoDepositId: string;
+        /**
+         * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+         * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+         */
+        CryptoConversionId: string;
         /**
          * @description The simulated network.
          * @example tron
@@ -16894,6 +17175,151 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createCryptoQuote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoQuoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The quote, good for 30 seconds. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoQuoteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            409: components["responses"]["IdempotencyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoQuoteUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCryptoConversion: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoConversionRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversion. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoConversionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `QuoteNotFound`: no quote of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["CryptoConversionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoConversionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCryptoConversion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+                 * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+                 */
+                conversionId: components["parameters"]["CryptoConversionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversion. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoConversionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `ConversionNotFound`: no conversion of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     simulateCryptoDeposit: {
         parameters: {
             query?: never;
@@ -18961,6 +19387,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CryptoDepositReversedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoConversionCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoConversionCompletedEvent"];
             };
         };
         responses: {

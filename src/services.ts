@@ -7,7 +7,7 @@ import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { DocumentService } from './modules/documents';
 import { PiiCipher } from './pii-cipher';
-import { CryptoDepositService, SandboxCryptoNetwork } from './modules/crypto';
+import { CryptoConversionService, CryptoDepositService, SandboxCryptoNetwork, SandboxRateSource } from './modules/crypto';
 import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService, escrowStatusOf, lockEscrowsForPostings } from './modules/escrows';
@@ -91,6 +91,8 @@ export function buildServices(deps: ServiceDeps) {
   // Crypto: the network simulator (CRYPTO_NETWORK=sandbox) stands for the chains; its deposits go through the write path.
   const cryptoNetwork = new SandboxCryptoNetwork(config.crypto.addressSecret);
   const cryptoDeposits = new CryptoDepositService({ knex, network: cryptoNetwork, sandbox: cryptoNetwork, clock });
+  // Conversion rates: the sandbox source (XOF/EUR at the parity, USD and the stablecoins from CRYPTO_RATE_*).
+  const cryptoConversions = new CryptoConversionService({ knex, rates: new SandboxRateSource(config.crypto.rates), clock, feeBps: config.crypto.conversionFeeBps });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -135,6 +137,8 @@ export function buildServices(deps: ServiceDeps) {
     identity,
     /** Stablecoin deposit addresses and deposits (the network simulator reports to it). */
     cryptoDeposits,
+    /** Quotes and conversions between XOF, EUR, USD and the stablecoins. */
+    cryptoConversions,
     /** Sign-up with a one-time code (the user starts at tier_0). */
     signup: new SignupService(onboarding),
     /** Password reset and change (sessions revoked). */

@@ -42,3 +42,9 @@ export class QuoteAlreadyUsedError extends ConflictError {
     super('QuoteAlreadyUsed', 'The quote was already used by a conversion: request a new quote.', { conversion_id: conversionId });
   }
 }
+
+export class ConversionNotFoundError extends NotFoundError {
+  constructor() {
+    super('No conversion of yours has this id.', 'ConversionNotFound');
+  }
+}

@@ -72,6 +72,7 @@ export const EVENT_OBJECT_TYPES = {
   'crypto.deposit.completed': 'crypto_deposit',
   'crypto.deposit.failed': 'crypto_deposit',
   'crypto.deposit.reversed': 'crypto_deposit',
+  'crypto.conversion.completed': 'crypto_conversion',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;
