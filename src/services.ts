@@ -7,7 +7,7 @@ import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { DocumentService } from './modules/documents';
 import { PiiCipher } from './pii-cipher';
-import { CryptoConversionService, CryptoDepositService, SandboxCryptoNetwork, SandboxRateSource } from './modules/crypto';
+import { cryptoServices } from './modules/crypto';
 import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService, escrowStatusOf, lockEscrowsForPostings } from './modules/escrows';
@@ -46,6 +46,12 @@ export interface ServiceDeps {
  * registers itself with another in its constructor, and no module keeps a registry of its own.
  */
 export function buildServices(deps: ServiceDeps) {
+  // Crypto: over the network simulator and the sandbox rates (CRYPTO_NETWORK=sandbox).
+  return { ...coreServices(deps), ...cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock: deps.now ?? systemClock }) };
+}
+
+/** Every service but crypto's (see buildServices). */
+function coreServices(deps: ServiceDeps) {
   const { config, knex, redis } = deps;
   const clock = deps.now ?? systemClock;
   const tokens = new TokenService(config.jwt);
@@ -88,11 +94,6 @@ export function buildServices(deps: ServiceDeps) {
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
   // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
-  // Crypto: the network simulator (CRYPTO_NETWORK=sandbox) stands for the chains; its deposits go through the write path.
-  const cryptoNetwork = new SandboxCryptoNetwork(config.crypto.addressSecret);
-  const cryptoDeposits = new CryptoDepositService({ knex, network: cryptoNetwork, sandbox: cryptoNetwork, clock });
-  // Conversion rates: the sandbox source (XOF/EUR at the parity, USD and the stablecoins from CRYPTO_RATE_*).
-  const cryptoConversions = new CryptoConversionService({ knex, rates: new SandboxRateSource(config.crypto.rates), clock, feeBps: config.crypto.conversionFeeBps });
   return {
     health: new HealthService(knex, redis, CONTRACT_VERSION, clock),
     tokens,
@@ -135,10 +136,6 @@ export function buildServices(deps: ServiceDeps) {
     outbox: new OutboxService(knex, config.notifications.outboxRetentionHours),
     /** Identity verification sessions (KYC), reviews, tiers, account closing. */
     identity,
-    /** Stablecoin deposit addresses and deposits (the network simulator reports to it). */
-    cryptoDeposits,
-    /** Quotes and conversions between XOF, EUR, USD and the stablecoins. */
-    cryptoConversions,
     /** Sign-up with a one-time code (the user starts at tier_0). */
     signup: new SignupService(onboarding),
     /** Password reset and change (sessions revoked). */

@@ -1,8 +1,7 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { isValidAddress } from '../../src/modules/crypto/crypto-addresses';
-import type { TransferObservation } from '../../src/modules/crypto';
+import { isValidAddress, type TransferObservation } from '../../src/modules/crypto';
 import { buildTestApp, type App } from '../support/app';
 import { cryptoCaller } from '../support/crypto';
 import { testKnex } from '../support/database';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { derivedAddress, eip55, isValidAddress } from '../../src/modules/crypto/crypto-addresses';
+import { derivedAddress, eip55, isValidAddress } from '../../src/modules/crypto';
 
 const SECRET = 'a-test-secret-of-at-least-32-characters';
 const USER = '7d9f2c4e-1b3a-4c5d-8e6f-0a1b2c3d4e5f';

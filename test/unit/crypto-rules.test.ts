@@ -1,8 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { conversionPosting, formatRate, quoteAmounts, rateBetween } from '../../src/modules/crypto/crypto-quote';
-import { depositStep } from '../../src/modules/crypto/crypto-deposit-lifecycle';
-import { SandboxRateSource } from '../../src/modules/crypto/crypto-rates';
-import type { TransferObservation } from '../../src/modules/crypto';
+import { conversionPosting, depositStep, formatRate, quoteAmounts, rateBetween, SandboxRateSource, type TransferObservation } from '../../src/modules/crypto';
 
 const rates = new SandboxRateSource({ usdPerEur: '1.08', usdcInUsd: '1', usdtInUsd: '1' });
 

@@ -135,28 +135,7 @@ export class CryptoDepositService {
       const address = await trx<AddressRow>('crypto_deposit_addresses').where({ network: observation.network, address: observation.address }).first();
       if (!address) return undefined;
       expectedAsset = address.asset.trim();
-      before = {
-        id: crypto.randomUUID(),
-        userId: address.user_id,
-        depositAddressId: address.id,
-        asset: observation.asset,
-        network: observation.network,
-        address: observation.address,
-        txHash: observation.txHash,
-        outputIndex: observation.outputIndex,
-        amountMinor: observation.amountMinor,
-        status: 'detected',
-        confirmations: 0,
-        confirmationsRequired: cryptoCatalog.network(observation.network)?.confirmations ?? 1,
-        creditPostingId: null,
-        failureReason: null,
-        detectedAt: now,
-        completedAt: null,
-        reversedAt: null,
-        failedAt: null,
-        createdAt: now,
-        updatedAt: now,
-      };
+      before = newDeposit(observation, address, now);
     }
     const step = depositStep(current, observation, { asset: expectedAsset, confirmationsRequired: before.confirmationsRequired });
     if (!step) return current;
@@ -171,22 +150,8 @@ export class CryptoDepositService {
       updatedAt: now,
     };
     const posting = step.status === 'completed' ? depositCreditPosting(after) : undefined;
-    const events: DecidedEvent[] =
-      current?.status === after.status
-        ? []
-        : [
-            {
-              subjectType: 'crypto_deposit',
-              subjectId: after.id,
-              type: `crypto.deposit.${after.status}`,
-              actorUserId: null,
-              payload: { confirmations: after.confirmations, confirmations_required: after.confirmationsRequired },
-              occurredAt: now,
-              object: presentDeposit(after),
-              previousStatus: current?.status ?? null,
-            },
-          ];
-    const { credit_posting_id: _credit, ...columns } = depositColumns(after);
+    const events = current?.status === after.status ? [] : [depositEvent(after, current?.status ?? null, now)];
+    const columns = depositColumns(after);
     const postingIds = await applyDecision(trx, {
       postings: posting ? [posting] : [],
       changes: [
@@ -231,4 +196,44 @@ export class CryptoDepositService {
     if (!this.deps.sandbox) throw new ValidationError('The network simulator runs only with CRYPTO_NETWORK=sandbox.');
     return this.deps.sandbox;
   }
+}
+
+/** A deposit first seen: detected, to the address's owner, with the network's confirmations to finality. */
+function newDeposit(observation: TransferObservation, address: AddressRow, now: Date): Deposit {
+  return {
+    id: crypto.randomUUID(),
+    userId: address.user_id,
+    depositAddressId: address.id,
+    asset: observation.asset,
+    network: observation.network,
+    address: observation.address,
+    txHash: observation.txHash,
+    outputIndex: observation.outputIndex,
+    amountMinor: observation.amountMinor,
+    status: 'detected',
+    confirmations: 0,
+    confirmationsRequired: cryptoCatalog.network(observation.network)?.confirmations ?? 1,
+    creditPostingId: null,
+    failureReason: null,
+    detectedAt: now,
+    completedAt: null,
+    reversedAt: null,
+    failedAt: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** The event of a deposit's new status (`crypto.deposit.<status>`), carrying the deposit. */
+function depositEvent(after: Deposit, previousStatus: Deposit['status'] | null, now: Date): DecidedEvent {
+  return {
+    subjectType: 'crypto_deposit',
+    subjectId: after.id,
+    type: `crypto.deposit.${after.status}`,
+    actorUserId: null,
+    payload: { confirmations: after.confirmations, confirmations_required: after.confirmationsRequired },
+    occurredAt: now,
+    object: presentDeposit(after),
+    previousStatus,
+  };
 }
