@@ -4981,11 +4981,17 @@ export interface components {
          */
         IdempotencyConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
-         * DecimalAmount
-         * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
-         * @example 1250.50
+         * AssetCode
+         * @description A currency a balance is held in: an ISO 4217 alphabetic code (`XOF`, `EUR`, `USD`) or a stablecoin the platform supports (`USDC`, `USDT`; see `GET /crypto/assets`).
+         * @example USDC
          */
-        DecimalAmount: string;
+        AssetCode: string;
+        /**
+         * PreciseDecimalAmount
+         * @description Exact decimal amount in major units with up to 6 decimals (the stablecoins' exponent), as a string so that no precision is lost (for example `25.000000` USDC, `16398` XOF). Never a float.
+         * @example 25.000000
+         */
+        PreciseDecimalAmount: string;
         /**
          * InsufficientFundsError
          * @description The balance does not cover the operation; `details` gives the currency, what is available and what was required (decimal strings).
@@ -5009,9 +5015,9 @@ export interface components {
                  * @description The ledger account that was short (when not the caller's wallet).
                  */
                 account_id?: string;
-                currency: components["schemas"]["CurrencyCode"];
-                available: components["schemas"]["DecimalAmount"];
-                required: components["schemas"]["DecimalAmount"];
+                currency: components["schemas"]["AssetCode"];
+                available: components["schemas"]["PreciseDecimalAmount"];
+                required: components["schemas"]["PreciseDecimalAmount"];
             };
         };
         /**
@@ -5061,18 +5067,6 @@ export interface components {
          * @description Error envelope of a 422 on a transfer, discriminated by `error`; each error that carries `details` has its own schema.
          */
         TransferUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["WalletFrozenError"] | components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["TransferRefusedError"];
-        /**
-         * AssetCode
-         * @description A currency a balance is held in: an ISO 4217 alphabetic code (`XOF`, `EUR`, `USD`) or a stablecoin the platform supports (`USDC`, `USDT`; see `GET /crypto/assets`).
-         * @example USDC
-         */
-        AssetCode: string;
-        /**
-         * PreciseDecimalAmount
-         * @description Exact decimal amount in major units with up to 6 decimals (the stablecoins' exponent), as a string so that no precision is lost (for example `25.000000` USDC, `16398` XOF). Never a float.
-         * @example 25.000000
-         */
-        PreciseDecimalAmount: string;
         /**
          * Wallet
          * @description One of the caller's wallets: a balance in one currency, created on first use (the first transfer received or sent in that currency).
@@ -5636,6 +5630,12 @@ export interface components {
              */
             joined_at: string;
         };
+        /**
+         * DecimalAmount
+         * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
+         * @example 1250.50
+         */
+        DecimalAmount: string;
         /**
          * TontineCycle
          * @description One cycle of a tontine's schedule.
@@ -6756,7 +6756,7 @@ export interface components {
         };
         /**
          * QuoteExpiredError
-         * @description The quote passed `expires_at` and can no longer be accepted; it is now canceled.
+         * @description The quote passed `expires_at` and can no longer be accepted (an invoice quote is then canceled; a crypto quote simply lapses).
          */
         QuoteExpiredError: {
             /**
@@ -8939,6 +8939,41 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * VerificationRequiredError
+         * @description Crypto below `tier_2`: the tier needed and the caller's.
+         */
+        VerificationRequiredError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VerificationRequired";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The tier needed and the callers tier. */
+            details: {
+                /**
+                 * @description The tier the route needs.
+                 * @enum {string}
+                 */
+                required_tier: "tier_0" | "tier_1" | "tier_2";
+                /**
+                 * @description The caller's tier.
+                 * @enum {string}
+                 */
+                tier: "tier_0" | "tier_1" | "tier_2";
+            };
+        };
+        /**
+         * CryptoForbiddenError
+         * @description Error envelope of a 403 on a crypto route, discriminated by `error`.
+         */
+        CryptoForbiddenError: components["schemas"]["VerificationRequiredError"] | components["schemas"]["ForbiddenError"];
+        /**
          * CreateCryptoDepositAddressRequest
          * @description The asset and the network of the deposit address.
          */
@@ -9174,6 +9209,28 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * AmountTooSmallError
+         * @description A crypto quote whose amount converts to nothing after the fee.
+         */
+        AmountTooSmallError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AmountTooSmall";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * CryptoQuoteUnprocessableError
+         * @description Error envelope of a 422 on a crypto quote, discriminated by `error`.
+         */
+        CryptoQuoteUnprocessableError: components["schemas"]["AmountTooSmallError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
          * CreateCryptoConversionRequest
          * @description The quote to execute.
          */
@@ -9237,6 +9294,41 @@ export interface components {
             data: components["schemas"]["CryptoConversion"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
+        /**
+         * QuoteAlreadyUsedError
+         * @description A conversion already executed the crypto quote.
+         */
+        QuoteAlreadyUsedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "QuoteAlreadyUsed";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The conversion that used it. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The conversion that executed the quote.
+                 */
+                conversion_id: string | null;
+            };
+        };
+        /**
+         * CryptoConversionConflictError
+         * @description Error envelope of a 409 on a crypto conversion, discriminated by `error`.
+         */
+        CryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * CryptoConversionUnprocessableError
+         * @description Error envelope of a 422 on a crypto conversion, discriminated by `error`.
+         */
+        CryptoConversionUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * SimulateCryptoDepositRequest
          * @description An inbound transfer for the network simulator to send.
@@ -11124,7 +11216,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["CryptoForbiddenError"];
             };
         };
         /** @description `AmountTooSmall`: the amount converts to nothing after the fee. `IdempotencyKeyReused`: the key was used with another request. */
@@ -11136,7 +11228,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["CryptoQuoteUnprocessableError"];
             };
         };
         /** @description `QuoteExpired`: the quote's 30 seconds have passed (ask for a new one). `QuoteAlreadyUsed`: a conversion already executed it (`details.conversion_id`). `IdempotencyKeyAlreadyProcessed`: the key already made a conversion (`details` and `Location` name it). `ConcurrentOperation`: a request with the key is still running (`Retry-After`). */
@@ -11148,7 +11240,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["CryptoConversionConflictError"];
             };
         };
         /** @description `InsufficientFunds`: the `from_currency` wallet does not cover `from_amount` (nothing changes; the quote stays usable until it expires). `IdempotencyKeyReused`: the key was used with another request. */
@@ -11160,7 +11252,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorEnvelope"];
+                "application/json": components["schemas"]["CryptoConversionUnprocessableError"];
             };
         };
     };

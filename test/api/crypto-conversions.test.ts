@@ -141,7 +141,8 @@ describe('POST /crypto/conversions', () => {
     const caller = await cryptoCaller(app, { USDT: 1_000_000n });
     const quoted = (await quote(caller, { from_currency: 'USDT', to_currency: 'XOF', from_amount: '2' })).body.data;
     const refused = await convert(caller, quoted.id);
-    expect(refused.status).toBe(422);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(422);
+    expect(refused.body.details).toMatchObject({ currency: 'USDT', available: '1.000000', required: '2.000000' });
     expect(refused.body.error).toBe('InsufficientFunds');
     expect((await testKnex()('crypto_quotes').where({ id: quoted.id }).first()).used_at).toBeNull();
   });

@@ -43,6 +43,8 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   AccountNotEmpty: { required: ['wallets_with_balance', 'open_escrows', 'open_tontines'] },
   InvalidVerificationCode: { required: ['attempts_left'] },
   WeakPassword: { required: ['reason'] },
+  VerificationRequired: { required: ['required_tier', 'tier'] },
+  QuoteAlreadyUsed: { required: ['conversion_id'] },
 };
 
 /**
@@ -102,6 +104,9 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   verifySignUp: { '422': ['InvalidVerificationCode'] },
   confirmPasswordReset: { '422': ['InvalidVerificationCode', 'WeakPassword'] },
   changeMyPassword: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['WeakPassword', 'IdempotencyKeyReused'] },
+  createCryptoDepositAddress: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createCryptoQuote: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createCryptoConversion: { '403': ['VerificationRequired'], '409': ['QuoteExpired', 'QuoteAlreadyUsed', 'IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'IdempotencyKeyReused'] },
 };
 // Every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {

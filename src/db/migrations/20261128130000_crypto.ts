@@ -7,11 +7,12 @@ import { applyDatabaseFunctions } from '../database-functions';
  * (currencies, ledger_accounts, entries) become varchar(10); the other tables keep char(3)
  * (their foreign keys still reference currencies, and none of them holds a stablecoin).
  * Deposit addresses (one per user, asset and network), deposits (one per network, transaction
- * hash and output index, whatever how often the network reports it), conversion quotes and
- * conversions. write_apply writes the four tables.
+ * hash and output index, however often the network reports it), conversion quotes and
+ * conversions. write_apply writes the four tables; format_minor writes exponents 5 and 6.
  */
 export const FUNCTIONS = {
   write_apply: '06e15934ec8f00fd',
+  format_minor: '805e3dd53d45048e',
 };
 
 const STABLECOINS: Array<[code: string, name: string]> = [
