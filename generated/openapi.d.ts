@@ -4948,7 +4948,7 @@ export interface components {
              * @description Kind of resource the key produced.
              * @enum {string}
              */
-            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note" | "crypto_deposit_address" | "crypto_quote" | "crypto_conversion";
+            resource_type: "transfer" | "escrow" | "tontine_contribution" | "invoice" | "quote" | "credit_note";
             /**
              * Format: uuid
              * @description Identifier of that resource.
@@ -9323,7 +9323,7 @@ export interface components {
          * CryptoConversionConflictError
          * @description Error envelope of a 409 on a crypto conversion, discriminated by `error`.
          */
-        CryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        CryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * CryptoConversionUnprocessableError
          * @description Error envelope of a 422 on a crypto conversion, discriminated by `error`.
@@ -17171,7 +17171,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["CryptoForbidden"];
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -17301,7 +17301,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["CryptoForbidden"];
-            409: components["responses"]["IdempotencyConflict"];
+            409: components["responses"]["ResourceKeyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["CryptoQuoteUnprocessable"];

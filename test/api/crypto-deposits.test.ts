@@ -95,6 +95,17 @@ describe('POST /crypto/deposit-addresses', () => {
     expect(res.body.error).toBe('ValidationError');
   });
 
+  it('with an Idempotency-Key, a retry answers 409 IdempotencyKeyAlreadyProcessed naming the address', async () => {
+    const caller = await cryptoCaller(app);
+    const key = crypto.randomUUID();
+    const post = () => request(app).post('/api/crypto/deposit-addresses').set(caller.auth).set('Idempotency-Key', key).send({ asset: 'USDC', network: 'base' });
+    const first = await post();
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const retry = await post();
+    expect(retry.status).toBe(409);
+    expect(retry.body).toMatchObject({ error: 'IdempotencyKeyAlreadyProcessed', details: { resource_type: 'crypto_deposit_address', resource_id: first.body.data.id } });
+  });
+
   it('gives one address to two first calls at once', async () => {
     const caller = await cryptoCaller(app);
     const answers = await Promise.all([1, 2, 3].map(() => request(app).post('/api/crypto/deposit-addresses').set(caller.auth).send({ asset: 'USDC', network: 'solana' })));
