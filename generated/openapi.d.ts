@@ -2829,6 +2829,212 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/crypto/assets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the supported assets and networks
+         * @description The stablecoins the platform holds (`USDC`, `USDT`, exponent 6) and, for each, the networks it is received on with their address format, their confirmations to finality and whether a transfer needs a memo. Any signed-in user may read it; holding, depositing and converting need `tier_2`.
+         */
+        get: operations["listCryptoAssets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/deposit-addresses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get the caller's deposit address for an asset on a network
+         * @description Answers the caller's address for `asset` on `network`: created on the first call, the same address on every later call (one per user, asset and network). Transfers of the asset to it become deposits (`GET /crypto/deposits`), credited once final. An asset the network does not carry (USDT on `base`) answers 400. Needs `tier_2` (403 `VerificationRequired`).
+         */
+        post: operations["createCryptoDepositAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's crypto deposits
+         * @description The caller's deposits, newest first, in every state (`detected`, `confirming`, `completed`, `failed`, `reversed`). Needs `tier_2`.
+         */
+        get: operations["listCryptoDeposits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/deposits/{depositId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto deposits (another user's answers 404 as an unknown id).
+                 * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
+                 */
+                depositId: components["parameters"]["CryptoDepositId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the caller's crypto deposits
+         * @description One deposit with its confirmations so far. Another user's deposit answers 404 `CryptoDepositNotFound` as an unknown id. Needs `tier_2`.
+         */
+        get: operations["getCryptoDeposit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Quote a conversion
+         * @description Fixes the rate and the amounts of a conversion between XOF, EUR, USD, USDC and USDT for 30 seconds: give `from_amount` (what you pay, the fee included) or `to_amount` (what you receive), exactly one (400 otherwise). The fee (`CRYPTO_CONVERSION_FEE_BPS`, 0.5 % by default) is taken in `from_currency`; what remains is converted and rounded down in `to_currency`. Rates come from the rate source (the sandbox: XOF/EUR at the fixed parity 655.957, USD and the stablecoins from configuration). An amount that converts to nothing answers 422 `AmountTooSmall`. Needs `tier_2`.
+         */
+        post: operations["createCryptoQuote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/conversions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Execute a quote
+         * @description Executes one of the caller's quotes, once and before it expires, as one ledger posting through the platform's liquidity accounts: the `from_currency` wallet pays `from_amount` (fee included), the `to_currency` wallet receives `to_amount`. An expired quote answers 409 `QuoteExpired`, a used one 409 `QuoteAlreadyUsed`, a wallet that does not cover the amount 422 `InsufficientFunds` (nothing changes). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the conversion in `details` and `Location`). Records `crypto.conversion.completed`. Needs `tier_2`.
+         */
+        post: operations["createCryptoConversion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/conversions/{conversionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+                 * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+                 */
+                conversionId: components["parameters"]["CryptoConversionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the caller's conversions
+         * @description One conversion. Another user's answers 404 `ConversionNotFound` as an unknown id. Needs `tier_2`.
+         */
+        get: operations["getCryptoConversion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/crypto/networks/{network}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a simulated inbound transfer
+         * @description The network simulator sends `amount` of `asset` to `address` (one of the platform's deposit addresses): the transaction waits in the mempool and the deposit is `detected` at once. Mine blocks (`POST /test-helpers/crypto/networks/{network}/blocks`, or wait for the simulator's clock, one block every `CRYPTO_SANDBOX_BLOCK_SECONDS`) to confirm it; it is credited once it has the network's confirmations. Sending an asset to an address of the other asset makes a `failed` deposit.
+         *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["simulateCryptoDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/crypto/networks/{network}/blocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mine simulated blocks, after an optional reorganisation
+         * @description The network simulator drops the top `reorg_depth` blocks (their transactions leave the chain: deposits not yet final become `reversed`, completed ones stay completed), then mines `count` blocks (the first takes the mempool) and reports every transaction it follows: deposits move to `confirming` and, with the network's confirmations, to `completed` (credited once).
+         *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["mineCryptoBlocks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "payment.succeeded": {
@@ -4211,6 +4417,126 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "crypto.deposit.detected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.detected
+         * @description A personal event (a transfer to a deposit address was seen in the mempool), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositDetected"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.confirming": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.confirming
+         * @description A personal event (the transfer was included in a block (fewer confirmations than the network needs)), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositConfirming"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.completed
+         * @description A personal event (the deposit is final and the wallet was credited, once), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.failed
+         * @description A personal event (an asset was sent to an address of another asset: not credited), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.deposit.reversed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.reversed
+         * @description A personal event (a reorganisation removed the transaction before finality: never credited), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositReversed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.conversion.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.conversion.completed
+         * @description A personal event (a quote was executed: the wallets were debited and credited), read with `GET /events`. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoConversionCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -5167,11 +5493,17 @@ export interface components {
          */
         TransferConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["RecipientCannotReceiveError"];
         /**
-         * DecimalAmount
-         * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
-         * @example 1250.50
+         * AssetCode
+         * @description A currency a balance is held in: an ISO 4217 alphabetic code (`XOF`, `EUR`, `USD`) or a stablecoin the platform supports (`USDC`, `USDT`; see `GET /crypto/assets`).
+         * @example USDC
          */
-        DecimalAmount: string;
+        AssetCode: string;
+        /**
+         * PreciseDecimalAmount
+         * @description Exact decimal amount in major units with up to 6 decimals (the stablecoins' exponent), as a string so that no precision is lost (for example `25.000000` USDC, `16398` XOF). Never a float.
+         * @example 25.000000
+         */
+        PreciseDecimalAmount: string;
         /**
          * InsufficientFundsError
          * @description The balance does not cover the operation; `details` gives the currency, what is available and what was required (decimal strings).
@@ -5195,9 +5527,9 @@ export interface components {
                  * @description The ledger account that was short (when not the caller's wallet).
                  */
                 account_id?: string;
-                currency: components["schemas"]["CurrencyCode"];
-                available: components["schemas"]["DecimalAmount"];
-                required: components["schemas"]["DecimalAmount"];
+                currency: components["schemas"]["AssetCode"];
+                available: components["schemas"]["PreciseDecimalAmount"];
+                required: components["schemas"]["PreciseDecimalAmount"];
             };
         };
         /**
@@ -5257,13 +5589,13 @@ export interface components {
              * @description Wallet identifier.
              */
             id: string;
-            currency: components["schemas"]["CurrencyCode"];
+            currency: components["schemas"]["AssetCode"];
             /**
              * Format: int32
-             * @description Minor-unit exponent of the currency (XOF 0, EUR 2, KWD 3).
+             * @description Minor-unit exponent of the currency (XOF 0, EUR 2, KWD 3, USDC 6).
              */
             currency_exponent: number;
-            balance: components["schemas"]["DecimalAmount"];
+            balance: components["schemas"]["PreciseDecimalAmount"];
             balance_minor: components["schemas"]["MinorAmount"];
             /**
              * @description `frozen`: the wallet neither sends nor receives (a failed payout is still returned to it).
@@ -5994,6 +6326,12 @@ export interface components {
              */
             joined_at: string;
         };
+        /**
+         * DecimalAmount
+         * @description Exact decimal amount in major units, as a string so that no precision is lost (for example `1250.50` EUR, `1000000` XOF). Never a float.
+         * @example 1250.50
+         */
+        DecimalAmount: string;
         /**
          * TontineCycle
          * @description One cycle of a tontine's schedule.
@@ -7287,7 +7625,7 @@ export interface components {
         };
         /**
          * QuoteExpiredError
-         * @description The quote passed `expires_at` and can no longer be accepted; it is now canceled.
+         * @description The quote passed `expires_at` and can no longer be accepted (an invoice quote is then canceled; a crypto quote simply lapses).
          */
         QuoteExpiredError: {
             /**
@@ -8011,7 +8349,7 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up` or `refund`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up`, `refund`, `crypto_deposit` or `crypto_conversion`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
          * @example escrow
          */
         EventObjectType: string;
@@ -9399,6 +9737,530 @@ export interface components {
             rejection: "retry_allowed" | "final";
         };
         /**
+         * CryptoAssetCode
+         * @description A stablecoin the platform supports (exponent 6; see `GET /crypto/assets`).
+         * @example USDC
+         * @enum {string}
+         */
+        CryptoAssetCode: "USDC" | "USDT";
+        /**
+         * CryptoNetworkCode
+         * @description A blockchain network the platform supports (see `GET /crypto/assets` for which asset each carries).
+         * @example tron
+         * @enum {string}
+         */
+        CryptoNetworkCode: "ethereum" | "tron" | "solana" | "base";
+        /**
+         * CryptoNetwork
+         * @description A network an asset is carried on, with its address format and its confirmations to finality.
+         */
+        CryptoNetwork: {
+            code: components["schemas"]["CryptoNetworkCode"];
+            /** @description Display name. */
+            name: string;
+            /**
+             * @description `evm`: `0x` and 40 hex digits with the EIP-55 checksum (Ethereum, Base); `tron`: base58check starting with `T`; `solana`: a base58 public key of 32 bytes.
+             * @enum {string}
+             */
+            address_format: "evm" | "tron" | "solana";
+            /**
+             * Format: int32
+             * @description Blocks after which a deposit is final and credited.
+             */
+            confirmations: number;
+            /** @description Whether a transfer to this network's addresses needs a memo (none does today). */
+            memo_required: boolean;
+        };
+        /**
+         * CryptoAsset
+         * @description An asset the platform holds: a ledger currency like XOF or EUR, with its minor-unit exponent, and the networks it is received on.
+         */
+        CryptoAsset: {
+            code: components["schemas"]["CryptoAssetCode"];
+            /** @description Display name. */
+            name: string;
+            /**
+             * Format: int32
+             * @description Minor-unit exponent (6 for USDC and USDT; `1.5` USDC is `1500000` minor units).
+             */
+            exponent: number;
+            /** @description The networks the asset is received on. */
+            networks: components["schemas"]["CryptoNetwork"][];
+        };
+        /**
+         * CryptoAssetList
+         * @description The supported assets and their networks. Never paginated (`has_more` is false).
+         */
+        CryptoAssetList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["CryptoAsset"][];
+        };
+        /**
+         * CryptoAssetListResponse
+         * @description Envelope of a CryptoAssetList.
+         */
+        CryptoAssetListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoAssetList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * VerificationRequiredError
+         * @description Crypto below `tier_2`: the tier needed and the caller's.
+         */
+        VerificationRequiredError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "VerificationRequired";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The tier needed and the callers tier. */
+            details: {
+                /**
+                 * @description The tier the route needs.
+                 * @enum {string}
+                 */
+                required_tier: "tier_0" | "tier_1" | "tier_2";
+                /**
+                 * @description The caller's tier.
+                 * @enum {string}
+                 */
+                tier: "tier_0" | "tier_1" | "tier_2";
+            };
+        };
+        /**
+         * CryptoForbiddenError
+         * @description Error envelope of a 403 on a crypto route, discriminated by `error`.
+         */
+        CryptoForbiddenError: components["schemas"]["VerificationRequiredError"] | components["schemas"]["ForbiddenError"];
+        /**
+         * CreateCryptoDepositAddressRequest
+         * @description The asset and the network of the deposit address.
+         */
+        CreateCryptoDepositAddressRequest: {
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+        };
+        /**
+         * CryptoDepositAddress
+         * @description The caller's address for one asset on one network: one per user, asset and network, the same on every call.
+         */
+        CryptoDepositAddress: {
+            /**
+             * Format: uuid
+             * @description Identifier of the deposit address.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_deposit_address`.
+             * @constant
+             */
+            object: "crypto_deposit_address";
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+            /** @description The address, written as the network writes it (EIP-55 for `ethereum` and `base`, `T...` for `tron`, base58 for `solana`). */
+            address: string;
+            /** @description The memo a transfer must carry; `null` (no supported network needs one). */
+            memo: string | null;
+            /**
+             * Format: int32
+             * @description Confirmations after which a deposit to this address is credited.
+             */
+            confirmations_required: number;
+            /**
+             * Format: date-time
+             * @description When the address was created.
+             */
+            created_at: string;
+        };
+        /**
+         * CryptoDepositAddressResponse
+         * @description Envelope of a CryptoDepositAddress.
+         */
+        CryptoDepositAddressResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoDepositAddress"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CryptoDepositStatus
+         * @description `detected` (seen in the mempool) -> `confirming` (included, fewer confirmations than the network needs) -> `completed` (final: the wallet is credited, once) | `failed` (an asset sent to an address of another asset: not credited) | `reversed` (a reorganisation removed the transaction before finality: never credited). States only move forward.
+         * @enum {string}
+         */
+        CryptoDepositStatus: "detected" | "confirming" | "completed" | "failed" | "reversed";
+        /**
+         * CryptoDeposit
+         * @description An inbound transfer to one of the caller's deposit addresses: one per network, transaction hash and output index, however often and in whatever order the network reports it.
+         */
+        CryptoDeposit: {
+            /**
+             * Format: uuid
+             * @description Identifier of the deposit.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object: "crypto_deposit";
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+            /** @description The deposit address that received it. */
+            address: string;
+            /** @description The transaction's hash, as the network writes it. */
+            tx_hash: string;
+            /**
+             * Format: int32
+             * @description The transfer's index within its transaction.
+             */
+            output_index: number;
+            amount: components["schemas"]["PreciseDecimalAmount"];
+            amount_minor: components["schemas"]["MinorAmount"];
+            status: components["schemas"]["CryptoDepositStatus"];
+            /**
+             * Format: int32
+             * @description Confirmations seen so far (0 in the mempool).
+             */
+            confirmations: number;
+            /**
+             * Format: int32
+             * @description Confirmations after which it is credited (the network's).
+             */
+            confirmations_required: number;
+            /** @description Why it failed (`failed` only). */
+            failure_reason: string | null;
+            /**
+             * Format: date-time
+             * @description When the platform first saw it.
+             */
+            detected_at: string;
+            /**
+             * Format: date-time
+             * @description When it became final and was credited.
+             */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When a reorganisation removed it.
+             */
+            reversed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it failed.
+             */
+            failed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the deposit was recorded.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Its last change.
+             */
+            updated_at: string;
+        };
+        /**
+         * CryptoDepositList
+         * @description A page of the caller's deposits, newest first.
+         */
+        CryptoDepositList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["CryptoDeposit"][];
+        };
+        /**
+         * CryptoDepositListResponse
+         * @description Envelope of a CryptoDepositList.
+         */
+        CryptoDepositListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoDepositList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CryptoDepositResponse
+         * @description Envelope of a CryptoDeposit.
+         */
+        CryptoDepositResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoDeposit"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ConvertibleCurrency
+         * @description A currency a conversion takes or gives (XOF, EUR, USD, and the stablecoins USDC and USDT).
+         * @example USDC
+         * @enum {string}
+         */
+        ConvertibleCurrency: "XOF" | "EUR" | "USD" | "USDC" | "USDT";
+        /**
+         * CreateCryptoQuoteRequest
+         * @description What to convert: `from_amount` (what you pay, fee included) or `to_amount` (what you receive), exactly one of them, in major units of its currency as a decimal string.
+         */
+        CreateCryptoQuoteRequest: {
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount?: components["schemas"]["PreciseDecimalAmount"];
+            to_amount?: components["schemas"]["PreciseDecimalAmount"];
+        };
+        /**
+         * CryptoRate
+         * @description Units of `to_currency` per unit of `from_currency` (major units), rounded down to 10 decimals, as a decimal string. The amounts are computed from the exact rate, never from this rounded text.
+         * @example 655.957
+         */
+        CryptoRate: string;
+        /**
+         * CryptoQuote
+         * @description A conversion's terms, fixed for 30 seconds: what the caller pays in `from_currency` (`from_amount`, the `fee` included, in `from_currency`), what it receives in `to_currency`, at `rate`. `POST /crypto/conversions` executes it once, before `expires_at`.
+         */
+        CryptoQuote: {
+            /**
+             * Format: uuid
+             * @description Identifier of the quote.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_quote`.
+             * @constant
+             */
+            object: "crypto_quote";
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount: components["schemas"]["PreciseDecimalAmount"];
+            from_amount_minor: components["schemas"]["MinorAmount"];
+            to_amount: components["schemas"]["PreciseDecimalAmount"];
+            to_amount_minor: components["schemas"]["MinorAmount"];
+            fee: components["schemas"]["PreciseDecimalAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+            rate: components["schemas"]["CryptoRate"];
+            /**
+             * Format: date-time
+             * @description When the quote expires (30 seconds after it was made).
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the quote was made.
+             */
+            created_at: string;
+        };
+        /**
+         * CryptoQuoteResponse
+         * @description Envelope of a CryptoQuote.
+         */
+        CryptoQuoteResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoQuote"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * AmountTooSmallError
+         * @description A crypto quote whose amount converts to nothing after the fee.
+         */
+        AmountTooSmallError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AmountTooSmall";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * CryptoQuoteUnprocessableError
+         * @description Error envelope of a 422 on a crypto quote, discriminated by `error`.
+         */
+        CryptoQuoteUnprocessableError: components["schemas"]["AmountTooSmallError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * CreateCryptoConversionRequest
+         * @description The quote to execute.
+         */
+        CreateCryptoConversionRequest: {
+            /**
+             * Format: uuid
+             * @description A quote of the caller's, not expired and not used yet.
+             */
+            quote_id: string;
+        };
+        /**
+         * CryptoConversion
+         * @description A quote executed: one ledger posting through the platform's liquidity accounts (the caller's `from_currency` wallet paid `from_amount`, its `to_currency` wallet received `to_amount`).
+         */
+        CryptoConversion: {
+            /**
+             * Format: uuid
+             * @description Identifier of the conversion.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_conversion`.
+             * @constant
+             */
+            object: "crypto_conversion";
+            /**
+             * Format: uuid
+             * @description The quote it executed.
+             */
+            quote_id: string;
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount: components["schemas"]["PreciseDecimalAmount"];
+            from_amount_minor: components["schemas"]["MinorAmount"];
+            to_amount: components["schemas"]["PreciseDecimalAmount"];
+            to_amount_minor: components["schemas"]["MinorAmount"];
+            fee: components["schemas"]["PreciseDecimalAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+            rate: components["schemas"]["CryptoRate"];
+            /**
+             * @description Always `completed` (a conversion is made in one posting, or not at all).
+             * @enum {string}
+             */
+            status: "completed";
+            /**
+             * Format: date-time
+             * @description When the conversion was made.
+             */
+            created_at: string;
+        };
+        /**
+         * CryptoConversionResponse
+         * @description Envelope of a CryptoConversion.
+         */
+        CryptoConversionResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoConversion"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * QuoteAlreadyUsedError
+         * @description A conversion already executed the crypto quote.
+         */
+        QuoteAlreadyUsedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "QuoteAlreadyUsed";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The conversion that used it. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The conversion that executed the quote.
+                 */
+                conversion_id: string | null;
+            };
+        };
+        /**
+         * CryptoConversionConflictError
+         * @description Error envelope of a 409 on a crypto conversion, discriminated by `error`.
+         */
+        CryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * CryptoConversionUnprocessableError
+         * @description Error envelope of a 422 on a crypto conversion, discriminated by `error`.
+         */
+        CryptoConversionUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * SimulateCryptoDepositRequest
+         * @description An inbound transfer for the network simulator to send.
+         */
+        SimulateCryptoDepositRequest: {
+            /** @description One of the platform's deposit addresses on the network. */
+            address: string;
+            asset: components["schemas"]["CryptoAssetCode"];
+            amount: components["schemas"]["PreciseDecimalAmount"];
+        };
+        /**
+         * MineCryptoBlocksRequest
+         * @description Blocks for the network simulator to mine, after an optional reorganisation.
+         */
+        MineCryptoBlocksRequest: {
+            /**
+             * Format: int32
+             * @description Blocks to mine (the first takes every transaction waiting in the mempool).
+             */
+            count: number;
+            /**
+             * Format: int32
+             * @description Blocks dropped from the top of the chain first: their transactions leave it, and deposits not yet final become `reversed`.
+             * @default 0
+             */
+            reorg_depth: number;
+        };
+        /**
+         * CryptoNetworkState
+         * @description A simulated network after blocks were mined.
+         */
+        CryptoNetworkState: {
+            /**
+             * @description Always `crypto_network`.
+             * @constant
+             */
+            object: "crypto_network";
+            network: components["schemas"]["CryptoNetworkCode"];
+            /**
+             * Format: int64
+             * @description The chain's height now.
+             */
+            height: number;
+            /**
+             * Format: int32
+             * @description The network's confirmations to finality.
+             */
+            confirmations_required: number;
+        };
+        /**
+         * CryptoNetworkStateResponse
+         * @description Envelope of a CryptoNetworkState.
+         */
+        CryptoNetworkStateResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoNetworkState"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
          * PaymentSucceededEvent
          * @description The `payment.succeeded` event; `data.object` is the payment as the API returns it.
          */
@@ -10745,6 +11607,120 @@ export interface components {
                 object?: components["schemas"]["Refund"];
             };
         };
+        /**
+         * CryptoDepositDetectedEvent
+         * @description The `crypto.deposit.detected` event (a transfer to a deposit address was seen in the mempool); `data.object` is the deposit.
+         */
+        CryptoDepositDetectedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.detected`.
+             * @constant
+             */
+            type?: "crypto.deposit.detected";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositConfirmingEvent
+         * @description The `crypto.deposit.confirming` event (the transfer was included in a block (fewer confirmations than the network needs)); `data.object` is the deposit.
+         */
+        CryptoDepositConfirmingEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.confirming`.
+             * @constant
+             */
+            type?: "crypto.deposit.confirming";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositCompletedEvent
+         * @description The `crypto.deposit.completed` event (the deposit is final and the wallet was credited, once); `data.object` is the deposit.
+         */
+        CryptoDepositCompletedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.completed`.
+             * @constant
+             */
+            type?: "crypto.deposit.completed";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositFailedEvent
+         * @description The `crypto.deposit.failed` event (an asset was sent to an address of another asset: not credited); `data.object` is the deposit.
+         */
+        CryptoDepositFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.failed`.
+             * @constant
+             */
+            type?: "crypto.deposit.failed";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositReversedEvent
+         * @description The `crypto.deposit.reversed` event (a reorganisation removed the transaction before finality: never credited); `data.object` is the deposit.
+         */
+        CryptoDepositReversedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.reversed`.
+             * @constant
+             */
+            type?: "crypto.deposit.reversed";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoConversionCompletedEvent
+         * @description The `crypto.conversion.completed` event (a quote was executed); `data.object` is the conversion.
+         */
+        CryptoConversionCompletedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.conversion.completed`.
+             * @constant
+             */
+            type?: "crypto.conversion.completed";
+            /**
+             * @description Always `crypto_conversion`.
+             * @constant
+             */
+            object_type?: "crypto_conversion";
+            data?: {
+                object?: components["schemas"]["CryptoConversion"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -11228,6 +12204,54 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `VerificationRequired`: crypto is open to verified users only (`tier_2`); `details` names the tier needed and the caller's. `ApiKeyNotAllowed`: an API key was sent (crypto routes act for a person). */
+        CryptoForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoForbiddenError"];
+            };
+        };
+        /** @description `AmountTooSmall`: the amount converts to nothing after the fee. `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoQuoteUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoQuoteUnprocessableError"];
+            };
+        };
+        /** @description `QuoteExpired`: the quote's 30 seconds have passed (ask for a new one). `QuoteAlreadyUsed`: a conversion already executed it (`details.conversion_id`). `IdempotencyKeyAlreadyProcessed`: the key already made a conversion (`details` and `Location` name it). `ConcurrentOperation`: a request with the key is still running (`Retry-After`). */
+        CryptoConversionConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoConversionConflictError"];
+            };
+        };
+        /** @description `InsufficientFunds`: the `from_currency` wallet does not cover `from_amount` (nothing changes; the quote stays usable until it expires). `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoConversionUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoConversionUnprocessableError"];
+            };
+        };
     };
     parameters: {
         /**
@@ -11352,6 +12376,26 @@ export interface components {
         VerificationSessionId: string;
         /** @description Only sessions with this status (`needs_review`: the review queue). */
         VerificationSessionStatusFilter: components["schemas"]["VerificationSessionStatus"];
+        /**
+         * @description Identifier of one of the caller's crypto deposits (another user's answers 404 as an unknown id).
+         * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
+         */
+        CryptoDepositId: string;
+        /**
+         * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+         * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+         */
+        CryptoConversionId: string;
+        /**
+         * @description The simulated network.
+         * @example tron
+         */
+        CryptoNetworkPath: components["schemas"]["CryptoNetworkCode"];
+        /**
+         * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: a test helper has no caller to scope a key to. Each request is answered on its own (a retried transfer is a second transfer).
+         * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+         */
+        IdempotencyKeyTestHelper: string;
     };
     requestBodies: never;
     headers: {
@@ -17614,6 +18658,424 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listCryptoAssets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The assets and their networks. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoAssetListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCryptoDepositAddress: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoDepositAddressRequest"];
+            };
+        };
+        responses: {
+            /** @description The deposit address (the same one on every call). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositAddressResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            409: components["responses"]["ResourceKeyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCryptoDeposits: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deposits. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCryptoDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto deposits (another user's answers 404 as an unknown id).
+                 * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
+                 */
+                depositId: components["parameters"]["CryptoDepositId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deposit. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `CryptoDepositNotFound`: no deposit of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCryptoQuote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoQuoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The quote, good for 30 seconds. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoQuoteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            409: components["responses"]["ResourceKeyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoQuoteUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCryptoConversion: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoConversionRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversion. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoConversionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `QuoteNotFound`: no quote of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["CryptoConversionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoConversionUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCryptoConversion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+                 * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+                 */
+                conversionId: components["parameters"]["CryptoConversionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversion. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoConversionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `ConversionNotFound`: no conversion of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    simulateCryptoDeposit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: a test helper has no caller to scope a key to. Each request is answered on its own (a retried transfer is a second transfer).
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyTestHelper"];
+            };
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SimulateCryptoDepositRequest"];
+            };
+        };
+        responses: {
+            /** @description The deposit, as the platform recorded it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoDepositResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. `DepositAddressNotFound`: the address is not one of the platform's deposit addresses on the network. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    mineCryptoBlocks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: a test helper has no caller to scope a key to. Each request is answered on its own (a retried transfer is a second transfer).
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyTestHelper"];
+            };
+            path: {
+                /**
+                 * @description The simulated network.
+                 * @example tron
+                 */
+                network: components["parameters"]["CryptoNetworkPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MineCryptoBlocksRequest"];
+            };
+        };
+        responses: {
+            /** @description The network after mining. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoNetworkStateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. `DepositAddressNotFound`: the address is not one of the platform's deposit addresses on the network. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     webhookPaymentSucceeded: {
         parameters: {
             query?: never;
@@ -19596,6 +21058,180 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RefundFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositDetected: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositDetectedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositConfirming: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositConfirmingEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositReversed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositReversedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoConversionCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoConversionCompletedEvent"];
             };
         };
         responses: {

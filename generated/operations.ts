@@ -121,6 +121,15 @@ export const OPERATIONS = {
   listAllVerificationSessions: {"method":"get","path":"/admin/verification-sessions","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   approveVerificationSession: {"method":"post","path":"/admin/verification-sessions/{sessionId}/approve","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":false,"access":null},
   rejectVerificationSession: {"method":"post","path":"/admin/verification-sessions/{sessionId}/reject","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":false,"access":null},
+  listCryptoAssets: {"method":"get","path":"/crypto/assets","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  createCryptoDepositAddress: {"method":"post","path":"/crypto/deposit-addresses","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
+  listCryptoDeposits: {"method":"get","path":"/crypto/deposits","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  getCryptoDeposit: {"method":"get","path":"/crypto/deposits/{depositId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  createCryptoQuote: {"method":"post","path":"/crypto/quotes","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
+  createCryptoConversion: {"method":"post","path":"/crypto/conversions","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"required","testHelper":false,"access":null},
+  getCryptoConversion: {"method":"get","path":"/crypto/conversions/{conversionId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  simulateCryptoDeposit: {"method":"post","path":"/test-helpers/crypto/networks/{network}/deposits","secured":false,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":true,"access":null},
+  mineCryptoBlocks: {"method":"post","path":"/test-helpers/crypto/networks/{network}/blocks","secured":false,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":true,"access":null},
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { parseDatabaseUrl } from './db/multi-host';
 import type { DatabaseReadConfig } from './db/read-routing';
 import { boolean, ConfigError, webhookSecret, delays, type Env, integer, minorAmountsByCurrency, oneOf, url } from './config-values';
+import { readCryptoConfig, type CryptoConfig } from './config-crypto';
 import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 
 export { ConfigError } from './config-values';
@@ -142,6 +143,7 @@ export interface Config {
   pii: PiiKeyring;
   identity: IdentityConfig;
   notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
+  crypto: CryptoConfig;
 }
 
 /** NOTIFIER (`sandbox`: the outbox; no default in production) and OUTBOX_RETENTION_HOURS. */
@@ -321,6 +323,7 @@ function readConfig(env: Env): Config {
     // Last: the secrets' own errors come first.
     ...sharedRateLimitStore(env, nodeEnv),
     notifications: readNotifications(env, nodeEnv),
+    crypto: readCryptoConfig(env, nodeEnv, env.JWT_SECRET || DEFAULT_JWT_SECRET),
   };
 }
 

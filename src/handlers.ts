@@ -3,6 +3,7 @@ import type { PostingOperations } from './http/mount-operations';
 import { accountHandlers } from './modules/accounts';
 import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
+import { cryptoHandlers, cryptoWritePath } from './modules/crypto';
 import { escrowHandlers, escrowPostings, escrowWritePath } from './modules/escrows';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
@@ -67,6 +68,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...organizationHandlers(services.organizations, services.verifications),
     ...notificationsHandlers(services.outbox),
     ...onboardingHandlers(services.signup, services.passwordChanges, services.sessions),
+    ...cryptoHandlers(services.cryptoDeposits, services.cryptoConversions),
   };
 }
 
@@ -74,4 +76,4 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath];
+export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath, ...cryptoWritePath];

@@ -7,6 +7,7 @@ import { CONTRACT_VERSION } from './contract';
 import { AccountService } from './modules/accounts';
 import { DocumentService } from './modules/documents';
 import { PiiCipher } from './pii-cipher';
+import { cryptoServices } from './modules/crypto';
 import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService, escrowStatusOf, lockEscrowsForPostings } from './modules/escrows';
@@ -53,6 +54,12 @@ export interface ServiceDeps {
  * registers itself with another in its constructor, and no module keeps a registry of its own.
  */
 export function buildServices(deps: ServiceDeps) {
+  // Crypto: over the network simulator and the sandbox rates (CRYPTO_NETWORK=sandbox).
+  return { ...coreServices(deps), ...cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock: deps.now ?? systemClock }) };
+}
+
+/** Every service but crypto's (see buildServices). */
+function coreServices(deps: ServiceDeps) {
   const { config, knex, redis } = deps;
   const clock = deps.now ?? systemClock;
   const tokens = new TokenService(config.jwt);

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../http/metrics';
 import { authJobs } from '../modules/auth';
+import { cryptoJobs } from '../modules/crypto';
 import { escrowJobs } from '../modules/escrows';
 import { eventsJobs } from '../modules/events';
 import { idempotencyJobs } from '../modules/idempotency';
@@ -36,6 +37,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...identityJobs(services.identity, config.identity, logger),
     ...onboardingJobs(services.signup, logger),
     ...topUpJobs(services.topUps, logger),
+    ...cryptoJobs(services.cryptoDeposits, config.crypto),
   ];
 }
 

@@ -90,6 +90,9 @@ function smallestUnit(kind: Kind, exponent: number): number | string {
   return kind === 'number' ? Number(decimal) : decimal;
 }
 
+/** The stablecoins (codes beyond ISO 4217's three letters) are held in wallets and moved by the crypto routes only: the fields those answer carry them. */
+const carriesStablecoins = (field: AmountField): boolean => /Wallet|Crypto|crypto|InsufficientFunds/.test(field.pointer);
+
 let currencies: Array<{ code: string; exponent: number }> = [];
 beforeAll(async () => {
   currencies = (await testKnex()('currencies').select('code', 'exponent').orderBy('code')) as Array<{ code: string; exponent: number }>;
@@ -128,6 +131,7 @@ describe('amount fields follow the currency minor unit', () => {
       const validate = ajv.getSchema(`contract#${field.pointer}`);
       if (!validate) throw new Error(`no schema at ${field.pointer}`);
       for (const { code, exponent } of currencies) {
+        if (!/^[A-Z]{3}$/.test(code) && !carriesStablecoins(field)) continue;
         const value = smallestUnit(field.kind, exponent);
         if (!validate(value)) refused.push(`${field.pointer} refuses ${JSON.stringify(value)} (${code}): ${ajv.errorsText(validate.errors)}`);
       }

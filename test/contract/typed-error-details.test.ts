@@ -47,6 +47,8 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   RefundExceedsPayment: { required: ['amount_minor', 'refundable_minor'] },
   PaymentNotRefundable: { required: ['status'] },
   AccountFrozen: { required: ['account_id'] },
+  VerificationRequired: { required: ['required_tier', 'tier'] },
+  QuoteAlreadyUsed: { required: ['conversion_id'] },
 };
 
 /**
@@ -108,6 +110,9 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   verifySignUp: { '422': ['InvalidVerificationCode'] },
   confirmPasswordReset: { '422': ['InvalidVerificationCode', 'WeakPassword'] },
   changeMyPassword: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['WeakPassword', 'IdempotencyKeyReused'] },
+  createCryptoDepositAddress: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createCryptoQuote: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createCryptoConversion: { '403': ['VerificationRequired'], '409': ['QuoteExpired', 'QuoteAlreadyUsed', 'IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'IdempotencyKeyReused'] },
 };
 // Every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {

@@ -30,7 +30,9 @@ export type EventSubjectType =
   | 'verification_session'
   | 'user'
   | 'top_up'
-  | 'refund';
+  | 'refund'
+  | 'crypto_deposit'
+  | 'crypto_conversion';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

@@ -73,6 +73,12 @@ export const EVENT_OBJECT_TYPES = {
   'top_up.succeeded': 'top_up',
   'top_up.failed': 'top_up',
   'top_up.reversed': 'top_up',
+  'crypto.deposit.detected': 'crypto_deposit',
+  'crypto.deposit.confirming': 'crypto_deposit',
+  'crypto.deposit.completed': 'crypto_deposit',
+  'crypto.deposit.failed': 'crypto_deposit',
+  'crypto.deposit.reversed': 'crypto_deposit',
+  'crypto.conversion.completed': 'crypto_conversion',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;

@@ -26,6 +26,8 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   tontine: undefined,
   top_up: undefined,
   refund: 'listPaymentRefunds',
+  crypto_deposit: undefined,
+  crypto_conversion: undefined,
 };
 
 /** Whether the caller may call an operation (its role's rule, or its key's scopes, and the module enabled). */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { ValidationError } from '../../errors';
 
 export interface Currency {
-  /** ISO 4217 alphabetic code, upper case. */
+  /** ISO 4217 alphabetic code, upper case, or a stablecoin (USDC, USDT). */
   code: string;
   /** Minor-unit exponent: XOF 0, EUR 2, KWD 3. */
   exponent: number;
@@ -27,7 +27,7 @@ export class CurrencyRepository {
   async find(db: Knex | Knex.Transaction, code: string): Promise<Currency | undefined> {
     const cached = this.cache.get(code);
     if (cached) return cached;
-    if (!/^[A-Z]{3}$/.test(code)) return undefined;
+    if (!/^[A-Z][A-Z0-9]{2,9}$/.test(code)) return undefined;
     const row = (await db('currencies').where({ code }).first()) as CurrencyRow | undefined;
     if (!row) return undefined;
     const currency = toCurrency(row);

@@ -61,7 +61,7 @@ export function toAccount(row: AccountRow): LedgerAccount {
  */
 function identitiesJoin(columns: string): string {
   const branch = (owner: string, ref: string) =>
-    `SELECT ${columns} FROM unnest($1::text[], $2::uuid[], $3::bpchar[], $4::text[], $5::text[]) WITH ORDINALITY AS i(owner_type, owner_id, currency, kind, external_ref, n)
+    `SELECT ${columns} FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS i(owner_type, owner_id, currency, kind, external_ref, n)
        JOIN ledger_accounts a ON a.owner_type = i.owner_type AND a.currency = i.currency AND a.kind = i.kind AND ${owner} AND ${ref}`;
   return [
     branch('a.owner_id = i.owner_id', 'a.external_ref IS NULL AND i.external_ref IS NULL'),

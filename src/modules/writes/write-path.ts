@@ -47,7 +47,20 @@ export interface PlannedPosting {
 }
 
 /** The tables the path writes (write_apply refuses any other). */
-export type WritableTable = 'escrows' | 'tontines' | 'tontine_cycles' | 'tontine_contributions' | 'tontine_members' | 'transfers' | 'top_ups' | 'refunds' | 'payouts';
+export type WritableTable =
+  | 'escrows'
+  | 'tontines'
+  | 'tontine_cycles'
+  | 'tontine_contributions'
+  | 'tontine_members'
+  | 'transfers'
+  | 'top_ups'
+  | 'refunds'
+  | 'payouts'
+  | 'crypto_deposit_addresses'
+  | 'crypto_deposits'
+  | 'crypto_quotes'
+  | 'crypto_conversions';
 
 /** A row the decision inserts, or updates while it still shows what the decision read (`expect`). */
 export interface RowChange {

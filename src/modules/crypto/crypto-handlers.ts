@@ -1,0 +1,56 @@
+import { pageRequest, type Handlers } from '../../contract';
+import { cryptoCatalog } from './crypto-catalog';
+import type { CryptoConversionService } from './crypto-conversion-service';
+import type { CryptoDepositService } from './crypto-deposit-service';
+
+/** The crypto operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
+export const cryptoWritePath = ['createCryptoDepositAddress', 'createCryptoQuote', 'createCryptoConversion'] as const satisfies readonly CryptoOperation[];
+
+type CryptoOperation =
+  | 'listCryptoAssets'
+  | 'createCryptoDepositAddress'
+  | 'listCryptoDeposits'
+  | 'getCryptoDeposit'
+  | 'simulateCryptoDeposit'
+  | 'mineCryptoBlocks'
+  | 'createCryptoQuote'
+  | 'createCryptoConversion'
+  | 'getCryptoConversion';
+
+/** The contract's `CryptoAsset` list, from the shipped catalogue. */
+function assetList() {
+  const data = cryptoCatalog.assets().map((asset) => ({
+    code: asset.code,
+    name: asset.name,
+    exponent: asset.exponent,
+    networks: asset.networks.flatMap((code) => {
+      const network = cryptoCatalog.network(code);
+      return network ? [{ code: network.code, name: network.name, address_format: network.addressFormat, confirmations: network.confirmations, memo_required: network.memoRequired }] : [];
+    }),
+  }));
+  return { object: 'list' as const, data, has_more: false, next_cursor: null };
+}
+
+/** The crypto operations of the contract, keyed by operationId (the validator checked every input). */
+export function cryptoHandlers(deposits: CryptoDepositService, conversions: CryptoConversionService): Handlers<CryptoOperation> {
+  return {
+    listCryptoAssets: () => Promise.resolve({ data: assetList() }),
+    async createCryptoDepositAddress({ trx, caller, body }) {
+      const { view, resource } = await deposits.depositAddress(trx, caller.userId, body.asset, body.network);
+      return { status: 201, data: view, resource };
+    },
+    listCryptoDeposits: async ({ caller, query }) => ({ data: await deposits.list(caller.userId, pageRequest(query)) }),
+    getCryptoDeposit: async ({ caller, path }) => ({ data: await deposits.get(caller.userId, path.depositId) }),
+    simulateCryptoDeposit: async ({ path, body }) => ({ status: 201, data: await deposits.simulateDeposit(path.network, body) }),
+    async createCryptoQuote({ trx, caller, body }) {
+      const { view, resource } = await conversions.quote(trx, caller.userId, { fromCurrency: body.from_currency, toCurrency: body.to_currency, fromAmount: body.from_amount, toAmount: body.to_amount });
+      return { status: 201, data: view, resource };
+    },
+    async createCryptoConversion({ trx, caller, body }) {
+      const { view, resource } = await conversions.convert(trx, caller.userId, body.quote_id);
+      return { status: 201, data: view, resource };
+    },
+    getCryptoConversion: async ({ caller, path }) => ({ data: await conversions.getConversion(caller.userId, path.conversionId) }),
+    mineCryptoBlocks: async ({ path, body }) => ({ data: await deposits.mineBlocks(path.network, body.count, body.reorg_depth ?? 0) }),
+  };
+}

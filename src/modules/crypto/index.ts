@@ -1,0 +1,31 @@
+/** Public face of the crypto module: stablecoin assets and networks, deposits, the network port and its simulator, quotes and conversions. */
+import type { Knex } from 'knex';
+import type { Clock } from '../../clock';
+import type { CryptoConfig } from '../../config-crypto';
+import { CryptoConversionService } from './crypto-conversion-service';
+import { CryptoDepositService } from './crypto-deposit-service';
+import { SandboxCryptoNetwork } from './crypto-network';
+import { SandboxRateSource } from './crypto-rates';
+
+export { cryptoCatalog, type CryptoAsset, type CryptoNetwork } from './crypto-catalog';
+export { derivedAddress, eip55, isValidAddress } from './crypto-addresses';
+export { SandboxCryptoNetwork, type CryptoNetworkPort, type TransferObservation } from './crypto-network';
+export { depositStep } from './crypto-deposit-lifecycle';
+export { CryptoDepositService } from './crypto-deposit-service';
+export { CryptoConversionService } from './crypto-conversion-service';
+export { conversionPosting, formatRate, quoteAmounts, rateBetween } from './crypto-quote';
+export { SandboxRateSource, type RateSource } from './crypto-rates';
+export { cryptoHandlers, cryptoWritePath } from './crypto-handlers';
+export { cryptoJobs } from './crypto-jobs';
+
+/**
+ * The crypto services over the adapters CRYPTO_NETWORK names (the sandbox only, so far): the
+ * network simulator reports to the deposits, the sandbox rates quote the conversions.
+ */
+export function cryptoServices(deps: { knex: Knex; config: CryptoConfig; clock: Clock }) {
+  const network = new SandboxCryptoNetwork(deps.config.addressSecret);
+  return {
+    cryptoDeposits: new CryptoDepositService({ knex: deps.knex, network, sandbox: network, clock: deps.clock }),
+    cryptoConversions: new CryptoConversionService({ knex: deps.knex, rates: new SandboxRateSource(deps.config.rates), clock: deps.clock, feeBps: deps.config.conversionFeeBps }),
+  };
+}
