@@ -23,7 +23,7 @@ import { join, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { createKnex } from '../../src/db/database';
 import { CHECKS, runChecks, type CheckReport } from '../drill/checks';
-import { configureWorkload, DRILL_RATE_LIMITS, escrows, JOURNAL, login, state, stats, transfers, USERS } from '../drill/workload';
+import { configureWorkload, DRILL_RATE_LIMITS, escrows, JOURNAL, login, state, stats, topUps, transfers, USERS } from '../drill/workload';
 
 const ROOT = resolve(__dirname, '../..');
 const env = process.env;
@@ -92,6 +92,8 @@ const secrets = {
   API_KEY_PEPPER: crypto.randomBytes(32).toString('hex'),
   PII_ENCRYPTION_KEY: `drill:${crypto.randomBytes(32).toString('hex')}`,
   MOBILE_MONEY_CALLBACK_SECRET: `whsec_${crypto.randomBytes(32).toString('base64')}`,
+  CRYPTO_NETWORK: 'sandbox',
+  CRYPTO_ADDRESS_SECRET: crypto.randomBytes(32).toString('hex'),
   // Production names its notifier; the drill sends no message, the sandbox keeps none.
   NOTIFIER: 'sandbox',
 };
@@ -278,12 +280,15 @@ async function main(): Promise<number> {
     configureWorkload({
       apis: API_PORTS.map((port) => `http://127.0.0.1:${port}/api`),
       onAttempt: ({ began, ended, status, error }) => attempts.push({ began, ended, status, error, ok: status >= 200 && status < 500 && !(status === 409 && error === 'ConcurrentOperation') }),
+      mobileMoneyCallbackSecret: secrets.MOBILE_MONEY_CALLBACK_SECRET,
     });
     for (const user of USERS) await login(user);
 
-    const plan = { transfers: 120 * SCALE, escrows: 12 * SCALE };
-    const total = plan.transfers + plan.escrows * 2;
-    log(`workload: ${plan.transfers} transfers (6 workers, more until both faults struck), ${plan.escrows} escrow lifecycles (2 workers), over both instances`);
+    const plan = { transfers: 120 * SCALE, escrows: 12 * SCALE, topUps: 12 * SCALE };
+    const total = plan.transfers + plan.escrows * 2 + plan.topUps * 2;
+    log(
+      `workload: ${plan.transfers} transfers (6 workers, more until both faults struck), ${plan.escrows} escrow lifecycles (2 workers), ${plan.topUps} top-ups settled by signed callbacks (1 worker), over both instances`,
+    );
     const faultRunner = (async () => {
       while (state.progress < 0.2 * total) await sleep(100);
       await switchover();
@@ -299,6 +304,7 @@ async function main(): Promise<number> {
     const workers = [
       ...Array.from({ length: 6 }, () => transfers(plan.transfers / 6)),
       ...Array.from({ length: 2 }, () => escrows(plan.escrows / 2)),
+      topUps(plan.topUps),
     ];
     await Promise.all([...workers, faultRunner]);
     state.progress = Number.MAX_SAFE_INTEGER;
@@ -319,7 +325,7 @@ async function main(): Promise<number> {
     for (const w of windows) log(`write-failure window of the ${w.fault.name}: ${w.seconds.toFixed(1)} s (${w.failed} failed write attempts)`);
 
     db = createKnex(dbUrl, 'postgres', 2);
-    const wanted = ['ledger:', 'transfers:', 'escrows:', 'escrow holding:'];
+    const wanted = ['ledger:', 'transfers:', 'escrows:', 'escrow holding:', 'top-ups:'];
     const reports: CheckReport[] = await runChecks({ db, journal: JOURNAL }, CHECKS.filter((check) => wanted.some((prefix) => check.name.startsWith(prefix))));
     const acknowledged = JOURNAL.filter((e) => e.outcome === 'acknowledged').length;
     reports.unshift({ name: `journal: ${acknowledged} acknowledged operations, each checked below`, violations: acknowledged > 0 ? [] : ['nothing was acknowledged'], info: [] });

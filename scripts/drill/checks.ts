@@ -8,7 +8,7 @@ import { reconcile } from '../../src/modules/ledger';
 
 /** What the client was told about one logical operation (all its retries, one key). */
 export interface JournalEntry {
-  kind: 'transfer' | 'payment' | 'escrow_create' | 'escrow_fund' | 'escrow_deliver' | 'escrow_accept' | 'tontine_contribution';
+  kind: 'transfer' | 'payment' | 'escrow_create' | 'escrow_fund' | 'escrow_deliver' | 'escrow_accept' | 'tontine_contribution' | 'top_up' | 'top_up_settlement';
   /** A marker the operation leaves on its effect: a transfer's note, an escrow's or payment's reference. */
   marker: string;
   /** acknowledged: a 2xx (or a replay naming the first answer); refused: a final 4xx; unknown: no answer after every retry. */
@@ -98,6 +98,21 @@ export const CHECKS: Check[] = [
       const violations = exactlyOnce(entries, effects, 'transfer');
       const orphans = (await db.raw(`SELECT count(*)::int AS n FROM transfers t LEFT JOIN postings p ON p.id = t.posting_id WHERE p.id IS NULL`)).rows[0].n as number;
       if (orphans > 0) violations.push(`${orphans} transfer(s) without their posting`);
+      return violations;
+    },
+  },
+  {
+    name: 'top-ups: every acknowledged one exists once, each acknowledged settlement credited its wallet once, refused ones nothing',
+    run: async ({ db, journal }) => {
+      const creates = journal.filter((e) => e.kind === 'top_up');
+      const violations = exactlyOnce(creates, await effectsByMarker(db, 'SELECT msisdn AS marker, id FROM top_ups WHERE msisdn = ANY(?)', creates.map((e) => e.marker)), 'top-up');
+      const settlements = journal.filter((e) => e.kind === 'top_up_settlement').map((e) => ({ ...e, resourceId: undefined }));
+      const credits = await effectsByMarker(
+        db,
+        `SELECT t.msisdn AS marker, p.id FROM top_ups t JOIN postings p ON p.kind = 'top_up.credit' AND p.reference = t.id::text WHERE t.msisdn = ANY(?)`,
+        settlements.map((e) => e.marker),
+      );
+      violations.push(...exactlyOnce(settlements, credits, 'top-up credit'));
       return violations;
     },
   },

@@ -3,6 +3,7 @@
 // told (acknowledged, refused, unknown) for the checks of checks.ts, and the demo users'
 // transfers and escrow lifecycles. One drill per process: the state is the module's.
 import crypto from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import type { JournalEntry } from './checks';
 
 const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
@@ -12,6 +13,8 @@ export interface WorkloadOptions {
   apis: string[];
   /** Told of every money request sent: when it began and ended, and its status (0: no answer). */
   onAttempt?: (attempt: { began: number; ended: number; status: number; error?: string; method: string }) => void;
+  /** The instances' MOBILE_MONEY_CALLBACK_SECRET: the drill plays the mobile-money rail and signs its callbacks. */
+  mobileMoneyCallbackSecret?: string;
 }
 
 const options: WorkloadOptions = { apis: [] };
@@ -32,9 +35,9 @@ export interface Answer {
 }
 export const stats = { requests: 0, networkErrors: 0, status5xx: new Map<number, number>(), retries: 0, samples5xx: [] as string[] };
 
-export async function call(method: string, path: string, token: string | undefined, body?: unknown, key?: string): Promise<Answer> {
+export async function call(method: string, path: string, token: string | undefined, body?: unknown, key?: string, extraHeaders: Record<string, string> = {}): Promise<Answer> {
   stats.requests += 1;
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
   if (token) headers.authorization = `Bearer ${token}`;
   if (key) headers['idempotency-key'] = key;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -166,6 +169,46 @@ export async function escrows(count: number): Promise<void> {
     if (delivered.outcome !== 'acknowledged') continue;
     const acceptKey = crypto.randomUUID();
     await operation({ kind: 'escrow_accept', marker }, () => call('POST', `/escrows/${id}/accept`, token(buyer), undefined, acceptKey));
+    state.progress += 1;
+  }
+}
+
+/**
+ * `count` top-ups by mobile money: each asks for one (202, pending), then the drill, playing the
+ * rail, reports it paid by a signed callback. A callback retried after a lost answer carries a
+ * new `webhook-id` (the first may have been recorded): the top-up settles by its
+ * provider_reference once, whichever callback arrives. The payer's number is the operation's
+ * marker (one number per top-up).
+ */
+export async function topUps(count: number): Promise<void> {
+  const secret = options.mobileMoneyCallbackSecret;
+  if (!secret) throw new Error('topUps: configureWorkload({ mobileMoneyCallbackSecret }) first');
+  const signer = new Webhook(secret);
+  for (let i = 0; i < count; i += 1) {
+    const payer = pick(USERS);
+    const wallets = await setup(`wallets of ${payer}`, () => call('GET', '/wallets', token(payer)), 200);
+    const wallet = ((wallets.body.data?.data ?? []) as Array<{ id: string; currency: string }>).find((w) => w.currency === 'XOF');
+    if (!wallet) throw new Error(`${payer} has no XOF wallet`);
+    const marker = `+22507${String(crypto.randomInt(10_000_000)).padStart(7, '0')}`;
+    const key = crypto.randomUUID();
+    const created = await operation({ kind: 'top_up', marker }, () =>
+      call('POST', `/wallets/${wallet.id}/top-ups`, token(payer), { amount: 100 + crypto.randomInt(900), method: 'mobile_money', provider: 'orange_money', msisdn: marker }, key),
+    );
+    state.progress += 1;
+    const reference = created.answer?.body.data?.provider_reference;
+    if (created.outcome !== 'acknowledged' || typeof reference !== 'string') continue;
+    const body = JSON.stringify({ provider_reference: reference, status: 'succeeded' });
+    const settled = await operation({ kind: 'top_up_settlement', marker }, () => {
+      const id = `msg_${crypto.randomUUID()}`;
+      const at = new Date();
+      const headers = { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signer.sign(id, at, body) };
+      return call('POST', '/rails/mobile-money/callbacks', undefined, JSON.parse(body), undefined, headers);
+    });
+    // Settled, but reversed (the wallet's limits refused the credit): nothing may be credited.
+    if (settled.outcome === 'acknowledged' && settled.answer?.body.data?.status !== 'succeeded') {
+      const entry = JOURNAL.find((e) => e.kind === 'top_up_settlement' && e.marker === marker);
+      if (entry) entry.outcome = 'refused';
+    }
     state.progress += 1;
   }
 }

@@ -22,6 +22,8 @@ async function main(): Promise<void> {
     API_KEY_PEPPER: process.env.API_KEY_PEPPER ?? 'bench-api-key-pepper-bench-api-key-pepper-0',
     PII_ENCRYPTION_KEY: process.env.PII_ENCRYPTION_KEY ?? `bench:${'be'.repeat(32)}`,
     MOBILE_MONEY_CALLBACK_SECRET: process.env.MOBILE_MONEY_CALLBACK_SECRET ?? `whsec_${'be'.repeat(24)}`,
+    CRYPTO_NETWORK: 'sandbox',
+    CRYPTO_ADDRESS_SECRET: process.env.CRYPTO_ADDRESS_SECRET ?? 'b'.repeat(40),
     RATE_LIMIT_AUTHENTICATED: '1000000',
     RATE_LIMIT_ANONYMOUS: '1000000',
     // The health bench polls from one address far past any monitor: it measures the route
