@@ -105,11 +105,15 @@ export function testKnex(): Knex {
   return holder[POOL].knex;
 }
 
-/** A pool on the file's database whose first connection waits for the database to be cloned. */
+/**
+ * A pool on the file's database whose connections wait for the database to be cloned. The wait
+ * comes before the pool's own acquire (and its timeout): a clone slowed by a busy server delays
+ * the file's first query, never fails it.
+ */
 function createdOnFirstConnection(knex: Knex): Knex {
-  const client = knex.client as { acquireRawConnection(): Promise<unknown> };
-  const acquire = client.acquireRawConnection.bind(client);
-  client.acquireRawConnection = async () => {
+  const client = knex.client as { acquireConnection(): Promise<unknown> };
+  const acquire = client.acquireConnection.bind(client);
+  client.acquireConnection = async () => {
     await ensureTestDatabase();
     return acquire();
   };
