@@ -60,7 +60,9 @@ export type WritableTable =
   | 'crypto_deposit_addresses'
   | 'crypto_deposits'
   | 'crypto_quotes'
-  | 'crypto_conversions';
+  | 'crypto_conversions'
+  | 'crypto_withdrawal_addresses'
+  | 'crypto_withdrawals';
 
 /** A row the decision inserts, or updates while it still shows what the decision read (`expect`). */
 export interface RowChange {
