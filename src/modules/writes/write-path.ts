@@ -61,8 +61,7 @@ export type WritableTable =
   | 'crypto_deposits'
   | 'crypto_quotes'
   | 'crypto_conversions'
-  | 'crypto_withdrawal_addresses'
-  | 'crypto_withdrawals';
+  | 'crypto_withdrawal_addresses';
 
 /** A row the decision inserts, or updates while it still shows what the decision read (`expect`). */
 export interface RowChange {
