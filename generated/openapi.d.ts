@@ -2915,6 +2915,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/crypto/withdrawal-addresses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's withdrawal addresses
+         * @description The caller's address book, newest first, each `pending` until its `active_at` and `active` after. Needs `tier_2`.
+         */
+        get: operations["listCryptoWithdrawalAddresses"];
+        put?: never;
+        /**
+         * Add an external address to the caller's address book
+         * @description Adds an address withdrawals may go to, after checking it is a well-formed address of its network: the EIP-55 checksum of a mixed-case `ethereum` or `base` address (an all-lower-case address carries no checksum and is accepted, then written in EIP-55), the base58check checksum and `0x41` prefix of a `tron` address, the 32 bytes of a `solana` one; otherwise 422 `InvalidAddress` with `details.reason`. The address becomes usable at `active_at`, 24 hours later by default; the caller is notified (SMS or e-mail) that it was added, so an address added by someone else can be noticed before it is usable. An asset the network does not carry answers 400. Needs `tier_2` (403 `VerificationRequired`).
+         */
+        post: operations["createCryptoWithdrawalAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/crypto/quotes": {
         parameters: {
             query?: never;
@@ -10007,6 +10031,123 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * CryptoWithdrawalAddress
+         * @description An entry of the caller's address book: withdrawals go only to such addresses, and only once `active_at` has passed.
+         */
+        CryptoWithdrawalAddress: {
+            /**
+             * Format: uuid
+             * @description Identifier of the withdrawal address.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_withdrawal_address`.
+             * @constant
+             */
+            object: "crypto_withdrawal_address";
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+            /** @description The address, as the network writes it (EIP-55 for `ethereum` and `base`, an all-lower-case entry included). */
+            address: string;
+            /** @description The caller's name for the address. */
+            label: string;
+            /** @description The memo withdrawals to the address carry, or `null`. */
+            memo: string | null;
+            /**
+             * @description `pending` until `active_at`, then `active` (withdrawals allowed).
+             * @enum {string}
+             */
+            status: "pending" | "active";
+            /**
+             * Format: date-time
+             * @description When the address becomes usable (its creation plus the activation delay, 24 hours by default).
+             */
+            active_at: string;
+            /**
+             * Format: date-time
+             * @description When the address was added.
+             */
+            created_at: string;
+        };
+        /**
+         * CryptoWithdrawalAddressList
+         * @description A page of the caller's withdrawal addresses, newest first.
+         */
+        CryptoWithdrawalAddressList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["CryptoWithdrawalAddress"][];
+        };
+        /**
+         * CryptoWithdrawalAddressListResponse
+         * @description Envelope of a CryptoWithdrawalAddressList.
+         */
+        CryptoWithdrawalAddressListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoWithdrawalAddressList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateCryptoWithdrawalAddressRequest
+         * @description An external address to add to the caller's address book.
+         */
+        CreateCryptoWithdrawalAddressRequest: {
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+            /** @description The address as its network writes it: `0x` and 40 hex digits for `ethereum` and `base` (EIP-55 mixed case, whose checksum is checked, or all lower case, which carries none), base58check `T...` for `tron`, a base58 32-byte public key for `solana`. */
+            address: string;
+            /** @description The caller's name for the address. */
+            label: string;
+            /** @description A memo transfers to the address carry (an exchange's deposit tag), if it needs one. */
+            memo?: string;
+        };
+        /**
+         * CryptoWithdrawalAddressResponse
+         * @description Envelope of a CryptoWithdrawalAddress.
+         */
+        CryptoWithdrawalAddressResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoWithdrawalAddress"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * InvalidAddressError
+         * @description A withdrawal address that is not a well-formed address of its network; `details.reason` says why.
+         */
+        InvalidAddressError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidAddress";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The network and why its address was refused. */
+            details: {
+                network: components["schemas"]["CryptoNetworkCode"];
+                /**
+                 * @description `malformed`: not written in the network's alphabet; `wrong_length`: too few or too many bytes; `bad_checksum`: the EIP-55 (mixed case) or base58check checksum does not match; `wrong_network`: a well-formed address of another network.
+                 * @enum {string}
+                 */
+                reason: "malformed" | "wrong_length" | "bad_checksum" | "wrong_network";
+            };
+        };
+        /**
+         * CryptoWithdrawalAddressUnprocessableError
+         * @description Error envelope of a 422 on a new withdrawal address, discriminated by `error`.
+         */
+        CryptoWithdrawalAddressUnprocessableError: components["schemas"]["InvalidAddressError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
          * ConvertibleCurrency
          * @description A currency a conversion takes or gives (XOF, EUR, USD, and the stablecoins USDC and USDT).
          * @example USDC
@@ -12214,6 +12355,18 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["CryptoForbiddenError"];
+            };
+        };
+        /** @description `InvalidAddress`: the address is not a well-formed address of the network (`details.reason`). `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoWithdrawalAddressUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalAddressUnprocessableError"];
             };
         };
         /** @description `AmountTooSmall`: the amount converts to nothing after the fee. `IdempotencyKeyReused`: the key was used with another request. */
@@ -18812,6 +18965,89 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCryptoWithdrawalAddresses: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of withdrawal addresses. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoWithdrawalAddressListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCryptoWithdrawalAddress: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoWithdrawalAddressRequest"];
+            };
+        };
+        responses: {
+            /** @description The address, usable from `active_at`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoWithdrawalAddressResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            409: components["responses"]["ResourceKeyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoWithdrawalAddressUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

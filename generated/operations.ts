@@ -125,6 +125,8 @@ export const OPERATIONS = {
   createCryptoDepositAddress: {"method":"post","path":"/crypto/deposit-addresses","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
   listCryptoDeposits: {"method":"get","path":"/crypto/deposits","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   getCryptoDeposit: {"method":"get","path":"/crypto/deposits/{depositId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  listCryptoWithdrawalAddresses: {"method":"get","path":"/crypto/withdrawal-addresses","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  createCryptoWithdrawalAddress: {"method":"post","path":"/crypto/withdrawal-addresses","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
   createCryptoQuote: {"method":"post","path":"/crypto/quotes","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
   createCryptoConversion: {"method":"post","path":"/crypto/conversions","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"required","testHelper":false,"access":null},
   getCryptoConversion: {"method":"get","path":"/crypto/conversions/{conversionId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},

@@ -11,6 +11,8 @@ export interface CryptoConfig {
   addressSecret: string;
   /** CRYPTO_CONVERSION_FEE_BPS: the fee of a conversion, in basis points of what is converted. */
   conversionFeeBps: number;
+  /** CRYPTO_ADDRESS_ACTIVATION_SECONDS: how long a new withdrawal address waits before it is usable. */
+  addressActivationSeconds: number;
   /** The sandbox rate source: CRYPTO_RATE_USD_PER_EUR, CRYPTO_RATE_USDC_IN_USD, CRYPTO_RATE_USDT_IN_USD (decimal strings; XOF/EUR is the fixed parity). */
   rates: { usdPerEur: string; usdcInUsd: string; usdtInUsd: string };
 }
@@ -32,6 +34,7 @@ export function readCryptoConfig(env: Env, nodeEnv: string, jwtSecret: string): 
     blockEverySeconds: integer(env, 'CRYPTO_SANDBOX_BLOCK_SECONDS', 10, 1, 3_600),
     addressSecret: secret || crypto.createHmac('sha256', jwtSecret).update('crypto-address-secret').digest('hex'),
     conversionFeeBps: integer(env, 'CRYPTO_CONVERSION_FEE_BPS', 50, 0, 1_000),
+    addressActivationSeconds: integer(env, 'CRYPTO_ADDRESS_ACTIVATION_SECONDS', 86_400, 0, 30 * 86_400),
     rates: { usdPerEur: rate(env, 'CRYPTO_RATE_USD_PER_EUR', '1.08'), usdcInUsd: rate(env, 'CRYPTO_RATE_USDC_IN_USD', '1'), usdtInUsd: rate(env, 'CRYPTO_RATE_USDT_IN_USD', '1') },
   };
 }

@@ -55,7 +55,8 @@ export interface ServiceDeps {
  */
 export function buildServices(deps: ServiceDeps) {
   // Crypto: over the network simulator and the sandbox rates (CRYPTO_NETWORK=sandbox).
-  return { ...coreServices(deps), ...cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock: deps.now ?? systemClock }) };
+  const core = coreServices(deps);
+  return { ...core, ...cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock: deps.now ?? systemClock, notifier: core.notifier }) };
 }
 
 /** Every service but crypto's (see buildServices). */

@@ -20,6 +20,7 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   IdempotencyKeyReused: { required: ['operation'], optional: ['resource_type', 'resource_id', 'status'] },
   InvalidStatusTransition: { required: ['kind', 'status', 'action', 'allowed_from'] },
   QuoteExpired: { required: ['expires_at'] },
+  InvalidAddress: { required: ['network', 'reason'] },
   InvoiceNotCreditable: { required: ['status'] },
   ActionNotApplicable: { required: ['kind', 'action'] },
   CreditNoteExceedsRemaining: { required: ['remaining', 'requested', 'currency'] },
@@ -112,6 +113,7 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   changeMyPassword: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['WeakPassword', 'IdempotencyKeyReused'] },
   createCryptoDepositAddress: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   createCryptoQuote: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createCryptoWithdrawalAddress: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['InvalidAddress', 'IdempotencyKeyReused'] },
   createCryptoConversion: { '403': ['VerificationRequired'], '409': ['QuoteExpired', 'QuoteAlreadyUsed', 'IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'IdempotencyKeyReused'] },
 };
 // Every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.

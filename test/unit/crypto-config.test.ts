@@ -21,4 +21,10 @@ describe('crypto configuration', () => {
     for (const bad of ['0', '-1', '1e3', '1.0000000001', 'abc']) expect(() => readCryptoConfig({ CRYPTO_RATE_USD_PER_EUR: bad }, 'development', JWT), bad).toThrow(/CRYPTO_RATE_USD_PER_EUR/);
     expect(() => readCryptoConfig({ CRYPTO_NETWORK: 'mainnet' }, 'development', JWT)).toThrow(/CRYPTO_NETWORK/);
   });
+
+  it('a withdrawal address waits 24 hours by default, CRYPTO_ADDRESS_ACTIVATION_SECONDS otherwise, within 0 to 30 days', () => {
+    expect(readCryptoConfig({}, 'development', JWT).addressActivationSeconds).toBe(86_400);
+    expect(readCryptoConfig({ CRYPTO_ADDRESS_ACTIVATION_SECONDS: '0' }, 'development', JWT).addressActivationSeconds).toBe(0);
+    for (const bad of ['-1', '2592001', 'soon']) expect(() => readCryptoConfig({ CRYPTO_ADDRESS_ACTIVATION_SECONDS: bad }, 'development', JWT), bad).toThrow(/CRYPTO_ADDRESS_ACTIVATION_SECONDS/);
+  });
 });

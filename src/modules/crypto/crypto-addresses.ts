@@ -38,6 +38,62 @@ export function derivedAddress(secret: string, format: AddressFormat, userId: st
   return formatAddress(format, material);
 }
 
+/** Why an address is refused: not in the network's alphabet, too few or many bytes, a checksum that does not match, or an address of another network. */
+export type AddressProblem = 'malformed' | 'wrong_length' | 'bad_checksum' | 'wrong_network';
+
+/** An address accepted for `format`, written as the network writes it (EIP-55 for EVM). */
+export type AddressCheck = { ok: true; address: string } | { ok: false; reason: AddressProblem };
+
+function evmCheck(address: string): AddressCheck {
+  if (!/^0x[0-9a-fA-F]*$/.test(address)) return { ok: false, reason: otherFormat(address, 'evm') ? 'wrong_network' : 'malformed' };
+  if (address.length !== 42) return { ok: false, reason: 'wrong_length' };
+  const written = eip55(Buffer.from(address.slice(2), 'hex'));
+  // EIP-55 practice (as viem's isAddress): an all-lower-case address carries no checksum and is accepted; mixed case must match.
+  if (address === address.toLowerCase() || written === address) return { ok: true, address: written };
+  return { ok: false, reason: 'bad_checksum' };
+}
+
+function tronCheck(address: string): AddressCheck {
+  let raw: Uint8Array;
+  try {
+    raw = base58.decode(address);
+  } catch {
+    return { ok: false, reason: /^0x[0-9a-fA-F]{40}$/.test(address) ? 'wrong_network' : 'malformed' };
+  }
+  if (raw.length !== 25) return { ok: false, reason: raw.length === 32 ? 'wrong_network' : 'wrong_length' };
+  let bytes: Uint8Array;
+  try {
+    bytes = base58check.decode(address);
+  } catch {
+    return { ok: false, reason: 'bad_checksum' };
+  }
+  return bytes[0] === TRON_PREFIX ? { ok: true, address } : { ok: false, reason: 'wrong_network' };
+}
+
+function solanaCheck(address: string): AddressCheck {
+  let raw: Uint8Array;
+  try {
+    raw = base58.decode(address);
+  } catch {
+    return { ok: false, reason: /^0x[0-9a-fA-F]{40}$/.test(address) ? 'wrong_network' : 'malformed' };
+  }
+  if (raw.length === 32) return { ok: true, address };
+  return { ok: false, reason: otherFormat(address, 'solana') ? 'wrong_network' : 'wrong_length' };
+}
+
+const CHECKS: Record<AddressFormat, (address: string) => AddressCheck> = { evm: evmCheck, tron: tronCheck, solana: solanaCheck };
+
+/** Whether `address` is a well-formed address of a format other than `format` (an EVM one in any case). */
+function otherFormat(address: string, format: AddressFormat): boolean {
+  const formats: AddressFormat[] = ['evm', 'tron', 'solana'];
+  return formats.some((other) => other !== format && (other === 'evm' ? /^0x[0-9a-fA-F]{40}$/.test(address) : isValidAddress(other, address)));
+}
+
+/** Checks an external address for `format`: the accepted address (normalised), or why it is refused. */
+export function checkAddress(format: AddressFormat, address: string): AddressCheck {
+  return CHECKS[format](address);
+}
+
 /** Whether `address` is well formed for `format` (checksum included). */
 export function isValidAddress(format: AddressFormat, address: string): boolean {
   try {

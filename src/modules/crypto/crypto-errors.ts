@@ -1,4 +1,4 @@
-import { ConflictError, DomainError, NotFoundError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError, UnprocessableError } from '../../errors';
 
 /** 403: crypto is open to verified (tier_2) users only; `details` names the tier needed and the caller's. */
 export class VerificationRequiredError extends DomainError {
@@ -46,5 +46,12 @@ export class QuoteAlreadyUsedError extends ConflictError {
 export class ConversionNotFoundError extends NotFoundError {
   constructor() {
     super('No conversion of yours has this id.', 'ConversionNotFound');
+  }
+}
+
+/** 422: the address is not a well-formed address of the network; `details.reason` says why. */
+export class InvalidAddressError extends UnprocessableError {
+  constructor(network: string, reason: string) {
+    super('InvalidAddress', `The address is not a valid ${network} address (${reason}): check it with its owner.`, { network, reason });
   }
 }

@@ -2,9 +2,10 @@ import { pageRequest, type Handlers } from '../../contract';
 import { cryptoCatalog } from './crypto-catalog';
 import type { CryptoConversionService } from './crypto-conversion-service';
 import type { CryptoDepositService } from './crypto-deposit-service';
+import type { CryptoWithdrawalAddressService } from './crypto-withdrawal-addresses';
 
 /** The crypto operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const cryptoWritePath = ['createCryptoDepositAddress', 'createCryptoQuote', 'createCryptoConversion'] as const satisfies readonly CryptoOperation[];
+export const cryptoWritePath = ['createCryptoDepositAddress', 'createCryptoQuote', 'createCryptoConversion', 'createCryptoWithdrawalAddress'] as const satisfies readonly CryptoOperation[];
 
 type CryptoOperation =
   | 'listCryptoAssets'
@@ -15,7 +16,9 @@ type CryptoOperation =
   | 'mineCryptoBlocks'
   | 'createCryptoQuote'
   | 'createCryptoConversion'
-  | 'getCryptoConversion';
+  | 'getCryptoConversion'
+  | 'createCryptoWithdrawalAddress'
+  | 'listCryptoWithdrawalAddresses';
 
 /** The contract's `CryptoAsset` list, from the shipped catalogue. */
 function assetList() {
@@ -32,7 +35,7 @@ function assetList() {
 }
 
 /** The crypto operations of the contract, keyed by operationId (the validator checked every input). */
-export function cryptoHandlers(deposits: CryptoDepositService, conversions: CryptoConversionService): Handlers<CryptoOperation> {
+export function cryptoHandlers(deposits: CryptoDepositService, conversions: CryptoConversionService, addresses: CryptoWithdrawalAddressService): Handlers<CryptoOperation> {
   return {
     listCryptoAssets: () => Promise.resolve({ data: assetList() }),
     async createCryptoDepositAddress({ trx, caller, body }) {
@@ -51,6 +54,11 @@ export function cryptoHandlers(deposits: CryptoDepositService, conversions: Cryp
       return { status: 201, data: view, resource };
     },
     getCryptoConversion: async ({ caller, path }) => ({ data: await conversions.getConversion(caller.userId, path.conversionId) }),
+    async createCryptoWithdrawalAddress({ trx, caller, body }) {
+      const { view, resource } = await addresses.create(trx, caller.userId, body);
+      return { status: 201, data: view, resource };
+    },
+    listCryptoWithdrawalAddresses: async ({ caller, query }) => ({ data: await addresses.list(caller.userId, pageRequest(query)) }),
     mineCryptoBlocks: async ({ path, body }) => ({ data: await deposits.mineBlocks(path.network, body.count, body.reorg_depth ?? 0) }),
   };
 }

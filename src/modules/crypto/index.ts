@@ -2,13 +2,16 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../clock';
 import type { CryptoConfig } from '../../config-crypto';
+import type { Notifier } from '../notifications';
 import { CryptoConversionService } from './crypto-conversion-service';
 import { CryptoDepositService } from './crypto-deposit-service';
 import { SandboxCryptoNetwork } from './crypto-network';
 import { SandboxRateSource } from './crypto-rates';
+import { CryptoWithdrawalAddressService } from './crypto-withdrawal-addresses';
 
 export { cryptoCatalog, type CryptoAsset, type CryptoNetwork } from './crypto-catalog';
-export { derivedAddress, eip55, isValidAddress } from './crypto-addresses';
+export { checkAddress, derivedAddress, eip55, isValidAddress, type AddressProblem } from './crypto-addresses';
+export { CryptoWithdrawalAddressService } from './crypto-withdrawal-addresses';
 export { SandboxCryptoNetwork, type CryptoNetworkPort, type TransferObservation } from './crypto-network';
 export { depositStep } from './crypto-deposit-lifecycle';
 export { CryptoDepositService } from './crypto-deposit-service';
@@ -22,10 +25,11 @@ export { cryptoJobs } from './crypto-jobs';
  * The crypto services over the adapters CRYPTO_NETWORK names (the sandbox only, so far): the
  * network simulator reports to the deposits, the sandbox rates quote the conversions.
  */
-export function cryptoServices(deps: { knex: Knex; config: CryptoConfig; clock: Clock }) {
+export function cryptoServices(deps: { knex: Knex; config: CryptoConfig; clock: Clock; notifier: Notifier }) {
   const network = new SandboxCryptoNetwork(deps.config.addressSecret);
   return {
     cryptoDeposits: new CryptoDepositService({ knex: deps.knex, network, sandbox: network, clock: deps.clock }),
+    cryptoWithdrawalAddresses: new CryptoWithdrawalAddressService({ knex: deps.knex, clock: deps.clock, notifier: deps.notifier, activationSeconds: deps.config.addressActivationSeconds }),
     cryptoConversions: new CryptoConversionService({ knex: deps.knex, rates: new SandboxRateSource(deps.config.rates), clock: deps.clock, feeBps: deps.config.conversionFeeBps }),
   };
 }

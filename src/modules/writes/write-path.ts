@@ -60,7 +60,8 @@ export type WritableTable =
   | 'crypto_deposit_addresses'
   | 'crypto_deposits'
   | 'crypto_quotes'
-  | 'crypto_conversions';
+  | 'crypto_conversions'
+  | 'crypto_withdrawal_addresses';
 
 /** A row the decision inserts, or updates while it still shows what the decision read (`expect`). */
 export interface RowChange {
