@@ -17,6 +17,12 @@ const CRITICAL_CORE = [
   'src/modules/limits/limit-policy.ts', // the tier policy file: validated before it can cap anything
   'src/modules/limits/limit-refusals.ts', // a refused limit: the payer's details, nothing of a payee's
   'src/modules/limits/limit-usage.ts', // what is used and remains of each limit, and when it resets
+  'src/modules/top-ups/callback-signature.ts', // the mobile-money rail's signed callbacks: signature, age, replay
+  'src/modules/top-ups/top-up-settlement.ts', // a top-up credited once, or reversed whole
+  'src/modules/refunds/refund-settlement.ts', // a refund never above what the payment has left, held at request
+  'src/modules/crypto/crypto-quote.ts', // quote arithmetic and the conversion's posting
+  'src/modules/crypto/crypto-deposit-lifecycle.ts', // a deposit moves forward only and is credited once, when final
+  'src/modules/crypto/crypto-addresses.ts', // address checksums: where money may be sent
   'src/modules/organizations/access-policy.ts', // the access rules
   'src/modules/organizations/organization-access-service.ts', // their enforcement
   'src/modules/network-status/network-status-service.ts',
