@@ -2,13 +2,13 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock';
-import { NotFoundError, ValidationError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import { checkIban } from '../../iban';
 import { withTransaction } from '../../db/transaction';
 import { readConnection } from '../../db/read-routing';
 import type { PageRequest } from '../../db/keyset';
 import { currencies, parseAmount, toBigInt } from '../ledger';
-import { applyDecision, type DecidedEvent } from '../writes';
+import { applyDecision, isLedgerRefusal, type DecidedEvent } from '../writes';
 import type { ResourceStatusReader } from '../idempotency';
 import type { PayoutRail } from './payout-rail';
 import { presentPayout, PayoutRepository, toInsert, type PayoutView } from './payout-repository';
@@ -115,12 +115,16 @@ export class PayoutService {
       updatedAt: now,
     };
     const view = presentPayout(payout, exponent);
-    await applyDecision(trx, {
-      postings: [reservePosting(payout)],
-      changes: [{ table: 'payouts', op: 'insert', id: payout.id, set: toInsert(payout), postingIds: { hold_posting_id: 0 } }],
-      events: [payoutEvent(payout, view, 'payout.created', actorUserId, null, now)],
-      answer: { resource: payoutResource(payout), status: 201 },
-    });
+    try {
+      await applyDecision(trx, {
+        postings: [reservePosting(payout)],
+        changes: [{ table: 'payouts', op: 'insert', id: payout.id, set: toInsert(payout), postingIds: { hold_posting_id: 0 } }],
+        events: [payoutEvent(payout, view, 'payout.created', actorUserId, null, now)],
+        answer: { resource: payoutResource(payout), status: 201 },
+      });
+    } catch (error) {
+      throw refusalOf(error);
+    }
     return { payout, view, pay: () => (payout.status === 'processing' ? this.pay(payout, exponent) : Promise.resolve(view)) };
   }
 
@@ -237,4 +241,12 @@ export class PayoutService {
     for (const payout of payouts) views.push(presentPayout(payout, (await currencies.require(db, payout.currency)).exponent));
     return views;
   }
+}
+
+/** The ledger's refusal of a payout's reserve, in the payout's words: the account does not hold the amount (409). */
+function refusalOf(error: unknown): unknown {
+  if (isLedgerRefusal(error) && error instanceof DomainError && error.code === 'InsufficientFunds') {
+    return new ConflictError('InsufficientFunds', 'The account does not hold the amount of this payout.', error.details);
+  }
+  return error;
 }
