@@ -1310,6 +1310,184 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/business/organizations/{orgId}/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List payouts
+         * @description The organisation's payouts, newest first, a page at a time (`limit`, `starting_after`). Roles: owner, admin, representative, director or finance_manager; API keys with `payouts:read`.
+         */
+        get: operations["listPayouts"];
+        put?: never;
+        /**
+         * Pay out
+         * @description Sends money out of one of the organisation's accounts to a bank account
+         *     (`iban`, `holder_name`) or a mobile-money wallet (`provider`,
+         *     `msisdn`). Only a verified organisation pays out (403
+         *     `OrganizationNotVerified`). The amount is reserved out of the account
+         *     at once, so two payouts (or a payout and a refund) never spend the same
+         *     money: an account that does not hold it answers 409
+         *     `InsufficientFunds`; the organisation's tier limits apply (409
+         *     `LimitExceeded`).
+         *
+         *     Below the organisation's approval threshold (`payout-settings`; by
+         *     default 1,000,000 XOF, 1,524.49 EUR or 1,666.67 USD) the payout goes
+         *     straight to the rail: `processing` -> `paid` or `failed` (the money
+         *     returns to the account). At or above it, it waits in `pending_approval`
+         *     until an owner or admin other than its requester approves it (then as
+         *     above) or someone cancels it (`canceled`, the money returns).
+         *     Events `payout.created`, `payout.approved`, `payout.paid`,
+         *     `payout.failed`, `payout.canceled`.
+         *     Roles: owner, admin or finance_manager; API keys with `payouts:write`.
+         *
+         *     Requires an `Idempotency-Key`: a replay answers 409
+         *     `IdempotencyKeyAlreadyProcessed` naming the payout, a request still
+         *     running with the key 409 `ConcurrentOperation`, the key with another
+         *     body 422 `IdempotencyKeyReused`.
+         *
+         *     Sandbox: the rail answers at once; a payout whose amount in minor units
+         *     ends in `13` fails with `payout_declined`.
+         */
+        post: operations["createPayout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payouts/{payoutId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payout.
+                 * @example 5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b
+                 */
+                payoutId: components["parameters"]["PayoutId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a payout
+         * @description One payout of the organisation. Roles: owner, admin, representative, director or finance_manager; API keys with `payouts:read`.
+         */
+        get: operations["getPayout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payouts/{payoutId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payout.
+                 * @example 5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b
+                 */
+                payoutId: components["parameters"]["PayoutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a payout
+         * @description Approves a payout waiting in `pending_approval`: it goes to the rail (`processing` -> `paid` or `failed`). Only an owner or admin who did not request it (403 `SameApprover`). Event `payout.approved`. Roles: owner or admin; API keys may not approve. A payout in any other status answers 409 `InvalidPayoutState`. Accepts an optional `Idempotency-Key`.
+         */
+        post: operations["approvePayout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payouts/{payoutId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payout.
+                 * @example 5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b
+                 */
+                payoutId: components["parameters"]["PayoutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a payout
+         * @description Cancels a payout waiting in `pending_approval`: `canceled`, its amount back in the account. Event `payout.canceled`. Roles: owner, admin or finance_manager; API keys with `payouts:write`. A payout in any other status answers 409 `InvalidPayoutState`. Accepts an optional `Idempotency-Key`.
+         */
+        post: operations["cancelPayout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/payout-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the payout settings
+         * @description The approval threshold of the organisation's payouts. Roles: owner, admin, representative, director or finance_manager; API keys with `payouts:read`.
+         */
+        get: operations["getPayoutSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the payout settings
+         * @description Sets the approval threshold (in XOF; EUR and USD payouts use its equivalent at the fixed parities). Payouts already requested keep what they were decided with. Role: owner; API keys may not change it.
+         */
+        patch: operations["updatePayoutSettings"];
+        trace?: never;
+    };
     "/business/organizations/{orgId}/invoices": {
         parameters: {
             query?: never;
@@ -4441,6 +4619,106 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "payout.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payout.created
+         * @description Sent to the endpoints whose `events` select `payout.created`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPayoutCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payout.approved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payout.approved
+         * @description Sent to the endpoints whose `events` select `payout.approved`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPayoutApproved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payout.paid": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payout.paid
+         * @description Sent to the endpoints whose `events` select `payout.paid`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPayoutPaid"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payout.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payout.failed
+         * @description Sent to the endpoints whose `events` select `payout.failed`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPayoutFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payout.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payout.canceled
+         * @description Sent to the endpoints whose `events` select `payout.canceled`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookPayoutCanceled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "crypto.deposit.detected": {
         parameters: {
             query?: never;
@@ -7393,6 +7671,254 @@ export interface components {
          */
         RefundConflictError: components["schemas"]["RefundExceedsPaymentError"] | components["schemas"]["InsufficientFundsError"] | components["schemas"]["PaymentNotRefundableError"] | components["schemas"]["AccountFrozenError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
+         * PayoutStatus
+         * @description `pending_approval` (at or above the organisation's approval threshold: a second owner or admin approves or cancels it), `processing` (the rail is paying it), `paid`, `failed` (`failure_code`; its amount back in the account) or `canceled` (its amount back in the account). The amount is reserved out of the account from the request on.
+         * @enum {string}
+         */
+        PayoutStatus: "pending_approval" | "processing" | "paid" | "failed" | "canceled";
+        /**
+         * PayoutBankAccountDestination
+         * @description A bank account, by its IBAN (checked: format, country length, checksum).
+         */
+        PayoutBankAccountDestination: {
+            /**
+             * @description Always `bank_account`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "bank_account";
+            /** @description The account's IBAN (spaces allowed; stored upper case without them). */
+            iban: string;
+            /** @description The account holder's name. */
+            holder_name: string;
+        };
+        /**
+         * PayoutMobileMoneyDestination
+         * @description A mobile-money wallet.
+         */
+        PayoutMobileMoneyDestination: {
+            /**
+             * @description Always `mobile_money`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "mobile_money";
+            provider: components["schemas"]["MobileMoneyProvider"];
+            /** @description The wallet's phone number, E.164. */
+            msisdn: string;
+        };
+        /**
+         * PayoutDestination
+         * @description Where the money goes, discriminated by `type`.
+         */
+        PayoutDestination: components["schemas"]["PayoutBankAccountDestination"] | components["schemas"]["PayoutMobileMoneyDestination"];
+        /**
+         * Payout
+         * @description Money an organisation sends out of one of its accounts to a bank account or a mobile-money wallet.
+         */
+        Payout: {
+            /**
+             * Format: uuid
+             * @description Identifier of the payout.
+             */
+            id: string;
+            /**
+             * @description Always `payout`.
+             * @constant
+             */
+            object: "payout";
+            /**
+             * Format: uuid
+             * @description The organisation's account the money leaves.
+             */
+            account_id: string;
+            status: components["schemas"]["PayoutStatus"];
+            /** @description Amount in major units. */
+            amount: number;
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            destination: components["schemas"]["PayoutDestination"];
+            /** @description The organisation's own reference; null when none was given. */
+            reference: string | null;
+            /** @description Why a `failed` payout failed; null otherwise. */
+            failure_code: string | null;
+            /** @description Whether its amount was at or above the approval threshold when requested. */
+            requires_approval: boolean;
+            /**
+             * Format: uuid
+             * @description The member who requested it; null when an API key did.
+             */
+            requested_by: string | null;
+            /**
+             * Format: uuid
+             * @description The owner or admin who approved it; null otherwise.
+             */
+            approved_by: string | null;
+            /**
+             * Format: date-time
+             * @description When it was requested.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When it became `paid`, `failed` or `canceled`; null before.
+             */
+            settled_at: string | null;
+        };
+        /**
+         * PayoutList
+         * @description A page of the organisation's payouts, newest first.
+         */
+        PayoutList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["Payout"][];
+        };
+        /**
+         * PayoutListResponse
+         * @description Envelope of a page of payouts.
+         */
+        PayoutListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["PayoutList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreatePayoutRequest
+         * @description A payout out of one of the organisation's accounts.
+         */
+        CreatePayoutRequest: {
+            /**
+             * Format: uuid
+             * @description The organisation's account the money leaves (an `accounts` id).
+             */
+            account_id: string;
+            /** @description Amount in major units of the account's currency. */
+            amount: number;
+            destination: components["schemas"]["PayoutDestination"];
+            /** @description The organisation's own reference, shown on the payout. */
+            reference?: string;
+        };
+        /**
+         * PayoutResponse
+         * @description Envelope of a payout.
+         */
+        PayoutResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["Payout"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * PayoutRefusedError
+         * @description A 403 of a payout: `OrganizationNotVerified` (only a verified organisation pays out) or `SameApprover` (the member who requested a payout cannot approve it).
+         */
+        PayoutRefusedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "OrganizationNotVerified" | "SameApprover";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * PayoutForbiddenError
+         * @description Error envelope of a 403 on a payout, discriminated by `error`.
+         */
+        PayoutForbiddenError: components["schemas"]["PayoutRefusedError"] | components["schemas"]["ForbiddenError"] | components["schemas"]["InsufficientScopeError"];
+        /**
+         * InvalidPayoutStateError
+         * @description The payout's status does not allow the action; `details` says which statuses do.
+         */
+        InvalidPayoutStateError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "InvalidPayoutState";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The refused action. */
+            details: {
+                status: components["schemas"]["PayoutStatus"];
+                /**
+                 * @description The action that was refused.
+                 * @enum {string}
+                 */
+                action: "approve" | "cancel";
+                /** @description The statuses the action is allowed from. */
+                allowed_from: components["schemas"]["PayoutStatus"][];
+            };
+        };
+        /**
+         * PayoutConflictError
+         * @description Error envelope of a 409 on a payout, discriminated by `error`.
+         */
+        PayoutConflictError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["AccountFrozenError"] | components["schemas"]["InvalidPayoutStateError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * PayoutSettings
+         * @description The organisation's payout settings: the approval threshold, set in XOF and applied in each currency at the fixed parities (655.957 XOF per EUR, 600 XOF per USD).
+         */
+        PayoutSettings: {
+            /**
+             * @description Always `payout_settings`.
+             * @constant
+             */
+            object: "payout_settings";
+            /**
+             * Format: int64
+             * @description A payout of at least this amount (XOF, or its equivalent) waits for a second person's approval. Default 1,000,000.
+             */
+            approval_threshold_xof: number;
+            /** @description The threshold in minor units of each currency, as applied. */
+            approval_thresholds: {
+                XOF: components["schemas"]["MinorAmount"];
+                EUR: components["schemas"]["MinorAmount"];
+                USD: components["schemas"]["MinorAmount"];
+            };
+        };
+        /**
+         * PayoutSettingsResponse
+         * @description Envelope of the payout settings.
+         */
+        PayoutSettingsResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["PayoutSettings"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * UpdatePayoutSettingsRequest
+         * @description The new approval threshold.
+         */
+        UpdatePayoutSettingsRequest: {
+            /**
+             * Format: int64
+             * @description The approval threshold in XOF (whole francs).
+             */
+            approval_threshold_xof: number;
+        };
+        /**
          * InvoiceStatus
          * @description Status of a billing document; the allowed values depend on the kind (Stripe's lifecycles). Invoice: `draft` -> `open` (finalize) -> `paid` | `void` | `uncollectible`, and `uncollectible` -> `paid` | `void`. Quote: `draft` -> `open` (finalize) -> `accepted` (creates a draft invoice) | `canceled`; a draft can be canceled and an open quote past `expires_at` becomes `canceled`. Credit note: `issued` -> `void`. Filtering on a status that does not exist for the requested `kind` answers 400.
          * @enum {string}
@@ -8164,10 +8690,10 @@ export interface components {
         };
         /**
          * ApiKeyScope
-         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`; and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
+         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `payouts`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`; and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
          * @enum {string}
          */
-        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "members:read";
+        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "payouts:read" | "payouts:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "members:read";
         /**
          * ApiKeyStatus
          * @description `active` (usable), `revoked` (deleted: refused at once) or `expired` (past `expires_at`). A key that is not active answers 401.
@@ -8373,7 +8899,7 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up`, `refund`, `crypto_deposit` or `crypto_conversion`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up`, `refund`, `payout`, `crypto_deposit` or `crypto_conversion`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
          * @example escrow
          */
         EventObjectType: string;
@@ -11749,6 +12275,101 @@ export interface components {
             };
         };
         /**
+         * PayoutCreatedEvent
+         * @description The `payout.created` event; `data.object` is the payout as the API returns it.
+         */
+        PayoutCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payout.created`.
+             * @constant
+             */
+            type?: "payout.created";
+            /**
+             * @description Always `payout`.
+             * @constant
+             */
+            object_type?: "payout";
+            data?: {
+                object?: components["schemas"]["Payout"];
+            };
+        };
+        /**
+         * PayoutApprovedEvent
+         * @description The `payout.approved` event; `data.object` is the payout as the API returns it.
+         */
+        PayoutApprovedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payout.approved`.
+             * @constant
+             */
+            type?: "payout.approved";
+            /**
+             * @description Always `payout`.
+             * @constant
+             */
+            object_type?: "payout";
+            data?: {
+                object?: components["schemas"]["Payout"];
+            };
+        };
+        /**
+         * PayoutPaidEvent
+         * @description The `payout.paid` event; `data.object` is the payout as the API returns it.
+         */
+        PayoutPaidEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payout.paid`.
+             * @constant
+             */
+            type?: "payout.paid";
+            /**
+             * @description Always `payout`.
+             * @constant
+             */
+            object_type?: "payout";
+            data?: {
+                object?: components["schemas"]["Payout"];
+            };
+        };
+        /**
+         * PayoutFailedEvent
+         * @description The `payout.failed` event; `data.object` is the payout as the API returns it.
+         */
+        PayoutFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payout.failed`.
+             * @constant
+             */
+            type?: "payout.failed";
+            /**
+             * @description Always `payout`.
+             * @constant
+             */
+            object_type?: "payout";
+            data?: {
+                object?: components["schemas"]["Payout"];
+            };
+        };
+        /**
+         * PayoutCanceledEvent
+         * @description The `payout.canceled` event; `data.object` is the payout as the API returns it.
+         */
+        PayoutCanceledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `payout.canceled`.
+             * @constant
+             */
+            type?: "payout.canceled";
+            /**
+             * @description Always `payout`.
+             * @constant
+             */
+            object_type?: "payout";
+            data?: {
+                object?: components["schemas"]["Payout"];
+            };
+        };
+        /**
          * CryptoDepositDetectedEvent
          * @description The `crypto.deposit.detected` event (a transfer to a deposit address was seen in the mempool); `data.object` is the deposit.
          */
@@ -12492,6 +13113,11 @@ export interface components {
          * @example 7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e
          */
         PaymentId: string;
+        /**
+         * @description Identifier of a payout.
+         * @example 5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b
+         */
+        PayoutId: string;
         /**
          * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
          * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
@@ -15326,6 +15952,404 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPayouts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only payouts with this status.
+                 * @example pending_approval
+                 */
+                status?: components["schemas"]["PayoutStatus"];
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payouts. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPayout: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePayoutRequest"];
+            };
+        };
+        responses: {
+            /** @description The payout, after the rail's answer (or waiting for approval). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `OrganizationNotVerified`, `SameApprover`, or the route's access refusals (`InsufficientRole`, `FeatureUnavailable`, `InsufficientScope`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Accepted-Scopes": components["headers"]["AcceptedScopes"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutConflictError"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPayout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payout.
+                 * @example 5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b
+                 */
+                payoutId: components["parameters"]["PayoutId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    approvePayout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payout.
+                 * @example 5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b
+                 */
+                payoutId: components["parameters"]["PayoutId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `OrganizationNotVerified`, `SameApprover`, or the route's access refusals (`InsufficientRole`, `FeatureUnavailable`, `InsufficientScope`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Accepted-Scopes": components["headers"]["AcceptedScopes"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutConflictError"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelPayout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of a payout.
+                 * @example 5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b
+                 */
+                payoutId: components["parameters"]["PayoutId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `OrganizationNotVerified`, `SameApprover`, or the route's access refusals (`InsufficientRole`, `FeatureUnavailable`, `InsufficientScope`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Accepted-Scopes": components["headers"]["AcceptedScopes"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutConflictError"];
+                };
+            };
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPayoutSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout settings. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutSettingsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updatePayoutSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePayoutSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The payout settings after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutSettingsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -21294,6 +22318,151 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RefundFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPayoutCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayoutCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPayoutApproved: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayoutApprovedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPayoutPaid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayoutPaidEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPayoutFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayoutFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPayoutCanceled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayoutCanceledEvent"];
             };
         };
         responses: {

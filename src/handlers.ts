@@ -16,6 +16,7 @@ import { notificationsHandlers } from './modules/notifications';
 import { onboardingHandlers } from './modules/onboarding';
 import { accessRuleFor, callerMay, organizationHandlers } from './modules/organizations';
 import { paymentLinksHandlers } from './modules/payment-links';
+import { payoutHandlers, payoutWritePath } from './modules/payouts';
 import { paymentsWithRefunds, refundHandlers, refundWritePath } from './modules/refunds';
 import { tontineHandlers, tontinePostings, tontineWritePath } from './modules/tontines';
 import { topUpHandlers, topUpWritePath } from './modules/top-ups';
@@ -56,6 +57,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...idempotencyHandlers(services.idempotency),
     ...paymentsWithRefunds(paymentLinksHandlers(services.paymentLinks, services.payments, options.payUrl), services.refunds),
     ...refundHandlers(services.refunds),
+    ...payoutHandlers(services.payouts),
     ...invoiceHandlers(services.invoices),
     ...accountHandlers(services.accounts),
     ...limitsHandlers(services.limits),
@@ -76,4 +78,4 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath, ...cryptoWritePath];
+export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath, ...cryptoWritePath, ...payoutWritePath];

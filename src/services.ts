@@ -23,6 +23,7 @@ import { OutboxService, SandboxNotifier, type Notifier } from './modules/notific
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
 import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, findPaymentView, lockPaymentsForPostings } from './modules/payment-links';
+import { PayoutService, SandboxPayoutRail, payoutStatusOf } from './modules/payouts';
 import { RefundService, SandboxRefundRail, refundStatusOf } from './modules/refunds';
 import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf, lockTontinesForPostings } from './modules/tontines';
 import { SandboxRail, TransferService, transferStatusOf } from './modules/transfers';
@@ -171,7 +172,8 @@ function coreServices(deps: ServiceDeps) {
 /**
  * Money in and out: top-ups by mobile money through the sandbox rail (driven by the test
  * helpers), the callbacks signed with MOBILE_MONEY_CALLBACK_SECRET; refunds of payments through
- * the sandbox refund rail. A replayed key reports the top-up's or the refund's status.
+ * the sandbox refund rail; payouts of organisations through the sandbox payout rail. A replayed
+ * key reports the top-up's, the refund's or the payout's status.
  */
 function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logger: Logger; idempotency: IdempotencyService }) {
   const mobileMoneyRail = new SandboxMobileMoneyRail();
@@ -179,7 +181,9 @@ function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logge
   deps.idempotency.registerResourceStatus('top_up', topUpStatusOf);
   const refunds = new RefundService({ knex: deps.knex, rail: new SandboxRefundRail(), clock: deps.clock, paymentView: findPaymentView, logger: deps.logger });
   deps.idempotency.registerResourceStatus('refund', refundStatusOf);
-  return { mobileMoneyRail, topUps, refunds };
+  const payouts = new PayoutService({ knex: deps.knex, rail: new SandboxPayoutRail(), clock: deps.clock, logger: deps.logger });
+  deps.idempotency.registerResourceStatus('payout', payoutStatusOf);
+  return { mobileMoneyRail, topUps, refunds, payouts };
 }
 
 /**

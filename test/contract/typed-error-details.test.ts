@@ -50,6 +50,7 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   AccountFrozen: { required: ['account_id'] },
   VerificationRequired: { required: ['required_tier', 'tier'] },
   QuoteAlreadyUsed: { required: ['conversion_id'] },
+  InvalidPayoutState: { required: ['status', 'action', 'allowed_from'] },
 };
 
 /**
@@ -65,6 +66,9 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   createEscrow: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   createTopUp: { '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   createPaymentRefund: { '409': ['RefundExceedsPayment', 'InsufficientFunds', 'PaymentNotRefundable', 'AccountFrozen', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  createPayout: { '409': ['InsufficientFunds', 'LimitExceeded', 'AccountFrozen', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  approvePayout: { '409': ['InvalidPayoutState', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  cancelPayout: { '409': ['InvalidPayoutState', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   fundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed', 'LimitExceeded'], '422': ['InsufficientFunds', 'WalletFrozen', 'IdempotencyKeyReused'] },
   acceptEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['WalletFrozen', 'IdempotencyKeyReused'] },
   refundEscrow: { '409': ['InvalidEscrowState', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },

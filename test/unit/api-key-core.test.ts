@@ -187,7 +187,7 @@ describe('the stored hash', () => {
 describe('scopes', () => {
   it('are read and write of each resource the contract lists, and members:read alone (a key never changes members)', () => {
     expect(API_KEY_SCOPES).toEqual([
-      'payment_links:read', 'payment_links:write', 'payments:read', 'payments:write', 'invoices:read', 'invoices:write',
+      'payment_links:read', 'payment_links:write', 'payments:read', 'payments:write', 'payouts:read', 'payouts:write', 'invoices:read', 'invoices:write',
       'accounts:read', 'accounts:write', 'network_status:read', 'network_status:write', 'events:read', 'events:write',
       'webhook_endpoints:read', 'webhook_endpoints:write', 'members:read',
     ]);

@@ -32,7 +32,8 @@ export type EventSubjectType =
   | 'top_up'
   | 'refund'
   | 'crypto_deposit'
-  | 'crypto_conversion';
+  | 'crypto_conversion'
+  | 'payout';
 
 export interface NewEvent {
   subjectType: EventSubjectType;

@@ -26,6 +26,7 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   tontine: undefined,
   top_up: undefined,
   refund: 'listPaymentRefunds',
+  payout: 'getPayout',
   crypto_deposit: undefined,
   crypto_conversion: undefined,
 };
