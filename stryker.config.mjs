@@ -19,6 +19,7 @@ const CRITICAL_CORE = [
   'src/modules/limits/limit-usage.ts', // what is used and remains of each limit, and when it resets
   'src/modules/top-ups/callback-signature.ts', // the mobile-money rail's signed callbacks: signature, age, replay
   'src/modules/top-ups/top-up-settlement.ts', // a top-up credited once, or reversed whole
+  'src/modules/payouts/payout-plan.ts', // a payout's reserve and settlement postings, its threshold and who may approve it
   'src/modules/refunds/refund-settlement.ts', // a refund never above what the payment has left, held at request
   'src/modules/crypto/crypto-quote.ts', // quote arithmetic and the conversion's posting
   'src/modules/crypto/crypto-deposit-lifecycle.ts', // a deposit moves forward only and is credited once, when final
