@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { setEventSubjects } from '../event-subjects';
 
 /**
  * Refunds of payments: money an organisation gives back to the customer who paid it, out of the
@@ -32,15 +33,6 @@ export async function up(knex: Knex): Promise<void> {
     ADD CONSTRAINT refunds_settled CHECK ((status = 'pending') = (settlement_posting_id IS NULL))`);
   await knex.raw('CREATE INDEX refunds_payment_created ON refunds (payment_id, created_at DESC, id DESC)');
   await setEventSubjects(knex, (current) => [...new Set([...current, 'refund'])]);
-}
-
-/** Rewrites the events' subject check from the types it allows today. */
-async function setEventSubjects(knex: Knex, change: (current: string[]) => string[]): Promise<void> {
-  const result = await knex.raw(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'events_subject_type' AND conrelid = 'events'::regclass`);
-  const def = ((result as { rows: Array<{ def: string }> }).rows[0]?.def ?? '') as string;
-  const types = change([...def.matchAll(/'([a-z_]+)'/g)].map((m) => m[1] as string));
-  await knex.raw('ALTER TABLE events DROP CONSTRAINT IF EXISTS events_subject_type');
-  await knex.raw(`ALTER TABLE events ADD CONSTRAINT events_subject_type CHECK (subject_type IN (${types.map((t) => `'${t}'`).join(', ')})) NOT VALID`);
 }
 
 export async function down(knex: Knex): Promise<void> {

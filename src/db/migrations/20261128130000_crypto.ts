@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { setEventSubjects } from '../event-subjects';
 import { applyDatabaseFunctions } from '../database-functions';
 
 /**
@@ -115,17 +116,8 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw(`ALTER TABLE crypto_conversions ADD CONSTRAINT crypto_conversions_status CHECK (status IN ('completed'))`);
 
-  await widenEventSubjects(knex, ['crypto_deposit', 'crypto_conversion']);
+  await setEventSubjects(knex, (current) => [...new Set([...current, 'crypto_deposit', 'crypto_conversion'])]);
   await applyDatabaseFunctions(knex, FUNCTIONS);
-}
-
-/** Adds subject types to the events table's check, keeping every type it allows now (read from the constraint). */
-async function widenEventSubjects(knex: Knex, added: readonly string[]): Promise<void> {
-  const result = (await knex.raw(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'events_subject_type' AND conrelid = 'events'::regclass`)) as { rows: Array<{ def: string }> };
-  const current = [...(result.rows[0]?.def ?? '').matchAll(/'([a-z_]+)'/g)].map((match) => match[1] as string);
-  const all = [...new Set([...current, ...added])];
-  await knex.raw(`ALTER TABLE events DROP CONSTRAINT IF EXISTS events_subject_type;
-    ALTER TABLE events ADD CONSTRAINT events_subject_type CHECK (subject_type IN (${all.map((type) => `'${type}'`).join(', ')}))`);
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { setEventSubjects } from '../event-subjects';
 
 /**
  * Payouts of organisations: money sent out of an organisation account to a bank account or a
@@ -37,15 +38,6 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('CREATE INDEX payouts_organization_created ON payouts (organization_id, created_at DESC, id DESC)');
   await knex.raw('ALTER TABLE organizations ADD COLUMN payout_approval_threshold_xof bigint CHECK (payout_approval_threshold_xof > 0)');
   await setEventSubjects(knex, (current) => [...new Set([...current, 'payout'])]);
-}
-
-/** Rewrites the events' subject check from the types it allows today. */
-async function setEventSubjects(knex: Knex, change: (current: string[]) => string[]): Promise<void> {
-  const result = await knex.raw(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'events_subject_type' AND conrelid = 'events'::regclass`);
-  const def = ((result as { rows: Array<{ def: string }> }).rows[0]?.def ?? '') as string;
-  const types = change([...def.matchAll(/'([a-z_]+)'/g)].map((m) => m[1] as string));
-  await knex.raw('ALTER TABLE events DROP CONSTRAINT IF EXISTS events_subject_type');
-  await knex.raw(`ALTER TABLE events ADD CONSTRAINT events_subject_type CHECK (subject_type IN (${types.map((t) => `'${t}'`).join(', ')})) NOT VALID`);
 }
 
 export async function down(knex: Knex): Promise<void> {
