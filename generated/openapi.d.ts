@@ -9838,8 +9838,8 @@ export interface components {
             message: components["schemas"]["ErrorMessage"];
             /** @description What keeps the account open. */
             details: {
-                /** @description Currencies of wallets whose balance is not zero. */
-                wallets_with_balance: string[];
+                /** @description Currencies (and stablecoins) of wallets whose balance is not zero. */
+                wallets_with_balance: components["schemas"]["AssetCode"][];
                 /**
                  * Format: int32
                  * @description Escrows not settled.

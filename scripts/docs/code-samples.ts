@@ -32,6 +32,8 @@ export interface SampleParameter {
   in: 'path' | 'query' | 'header';
   required: boolean;
   example?: unknown;
+  /** The values a path parameter allows, when its schema lists them (the sample narrows the variable to them). */
+  allowed?: string[];
 }
 
 /** `orgId` -> `ORG_ID`, `key` -> `KEY`: the shell and environment variable of a path parameter. */
@@ -113,7 +115,14 @@ export function operationShapes(doc: Json): OperationShape[] {
           continue;
         }
         if (where === 'path' || ((where === 'query' || where === 'header') && required)) {
-          parameters.push({ name, in: where as SampleParameter['in'], required, example: exampleOf(parameter, resolve) });
+          const allowed = resolve(parameter.schema ?? {}).enum as unknown[] | undefined;
+          parameters.push({
+            name,
+            in: where as SampleParameter['in'],
+            required,
+            example: exampleOf(parameter, resolve),
+            ...(Array.isArray(allowed) && allowed.every((value) => typeof value === 'string') ? { allowed: allowed as string[] } : {}),
+          });
         }
       }
       const shape: OperationShape = { operationId: operation.operationId as string, method, path: route, authenticated, parameters, idempotencyKey };
@@ -193,7 +202,8 @@ export function typescriptSample(shape: OperationShape): string {
   out.push('});');
   const params: string[] = [];
   const pathParams = shape.parameters.filter((p) => p.in === 'path');
-  if (pathParams.length > 0) params.push(`path: { ${pathParams.map((p) => `${/^[A-Za-z_$][\w$]*$/.test(p.name) ? p.name : `'${p.name}'`}: process.env.${variableFor(p.name)}!`).join(', ')} }`);
+  const pathValue = (p: SampleParameter): string => `process.env.${variableFor(p.name)}!${p.allowed ? ` as ${p.allowed.map((value) => `'${value}'`).join(' | ')}` : ''}`;
+  if (pathParams.length > 0) params.push(`path: { ${pathParams.map((p) => `${/^[A-Za-z_$][\w$]*$/.test(p.name) ? p.name : `'${p.name}'`}: ${pathValue(p)}`).join(', ')} }`);
   const queryParams = shape.parameters.filter((p) => p.in === 'query');
   if (queryParams.length > 0) params.push(`query: { ${queryParams.map((p) => `'${p.name}': ${JSON.stringify(p.example)}`).join(', ')} }`);
   const headers = shape.parameters.filter((p) => p.in === 'header').map((p) => `'${p.name}': ${JSON.stringify(String(p.example ?? ''))}`);
