@@ -78,6 +78,8 @@ beforeAll(async () => {
 const MANAGED_BY_PEOPLE: string[] = [
   'updateOrganizationMember', 'removeOrganizationMember', 'listOrganizationInvitations', 'createOrganizationInvitation',
   'revokeOrganizationInvitation', 'submitOrganizationVerification',
+  // A payout's second approval is a person's, and so is the threshold that asks for it.
+  'approvePayout', 'updatePayoutSettings',
 ];
 
 describe('the contract declares the scopes', () => {
@@ -85,8 +87,8 @@ describe('the contract declares the scopes', () => {
     const business = operations.filter((op) => op.path.startsWith('/business/organizations/{orgId}/'));
     expect(scoped.length).toBeGreaterThanOrEqual(24);
     for (const op of business) {
-      // Keys, members, invitations and the business verification are managed by people: a key may
-      // read the members (members:read) but never change them.
+      // Keys, members, invitations, the business verification and payout approvals are managed by
+      // people: a key may read the members (members:read) but never change them.
       const managesKeys = op.path.startsWith('/business/organizations/{orgId}/api-keys') || MANAGED_BY_PEOPLE.includes(op.operationId);
       expect(Boolean(op.access?.scope), op.operationId).toBe(!managesKeys);
       expect(keyCallable(op), op.operationId).toBe(!managesKeys);
