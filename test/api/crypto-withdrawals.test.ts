@@ -175,6 +175,29 @@ describe('POST /crypto/withdrawals', () => {
   });
 });
 
+describe('the network sender', () => {
+  it('takes again what was not handed over (the sandbox clock resubmits), and broadcasts each withdrawal once however often it is resubmitted', async () => {
+    const caller = await cryptoCaller(app, { USDT: 50_000_000n });
+    const addressId = await addressOf(caller);
+    const created = await withdraw(caller, { withdrawal_address_id: addressId, amount: '3' });
+    const id = created.body.data.id as string;
+    // As if the request's hand-over had failed after its commit: the row is still created.
+    await testKnex()('crypto_withdrawals').where({ id }).update({ status: 'created' });
+    expect(await app.services.cryptoWithdrawals.resubmit()).toBeGreaterThanOrEqual(1);
+    expect((await show(caller, id)).body.data.status).toBe('queued');
+    await app.services.cryptoWithdrawals.resubmit();
+    await mine(1);
+    const broadcast = await show(caller, id);
+    expect(broadcast.body.data.status).toBe('broadcast');
+    await app.services.cryptoWithdrawals.resubmit();
+    await mine(20);
+    expect((await show(caller, id)).body.data).toMatchObject({ status: 'completed', tx_hash: broadcast.body.data.tx_hash });
+    const events = (await testKnex()('events').where({ subject_type: 'crypto_withdrawal', subject_id: id }).select('type')) as Array<{ type: string }>;
+    expect(events.map((e) => e.type).sort()).toEqual(['crypto.withdrawal.broadcast', 'crypto.withdrawal.completed', 'crypto.withdrawal.created']);
+    expect(await walletBalance(caller.user.id, 'USDT')).toBe(46_000_000n);
+  });
+});
+
 describe('GET /crypto/withdrawals', () => {
   it("shows the caller's own withdrawals only; another's answers 404", async () => {
     const caller = await cryptoCaller(app, { USDT: 50_000_000n });

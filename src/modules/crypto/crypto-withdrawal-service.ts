@@ -18,7 +18,7 @@ import {
   WithdrawalAlreadyFinalError,
   WithdrawalNotCancelableError,
 } from './crypto-errors';
-import type { CryptoNetworkPort, SandboxCryptoNetwork, WithdrawalObservation } from './crypto-network';
+import type { CryptoNetworkPort, OutgoingTransfer, SandboxCryptoNetwork, WithdrawalObservation } from './crypto-network';
 import type { RateSource } from './crypto-rates';
 import type { WithdrawalAddressRow } from './crypto-withdrawal-addresses';
 import {
@@ -57,6 +57,11 @@ function withdrawalEvent(after: Withdrawal, previousStatus: WithdrawalStatus | n
     object: presentWithdrawal(after),
     previousStatus,
   };
+}
+
+/** What the network's sender is handed of a withdrawal. */
+function outgoing(withdrawal: Withdrawal): OutgoingTransfer {
+  return { withdrawalId: withdrawal.id, network: withdrawal.network, address: withdrawal.address, memo: withdrawal.memo, asset: withdrawal.asset, amountMinor: withdrawal.amountMinor };
 }
 
 /** The columns a change of status writes (the row's own columns that move after it is created). */
@@ -183,10 +188,24 @@ export class CryptoWithdrawalService {
     return presentWithdrawal(after);
   }
 
+  /**
+   * Hands the network's sender again every withdrawal not yet broadcast (`created` or `queued`):
+   * the sender keeps one copy of each, and asks before it broadcasts. Answers how many.
+   */
+  async resubmit(): Promise<number> {
+    const rows = (await this.deps.knex('crypto_withdrawals').whereIn('status', ['created', 'queued']).orderBy('created_at').limit(500)) as Array<Record<string, unknown>>;
+    for (const row of rows) {
+      const waiting = toWithdrawal(row);
+      if (waiting.status === 'created') await this.dispatch(waiting);
+      else this.deps.network.submitWithdrawal(outgoing(waiting));
+    }
+    return rows.length;
+  }
+
   /** After the request's commit: the withdrawal to the network's sender, `queued`. A sender that cannot take it leaves it `created`. */
   private async dispatch(created: Withdrawal): Promise<WithdrawalView> {
     try {
-      this.deps.network.submitWithdrawal({ withdrawalId: created.id, network: created.network, address: created.address, memo: created.memo, asset: created.asset, amountMinor: created.amountMinor });
+      this.deps.network.submitWithdrawal(outgoing(created));
       return await withTransaction(this.deps.knex, async (trx) => {
         const before = await this.lock(trx, created.id);
         if (!before || before.status !== 'created') return presentWithdrawal(before ?? created);
