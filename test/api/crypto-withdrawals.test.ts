@@ -90,6 +90,26 @@ describe('POST /crypto/withdrawals', () => {
     expect(await walletBalance(caller.user.id, 'USDT')).toBe(29_000_000n);
   });
 
+  it('a cancel racing the broadcast: either canceled and never sent, or sent and the cancel refused', async () => {
+    const caller = await cryptoCaller(app, { USDT: 50_000_000n });
+    const addressId = await addressOf(caller);
+    const created = await withdraw(caller, { withdrawal_address_id: addressId, amount: '10' });
+    const id = created.body.data.id as string;
+    const [cancel] = await Promise.all([request(app).post(`/api/crypto/withdrawals/${id}/cancel`).set(caller.auth), mine(1)]);
+    await mine(1);
+    const after = (await show(caller, id)).body.data;
+    if (cancel.status === 200) {
+      expect(after).toMatchObject({ status: 'canceled', tx_hash: null });
+      expect(await walletBalance(caller.user.id, 'USDT')).toBe(50_000_000n);
+    } else {
+      expect(cancel.body.error).toBe('WithdrawalNotCancelable');
+      expect(['broadcast', 'confirming']).toContain(after.status);
+      expect(after.tx_hash).not.toBeNull();
+      expect(await walletBalance(caller.user.id, 'USDT')).toBe(39_000_000n);
+    }
+    await expectLedgerInvariants(testKnex());
+  });
+
   it('fails on the network: failed, the amount and the fee returned once', async () => {
     const caller = await cryptoCaller(app, { USDT: 50_000_000n });
     const addressId = await addressOf(caller);
