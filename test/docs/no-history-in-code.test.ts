@@ -43,7 +43,8 @@ const FORBIDDEN_IN_PAGES: ReadonlyArray<[string, RegExp]> = [
   ['an issue number', /\bissues?[ #]+\d+/i],
   ['an issue or pull request number', /(?:^|[\s(])#\d+\b/],
   ['a pull request', /\b(?:PR|pull request) ?#?\d+|\/pull\/\d+|\/issues\/\d+/i],
-  ['a wave', /(?<![`'"])\bwave\b(?![`'"])|\bwaves? ?\d+\b/],
+  ['a wave', /(?<![`'"])\bwave\b(?![`'"])/],
+  ['a numbered wave', /\bwaves? ?\d+\b/i],
   ['a review finding', /\bfindings? \d+/i],
   ['a review of an item', /\breview of (issue )?\d+/i],
 ];
