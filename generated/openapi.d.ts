@@ -12890,6 +12890,19 @@ export interface components {
                 "application/json": components["schemas"]["CreditNoteConflictError"];
             };
         };
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. `TooManyStreams`: the caller already has as many statement downloads running as allowed at once (2 by default). */
+        StatementTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller; `ApiKeyNotFound`: the organisation has no key with this id. */
         ApiKeyNotFound: {
             headers: {
@@ -17091,7 +17104,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["StatementTooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
