@@ -13366,6 +13366,18 @@ export interface components {
                 "application/json": components["schemas"]["PaymentLinkConflictError"];
             };
         };
+        /** @description `NotFound`: the organisation is unknown or foreign to the caller; `PayoutNotFound`: the organisation has no payout with this id. */
+        PayoutNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller. `DocumentNotFound`: the document is not one of the organisation's. `CustomerNotFound`: the `customer_id` of the body is not a customer of the organisation. Identifiers of another organisation answer exactly like unknown ones. */
         DocumentNotFound: {
             headers: {
@@ -13428,6 +13440,19 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["CreditNoteConflictError"];
+            };
+        };
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. `TooManyStreams`: the caller already has as many statement downloads running as allowed at once (2 by default). */
+        StatementTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller; `ApiKeyNotFound`: the organisation has no key with this id. */
@@ -16714,7 +16739,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -16773,7 +16798,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayoutForbiddenError"];
                 };
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
             409: {
                 headers: {
@@ -16848,7 +16873,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayoutForbiddenError"];
                 };
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
             409: {
                 headers: {
@@ -17672,7 +17697,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["StatementTooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -19610,7 +19635,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes (`EmptyDocument`: no bytes); `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
+            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes, or has no bytes; `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
