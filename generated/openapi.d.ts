@@ -2998,7 +2998,7 @@ export interface paths {
         put?: never;
         /**
          * Reject a session under review
-         * @description An administrator rejects a `needs_review` session: `retry_allowed` sends it back to `requires_input` with a `last_error` the person can act on (a generic one for `suspected_fraud`, `watchlist_match` and `other`); `final` makes it `rejected` and refuses new sessions. The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
+         * @description An administrator rejects a `needs_review` session: `retry_allowed` sends it back to `requires_input` with a `last_error` the person can act on (a generic one for `suspected_fraud`, `watchlist_match` and `other`); `final` makes it `rejected` and refuses new sessions. Without `rejection` the session is sent back (`retry_allowed`). The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
          */
         post: operations["rejectVerificationSession"];
         delete?: never;
@@ -5393,7 +5393,7 @@ export interface components {
         };
         /**
          * InvalidVerificationCodeError
-         * @description The code is wrong; `details.attempts_left` says how many tries remain (the fifth wrong code answers `VerificationExpired`).
+         * @description The code is wrong; `details.attempts_left` says how many tries remain (the fifth wrong code answers 0; every try after it, the right code included, answers `VerificationExpired`).
          */
         InvalidVerificationCodeError: {
             /**
@@ -10277,11 +10277,18 @@ export interface components {
          * @description Why, and whether the person may try again.
          */
         RejectVerificationSessionRequest: {
-            reason_code: components["schemas"]["VerificationRejectionReason"];
+            /**
+             * VerificationRejectionReasonGiven
+             * @description Why: a code of `VerificationRejectionReason`, recorded as given, or one of two other spellings: `expired_document` (recorded as `document_expired`) and `mismatch` (recorded as `information_mismatch`). The person sees a reason they can act on for the first six; the others show them a generic error (never a watch-list or PEP hint).
+             * @example document_unreadable
+             * @enum {string}
+             */
+            reason_code: "document_unreadable" | "document_expired" | "document_mismatch" | "selfie_mismatch" | "information_mismatch" | "unsupported_document" | "suspected_fraud" | "watchlist_match" | "other" | "expired_document" | "mismatch";
             /** @description For other administrators (encrypted at rest; never shown to the person). */
             note?: string;
             /**
-             * @description `retry_allowed`: back to `requires_input` with a `last_error`; `final`: `rejected`, and no new session.
+             * @description `retry_allowed` (the default): back to `requires_input` with a `last_error`; `final`: `rejected`, and no new session.
+             * @default retry_allowed
              * @enum {string}
              */
             rejection: "retry_allowed" | "final";
@@ -19227,7 +19234,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The recipient: an e-mail address (any case) or a telephone number in international form (spaces allowed, normalised to E.164), as given at sign-up.
+                 * @description The recipient: an e-mail address (any case) or a telephone number in international form (spaces allowed, normalised to E.164), as given at sign-up. A `+` sent unencoded (`?to=+2250700009999`, which a query string decodes as a space) is read as the `+` it was.
                  * @example new-customer@example.com
                  */
                 to: string;
