@@ -2628,7 +2628,7 @@ export interface paths {
         put?: never;
         /**
          * Submit the business verification
-         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MiB, stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
+         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MB (5,000,000 bytes), stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
          */
         post: operations["submitOrganizationVerification"];
         delete?: never;
@@ -2900,7 +2900,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a document
-         * @description One document of a `tier_2` session, as `multipart/form-data`: `kind` (`id_front`, `id_back`, `selfie`) and `file`, one JPEG, PNG or PDF of at most 5 MiB. Its type is read from its bytes, not its name or declared type: anything else is 422 `UnsupportedDocumentType`; over 5 MiB is 413 `PayloadTooLarge`; a request that is not multipart/form-data is 415. A second upload of a kind replaces the first. Stored encrypted at rest; never shown back.
+         * @description One document of a `tier_2` session, as `multipart/form-data`: `kind` (`id_front`, `id_back`, `selfie`) and `file`, one JPEG, PNG or PDF of at most 5 MB (5,000,000 bytes). Its type is read from its bytes, not its name or declared type: anything else is 422 `UnsupportedDocumentType`; over 5 MB is 413 `PayloadTooLarge`; a request that is not multipart/form-data is 415. A second upload of a kind replaces the first. Stored encrypted at rest; never shown back.
          */
         post: operations["uploadVerificationDocument"];
         delete?: never;
@@ -9658,7 +9658,7 @@ export interface components {
         SubmitOrganizationVerificationRequest: {
             /**
              * Format: binary
-             * @description The company's registration document (JPEG, PNG or PDF, at most 5 MiB).
+             * @description The company's registration document (JPEG, PNG or PDF, at most 5 MB, 5,000,000 bytes).
              */
             registration_document: string;
             /**
@@ -10118,7 +10118,7 @@ export interface components {
         };
         /**
          * UploadVerificationDocumentRequest
-         * @description One document: its kind and one file (JPEG, PNG or PDF, at most 5 MiB; its type is read from its bytes, not its name).
+         * @description One document: its kind and one file (JPEG, PNG or PDF, at most 5 MB, 5,000,000 bytes; its type is read from its bytes, not its name).
          */
         UploadVerificationDocumentRequest: {
             kind: components["schemas"]["VerificationDocumentKind"];
@@ -12949,7 +12949,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `PayloadTooLarge`: the file is over 5 MiB (5242880 bytes). */
+        /** @description `PayloadTooLarge`: the file is over 5 MB (5,000,000 bytes). */
         DocumentTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
