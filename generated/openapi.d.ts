@@ -10044,10 +10044,10 @@ export interface components {
             };
         };
         /**
-         * VerificationRefusalError
-         * @description An identity verification refusal without details: `VerificationSessionExpired` (409), `TierAlreadyHeld`, `VerificationRefused` (a final rejection stands), `DocumentsNotRequired` (a tier_1 session), `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF) (422).
+         * VerificationSessionExpiredError
+         * @description `VerificationSessionExpired` (409): an action on a verification session past its `expires_at`; start a new one.
          */
-        VerificationRefusalError: {
+        VerificationSessionExpiredError: {
             /**
              * @description Always `false` on error.
              * @constant
@@ -10064,7 +10064,7 @@ export interface components {
          * VerificationSessionConflictError
          * @description Error envelope of a 409 on a verification session, discriminated by `error`.
          */
-        VerificationSessionConflictError: components["schemas"]["InvalidVerificationSessionStateError"] | components["schemas"]["VerificationSessionOpenError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        VerificationSessionConflictError: components["schemas"]["InvalidVerificationSessionStateError"] | components["schemas"]["VerificationSessionOpenError"] | components["schemas"]["VerificationSessionExpiredError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * DocumentsMissingError
          * @description A tier_2 session is submitted before its required documents; `details.missing` lists them.
@@ -10086,6 +10086,23 @@ export interface components {
                 /** @description Kinds still to upload. */
                 missing: components["schemas"]["VerificationDocumentKind"][];
             };
+        };
+        /**
+         * VerificationRefusalError
+         * @description An identity verification refusal without details (422): `TierAlreadyHeld`, `VerificationRefused` (a final rejection stands), `DocumentsNotRequired` (a tier_1 session), `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF).
+         */
+        VerificationRefusalError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "TierAlreadyHeld" | "VerificationRefused" | "DocumentsNotRequired" | "UnsupportedDocumentType";
+            message: components["schemas"]["ErrorMessage"];
         };
         /**
          * VerificationSessionUnprocessableError
