@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock';
 import type { Caller, PageRequest } from '../../contract';
-import { withTransaction } from '../../db/transaction';
+import { setLocal, withTransaction } from '../../db/transaction';
 import type { PiiCipher } from '../../pii-cipher';
 import type { DocumentService } from '../documents';
 import { EventRepository } from '../events';
@@ -228,6 +228,8 @@ export class IdentityService {
     await endSessions(userId, trx);
     // Where the person logged in from is theirs too: the ended sessions keep their times only.
     await trx('sessions').where({ user_id: userId }).update({ ip: null, user_agent: null });
+    // The keys this person holds are revoked with the closing (a trigger), naming them as its actor.
+    await setLocal(trx, { 'app.actor_user_id': userId });
     await trx('users').where({ id: userId }).update({ status: 'closed', closed_at: now, email: null, phone: null, display_name: null, country: null, password_hash: '!closed', updated_at: now });
     return { id: userId, status: 'closed', closedAt: now };
   }
