@@ -2629,7 +2629,7 @@ export interface paths {
         put?: never;
         /**
          * Submit the business verification
-         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MiB, stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
+         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MB (5,000,000 bytes), stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
          */
         post: operations["submitOrganizationVerification"];
         delete?: never;
@@ -2901,7 +2901,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a document
-         * @description One document of a `tier_2` session, as `multipart/form-data`: `kind` (`id_front`, `id_back`, `selfie`) and `file`, one JPEG, PNG or PDF of at most 5 MiB. Its type is read from its bytes, not its name or declared type: anything else is 422 `UnsupportedDocumentType`; over 5 MiB is 413 `PayloadTooLarge`; a request that is not multipart/form-data is 415. A second upload of a kind replaces the first. Stored encrypted at rest; never shown back.
+         * @description One document of a `tier_2` session, as `multipart/form-data`: `kind` (`id_front`, `id_back`, `selfie`) and `file`, one JPEG, PNG or PDF of at most 5 MB (5,000,000 bytes). Its type is read from its bytes, not its name or declared type: anything else is 422 `UnsupportedDocumentType`; over 5 MB is 413 `PayloadTooLarge`; a request that is not multipart/form-data is 415. A second upload of a kind replaces the first. Stored encrypted at rest; never shown back.
          */
         post: operations["uploadVerificationDocument"];
         delete?: never;
@@ -2999,7 +2999,7 @@ export interface paths {
         put?: never;
         /**
          * Reject a session under review
-         * @description An administrator rejects a `needs_review` session: `retry_allowed` sends it back to `requires_input` with a `last_error` the person can act on (a generic one for `suspected_fraud`, `watchlist_match` and `other`); `final` makes it `rejected` and refuses new sessions. The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
+         * @description An administrator rejects a `needs_review` session: `retry_allowed` sends it back to `requires_input` with a `last_error` the person can act on (a generic one for `suspected_fraud`, `watchlist_match` and `other`); `final` makes it `rejected` and refuses new sessions. Without `rejection` the session is sent back (`retry_allowed`). The decision names its reviewer. Never one's own session: 403 `ConflictOfInterest`.
          */
         post: operations["rejectVerificationSession"];
         delete?: never;
@@ -5597,7 +5597,7 @@ export interface components {
         };
         /**
          * InvalidVerificationCodeError
-         * @description The code is wrong; `details.attempts_left` says how many tries remain (the fifth wrong code answers `VerificationExpired`).
+         * @description The code is wrong; `details.attempts_left` says how many tries remain (the fifth wrong code answers 0; every try after it, the right code included, answers `VerificationExpired`).
          */
         InvalidVerificationCodeError: {
             /**
@@ -9862,7 +9862,7 @@ export interface components {
         SubmitOrganizationVerificationRequest: {
             /**
              * Format: binary
-             * @description The company's registration document (JPEG, PNG or PDF, at most 5 MiB).
+             * @description The company's registration document (JPEG, PNG or PDF, at most 5 MB, 5,000,000 bytes).
              */
             registration_document: string;
             /**
@@ -10248,10 +10248,10 @@ export interface components {
             };
         };
         /**
-         * VerificationRefusalError
-         * @description An identity verification refusal without details: `VerificationSessionExpired` (409), `TierAlreadyHeld`, `VerificationRefused` (a final rejection stands), `DocumentsNotRequired` (a tier_1 session), `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF) (422).
+         * VerificationSessionExpiredError
+         * @description `VerificationSessionExpired` (409): an action on a verification session past its `expires_at`; start a new one.
          */
-        VerificationRefusalError: {
+        VerificationSessionExpiredError: {
             /**
              * @description Always `false` on error.
              * @constant
@@ -10268,7 +10268,7 @@ export interface components {
          * VerificationSessionConflictError
          * @description Error envelope of a 409 on a verification session, discriminated by `error`.
          */
-        VerificationSessionConflictError: components["schemas"]["InvalidVerificationSessionStateError"] | components["schemas"]["VerificationSessionOpenError"] | components["schemas"]["VerificationRefusalError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        VerificationSessionConflictError: components["schemas"]["InvalidVerificationSessionStateError"] | components["schemas"]["VerificationSessionOpenError"] | components["schemas"]["VerificationSessionExpiredError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * DocumentsMissingError
          * @description A tier_2 session is submitted before its required documents; `details.missing` lists them.
@@ -10290,6 +10290,23 @@ export interface components {
                 /** @description Kinds still to upload. */
                 missing: components["schemas"]["VerificationDocumentKind"][];
             };
+        };
+        /**
+         * VerificationRefusalError
+         * @description An identity verification refusal without details (422): `TierAlreadyHeld`, `VerificationRefused` (a final rejection stands), `DocumentsNotRequired` (a tier_1 session), `UnsupportedDocumentType` (the file's bytes are not a JPEG, PNG or PDF).
+         */
+        VerificationRefusalError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "TierAlreadyHeld" | "VerificationRefused" | "DocumentsNotRequired" | "UnsupportedDocumentType";
+            message: components["schemas"]["ErrorMessage"];
         };
         /**
          * VerificationSessionUnprocessableError
@@ -10322,7 +10339,7 @@ export interface components {
         };
         /**
          * UploadVerificationDocumentRequest
-         * @description One document: its kind and one file (JPEG, PNG or PDF, at most 5 MiB; its type is read from its bytes, not its name).
+         * @description One document: its kind and one file (JPEG, PNG or PDF, at most 5 MB, 5,000,000 bytes; its type is read from its bytes, not its name).
          */
         UploadVerificationDocumentRequest: {
             kind: components["schemas"]["VerificationDocumentKind"];
@@ -10481,11 +10498,18 @@ export interface components {
          * @description Why, and whether the person may try again.
          */
         RejectVerificationSessionRequest: {
-            reason_code: components["schemas"]["VerificationRejectionReason"];
+            /**
+             * VerificationRejectionReasonGiven
+             * @description Why: a code of `VerificationRejectionReason`, recorded as given, or one of two other spellings: `expired_document` (recorded as `document_expired`) and `mismatch` (recorded as `information_mismatch`). The person sees a reason they can act on for the first six; the others show them a generic error (never a watch-list or PEP hint).
+             * @example document_unreadable
+             * @enum {string}
+             */
+            reason_code: "document_unreadable" | "document_expired" | "document_mismatch" | "selfie_mismatch" | "information_mismatch" | "unsupported_document" | "suspected_fraud" | "watchlist_match" | "other" | "expired_document" | "mismatch";
             /** @description For other administrators (encrypted at rest; never shown to the person). */
             note?: string;
             /**
-             * @description `retry_allowed`: back to `requires_input` with a `last_error`; `final`: `rejected`, and no new session.
+             * @description `retry_allowed` (the default): back to `requires_input` with a `last_error`; `final`: `rejected`, and no new session.
+             * @default retry_allowed
              * @enum {string}
              */
             rejection: "retry_allowed" | "final";
@@ -13519,7 +13543,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `PayloadTooLarge`: the file is over 5 MiB (5242880 bytes). */
+        /** @description `PayloadTooLarge`: the file is over 5 MB (5,000,000 bytes). */
         DocumentTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -19845,7 +19869,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The recipient: an e-mail address (any case) or a telephone number in international form (spaces allowed, normalised to E.164), as given at sign-up.
+                 * @description The recipient: an e-mail address (any case) or a telephone number in international form (spaces allowed, normalised to E.164), as given at sign-up. A `+` sent unencoded (`?to=+2250700009999`, which a query string decodes as a space) is read as the `+` it was.
                  * @example new-customer@example.com
                  */
                 to: string;

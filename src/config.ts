@@ -3,9 +3,11 @@ import { parseDatabaseUrl } from './db/multi-host';
 import type { DatabaseReadConfig } from './db/read-routing';
 import { boolean, ConfigError, webhookSecret, delays, type Env, integer, minorAmountsByCurrency, oneOf, url } from './config-values';
 import { readCryptoConfig, type CryptoConfig } from './config-crypto';
+import { readIdentity, readNotifications, type IdentityConfig, type NotificationsConfig } from './config-providers';
 import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 
 export { ConfigError } from './config-values';
+export type { IdentityConfig, NotificationsConfig } from './config-providers';
 /**
  * The only reader of process.env. Every value is parsed and validated once, at boot;
  * a bad value stops the process with one clear line instead of a surprise at run time.
@@ -146,11 +148,6 @@ export interface Config {
   crypto: CryptoConfig;
 }
 
-/** NOTIFIER (`sandbox`: the outbox; no default in production) and OUTBOX_RETENTION_HOURS. */
-export interface NotificationsConfig { notifier: 'sandbox'; outboxRetentionHours: number }
-
-/** IDENTITY_PROCESS_INTERVAL_SECONDS and IDENTITY_EXPIRE_INTERVAL_SECONDS: the periods of the jobs that hand submitted sessions to the provider and expire unfinished ones. */
-export interface IdentityConfig { processEverySeconds: number; expireEverySeconds: number }
 
 export interface JobsConfig {
   /** JOBS_POLLING_INTERVAL_MS: how often each worker asks for its queue's next job. */
@@ -323,18 +320,8 @@ function readConfig(env: Env): Config {
     // Last: the secrets' own errors come first.
     ...sharedRateLimitStore(env, nodeEnv),
     notifications: readNotifications(env, nodeEnv),
+    identity: readIdentity(env, nodeEnv),
     crypto: readCryptoConfig(env, nodeEnv, env.JWT_SECRET || DEFAULT_JWT_SECRET),
-  };
-}
-
-/** Production never falls back to the sandbox notifier silently (customers would get no code). */
-function readNotifications(env: Env, nodeEnv: NodeEnv): NotificationsConfig {
-  if (nodeEnv === 'production' && (env.NOTIFIER === undefined || env.NOTIFIER === '')) {
-    throw new ConfigError(`NOTIFIER must be set in production (one of sandbox); the sandbox notifier keeps messages in the outbox instead of sending them, so production uses it only when told NOTIFIER=sandbox`);
-  }
-  return {
-    notifier: oneOf(env, 'NOTIFIER', 'sandbox', ['sandbox'] as const),
-    outboxRetentionHours: integer(env, 'OUTBOX_RETENTION_HOURS', 72, 1, 24 * 365),
   };
 }
 
@@ -357,9 +344,8 @@ function readRateLimit(env: Env): Config['rateLimit'] {
 }
 
 /** Read in this order after the general settings: an invalid value names the first one wrong. */
-function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs' | 'identity'> {
+function readWorkSettings(env: Env, nodeEnv: NodeEnv): Pick<Config, 'networkStatus' | 'statements' | 'escrows' | 'eventRetentionDays' | 'webhooks' | 'jobs'> {
   return {
-    identity: { processEverySeconds: integer(env, 'IDENTITY_PROCESS_INTERVAL_SECONDS', 2, 1, 3_600), expireEverySeconds: integer(env, 'IDENTITY_EXPIRE_INTERVAL_SECONDS', 300, 1, 86_400) },
     networkStatus: {
       lockTimeoutMs: integer(env, 'NETWORK_STATUS_LOCK_TIMEOUT_MS', 2_000, 10, 60_000),
       statementTimeoutMs: integer(env, 'NETWORK_STATUS_STATEMENT_TIMEOUT_MS', 5_000, 10, 60_000),

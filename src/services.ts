@@ -98,10 +98,10 @@ function coreServices(deps: ServiceDeps) {
   const documents = new DocumentService({ cipher: piiCipher, clock });
   // SMS and e-mail: the adapter NOTIFIER names (config.ts refuses the sandbox in production unless named).
   const notifier: Notifier = new SandboxNotifier();
-  // One-time codes are kept as an HMAC keyed from API_KEY_PEPPER (required in production).
-  const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), clock };
+  // One-time codes are kept as an HMAC keyed from API_KEY_PEPPER (required in production); names sealed.
+  const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), cipher: piiCipher, clock };
   const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
-  // Identity verification: the sandbox provider (IDENTITY_PROVIDER), its outcome set by the ID number.
+  // Identity verification: the adapter IDENTITY_PROVIDER names (config-providers.ts refuses the sandbox in production unless named).
   const limits = new LimitsService({ knex, policy: typeof deps.limitPolicy === 'object' ? deps.limitPolicy : loadLimitPolicy(deps.limitPolicy) });
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
   return {

@@ -95,7 +95,7 @@ const secrets = {
   CRYPTO_NETWORK: 'sandbox',
   CRYPTO_ADDRESS_SECRET: crypto.randomBytes(32).toString('hex'),
   // Production names its notifier; the drill sends no message, the sandbox keeps none.
-  NOTIFIER: 'sandbox',
+  NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox',
 };
 function apiEnv(index: number, mode: 'production' | 'development'): Record<string, string> {
   const port = API_PORTS[index] as number;

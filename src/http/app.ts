@@ -129,7 +129,7 @@ function contractValidator(document: ReturnType<typeof loadOpenApiDocument>, con
     ignoreUndocumented: false,
     // multipart/form-data (document uploads): multer in memory, only on operations whose
     // contract takes a `format: binary` field, within bounds of its own (the JSON body limit
-    // does not apply to it): one file of at most 5 MiB (beyond: 413), a few short fields.
+    // does not apply to it): one file of at most 5 MB (5,000,000 bytes; beyond: 413), a few short fields.
     fileUploader: { limits: UPLOAD_LIMITS },
   });
 }

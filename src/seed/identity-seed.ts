@@ -1,5 +1,7 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { MODULES, type ModuleAccess, type ModuleName, type Role } from '../contract';
+import { sealDisplayName } from '../modules/auth';
 import type { Services } from '../services';
 
 /** Local demo data only (the README lists these logins). */
@@ -82,12 +84,15 @@ export async function seedIdentity(trx: Knex.Transaction, services: Services): P
   const passwordHashes = await Promise.all(users.map(() => services.passwords.hash(DEMO_PASSWORD)));
   const userIds = new Map<string, string>();
   for (const [index, user] of users.entries()) {
+    const id = crypto.randomUUID();
     const [row] = (await trx('users')
       .insert({
+        id,
         email: user.email,
         phone: user.phone,
         password_hash: passwordHashes[index],
-        display_name: user.email.split('@')[0],
+        // Names are sealed at rest, as sign-up writes them.
+        display_name: sealDisplayName(services.piiCipher, id, user.email.split('@')[0] as string),
         is_admin: 'isAdmin' in user && user.isAdmin,
         tier: demoTier(user.email),
       })

@@ -74,11 +74,29 @@ describe('password reset', () => {
     expect(a.body.data.channel).toBe('sms');
     expect(await latestMessage(nobody)).toBeUndefined();
     const tries = [];
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 6; i++) {
       const res = await request(app).post('/api/auth/password-reset/confirm').send({ identifier: nobody, code: '123456', new_password: NEW_PASSWORD });
       tries.push(res.body.error === 'InvalidVerificationCode' ? res.body.details.attempts_left : res.body.error);
     }
-    expect(tries).toEqual([4, 3, 2, 1, 'VerificationExpired']);
+    expect(tries).toEqual([4, 3, 2, 1, 0, 'VerificationExpired']);
+  });
+
+  it('wrong codes of an account count down (attempts_left 4 to 0); the sixth try, and then the right code, answer VerificationExpired', async () => {
+    const user = await createUser({ email: uniqueEmail('wrongreset') });
+    await request(app).post('/api/auth/password-reset').send({ identifier: user.email });
+    const code = await latestCode(user.email as string);
+    const wrongCode = code === '000000' ? '000001' : '000000';
+    const tries = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await request(app).post('/api/auth/password-reset/confirm').send({ identifier: user.email, code: wrongCode, new_password: NEW_PASSWORD });
+      expect(res.status).toBe(422);
+      tries.push(res.body.error === 'InvalidVerificationCode' ? res.body.details.attempts_left : res.body.error);
+    }
+    expect(tries).toEqual([4, 3, 2, 1, 0, 'VerificationExpired']);
+    const right = await request(app).post('/api/auth/password-reset/confirm').send({ identifier: user.email, code, new_password: NEW_PASSWORD });
+    expect(right.status).toBe(422);
+    expect(right.body.error).toBe('VerificationExpired');
+    expect((await request(app).post('/api/auth/login').send({ identifier: user.email, password: TEST_PASSWORD })).status).toBe(200);
   });
 
   it('refuses a weak new password with the reason, without spending the code', async () => {

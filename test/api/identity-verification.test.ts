@@ -213,18 +213,21 @@ describe('tier_2 documents', () => {
     expect((await request(app).get('/api/me').set(caller.auth)).body.data.tier).toBe('tier_2');
   });
 
-  it('refuses bytes that are not an image or a PDF (422), whatever the name, and a file over 5 MiB (413)', async () => {
+  it('refuses bytes that are not an image or a PDF (422), whatever the name, and a file over 5 MB: 5,000,000 bytes pass, 5,000,001 are 413', async () => {
     const caller = await createCaller(app);
     const id = await startSession(caller, 'tier_2');
     const script = await upload(caller, id, 'id_front', Buffer.from('#!/bin/sh\necho not a passport\n'), 'passport.jpg');
     expect(script.status).toBe(422);
     expect(script.body.error).toBe('UnsupportedDocumentType');
-    const big = Buffer.alloc(5 * 1024 * 1024 + 1);
+    const big = Buffer.alloc(5_000_001);
     JPEG.copy(big);
     const tooLarge = await upload(caller, id, 'id_front', big);
     expect(tooLarge.status).toBe(413);
     expect(tooLarge.body.error).toBe('PayloadTooLarge');
     expect((await session(caller, id)).requirements).toEqual(['id_front', 'selfie', 'identity_details']);
+    const atLimit = await upload(caller, id, 'selfie', big.subarray(0, 5_000_000));
+    expect(atLimit.status, JSON.stringify(atLimit.body)).toBe(200);
+    expect(atLimit.body.data.documents).toEqual([{ kind: 'selfie', content_type: 'image/jpeg', size_bytes: 5_000_000, uploaded_at: expect.any(String) }]);
     const json = await request(app).post(`/api/identity/verification-sessions/${id}/documents`).set(caller.auth).send({ kind: 'id_front', file: 'aGVsbG8=' });
     expect(json.status).toBe(415);
   });
@@ -291,6 +294,9 @@ describe('POST /me/close', () => {
     await request(app).post(`/api/identity/verification-sessions/${id}/documents`).set(caller.auth).field('kind', 'selfie').attach('file', PNG, { filename: 'b.png' });
     await submit(caller, id, 'CI0012340000');
     await runProvider();
+    const phone = await request(app).post('/api/auth/login').set('User-Agent', 'ClosingPhone/1.0').send({ identifier: caller.user.email, password: caller.user.password });
+    expect(phone.status).toBe(200);
+    expect(await testKnex()('sessions').where({ id: phone.body.data.session_id }).first('user_agent')).toEqual({ user_agent: 'ClosingPhone/1.0' });
     const closed = await request(app).post('/api/me/close').set(caller.auth).send({});
     expect(closed.status).toBe(200);
     expect(closed.body.data).toMatchObject({ id: caller.user.id, object: 'user', status: 'closed' });
@@ -298,7 +304,10 @@ describe('POST /me/close', () => {
     const login = await request(app).post('/api/auth/login').send({ identifier: caller.user.email, password: caller.user.password });
     expect(login.status).toBe(401);
     const user = (await testKnex()('users').where({ id: caller.user.id }).first()) as Record<string, unknown>;
-    expect(user).toMatchObject({ status: 'closed', email: null, phone: null, display_name: null, tier: 'tier_2' });
+    expect(user).toMatchObject({ status: 'closed', email: null, phone: null, display_name: null, country: null, tier: 'tier_2' });
+    const sessions = (await testKnex()('sessions').where({ user_id: caller.user.id }).select('ip', 'user_agent', 'revoked_at')) as Array<Record<string, unknown>>;
+    expect(sessions.length).toBeGreaterThan(0);
+    for (const row of sessions) expect(row).toMatchObject({ ip: null, user_agent: null, revoked_at: expect.any(Date) });
     const row = (await testKnex()('verification_sessions').where({ id }).first()) as Record<string, unknown>;
     expect(row).toMatchObject({ status: 'verified', id_number_sealed: null, first_name_sealed: null, date_of_birth_sealed: null });
     expect(row.personal_data_erased_at).not.toBeNull();

@@ -1,5 +1,9 @@
+import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { openDisplayName } from '../../src/modules/auth';
+import { signupNameContext } from '../../src/modules/onboarding';
+import { PiiCipherError } from '../../src/pii-cipher';
 import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { bearer, createUser, TEST_PASSWORD, uniqueEmail, uniquePhone } from '../support/factories';
@@ -11,6 +15,8 @@ beforeAll(async () => {
 });
 
 const STRONG = 'kora-lagoon-mango-41';
+/** A value sealed by the PII cipher: `<key id>:<base64url>`. */
+const SEALED = /^[A-Za-z0-9_-]{1,32}:[A-Za-z0-9_-]{38,}$/;
 
 interface OutboxMessage {
   to: string;
@@ -56,9 +62,12 @@ describe('sign-up with a one-time code', () => {
     const [message] = await outbox(phone);
     expect(message).toMatchObject({ to: phone, channel: 'sms', template: 'signup_code' });
     const code = await latestCode(phone);
-    // Only a hash of the code is stored.
+    // Only a hash of the code is stored, and the name only sealed.
     const row = await testKnex()('signup_verifications').where({ id: started.body.data.verification_id }).first();
     expect(JSON.stringify(row)).not.toContain(code);
+    expect(row.full_name).toMatch(SEALED);
+    expect(JSON.stringify(row)).not.toContain('Kouassi');
+    expect(app.services.piiCipher.openText(row.full_name, signupNameContext(row.id))).toBe('Awa Kouassi');
 
     const verified = await request(app).post('/api/auth/signup/verify').set('User-Agent', 'WalletApp/2.4').send({ verification_id: started.body.data.verification_id, code });
     expect(verified.status, JSON.stringify(verified.body)).toBe(201);
@@ -68,8 +77,15 @@ describe('sign-up with a one-time code', () => {
     const me = await request(app).get('/api/me').set(bearer(verified.body.data.access_token));
     expect(me.status).toBe(200);
     expect(me.body.data).toMatchObject({ phone, email: null, is_admin: false });
+    expect(JSON.stringify(me.body)).not.toContain('Kouassi');
     const user = await testKnex()('users').where({ phone }).first();
-    expect(user).toMatchObject({ status: 'active', display_name: 'Awa Kouassi', country: 'CI' });
+    expect(user).toMatchObject({ status: 'active', country: 'CI' });
+    // The name is ciphertext in the column, bound to its user: it opens there and nowhere else.
+    expect(user.display_name).toMatch(SEALED);
+    expect(JSON.stringify(user)).not.toContain('Kouassi');
+    expect(openDisplayName(app.services.piiCipher, user.id, user.display_name)).toBe('Awa Kouassi');
+    expect(() => openDisplayName(app.services.piiCipher, crypto.randomUUID(), user.display_name)).toThrow(PiiCipherError);
+    expect((await testKnex()('signup_verifications').where({ id: started.body.data.verification_id }).first()).full_name).toBeNull();
     if ('tier' in user) expect(user.tier).toBe('tier_0');
 
     const login = await request(app).post('/api/auth/login').send({ identifier: phone, password: STRONG });
@@ -96,7 +112,7 @@ describe('sign-up with a one-time code', () => {
 
     // Every try answers as a wrong code does, down to VerificationExpired; the account is untouched.
     const attempts: Array<{ error: string; left?: number }> = [];
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 6; i++) {
       const res = await request(app).post('/api/auth/signup/verify').send({ verification_id: taken.body.data.verification_id, code: String(100000 + i) });
       expect(res.status).toBe(422);
       attempts.push({ error: res.body.error, left: res.body.details?.attempts_left });
@@ -106,24 +122,26 @@ describe('sign-up with a one-time code', () => {
       { error: 'InvalidVerificationCode', left: 3 },
       { error: 'InvalidVerificationCode', left: 2 },
       { error: 'InvalidVerificationCode', left: 1 },
+      { error: 'InvalidVerificationCode', left: 0 },
       { error: 'VerificationExpired', left: undefined },
     ]);
     const login = await request(app).post('/api/auth/login').send({ identifier: existing.email, password: TEST_PASSWORD });
     expect(login.status).toBe(200);
   });
 
-  it('wrong codes count down (attempts_left), the fifth spends the verification, and then even the right code is refused', async () => {
+  it('wrong codes count down (attempts_left 4 to 0), the fifth spends the verification, and then even the right code is refused', async () => {
     const email = uniqueEmail('wrong');
     const started = await signUp(email);
     const id = started.body.data.verification_id as string;
     const code = await latestCode(email);
-    for (const left of [4, 3, 2, 1]) {
+    for (const left of [4, 3, 2, 1, 0]) {
       const res = await request(app).post('/api/auth/signup/verify').send({ verification_id: id, code: wrong(code) });
       expect(res.status).toBe(422);
       expect(res.body).toMatchObject({ error: 'InvalidVerificationCode', details: { attempts_left: left } });
     }
-    const fifth = await request(app).post('/api/auth/signup/verify').send({ verification_id: id, code: wrong(code) });
-    expect(fifth.body.error).toBe('VerificationExpired');
+    const sixth = await request(app).post('/api/auth/signup/verify').send({ verification_id: id, code: wrong(code) });
+    expect(sixth.status).toBe(422);
+    expect(sixth.body.error).toBe('VerificationExpired');
     const right = await request(app).post('/api/auth/signup/verify').send({ verification_id: id, code });
     expect(right.status).toBe(422);
     expect(right.body.error).toBe('VerificationExpired');

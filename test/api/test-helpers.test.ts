@@ -33,6 +33,17 @@ describe('GET /test-helpers/outbox (outside production)', () => {
     expect(Date.parse(res.body.data.data[0].created_at)).not.toBeNaN();
   });
 
+  it('reads an unencoded + in the query string (decoded as a space) as the + of a telephone number', async () => {
+    const phone = uniquePhone();
+    await send(phone, 'raw', 'plus sign');
+    const res = await request(app).get(`/api/test-helpers/outbox?to=${phone}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.data).toHaveLength(1);
+    expect(res.body.data.data[0]).toMatchObject({ to: phone, template: 'raw' });
+    const encoded = await request(app).get(`/api/test-helpers/outbox?to=${encodeURIComponent(phone)}`);
+    expect(encoded.body.data.data.map((m: { template: string }) => m.template)).toEqual(['raw']);
+  });
+
   it('pages with limit and starting_after', async () => {
     const email = uniqueEmail('pages');
     for (const template of ['a', 'b', 'c']) await send(email, template, template);

@@ -10,9 +10,9 @@ describe('NOTIFIER: the adapter SMS and e-mail go through', () => {
   });
 
   it('production refuses to start with the sandbox unless it is named, and says how', () => {
-    expect(() => loadConfig(PRODUCTION)).toThrow(/NOTIFIER must be set in production.*NOTIFIER=sandbox/);
-    expect(() => loadConfig({ ...PRODUCTION, NOTIFIER: '' })).toThrow(/NOTIFIER must be set in production/);
-    expect(loadConfig({ ...PRODUCTION, NOTIFIER: 'sandbox' }).notifications.notifier).toBe('sandbox');
+    expect(() => loadConfig({ ...PRODUCTION, IDENTITY_PROVIDER: 'sandbox' })).toThrow(/NOTIFIER must be set in production.*NOTIFIER=sandbox/);
+    expect(() => loadConfig({ ...PRODUCTION, IDENTITY_PROVIDER: 'sandbox', NOTIFIER: '' })).toThrow(/NOTIFIER must be set in production/);
+    expect(loadConfig({ ...PRODUCTION, IDENTITY_PROVIDER: 'sandbox', NOTIFIER: 'sandbox' }).notifications.notifier).toBe('sandbox');
   });
 
   it('refuses an adapter that does not exist', () => {

@@ -29,8 +29,9 @@ describe('one-time codes', () => {
     expect(checkCode(hasher, row('123456', { attempts: 3 }), '654321', now)).toEqual({ outcome: 'wrong', attemptsLeft: 1, counted: true });
   });
 
-  it('the fifth wrong code spends the row (expired, counted); after it, expiry, or use, even the right code is expired', () => {
-    expect(checkCode(hasher, row('123456', { attempts: 4 }), '654321', now)).toEqual({ outcome: 'expired', counted: true });
+  it('the fifth wrong code is wrong with no try left (counted); after it, expiry, or use, even the right code is expired', () => {
+    expect(checkCode(hasher, row('123456', { attempts: 4 }), '654321', now)).toEqual({ outcome: 'wrong', attemptsLeft: 0, counted: true });
+    expect(checkCode(hasher, row('123456', { attempts: 5 }), '654321', now)).toEqual({ outcome: 'expired', counted: false });
     expect(checkCode(hasher, row('123456', { attempts: 5 }), '123456', now)).toEqual({ outcome: 'expired', counted: false });
     expect(checkCode(hasher, row('123456', { expires_at: now }), '123456', now)).toEqual({ outcome: 'expired', counted: false });
     expect(checkCode(hasher, row('123456', { completed_at: now }), '123456', now)).toEqual({ outcome: 'expired', counted: false });

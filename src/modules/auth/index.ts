@@ -9,3 +9,4 @@ export type { SessionClient } from './session-repository';
 export { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_CLOCK_TOLERANCE_SECONDS, TokenService } from './token-service';
 export { UserRepository, type UserContact, type UserStatus } from './user-repository';
 export { authJobs } from './auth-jobs';
+export { displayNameContext, openDisplayName, sealDisplayName } from './display-name';

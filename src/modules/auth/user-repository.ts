@@ -78,16 +78,17 @@ export class UserRepository {
   }
 
   /**
-   * A new active user (sign-up); undefined when the identifier already belongs to someone (no
+   * A new active user (sign-up), its name sealed by the caller (`sealDisplayName`); undefined when the identifier already belongs to someone (no
    * error: the caller's transaction stays usable).
    */
-  async create(input: { identifier: PartyIdentifier; passwordHash: string; displayName: string; country: string; termsAcceptedAt: Date }): Promise<{ id: string } | undefined> {
+  async create(input: { id: string; identifier: PartyIdentifier; passwordHash: string; displayNameSealed: string; country: string; termsAcceptedAt: Date }): Promise<{ id: string } | undefined> {
     const rows = (await this.db('users')
       .insert({
+        id: input.id,
         email: input.identifier.kind === 'email' ? input.identifier.email : null,
         phone: input.identifier.kind === 'phone' ? input.identifier.phone : null,
         password_hash: input.passwordHash,
-        display_name: input.displayName,
+        display_name: input.displayNameSealed,
         country: input.country,
         terms_accepted_at: input.termsAcceptedAt,
       })

@@ -1,13 +1,13 @@
 import { PayloadTooLargeError, UnprocessableError } from '../../errors';
 import { DOCUMENT_CONTENT_TYPES } from './document-content-type';
 
-/** At most 5 MiB per document (the multipart limit of the HTTP layer is the same number). */
-export const DOCUMENT_MAX_BYTES = 5 * 1024 * 1024;
+/** At most 5 MB (5,000,000 bytes) per document (the multipart limit of the HTTP layer is the same number). */
+export const DOCUMENT_MAX_BYTES = 5_000_000;
 
 /** 413: the file is larger than DOCUMENT_MAX_BYTES. */
 export class DocumentTooLargeError extends PayloadTooLargeError {
   constructor() {
-    super('PayloadTooLarge', `A document is at most ${DOCUMENT_MAX_BYTES} bytes (5 MiB).`);
+    super('PayloadTooLarge', `A document is at most ${DOCUMENT_MAX_BYTES} bytes (5 MB).`);
   }
 }
 

@@ -29,7 +29,7 @@ function contextOf(id: string): string {
 
 /**
  * Uploaded documents of people and organisations (identity documents, selfies, company papers):
- * each checked (at most 5 MiB; a JPEG, PNG or PDF by its bytes) and stored encrypted at rest
+ * each checked (at most 5 MB, 5,000,000 bytes; a JPEG, PNG or PDF by its bytes) and stored encrypted at rest
  * (AES-256-GCM under the current PII key, bound to its row). Runs on the caller's transaction,
  * so a document exists only if the change that uploaded it commits.
  */

@@ -64,7 +64,7 @@ export function identityHandlers(identity: IdentityService, clock: () => Date, e
       return { data: presentAdminSession(session, caller, clock()), resource: resource(session) };
     },
     async rejectVerificationSession({ trx, caller, path, body }) {
-      const session = await identity.reject(trx, caller, path.sessionId, { reasonCode: body.reason_code, note: body.note ?? null, kind: body.rejection });
+      const session = await identity.reject(trx, caller, path.sessionId, { reasonCode: body.reason_code, note: body.note ?? null, kind: body.rejection ?? 'retry_allowed' });
       return { data: presentAdminSession(session, caller, clock()), resource: resource(session) };
     },
     async closeAccount({ trx, caller }) {

@@ -9,7 +9,7 @@ import type { IdentityService } from './identity-service';
  * records each answer. `identity.expire-sessions` cancels sessions left waiting for input past
  * their 24 hours.
  */
-export function identityJobs(identity: Pick<IdentityService, 'processDue' | 'expireDue'>, config: IdentityConfig, logger: TaskLogger): PeriodicTask[] {
+export function identityJobs(identity: Pick<IdentityService, 'processDue' | 'expireDue'>, config: Pick<IdentityConfig, 'processEverySeconds' | 'expireEverySeconds'>, logger: TaskLogger): PeriodicTask[] {
   return [
     {
       queue: 'identity.process-submitted',

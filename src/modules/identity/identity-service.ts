@@ -35,6 +35,15 @@ export const REJECTION_REASONS = {
 } as const satisfies Record<string, string | null>;
 export type RejectionReason = keyof typeof REJECTION_REASONS;
 
+/** Other spellings reviewers use for a reason of the list. */
+const REASON_ALIASES: Readonly<Record<string, RejectionReason>> = { expired_document: 'document_expired', mismatch: 'information_mismatch' };
+
+/** The reason recorded for a reviewer's code: a code of the list as given, an alias as the code it names. */
+export function recordedReason(code: string): RejectionReason {
+  if (Object.hasOwn(REJECTION_REASONS, code)) return code as RejectionReason;
+  return REASON_ALIASES[code] ?? 'other';
+}
+
 /** What the person is told when the reason is not theirs to act on (never a watch-list or PEP hint). */
 const GENERIC_ERROR: LastError = { code: 'verification_failed', reason: 'Your identity could not be verified with what was submitted.' };
 const REFUSED_ERROR: LastError = { code: 'verification_refused', reason: 'Your identity verification was refused.' };
@@ -132,8 +141,9 @@ export class IdentityService {
     }, caller.userId);
   }
 
-  async reject(trx: Knex.Transaction, caller: Caller, id: string, input: { reasonCode: RejectionReason; note: string | null; kind: RejectionKind }): Promise<VerificationSession> {
+  async reject(trx: Knex.Transaction, caller: Caller, id: string, given: { reasonCode: string; note: string | null; kind: RejectionKind }): Promise<VerificationSession> {
     const session = await this.lockedForReview(trx, caller, id);
+    const input = { ...given, reasonCode: recordedReason(given.reasonCode) };
     const shown = REJECTION_REASONS[input.reasonCode];
     const lastError = input.kind === 'final' ? REFUSED_ERROR : shown ? { code: input.reasonCode, reason: shown } : GENERIC_ERROR;
     return this.change(trx, session, 'reject', this.context(session, caller), input.kind, {
@@ -191,8 +201,9 @@ export class IdentityService {
 
   /**
    * Closes the caller's account (409 AccountNotEmpty while a wallet holds money or an escrow or
-   * tontine is open): sessions ended, identifiers, submitted identity data and documents
-   * erased; ledger entries and verification decisions kept.
+   * tontine is open): sessions ended (their addresses and user agents erased), identifiers,
+   * name, country, submitted identity data and documents erased; ledger entries and
+   * verification decisions kept.
    */
   async closeAccount(trx: Knex.Transaction, caller: Caller, endSessions: (userId: string, trx: Knex.Transaction) => Promise<unknown>): Promise<{ id: string; status: 'closed'; closedAt: Date }> {
     const userId = caller.userId;
@@ -215,9 +226,11 @@ export class IdentityService {
     await repo.erasePersonalData(userId, now);
     await this.deps.documents.eraseAllOf(trx, 'user', userId);
     await endSessions(userId, trx);
+    // Where the person logged in from is theirs too: the ended sessions keep their times only.
+    await trx('sessions').where({ user_id: userId }).update({ ip: null, user_agent: null });
     // The keys this person holds are revoked with the closing (a trigger), naming them as its actor.
     await setLocal(trx, { 'app.actor_user_id': userId });
-    await trx('users').where({ id: userId }).update({ status: 'closed', closed_at: now, email: null, phone: null, display_name: null, password_hash: '!closed', updated_at: now });
+    await trx('users').where({ id: userId }).update({ status: 'closed', closed_at: now, email: null, phone: null, display_name: null, country: null, password_hash: '!closed', updated_at: now });
     return { id: userId, status: 'closed', closedAt: now };
   }
 

@@ -46,9 +46,10 @@ export interface CodeRow {
 /**
  * What a try of a code decided: the row is spent (expired, used, too many tries), the code is
  * wrong, or right. `counted`: this try was a wrong code on a live row (the caller writes
- * `attempts + 1`); the fifth wrong code spends the row and answers `expired` at once.
+ * `attempts + 1`). The fifth wrong code is still answered as wrong (`attemptsLeft` 0) and
+ * spends the row: every try after it, the right code included, is `expired`.
  */
-export type CodeCheck = { outcome: 'expired'; counted: boolean } | { outcome: 'wrong'; attemptsLeft: number; counted: true } | { outcome: 'right' };
+export type CodeCheck = { outcome: 'expired'; counted: false } | { outcome: 'wrong'; attemptsLeft: number; counted: true } | { outcome: 'right' };
 
 /**
  * Judges `code` against its row at `now`. `usable` false (a sign-up of an identifier that
@@ -59,6 +60,5 @@ export function checkCode(hasher: CodeHasher, row: CodeRow | undefined, code: st
   if (!row || row.completed_at || row.expires_at.getTime() <= now.getTime() || row.attempts >= MAX_CODE_ATTEMPTS) return { outcome: 'expired', counted: false };
   const right = hasher.matches(row.id, code, row.code_hash);
   if (right && usable) return { outcome: 'right' };
-  const attemptsLeft = MAX_CODE_ATTEMPTS - (row.attempts + 1);
-  return attemptsLeft <= 0 ? { outcome: 'expired', counted: true } : { outcome: 'wrong', attemptsLeft, counted: true };
+  return { outcome: 'wrong', attemptsLeft: MAX_CODE_ATTEMPTS - (row.attempts + 1), counted: true };
 }

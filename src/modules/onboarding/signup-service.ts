@@ -2,8 +2,9 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { withTransaction } from '../../db/transaction';
-import { parseLoginIdentifier, UserRepository, type IssuedTokens, type PasswordHasher, type SessionClient, type SessionService } from '../auth';
+import { parseLoginIdentifier, sealDisplayName, UserRepository, type IssuedTokens, type PasswordHasher, type SessionClient, type SessionService } from '../auth';
 import type { Notifier } from '../notifications';
+import type { PiiCipher } from '../../pii-cipher';
 import { destination, messages } from './messages';
 import { onboardingRepository } from './onboarding-repository';
 import { InvalidVerificationCodeError, VerificationExpiredError } from './onboarding-errors';
@@ -29,7 +30,14 @@ export interface OnboardingDeps {
   sessions: SessionService;
   notifier: Notifier;
   codes: CodeHasher;
+  /** Seals the name given at sign-up (in the verification row, then the user's). */
+  cipher: PiiCipher;
   clock?: Clock;
+}
+
+/** The name in a sign-up verification row is sealed, bound to its row. */
+export function signupNameContext(verificationId: string): string {
+  return `signup_verifications.full_name:${verificationId}`;
 }
 
 type VerifyOutcome = { tokens: IssuedTokens } | { error: Error };
@@ -66,7 +74,7 @@ export class SignupService {
         expires_at: expiresAt,
         existing_account: existing !== undefined,
         password_hash: existing ? null : passwordHash,
-        full_name: existing ? null : input.full_name,
+        full_name: existing ? null : this.deps.cipher.sealText(input.full_name, signupNameContext(id)),
         country: existing ? null : input.country,
       });
       await this.deps.notifier.send(trx, existing ? messages.signupExistingAccount(identifier) : messages.signupCode(identifier, code));
@@ -93,10 +101,13 @@ export class SignupService {
         return { error: check.outcome === 'wrong' ? new InvalidVerificationCodeError(check.attemptsLeft) : new VerificationExpiredError() };
       }
       const identifier = parseLoginIdentifier(row.identifier);
+      const userId = crypto.randomUUID();
+      const name = this.deps.cipher.openText(row.full_name as string, signupNameContext(row.id));
       const user = await new UserRepository(trx).create({
+        id: userId,
         identifier,
         passwordHash: row.password_hash as string,
-        displayName: row.full_name as string,
+        displayNameSealed: sealDisplayName(this.deps.cipher, userId, name),
         country: row.country as string,
         termsAcceptedAt: row.created_at,
       });
