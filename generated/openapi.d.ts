@@ -830,7 +830,7 @@ export interface paths {
         put?: never;
         /**
          * Return a held payout to its payer (administrators)
-         * @description A payout held for verification (an escrow's release or a tontine cycle's pot its recipient could not receive without going over one of their tier limits; its id is the `payout.id` of the escrow or the cycle) goes back to its payer on a platform administrator's decision, with a reason: an escrow's whole funding goes back to the buyer (no fee; the escrow becomes `refunded`, `escrow.refunded`), a cycle's pot to the members who paid it, each their contribution (`tontine.contribution_refunded`). Money going back reaches a frozen wallet and is not limited. The payout becomes `returned`. Otherwise a held payout completes by itself once its recipient's limits allow it. Platform administrators only: anyone else 403 `InsufficientRole`; an administrator who is a party to the escrow or a member of the tontine 403 `ConflictOfInterest`; an unknown id 404 `HeldPayoutNotFound`; a payout already completed or returned 409 `HeldPayoutNotHeld`. Requires an `Idempotency-Key`.
+         * @description A payout held for verification (an escrow's release or a tontine cycle's pot its recipient could not receive without going over one of their tier limits; its id is the `payout.id` of the escrow or the cycle) goes back to its payer on a platform administrator's decision, with a reason: an escrow's whole funding goes back to the buyer (no fee; the escrow becomes `refunded`, `escrow.refunded`), a cycle's pot to the members who paid it, each their contribution (`tontine.contribution_refunded`). Money going back reaches a frozen wallet and is not limited. The payout becomes `returned`. Otherwise a held payout completes by itself once its recipient's limits allow it. Platform administrators only: anyone else 403 `InsufficientRole`; an administrator who is a party to the escrow or a member of the tontine 403 `ConflictOfInterest`; an unknown id 404 `HeldPayoutNotFound`; a payout already completed or returned 409 `HeldPayoutNotHeld`. An `Idempotency-Key` is accepted (a second return is 409 `HeldPayoutNotHeld` in any case).
          */
         post: operations["returnHeldPayout"];
         delete?: never;
@@ -15164,12 +15164,12 @@ export interface operations {
     returnHeldPayout: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
-                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
-                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
                  */
-                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
             };
             path: {
                 /**
