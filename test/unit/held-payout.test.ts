@@ -14,8 +14,8 @@ const HELD = '00000000-0000-4000-8000-0000000000f1';
 const HOLDING = '00000000-0000-4000-8000-0000000000a1';
 const AT = new Date('2026-11-29T09:00:00Z');
 
-function heldRow(overrides: Partial<HeldPayout> = {}): HeldPayout {
-  return holdPayout({ id: HELD, subjectType: 'escrow', subjectId: ID, recipientUserId: SELLER, currency: 'XOF', amountMinor: 10_000n, at: AT, ...overrides }).row;
+function heldRow(): HeldPayout {
+  return holdPayout({ id: HELD, subjectType: 'escrow', subjectId: ID, recipientUserId: SELLER, currency: 'XOF', amountMinor: 10_000n, at: AT }).row;
 }
 
 describe('a held payout (pure)', () => {
