@@ -1022,7 +1022,7 @@ export interface paths {
          *     `pending`); after the last cycle the tontine is `completed`. The pool
          *     therefore always holds exactly the open cycle's contributions.
          *
-         *     The body `{"cycle": n}` is required (since issue 20): the named cycle
+         *     The body `{"cycle": n}` is required: the named cycle
          *     must be the open one. Requires an `Idempotency-Key` (scoped
          *     to the caller and this operation, kept 24 hours), handled as for
          *     `POST /transfers`: the key, a hash of the request (tontine id and body)
@@ -2120,7 +2120,7 @@ export interface paths {
         };
         /**
          * List the organisation's events
-         * @description Every change of the organisation's objects (payments, links, Checkouts, invoices, quotes, credit notes, network status, webhook endpoints), newest first. Use it to replay what your webhook endpoint missed: page back with `starting_after` until an event you already processed. Kept EVENT_RETENTION_DAYS (90 by default, at least 30), then purged. Roles: owner, admin or finance_manager.
+         * @description Every change of the organisation's objects (payments, links, Checkouts, invoices, quotes, credit notes, network status, webhook endpoints, API keys, the organisation, its members and invitations, refunds, payouts) that the caller may read, newest first: an event is listed only to a caller who may call its object's own GET (its role's rules and the module, or an API key's scopes), so a finance manager sees no `api_key.*` or `webhook_endpoint.*` events and a key with `events:read` alone sees none of the objects its scopes do not read. Use it to replay what your webhook endpoint missed: page back with `starting_after` until an event you already processed. Kept EVENT_RETENTION_DAYS (90 by default, at least 30), then purged. Roles: owner, admin or finance_manager.
          */
         get: operations["listOrganizationEvents"];
         put?: never;
@@ -2151,7 +2151,7 @@ export interface paths {
         };
         /**
          * Get one of the organisation's events
-         * @description One event of the organisation; another organisation's event answers 404. Roles: owner, admin or finance_manager.
+         * @description One event of the organisation; another organisation's event, or one about an object the caller may not read (see `listOrganizationEvents`), answers 404. Roles: owner, admin or finance_manager.
          */
         get: operations["getOrganizationEvent"];
         put?: never;
@@ -2184,6 +2184,7 @@ export interface paths {
         /**
          * Create a webhook endpoint
          * @description Registers a URL that receives the organisation's events selected by `events` (types, prefixes such as `invoice.*`, or `*`), signed per Standard Webhooks 1.0. Answers 201 with `secret` (`whsec_...`), shown in this response only. At most 16 endpoints per organisation. Roles: owner or admin.
+         *     An endpoint receives only events about objects that whoever configured it (a person's role, or an API key's scopes) may read, fixed when the endpoint is created or updated: a key with only `webhook_endpoints:write` subscribed to `invoice.*` receives no invoice events. Deliveries to one endpoint may run side by side (at most 4 at once); the receiver must accept the connection within 3 seconds and answer within 15.
          *
          *     Verify each delivery in Node with the `standardwebhooks` package: `new Webhook(secret).verify(rawBody, headers)` on the raw body (before any JSON parsing), then dedupe on the `webhook-id` header and drop an event whose `sequence` is lower than the last one you processed for its `object_id`.
          */
@@ -2228,7 +2229,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Changes `url`, `events`, `description` or `status`. Enabling an endpoint again resumes its waiting deliveries and restarts its failure clock. Roles: owner or admin.
+         * @description Changes `url`, `events`, `description` or `status`. Enabling an endpoint again resumes its waiting deliveries and restarts its failure clock. The object types it receives events about become those the caller of this update may read. Roles: owner or admin.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -6355,7 +6356,7 @@ export interface components {
         };
         /**
          * EscrowHistoryEntry
-         * @description One event of an escrow (who did what, when), oldest first; each action is one event. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.disputed`, `escrow.released` (an accept by the buyer, or the automatic release by `platform`), `escrow.refunded` (a refund by the seller), `escrow.resolved` (an administrator's ruling, which also settles: the escrow's `status` and `settlement` show where the money went), `escrow.canceled`. Escrows accepted before issue 22 also show an `escrow.accepted` entry just before their `escrow.released`, and a ruling an `escrow.released` or `escrow.refunded` entry after its `escrow.resolved`.
+         * @description One event of an escrow (who did what, when), oldest first; each action is one event. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.disputed`, `escrow.released` (an accept by the buyer, or the automatic release by `platform`), `escrow.refunded` (a refund by the seller), `escrow.resolved` (an administrator's ruling, which also settles: the escrow's `status` and `settlement` show where the money went), `escrow.canceled`. Escrows accepted before releases were recorded as one event also show an `escrow.accepted` entry just before their `escrow.released`, and a ruling an `escrow.released` or `escrow.refunded` entry after its `escrow.resolved`.
          */
         EscrowHistoryEntry: {
             /** @description What happened. */
@@ -13056,6 +13057,18 @@ export interface components {
                 "application/json": components["schemas"]["PaymentLinkConflictError"];
             };
         };
+        /** @description `NotFound`: the organisation is unknown or foreign to the caller; `PayoutNotFound`: the organisation has no payout with this id. */
+        PayoutNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller. `DocumentNotFound`: the document is not one of the organisation's. `CustomerNotFound`: the `customer_id` of the body is not a customer of the organisation. Identifiers of another organisation answer exactly like unknown ones. */
         DocumentNotFound: {
             headers: {
@@ -13118,6 +13131,19 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["CreditNoteConflictError"];
+            };
+        };
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. `TooManyStreams`: the caller already has as many statement downloads running as allowed at once (2 by default). */
+        StatementTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller; `ApiKeyNotFound`: the organisation has no key with this id. */
@@ -16453,7 +16479,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -16512,7 +16538,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayoutForbiddenError"];
                 };
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
             409: {
                 headers: {
@@ -16587,7 +16613,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayoutForbiddenError"];
                 };
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
             409: {
                 headers: {
@@ -17411,7 +17437,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["StatementTooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -19349,7 +19375,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes (`EmptyDocument`: no bytes); `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
+            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes, or has no bytes; `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
