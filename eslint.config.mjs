@@ -90,7 +90,8 @@ export default tseslint.config(
     //   the key the one write path claims and its hand-over (pending-key.test.ts), and the
     //   escrow resolution's plan, which reads its currency under the lock (write-path.test.ts);
     //   the tontine's pure posting plan and contribution decision, with the rows they take
-    //   (tontine-posting-plan.test.ts, tontine-contribution-decision.test.ts).
+    //   (tontine-posting-plan.test.ts, tontine-contribution-decision.test.ts); an escrow's held
+    //   release, held, completed or returned (held-payout.test.ts).
     files: [
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
@@ -104,6 +105,7 @@ export default tseslint.config(
       'test/unit/tontine-draw.test.ts',
       'test/unit/tontine-posting-plan.test.ts',
       'test/unit/tontine-contribution-decision.test.ts',
+      'test/unit/held-payout.test.ts',
     ],
     rules: { 'no-restricted-imports': 'off' },
   },

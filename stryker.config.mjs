@@ -14,6 +14,8 @@ const CRITICAL_CORE = [
   'src/modules/escrows/escrow-settlement.ts', // the escrow's posting plan: the one list of the accounts an action touches
   'src/modules/tontines/tontine-postings.ts', // the tontine's posting plan: a contribution and the pot's payout
   'src/modules/tontines/tontine-contributions.ts', // a contribution decided in memory: its rows, events and the state after it
+  'src/modules/held-payouts/held-payout.ts', // a payout held for verification: held, tried again, settled once
+  'src/modules/escrows/escrow-payouts.ts', // an escrow's held release: held, completed or returned whole
   'src/modules/limits/limit-policy.ts', // the tier policy file: validated before it can cap anything
   'src/modules/limits/limit-refusals.ts', // a refused limit: the payer's details, nothing of a payee's
   'src/modules/limits/limit-usage.ts', // what is used and remains of each limit, and when it resets

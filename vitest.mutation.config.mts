@@ -23,6 +23,7 @@ const CORE_TESTS = [
   'test/unit/tontine-draw.test.ts',
   'test/unit/tontine-posting-plan.test.ts',
   'test/unit/tontine-contribution-decision.test.ts',
+  'test/unit/held-payout.test.ts',
   'test/unit/limit-policy.test.ts',
   'test/unit/top-up-core.test.ts',
   'test/unit/refund-plan.test.ts',

@@ -813,6 +813,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/held-payouts/{heldPayoutId}/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of a held payout (the `payout.id` of an escrow or a tontine cycle).
+                 * @example 3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f
+                 */
+                heldPayoutId: components["parameters"]["HeldPayoutId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Return a held payout to its payer (administrators)
+         * @description A payout held for verification (an escrow's release or a tontine cycle's pot its recipient could not receive without going over one of their tier limits; its id is the `payout.id` of the escrow or the cycle) goes back to its payer on a platform administrator's decision, with a reason: an escrow's whole funding goes back to the buyer (no fee; the escrow becomes `refunded`, `escrow.refunded`), a cycle's pot to the members who paid it, each their contribution (`tontine.contribution_refunded`). Money going back reaches a frozen wallet and is not limited. The payout becomes `returned`. Otherwise a held payout completes by itself once its recipient's limits allow it. Platform administrators only: anyone else 403 `InsufficientRole`; an administrator who is a party to the escrow or a member of the tontine 403 `ConflictOfInterest`; an unknown id 404 `HeldPayoutNotFound`; a payout already completed or returned 409 `HeldPayoutNotHeld`. An `Idempotency-Key` is accepted (a second return is 409 `HeldPayoutNotHeld` in any case).
+         */
+        post: operations["returnHeldPayout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tontines": {
         parameters: {
             query?: never;
@@ -3843,6 +3869,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "escrow.payout-held": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * escrow.payout_held
+         * @description Sent to the endpoints whose `events` select `escrow.payout_held`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookEscrowPayoutHeld"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "escrow.released": {
         parameters: {
             query?: never;
@@ -4097,6 +4143,26 @@ export interface webhooks {
          * @description Sent to the endpoints whose `events` select `tontine.payout_made`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
          */
         post: operations["webhookTontinePayoutMade"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tontine.payout-held": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tontine.payout_held
+         * @description Sent to the endpoints whose `events` select `tontine.payout_held`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookTontinePayoutHeld"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6382,7 +6448,7 @@ export interface components {
         };
         /**
          * EscrowStatus
-         * @description `awaiting_funding` when created; `funded` once the buyer's money is held by the platform; `delivered` when the seller declares delivery (the inspection period starts); `disputed` when the buyer objects; `released` to the seller (by the buyer's acceptance, the end of the inspection period or a resolution) or `refunded` to the buyer; `canceled` before funding. `accepted` names a release in progress: the platform releases in the same transaction as the acceptance, so it is never shown today.
+         * @description `awaiting_funding` when created; `funded` once the buyer's money is held by the platform; `delivered` when the seller declares delivery (the inspection period starts); `disputed` when the buyer objects; `released` to the seller (by the buyer's acceptance, the end of the inspection period or a resolution) or `refunded` to the buyer; `canceled` before funding. `accepted` names a release in progress: one the seller cannot receive yet without going over one of their tier limits, held for verification (see `payout`); a release the limits allow happens in the same transaction as the acceptance and never shows `accepted`.
          * @enum {string}
          */
         EscrowStatus: "awaiting_funding" | "funded" | "delivered" | "accepted" | "disputed" | "released" | "refunded" | "canceled";
@@ -6457,6 +6523,41 @@ export interface components {
             fee_minor: components["schemas"]["MinorAmount"];
         };
         /**
+         * HeldPayoutStatus
+         * @description `held_for_verification` while the recipient's limits do not allow it; `completed` once paid to the recipient; `returned` once an administrator sent it back to its payer.
+         * @enum {string}
+         */
+        HeldPayoutStatus: "held_for_verification" | "completed" | "returned";
+        /**
+         * HeldPayoutReason
+         * @description Why the payout is held: `recipient_limit`, the recipient's tier limits (which one, and the recipient's balance or tier, are never told to the payer). Raising one's tier (identity verification) or spending lifts it.
+         * @enum {string}
+         */
+        HeldPayoutReason: "recipient_limit";
+        /**
+         * HeldPayoutState
+         * @description A payout held for verification: a release or a pot its recipient could not receive yet without going over one of their tier limits. The money stays where it is held (the escrow's holding account, the tontine's pool), never refused and never lost: the platform completes it by itself once the recipient's tier or balance allows (`completed`), or an administrator returns it to its payer (`returned`). Present only on an escrow or a cycle whose payout was held.
+         */
+        HeldPayoutState: {
+            /**
+             * Format: uuid
+             * @description The held payout's id (`POST /admin/held-payouts/{heldPayoutId}/return`).
+             */
+            id: string;
+            status: components["schemas"]["HeldPayoutStatus"];
+            reason: components["schemas"]["HeldPayoutReason"];
+            /**
+             * Format: date-time
+             * @description When the payout was held.
+             */
+            held_at: string;
+            /**
+             * Format: date-time
+             * @description When it was completed or returned; `null` while held.
+             */
+            settled_at: string | null;
+        };
+        /**
          * EscrowHistoryEntry
          * @description One event of an escrow (who did what, when), oldest first; each action is one event. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.disputed`, `escrow.released` (an accept by the buyer, or the automatic release by `platform`), `escrow.refunded` (a refund by the seller), `escrow.resolved` (an administrator's ruling, which also settles: the escrow's `status` and `settlement` show where the money went), `escrow.canceled`. Escrows accepted before releases were recorded as one event also show an `escrow.accepted` entry just before their `escrow.released`, and a ruling an `escrow.released` or `escrow.refunded` entry after its `escrow.resolved`.
          */
@@ -6523,6 +6624,8 @@ export interface components {
             resolution: components["schemas"]["EscrowResolution"] | null;
             /** @description Where the money went once released or refunded, or `null`. */
             settlement: components["schemas"]["EscrowSettlement"] | null;
+            /** @description Present when the release was held for verification (the seller could not receive it yet): the escrow is `accepted` while it is held, then `released` once completed or `refunded` once returned to the buyer. */
+            payout?: components["schemas"]["HeldPayoutState"];
             /**
              * Format: date-time
              * @description When the buyer's money was secured; `null` before.
@@ -6872,6 +6975,8 @@ export interface components {
              * @description When the pot was paid to the beneficiary.
              */
             paid_out_at: string | null;
+            /** @description Present when the cycle's pot was held for verification (its beneficiary could not receive it yet): the cycle is `paid_out` with `paid_out_at` `null` while it is held, the pot still in the pool. */
+            payout?: components["schemas"]["HeldPayoutState"];
         };
         /**
          * TontineContribution
@@ -7099,6 +7204,105 @@ export interface components {
          * @description Error envelope of a 409 on a tontine action, discriminated by `error`.
          */
         TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * ReturnHeldPayoutRequest
+         * @description Why a platform administrator returns a held payout to its payer.
+         */
+        ReturnHeldPayoutRequest: {
+            /**
+             * @description The reason, kept on the held payout (`return_reason`) and in the event.
+             * @example The seller could not complete identity verification.
+             */
+            reason: string;
+        };
+        /**
+         * HeldPayout
+         * @description A payout held for verification, as platform administrators see it: what it pays (an escrow's release or a tontine cycle's pot), to whom, how much, and where it stands.
+         */
+        HeldPayout: {
+            /**
+             * Format: uuid
+             * @description The held payout's id.
+             */
+            id: string;
+            /**
+             * @description Always `held_payout`.
+             * @constant
+             */
+            object: "held_payout";
+            /**
+             * @description What the payout pays out of.
+             * @enum {string}
+             */
+            subject_type: "escrow" | "tontine";
+            /**
+             * Format: uuid
+             * @description The escrow's or the tontine's id.
+             */
+            subject_id: string;
+            /**
+             * Format: int32
+             * @description The tontine's cycle whose pot is held; `null` for an escrow.
+             */
+            cycle: number | null;
+            /**
+             * Format: uuid
+             * @description Who the payout is for (the escrow's seller, the cycle's beneficiary).
+             */
+            recipient_user_id: string;
+            amount: components["schemas"]["DecimalAmount"];
+            amount_minor: components["schemas"]["MinorAmount"];
+            currency: components["schemas"]["CurrencyCode"];
+            status: components["schemas"]["HeldPayoutStatus"];
+            reason: components["schemas"]["HeldPayoutReason"];
+            /**
+             * Format: date-time
+             * @description When the payout was held.
+             */
+            held_at: string;
+            /**
+             * Format: date-time
+             * @description When it was completed or returned; `null` while held.
+             */
+            settled_at: string | null;
+            /** @description The administrator's reason for returning it; `null` otherwise. */
+            return_reason: string | null;
+        };
+        /**
+         * HeldPayoutResponse
+         * @description Envelope of one held payout.
+         */
+        HeldPayoutResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["HeldPayout"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * HeldPayoutNotHeldError
+         * @description The payout is no longer held: it was completed (paid to its recipient) or returned already. Nothing moved.
+         */
+        HeldPayoutNotHeldError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "HeldPayoutNotHeld";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * HeldPayoutConflictError
+         * @description Error envelope of a 409 on a held payout, discriminated by `error`.
+         */
+        HeldPayoutConflictError: components["schemas"]["HeldPayoutNotHeldError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * TontineList
          * @description A page of the tontines the caller takes part in, newest first.
@@ -11884,6 +12088,25 @@ export interface components {
             };
         };
         /**
+         * EscrowPayoutHeldEvent
+         * @description The `escrow.payout_held` event: a payout its recipient could not receive yet without going over one of their tier limits is held for verification (the money stays held). It completes by itself once the recipient's limits allow, or goes back to its payer on an administrator's decision. `data.object` is the escrow as the API returns it (`status` `accepted`, its `payout` held).
+         */
+        EscrowPayoutHeldEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `escrow.payout_held`.
+             * @constant
+             */
+            type?: "escrow.payout_held";
+            /**
+             * @description Always `escrow`.
+             * @constant
+             */
+            object_type?: "escrow";
+            data?: {
+                object?: components["schemas"]["Escrow"];
+            };
+        };
+        /**
          * EscrowReleasedEvent
          * @description The `escrow.released` event: the seller was paid, on the buyer's accept (the last `history` entry's `actor_role` is `buyer`) or by the automatic release once the inspection period ended (`platform`); one event per release. `data.object` is the escrow as the API returns it (`status` `released`, `settlement` the amounts).
          */
@@ -12121,6 +12344,25 @@ export interface components {
              * @constant
              */
             type?: "tontine.payout_made";
+            /**
+             * @description Always `tontine`.
+             * @constant
+             */
+            object_type?: "tontine";
+            data?: {
+                object?: components["schemas"]["Tontine"];
+            };
+        };
+        /**
+         * TontinePayoutHeldEvent
+         * @description The `tontine.payout_held` event: a payout its recipient could not receive yet without going over one of their tier limits is held for verification (the money stays held). It completes by itself once the recipient's limits allow, or goes back to its payer on an administrator's decision. `data.object` is the tontine as the API returns it.
+         */
+        TontinePayoutHeldEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `tontine.payout_held`.
+             * @constant
+             */
+            type?: "tontine.payout_held";
             /**
              * @description Always `tontine`.
              * @constant
@@ -13735,6 +13977,11 @@ export interface components {
          * @example b1c2d3e4-f5a6-4b7c-9d8e-0f1a2b3c4d5e
          */
         TontineId: string;
+        /**
+         * @description Identifier of a held payout (the `payout.id` of an escrow or a tontine cycle).
+         * @example 3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f
+         */
+        HeldPayoutId: string;
         /**
          * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
          * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
@@ -15548,6 +15795,91 @@ export interface operations {
             };
             404: components["responses"]["TontineNotFound"];
             409: components["responses"]["TontineConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    returnHeldPayout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes this request safe to retry (a UUID v4 is recommended); every POST accepts one, and only those that move money or create a money-bearing object require it. With it, a retry after a lost response never acts twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 0b7c5e1a-9d2f-4c3b-8e6a-1f2d3c4b5a69
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyAccepted"];
+            };
+            path: {
+                /**
+                 * @description Identifier of a held payout (the `payout.id` of an escrow or a tontine cycle).
+                 * @example 3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f
+                 */
+                heldPayoutId: components["parameters"]["HeldPayoutId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReturnHeldPayoutRequest"];
+            };
+        };
+        responses: {
+            /** @description The held payout, returned. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldPayoutResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller is not a platform administrator. `ConflictOfInterest`: the administrator is a party to the escrow or a member of the tontine (another administrator must decide). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `HeldPayoutNotFound`: no held payout has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `HeldPayoutNotHeld`: the payout was completed or returned already. With the `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already returned it; `details` and `Location` name it) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds). */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldPayoutConflictError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -21963,6 +22295,35 @@ export interface operations {
             };
         };
     };
+    webhookEscrowPayoutHeld: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscrowPayoutHeldEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     webhookEscrowReleased: {
         parameters: {
             query?: never;
@@ -22321,6 +22682,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TontinePayoutMadeEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTontinePayoutHeld: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TontinePayoutHeldEvent"];
             };
         };
         responses: {

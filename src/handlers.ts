@@ -5,6 +5,7 @@ import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
 import { cryptoHandlers, cryptoWritePath } from './modules/crypto';
 import { escrowHandlers, escrowPostings, escrowWritePath } from './modules/escrows';
+import { heldPayoutHandlers } from './modules/held-payouts';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
 import { idempotencyHandlers } from './modules/idempotency';
@@ -65,6 +66,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...apiKeyHandlers(services.apiKeys),
     ...escrowHandlers(services.escrows),
     ...tontineHandlers(services.tontines),
+    ...heldPayoutHandlers(services.heldPayouts),
     ...eventsHandlers(services.events, organizationMayCall),
     ...webhookHandlers(services.webhooks, services.clock, organizationMayCall),
     ...organizationHandlers(services.organizations, services.verifications),

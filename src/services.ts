@@ -11,6 +11,7 @@ import { cryptoServices } from './modules/crypto';
 import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
 import { EscrowService, escrowStatusOf, lockEscrowsForPostings } from './modules/escrows';
+import { HeldPayoutService } from './modules/held-payouts';
 import { EventsService, WebhookService } from './modules/events';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
@@ -57,7 +58,10 @@ export interface ServiceDeps {
 export function buildServices(deps: ServiceDeps) {
   // Crypto: over the network simulator and the sandbox rates (CRYPTO_NETWORK=sandbox).
   const core = coreServices(deps);
-  return { ...core, ...cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock: deps.now ?? systemClock, notifier: core.notifier }) };
+  const clock = deps.now ?? systemClock;
+  // Payouts held for verification: completed by a job, or returned by an administrator, on their area's write path.
+  const heldPayouts = new HeldPayoutService({ knex: deps.knex, clock, logger: deps.logger, subjects: { escrow: core.escrows, tontine: core.tontines } });
+  return { ...core, heldPayouts, ...cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock, notifier: core.notifier }) };
 }
 
 /** Every service but crypto's (see buildServices). */

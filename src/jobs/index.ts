@@ -6,6 +6,7 @@ import { authJobs } from '../modules/auth';
 import { cryptoJobs } from '../modules/crypto';
 import { escrowJobs } from '../modules/escrows';
 import { eventsJobs } from '../modules/events';
+import { heldPayoutJobs } from '../modules/held-payouts';
 import { idempotencyJobs } from '../modules/idempotency';
 import { notificationsJobs } from '../modules/notifications';
 import { identityJobs } from '../modules/identity';
@@ -37,6 +38,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...identityJobs(services.identity, config.identity, logger),
     ...onboardingJobs(services.signup, logger),
     ...topUpJobs(services.topUps, logger),
+    ...heldPayoutJobs(services.heldPayouts, logger),
     ...cryptoJobs(services.cryptoDeposits, services.cryptoWithdrawals, config.crypto),
   ];
 }

@@ -152,7 +152,7 @@ describe.each(['XOF', 'EUR'] as const)('escrow funding at the edge of the buyer 
 });
 
 describe('escrow release to a seller its limits do not allow', () => {
-  it("accept answers 409 RecipientCannotReceive, telling nothing of the seller, and the money stays held", async () => {
+  it('accept holds the release for verification, telling nothing of the seller, and the money stays held', async () => {
     const buyer = await callerAt('tier_2', { XOF: 1_000_000n });
     const seller = await callerAt('tier_0');
     const { perTransaction } = caps('XOF', 'tier_0');
@@ -160,9 +160,10 @@ describe('escrow release to a seller its limits do not allow', () => {
     expect((await escrowAction(app, buyer, escrow.id, 'fund')).status).toBe(200);
     expect((await escrowAction(app, seller, escrow.id, 'deliver')).status).toBe(200);
     const accepted = await escrowAction(app, buyer, escrow.id, 'accept');
-    expect(accepted.status).toBe(409);
-    expect(accepted.body).toEqual(RECIPIENT_CANNOT_RECEIVE);
-    expect((await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data.status).toBe('delivered');
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.data.payout).toEqual({ id: expect.any(String), status: 'held_for_verification', reason: 'recipient_limit', held_at: expect.any(String), settled_at: null });
+    expect(JSON.stringify(accepted.body.data.payout)).not.toMatch(/tier|balance|per_transaction/);
+    expect((await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data.status).toBe('accepted');
     const wallet = await knex('ledger_accounts').where({ owner_type: 'user', owner_id: seller.user.id, currency: 'XOF', kind: 'wallet' }).first('balance_minor');
     expect(wallet?.balance_minor ?? '0').toBe('0');
   });

@@ -158,8 +158,8 @@ describe('escrow lifecycle', () => {
     expect(nextStatus('resolve', 'split')).toBe('released');
   });
 
-  it('holds the buyer\'s money while funded, delivered or disputed', () => {
-    expect(HELD_STATUSES).toEqual(['funded', 'delivered', 'disputed']);
+  it('holds the buyer\'s money while funded, delivered, accepted (a release held for verification) or disputed', () => {
+    expect(HELD_STATUSES).toEqual(['funded', 'delivered', 'accepted', 'disputed']);
   });
 
   it('a dispute is possible only before the inspection period ends; then the release is due', () => {

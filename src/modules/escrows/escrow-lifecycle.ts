@@ -13,13 +13,18 @@ import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateEr
  *   funded | delivered (before the inspection period ends) --dispute (buyer)--> disputed
  *   funded | delivered | disputed --refund (seller)--> refunded
  *   disputed --resolve (administrator who is not a party)--> released | refunded
+ *   funded | delivered | disputed --the release held for verification (platform)--> accepted
+ *   accepted --the held payout completed (platform)--> released
+ *   accepted --the held payout returned (administrator who is not a party)--> refunded
  *
  * accept, refund, resolve and the automatic release end in the status their one settlement
  * decides: `released` when it pays the seller or the fee, `refunded` when it only pays the
  * buyer back (the service passes what the settlement paid to `statusAfter`).
  *
- * `accepted` exists in the contract for a release in progress; here a release happens in the
- * same transaction as the acceptance, so no escrow is ever stored `accepted`.
+ * `accepted` is a release in progress: one the seller's tier limits do not allow yet (the
+ * ledger refused it), held for verification in the holding account until the job completes it
+ * or an administrator returns it to the buyer (src/modules/held-payouts). A release the limits
+ * allow happens in the same transaction as the acceptance, never stored `accepted`.
  */
 
 export const ESCROW_STATUSES = ['awaiting_funding', 'funded', 'delivered', 'accepted', 'disputed', 'released', 'refunded', 'canceled'] as const;
@@ -44,7 +49,7 @@ export function capacitiesOf(escrow: { buyerUserId: string; sellerUserId: string
 }
 
 /** Statuses in which the buyer's money sits in the holding account. */
-export const HELD_STATUSES: readonly EscrowStatus[] = ['funded', 'delivered', 'disputed'];
+export const HELD_STATUSES: readonly EscrowStatus[] = ['funded', 'delivered', 'accepted', 'disputed'];
 
 /** The platform itself (the automatic release): never a capacity of a caller. */
 type EscrowParty = EscrowCapacity | 'platform';
@@ -84,16 +89,23 @@ const ESCROW_TRANSITIONS = {
   resolve: { by: ['administrator'], notBy: ['buyer', 'seller'], from: ['disputed'], to: settled },
   // The automatic release, once the inspection period is over.
   release: { by: ['platform'], from: ['delivered'], to: settled, guard: (context) => (inspectionOver(context) ? null : 'not_due') },
-} satisfies Record<EscrowAction | 'release', Transition<EscrowStatus, EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>>;
+  // A release the seller's limits refuse: held for verification, in place of the settlement.
+  hold_payout: { by: ['platform'], from: ['funded', 'delivered', 'disputed'], to: 'accepted' },
+  complete_payout: { by: ['platform'], from: ['accepted'], to: settled },
+  return_payout: { by: ['administrator'], notBy: ['buyer', 'seller'], from: ['accepted'], to: settled },
+} satisfies Record<EscrowAction | PlatformAction, Transition<EscrowStatus, EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>>;
 
-const ESCROW_LIFECYCLE = defineLifecycle<EscrowStatus, EscrowAction | 'release', EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>({
+/** Actions of the platform or of administrators on a held payout, never listed in `allowed_actions`. */
+type PlatformAction = 'release' | 'hold_payout' | 'complete_payout' | 'return_payout';
+
+const ESCROW_LIFECYCLE = defineLifecycle<EscrowStatus, EscrowAction | PlatformAction, EscrowParty, EscrowContext, SettlementOutcome, EscrowGuard>({
   initial: 'awaiting_funding',
   transitions: ESCROW_TRANSITIONS,
   listed: ESCROW_ACTIONS,
   partiesOf: (context) => context.capacities,
   refuse: (refusal, action, context, allowed) => {
     if (refusal.reason === 'party') return new EscrowRoleForbiddenError(action, ESCROW_TRANSITIONS[action].by);
-    if (refusal.reason === 'conflict') return new ConflictOfInterestError(action);
+    if (refusal.reason === 'conflict') return new ConflictOfInterestError(action === 'return_payout' ? 'return the held payout of' : action);
     return new InvalidEscrowStateError(action, context.status, allowed());
   },
 });
@@ -133,6 +145,21 @@ export function statusAfter(action: EscrowAction, state: EscrowState, capacities
 /** The status the automatic release writes (checked: delivered, inspection period over). */
 export function statusAfterRelease(state: EscrowState, now: Date, outcome: SettlementOutcome): EscrowStatus {
   return ESCROW_LIFECYCLE.next('release', context(state, PLATFORM, now), outcome);
+}
+
+/**
+ * The status a held payout's step writes: `hold_payout` (the platform, in place of a release
+ * the seller's limits refuse), `complete_payout` (the platform, once they allow it) or
+ * `return_payout` (an administrator who is not a party: 403 `ConflictOfInterest` otherwise).
+ */
+export function statusAfterPayoutStep(
+  action: 'hold_payout' | 'complete_payout' | 'return_payout',
+  state: EscrowState,
+  capacities: ReadonlySet<EscrowCapacity> | 'platform',
+  now: Date,
+  outcome?: SettlementOutcome,
+): EscrowStatus {
+  return ESCROW_LIFECYCLE.next(action, context(state, capacities === 'platform' ? PLATFORM : capacities, now), outcome);
 }
 
 /** The status a new escrow starts in. */

@@ -2,6 +2,7 @@ import type { Caller, components, IdempotentResource } from '../../contract';
 import type { Knex } from 'knex';
 import { EventRepository, type HistoryEntry } from '../events';
 import { currencies, minorToNumber } from '../ledger';
+import { HELD_PAYOUT_REASON, payoutState } from '../held-payouts';
 import { allowedActions, capacitiesOf } from './escrow-lifecycle';
 import type { Escrow } from './escrow-repository';
 
@@ -81,6 +82,9 @@ export async function presentEscrow(db: Db, escrow: Escrow, history: readonly Hi
             fee_minor: escrow.settledFeeMinor.toString(),
           }
         : null,
+    ...(escrow.payoutId && escrow.payoutStatus && escrow.payoutHeldAt
+      ? { payout: payoutState({ id: escrow.payoutId, status: escrow.payoutStatus, reason: HELD_PAYOUT_REASON, heldAt: escrow.payoutHeldAt, settledAt: escrow.payoutSettledAt }) }
+      : {}),
     funded_at: iso(escrow.fundedAt),
     delivered_at: iso(escrow.deliveredAt),
     inspection_ends_at: iso(escrow.inspectionEndsAt),

@@ -5,6 +5,7 @@ import { toBigInt } from '../ledger';
 import { CLAIMED, readLocked } from '../writes';
 import type { FeePayer } from './escrow-fee';
 import type { EscrowStatus } from './escrow-lifecycle';
+import type { HeldPayoutStatus } from '../held-payouts';
 
 type Db = Knex | Knex.Transaction;
 
@@ -52,6 +53,12 @@ export interface Escrow {
   releasedAt: Date | null;
   refundedAt: Date | null;
   canceledAt: Date | null;
+  /** The payout held for verification (the release its seller could not receive yet), when there is one. */
+  payoutId: string | null;
+  payoutStatus: HeldPayoutStatus | null;
+  payoutReason: string | null;
+  payoutHeldAt: Date | null;
+  payoutSettledAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -97,6 +104,11 @@ interface Row {
   released_at: Date | null;
   refunded_at: Date | null;
   canceled_at: Date | null;
+  payout_id: string | null;
+  payout_status: HeldPayoutStatus | null;
+  payout_reason: string | null;
+  payout_held_at: Date | null;
+  payout_settled_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -145,6 +157,11 @@ function toEscrow(row: Row): Escrow {
     releasedAt: row.released_at,
     refundedAt: row.refunded_at,
     canceledAt: row.canceled_at,
+    payoutId: row.payout_id,
+    payoutStatus: row.payout_status,
+    payoutReason: row.payout_reason,
+    payoutHeldAt: row.payout_held_at,
+    payoutSettledAt: row.payout_settled_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -191,6 +208,11 @@ const COLUMNS: Record<keyof Escrow, keyof Row> = {
   releasedAt: 'released_at',
   refundedAt: 'refunded_at',
   canceledAt: 'canceled_at',
+  payoutId: 'payout_id',
+  payoutStatus: 'payout_status',
+  payoutReason: 'payout_reason',
+  payoutHeldAt: 'payout_held_at',
+  payoutSettledAt: 'payout_settled_at',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 };
@@ -229,6 +251,11 @@ export type NewEscrow = Omit<
   | 'releasedAt'
   | 'refundedAt'
   | 'canceledAt'
+  | 'payoutId'
+  | 'payoutStatus'
+  | 'payoutReason'
+  | 'payoutHeldAt'
+  | 'payoutSettledAt'
 >;
 
 /** An escrow and its history (its events, oldest first), read in one statement. */

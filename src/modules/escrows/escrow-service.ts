@@ -8,16 +8,19 @@ import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository, type HistoryEntry } from '../events';
-import { currencies, parseAmount, walletRefusal, type ObjectLocker, type WalletPosting } from '../ledger';
-import { accountsOf, applyDecision, type PlannedPosting } from '../writes';
+import { currencies, parseAmount, type ObjectLocker } from '../ledger';
+import { accountsOf, type PlannedPosting } from '../writes';
+import type { HeldPayout } from '../held-payouts';
 import type { ResourceStatusReader } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
 import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
-import { EVENT_READER, escrowResource, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
-import { EscrowRepository, toRow, type Escrow, type EscrowWithHistory, type LockedEscrow, type ResolutionOutcome } from './escrow-repository';
+import { EVENT_READER, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
+import { EscrowRepository, type Escrow, type EscrowWithHistory, type LockedEscrow, type ResolutionOutcome } from './escrow-repository';
 import { checkResolutionShape, feeOf, fundingParties, fundingPosting, postingPlan, resolutionPlan, settle, settlementParties } from './escrow-settlement';
 import { readConnection } from '../../db/read-routing';
+import { commitEscrowChange } from './escrow-commit';
+import { completedRelease, returnedRelease, type EscrowChange } from './escrow-payouts';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
 
@@ -83,15 +86,6 @@ export const lockEscrowsForPostings: ObjectLocker = async (trx, objects) => {
     }),
   );
 };
-
-/** What one action changes: the row, and its one event (type and internal payload). */
-interface EscrowChange {
-  changes: Partial<Escrow>;
-  type: string;
-  payload: Record<string, unknown>;
-  /** The posting it makes (one at most), whose id the row records in `postingColumn`. */
-  posting?: { plan: PlannedPosting; column: 'funding_posting_id' | 'settlement_posting_id'; parties: WalletPosting };
-}
 
 /**
  * Escrow transactions (see escrow-lifecycle.ts for the state machine, escrow-fee.ts for the fee
@@ -200,6 +194,31 @@ export class EscrowService {
     return released;
   }
 
+  /**
+   * The job: completes the escrow's held payout in `db`'s transaction, or records one more
+   * attempt when the seller's limits still refuse it. Answers whether it completed; any other
+   * refusal (a frozen seller wallet) is thrown.
+   */
+  async completeHeldPayout(db: Knex | Knex.Transaction, held: HeldPayout): Promise<boolean> {
+    return withTransaction(db, async (trx) => {
+      const locked = await new EscrowRepository(trx).lockForDecision(held.subjectId);
+      if (!locked || locked.escrow.payoutId !== held.id || locked.escrow.status !== 'accepted') throw new EscrowNotFoundError();
+      const now = this.now();
+      const { change, retry } = completedRelease(locked, held, now);
+      const after = await commitEscrowChange(trx, locked, change, null, now, retry);
+      return after.escrow.status === 'released';
+    });
+  }
+
+  /** POST /admin/held-payouts/{heldPayoutId}/return for an escrow: everything the buyer paid goes back (an administrator who is not a party). */
+  async returnHeldPayout(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, held: HeldPayout, reason: string, current: () => Promise<HeldPayout>): Promise<void> {
+    const locked = await new EscrowRepository(trx).lockForDecision(held.subjectId);
+    if (!locked || locked.escrow.payoutId !== held.id) throw new EscrowNotFoundError();
+    const now = this.now();
+    const change = returnedRelease(locked, await current(), { userId: caller.userId, capacities: capacitiesOf(locked.escrow, caller) }, reason, now);
+    await commitEscrowChange(trx, locked, change, caller.userId, now);
+  }
+
   /** What `command` changes on the locked escrow (and the posting it makes when it moves money), and its event: decided, nothing written. */
   private async changeOf(
     trx: Knex.Transaction,
@@ -248,38 +267,9 @@ export class EscrowService {
     return { type: settledEvent(settled.status), payload: { accepted_by: acceptedBy, ...settled.amounts }, changes: { acceptedAt: now, ...settled.changes }, posting: settlementOf(settled.posting, escrow) };
   }
 
-  /**
-   * Writes the change and its one event, which carries the escrow as the API returns it (to no
-   * party in particular) and the status before: both known here, so no statement re-reads them.
-   */
-  private async commit(trx: Knex.Transaction, locked: LockedEscrow, change: EscrowChange, actorUserId: string | null, now: Date): Promise<EscrowWithHistory> {
-    const before = locked.escrow;
-    const changes = { ...change.changes, updatedAt: now };
-    const escrow: Escrow = { ...before, ...changes };
-    const history = [...locked.history, { type: change.type, actorUserId, occurredAt: now }];
-    const posting = change.posting;
-    const postingIds = await applyDecision(trx, {
-      postings: posting ? [posting.plan] : [],
-      changes: [{ table: 'escrows', id: before.id, expect: { status: before.status }, set: toRow(changes), ...(posting ? { postingIds: { [posting.column]: 0 } } : {}) }],
-      events: [
-        {
-          subjectType: 'escrow',
-          subjectId: before.id,
-          type: change.type,
-          actorUserId,
-          payload: change.payload,
-          occurredAt: now,
-          object: await presentEscrow(trx, escrow, history, EVENT_READER, now),
-          previousStatus: before.status,
-        },
-      ],
-      answer: { resource: escrowResource(escrow) },
-    }).catch((error: unknown) => {
-      throw posting ? walletRefusal(error, posting.parties) : error;
-    });
-    if (posting?.column === 'funding_posting_id') escrow.fundingPostingId = postingIds[0] ?? null;
-    if (posting?.column === 'settlement_posting_id') escrow.settlementPostingId = postingIds[0] ?? null;
-    return { escrow, history };
+  /** Writes the change and its one event (escrow-commit.ts): a release its seller's limits refuse is held instead. */
+  private commit(trx: Knex.Transaction, locked: LockedEscrow, change: EscrowChange, actorUserId: string | null, now: Date): Promise<EscrowWithHistory> {
+    return commitEscrowChange(trx, locked, change, actorUserId, now);
   }
 
   private async record(trx: Knex.Transaction, after: EscrowWithHistory, change: Pick<EscrowChange, 'type' | 'payload'>, previousStatus: EscrowStatus | null): Promise<void> {

@@ -1,3 +1,4 @@
+import { holdPayout, payoutState } from '../held-payouts';
 import type { DecidedEvent, PlannedPosting, RowChange } from '../writes';
 import { cycleDrawKey } from './tontine-draw';
 import { statusAfter, type TontineSituation } from './tontine-lifecycle';
@@ -24,6 +25,8 @@ export interface ContributionChange {
   /** The tontine and its state after the change (without the postings' ids, the database's: no view shows them). */
   tontine: Tontine;
   state: TontineState;
+  /** The cycle's last contribution: the same change with the pot held instead, and whose limits hold it. */
+  held?: { change: ContributionChange; beneficiaryUserId: string };
 }
 
 /** Where a payout's posting sits in the decision: after the contribution's. */
@@ -98,69 +101,94 @@ interface PayoutContext {
   event: (type: string, actorUserId: string | null, payload: Record<string, unknown>, postingIds?: Record<string, number>) => ContributionEvent;
 }
 
-/** The whole pot to the cycle's beneficiary, then the next cycle or the end: added to `paying` (the change of the cycle's last contribution). */
+/**
+ * The whole pot to the cycle's beneficiary, then the next cycle or the end: added to `paying`
+ * (the change of the cycle's last contribution). Alongside, `held`: the same change with the pot
+ * held for verification instead (the ledger applies it when the beneficiary's limits refuse the
+ * pot: the pot stays in the pool, the cycle `paid_out` with its held payout, `tontine.payout_held`).
+ */
 function payOut(paying: ContributionChange, { inLedger, situation, userId, at, newId, event }: PayoutContext): ContributionChange {
   const { tontine, state } = paying;
   const cycle = tontine.currentCycle;
   const { beneficiaryUserId, drawnAmong } = payoutOf(inLedger);
   const pot = potOf(inLedger);
   const cycleKey = (number: number) => ({ tontine_id: tontine.id, number });
-  const postings = [...paying.postings, payoutPosting(inLedger, beneficiaryUserId)];
-  const changes: RowChange[] = [
-    ...paying.changes,
-    {
-      table: 'tontine_cycles',
-      key: cycleKey(cycle),
-      expect: { status: 'open' },
-      set: { status: 'paid_out', paid_out_at: at.toISOString(), ...(drawnAmong ? { beneficiary_user_id: beneficiaryUserId } : {}) },
-      postingIds: { payout_posting_id: PAYOUT_POSTING },
-    },
-    // A drawn beneficiary's payout position is the cycle.
-    ...(drawnAmong ? [{ table: 'tontine_members' as const, key: { tontine_id: tontine.id, user_id: beneficiaryUserId }, set: { payout_position: cycle } }] : []),
-  ];
-  const events = [
-    ...paying.events,
-    ...(drawnAmong
+  const drawn = {
+    changes: drawnAmong ? [{ table: 'tontine_members' as const, key: { tontine_id: tontine.id, user_id: beneficiaryUserId }, set: { payout_position: cycle } }] : [],
+    events: drawnAmong
       ? [event('tontine.beneficiary_drawn', null, { cycle, beneficiary_user_id: beneficiaryUserId, draw_key: cycleDrawKey(tontine.drawSeed, cycle, beneficiaryUserId), candidates: drawnAmong })]
-      : []),
-    event('tontine.payout_made', null, { cycle, beneficiary_user_id: beneficiaryUserId, amount_minor: pot.toString() }, { posting_id: PAYOUT_POSTING }),
-  ];
-  const paidOut: TontineState = {
-    ...state,
+      : [],
     members: drawnAmong ? state.members.map((m) => (m.userId === beneficiaryUserId ? { ...m, payoutPosition: cycle } : m)) : state.members,
-    cycles: state.cycles.map((c) => (c.number === cycle ? { ...c, beneficiaryUserId, status: 'paid_out', payoutPostingId: null, paidOutAt: at } : c)),
-    poolBalanceMinor: state.poolBalanceMinor - pot,
   };
+  const beneficiary = drawnAmong ? { beneficiary_user_id: beneficiaryUserId } : {};
+  // A drawn beneficiary's payout position is the cycle.
+  const paid = then(paying, {
+    postings: [...paying.postings, payoutPosting(inLedger, beneficiaryUserId)],
+    changes: [
+      { table: 'tontine_cycles', key: cycleKey(cycle), expect: { status: 'open' }, set: { status: 'paid_out', paid_out_at: at.toISOString(), ...beneficiary }, postingIds: { payout_posting_id: PAYOUT_POSTING } },
+      ...drawn.changes,
+    ],
+    events: [...drawn.events, event('tontine.payout_made', null, { cycle, beneficiary_user_id: beneficiaryUserId, amount_minor: pot.toString() }, { posting_id: PAYOUT_POSTING })],
+    state: {
+      ...state,
+      members: drawn.members,
+      cycles: state.cycles.map((c) => (c.number === cycle ? { ...c, beneficiaryUserId, status: 'paid_out', payoutPostingId: null, paidOutAt: at } : c)),
+      poolBalanceMinor: state.poolBalanceMinor - pot,
+    },
+  });
+  // The next cycle's contributions take their ids first, then the held payout.
+  const next = nextOrEnd(paying, situation, userId, at, newId);
+  const hold = holdPayout({ id: newId(), subjectType: 'tontine', subjectId: tontine.id, cycleNumber: cycle, recipientUserId: beneficiaryUserId, currency: tontine.currency, amountMinor: pot, at });
+  const held = then(paying, {
+    postings: paying.postings,
+    changes: [hold.change, { table: 'tontine_cycles', key: cycleKey(cycle), expect: { status: 'open' }, set: { status: 'paid_out', held_payout_id: hold.row.id, ...beneficiary } }, ...drawn.changes],
+    events: [...drawn.events, event('tontine.payout_held', null, { cycle, beneficiary_user_id: beneficiaryUserId, amount_minor: pot.toString(), held_payout_id: hold.row.id, reason: hold.row.reason })],
+    state: {
+      ...state,
+      members: drawn.members,
+      cycles: state.cycles.map((c) => (c.number === cycle ? { ...c, beneficiaryUserId, status: 'paid_out', payoutPostingId: null, paidOutAt: null, payout: payoutState(hold.row) } : c)),
+    },
+  });
+  return { ...next(paid), held: { change: next(held), beneficiaryUserId } };
+}
+
+/** The change of the cycle's last contribution, with what its payout (made or held) adds. */
+function then(paying: ContributionChange, payout: Pick<ContributionChange, 'postings' | 'changes' | 'events' | 'state'>): ContributionChange {
+  return { ...paying, postings: payout.postings, changes: [...paying.changes, ...payout.changes], events: [...paying.events, ...payout.events], state: payout.state };
+}
+
+/** After the payout: the next cycle opened (its contributions inserted, with ids from `newId`), or the tontine completed. */
+function nextOrEnd(paying: ContributionChange, situation: TontineSituation, userId: string, at: Date, newId: () => string): (change: ContributionChange) => ContributionChange {
+  const { tontine, state } = paying;
+  const cycle = tontine.currentCycle;
   const running = { status: 'active', current_cycle: cycle };
+  const event = (type: string, payload: Record<string, unknown>): ContributionEvent => ({ subjectType: 'tontine', subjectId: tontine.id, type, actorUserId: null, payload, occurredAt: at });
   const next = state.cycles.find((c) => c.number === cycle + 1);
   if (next) {
     const opened: Contribution[] = state.members.map((member) => ({ id: newId(), cycleNumber: next.number, userId: member.userId, status: 'pending', postingId: null, paidAt: null }));
-    return {
-      contributionId: paying.contributionId,
-      postings,
+    return (change) => ({
+      ...change,
       changes: [
-        ...changes,
-        { table: 'tontine_cycles', key: cycleKey(next.number), expect: { status: 'upcoming' }, set: { status: 'open' } },
+        ...change.changes,
+        { table: 'tontine_cycles', key: { tontine_id: tontine.id, number: next.number }, expect: { status: 'upcoming' }, set: { status: 'open' } },
         { table: 'tontines', id: tontine.id, expect: running, set: { current_cycle: next.number } },
         ...opened.map((k): RowChange => ({ table: 'tontine_contributions', op: 'insert', id: k.id, set: { tontine_id: tontine.id, cycle_number: k.cycleNumber, user_id: k.userId } })),
       ],
-      events: [...events, event('tontine.cycle_opened', null, { cycle: next.number, due_at: next.dueAt.toISOString() })],
+      events: [...change.events, event('tontine.cycle_opened', { cycle: next.number, due_at: next.dueAt.toISOString() })],
       tontine: { ...tontine, currentCycle: next.number },
       state: {
-        ...paidOut,
-        cycles: paidOut.cycles.map((c) => (c.number === next.number ? { ...c, status: 'open' as const } : c)),
+        ...change.state,
+        cycles: change.state.cycles.map((c) => (c.number === next.number ? { ...c, status: 'open' as const } : c)),
         currentContributions: opened,
-        ownContributions: [...paidOut.ownContributions, ...opened.filter((k) => k.userId === userId)],
+        ownContributions: [...change.state.ownContributions, ...opened.filter((k) => k.userId === userId)],
       },
-    };
+    });
   }
   const completed: Tontine = { ...tontine, status: statusAfter(situation, 'contribute', { completesTontine: true }), completedAt: at };
-  return {
-    contributionId: paying.contributionId,
-    postings,
-    changes: [...changes, { table: 'tontines', id: tontine.id, expect: running, set: { status: completed.status, completed_at: at.toISOString() } }],
-    events: [...events, event('tontine.completed', null, { cycles: state.cycles.length })],
+  return (change) => ({
+    ...change,
+    changes: [...change.changes, { table: 'tontines', id: tontine.id, expect: running, set: { status: completed.status, completed_at: at.toISOString() } }],
+    events: [...change.events, event('tontine.completed', { cycles: state.cycles.length })],
     tontine: completed,
-    state: paidOut,
-  };
+  });
 }

@@ -106,7 +106,7 @@ export function detailView(tontine: Tontine, facts: TontineDetailFacts): Tontine
   const mask = facts.role === 'invited' ? maskIdentifier : (text: string) => text;
   const identifier = (userId: string) => mask(facts.identifiers.get(userId) ?? userId);
   const current = facts.cycles.find((cycle) => cycle.number === tontine.currentCycle);
-  const payoutOf = new Map(facts.cycles.filter((cycle) => cycle.status === 'paid_out').map((cycle) => [cycle.beneficiaryUserId, cycle]));
+  const payoutOf = new Map(facts.cycles.filter((cycle) => cycle.status === 'paid_out' && (cycle.payout === undefined || cycle.payout.status === 'completed')).map((cycle) => [cycle.beneficiaryUserId, cycle]));
   const contributionOf = new Map(facts.currentContributions.map((contribution) => [contribution.userId, contribution]));
   return {
     ...summaryView(tontine, { role: facts.role, memberCount: facts.members.length, currentDueAt: current?.dueAt ?? null, exponent: facts.exponent }),
@@ -130,6 +130,7 @@ export function detailView(tontine: Tontine, facts: TontineDetailFacts): Tontine
         collected: formatMinor(collected, facts.exponent),
         collected_minor: collected.toString(),
         paid_out_at: iso(cycle.paidOutAt),
+        ...(cycle.payout ? { payout: cycle.payout } : {}),
       };
     }),
     // In member order, so every member reads the same list; a completed tontine runs no cycle.

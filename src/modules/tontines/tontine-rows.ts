@@ -1,3 +1,4 @@
+import type { PayoutState } from '../held-payouts';
 import { toBigInt } from '../ledger';
 import type { PayoutOrder, TontineFrequency, TontineStatus } from './tontine-lifecycle';
 
@@ -55,6 +56,8 @@ export interface Cycle {
   status: CycleStatus;
   payoutPostingId: string | null;
   paidOutAt: Date | null;
+  /** The cycle's pot held for verification (its beneficiary's limits refused it), when it was. */
+  payout?: PayoutState;
 }
 
 export interface Contribution {

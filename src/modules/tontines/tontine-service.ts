@@ -8,7 +8,7 @@ import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository, type NewEvent } from '../events';
 import type { IdempotentResource, ResourceStatusReader } from '../idempotency';
 import { currencies, ensureAccount, parseAmount, walletRefusal, type ObjectLocker, type WalletPosting } from '../ledger';
-import { accountsOf, applyDecision } from '../writes';
+import { accountsOf, applyPayoutDecision, type Decision } from '../writes';
 import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
@@ -22,7 +22,9 @@ import {
 } from './tontine-lifecycle';
 import { summaryView, type TontinePage, type TontineView } from './tontine-presenter';
 import { TontineRepository } from './tontine-repository';
-import { contributionChange } from './tontine-contributions';
+import { contributionChange, type ContributionChange } from './tontine-contributions';
+import { completeHeldPot, returnHeldPot } from './tontine-held-payouts';
+import type { HeldPayout } from '../held-payouts';
 import { postingPlan } from './tontine-postings';
 import { endTontine } from './tontine-ending';
 import type { TontineScope } from './tontine-scope';
@@ -236,17 +238,30 @@ export class TontineService {
       const change = contributionChange(locked, situation, userId, this.now(), () => crypto.randomUUID());
       const { exponent } = await currencies.require(trx, locked.tontine.currency);
       const { view, object } = describeState(change.tontine, change.state, userId, exponent);
-      await applyDecision(trx, {
-        postings: change.postings,
-        changes: change.changes,
+      const decision = (decided: ContributionChange, object: TontineView): Decision => ({
+        postings: decided.postings,
+        changes: decided.changes,
         // The status before: the tontine's for the first event, the one its predecessor in this change shows for the next ones.
-        events: change.events.map((event, index) => ({ ...event, object, previousStatus: index === 0 ? locked.tontine.status : object.status })),
-        answer: { resource: contributionResource(id, change.contributionId) },
-      }).catch((error: unknown) => {
+        events: decided.events.map((event, index) => ({ ...event, object, previousStatus: index === 0 ? locked.tontine.status : object.status })),
+        answer: { resource: contributionResource(id, decided.contributionId) },
+      });
+      const held = change.held && describeState(change.held.change.tontine, change.held.change.state, userId, exponent);
+      const hold = change.held && held ? { posting: change.postings.length - 1, ownerId: change.held.beneficiaryUserId, instead: decision(change.held.change, held.object) } : undefined;
+      const applied = await applyPayoutDecision(trx, { ...decision(change, object), ...(hold ? { hold } : {}) }).catch((error: unknown) => {
         throw walletRefusal(error, CONTRIBUTION_PARTIES);
       });
-      return { tontine: view, contributionId: change.contributionId };
+      return { tontine: applied.held && held ? held.view : view, contributionId: change.contributionId };
     });
+  }
+
+  /** The job: completes a cycle's held pot (tontine-held-payouts.ts), or notes one more attempt; whether it completed. */
+  completeHeldPayout(db: Knex | Knex.Transaction, held: HeldPayout): Promise<boolean> {
+    return withTransaction(db, (trx) => completeHeldPot(trx, held, this.now()));
+  }
+
+  /** POST /admin/held-payouts/{heldPayoutId}/return for a cycle's pot: back to the members who paid it. */
+  returnHeldPayout(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, held: HeldPayout, reason: string, current: () => Promise<HeldPayout>): Promise<void> {
+    return returnHeldPot(trx, caller, held, reason, current, this.now());
   }
 
   /**

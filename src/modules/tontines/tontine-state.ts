@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { toBigInt } from '../ledger';
+import type { PayoutState } from '../held-payouts';
 import { allowedActions } from './tontine-lifecycle';
 import { detailView, summaryView, type TontineView } from './tontine-presenter';
 import type { Contribution, ContributionStatus, Cycle, CycleStatus, Member, MemberRole, Tontine, TontineState } from './tontine-rows';
@@ -25,6 +26,7 @@ interface CycleJson {
   paid_out_at: string | null;
   identifier: string | null;
   paid: number;
+  payout?: PayoutState | null;
 }
 
 interface ContributionJson {
@@ -79,7 +81,9 @@ export function stateFromColumn(value: unknown, tontine: Tontine, userId: string
   const cycles = row.cycles.map((c): Cycle => {
     if (c.beneficiary_user_id !== null && c.identifier !== null) identifiers.set(c.beneficiary_user_id, c.identifier);
     if (c.paid > 0) paidByCycle.set(c.number, Number(c.paid));
-    return { number: c.number, beneficiaryUserId: c.beneficiary_user_id, dueAt: date(c.due_at), status: c.status, payoutPostingId: c.payout_posting_id, paidOutAt: dateOrNull(c.paid_out_at) };
+    const cycle: Cycle = { number: c.number, beneficiaryUserId: c.beneficiary_user_id, dueAt: date(c.due_at), status: c.status, payoutPostingId: c.payout_posting_id, paidOutAt: dateOrNull(c.paid_out_at) };
+    // Timestamps as json_build_object writes them, in the API's form.
+    return c.payout ? { ...cycle, payout: { ...c.payout, held_at: date(c.payout.held_at).toISOString(), settled_at: c.payout.settled_at === null ? null : date(c.payout.settled_at).toISOString() } } : cycle;
   });
   const contributions = row.contributions.map(toContribution);
   return {
@@ -108,7 +112,7 @@ export function describeState(
 ): { view: TontineView; object: TontineView } {
   const situation = roleOverride ? outsiderSituationFrom(tontine, state.members, roleOverride) : situationFrom(tontine, userId, state);
   const { cycles } = state;
-  const received = cycles.filter((c) => c.status === 'paid_out' && c.beneficiaryUserId === userId).length;
+  const received = cycles.filter((c) => isPaidOut(c) && c.beneficiaryUserId === userId).length;
   const paidOwn = state.ownContributions.filter((k) => k.status === 'paid').length;
   const netPositionMinor = tontine.contributionMinor * (BigInt(received) * BigInt(cycles.length) - BigInt(paidOwn));
   const view = detailView(tontine, {
@@ -126,4 +130,9 @@ export function describeState(
   const currentDueAt = cycles.find((cycle) => cycle.number === tontine.currentCycle)?.dueAt ?? null;
   const object = summaryView(tontine, { role: 'administrator', memberCount: state.members.length, currentDueAt, exponent });
   return { view, object };
+}
+
+/** Whether the cycle's pot reached its beneficiary (not one held, nor returned to its payers). */
+export function isPaidOut(cycle: Pick<Cycle, 'status' | 'payout'>): boolean {
+  return cycle.status === 'paid_out' && (cycle.payout === undefined || cycle.payout.status === 'completed');
 }

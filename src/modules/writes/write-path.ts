@@ -62,6 +62,7 @@ export type WritableTable =
   | 'crypto_quotes'
   | 'crypto_conversions'
   | 'crypto_withdrawal_addresses'
+  | 'held_payouts'
   | 'crypto_withdrawals';
 
 /** A row the decision inserts, or updates while it still shows what the decision read (`expect`). */
@@ -99,6 +100,12 @@ export interface Decision {
   events?: DecidedEvent[];
   /** What the request answers: the resource its Idempotency-Key (when it has one) is completed with. */
   answer: { resource: IdempotentResource; status?: number };
+  /**
+   * A payout its recipient's limits may refuse: when ledger_post refuses the posting at index
+   * `posting` for the limits of `ownerId` as payee, write_apply applies `instead` (the payout
+   * held), whose postings are exactly this decision's before that one (already posted).
+   */
+  hold?: { posting: number; ownerId: string; instead: Decision };
 }
 
 /** The identity of each account a set of postings names (the group commit locks them). */
@@ -154,8 +161,17 @@ function responseStatusOf(decision: Decision, key: PendingKey): number {
  * posting_ids `{}`): JSON.stringify drops it.
  */
 function decisionJson(decision: Decision, key: PendingKey | undefined): string {
+  return JSON.stringify(decisionObject(decision, key));
+}
+
+function decisionObject(decision: Decision, key: PendingKey | undefined): Record<string, unknown> {
   const { resource } = decision.answer;
-  return JSON.stringify({
+  const { hold } = decision;
+  if (hold && (hold.instead.postings?.length ?? 0) !== hold.posting) {
+    throw new TypeError(`a held payout's decision has the ${hold.posting} postings before the payout, not ${hold.instead.postings?.length ?? 0}`);
+  }
+  if (hold?.instead.hold) throw new TypeError("a held payout's decision holds nothing itself");
+  return {
     postings: (decision.postings ?? []).map((posting) => ({
       kind: posting.kind,
       reference: posting.reference,
@@ -209,7 +225,8 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
           resource_location: resource.location,
         }
       : null,
-  });
+    hold: hold ? { posting: hold.posting, owner_id: hold.ownerId, instead: decisionObject(hold.instead, key) } : undefined,
+  };
 }
 
 /**
@@ -219,6 +236,14 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
  * 409 ConcurrentOperation (as the pipeline answers it).
  */
 export async function applyDecision(trx: Knex.Transaction, decision: Decision): Promise<string[]> {
+  return (await applyPayoutDecision(trx, decision)).postingIds;
+}
+
+/**
+ * applyDecision for a decision that may hold its payout (`hold`): answers its postings' ids and
+ * whether the payout was held (write_apply applied `hold.instead`, which posts fewer).
+ */
+export async function applyPayoutDecision(trx: Knex.Transaction, decision: Decision): Promise<{ postingIds: string[]; held: boolean }> {
   const key = pendingKeyOf(trx);
   let postingIds: string[];
   try {
@@ -230,11 +255,13 @@ export async function applyDecision(trx: Knex.Transaction, decision: Decision): 
     if ((error as { code?: string }).code === 'WRT01' && refusal instanceof Error) REFUSED_BY_LEDGER.add(refusal);
     throw refusal;
   }
+  const held = decision.hold !== undefined && postingIds.length === decision.hold.posting && (decision.postings?.length ?? 0) > decision.hold.posting;
+  const applied = held && decision.hold ? decision.hold.instead : decision;
   if (key?.claimed) {
-    const { resource } = decision.answer;
-    key.completedWith = { responseStatus: responseStatusOf(decision, key), resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
+    const { resource } = applied.answer;
+    key.completedWith = { responseStatus: responseStatusOf(applied, key), resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
   }
-  return postingIds;
+  return { postingIds, held };
 }
 
 const REFUSED_BY_LEDGER = new WeakSet<Error>();

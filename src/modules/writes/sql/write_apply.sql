@@ -9,7 +9,11 @@
 -- Accounts named by identity are found, or created on their first use. A refusal of the ledger
 -- (InsufficientFunds, AccountFrozen, LimitExceeded) raises WRT01 with its details (amounts written in the
 -- currency's exponent) before anything else is written, so the caller's transaction (or
--- savepoint) rolls back as a whole: a decision is applied entirely or not at all. WRT02: a row
+-- savepoint) rolls back as a whole: a decision is applied entirely or not at all. A decision
+-- that pays a recipient out may name another (`hold`: `{posting, owner_id, instead}`) for when
+-- ledger_post refuses that posting for the limits of that owner as payee: the other is applied
+-- in its place (its postings before that one are the same, already posted), and the answer,
+-- having fewer postings, tells which was applied. WRT02: a row
 -- no longer shows what the decision read; WRT03: the key was taken over; WRT09: a table the
 -- path does not write. Answers the ids of the postings, in the decision's order.
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
@@ -39,8 +43,10 @@ DECLARE
   changed bigint;
   event_id uuid;
   completion jsonb := nullif(p_decision->'key', 'null'::jsonb);
+  v_hold jsonb := nullif(p_decision->'hold', 'null'::jsonb);
 BEGIN
-  FOR item IN SELECT x FROM jsonb_array_elements(coalesce(p_decision->'postings', '[]'::jsonb)) AS p(x) LOOP
+  WHILE cardinality(posting_ids) < jsonb_array_length(coalesce(p_decision->'postings', '[]'::jsonb)) LOOP
+    item := p_decision->'postings'->cardinality(posting_ids);
     accounts := '{}';
     amounts := '{}';
     FOR entry IN SELECT x FROM jsonb_array_elements(item->'entries') AS e(x) LOOP
@@ -69,6 +75,15 @@ BEGIN
     END LOOP;
     SELECT * INTO posted FROM ledger_post(item->>'kind', item->>'reference', coalesce(item->'metadata', '{}'::jsonb), NULL,
                                           accounts, amounts, coalesce((item->>'allow_frozen')::boolean, false));
+    -- A payout its recipient's limits refuse: the decision names the one to apply instead (the
+    -- payout held), whose postings before this one are the same (already posted).
+    IF posted.refusal = 'LimitExceeded' AND v_hold IS NOT NULL AND (v_hold->>'posting')::integer = cardinality(posting_ids)
+       AND posted.refusal_detail->>'direction' = 'in' AND posted.refusal_detail->>'owner_id' = v_hold->>'owner_id' THEN
+      p_decision := v_hold->'instead';
+      completion := nullif(p_decision->'key', 'null'::jsonb);
+      v_hold := NULL;
+      CONTINUE;
+    END IF;
     IF posted.refusal IS NOT NULL THEN
       SELECT c.exponent INTO exponent FROM currencies c WHERE c.code = posted.refusal_detail->>'currency';
       RAISE EXCEPTION 'posting %/% refused: %', item->>'kind', item->>'reference', posted.refusal USING ERRCODE = 'WRT01',
@@ -86,7 +101,7 @@ BEGIN
 
   FOR item IN SELECT x FROM jsonb_array_elements(coalesce(p_decision->'changes', '[]'::jsonb)) AS c(x) LOOP
     target := item->>'table';
-    IF target IS NULL OR NOT target = ANY (ARRAY['escrows', 'tontines', 'tontine_cycles', 'tontine_contributions', 'tontine_members', 'transfers', 'top_ups', 'refunds', 'payouts', 'crypto_deposit_addresses', 'crypto_deposits', 'crypto_quotes', 'crypto_conversions', 'crypto_withdrawal_addresses', 'crypto_withdrawals']) THEN
+    IF target IS NULL OR NOT target = ANY (ARRAY['escrows', 'tontines', 'tontine_cycles', 'tontine_contributions', 'tontine_members', 'transfers', 'top_ups', 'refunds', 'payouts', 'crypto_deposit_addresses', 'crypto_deposits', 'crypto_quotes', 'crypto_conversions', 'crypto_withdrawal_addresses', 'held_payouts', 'crypto_withdrawals']) THEN
       RAISE EXCEPTION 'write_apply does not write the table %', target USING ERRCODE = 'WRT09';
     END IF;
     vals := coalesce(item->'set', '{}'::jsonb);

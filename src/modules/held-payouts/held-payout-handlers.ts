@@ -1,0 +1,11 @@
+import type { Handlers } from '../../contract';
+import { heldPayoutResource, type HeldPayoutService } from './held-payout-service';
+
+export function heldPayoutHandlers(heldPayouts: HeldPayoutService): Handlers<'returnHeldPayout'> {
+  return {
+    async returnHeldPayout({ trx, caller, path, body }) {
+      const data = await heldPayouts.returnToPayer(trx, caller, path.heldPayoutId, body.reason);
+      return { data, resource: heldPayoutResource(data) };
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { feeFor, releaseSettlement } from '../../src/modules/escrows';
+import type { Escrow } from '../../src/modules/escrows/escrow-repository';
+import { completedRelease, heldRelease, returnedRelease } from '../../src/modules/escrows/escrow-payouts';
+import { settle, settlementParties } from '../../src/modules/escrows/escrow-settlement';
+import { holdPayout, nextAttemptAfter, payoutState, settleHeldPayout, type HeldPayout } from '../../src/modules/held-payouts';
+import { shardIdentity, walletIdentity } from '../../src/modules/ledger';
+
+const BUYER = '00000000-0000-4000-8000-00000000000b';
+const SELLER = '00000000-0000-4000-8000-00000000000c';
+const ADMIN = '00000000-0000-4000-8000-00000000000d';
+const ID = '00000000-0000-4000-8000-0000000000e1';
+const HELD = '00000000-0000-4000-8000-0000000000f1';
+const HOLDING = '00000000-0000-4000-8000-0000000000a1';
+const AT = new Date('2026-11-29T09:00:00Z');
+
+function heldRow(): HeldPayout {
+  return holdPayout({ id: HELD, subjectType: 'escrow', subjectId: ID, recipientUserId: SELLER, currency: 'XOF', amountMinor: 10_000n, at: AT }).row;
+}
+
+describe('a held payout (pure)', () => {
+  it('is inserted held_for_verification for recipient_limit, first tried a minute later', () => {
+    const { row, change } = holdPayout({ id: HELD, subjectType: 'tontine', subjectId: ID, cycleNumber: 2, recipientUserId: SELLER, currency: 'XOF', amountMinor: 120_000n, at: AT });
+    expect(row).toMatchObject({ status: 'held_for_verification', reason: 'recipient_limit', cycleNumber: 2, attempts: 0, settledAt: null, postingId: null });
+    expect(change).toEqual({
+      table: 'held_payouts',
+      op: 'insert',
+      id: HELD,
+      set: {
+        subject_type: 'tontine',
+        subject_id: ID,
+        cycle_number: 2,
+        recipient_user_id: SELLER,
+        currency: 'XOF',
+        amount_minor: '120000',
+        reason: 'recipient_limit',
+        status: 'held_for_verification',
+        held_at: '2026-11-29T09:00:00.000Z',
+        next_attempt_at: '2026-11-29T09:01:00.000Z',
+      },
+    });
+    expect(holdPayout({ id: HELD, subjectType: 'escrow', subjectId: ID, recipientUserId: SELLER, currency: 'XOF', amountMinor: 1n, at: AT }).row.cycleNumber).toBeNull();
+  });
+
+  it('is tried again after a minute, doubling each attempt, at most a day apart', () => {
+    expect(nextAttemptAfter(0, AT).toISOString()).toBe('2026-11-29T09:01:00.000Z');
+    expect(nextAttemptAfter(1, AT).toISOString()).toBe('2026-11-29T09:02:00.000Z');
+    expect(nextAttemptAfter(3, AT).toISOString()).toBe('2026-11-29T09:08:00.000Z');
+    expect(nextAttemptAfter(10, AT).toISOString()).toBe('2026-11-30T02:04:00.000Z');
+    expect(nextAttemptAfter(11, AT).toISOString()).toBe('2026-11-30T09:00:00.000Z');
+    expect(nextAttemptAfter(500, AT).toISOString()).toBe('2026-11-30T09:00:00.000Z');
+  });
+
+  it('settles once, only while still held: completed, or returned with who and why', () => {
+    const later = new Date('2026-11-30T10:00:00Z');
+    expect(settleHeldPayout(heldRow(), { status: 'completed' }, later, 0).change).toEqual({
+      table: 'held_payouts',
+      id: HELD,
+      expect: { status: 'held_for_verification' },
+      set: { status: 'completed', settled_at: '2026-11-30T10:00:00.000Z' },
+      postingIds: { posting_id: 0 },
+    });
+    const returned = settleHeldPayout(heldRow(), { status: 'returned', byUserId: ADMIN, reason: 'No verification' }, later, 0);
+    expect(returned.change.set).toEqual({ status: 'returned', settled_at: '2026-11-30T10:00:00.000Z', returned_by_user_id: ADMIN, return_reason: 'No verification' });
+    expect(returned.row).toMatchObject({ status: 'returned', returnedByUserId: ADMIN, returnReason: 'No verification', settledAt: later });
+    expect(payoutState(returned.row)).toEqual({ id: HELD, status: 'returned', reason: 'recipient_limit', held_at: '2026-11-29T09:00:00.000Z', settled_at: '2026-11-30T10:00:00.000Z' });
+  });
+});
+
+function escrow(status: Escrow['status'] = 'delivered'): Escrow {
+  const fee = feeFor(10_000n, 100, 'buyer');
+  return {
+    id: ID,
+    buyerUserId: BUYER,
+    sellerUserId: SELLER,
+    currency: 'XOF',
+    amountMinor: 10_000n,
+    feeBps: fee.bps,
+    feePayer: fee.payer,
+    feeMinor: fee.totalMinor,
+    feeMinimumMinor: fee.minimumMinor,
+    buyerFeeMinor: fee.buyerShareMinor,
+    sellerFeeMinor: fee.sellerShareMinor,
+    status,
+    inspectionEndsAt: null,
+    resolutionOutcome: null,
+    resolutionSellerAmountMinor: null,
+  } as Escrow;
+}
+
+describe("an escrow's held release", () => {
+  const locked = { escrow: escrow(), holdingAccountId: HOLDING };
+  const release = (() => {
+    const settled = settle(locked, releaseSettlement(10_000n, { bps: 100, payer: 'buyer', minimumMinor: 0n, totalMinor: 100n, buyerShareMinor: 100n, sellerShareMinor: 0n }), () => 'released', AT);
+    return { type: 'escrow.released', payload: { accepted_by: 'buyer', ...settled.amounts }, changes: { acceptedAt: AT, ...settled.changes }, posting: { plan: settled.posting, column: 'settlement_posting_id' as const, parties: settlementParties(locked.escrow) } };
+  })();
+
+  it('holds what the seller would receive: accepted, no settlement, its auto-release cleared, escrow.payout_held', () => {
+    const held = heldRelease(locked, release, HELD, AT);
+    expect(held?.type).toBe('escrow.payout_held');
+    expect(held?.payload).toEqual({ accepted_by: 'buyer', held_payout_id: HELD, reason: 'recipient_limit', amount_minor: '10000' });
+    expect(held?.changes).toEqual({ acceptedAt: AT, status: 'accepted', autoReleaseAt: null, payoutId: HELD, payoutStatus: 'held_for_verification', payoutReason: 'recipient_limit', payoutHeldAt: AT });
+    expect(held?.posting).toBeUndefined();
+    expect(held?.rows?.[0]).toMatchObject({ table: 'held_payouts', op: 'insert', id: HELD, set: { recipient_user_id: SELLER, amount_minor: '10000' } });
+  });
+
+  it('holds nothing that pays the seller nothing (a refund)', () => {
+    const refund = { ...release, changes: { ...release.changes, settledToSellerMinor: 0n } };
+    expect(heldRelease(locked, refund, HELD, AT)).toBeUndefined();
+    expect(heldRelease(locked, { ...release, posting: undefined }, HELD, AT)).toBeUndefined();
+  });
+
+  it('completes with the release it held (released, escrow.released), or is tried again later', () => {
+    const accepted = { escrow: { ...escrow('accepted'), payoutId: HELD }, holdingAccountId: HOLDING };
+    const { change, retry } = completedRelease(accepted, heldRow(), AT);
+    expect(change.type).toBe('escrow.released');
+    expect(change.changes).toMatchObject({ status: 'released', settledToSellerMinor: 10_000n, settledFeeMinor: 100n, payoutStatus: 'completed', payoutSettledAt: AT });
+    expect(change.posting?.plan.entries).toEqual([
+      { account: { id: HOLDING }, amountMinor: -10_100n },
+      { account: walletIdentity(SELLER, 'XOF'), amountMinor: 10_000n },
+      { account: shardIdentity('fees', 'XOF', ID), amountMinor: 100n },
+    ]);
+    expect(retry).toEqual({ table: 'held_payouts', id: HELD, expect: { status: 'held_for_verification' }, set: { attempts: 1, next_attempt_at: '2026-11-29T09:02:00.000Z' } });
+  });
+
+  it('is returned whole to the buyer by an administrator who is not a party (refunded, no fee), never by a party', () => {
+    const accepted = { escrow: { ...escrow('accepted'), payoutId: HELD }, holdingAccountId: HOLDING };
+    const change = returnedRelease(accepted, heldRow(), { userId: ADMIN, capacities: new Set(['administrator']) }, 'No verification', AT);
+    expect(change.type).toBe('escrow.refunded');
+    expect(change.changes).toMatchObject({ status: 'refunded', settledToBuyerMinor: 10_100n, settledToSellerMinor: 0n, settledFeeMinor: 0n, payoutStatus: 'returned' });
+    expect(change.posting?.plan).toMatchObject({ allowFrozen: true, entries: [{ account: { id: HOLDING }, amountMinor: -10_100n }, { account: walletIdentity(BUYER, 'XOF'), amountMinor: 10_100n }] });
+    expect(() => returnedRelease(accepted, heldRow(), { userId: BUYER, capacities: new Set(['buyer', 'administrator']) }, 'Mine', AT)).toThrow(/party to this escrow/);
+  });
+});
