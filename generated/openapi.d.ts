@@ -2468,7 +2468,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a colleague
-         * @description Invites an e-mail address or an E.164 telephone number to a role; the invitation is sent to it (e-mail or SMS) and expires after 7 days. An identifier nobody has signed up with yet is kept: the person sees it once they sign up with it. A new invitation of the same identifier replaces the pending one. Only an owner invites an `owner`. An identifier that is already an active member answers 409 `AlreadyMember`. Records the event `organization.member_invited`. Roles: owner or admin.
+         * @description Invites an e-mail address or an E.164 telephone number to a role; the invitation is sent to it (e-mail or SMS) and expires after 7 days. An identifier nobody has signed up with yet is kept: the person sees it once they sign up with it. A new invitation of the same identifier replaces the pending one (revoked, with the event `organization.invitation_revoked`). Only an owner invites an `owner`. An identifier that is already an active member answers 409 `AlreadyMember`. Records the event `organization.member_invited`. Roles: owner or admin.
          */
         post: operations["createOrganizationInvitation"];
         delete?: never;
@@ -2500,7 +2500,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an invitation
-         * @description Revokes a pending invitation: it can no longer be accepted. Revoking one that is no longer pending answers it as it is. Roles: owner or admin.
+         * @description Revokes a pending invitation: it can no longer be accepted. Revoking one that is no longer pending answers it as it is. Records the event `organization.invitation_revoked` (once: not when answered as it is). Roles: owner or admin.
          */
         delete: operations["revokeOrganizationInvitation"];
         options?: never;
@@ -2602,7 +2602,7 @@ export interface paths {
         put?: never;
         /**
          * Decline an invitation
-         * @description Declines the invitation; declining one already declined answers it again. An accepted invitation answers 409 `InvitationNotPending`.
+         * @description Declines the invitation; declining one already declined answers it again. An accepted invitation answers 409 `InvitationNotPending`. Records the event `organization.invitation_declined` in the organisation's events (once), its actor the invited person.
          */
         post: operations["declineOrganizationInvitation"];
         delete?: never;
@@ -2628,7 +2628,7 @@ export interface paths {
         put?: never;
         /**
          * Submit the business verification
-         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MiB, stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
+         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MiB, stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). The legal fields (`legal_name`, `registration_number`, `legal_form`, `country`) change only here: those sent are applied before the provider decides, and the first event's `data.previous_attributes` holds the values they replaced (a rejected organisation corrects a wrong registration number and submits again). Roles: owner.
          */
         post: operations["submitOrganizationVerification"];
         delete?: never;
@@ -4273,6 +4273,46 @@ export interface webhooks {
          * @description Sent to the endpoints whose `events` select `organization.member_invited`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
          */
         post: operations["webhookOrganizationMemberInvited"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.invitation-revoked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.invitation_revoked
+         * @description Sent to the endpoints whose `events` select `organization.invitation_revoked`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationInvitationRevoked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.invitation-declined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.invitation_declined
+         * @description Sent to the endpoints whose `events` select `organization.invitation_declined`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationInvitationDeclined"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8946,6 +8986,12 @@ export interface components {
                 object: Record<string, never> | null;
                 /** @description The object's status before the change. */
                 previous_status: string | null;
+                /** @description `organization.member_role_changed` only: the member's role before the change. */
+                previous_role?: components["schemas"]["OrganizationRole"];
+                /** @description The fields the change replaced, with their values before it (absent when none is told): an `organization.verification_updated` whose submission corrected the legal profile has `legal_name`, `registration_number`, `legal_form` or `country`. */
+                previous_attributes?: {
+                    [key: string]: string | null;
+                };
             };
         };
         /**
@@ -9653,7 +9699,7 @@ export interface components {
         };
         /**
          * SubmitOrganizationVerificationRequest
-         * @description The registration document (a file) and the member who represents the organisation.
+         * @description The registration document (a file) and the member who represents the organisation; optionally corrections of the legal profile (the legal fields change only here, while the verification is `unverified` or `rejected`), applied before the provider decides.
          */
         SubmitOrganizationVerificationRequest: {
             /**
@@ -9666,6 +9712,12 @@ export interface components {
              * @description An active member whose identity is verified (`tier_2`).
              */
             representative_user_id: string;
+            /** @description The corrected registered name (absent to keep it). */
+            legal_name?: string;
+            /** @description The corrected number in the trade register of `country` (absent to keep it). */
+            registration_number?: string;
+            legal_form?: components["schemas"]["LegalForm"];
+            country?: components["schemas"]["CountryCode"];
         };
         /**
          * UnsupportedDocumentTypeError
@@ -11916,6 +11968,44 @@ export interface components {
             };
         };
         /**
+         * OrganizationInvitationRevokedEvent
+         * @description The `organization.invitation_revoked` event (an owner or admin revoked it, or a new invitation of the same identifier replaced it); `data.object` is the invitation, its identifier masked.
+         */
+        OrganizationInvitationRevokedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.invitation_revoked`.
+             * @constant
+             */
+            type?: "organization.invitation_revoked";
+            /**
+             * @description Always `organization_invitation`.
+             * @constant
+             */
+            object_type?: "organization_invitation";
+            data?: {
+                object?: components["schemas"]["OrganizationInvitation"];
+            };
+        };
+        /**
+         * OrganizationInvitationDeclinedEvent
+         * @description The `organization.invitation_declined` event (the invited person declined it); `data.object` is the invitation, its identifier masked.
+         */
+        OrganizationInvitationDeclinedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.invitation_declined`.
+             * @constant
+             */
+            type?: "organization.invitation_declined";
+            /**
+             * @description Always `organization_invitation`.
+             * @constant
+             */
+            object_type?: "organization_invitation";
+            data?: {
+                object?: components["schemas"]["OrganizationInvitation"];
+            };
+        };
+        /**
          * OrganizationMemberJoinedEvent
          * @description The `organization.member_joined` event; `data.object` is the member, identifier masked.
          */
@@ -11936,7 +12026,7 @@ export interface components {
         };
         /**
          * OrganizationMemberRoleChangedEvent
-         * @description The `organization.member_role_changed` event; `data.object` is the member with its new role, identifier masked.
+         * @description The `organization.member_role_changed` event; `data.object` is the member with its new role, identifier masked; `data.previous_role` the role it had.
          */
         OrganizationMemberRoleChangedEvent: components["schemas"]["Event"] & {
             /**
@@ -11951,6 +12041,8 @@ export interface components {
             object_type?: "organization_member";
             data?: {
                 object?: components["schemas"]["OrganizationMember"];
+                /** @description The member's role before the change. */
+                previous_role: components["schemas"]["OrganizationRole"];
             };
         };
         /**
@@ -21825,6 +21917,64 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["OrganizationMemberInvitedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationInvitationRevoked: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationInvitationRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationInvitationDeclined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationInvitationDeclinedEvent"];
             };
         };
         responses: {
