@@ -2442,7 +2442,7 @@ export interface paths {
         head?: never;
         /**
          * Change a member's role
-         * @description Changes the member's role. Only an owner grants or takes away `owner`; an admin cannot change another admin (403 `InsufficientRole`); the last active owner cannot be demoted (409 `LastOwner`). A member demoted below admin loses the API keys they hold (revoked, reason `creator_lost_access`) in the same transaction. Records the event `organization.member_role_changed`. Roles: owner or admin.
+         * @description Changes the member's role; `me` as the user id is the caller, who may step down to another role (an admin never up to `owner`). Only an owner grants or takes away `owner`; an admin cannot change another admin (403 `InsufficientRole`); the last active owner cannot be demoted (409 `LastOwner`). A member demoted below admin loses the API keys they hold (revoked, reason `creator_lost_access`) in the same transaction. Records the event `organization.member_role_changed` (with `data.previous_role`). Roles: owner or admin.
          */
         patch: operations["updateOrganizationMember"];
         trace?: never;
