@@ -150,6 +150,9 @@ describe('submitting the business verification', () => {
     const malformed = await submit(s.org.id, bearer(s.ownerToken), s.representative.id, TINY_PDF, { legal_form: 'llc' });
     expect(malformed.status).toBe(400);
     expect(JSON.stringify(malformed.body.details)).toContain('legal_form');
+    const unassigned = await submit(s.org.id, bearer(s.ownerToken), s.representative.id, TINY_PDF, { country: 'ZZ' });
+    expect([unassigned.status, unassigned.body.details]).toEqual([400, [{ field: 'body.country', message: 'country ZZ is not an ISO 3166-1 alpha-2 country code.' }]]);
+    expect(await testKnex()('uploaded_documents').where({ owner_type: 'organization', owner_id: s.org.id })).toHaveLength(0);
     expect((await submit(s.org.id, bearer(s.ownerToken), s.representative.id)).body.data.verification.status).toBe('pending');
     const late = await submit(s.org.id, bearer(s.ownerToken), s.representative.id, TINY_PDF, { registration_number: 'CI-ABJ-5-0000' });
     expect([late.status, late.body.error]).toEqual([409, 'VerificationAlreadySubmitted']);

@@ -68,13 +68,18 @@ describe('opening an organisation', () => {
     expect(listed.body.data.data[0]).toMatchObject({ type: 'organization.created', actor_user_id: user.id, data: { object: { id: org.id } } });
   });
 
-  it('refuses an unknown currency and a malformed country with a 400 naming the field', async () => {
+  it('refuses an unknown currency, a malformed country and a code no country is assigned with a 400 naming the field', async () => {
     const token = await accessTokenFor(app, await createUser());
     const currency = await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, default_currency: 'ZZZ' });
     expect(currency.status).toBe(400);
     expect(JSON.stringify(currency.body.details)).toContain('default_currency');
     const country = await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, country: 'civ' });
     expect(country.status).toBe(400);
+    for (const unassigned of ['ZZ', 'QQ', 'EU']) {
+      const res = await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, country: unassigned });
+      expect([res.status, res.body.details], unassigned).toEqual([400, [{ field: 'body.country', message: `country ${unassigned} is not an ISO 3166-1 alpha-2 country code.` }]]);
+    }
+    expect((await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, country: 'SN' })).status).toBe(201);
   });
 
   it('refuses API keys (403 ApiKeyNotAllowed)', async () => {

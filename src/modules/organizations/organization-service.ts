@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { toListPage, type AuthorizedOrganization, type ListPage, type PageRequest, type Role } from '../../contract';
 import { setLocal, withTransaction } from '../../db/transaction';
+import { isCountryCode } from '../../domain/country-code';
 import { ValidationError } from '../../errors';
 import { isUuid } from '../../ids';
 import { parsePartyIdentifier } from '../auth';
@@ -80,6 +81,7 @@ export class OrganizationService {
 
   async create(trx: Knex.Transaction, actorUserId: string, input: NewOrganization): Promise<OrganizationView> {
     const now = this.clock();
+    if (!isCountryCode(input.country)) throw ValidationError.field('body.country', `country ${input.country} is not an ISO 3166-1 alpha-2 country code.`);
     const currency = await trx('currencies').where({ code: input.defaultCurrency }).first('code');
     if (!currency) throw ValidationError.field('body.default_currency', `default_currency ${input.defaultCurrency} is not a currency of the platform.`);
     const profiles = new OrganizationProfileRepository(trx);

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { toListPage, type Caller, type ListPage, type PageRequest } from '../../contract';
+import { isCountryCode } from '../../domain/country-code';
+import { ValidationError } from '../../errors';
 import { EventRepository } from '../events';
 import {
   InsufficientRoleError,
@@ -48,6 +50,8 @@ export class VerificationService {
    */
   async submit(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: { document: Buffer; representativeUserId: string; corrections?: LegalCorrection }): Promise<OrganizationView> {
     const now = this.clock();
+    const country = input.corrections?.country;
+    if (country !== undefined && !isCountryCode(country)) throw ValidationError.field('body.country', `country ${country} is not an ISO 3166-1 alpha-2 country code.`);
     const profiles = new OrganizationProfileRepository(trx);
     const before = await this.mustFind(profiles, organizationId);
     if (before.verificationStatus === 'pending' || before.verificationStatus === 'verified') throw new VerificationAlreadySubmittedError(before.verificationStatus);
