@@ -154,7 +154,6 @@ export class VerificationService {
   }
 }
 
-
 function trimmed(change: LegalCorrection): LegalCorrection {
   return { ...change, legalName: change.legalName?.trim(), registrationNumber: change.registrationNumber?.trim() };
 }
