@@ -996,7 +996,7 @@ export interface paths {
          *     `pending`); after the last cycle the tontine is `completed`. The pool
          *     therefore always holds exactly the open cycle's contributions.
          *
-         *     The body `{"cycle": n}` is required (since issue 20): the named cycle
+         *     The body `{"cycle": n}` is required: the named cycle
          *     must be the open one. Requires an `Idempotency-Key` (scoped
          *     to the caller and this operation, kept 24 hours), handled as for
          *     `POST /transfers`: the key, a hash of the request (tontine id and body)
@@ -2094,7 +2094,7 @@ export interface paths {
         };
         /**
          * List the organisation's events
-         * @description Every change of the organisation's objects (payments, links, Checkouts, invoices, quotes, credit notes, network status, webhook endpoints), newest first. Use it to replay what your webhook endpoint missed: page back with `starting_after` until an event you already processed. Kept EVENT_RETENTION_DAYS (90 by default, at least 30), then purged. Roles: owner, admin or finance_manager.
+         * @description Every change of the organisation's objects (payments, links, Checkouts, invoices, quotes, credit notes, network status, webhook endpoints, API keys, the organisation, its members and invitations, refunds, payouts) that the caller may read, newest first: an event is listed only to a caller who may call its object's own GET (its role's rules and the module, or an API key's scopes), so a finance manager sees no `api_key.*` or `webhook_endpoint.*` events and a key with `events:read` alone sees none of the objects its scopes do not read. Use it to replay what your webhook endpoint missed: page back with `starting_after` until an event you already processed. Kept EVENT_RETENTION_DAYS (90 by default, at least 30), then purged. Roles: owner, admin or finance_manager.
          */
         get: operations["listOrganizationEvents"];
         put?: never;
@@ -2125,7 +2125,7 @@ export interface paths {
         };
         /**
          * Get one of the organisation's events
-         * @description One event of the organisation; another organisation's event answers 404. Roles: owner, admin or finance_manager.
+         * @description One event of the organisation; another organisation's event, or one about an object the caller may not read (see `listOrganizationEvents`), answers 404. Roles: owner, admin or finance_manager.
          */
         get: operations["getOrganizationEvent"];
         put?: never;
@@ -2158,6 +2158,7 @@ export interface paths {
         /**
          * Create a webhook endpoint
          * @description Registers a URL that receives the organisation's events selected by `events` (types, prefixes such as `invoice.*`, or `*`), signed per Standard Webhooks 1.0. Answers 201 with `secret` (`whsec_...`), shown in this response only. At most 16 endpoints per organisation. Roles: owner or admin.
+         *     An endpoint receives only events about objects that whoever configured it (a person's role, or an API key's scopes) may read, fixed when the endpoint is created or updated: a key with only `webhook_endpoints:write` subscribed to `invoice.*` receives no invoice events. Deliveries to one endpoint may run side by side (at most 4 at once); the receiver must accept the connection within 3 seconds and answer within 15.
          *
          *     Verify each delivery in Node with the `standardwebhooks` package: `new Webhook(secret).verify(rawBody, headers)` on the raw body (before any JSON parsing), then dedupe on the `webhook-id` header and drop an event whose `sequence` is lower than the last one you processed for its `object_id`.
          */
@@ -2202,7 +2203,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Changes `url`, `events`, `description` or `status`. Enabling an endpoint again resumes its waiting deliveries and restarts its failure clock. Roles: owner or admin.
+         * @description Changes `url`, `events`, `description` or `status`. Enabling an endpoint again resumes its waiting deliveries and restarts its failure clock. The object types it receives events about become those the caller of this update may read. Roles: owner or admin.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -3117,6 +3118,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/crypto/withdrawals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's crypto withdrawals
+         * @description The caller's withdrawals, newest first, in every state. Needs `tier_2`.
+         */
+        get: operations["listCryptoWithdrawals"];
+        put?: never;
+        /**
+         * Send stablecoins to an address of the caller's address book
+         * @description Sends `amount` of the address's asset to one of the caller's withdrawal addresses, which must be active (`active_at` passed; 409 `WithdrawalAddressNotActive` otherwise). The network's fee (`withdrawal_fee` of the network in `GET /crypto/assets`) comes on top and is shown as `fee`; the amount and the fee (`total`) are reserved from the wallet at once, so two withdrawals never spend the same money (422 `InsufficientFunds`), and count against the caller's outflow limits (409 `LimitExceeded`). At or above 1,000 USD equivalent (at the platform's rates) the request names its `beneficiary` (Travel Rule; 422 `TravelRuleInformationRequired` otherwise). The withdrawal then moves `created -> queued -> broadcast -> confirming -> completed | failed` (a failed one returns the amount and the fee); it can be canceled until it is broadcast. Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed` (the withdrawal in `details` and `Location`). Records `crypto.withdrawal.created`. Needs `tier_2`.
+         */
+        post: operations["createCryptoWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/withdrawals/{withdrawalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto withdrawals (another user's answers 404 as an unknown id).
+                 * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
+                 */
+                withdrawalId: components["parameters"]["CryptoWithdrawalId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the caller's crypto withdrawals
+         * @description One withdrawal with its status, its transaction once broadcast and its confirmations so far. Another user's withdrawal answers 404 `CryptoWithdrawalNotFound` as an unknown id. Needs `tier_2`.
+         */
+        get: operations["getCryptoWithdrawal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crypto/withdrawals/{withdrawalId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto withdrawals (another user's answers 404 as an unknown id).
+                 * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
+                 */
+                withdrawalId: components["parameters"]["CryptoWithdrawalId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a withdrawal not yet broadcast
+         * @description Cancels one of the caller's withdrawals while it is `created` or `queued`: `canceled`, the amount and the fee back in the wallet. Once broadcast (or final) it answers 409 `WithdrawalNotCancelable` with `details.status`. The network's sender asks before it broadcasts, so a withdrawal is either canceled or broadcast, never both. Records `crypto.withdrawal.canceled`. Accepts an optional `Idempotency-Key`. Needs `tier_2`.
+         */
+        post: operations["cancelCryptoWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/crypto/quotes": {
         parameters: {
             query?: never;
@@ -3231,6 +3308,33 @@ export interface paths {
          *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
          */
         post: operations["mineCryptoBlocks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test-helpers/crypto/withdrawals/{withdrawalId}/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto withdrawals (another user's answers 404 as an unknown id).
+                 * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
+                 */
+                withdrawalId: components["parameters"]["CryptoWithdrawalId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a withdrawal fail on the simulated network
+         * @description The network simulator rejects the withdrawal's transaction (or drops it before broadcast): the withdrawal becomes `failed` and its amount and fee return to the wallet, once. Records `crypto.withdrawal.failed`. A withdrawal already final answers 409 `WithdrawalAlreadyFinal`.
+         *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
+         */
+        post: operations["failCryptoWithdrawal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4879,6 +4983,106 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "crypto.withdrawal.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.withdrawal.created
+         * @description A personal event (a withdrawal was requested: its amount and fee are reserved), read with `GET /events`. Withdrawals move forward only, but events may arrive out of order: keep the highest `sequence` per withdrawal. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoWithdrawalCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.withdrawal.broadcast": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.withdrawal.broadcast
+         * @description A personal event (the withdrawal was sent to the network; `tx_hash` names its transaction), read with `GET /events`. Withdrawals move forward only, but events may arrive out of order: keep the highest `sequence` per withdrawal. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoWithdrawalBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.withdrawal.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.withdrawal.completed
+         * @description A personal event (the withdrawal is final on the network), read with `GET /events`. Withdrawals move forward only, but events may arrive out of order: keep the highest `sequence` per withdrawal. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoWithdrawalCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.withdrawal.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.withdrawal.failed
+         * @description A personal event (the network rejected the withdrawal: its amount and fee are back in the wallet), read with `GET /events`. Withdrawals move forward only, but events may arrive out of order: keep the highest `sequence` per withdrawal. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoWithdrawalFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "crypto.withdrawal.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.withdrawal.canceled
+         * @description A personal event (its owner canceled the withdrawal before broadcast: its amount and fee are back in the wallet), read with `GET /events`. Withdrawals move forward only, but events may arrive out of order: keep the highest `sequence` per withdrawal. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoWithdrawalCanceled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -6294,7 +6498,7 @@ export interface components {
         };
         /**
          * EscrowHistoryEntry
-         * @description One event of an escrow (who did what, when), oldest first; each action is one event. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.disputed`, `escrow.released` (an accept by the buyer, or the automatic release by `platform`), `escrow.refunded` (a refund by the seller), `escrow.resolved` (an administrator's ruling, which also settles: the escrow's `status` and `settlement` show where the money went), `escrow.canceled`. Escrows accepted before issue 22 also show an `escrow.accepted` entry just before their `escrow.released`, and a ruling an `escrow.released` or `escrow.refunded` entry after its `escrow.resolved`.
+         * @description One event of an escrow (who did what, when), oldest first; each action is one event. Types: `escrow.created`, `escrow.funded`, `escrow.delivered`, `escrow.disputed`, `escrow.released` (an accept by the buyer, or the automatic release by `platform`), `escrow.refunded` (a refund by the seller), `escrow.resolved` (an administrator's ruling, which also settles: the escrow's `status` and `settlement` show where the money went), `escrow.canceled`. Escrows accepted before releases were recorded as one event also show an `escrow.accepted` entry just before their `escrow.released`, and a ruling an `escrow.released` or `escrow.refunded` entry after its `escrow.resolved`.
          */
         EscrowHistoryEntry: {
             /** @description What happened. */
@@ -8939,7 +9143,7 @@ export interface components {
         EventType: string;
         /**
          * EventObjectType
-         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up`, `refund`, `payout`, `crypto_deposit` or `crypto_conversion`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
+         * @description The type of the object the event is about (`data.object`): `escrow`, `tontine`, `payment`, `payment_link`, `invoice`, `quote`, `credit_note`, `network_status`, `transfer`, `webhook_endpoint`, `api_key`, `organization`, `organization_member`, `organization_invitation`, `verification_session`, `user`, `top_up`, `refund`, `payout`, `crypto_deposit`, `crypto_withdrawal` or `crypto_conversion`. A plain string, not a closed list: new object types are added as the platform grows, so a receiver ignores a type it does not know.
          * @example escrow
          */
         EventObjectType: string;
@@ -10372,6 +10576,7 @@ export interface components {
             confirmations: number;
             /** @description Whether a transfer to this network's addresses needs a memo (none does today). */
             memo_required: boolean;
+            withdrawal_fee?: components["schemas"]["PreciseDecimalAmount"];
         };
         /**
          * CryptoAsset
@@ -10726,6 +10931,236 @@ export interface components {
          */
         CryptoWithdrawalAddressUnprocessableError: components["schemas"]["InvalidAddressError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
+         * CryptoBeneficiary
+         * @description Travel Rule data: who receives the withdrawal. Required at or above 1,000 USD equivalent.
+         */
+        CryptoBeneficiary: {
+            /** @description The beneficiary's full name (a person's or an organisation's). */
+            name: string;
+            country: components["schemas"]["CountryCode"];
+        };
+        /**
+         * CryptoWithdrawalStatus
+         * @description `created` (the amount and the fee reserved) -> `queued` (handed to the network's sender) -> `broadcast` (sent to the network, in the mempool) -> `confirming` (included, fewer confirmations than the network needs) -> `completed` (final) | `failed` (the network rejected it: the amount and the fee are back in the wallet); `canceled` (by its owner before broadcast: the amount and the fee are back). States only move forward.
+         * @enum {string}
+         */
+        CryptoWithdrawalStatus: "created" | "queued" | "broadcast" | "confirming" | "completed" | "failed" | "canceled";
+        /**
+         * CryptoWithdrawal
+         * @description An amount of a stablecoin sent from the caller's wallet to an address of the caller's address book, with the network's fee.
+         */
+        CryptoWithdrawal: {
+            /**
+             * Format: uuid
+             * @description Identifier of the withdrawal.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_withdrawal`.
+             * @constant
+             */
+            object: "crypto_withdrawal";
+            /**
+             * Format: uuid
+             * @description The address book entry it goes to.
+             */
+            withdrawal_address_id: string;
+            asset: components["schemas"]["CryptoAssetCode"];
+            network: components["schemas"]["CryptoNetworkCode"];
+            /** @description The external address it goes to. */
+            address: string;
+            /** @description The address's memo, if it has one. */
+            memo: string | null;
+            amount: components["schemas"]["PreciseDecimalAmount"];
+            amount_minor: components["schemas"]["MinorAmount"];
+            fee: components["schemas"]["PreciseDecimalAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+            total: components["schemas"]["PreciseDecimalAmount"];
+            total_minor: components["schemas"]["MinorAmount"];
+            /** @description The Travel Rule data given with the request (null when none was given). */
+            beneficiary: components["schemas"]["CryptoBeneficiary"] | null;
+            status: components["schemas"]["CryptoWithdrawalStatus"];
+            /** @description Whether `POST .../cancel` may still cancel it (`created` or `queued`). */
+            cancelable: boolean;
+            /** @description The transaction's hash once broadcast. */
+            tx_hash: string | null;
+            /**
+             * Format: int32
+             * @description Confirmations seen so far (0 until included in a block).
+             */
+            confirmations: number;
+            /**
+             * Format: int32
+             * @description Confirmations after which it is final (the network's).
+             */
+            confirmations_required: number;
+            /** @description Why it failed (`failed` only). */
+            failure_reason: string | null;
+            /**
+             * Format: date-time
+             * @description When it was sent to the network.
+             */
+            broadcast_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it became final.
+             */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it failed.
+             */
+            failed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When its owner canceled it.
+             */
+            canceled_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it was requested.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Its last change.
+             */
+            updated_at: string;
+        };
+        /**
+         * CryptoWithdrawalList
+         * @description A page of the caller's withdrawals, newest first.
+         */
+        CryptoWithdrawalList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["CryptoWithdrawal"][];
+        };
+        /**
+         * CryptoWithdrawalListResponse
+         * @description Envelope of a CryptoWithdrawalList.
+         */
+        CryptoWithdrawalListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoWithdrawalList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateCryptoWithdrawalRequest
+         * @description What to send: `amount` of the address's asset to one of the caller's active withdrawal addresses. The network's fee comes on top (see `withdrawal_fee` in `GET /crypto/assets`).
+         */
+        CreateCryptoWithdrawalRequest: {
+            /**
+             * Format: uuid
+             * @description One of the caller's withdrawal addresses, active (`active_at` passed).
+             */
+            withdrawal_address_id: string;
+            amount: components["schemas"]["PreciseDecimalAmount"];
+            beneficiary?: components["schemas"]["CryptoBeneficiary"];
+        };
+        /**
+         * CryptoWithdrawalResponse
+         * @description Envelope of a CryptoWithdrawal.
+         */
+        CryptoWithdrawalResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["CryptoWithdrawal"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * WithdrawalAddressNotActiveError
+         * @description The withdrawal address was added less than its activation delay ago (24 hours by default); `details.active_at` says when it becomes usable.
+         */
+        WithdrawalAddressNotActiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "WithdrawalAddressNotActive";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description When the address becomes usable. */
+            details: {
+                /**
+                 * Format: date-time
+                 * @description When the address becomes usable.
+                 */
+                active_at: string;
+            };
+        };
+        /**
+         * CryptoWithdrawalConflictError
+         * @description Error envelope of a 409 on a crypto withdrawal request, discriminated by `error`.
+         */
+        CryptoWithdrawalConflictError: components["schemas"]["WithdrawalAddressNotActiveError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * TravelRuleInformationRequiredError
+         * @description The withdrawal is worth the Travel Rule threshold (1,000 USD) or more and the request names no `beneficiary`.
+         */
+        TravelRuleInformationRequiredError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "TravelRuleInformationRequired";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The threshold and the fields needed. */
+            details: {
+                /** @description The threshold, in US dollars. */
+                threshold_usd: string;
+                /** @description The request fields the Travel Rule needs. */
+                required: string[];
+            };
+        };
+        /**
+         * CryptoWithdrawalUnprocessableError
+         * @description Error envelope of a 422 on a crypto withdrawal request, discriminated by `error`.
+         */
+        CryptoWithdrawalUnprocessableError: components["schemas"]["TravelRuleInformationRequiredError"] | components["schemas"]["InsufficientFundsError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * WithdrawalNotCancelableError
+         * @description The withdrawal was already broadcast (or is final): only a `created` or `queued` withdrawal can be canceled.
+         */
+        WithdrawalNotCancelableError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "WithdrawalNotCancelable";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The status it has, and those a cancel is allowed from. */
+            details: {
+                status: components["schemas"]["CryptoWithdrawalStatus"];
+                /** @description The statuses a cancel is allowed from. */
+                allowed_from: components["schemas"]["CryptoWithdrawalStatus"][];
+            };
+        };
+        /**
+         * CryptoWithdrawalCancelConflictError
+         * @description Error envelope of a 409 on a withdrawal's cancel, discriminated by `error`.
+         */
+        CryptoWithdrawalCancelConflictError: components["schemas"]["WithdrawalNotCancelableError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
          * ConvertibleCurrency
          * @description A currency a conversion takes or gives (XOF, EUR, USD, and the stablecoins USDC and USDT).
          * @example USDC
@@ -10978,6 +11413,28 @@ export interface components {
             success: true;
             data: components["schemas"]["CryptoNetworkState"];
             message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * WithdrawalAlreadyFinalError
+         * @description The withdrawal is final already (`completed`, `failed` or `canceled`): the simulator cannot make it fail.
+         */
+        WithdrawalAlreadyFinalError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name.
+             * @constant
+             * @enum {string}
+             */
+            error: "WithdrawalAlreadyFinal";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The status it has. */
+            details: {
+                status: components["schemas"]["CryptoWithdrawalStatus"];
+            };
         };
         /**
          * PaymentSucceededEvent
@@ -12575,6 +13032,101 @@ export interface components {
                 object?: components["schemas"]["CryptoConversion"];
             };
         };
+        /**
+         * CryptoWithdrawalCreatedEvent
+         * @description The `crypto.withdrawal.created` event (a withdrawal was requested: its amount and fee are reserved); `data.object` is the withdrawal.
+         */
+        CryptoWithdrawalCreatedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.withdrawal.created`.
+             * @constant
+             */
+            type?: "crypto.withdrawal.created";
+            /**
+             * @description Always `crypto_withdrawal`.
+             * @constant
+             */
+            object_type?: "crypto_withdrawal";
+            data?: {
+                object?: components["schemas"]["CryptoWithdrawal"];
+            };
+        };
+        /**
+         * CryptoWithdrawalBroadcastEvent
+         * @description The `crypto.withdrawal.broadcast` event (the withdrawal was sent to the network; `tx_hash` names its transaction); `data.object` is the withdrawal.
+         */
+        CryptoWithdrawalBroadcastEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.withdrawal.broadcast`.
+             * @constant
+             */
+            type?: "crypto.withdrawal.broadcast";
+            /**
+             * @description Always `crypto_withdrawal`.
+             * @constant
+             */
+            object_type?: "crypto_withdrawal";
+            data?: {
+                object?: components["schemas"]["CryptoWithdrawal"];
+            };
+        };
+        /**
+         * CryptoWithdrawalCompletedEvent
+         * @description The `crypto.withdrawal.completed` event (the withdrawal is final on the network); `data.object` is the withdrawal.
+         */
+        CryptoWithdrawalCompletedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.withdrawal.completed`.
+             * @constant
+             */
+            type?: "crypto.withdrawal.completed";
+            /**
+             * @description Always `crypto_withdrawal`.
+             * @constant
+             */
+            object_type?: "crypto_withdrawal";
+            data?: {
+                object?: components["schemas"]["CryptoWithdrawal"];
+            };
+        };
+        /**
+         * CryptoWithdrawalFailedEvent
+         * @description The `crypto.withdrawal.failed` event (the network rejected the withdrawal: its amount and fee are back in the wallet); `data.object` is the withdrawal.
+         */
+        CryptoWithdrawalFailedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.withdrawal.failed`.
+             * @constant
+             */
+            type?: "crypto.withdrawal.failed";
+            /**
+             * @description Always `crypto_withdrawal`.
+             * @constant
+             */
+            object_type?: "crypto_withdrawal";
+            data?: {
+                object?: components["schemas"]["CryptoWithdrawal"];
+            };
+        };
+        /**
+         * CryptoWithdrawalCanceledEvent
+         * @description The `crypto.withdrawal.canceled` event (its owner canceled the withdrawal before broadcast: its amount and fee are back in the wallet); `data.object` is the withdrawal.
+         */
+        CryptoWithdrawalCanceledEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.withdrawal.canceled`.
+             * @constant
+             */
+            type?: "crypto.withdrawal.canceled";
+            /**
+             * @description Always `crypto_withdrawal`.
+             * @constant
+             */
+            object_type?: "crypto_withdrawal";
+            data?: {
+                object?: components["schemas"]["CryptoWithdrawal"];
+            };
+        };
     };
     responses: {
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. Limits are per user on authenticated routes, per IP address and identifier on login, per IP address on public routes. `TooManyStreams` (CSV statements only): the caller already has as many statement downloads running as allowed at once (2 by default). */
@@ -12906,6 +13458,18 @@ export interface components {
                 "application/json": components["schemas"]["PaymentLinkConflictError"];
             };
         };
+        /** @description `NotFound`: the organisation is unknown or foreign to the caller; `PayoutNotFound`: the organisation has no payout with this id. */
+        PayoutNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller. `DocumentNotFound`: the document is not one of the organisation's. `CustomerNotFound`: the `customer_id` of the body is not a customer of the organisation. Identifiers of another organisation answer exactly like unknown ones. */
         DocumentNotFound: {
             headers: {
@@ -12968,6 +13532,19 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["CreditNoteConflictError"];
+            };
+        };
+        /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. `TooManyStreams`: the caller already has as many statement downloads running as allowed at once (2 by default). */
+        StatementTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
         /** @description `NotFound`: the organisation is unknown or foreign to the caller; `ApiKeyNotFound`: the organisation has no key with this id. */
@@ -13080,6 +13657,42 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["CryptoWithdrawalAddressUnprocessableError"];
+            };
+        };
+        /** @description `WithdrawalAddressNotActive`: the address is not usable yet (`details.active_at`). `LimitExceeded`: the withdrawal would take the caller over one of its own outflow limits (nothing moved). `IdempotencyKeyAlreadyProcessed`: the key already made a withdrawal (`details` and `Location` name it). `ConcurrentOperation`: a request with the key is still running (`Retry-After`). */
+        CryptoWithdrawalConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalConflictError"];
+            };
+        };
+        /** @description `TravelRuleInformationRequired`: the withdrawal is worth 1,000 USD or more and names no `beneficiary`. `InsufficientFunds`: the wallet does not cover the amount and the fee (nothing changes). `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoWithdrawalUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalUnprocessableError"];
+            };
+        };
+        /** @description `WithdrawalNotCancelable`: the withdrawal was already broadcast, or is final (`details.status`). `IdempotencyKeyAlreadyProcessed`: the key already canceled it. `ConcurrentOperation`: a request with the key is still running (`Retry-After`). */
+        CryptoWithdrawalCancelConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalCancelConflictError"];
             };
         };
         /** @description `AmountTooSmall`: the amount converts to nothing after the fee. `IdempotencyKeyReused`: the key was used with another request. */
@@ -13252,6 +13865,11 @@ export interface components {
          * @example 5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f
          */
         CryptoDepositId: string;
+        /**
+         * @description Identifier of one of the caller's crypto withdrawals (another user's answers 404 as an unknown id).
+         * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
+         */
+        CryptoWithdrawalId: string;
         /**
          * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
          * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
@@ -16213,7 +16831,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -16272,7 +16890,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayoutForbiddenError"];
                 };
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
             409: {
                 headers: {
@@ -16347,7 +16965,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayoutForbiddenError"];
                 };
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["PayoutNotFound"];
             /** @description `InsufficientFunds`, `LimitExceeded`, `AccountFrozen`, `InvalidPayoutState`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
             409: {
                 headers: {
@@ -17171,7 +17789,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["StatementTooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -19109,7 +19727,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes (`EmptyDocument`: no bytes); `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
+            /** @description `UnsupportedDocumentType`: the file is not a JPEG, PNG or PDF by its bytes, or has no bytes; `IdempotencyKeyReused`: the `Idempotency-Key` was already used with a different request. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -20169,6 +20787,203 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listCryptoWithdrawals: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of withdrawals. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoWithdrawalListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCryptoWithdrawal: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCryptoWithdrawalRequest"];
+            };
+        };
+        responses: {
+            /** @description The withdrawal, its amount and fee reserved. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoWithdrawalResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `WithdrawalAddressNotFound`: no withdrawal address of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["CryptoWithdrawalConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoWithdrawalUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCryptoWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto withdrawals (another user's answers 404 as an unknown id).
+                 * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
+                 */
+                withdrawalId: components["parameters"]["CryptoWithdrawalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The withdrawal. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoWithdrawalResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `CryptoWithdrawalNotFound`: no withdrawal of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelCryptoWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto withdrawals (another user's answers 404 as an unknown id).
+                 * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
+                 */
+                withdrawalId: components["parameters"]["CryptoWithdrawalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The withdrawal, canceled. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoWithdrawalResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CryptoForbidden"];
+            /** @description `CryptoWithdrawalNotFound`: no withdrawal of the caller has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["CryptoWithdrawalCancelConflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     createCryptoQuote: {
         parameters: {
             query?: never;
@@ -20423,6 +21238,69 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    failCryptoWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Accepted as on every POST (a malformed key answers 400), but never replayed nor recorded: a test helper has no caller to scope a key to. Each request is answered on its own (a retried transfer is a second transfer).
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyTestHelper"];
+            };
+            path: {
+                /**
+                 * @description Identifier of one of the caller's crypto withdrawals (another user's answers 404 as an unknown id).
+                 * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
+                 */
+                withdrawalId: components["parameters"]["CryptoWithdrawalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The withdrawal, failed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CryptoWithdrawalResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description `NotFound`: the instance runs in production (test helpers do not exist there), or the request carries a live API key. `CryptoWithdrawalNotFound`: no withdrawal has this id. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `WithdrawalAlreadyFinal`: the withdrawal is completed, failed or canceled already. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawalAlreadyFinalError"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -22787,6 +23665,151 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CryptoConversionCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoWithdrawalCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoWithdrawalBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalBroadcastEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoWithdrawalCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoWithdrawalFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoWithdrawalCanceled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoWithdrawalCanceledEvent"];
             };
         };
         responses: {

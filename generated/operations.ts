@@ -134,11 +134,16 @@ export const OPERATIONS = {
   getCryptoDeposit: {"method":"get","path":"/crypto/deposits/{depositId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   listCryptoWithdrawalAddresses: {"method":"get","path":"/crypto/withdrawal-addresses","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   createCryptoWithdrawalAddress: {"method":"post","path":"/crypto/withdrawal-addresses","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
+  listCryptoWithdrawals: {"method":"get","path":"/crypto/withdrawals","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  createCryptoWithdrawal: {"method":"post","path":"/crypto/withdrawals","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"required","testHelper":false,"access":null},
+  getCryptoWithdrawal: {"method":"get","path":"/crypto/withdrawals/{withdrawalId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
+  cancelCryptoWithdrawal: {"method":"post","path":"/crypto/withdrawals/{withdrawalId}/cancel","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":false,"access":null},
   createCryptoQuote: {"method":"post","path":"/crypto/quotes","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},
   createCryptoConversion: {"method":"post","path":"/crypto/conversions","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"required","testHelper":false,"access":null},
   getCryptoConversion: {"method":"get","path":"/crypto/conversions/{conversionId}","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   simulateCryptoDeposit: {"method":"post","path":"/test-helpers/crypto/networks/{network}/deposits","secured":false,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":true,"access":null},
   mineCryptoBlocks: {"method":"post","path":"/test-helpers/crypto/networks/{network}/blocks","secured":false,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":true,"access":null},
+  failCryptoWithdrawal: {"method":"post","path":"/test-helpers/crypto/withdrawals/{withdrawalId}/fail","secured":false,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":true,"access":null},
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;

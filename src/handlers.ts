@@ -70,7 +70,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...organizationHandlers(services.organizations, services.verifications),
     ...notificationsHandlers(services.outbox),
     ...onboardingHandlers(services.signup, services.passwordChanges, services.sessions),
-    ...cryptoHandlers(services.cryptoDeposits, services.cryptoConversions, services.cryptoWithdrawalAddresses),
+    ...cryptoHandlers(services.cryptoDeposits, services.cryptoConversions, services.cryptoWithdrawalAddresses, services.cryptoWithdrawals),
   };
 }
 

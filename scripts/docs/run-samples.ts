@@ -3,15 +3,18 @@
  * contract against a running service (`API_URL`, e.g. `make run` through
  * scripts/with-make-run.sh), exactly as written in the bundle:
  *   - `$TOKEN` is a session of the demo owner (of the platform administrator for `/admin/...`
- *     and resolveEscrow; a session of its own for logout); `$API` is the base URL;
+ *     and resolveEscrow; of the escrow's seller for its seller's actions; of the verification
+ *     session's owner for its session; a session of its own for logout); `$API` is the base URL;
  *   - each path parameter's variable (`$ORG_ID`, `$ESCROW_ID`...) is an id of the demo data or
- *     of something made on the way (an API key, a webhook endpoint, a transfer); a parameter
- *     nobody knows yet gets a random UUID (its sample then meets a documented 404);
+ *     of something made on the way (scripts/docs/sample-fixtures.ts); a parameter whose schema
+ *     lists its values gets the first; a parameter with no value fails its samples;
  *   - reads run first, then writes, deletions, and logout last.
  * A sample passes when its answer's status is documented for the operation, is not 5xx, and
- * its JSON body conforms to the schema documented for that status; the TypeScript samples must
- * also compile (tsc, strict) against the client's types first. The last line says
- * `samples: N passed, M failed`; any failure exits 1.
+ * its JSON body conforms to the schema documented for that status, and when it is not refused
+ * as a request (400, 401, 403: a body or parameter the contract refuses, no valid credentials,
+ * a caller not allowed) unless EXPECTED_REFUSALS names that answer for the operation; the
+ * TypeScript samples must also compile (tsc, strict) against the client's types first. The
+ * last line says `samples: N passed, M failed`; any failure exits 1.
  *
  *   API_URL=http://127.0.0.1:8080/api npx tsx scripts/docs/run-samples.ts   (or `make samples`)
  */
@@ -24,6 +27,7 @@ import { pathToFileURL } from 'node:url';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { METHODS, variableFor } from './code-samples';
+import { fixtures, login, type Fixtures } from './sample-fixtures';
 
 type Json = Record<string, unknown>;
 interface Sample {
@@ -38,6 +42,8 @@ interface Operation {
   pointer: string;
   responses: Record<string, unknown>;
   samples: Sample[];
+  /** The values of path parameters whose schema lists them. */
+  enums: Record<string, string[]>;
 }
 interface Answer {
   status: number;
@@ -67,7 +73,15 @@ function operations(): Operation[] {
     for (const method of METHODS) {
       const operation = item[method] as Json | undefined;
       if (!operation) continue;
+      const enums: Record<string, string[]> = {};
+      for (const raw of [...((item.parameters ?? []) as Json[]), ...((operation.parameters ?? []) as Json[])]) {
+        const parameter = typeof raw.$ref === 'string' ? at(raw.$ref) : raw;
+        const schema = parameter.schema as Json | undefined;
+        const resolved = schema && typeof schema.$ref === 'string' ? at(schema.$ref) : schema;
+        if (parameter.in === 'path' && Array.isArray(resolved?.enum)) enums[parameter.name as string] = resolved.enum as string[];
+      }
       found.push({
+        enums,
         operationId: operation.operationId as string,
         method,
         path: route,
@@ -85,9 +99,59 @@ const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true
 addFormats(ajv);
 ajv.addSchema(doc, 'contract');
 
-/** Problems with an answer: undocumented status, 5xx, or a JSON body that does not conform. */
+/**
+ * The operations whose samples are expected to be refused, each with the answer (and, for a
+ * 400, the one field refused) and why no sample written from the contract can do better. Any
+ * other 400, 401 or 403 fails.
+ */
+const EXPECTED_REFUSALS: Record<string, { status: number; error: string; field?: string; why: string }> = {
+  refreshSession: {
+    status: 401,
+    error: 'InvalidRefreshToken',
+    why: 'the sample sends the example refresh token: a real one is known only to the session that got it, and refreshing it retires it',
+  },
+  receiveMobileMoneyCallback: {
+    status: 401,
+    error: 'InvalidSignature',
+    why: "a rail signs its callback with the rail's secret over the body and the time of sending: a sample written once carries no valid signature",
+  },
+  createPaymentLink: {
+    status: 400,
+    error: 'ValidationError',
+    field: 'body.destination_account_id',
+    why: "the body's example names an account of the example organisation; the demo's accounts get fresh ids at every seed",
+  },
+  getOrCreateCheckout: {
+    status: 400,
+    error: 'ValidationError',
+    field: 'body.destination_account_id',
+    why: "the body's example names an account of the example organisation; the demo's accounts get fresh ids at every seed",
+  },
+};
+const REFUSALS = new Set([400, 401, 403]);
+
+/** The envelope's error name and the fields its details name. */
+function refusal(body: string): { error?: string; fields: string[] } {
+  try {
+    const envelope = JSON.parse(body) as Json;
+    const details = Array.isArray(envelope.details) ? (envelope.details as Json[]) : [];
+    return { error: envelope.error as string | undefined, fields: details.map((issue) => String(issue.field)) };
+  } catch {
+    return { fields: [] };
+  }
+}
+
+/** Problems with an answer: 5xx, a refusal not expected, an undocumented status, or a JSON body that does not conform. */
 function check(operation: Operation, answer: Answer): string[] {
   if (answer.status >= 500) return [`answered ${answer.status} (5xx): ${answer.body.slice(0, 300)}`];
+  if (REFUSALS.has(answer.status)) {
+    const expected = EXPECTED_REFUSALS[operation.operationId];
+    const { error, fields } = refusal(answer.body);
+    const fieldExpected = expected?.field === undefined || (fields.length > 0 && fields.every((field) => field === expected.field));
+    if (expected?.status !== answer.status || expected.error !== error || !fieldExpected) {
+      return [`refused: ${answer.status} ${error ?? ''} ${fields.join(', ')} (not expected of this operation): ${answer.body.slice(0, 300)}`];
+    }
+  }
   const key = String(answer.status) in operation.responses ? String(answer.status) : 'default' in operation.responses ? 'default' : undefined;
   if (!key) return [`status ${answer.status} is not documented (documented: ${Object.keys(operation.responses).join(', ')}): ${answer.body.slice(0, 300)}`];
   let pointer = `${operation.pointer}/responses/${key}`;
@@ -108,113 +172,20 @@ function check(operation: Operation, answer: Answer): string[] {
   return validate(body) ? [] : [`the body does not conform: ${ajv.errorsText(validate.errors)}: ${answer.body.slice(0, 300)}`];
 }
 
-// --- the demo data and what is made on the way ---------------------------------------------------
-async function call(method: string, route: string, token: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Json }> {
-  const response = await fetch(`${API}${route}`, {
-    method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? (JSON.parse(text) as Json) : {} };
-}
-const list = (answer: { json: Json }): Json[] => (((answer.json.data as Json | undefined)?.data ?? []) as Json[]);
-const firstId = (answer: { json: Json }, where: (item: Json) => boolean = () => true): string | undefined => list(answer).find(where)?.id as string | undefined;
-
-async function login(identifier: string): Promise<string> {
-  const answer = await call('POST', '/auth/login', undefined, { identifier, password: 'demo-password' });
-  if (answer.status !== 200) throw new Error(`login of ${identifier} answered ${answer.status}: ${JSON.stringify(answer.json)}`);
-  return (answer.json.data as Json).access_token as string;
-}
-
-/** A customer pays a signed order URL of the organisation's XOF Checkout on the payment page (sandbox mobile money). */
-async function payOnThePage(token: string, org: string): Promise<void> {
-  const accounts = await call('GET', `${org}/accounts`, token);
-  const account = list(accounts).find((item) => item.currency_code === 'XOF' && item.status === 'active')?.id;
-  if (!account) return;
-  const checkout = await call('POST', `${org}/checkout`, token, { destination_account_id: account });
-  const link = checkout.json.data as Json | undefined;
-  if (!link) return;
-  const signed = await call('POST', `${org}/payment-links/${link.id as string}/signed-links`, token, { amount: 1000, reference: `SAMPLES-${crypto.randomUUID().slice(0, 8)}` });
-  const url = (signed.json.data as Json | undefined)?.url as string | undefined;
-  if (!url) return;
-  const page = await fetch(url);
-  const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
-  const formToken = /name="token" value="([^"]*)"/.exec(await page.text())?.[1];
-  if (!formToken) return;
-  await fetch(url.split('?')[0] as string, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ token: formToken, method: 'mobile_money', phone: '+2250700000099' }).toString(),
-  });
-}
-
-interface Fixtures {
-  owner: string;
-  admin: string;
-  values: Record<string, string>;
-  /** Per operationId, values that differ from the shared ones. */
-  overrides: Record<string, Record<string, string>>;
-}
-
-async function fixtures(): Promise<Fixtures> {
-  const owner = await login('owner@demo.example');
-  const admin = await login('ops@demo.example');
-  const me = await call('GET', '/me', owner);
-  const organizations = ((me.json.data as Json).organizations ?? []) as Json[];
-  const orgId = organizations.find((org) => org.name === 'Demo Trading SARL')?.id as string;
-  const org = `/business/organizations/${orgId}`;
-  const key = `samples-${crypto.randomUUID()}`;
-  const transfer = await call('POST', '/transfers', owner, { amount: 100, currency: 'XOF', recipientIdentifier: 'admin@demo.example', note: 'code samples' }, { 'idempotency-key': key });
-  const escrows = await call('GET', '/escrows?limit=100', owner);
-  const adminEscrows = await call('GET', '/admin/escrows?status=disputed', admin);
-  const tontines = await call('GET', '/tontines', owner);
-  const links = await call('GET', `${org}/payment-links`, owner);
-  await payOnThePage(owner, org);
-  const payments = await call('GET', `${org}/payments`, owner);
-  const invoices = await call('GET', `${org}/invoices`, owner);
-  const accounts = await call('GET', `${org}/accounts`, owner);
-  const apiKey = await call('POST', `${org}/api-keys`, owner, { name: 'Code samples', scopes: ['payments:read'] });
-  const endpoint = await call('POST', `${org}/webhook-endpoints`, owner, { url: 'http://127.0.0.1:4000/webhooks', events: ['*'], description: 'Code samples' });
-  const endpointId = (endpoint.json.data as Json | undefined)?.id as string | undefined;
-  if (endpointId) await call('POST', `${org}/webhook-endpoints/${endpointId}/test`, owner);
-  const deliveries = endpointId ? await call('GET', `${org}/webhook-endpoints/${endpointId}/deliveries`, owner) : { json: {} };
-  const events = await call('GET', '/events', owner);
-  const orgEvents = await call('GET', `${org}/events`, owner);
-  const values: Record<string, string | undefined> = {
-    ORG_ID: orgId,
-    TRANSFER_ID: (transfer.json.data as Json | undefined)?.id as string | undefined,
-    KEY: key,
-    ESCROW_ID: firstId(escrows, (escrow) => escrow.status === 'funded') ?? firstId(escrows),
-    TONTINE_ID: firstId(tontines),
-    LINK_ID: firstId(links, (link) => link.status === 'active') ?? firstId(links),
-    PAYMENT_ID: firstId(payments),
-    INVOICE_ID: firstId(invoices),
-    ACCOUNT_ID: firstId(accounts),
-    KEY_ID: (apiKey.json.data as Json | undefined)?.id as string | undefined,
-    ENDPOINT_ID: endpointId,
-    DELIVERY_ID: firstId(deliveries),
-    EVENT_ID: firstId(events),
-  };
-  const disputed = firstId(adminEscrows);
-  const orgEvent = firstId(orgEvents);
-  const overrides: Record<string, Record<string, string>> = {};
-  if (disputed) overrides.resolveEscrow = { ESCROW_ID: disputed };
-  if (orgEvent) overrides.getOrganizationEvent = { EVENT_ID: orgEvent };
-  return { owner, admin, values: Object.fromEntries(Object.entries(values).filter((entry): entry is [string, string] => entry[1] !== undefined)), overrides };
-}
-
 /** Operations outside /admin/ that only a platform administrator takes. */
 const PLATFORM_ADMINISTRATOR_OPERATIONS = new Set(['resolveEscrow']);
 
 /** The environment of one sample: API, TOKEN and a value for each of its path parameters. */
 async function environmentFor(operation: Operation, data: Fixtures, fallbacks: string[]): Promise<Record<string, string>> {
-  const env: Record<string, string> = { API, TOKEN: operation.path.startsWith('/admin/') || PLATFORM_ADMINISTRATOR_OPERATIONS.has(operation.operationId) ? data.admin : data.owner };
+  const env: Record<string, string> = {
+    API,
+    TOKEN: data.tokens[operation.operationId] ?? (operation.path.startsWith('/admin/') || PLATFORM_ADMINISTRATOR_OPERATIONS.has(operation.operationId) ? data.admin : data.owner),
+  };
   if (operation.operationId === 'logout') env.TOKEN = await login('owner@demo.example');
   for (const [, name] of operation.path.matchAll(/\{([^}]+)\}/g)) {
     const variable = variableFor(name as string);
-    const value = data.overrides[operation.operationId]?.[variable] ?? data.values[variable];
+    const override = data.overrides[operation.operationId];
+    const value = override && variable in override ? override[variable] : (data.values[variable] ?? operation.enums[name as string]?.[0]);
     if (value) env[variable] = value;
     else {
       env[variable] = crypto.randomUUID();
@@ -343,10 +314,12 @@ async function main(): Promise<number> {
         if (!languages.has(lang)) failures.push(`${operation.operationId}: no ${lang} sample in x-codeSamples (run make generate)`);
       }
       for (const sample of operation.samples) {
+        const before = fallbacks.length;
         const env = await environmentFor(operation, data, fallbacks);
+        const missing = fallbacks.slice(before);
         const compiled = sample.lang === 'TypeScript' ? compileErrors.get(`${operation.operationId}.mts`) : undefined;
         const answer = sample.lang === 'Shell' ? runCurl(sample.source, env, dir) : await runTypeScript(sample.source, env, path.join(dir, `${operation.operationId}-${crypto.randomUUID().slice(0, 8)}.mts`));
-        const problems = compiled ? [`does not compile: ${compiled.join(' | ')}`] : answer.status === 0 ? [answer.body] : check(operation, answer);
+        const problems = missing.length > 0 ? [`no demo value for ${missing.join(', ')} (a random id meets a 404): make one in scripts/docs/sample-fixtures.ts`] : compiled ? [`does not compile: ${compiled.join(' | ')}`] : answer.status === 0 ? [answer.body] : check(operation, answer);
         const label = `${operation.method.toUpperCase()} ${operation.path} (${operation.operationId}) ${sample.label}`;
         if (problems.length === 0) {
           passed += 1;
@@ -362,7 +335,7 @@ async function main(): Promise<number> {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const unique = [...new Set(fallbacks)];
-  if (unique.length > 0) console.log(`path parameters with no demo value (a random id was sent): ${unique.join(', ')}`);
+  if (unique.length > 0) console.log(`path parameters with no demo value: ${unique.join(', ')}`);
   console.log(`answers by status: ${[...statuses.entries()].sort().map(([status, count]) => `${status}: ${count}`).join(', ')}`);
   console.log(`${all.length} operations, ${passed + failures.length} samples`);
   console.log(`samples: ${passed} passed, ${failures.length} failed`);

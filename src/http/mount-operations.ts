@@ -327,7 +327,9 @@ function answerOperation(
 ): (req: Request, res: Response) => Promise<void> {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
-  const writes = (operation as { access?: { write?: boolean } }).access?.write ?? operation.method !== 'get';
+  // Every call but a read may change state, whatever the role rules call a write (x-access.write):
+  // a key revoked meanwhile must not see such a call commit.
+  const writes = operation.method !== 'get' || (operation as { access?: { write?: boolean } }).access?.write === true;
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);

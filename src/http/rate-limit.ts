@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, MemoryStore, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
 import type { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
@@ -265,12 +265,12 @@ export function healthRateLimiter(config: RateLimitConfig): RequestHandler {
  * answers in the page's own format. Fails open like the API limiter: a store outage must not
  * stop customers paying (the form token still guards every POST).
  */
-export function payPageRateLimiter(backend: RateLimitBackend, config: RateLimitConfig, onLimit: (req: Request, res: Response) => void): RequestHandler {
+export function payPageRateLimiter(backend: RateLimitBackend, config: RateLimitConfig): RequestHandler {
   return limiter(backend, 'pay', {
     windowMs: config.windowMs,
     limit: (req) => (req.method === 'POST' ? Math.max(1, Math.floor(config.anonymousPerWindow / 10)) : config.anonymousPerWindow),
     keyGenerator: (req) => `${req.method === 'POST' ? 'post' : 'view'}:${clientIp(req)}`,
     passOnStoreError: true,
-    handler: (req, res) => onLimit(req, res),
+    handler: refuseWithEnvelope('pay', 'Too many requests from your network. Wait a minute, then try again.'),
   });
 }

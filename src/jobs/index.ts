@@ -37,7 +37,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...identityJobs(services.identity, config.identity, logger),
     ...onboardingJobs(services.signup, logger),
     ...topUpJobs(services.topUps, logger),
-    ...cryptoJobs(services.cryptoDeposits, config.crypto),
+    ...cryptoJobs(services.cryptoDeposits, services.cryptoWithdrawals, config.crypto),
   ];
 }
 

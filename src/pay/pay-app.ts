@@ -3,7 +3,7 @@ import express, { type ErrorRequestHandler, type Express, type Request, type Res
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { DomainError } from '../errors';
+import { DomainError, NotFoundError } from '../errors';
 import { payPageRateLimiter, type RateLimitBackend } from '../http/rate-limit';
 import { FORM_TOKEN_TTL_SECONDS, PaymentPageError, PaymentRefused, type PaymentPageProblem, type PaymentPageService } from '../modules/payment-links';
 import { PAY_CSS, messagePage, paymentFormPage, resultPage } from './pay-pages';
@@ -138,6 +138,12 @@ function errorPage(logger: Logger): ErrorRequestHandler {
       sendPage(res, status, messagePage(title, err.message));
       return;
     }
+    if (err instanceof DomainError && (err.category === 'rate_limited' || err.category === 'not_found')) {
+      for (const [name, value] of Object.entries(err.headers ?? {})) res.setHeader(name, value);
+      if (err.category === 'rate_limited') sendPage(res, 429, messagePage('Too many attempts', err.message));
+      else sendPage(res, 404, messagePage('Page not found', err.message));
+      return;
+    }
     if (err instanceof DomainError && err.category === 'invalid') {
       sendPage(res, 400, messagePage('Invalid request', err.message));
       return;
@@ -166,16 +172,12 @@ export function createPayApp(deps: PayAppDeps): Express {
   app.set('etag', false);
   app.use(securityHeaders());
 
-  const limiter = payPageRateLimiter(deps.rateLimitBackend, config.rateLimit, (_req, res) => {
-    sendPage(res, 429, messagePage('Too many attempts', 'Too many requests from your network. Wait a minute, then try again.'));
-  });
+  const limiter = payPageRateLimiter(deps.rateLimitBackend, config.rateLimit);
   mountAssets(app);
   app.use('/pay', limiter);
   mountPaymentPages(app, paymentPage, secureCookie);
 
-  app.use((_req, res) => {
-    sendPage(res, 404, messagePage('Page not found', 'There is no page at this address.'));
-  });
+  app.use((_req, _res, next) => next(new NotFoundError('There is no page at this address.')));
   app.use(errorPage(logger));
   return app;
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Services } from '../services';
 import { seedOrganizationAccounts } from './accounts-seed';
 import { seedApiKeys, type SeedReport } from './api-keys-seed';
+import { seedCryptoWithdrawalAddresses } from './crypto-seed';
 import { seedEscrows } from './escrows-seed';
 import { seedIdentity } from './identity-seed';
 import { seedInvoices } from './invoices-seed';
@@ -29,6 +30,7 @@ const STEPS: SeedStep[] = [
   seedTontines, // after the wallets: a forming, an active and a completed tontine (src/seed/tontines-seed.ts)
   seedApiKeys, // one API key of the demo organisation, its secret in the report (src/seed/api-keys-seed.ts)
   seedWebhooks, // one disabled webhook endpoint per demo organisation, at a local address (src/seed/webhooks-seed.ts)
+  seedCryptoWithdrawalAddresses, // an active USDT address on TRON in the demo owner's address book (src/seed/crypto-seed.ts)
 ];
 
 /** The advisory lock instances starting together take before they look at the database (any fixed number). */

@@ -72,7 +72,8 @@ export async function seedInvoices(trx: Knex.Transaction, _services: Services): 
   await draft('quote', kofi.id, 'XOF', lines('Shop fitting (draft quote)', 1, '750000'));
   await open('quote', awa.id, 'XOF', lines('Point-of-sale terminals', 2, '120000'), DEMO_OPEN_QUOTE_EXPIRES_AT);
   const accepted = await open('quote', sahel.id, 'EUR', lines('Cold-chain audit', 1, '1450.00', 2000));
-  await invoices.acceptQuote(orgId, accepted.id, ownerId);
+  const acceptance = await invoices.tryAcceptQuote(trx, orgId, accepted.id, ownerId);
+  if ('refusal' in acceptance) throw acceptance.refusal;
   const canceled = await open('quote', kofi.id, 'XOF', lines('Delivery van hire', 5, '35000'));
   await invoices.transition(trx, orgId, canceled.id, 'cancel');
 

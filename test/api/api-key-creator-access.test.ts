@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type App } from '../support/app';
 import { createApiKey, type TestApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
+import { revokeKeysOfHoldersWithoutAccess } from '../../src/db/migrations/20261129150000_api_keys_closed_holders';
 import { accessTokenFor, bearer, businessPath, createMember, createOrganization, type TestOrganization, type TestUser } from '../support/factories';
 
 /**
@@ -64,6 +65,24 @@ describe('changes made by operators in SQL', () => {
     await expectRevokedForLostAccess(s, null);
   });
 
+  it('a holder who had lost access before revocations followed it: the sweep revokes their keys, and only theirs', async () => {
+    const s = await setup();
+    const kept = await setup();
+    const knex = testKnex();
+    await knex.raw('ALTER TABLE memberships DISABLE TRIGGER memberships_api_keys_creator_lost_access');
+    try {
+      await knex('memberships').where({ organization_id: s.org.id, user_id: s.admin.id }).update({ role: 'cashier' });
+    } finally {
+      await knex.raw('ALTER TABLE memberships ENABLE TRIGGER memberships_api_keys_creator_lost_access');
+    }
+    expect((await useKey(s)).status).toBe(200);
+    await revokeKeysOfHoldersWithoutAccess(knex);
+    await expectRevokedForLostAccess(s, null);
+    expect((await useKey(kept)).status).toBe(200);
+    await revokeKeysOfHoldersWithoutAccess(knex);
+    expect(await revocationEvents(s.key.id)).toHaveLength(1);
+  });
+
   it('a suspended membership: 401, reason creator_lost_access', async () => {
     const s = await setup();
     await testKnex()('memberships').where({ organization_id: s.org.id, user_id: s.admin.id }).update({ status: 'suspended' });
@@ -104,6 +123,14 @@ describe('changes made by operators in SQL', () => {
 });
 
 describe('changes made through the member routes', () => {
+  it('an admin who closes their account: the keys they hold are revoked with the closing, naming them as its actor', async () => {
+    const s = await setup();
+    const closed = await request(app).post('/api/me/close').set(bearer(await accessTokenFor(app, s.admin))).send({});
+    expect(closed.status, JSON.stringify(closed.body)).toBe(200);
+    await expectRevokedForLostAccess(s, s.admin.id);
+  });
+
+
   it('an admin demoted by the owner: the key answers 401 and the revocation names the owner as its actor', async () => {
     const s = await setup();
     const res = await request(app).patch(`${businessPath(s.org.id)}/members/${s.admin.id}`).set(bearer(s.ownerToken)).send({ role: 'finance_manager' });

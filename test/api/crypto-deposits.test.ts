@@ -49,7 +49,7 @@ describe('GET /crypto/assets', () => {
     const usdc = res.body.data.data.find((asset: { code: string }) => asset.code === 'USDC');
     expect(usdc).toMatchObject({ exponent: 6 });
     expect(usdc.networks.map((n: { code: string }) => n.code)).toEqual(['ethereum', 'tron', 'solana', 'base']);
-    expect(usdc.networks.find((n: { code: string }) => n.code === 'tron')).toEqual({ code: 'tron', name: 'TRON', address_format: 'tron', confirmations: 20, memo_required: false });
+    expect(usdc.networks.find((n: { code: string }) => n.code === 'tron')).toEqual({ code: 'tron', name: 'TRON', address_format: 'tron', confirmations: 20, memo_required: false, withdrawal_fee: '1' });
     const usdt = res.body.data.data.find((asset: { code: string }) => asset.code === 'USDT');
     expect(usdt.networks.map((n: { code: string }) => n.code)).not.toContain('base');
   });

@@ -168,7 +168,8 @@ describe('GET /pay/:code', () => {
     expect(unknown.text).toContain('Payment link not found');
     expect((await request(payApp).get('/pay/short')).status).toBe(404);
     expect((await request(payApp).get('/pay/../../etc/passwd')).status).toBe(404);
-    expect((await request(payApp).get('/elsewhere')).status).toBe(404);
+    const elsewhere = await request(payApp).get('/elsewhere');
+    expect({ status: elsewhere.status, type: elsewhere.headers['content-type'], page: elsewhere.text.includes('Page not found') }).toEqual({ status: 404, type: expect.stringMatching(/^text\/html/), page: true });
 
     const inactive = await createLink({ destination_account_id: xof.id, amount: 500 });
     await request(app).post(`${base(org.id)}/payment-links/${inactive.id}/deactivate`).set(bearer(owner));

@@ -10,7 +10,7 @@ import { browserJourneyRuns, CHROMIUM } from '../support/browser';
 /**
  * The reference page in a real browser (Debian's chromium through playwright-core): /api/docs
  * renders the contract offline, with every operation's code samples (curl and the TypeScript
- * client) beside it. Only requests to the app itself are allowed: a page that needs a CDN fails.
+ * client) beside it and each tag's link to its guide on the same instance. Only requests to the app itself are allowed: a page that needs a CDN fails.
  */
 const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts');
 
@@ -32,7 +32,7 @@ describe.runIf(browserJourneyRuns())('the API reference page in a real browser',
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  it('shows an operation with its curl and TypeScript samples, from the app alone, without a console error', async () => {
+  it('shows an operation with its curl and TypeScript samples and its tag\'s guide link, from the app alone, without a console error', async () => {
     expect(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium chromium-driver`).toBe(true);
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     browser = await chromium.launch({
@@ -75,6 +75,13 @@ describe.runIf(browserJourneyRuns())('the API reference page in a real browser',
     const typescript = await operation.getByRole('tabpanel').filter({ hasText: 'createPlatformClient' }).first().innerText();
     expect(typescript).toContain("client.POST('/escrows/{escrowId}/fund'");
     await page.screenshot({ path: path.join(ARTIFACTS, 'api-docs.png') });
+
+    // The Escrows tag links to its guide, served by this instance (the contract names `make run`'s address).
+    const guide = page.locator(`a[href="${baseUrl}/api/docs/guides/escrows.md"]`);
+    await guide.first().waitFor({ state: 'attached', timeout: 30_000 });
+    const served = await page.request.get(`${baseUrl}/api/docs/guides/escrows.md`);
+    expect(served.status()).toBe(200);
+    expect(await served.text()).toBe(fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'integrators', 'escrows.md'), 'utf8'));
 
     expect(elsewhere, 'the page loads nothing from outside the app').toEqual([]);
     expect(problems, 'console errors').toEqual([]);

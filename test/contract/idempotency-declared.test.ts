@@ -9,7 +9,7 @@ import { contractDocument, resolveRef, type Json } from '../support/contract-doc
  */
 
 /** Money moves or a money-bearing object is made: the key is required. Every other POST takes it optionally. */
-const MONEY = ['createTransfer', 'createTopUp', 'createPaymentRefund', 'createPayout', 'createEscrow', 'fundEscrow', 'acceptEscrow', 'refundEscrow', 'resolveEscrow', 'contributeToTontine', 'createCryptoConversion'] as const satisfies readonly OperationId[];
+const MONEY = ['createTransfer', 'createTopUp', 'createPaymentRefund', 'createPayout', 'createEscrow', 'fundEscrow', 'acceptEscrow', 'refundEscrow', 'resolveEscrow', 'contributeToTontine', 'createCryptoConversion', 'createCryptoWithdrawal'] as const satisfies readonly OperationId[];
 
 interface Post {
   id: OperationId;
@@ -98,7 +98,7 @@ describe('Idempotency-Key in the contract: one rule for every POST', () => {
 
   it('a POST without a caller (login, refresh) says its key is never replayed, and documents no replay', () => {
     const open = all.filter((p) => !OPERATIONS[p.id].secured);
-    expect(open.map((p) => p.id).sort()).toEqual(['approveTestHelperTopUp', 'confirmPasswordReset', 'declineTestHelperTopUp', 'login', 'mineCryptoBlocks', 'receiveMobileMoneyCallback', 'refreshSession', 'requestPasswordReset', 'signUp', 'simulateCryptoDeposit', 'verifySignUp']);
+    expect(open.map((p) => p.id).sort()).toEqual(['approveTestHelperTopUp', 'confirmPasswordReset', 'declineTestHelperTopUp', 'failCryptoWithdrawal', 'login', 'mineCryptoBlocks', 'receiveMobileMoneyCallback', 'refreshSession', 'requestPasswordReset', 'signUp', 'simulateCryptoDeposit', 'verifySignUp']);
     for (const post of open) {
       expect(post.key?.description, post.id).toMatch(/never\s+replayed/);
       expect(documents(post, '409', 'IdempotencyKeyAlreadyProcessed'), post.id).toBe(false);

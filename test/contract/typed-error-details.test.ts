@@ -51,6 +51,10 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   VerificationRequired: { required: ['required_tier', 'tier'] },
   QuoteAlreadyUsed: { required: ['conversion_id'] },
   InvalidPayoutState: { required: ['status', 'action', 'allowed_from'] },
+  WithdrawalAddressNotActive: { required: ['active_at'] },
+  TravelRuleInformationRequired: { required: ['threshold_usd', 'required'] },
+  WithdrawalNotCancelable: { required: ['status', 'allowed_from'] },
+  WithdrawalAlreadyFinal: { required: ['status'] },
 };
 
 /**
@@ -119,6 +123,13 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   createCryptoQuote: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   createCryptoWithdrawalAddress: { '403': ['VerificationRequired'], '409': ['IdempotencyKeyAlreadyProcessed'], '422': ['InvalidAddress', 'IdempotencyKeyReused'] },
   createCryptoConversion: { '403': ['VerificationRequired'], '409': ['QuoteExpired', 'QuoteAlreadyUsed', 'IdempotencyKeyAlreadyProcessed'], '422': ['InsufficientFunds', 'IdempotencyKeyReused'] },
+  createCryptoWithdrawal: {
+    '403': ['VerificationRequired'],
+    '409': ['WithdrawalAddressNotActive', 'LimitExceeded', 'IdempotencyKeyAlreadyProcessed'],
+    '422': ['TravelRuleInformationRequired', 'InsufficientFunds', 'IdempotencyKeyReused'],
+  },
+  cancelCryptoWithdrawal: { '403': ['VerificationRequired'], '409': ['WithdrawalNotCancelable', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
+  failCryptoWithdrawal: { '409': ['WithdrawalAlreadyFinal'] },
 };
 // Every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {

@@ -58,6 +58,34 @@ describe.runIf(databaseKind() === 'postgres')('a write racing the revocation of 
     }
   });
 
+  it('a write the role rules do not call one (PATCH network-status) is held to the same check: 401, and the status is unchanged', { timeout: 60_000 }, async () => {
+    const org = await createOrganization();
+    const key = await createApiKey(app, org, ['network_status:write']);
+    const knex = testKnex();
+    const revocation = await knex.transaction();
+    try {
+      await revocation('api_keys').where({ id: key.id }).forUpdate().first('id');
+      await revocation('api_keys').where({ id: key.id }).update({ revoked_at: revocation.fn.now(), revoked_by: key.creator.id });
+      let settled = false;
+      const write = request(app).patch(`${businessPath(org.id)}/network-status`).set(key.auth).send({ is_open: true, version: 0 }).then((res) => {
+        settled = true;
+        return res;
+      });
+      const waitingOnTheKey = async () => {
+        const rows = (await knex.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%api_keys%'`)) as { rows: { n: number }[] };
+        return (rows.rows[0]?.n ?? 0) > 0;
+      };
+      await until(async () => settled || (await waitingOnTheKey()), 30_000);
+      await revocation.commit();
+      const res = await write;
+      expect({ status: res.status, error: res.body.error, message: res.body.message }).toEqual({ status: 401, error: 'Unauthorized', message: 'The API key is revoked.' });
+      const changes = (await knex('network_status_changes').where({ organization_id: org.id }).count({ n: '*' })) as { n: string | number }[];
+      expect(Number(changes[0]?.n)).toBe(0);
+    } finally {
+      if (!revocation.isCompleted()) await revocation.rollback();
+    }
+  });
+
   it('writes racing a revocation through the API: each one answered 201 exists, each one refused does not, and none is created once the revocation is answered', { timeout: 60_000 }, async () => {
     const org = await createOrganization();
     const key = await createApiKey(app, org, ['invoices:write']);

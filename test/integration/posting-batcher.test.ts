@@ -7,6 +7,7 @@ import { PostingBatcher, post, walletIdentity, walletOf, type LedgerAccount } fr
 import { databaseKind, testKnex } from '../support/database';
 import { fundedWallet as fundedWalletOn } from '../support/failures';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { deferred, until } from '../support/jobs';
 
 /**
  * The group commit of postings made in TypeScript: items share one
@@ -22,7 +23,18 @@ const emptyWallet = async () => {
   const userId = crypto.randomUUID();
   return { userId, wallet: await withTransaction(knex, (trx) => walletOf(trx, userId, 'XOF')) };
 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Lets pending promise callbacks and I/O callbacks run. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Holds the batcher's flight open until `release()`: items submitted meanwhile wait for the
+ * window instead of leaving at once, and leave together.
+ */
+function holdFlight(batcher: PostingBatcher): () => void {
+  const held = deferred();
+  void batcher.run(() => held.promise);
+  return () => held.resolve();
+}
 
 /** A batcher whose `wallet` objects are users: the locker answers their XOF wallets (nothing else to lock). */
 function walletBatcher(lockedKinds: string[] = [], batches: Array<[number, boolean]> = []): PostingBatcher {
@@ -42,8 +54,11 @@ function walletBatcher(lockedKinds: string[] = [], batches: Array<[number, boole
  * contend and share a transaction.
  */
 function oneBatch(batcher: PostingBatcher, works: Array<{ work: (trx: Knex.Transaction) => Promise<unknown>; userId?: string }>): Array<Promise<unknown>> {
-  void batcher.run(() => sleep(40));
-  return works.map(({ work, userId }) => batcher.run(work, [{ kind: 'together', id: 'batch' }, ...(userId ? [{ kind: 'wallet', id: userId }] : [])]));
+  const release = holdFlight(batcher);
+  // Submitting queues an item at once (no await before it): every item is in the window now.
+  const runs = works.map(({ work, userId }) => batcher.run(work, [{ kind: 'together', id: 'batch' }, ...(userId ? [{ kind: 'wallet', id: userId }] : [])]));
+  release();
+  return runs;
 }
 
 function pay(from: LedgerAccount, to: LedgerAccount, amountMinor: bigint) {
@@ -90,20 +105,27 @@ describe('PostingBatcher (group commit of postings)', () => {
     const to = await emptyWallet();
     let seenOutside: bigint | undefined;
     let firstAnswered = false;
+    const secondRunning = deferred();
+    const looked = deferred();
     const [first, second] = oneBatch(batcher, [
       { work: pay(a.wallet, to.wallet, 100n), userId: a.userId },
       {
         work: async (trx) => {
-          await sleep(30);
           seenOutside = await balanceOf(knex, to.wallet.id);
+          secondRunning.resolve();
+          await looked.promise;
           return pay(a.wallet, to.wallet, 1n)(trx);
         },
         userId: a.userId,
       },
     ]);
     void first?.then(() => (firstAnswered = true));
-    await sleep(15);
+    // The first item is done and the second is running: an answer given before the commit
+    // would have reached the first's caller by now.
+    await secondRunning.promise;
+    await turn();
     expect(firstAnswered).toBe(false);
+    looked.resolve();
     await Promise.all([first, second]);
     expect(seenOutside).toBe(0n);
     expect(await balanceOf(knex, to.wallet.id)).toBe(101n);
@@ -161,17 +183,20 @@ describe('PostingBatcher (group commit of postings)', () => {
     const b = await fundedWallet(100n);
     let secondStarted = false;
     let secondHadStartedWhileFirstRan = false;
-    void batcher.run(() => sleep(40));
-    await Promise.all([
+    const release = holdFlight(batcher);
+    const runs = [
       batcher.run(
         async () => {
-          for (let waited = 0; waited < 500 && !secondStarted; waited += 5) await sleep(5);
+          // Side by side, the second starts while the first waits; one after the other, it never would.
+          await until(() => secondStarted, 5_000).catch(() => undefined);
           secondHadStartedWhileFirstRan = secondStarted;
         },
         [{ kind: 'wallet', id: a.userId }],
       ),
       batcher.run(async () => void (secondStarted = true), [{ kind: 'wallet', id: b.userId }]),
-    ]);
+    ];
+    release();
+    await Promise.all(runs);
     expect(secondHadStartedWhileFirstRan).toBe(true);
     expect(batcher.sizes[2]).toBeUndefined();
     expect(batcher.sizes[1]).toBe(3);
@@ -193,14 +218,20 @@ describe('PostingBatcher (group commit of postings)', () => {
     const a = await fundedWallet(100n);
     const b = await fundedWallet(100n);
     let slowDone = false;
-    void batcher.run(() => sleep(40));
+    const fastAnswered = deferred();
+    const release = holdFlight(batcher);
+    // The slow group finishes only once the fast one has been answered: answering groups when
+    // the slowest of the window is done would never answer either.
     const slow = batcher.run(async () => {
-      await sleep(150);
+      await fastAnswered.promise;
       slowDone = true;
     }, [{ kind: 'wallet', id: a.userId }]);
-    const fast = await batcher.run(async () => slowDone, [{ kind: 'wallet', id: b.userId }]);
+    const fastRun = batcher.run(async () => slowDone, [{ kind: 'wallet', id: b.userId }]);
+    release();
+    const fast = await fastRun;
     expect(fast).toBe(false);
     expect(slowDone).toBe(false);
+    fastAnswered.resolve();
     await slow;
   });
 
@@ -269,13 +300,15 @@ describe('PostingBatcher (group commit of postings)', () => {
       });
     }
     batcher.registerLocker('together', async () => ({}));
-    void batcher.run(() => sleep(40));
+    const release = holdFlight(batcher);
     const together = { kind: 'together', id: 'batch' };
-    await Promise.all([
+    const runs = [
       batcher.run(async () => 1, [together, { kind: 'zeta', id: 'z1', userId: 'u1' }]),
       batcher.run(async () => 2, [together, { kind: 'alpha', id: 'a1' }]),
       batcher.run(async () => 3, [together, { kind: 'zeta', id: 'z1', userId: 'u2' }]),
-    ]);
+    ];
+    release();
+    await Promise.all(runs);
     expect(calls).toEqual(['alpha: a1/-', 'zeta: z1/u1 z1/u2']);
   });
 

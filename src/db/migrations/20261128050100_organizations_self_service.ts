@@ -100,10 +100,25 @@ export async function up(knex: Knex): Promise<void> {
   await widenEventSubjects(knex, NEW_SUBJECT_TYPES);
 
   await applyDatabaseFunctions(knex, FUNCTIONS);
-  await knex.raw(`CREATE TRIGGER users_api_keys_creator_lost_access AFTER UPDATE OF status ON users
-      FOR EACH ROW EXECUTE FUNCTION api_keys_creator_lost_access();
-    CREATE TRIGGER memberships_api_keys_creator_lost_access AFTER UPDATE OR DELETE ON memberships
-      FOR EACH ROW EXECUTE FUNCTION api_keys_creator_lost_access()`);
+  await createLostAccessTriggers(knex);
+}
+
+/**
+ * The triggers that revoke a holder's keys with their loss of access, once their function
+ * exists (a fresh database gets the function from the newest migration that pins its text,
+ * which creates them then).
+ */
+export async function createLostAccessTriggers(knex: Knex): Promise<void> {
+  await knex.raw(`DO $$ BEGIN
+    IF to_regprocedure('api_keys_creator_lost_access()') IS NOT NULL THEN
+      DROP TRIGGER IF EXISTS users_api_keys_creator_lost_access ON users;
+      CREATE TRIGGER users_api_keys_creator_lost_access AFTER UPDATE OF status ON users
+        FOR EACH ROW EXECUTE FUNCTION api_keys_creator_lost_access();
+      DROP TRIGGER IF EXISTS memberships_api_keys_creator_lost_access ON memberships;
+      CREATE TRIGGER memberships_api_keys_creator_lost_access AFTER UPDATE OR DELETE ON memberships
+        FOR EACH ROW EXECUTE FUNCTION api_keys_creator_lost_access();
+    END IF;
+  END $$`);
 }
 
 export async function down(knex: Knex): Promise<void> {

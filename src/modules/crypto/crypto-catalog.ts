@@ -14,6 +14,8 @@ export interface CryptoNetwork {
   /** Confirmations after which a deposit is final (credited). */
   confirmations: number;
   memoRequired: boolean;
+  /** The network fee of a withdrawal, in units of the asset withdrawn (a decimal string): what the platform pays the network to send it. */
+  withdrawalFee: string;
 }
 
 export interface CryptoAsset {
@@ -28,7 +30,7 @@ export interface CryptoAsset {
 const NETWORKS: ReadonlyMap<string, CryptoNetwork> = new Map(
   catalog.networks.map((network) => [
     network.code,
-    { code: network.code as NetworkCode, name: network.name, addressFormat: network.address_format as AddressFormat, confirmations: network.confirmations, memoRequired: network.memo_required },
+    { code: network.code as NetworkCode, name: network.name, addressFormat: network.address_format as AddressFormat, confirmations: network.confirmations, memoRequired: network.memo_required, withdrawalFee: network.withdrawal_fee },
   ]),
 );
 

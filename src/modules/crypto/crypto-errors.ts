@@ -55,3 +55,43 @@ export class InvalidAddressError extends UnprocessableError {
     super('InvalidAddress', `The address is not a valid ${network} address (${reason}): check it with its owner.`, { network, reason });
   }
 }
+
+export class CryptoWithdrawalNotFoundError extends NotFoundError {
+  constructor() {
+    super('No crypto withdrawal of yours has this id.', 'CryptoWithdrawalNotFound');
+  }
+}
+
+export class WithdrawalAddressNotFoundError extends NotFoundError {
+  constructor() {
+    super('No withdrawal address of yours has this id: add it with POST /crypto/withdrawal-addresses first.', 'WithdrawalAddressNotFound');
+  }
+}
+
+/** 409: the address was added less than its activation delay ago; `details.active_at` says when it becomes usable. */
+export class WithdrawalAddressNotActiveError extends ConflictError {
+  constructor(activeAt: Date) {
+    super('WithdrawalAddressNotActive', `The withdrawal address becomes usable at ${activeAt.toISOString()}: try again then.`, { active_at: activeAt.toISOString() });
+  }
+}
+
+/** 422: at or above the Travel Rule threshold, the request names the beneficiary (`beneficiary: {name, country}`). */
+export class TravelRuleInformationRequiredError extends UnprocessableError {
+  constructor(thresholdUsd: string) {
+    super('TravelRuleInformationRequired', `A withdrawal worth ${thresholdUsd} USD or more names its beneficiary: send beneficiary {name, country}.`, { threshold_usd: thresholdUsd, required: ['beneficiary.name', 'beneficiary.country'] });
+  }
+}
+
+/** 409: the withdrawal was already sent to the network (or is final): it can no longer be canceled. */
+export class WithdrawalNotCancelableError extends ConflictError {
+  constructor(status: string) {
+    super('WithdrawalNotCancelable', `A ${status} withdrawal cannot be canceled; only one not yet broadcast (created or queued) can.`, { status, allowed_from: ['created', 'queued'] });
+  }
+}
+
+/** 409 (test helper): the withdrawal is final already; it cannot be made to fail. */
+export class WithdrawalAlreadyFinalError extends ConflictError {
+  constructor(status: string) {
+    super('WithdrawalAlreadyFinal', `The withdrawal is ${status} already: only one not yet final can fail.`, { status });
+  }
+}

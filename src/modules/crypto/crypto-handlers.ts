@@ -3,9 +3,10 @@ import { cryptoCatalog } from './crypto-catalog';
 import type { CryptoConversionService } from './crypto-conversion-service';
 import type { CryptoDepositService } from './crypto-deposit-service';
 import type { CryptoWithdrawalAddressService } from './crypto-withdrawal-addresses';
+import type { CryptoWithdrawalService } from './crypto-withdrawal-service';
 
 /** The crypto operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const cryptoWritePath = ['createCryptoDepositAddress', 'createCryptoQuote', 'createCryptoConversion', 'createCryptoWithdrawalAddress'] as const satisfies readonly CryptoOperation[];
+export const cryptoWritePath = ['createCryptoDepositAddress', 'createCryptoQuote', 'createCryptoConversion', 'createCryptoWithdrawalAddress', 'createCryptoWithdrawal', 'cancelCryptoWithdrawal'] as const satisfies readonly CryptoOperation[];
 
 type CryptoOperation =
   | 'listCryptoAssets'
@@ -18,7 +19,12 @@ type CryptoOperation =
   | 'createCryptoConversion'
   | 'getCryptoConversion'
   | 'createCryptoWithdrawalAddress'
-  | 'listCryptoWithdrawalAddresses';
+  | 'listCryptoWithdrawalAddresses'
+  | 'createCryptoWithdrawal'
+  | 'listCryptoWithdrawals'
+  | 'getCryptoWithdrawal'
+  | 'cancelCryptoWithdrawal'
+  | 'failCryptoWithdrawal';
 
 /** The contract's `CryptoAsset` list, from the shipped catalogue. */
 function assetList() {
@@ -28,14 +34,19 @@ function assetList() {
     exponent: asset.exponent,
     networks: asset.networks.flatMap((code) => {
       const network = cryptoCatalog.network(code);
-      return network ? [{ code: network.code, name: network.name, address_format: network.addressFormat, confirmations: network.confirmations, memo_required: network.memoRequired }] : [];
+      return network ? [{ code: network.code, name: network.name, address_format: network.addressFormat, confirmations: network.confirmations, memo_required: network.memoRequired, withdrawal_fee: network.withdrawalFee }] : [];
     }),
   }));
   return { object: 'list' as const, data, has_more: false, next_cursor: null };
 }
 
 /** The crypto operations of the contract, keyed by operationId (the validator checked every input). */
-export function cryptoHandlers(deposits: CryptoDepositService, conversions: CryptoConversionService, addresses: CryptoWithdrawalAddressService): Handlers<CryptoOperation> {
+export function cryptoHandlers(
+  deposits: CryptoDepositService,
+  conversions: CryptoConversionService,
+  addresses: CryptoWithdrawalAddressService,
+  withdrawals: CryptoWithdrawalService,
+): Handlers<CryptoOperation> {
   return {
     listCryptoAssets: () => Promise.resolve({ data: assetList() }),
     async createCryptoDepositAddress({ trx, caller, body }) {
@@ -59,6 +70,19 @@ export function cryptoHandlers(deposits: CryptoDepositService, conversions: Cryp
       return { status: 201, data: view, resource };
     },
     listCryptoWithdrawalAddresses: async ({ caller, query }) => ({ data: await addresses.list(caller.userId, pageRequest(query)) }),
+    async createCryptoWithdrawal({ trx, caller, body }) {
+      const created = await withdrawals.create(trx, caller.userId, body);
+      // Handed to the network's sender once the withdrawal (and its reserve) has committed.
+      const afterCommit = async () => ({ status: 201 as const, data: await created.dispatch() });
+      return { status: 201, data: created.view, resource: created.resource, afterCommit };
+    },
+    listCryptoWithdrawals: async ({ caller, query }) => ({ data: await withdrawals.list(caller.userId, pageRequest(query)) }),
+    getCryptoWithdrawal: async ({ caller, path }) => ({ data: await withdrawals.get(caller.userId, path.withdrawalId) }),
+    async cancelCryptoWithdrawal({ trx, caller, path }) {
+      const { view, resource } = await withdrawals.cancel(trx, caller.userId, path.withdrawalId);
+      return { data: view, resource };
+    },
+    failCryptoWithdrawal: async ({ path }) => ({ data: await withdrawals.failInSandbox(path.withdrawalId) }),
     mineCryptoBlocks: async ({ path, body }) => ({ data: await deposits.mineBlocks(path.network, body.count, body.reorg_depth ?? 0) }),
   };
 }

@@ -20,12 +20,46 @@ export interface TransferObservation {
 /** Where the adapter reports what it sees: in any order, as often as it likes. */
 export type ObservationListener = (observation: TransferObservation) => Promise<void>;
 
-/** The port to the blockchains: deposit addresses, and the transfers they receive (reported to the listener). */
+/** A withdrawal handed to the network's sender: to be signed and broadcast. */
+export interface OutgoingTransfer {
+  withdrawalId: string;
+  network: string;
+  address: string;
+  memo: string | null;
+  asset: string;
+  amountMinor: bigint;
+}
+
+/** What the adapter saw of a withdrawal's transaction once broadcast. */
+export interface WithdrawalObservation {
+  withdrawalId: string;
+  network: string;
+  txHash: string;
+  confirmations: number;
+  /** The network refused or reverted the transaction: nothing was sent. */
+  failed: boolean;
+}
+
+/**
+ * Where the sender reports: `broadcast` asks, before the transaction leaves, whether the
+ * withdrawal may still go (it answers false for one canceled meanwhile: nothing is sent);
+ * `observed` is told what became of a broadcast transaction.
+ */
+export interface WithdrawalListener {
+  broadcast(withdrawalId: string, txHash: string): Promise<boolean>;
+  observed(observation: WithdrawalObservation): Promise<void>;
+}
+
+/** The port to the blockchains: deposit addresses, the transfers they receive (reported to the listener), and the withdrawals sent out. */
 export interface CryptoNetworkPort {
   /** The user's deposit address for an asset on a network (the same on every call). */
   depositAddress(userId: string, asset: string, network: string): string;
   /** The one listener of what the adapter observes. */
   onObservation(listener: ObservationListener): void;
+  /** Queues a withdrawal for broadcast (the sender asks the listener before it sends). */
+  submitWithdrawal(transfer: OutgoingTransfer): void;
+  /** The one listener of the withdrawals' progress. */
+  onWithdrawal(listener: WithdrawalListener): void;
 }
 
 interface SimulatedTransfer {
@@ -42,6 +76,10 @@ interface SimulatedTransfer {
 interface SimulatedChain {
   height: number;
   transfers: SimulatedTransfer[];
+  /** Withdrawals submitted, waiting for the next block to be broadcast. */
+  queued: OutgoingTransfer[];
+  /** Withdrawals broadcast and not yet reported final. */
+  outgoing: Array<{ withdrawalId: string; txHash: string; block: number | null }>;
 }
 
 /**
@@ -54,6 +92,7 @@ interface SimulatedChain {
 export class SandboxCryptoNetwork implements CryptoNetworkPort {
   private readonly chains = new Map<string, SimulatedChain>();
   private listener: ObservationListener = () => Promise.resolve();
+  private withdrawals: WithdrawalListener = { broadcast: () => Promise.resolve(false), observed: () => Promise.resolve() };
 
   constructor(private readonly addressSecret: string) {}
 
@@ -67,6 +106,22 @@ export class SandboxCryptoNetwork implements CryptoNetworkPort {
     this.listener = listener;
   }
 
+  onWithdrawal(listener: WithdrawalListener): void {
+    this.withdrawals = listener;
+  }
+
+  submitWithdrawal(transfer: OutgoingTransfer): void {
+    const chain = this.chainOf(transfer.network);
+    if (!chain.queued.some((t) => t.withdrawalId === transfer.withdrawalId) && !chain.outgoing.some((t) => t.withdrawalId === transfer.withdrawalId)) chain.queued.push(transfer);
+  }
+
+  /** Forgets a withdrawal (queued or broadcast): the simulator's way to make one fail. */
+  forgetWithdrawal(network: string, withdrawalId: string): void {
+    const chain = this.chainOf(network);
+    chain.queued = chain.queued.filter((t) => t.withdrawalId !== withdrawalId);
+    chain.outgoing = chain.outgoing.filter((t) => t.withdrawalId !== withdrawalId);
+  }
+
   /** Sends a transfer (into the mempool) and reports it; answers its observation. */
   async send(network: string, transfer: { address: string; asset: string; amountMinor: bigint }): Promise<TransferObservation> {
     const chain = this.chainOf(network);
@@ -78,8 +133,10 @@ export class SandboxCryptoNetwork implements CryptoNetworkPort {
   }
 
   /**
-   * Drops the top `reorgDepth` blocks (their transfers leave the chain), then mines `count`
-   * blocks (the first takes the mempool), then reports every transfer followed. Answers the height.
+   * Drops the top `reorgDepth` blocks (their transfers leave the chain; a withdrawal's goes back
+   * to the mempool, as a sender broadcasts it again), then mines `count` blocks (the first takes
+   * the mempool), then reports every transfer followed, then broadcasts the withdrawals queued
+   * (into the mempool: the next block takes them). Answers the height.
    */
   async mine(network: string, count: number, reorgDepth = 0): Promise<number> {
     const chain = this.chainOf(network);
@@ -88,11 +145,13 @@ export class SandboxCryptoNetwork implements CryptoNetworkPort {
       const floor = Math.max(0, chain.height - reorgDepth);
       for (const transfer of chain.transfers.filter((t) => t.block !== null && t.block > floor)) observations.push(this.observationOf(network, chain, transfer, true));
       chain.transfers = chain.transfers.filter((t) => t.block === null || t.block <= floor);
+      for (const sent of chain.outgoing) if (sent.block !== null && sent.block > floor) sent.block = null;
       chain.height = floor;
     }
     for (let i = 0; i < count; i += 1) {
       chain.height += 1;
       for (const transfer of chain.transfers) if (transfer.block === null) transfer.block = chain.height;
+      for (const sent of chain.outgoing) if (sent.block === null) sent.block = chain.height;
     }
     const required = cryptoCatalog.network(network)?.confirmations ?? 1;
     for (const transfer of chain.transfers.filter((t) => !t.settled)) {
@@ -101,7 +160,23 @@ export class SandboxCryptoNetwork implements CryptoNetworkPort {
       observations.push(observation);
     }
     for (const observation of observations) await this.listener(observation);
+    await this.reportWithdrawals(network, chain, required);
     return chain.height;
+  }
+
+  /** Reports the broadcast withdrawals' confirmations (forgetting the final ones), then broadcasts those queued that may still go. */
+  private async reportWithdrawals(network: string, chain: SimulatedChain, required: number): Promise<void> {
+    for (const sent of [...chain.outgoing]) {
+      const confirmations = sent.block === null ? 0 : chain.height - sent.block + 1;
+      if (confirmations >= required) chain.outgoing = chain.outgoing.filter((t) => t !== sent);
+      await this.withdrawals.observed({ withdrawalId: sent.withdrawalId, network, txHash: sent.txHash, confirmations, failed: false });
+    }
+    const queued = chain.queued;
+    chain.queued = [];
+    for (const transfer of queued) {
+      const txHash = transactionHash(network);
+      if (await this.withdrawals.broadcast(transfer.withdrawalId, txHash)) chain.outgoing.push({ withdrawalId: transfer.withdrawalId, txHash, block: null });
+    }
   }
 
   /** One block on every network: the sandbox's clock. */
@@ -116,7 +191,7 @@ export class SandboxCryptoNetwork implements CryptoNetworkPort {
   private chainOf(network: string): SimulatedChain {
     let chain = this.chains.get(network);
     if (!chain) {
-      chain = { height: 0, transfers: [] };
+      chain = { height: 0, transfers: [], queued: [], outgoing: [] };
       this.chains.set(network, chain);
     }
     return chain;

@@ -1,4 +1,4 @@
-/** Public face of the crypto module: stablecoin assets and networks, deposits, the network port and its simulator, quotes and conversions. */
+/** Public face of the crypto module: stablecoin assets and networks, deposits, withdrawals, the network port and its simulator, quotes and conversions. */
 import type { Knex } from 'knex';
 import type { Clock } from '../../clock';
 import type { CryptoConfig } from '../../config-crypto';
@@ -7,11 +7,14 @@ import { CryptoConversionService } from './crypto-conversion-service';
 import { CryptoDepositService } from './crypto-deposit-service';
 import { SandboxCryptoNetwork } from './crypto-network';
 import { SandboxRateSource } from './crypto-rates';
+import { CryptoWithdrawalService } from './crypto-withdrawal-service';
 import { CryptoWithdrawalAddressService } from './crypto-withdrawal-addresses';
 
 export { cryptoCatalog, type CryptoAsset, type CryptoNetwork } from './crypto-catalog';
 export { checkAddress, derivedAddress, eip55, isValidAddress, type AddressProblem } from './crypto-addresses';
 export { CryptoWithdrawalAddressService } from './crypto-withdrawal-addresses';
+export { CryptoWithdrawalService } from './crypto-withdrawal-service';
+export { travelRuleApplies, withdrawalStep, withdrawalReservePosting, withdrawalSettlementPosting } from './crypto-withdrawal-plan';
 export { SandboxCryptoNetwork, type CryptoNetworkPort, type TransferObservation } from './crypto-network';
 export { depositStep } from './crypto-deposit-lifecycle';
 export { CryptoDepositService } from './crypto-deposit-service';
@@ -23,13 +26,16 @@ export { cryptoJobs } from './crypto-jobs';
 
 /**
  * The crypto services over the adapters CRYPTO_NETWORK names (the sandbox only, so far): the
- * network simulator reports to the deposits, the sandbox rates quote the conversions.
+ * network simulator reports to the deposits and the withdrawals, the sandbox rates quote the
+ * conversions and value the withdrawals for the Travel Rule.
  */
 export function cryptoServices(deps: { knex: Knex; config: CryptoConfig; clock: Clock; notifier: Notifier }) {
   const network = new SandboxCryptoNetwork(deps.config.addressSecret);
+  const rates = new SandboxRateSource(deps.config.rates);
   return {
     cryptoDeposits: new CryptoDepositService({ knex: deps.knex, network, sandbox: network, clock: deps.clock }),
     cryptoWithdrawalAddresses: new CryptoWithdrawalAddressService({ knex: deps.knex, clock: deps.clock, notifier: deps.notifier, activationSeconds: deps.config.addressActivationSeconds }),
-    cryptoConversions: new CryptoConversionService({ knex: deps.knex, rates: new SandboxRateSource(deps.config.rates), clock: deps.clock, feeBps: deps.config.conversionFeeBps }),
+    cryptoConversions: new CryptoConversionService({ knex: deps.knex, rates, clock: deps.clock, feeBps: deps.config.conversionFeeBps }),
+    cryptoWithdrawals: new CryptoWithdrawalService({ knex: deps.knex, clock: deps.clock, rates, network, sandbox: network }),
   };
 }

@@ -33,6 +33,7 @@ export type EventSubjectType =
   | 'refund'
   | 'crypto_deposit'
   | 'crypto_conversion'
+  | 'crypto_withdrawal'
   | 'payout';
 
 export interface NewEvent {

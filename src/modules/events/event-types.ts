@@ -86,6 +86,11 @@ export const EVENT_OBJECT_TYPES = {
   'crypto.deposit.failed': 'crypto_deposit',
   'crypto.deposit.reversed': 'crypto_deposit',
   'crypto.conversion.completed': 'crypto_conversion',
+  'crypto.withdrawal.created': 'crypto_withdrawal',
+  'crypto.withdrawal.broadcast': 'crypto_withdrawal',
+  'crypto.withdrawal.completed': 'crypto_withdrawal',
+  'crypto.withdrawal.failed': 'crypto_withdrawal',
+  'crypto.withdrawal.canceled': 'crypto_withdrawal',
 } as const;
 
 export type EventType = keyof typeof EVENT_OBJECT_TYPES;

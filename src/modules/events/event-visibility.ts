@@ -29,6 +29,7 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   payout: 'getPayout',
   crypto_deposit: undefined,
   crypto_conversion: undefined,
+  crypto_withdrawal: undefined,
 };
 
 /** Whether the caller may call an operation (its role's rule, or its key's scopes, and the module enabled). */

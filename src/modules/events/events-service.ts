@@ -77,7 +77,7 @@ function badCursor(): ValidationError {
   return EVENT_PAGES.foreignCursor();
 }
 
-/** The events of the user's transfers, escrows, tontines, verification sessions, tier, crypto deposits and conversions. */
+/** The events of the user's transfers, escrows, tontines, verification sessions, tier, crypto deposits, withdrawals and conversions. */
 function userScope(knex: Knex, userId: string): (query: Knex.QueryBuilder) => void {
   return (query) =>
     query.where((where) =>
@@ -89,6 +89,7 @@ function userScope(knex: Knex, userId: string): (query: Knex.QueryBuilder) => vo
         .orWhere((q) => q.where('e.subject_type', 'verification_session').whereIn('e.subject_id', knex('verification_sessions').select('id').where('user_id', userId)))
         .orWhere((q) => q.where('e.subject_type', 'user').where('e.subject_id', userId))
         .orWhere((q) => q.where('e.subject_type', 'crypto_deposit').whereIn('e.subject_id', knex('crypto_deposits').select('id').where('user_id', userId)))
-        .orWhere((q) => q.where('e.subject_type', 'crypto_conversion').whereIn('e.subject_id', knex('crypto_conversions').select('id').where('user_id', userId))),
+        .orWhere((q) => q.where('e.subject_type', 'crypto_conversion').whereIn('e.subject_id', knex('crypto_conversions').select('id').where('user_id', userId)))
+        .orWhere((q) => q.where('e.subject_type', 'crypto_withdrawal').whereIn('e.subject_id', knex('crypto_withdrawals').select('id').where('user_id', userId))),
     );
 }

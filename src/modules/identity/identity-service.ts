@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock';
 import type { Caller, PageRequest } from '../../contract';
-import { withTransaction } from '../../db/transaction';
+import { setLocal, withTransaction } from '../../db/transaction';
 import type { PiiCipher } from '../../pii-cipher';
 import type { DocumentService } from '../documents';
 import { EventRepository } from '../events';
@@ -215,6 +215,8 @@ export class IdentityService {
     await repo.erasePersonalData(userId, now);
     await this.deps.documents.eraseAllOf(trx, 'user', userId);
     await endSessions(userId, trx);
+    // The keys this person holds are revoked with the closing (a trigger), naming them as its actor.
+    await setLocal(trx, { 'app.actor_user_id': userId });
     await trx('users').where({ id: userId }).update({ status: 'closed', closed_at: now, email: null, phone: null, display_name: null, password_hash: '!closed', updated_at: now });
     return { id: userId, status: 'closed', closedAt: now };
   }

@@ -239,16 +239,10 @@ export class InvoiceService {
     });
   }
 
-  /** Open quote -> accepted, creating its draft invoice. An expired quote is canceled instead (409 QuoteExpired). */
-  async acceptQuote(organizationId: string, id: string, actorUserId: string): Promise<DocumentView> {
-    const outcome = await this.tryAcceptQuote(this.knex, organizationId, id, actorUserId);
-    if ('refusal' in outcome) throw outcome.refusal;
-    return outcome.document;
-  }
-
   /**
-   * `acceptQuote` in `db` (the caller's transaction when it is one): an expired quote is canceled
-   * and answered as a refusal to throw once that cancellation is committed.
+   * Open quote -> accepted, creating its draft invoice, in `db` (the caller's transaction when it
+   * is one). An expired quote is canceled instead and answered as a refusal (409 QuoteExpired) to
+   * throw once that cancellation is committed.
    */
   async tryAcceptQuote(db: Knex | Knex.Transaction, organizationId: string, id: string, actorUserId: string): Promise<{ document: DocumentView } | { refusal: QuoteExpiredError }> {
     const now = this.now();

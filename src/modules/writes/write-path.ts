@@ -61,7 +61,8 @@ export type WritableTable =
   | 'crypto_deposits'
   | 'crypto_quotes'
   | 'crypto_conversions'
-  | 'crypto_withdrawal_addresses';
+  | 'crypto_withdrawal_addresses'
+  | 'crypto_withdrawals';
 
 /** A row the decision inserts, or updates while it still shows what the decision read (`expect`). */
 export interface RowChange {

@@ -1,10 +1,10 @@
 CREATE OR REPLACE FUNCTION api_keys_creator_lost_access() RETURNS trigger LANGUAGE plpgsql AS $$
 -- After a change of users or memberships, whoever stopped being allowed to create keys
--- somewhere (disabled; a membership suspended, removed or demoted below admin) loses the keys
--- they hold there, in the same transaction: operator SQL and the API alike.
+-- somewhere (disabled or closed; a membership suspended, removed or demoted below admin) loses
+-- the keys they hold there, in the same transaction: operator SQL and the API alike.
 BEGIN
   IF TG_TABLE_NAME = 'users' THEN
-    IF NEW.status = 'disabled' AND OLD.status IS DISTINCT FROM 'disabled' THEN
+    IF NEW.status IN ('disabled', 'closed') AND OLD.status NOT IN ('disabled', 'closed') THEN
       PERFORM api_keys_revoke_for_lost_access(NEW.id, NULL);
     END IF;
   ELSIF TG_OP = 'DELETE' THEN

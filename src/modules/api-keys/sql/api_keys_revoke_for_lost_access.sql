@@ -1,7 +1,7 @@
 CREATE OR REPLACE FUNCTION api_keys_revoke_for_lost_access(p_user uuid, p_organization uuid) RETURNS integer LANGUAGE plpgsql AS $$
 -- Revokes the active keys held by p_user (their creator, or whoever took them over) in
 -- p_organization (every organisation when NULL) that the holder may no longer create: the
--- holder is disabled, or not an active owner or admin there. Each revocation records its
+-- holder is disabled or closed, or not an active owner or admin there. Each revocation records its
 -- `api_key.revoked` event (reason creator_lost_access, the actor of app.actor_user_id when the
 -- transaction set one) and a pending delivery per matching webhook endpoint, in the caller's
 -- transaction. Returns how many keys were revoked.
@@ -21,7 +21,7 @@ BEGIN
       AND NOT EXISTS (
         SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE m.organization_id = k.organization_id AND m.user_id = p_user
-          AND m.status = 'active' AND m.role IN ('owner', 'admin') AND u.status <> 'disabled')
+          AND m.status = 'active' AND m.role IN ('owner', 'admin') AND u.status NOT IN ('disabled', 'closed'))
     ORDER BY k.id
     FOR UPDATE OF k
   LOOP

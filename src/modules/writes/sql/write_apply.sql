@@ -86,7 +86,7 @@ BEGIN
 
   FOR item IN SELECT x FROM jsonb_array_elements(coalesce(p_decision->'changes', '[]'::jsonb)) AS c(x) LOOP
     target := item->>'table';
-    IF target IS NULL OR NOT target = ANY (ARRAY['escrows', 'tontines', 'tontine_cycles', 'tontine_contributions', 'tontine_members', 'transfers', 'top_ups', 'refunds', 'payouts', 'crypto_deposit_addresses', 'crypto_deposits', 'crypto_quotes', 'crypto_conversions', 'crypto_withdrawal_addresses']) THEN
+    IF target IS NULL OR NOT target = ANY (ARRAY['escrows', 'tontines', 'tontine_cycles', 'tontine_contributions', 'tontine_members', 'transfers', 'top_ups', 'refunds', 'payouts', 'crypto_deposit_addresses', 'crypto_deposits', 'crypto_quotes', 'crypto_conversions', 'crypto_withdrawal_addresses', 'crypto_withdrawals']) THEN
       RAISE EXCEPTION 'write_apply does not write the table %', target USING ERRCODE = 'WRT09';
     END IF;
     vals := coalesce(item->'set', '{}'::jsonb);
