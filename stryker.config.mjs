@@ -44,6 +44,7 @@ const CRITICAL_CORE = [
   'src/modules/events/webhook-url-guard.ts', // the SSRF guard of webhook URLs
   'src/modules/events/webhook-signature.ts', // Standard Webhooks signatures
   'src/modules/events/webhook-schedule.ts', // the retry schedule and the disable rule
+  'src/config-business-verification.ts', // production never verifies organisations by the sandbox's test numbers unless told
 ];
 
 /**

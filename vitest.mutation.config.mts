@@ -33,6 +33,7 @@ const CORE_TESTS = [
   'test/unit/crypto-withdrawal-address-check.test.ts',
   'test/unit/crypto-withdrawal-plan.test.ts',
   'test/unit/health-fast-path.test.ts',
+  'test/unit/business-verification-config.test.ts',
   'test/integration/ledger.test.ts',
   'test/integration/ledger-guards.test.ts',
   'test/integration/money-paths-property.test.ts',

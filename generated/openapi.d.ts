@@ -2374,7 +2374,7 @@ export interface paths {
         put?: never;
         /**
          * Open an organisation
-         * @description Opens a company organisation: the caller becomes its `owner`, every Business module is open, and its accounts start with one account in `default_currency`. Legal fields (legal_name, country, registration_number, legal_form) change afterwards only through business verification; the organisation starts `unverified` (see `POST /business/organizations/{orgId}/verification`). Records the event `organization.created`. API keys may not call it (403 `ApiKeyNotAllowed`).
+         * @description Opens a company organisation: the caller becomes its `owner`, every Business module is open, and its accounts start with one account in `default_currency`. Legal fields (legal_name, country, registration_number, legal_form) change afterwards only through business verification; the organisation starts `unverified` (see `POST /business/organizations/{orgId}/verification`). `country` is a country's ISO 3166-1 alpha-2 code: a code no country is assigned (`ZZ`) answers 400 naming `body.country`. Records the event `organization.created`. API keys may not call it (403 `ApiKeyNotAllowed`).
          */
         post: operations["createOrganization"];
         delete?: never;
@@ -2469,7 +2469,7 @@ export interface paths {
         head?: never;
         /**
          * Change a member's role
-         * @description Changes the member's role. Only an owner grants or takes away `owner`; an admin cannot change another admin (403 `InsufficientRole`); the last active owner cannot be demoted (409 `LastOwner`). A member demoted below admin loses the API keys they hold (revoked, reason `creator_lost_access`) in the same transaction. Records the event `organization.member_role_changed`. Roles: owner or admin.
+         * @description Changes the member's role; `me` as the user id is the caller, who may step down to another role (an admin never up to `owner`). Only an owner grants or takes away `owner`; an admin cannot change another admin (403 `InsufficientRole`); the last active owner cannot be demoted (409 `LastOwner`). A member demoted below admin loses the API keys they hold (revoked, reason `creator_lost_access`) in the same transaction. Records the event `organization.member_role_changed` (with `data.previous_role`). Roles: owner or admin.
          */
         patch: operations["updateOrganizationMember"];
         trace?: never;
@@ -2495,7 +2495,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a colleague
-         * @description Invites an e-mail address or an E.164 telephone number to a role; the invitation is sent to it (e-mail or SMS) and expires after 7 days. An identifier nobody has signed up with yet is kept: the person sees it once they sign up with it. A new invitation of the same identifier replaces the pending one. Only an owner invites an `owner`. An identifier that is already an active member answers 409 `AlreadyMember`. Records the event `organization.member_invited`. Roles: owner or admin.
+         * @description Invites an e-mail address or an E.164 telephone number to a role; the invitation is sent to it (e-mail or SMS) and expires after 7 days. An identifier nobody has signed up with yet is kept: the person sees it once they sign up with it. A new invitation of the same identifier replaces the pending one (revoked, with the event `organization.invitation_revoked`). Only an owner invites an `owner`. An identifier that is already an active member answers 409 `AlreadyMember`. Records the event `organization.member_invited`. Roles: owner or admin.
          */
         post: operations["createOrganizationInvitation"];
         delete?: never;
@@ -2527,7 +2527,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an invitation
-         * @description Revokes a pending invitation: it can no longer be accepted. Revoking one that is no longer pending answers it as it is. Roles: owner or admin.
+         * @description Revokes a pending invitation: it can no longer be accepted. Revoking one that is no longer pending answers it as it is. Records the event `organization.invitation_revoked` (once: not when answered as it is). Roles: owner or admin.
          */
         delete: operations["revokeOrganizationInvitation"];
         options?: never;
@@ -2629,7 +2629,7 @@ export interface paths {
         put?: never;
         /**
          * Decline an invitation
-         * @description Declines the invitation; declining one already declined answers it again. An accepted invitation answers 409 `InvitationNotPending`.
+         * @description Declines the invitation; declining one already declined answers it again. An accepted invitation answers 409 `InvitationNotPending`. Records the event `organization.invitation_declined` in the organisation's events (once), its actor the invited person.
          */
         post: operations["declineOrganizationInvitation"];
         delete?: never;
@@ -2655,7 +2655,7 @@ export interface paths {
         put?: never;
         /**
          * Submit the business verification
-         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MB (5,000,000 bytes), stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). Roles: owner.
+         * @description The owner uploads the registration document (`multipart/form-data`, a JPEG, PNG or PDF of at most 5 MB (5,000,000 bytes), stored encrypted; 413 beyond, 422 `UnsupportedDocumentType` for other bytes) and names the representative, an active member whose identity is verified (`tier_2`; otherwise 409 `RepresentativeNotVerified`). The verification becomes `pending`; the sandbox provider decides at once for its test registration numbers (ending `-0000`: verified, ending `-9999`: rejected), any other waits for an administrator. Allowed while `unverified` or `rejected` (otherwise 409 `VerificationAlreadySubmitted`). Records the event `organization.verification_updated` (and another for the provider's decision). The legal fields (`legal_name`, `registration_number`, `legal_form`, `country`) change only here: those sent are applied before the provider decides, and the first event's `data.previous_attributes` holds the values they replaced (a rejected organisation corrects a wrong registration number and submits again); a `country` no country is assigned (`ZZ`) answers 400. Roles: owner.
          */
         post: operations["submitOrganizationVerification"];
         delete?: never;
@@ -4443,6 +4443,46 @@ export interface webhooks {
          * @description Sent to the endpoints whose `events` select `organization.member_invited`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
          */
         post: operations["webhookOrganizationMemberInvited"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.invitation-revoked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.invitation_revoked
+         * @description Sent to the endpoints whose `events` select `organization.invitation_revoked`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationInvitationRevoked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "organization.invitation-declined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * organization.invitation_declined
+         * @description Sent to the endpoints whose `events` select `organization.invitation_declined`. Headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, two during a secret rotation). Verify the raw body before parsing it, answer 2xx within 15 seconds, and dedupe on `webhook-id`.
+         */
+        post: operations["webhookOrganizationInvitationDeclined"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9354,6 +9394,12 @@ export interface components {
                 object: Record<string, never> | null;
                 /** @description The object's status before the change. */
                 previous_status: string | null;
+                /** @description `organization.member_role_changed` only: the member's role before the change. */
+                previous_role?: components["schemas"]["OrganizationRole"];
+                /** @description The fields the change replaced, with their values before it (absent when none is told): an `organization.verification_updated` whose submission corrected the legal profile has `legal_name`, `registration_number`, `legal_form` or `country`. */
+                previous_attributes?: {
+                    [key: string]: string | null;
+                };
             };
         };
         /**
@@ -10061,7 +10107,7 @@ export interface components {
         };
         /**
          * SubmitOrganizationVerificationRequest
-         * @description The registration document (a file) and the member who represents the organisation.
+         * @description The registration document (a file) and the member who represents the organisation; optionally corrections of the legal profile (the legal fields change only here, while the verification is `unverified` or `rejected`), applied before the provider decides.
          */
         SubmitOrganizationVerificationRequest: {
             /**
@@ -10074,6 +10120,12 @@ export interface components {
              * @description An active member whose identity is verified (`tier_2`).
              */
             representative_user_id: string;
+            /** @description The corrected registered name (absent to keep it). */
+            legal_name?: string;
+            /** @description The corrected number in the trade register of `country` (absent to keep it). */
+            registration_number?: string;
+            legal_form?: components["schemas"]["LegalForm"];
+            country?: components["schemas"]["CountryCode"];
         };
         /**
          * UnsupportedDocumentTypeError
@@ -12639,6 +12691,44 @@ export interface components {
             };
         };
         /**
+         * OrganizationInvitationRevokedEvent
+         * @description The `organization.invitation_revoked` event (an owner or admin revoked it, or a new invitation of the same identifier replaced it); `data.object` is the invitation, its identifier masked.
+         */
+        OrganizationInvitationRevokedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.invitation_revoked`.
+             * @constant
+             */
+            type?: "organization.invitation_revoked";
+            /**
+             * @description Always `organization_invitation`.
+             * @constant
+             */
+            object_type?: "organization_invitation";
+            data?: {
+                object?: components["schemas"]["OrganizationInvitation"];
+            };
+        };
+        /**
+         * OrganizationInvitationDeclinedEvent
+         * @description The `organization.invitation_declined` event (the invited person declined it); `data.object` is the invitation, its identifier masked.
+         */
+        OrganizationInvitationDeclinedEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `organization.invitation_declined`.
+             * @constant
+             */
+            type?: "organization.invitation_declined";
+            /**
+             * @description Always `organization_invitation`.
+             * @constant
+             */
+            object_type?: "organization_invitation";
+            data?: {
+                object?: components["schemas"]["OrganizationInvitation"];
+            };
+        };
+        /**
          * OrganizationMemberJoinedEvent
          * @description The `organization.member_joined` event; `data.object` is the member, identifier masked.
          */
@@ -12659,7 +12749,7 @@ export interface components {
         };
         /**
          * OrganizationMemberRoleChangedEvent
-         * @description The `organization.member_role_changed` event; `data.object` is the member with its new role, identifier masked.
+         * @description The `organization.member_role_changed` event; `data.object` is the member with its new role, identifier masked; `data.previous_role` the role it had.
          */
         OrganizationMemberRoleChangedEvent: components["schemas"]["Event"] & {
             /**
@@ -12674,6 +12764,8 @@ export interface components {
             object_type?: "organization_member";
             data?: {
                 object?: components["schemas"]["OrganizationMember"];
+                /** @description The member's role before the change. */
+                previous_role: components["schemas"]["OrganizationRole"];
             };
         };
         /**
@@ -23117,6 +23209,64 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["OrganizationMemberInvitedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationInvitationRevoked: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationInvitationRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookOrganizationInvitationDeclined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationInvitationDeclinedEvent"];
             };
         };
         responses: {

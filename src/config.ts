@@ -4,6 +4,7 @@ import type { DatabaseReadConfig } from './db/read-routing';
 import { boolean, ConfigError, webhookSecret, delays, type Env, integer, minorAmountsByCurrency, oneOf, url } from './config-values';
 import { readCryptoConfig, type CryptoConfig } from './config-crypto';
 import { readIdentity, readNotifications, type IdentityConfig, type NotificationsConfig } from './config-providers';
+import { readBusinessVerificationConfig, type BusinessVerificationConfig } from './config-business-verification';
 import { parsePiiKeyring, PiiCipherError, type PiiKeyring } from './pii-cipher';
 
 export { ConfigError } from './config-values';
@@ -93,11 +94,7 @@ export interface Config {
   /** Validate responses against the contract (test and development). */
   validateResponses: boolean;
   /** Bounds of a network-status change: past them it answers 503 StatusUnavailable. */
-  networkStatus: {
-    lockTimeoutMs: number;
-    statementTimeoutMs: number;
-    retryAfterSeconds: number;
-  };
+  networkStatus: { lockTimeoutMs: number; statementTimeoutMs: number; retryAfterSeconds: number };
   statements: {
     /** A CSV statement whose client reads nothing for this long is cut. */
     streamStallTimeoutMs: number;
@@ -146,6 +143,7 @@ export interface Config {
   identity: IdentityConfig;
   notifications: NotificationsConfig; // SMS and e-mail: docs/operators/notifications.md
   crypto: CryptoConfig;
+  businessVerification: BusinessVerificationConfig; // KYB: src/config-business-verification.ts
 }
 
 
@@ -322,6 +320,7 @@ function readConfig(env: Env): Config {
     notifications: readNotifications(env, nodeEnv),
     identity: readIdentity(env, nodeEnv),
     crypto: readCryptoConfig(env, nodeEnv, env.JWT_SECRET || DEFAULT_JWT_SECRET),
+    businessVerification: readBusinessVerificationConfig(env, nodeEnv),
   };
 }
 

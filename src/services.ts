@@ -22,7 +22,7 @@ import { LimitsService, loadLimitPolicy, type LimitPolicy } from './modules/limi
 import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
-import { OrganizationAccessService, OrganizationService, SandboxVerificationProvider, VerificationService } from './modules/organizations';
+import { businessVerificationProvider, OrganizationAccessService, OrganizationService, VerificationService } from './modules/organizations';
 import { PaymentLinksService, PaymentPageService, PaymentsService, findPaymentView, lockPaymentsForPostings } from './modules/payment-links';
 import { PayoutService, SandboxPayoutRail, payoutStatusOf } from './modules/payouts';
 import { RefundService, SandboxRefundRail, refundStatusOf } from './modules/refunds';
@@ -104,7 +104,7 @@ function coreServices(deps: ServiceDeps) {
   const notifier: Notifier = new SandboxNotifier();
   // One-time codes are kept as an HMAC keyed from API_KEY_PEPPER (required in production); names sealed.
   const onboarding = { knex, passwords, sessions, notifier, codes: new CodeHasher(config.apiKeys.pepper), cipher: piiCipher, clock };
-  const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents });
+  const { organizations, verifications } = organizationServices({ knex, clock, accounts, notifier, documents, kyb: config.businessVerification.provider });
   // Identity verification: the adapter IDENTITY_PROVIDER names (config-providers.ts refuses the sandbox in production unless named).
   const limits = new LimitsService({ knex, policy: typeof deps.limitPolicy === 'object' ? deps.limitPolicy : loadLimitPolicy(deps.limitPolicy) });
   const identity = new IdentityService({ knex, cipher: piiCipher, documents, provider: new SandboxIdentityProvider(), clock, logger: deps.logger });
@@ -192,10 +192,11 @@ function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logge
 
 /**
  * Organisations run by their members (a new one opens with one account in its default
- * currency; invitations go through the notifier) and their business verification (the sandbox
- * provider; the registration document stored by the documents module; a tier_2 representative).
+ * currency; invitations go through the notifier) and their business verification (the provider
+ * BUSINESS_VERIFICATION_PROVIDER names; the registration document stored by the documents module;
+ * a tier_2 representative).
  */
-function organizationServices(deps: { knex: Knex; clock: Clock; accounts: AccountService; notifier: Notifier; documents: DocumentService }) {
+function organizationServices(deps: { knex: Knex; clock: Clock; accounts: AccountService; notifier: Notifier; documents: DocumentService; kyb: 'sandbox' }) {
   const { knex, clock, accounts, notifier, documents } = deps;
   const organizations = new OrganizationService({
     knex,
@@ -208,7 +209,7 @@ function organizationServices(deps: { knex: Knex; clock: Clock; accounts: Accoun
   const verifications = new VerificationService({
     knex,
     clock,
-    provider: new SandboxVerificationProvider(),
+    provider: businessVerificationProvider(deps.kyb),
     tierOf: async (trx, userId) => ((await trx('users').where({ id: userId }).first('tier')) as { tier?: string } | undefined)?.tier ?? null,
     storeRegistrationDocument: async (trx, organizationId, bytes) =>
       (await documents.store(trx, { ownerType: 'organization', ownerId: organizationId, kind: 'registration_document', bytes })).id,

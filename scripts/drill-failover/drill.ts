@@ -94,8 +94,8 @@ const secrets = {
   MOBILE_MONEY_CALLBACK_SECRET: `whsec_${crypto.randomBytes(32).toString('base64')}`,
   CRYPTO_NETWORK: 'sandbox',
   CRYPTO_ADDRESS_SECRET: crypto.randomBytes(32).toString('hex'),
-  // Production names its notifier; the drill sends no message, the sandbox keeps none.
-  NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox',
+  // Production names its notifier and its verification providers; the drill uses none of them.
+  NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox',
 };
 function apiEnv(index: number, mode: 'production' | 'development'): Record<string, string> {
   const port = API_PORTS[index] as number;

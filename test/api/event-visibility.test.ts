@@ -4,7 +4,7 @@ import type { ApiKeyScope } from '../../src/contract';
 import { buildTestApp, type App } from '../support/app';
 import { API_KEY_SCOPES, createApiKey } from '../support/api-keys';
 import { testKnex } from '../support/database';
-import { bearer, businessPath, createOrganization, memberToken, type TestOrganization } from '../support/factories';
+import { accessTokenFor, bearer, businessPath, createUser, memberToken, type TestOrganization } from '../support/factories';
 import { createCustomer } from '../support/invoice-factories';
 
 /**
@@ -12,7 +12,8 @@ import { createCustomer } from '../support/invoice-factories';
  * access rule of the object's own GET (role rules, API-key scopes) decides, for every role and
  * every scope. The expectation is read from the GETs themselves, so the events API can never
  * show more than they do. The same rule decides what a webhook endpoint receives: the objects
- * its configurer may read.
+ * its configurer may read. The organisation is opened, staffed and changed through the API, so
+ * it has events of the organisation, its members and its invitations too.
  */
 let app: App;
 let org: TestOrganization;
@@ -22,9 +23,24 @@ const objects: { type: string; path: string }[] = [];
 
 beforeAll(async () => {
   app = await buildTestApp();
-  org = await createOrganization();
-  ownerToken = await memberToken(app, org, 'owner');
+  ownerToken = await accessTokenFor(app, await createUser());
   const owner = bearer(ownerToken);
+  const opened = await request(app)
+    .post('/api/business/organizations')
+    .set(owner)
+    .send({ legal_name: 'Visibility SARL', country: 'CI', registration_number: 'CI-ABJ-VIS-1', legal_form: 'company', default_currency: 'XOF' });
+  expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+  org = { id: opened.body.data.id, name: 'Visibility SARL', status: 'active' };
+  expect((await request(app).patch(businessPath(org.id)).set(owner).send({ trading_name: 'Visibility' })).status).toBe(200);
+  objects.push({ type: 'organization', path: '' });
+  const colleague = await createUser();
+  const invited = await request(app).post(`${businessPath(org.id)}/invitations`).set(owner).send({ identifier: colleague.email, role: 'cashier' });
+  expect(invited.status, JSON.stringify(invited.body)).toBe(201);
+  expect((await request(app).post(`/api/me/organization-invitations/${invited.body.data.id}/accept`).set(bearer(await accessTokenFor(app, colleague)))).status).toBe(200);
+  expect((await request(app).patch(`${businessPath(org.id)}/members/${colleague.id}`).set(owner).send({ role: 'director' })).status).toBe(200);
+  const revoked = await request(app).post(`${businessPath(org.id)}/invitations`).set(owner).send({ identifier: 'later@example.com', role: 'cashier' });
+  expect((await request(app).delete(`${businessPath(org.id)}/invitations/${revoked.body.data.id}`).set(owner)).status).toBe(200);
+  objects.push({ type: 'organization_member', path: '/members' }, { type: 'organization_invitation', path: '/invitations' });
   const customer = await createCustomer(org);
   const invoice = await request(app)
     .post(`${businessPath(org.id)}/invoices`)
@@ -74,7 +90,20 @@ async function seenBy(auth: { Authorization: string }): Promise<Seen | 'events r
 describe('organisation events: visible to whoever may read their object', () => {
   it('the owner sees the events of every object kind (the fixture has them all)', async () => {
     const seen = (await seenBy(bearer(ownerToken))) as Seen;
-    expect(seen.visibleTypes).toEqual(['api_key', 'invoice', 'webhook_endpoint']);
+    expect(seen.visibleTypes).toEqual(['api_key', 'invoice', 'organization', 'organization_invitation', 'organization_member', 'webhook_endpoint']);
+  });
+
+  it('a cashier sees no event at all, a finance manager none of invitations; a key with members:read and events:read sees those of the organisation and its members', async () => {
+    expect(await seenBy(bearer(await memberToken(app, org, 'cashier')))).toBe('events refused');
+    const finance = (await seenBy(bearer(await memberToken(app, org, 'finance_manager')))) as Seen;
+    expect(finance.visibleTypes.filter((type) => type.startsWith('organization'))).toEqual(['organization', 'organization_member']);
+    const key = await createApiKey(app, org, ['members:read', 'events:read']);
+    const seen = (await seenBy(key.auth)) as Seen;
+    expect({ list: seen.visibleTypes, oneByOne: seen.oneByOne }).toEqual({ list: ['organization', 'organization_member'], oneByOne: ['organization', 'organization_member'] });
+    const types = (await request(app).get(`${businessPath(org.id)}/events`).query({ type: 'organization.*', limit: 100 }).set(key.auth)).body.data.data.map((e: { type: string }) => e.type);
+    expect([...new Set(types)].sort()).toEqual(['organization.created', 'organization.member_joined', 'organization.member_role_changed', 'organization.updated']);
+    // The organisation keeps at most 20 active keys: this one makes way for the tests below.
+    expect((await request(app).delete(`${businessPath(org.id)}/api-keys/${key.id}`).set(bearer(ownerToken))).status).toBe(200);
   });
 
   it.each(['owner', 'admin', 'representative', 'director', 'finance_manager', 'cashier'] as const)('role %s: the events shown are exactly those of the objects it may GET', async (role) => {

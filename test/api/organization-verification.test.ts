@@ -27,8 +27,10 @@ async function organization(registrationNumber: string): Promise<{ org: TestOrga
   return { org, owner, ownerToken: await accessTokenFor(app, owner), representative };
 }
 
-function submit(orgId: string, auth: { Authorization: string }, representativeUserId: string, file: Buffer = TINY_PDF) {
-  return request(app).post(`${businessPath(orgId)}/verification`).set(auth).field('representative_user_id', representativeUserId).attach('registration_document', file, 'registration.pdf');
+function submit(orgId: string, auth: { Authorization: string }, representativeUserId: string, file: Buffer = TINY_PDF, corrections: Record<string, string> = {}) {
+  let req = request(app).post(`${businessPath(orgId)}/verification`).set(auth).field('representative_user_id', representativeUserId);
+  for (const [name, value] of Object.entries(corrections)) req = req.field(name, value);
+  return req.attach('registration_document', file, 'registration.pdf');
 }
 
 async function verificationEvents(orgId: string) {
@@ -120,5 +122,41 @@ describe('submitting the business verification', () => {
     const rejected = await organization('CI-ABJ-2026-9999');
     const refused = await submit(rejected.org.id, bearer(rejected.ownerToken), rejected.representative.id);
     expect(refused.body.data.verification).toMatchObject({ status: 'rejected', requirements: { errors: [{ requirement: 'registration_document' }] } });
+  });
+
+  it('a rejected organisation corrects its registration number when it submits again, and the provider decides on the corrected one', async () => {
+    const s = await organization('CI-ABJ-2026-9999');
+    const refused = await submit(s.org.id, bearer(s.ownerToken), s.representative.id);
+    expect(refused.body.data.verification.status).toBe('rejected');
+    const corrected = await submit(s.org.id, bearer(s.ownerToken), s.representative.id, TINY_PDF, { registration_number: 'CI-ABJ-2026-0000 ', legal_name: 'Baobab Commerce SARL', legal_form: 'company' });
+    expect(corrected.status, JSON.stringify(corrected.body)).toBe(200);
+    expect(corrected.body.data).toMatchObject({ registration_number: 'CI-ABJ-2026-0000', legal_name: 'Baobab Commerce SARL', legal_form: 'company', country: 'CI', verification: { status: 'verified' } });
+    const me = await request(app).get('/api/me').set(bearer(s.ownerToken));
+    expect(me.body.data.organizations.find((o: { id: string }) => o.id === s.org.id).name).toBe('Baobab Commerce SARL');
+    const events = await verificationEvents(s.org.id);
+    expect(events.map((e) => [e.data.object.verification.status, e.data.object.registration_number, e.data.previous_attributes ?? null])).toEqual([
+      ['pending', 'CI-ABJ-2026-9999', null],
+      ['rejected', 'CI-ABJ-2026-9999', null],
+      // legal_form was already `company`: only what changed is named.
+      ['pending', 'CI-ABJ-2026-0000', { registration_number: 'CI-ABJ-2026-9999', legal_name: s.org.name }],
+      ['verified', 'CI-ABJ-2026-0000', null],
+    ]);
+    const listed = await request(app).get(`${businessPath(s.org.id)}/events?type=organization.verification_updated`).set(bearer(s.ownerToken));
+    expect(listed.body.data.data.map((e: { data: { previous_attributes?: unknown } }) => e.data.previous_attributes ?? null)).toContainEqual({ registration_number: 'CI-ABJ-2026-9999', legal_name: s.org.name });
+  });
+
+  it('corrections are refused once the verification is pending or verified, and a malformed one is a 400 naming the field', async () => {
+    const s = await organization('CI-ABJ-5');
+    const malformed = await submit(s.org.id, bearer(s.ownerToken), s.representative.id, TINY_PDF, { legal_form: 'llc' });
+    expect(malformed.status).toBe(400);
+    expect(JSON.stringify(malformed.body.details)).toContain('legal_form');
+    const unassigned = await submit(s.org.id, bearer(s.ownerToken), s.representative.id, TINY_PDF, { country: 'ZZ' });
+    expect([unassigned.status, unassigned.body.details]).toEqual([400, [{ field: 'body.country', message: 'country ZZ is not an ISO 3166-1 alpha-2 country code.' }]]);
+    expect(await testKnex()('uploaded_documents').where({ owner_type: 'organization', owner_id: s.org.id })).toHaveLength(0);
+    expect((await submit(s.org.id, bearer(s.ownerToken), s.representative.id)).body.data.verification.status).toBe('pending');
+    const late = await submit(s.org.id, bearer(s.ownerToken), s.representative.id, TINY_PDF, { registration_number: 'CI-ABJ-5-0000' });
+    expect([late.status, late.body.error]).toEqual([409, 'VerificationAlreadySubmitted']);
+    const org = await request(app).get(businessPath(s.org.id)).set(bearer(s.ownerToken));
+    expect(org.body.data).toMatchObject({ registration_number: 'CI-ABJ-5', verification: { status: 'pending' } });
   });
 });

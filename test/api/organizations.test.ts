@@ -68,13 +68,18 @@ describe('opening an organisation', () => {
     expect(listed.body.data.data[0]).toMatchObject({ type: 'organization.created', actor_user_id: user.id, data: { object: { id: org.id } } });
   });
 
-  it('refuses an unknown currency and a malformed country with a 400 naming the field', async () => {
+  it('refuses an unknown currency, a malformed country and a code no country is assigned with a 400 naming the field', async () => {
     const token = await accessTokenFor(app, await createUser());
     const currency = await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, default_currency: 'ZZZ' });
     expect(currency.status).toBe(400);
     expect(JSON.stringify(currency.body.details)).toContain('default_currency');
     const country = await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, country: 'civ' });
     expect(country.status).toBe(400);
+    for (const unassigned of ['ZZ', 'QQ', 'EU']) {
+      const res = await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, country: unassigned });
+      expect([res.status, res.body.details], unassigned).toEqual([400, [{ field: 'body.country', message: `country ${unassigned} is not an ISO 3166-1 alpha-2 country code.` }]]);
+    }
+    expect((await request(app).post('/api/business/organizations').set(bearer(token)).send({ ...NEW_ORG, country: 'SN' })).status).toBe(201);
   });
 
   it('refuses API keys (403 ApiKeyNotAllowed)', async () => {
@@ -171,6 +176,9 @@ describe('members', () => {
     expect(event).toMatchObject({ actor_user_id: users.get('admin')?.id, subject_type: 'organization_member' });
     expect(event.data.object).toMatchObject({ user_id: users.get('cashier')?.id, role: 'finance_manager' });
     expect(event.data.previous_status).toBe('active');
+    expect(event.data.previous_role).toBe('cashier');
+    const listed = await request(app).get(`${businessPath(org.id)}/events?type=organization.member_role_changed`).set(bearer(tokens.get('owner') as string));
+    expect(listed.body.data.data[0].data).toMatchObject({ previous_status: 'active', previous_role: 'cashier', object: { role: 'finance_manager' } });
     const promoted = await patch(tokens.get('owner') as string, otherAdmin.id, 'owner');
     expect(promoted.body.data.role).toBe('owner');
     const unknown = await patch(tokens.get('owner') as string, '6b1f0c2e-8d4a-4f3b-9e7c-2a5d8f1b3c4e', 'cashier');
@@ -178,6 +186,29 @@ describe('members', () => {
     const key = await createApiKey(app, org, ['members:read']);
     const byKey = await request(app).patch(`${businessPath(org.id)}/members/${users.get('cashier')?.id}`).set(key.auth).send({ role: 'cashier' });
     expect([byKey.status, byKey.body.error]).toEqual([403, 'ApiKeyNotAllowed']);
+  });
+
+  it('members/me changes the caller: an owner or admin steps down (never up to owner), the event names the role it had', async () => {
+    const { org, tokens, users } = await staffedOrganization();
+    const secondOwner = await createMember(org, 'owner');
+    const me = (token: string, role: Role) => request(app).patch(`${businessPath(org.id)}/members/me`).set(bearer(token)).send({ role });
+    const admin = tokens.get('admin') as string;
+    const up = await me(admin, 'owner');
+    expect([up.status, up.body.error]).toEqual([403, 'InsufficientRole']);
+    const down = await me(admin, 'finance_manager');
+    expect(down.status, JSON.stringify(down.body)).toBe(200);
+    expect(down.body.data).toMatchObject({ user_id: users.get('admin')?.id, role: 'finance_manager', status: 'active' });
+    const stepped = await me(await accessTokenFor(app, secondOwner), 'admin');
+    expect(stepped.body.data).toMatchObject({ user_id: secondOwner.id, role: 'admin' });
+    const events = await eventsOf(org.id, 'organization.member_role_changed');
+    expect(events.map((e) => [e.actor_user_id, e.data.previous_role, e.data.object.role])).toEqual([
+      [users.get('admin')?.id, 'admin', 'finance_manager'],
+      [secondOwner.id, 'owner', 'admin'],
+    ]);
+    const last = await me(tokens.get('owner') as string, 'admin');
+    expect([last.status, last.body.error]).toEqual([409, 'LastOwner']);
+    const cashier = await me(tokens.get('cashier') as string, 'cashier');
+    expect([cashier.status, cashier.body.error]).toEqual([403, 'InsufficientRole']);
   });
 
   it('the last active owner can neither be demoted, leave nor be removed (409 LastOwner)', async () => {
@@ -282,8 +313,8 @@ describe('invitations', () => {
     expect([byKey.status, byKey.body.error]).toEqual([403, 'ApiKeyNotAllowed']);
   });
 
-  it('an invitation accepted after it expired answers 409 InvitationExpired; a revoked one 404; a declined one cannot be accepted', async () => {
-    const { org, tokens } = await staffedOrganization();
+  it('an invitation accepted after it expired answers 409 InvitationExpired; a revoked one 404; a declined one cannot be accepted; revoking and declining are events with their actors', async () => {
+    const { org, tokens, users } = await staffedOrganization();
     const invitee = await createUser();
     const inviteeToken = await accessTokenFor(app, invitee);
     const expiring = (await invite(tokens.get('owner') as string, org.id, invitee.email as string)).body.data;
@@ -304,6 +335,22 @@ describe('invitations', () => {
     expect((await request(app).post(`/api/me/organization-invitations/${declined.id}/decline`).set(bearer(inviteeToken))).body.data.status).toBe('declined');
     const after = await request(app).post(`/api/me/organization-invitations/${declined.id}/accept`).set(bearer(inviteeToken));
     expect([after.status, after.body.error]).toEqual([409, 'InvitationNotPending']);
+    expect((await request(app).post(`/api/me/organization-invitations/${declined.id}/decline`).set(bearer(inviteeToken))).status).toBe(200);
+    const replaced = (await invite(tokens.get('owner') as string, org.id, invitee.email as string)).body.data;
+    await invite(tokens.get('admin') as string, org.id, invitee.email as string);
+    const revokedEvents = await eventsOf(org.id, 'organization.invitation_revoked');
+    // The expired one was still pending: the next invitation of the same identifier replaced it.
+    expect(revokedEvents.map((e) => [e.subject_id, e.actor_user_id, e.data.object.status, e.data.previous_status])).toEqual([
+      [expiring.id, users.get('owner')?.id, 'revoked', 'pending'],
+      [revoked.id, users.get('admin')?.id, 'revoked', 'pending'],
+      [replaced.id, users.get('admin')?.id, 'revoked', 'pending'],
+    ]);
+    expect(revokedEvents[0].data.object.identifier).toContain('***');
+    const declinedEvents = await eventsOf(org.id, 'organization.invitation_declined');
+    expect(declinedEvents.map((e) => [e.subject_id, e.actor_user_id, e.data.object.status, e.data.previous_status])).toEqual([[declined.id, invitee.id, 'declined', 'pending']]);
+    const listed = await request(app).get(`${businessPath(org.id)}/events?type=organization.*&limit=100`).set(bearer(tokens.get('owner') as string));
+    const types = listed.body.data.data.map((e: { type: string }) => e.type).filter((type: string) => type.startsWith('organization.invitation_'));
+    expect(types.sort()).toEqual(['organization.invitation_declined', 'organization.invitation_revoked', 'organization.invitation_revoked', 'organization.invitation_revoked']);
   });
 
   it('an invitation of an identifier nobody has signed up with is kept for when that person does', async () => {

@@ -89,7 +89,7 @@ function tempDir(): string {
 }
 
 // One instance (no Redis here): production otherwise requires REDIS_URL.
-const PRODUCTION_SECRETS = { JWT_SECRET: 'p'.repeat(48), PAY_SECRET: 'q'.repeat(48), API_KEY_PEPPER: 'r'.repeat(48), PII_ENCRYPTION_KEY: 'prod:' + 'cd'.repeat(32), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'cd'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'c'.repeat(40), SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox' };
+const PRODUCTION_SECRETS = { JWT_SECRET: 'p'.repeat(48), PAY_SECRET: 'q'.repeat(48), API_KEY_PEPPER: 'r'.repeat(48), PII_ENCRYPTION_KEY: 'prod:' + 'cd'.repeat(32), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'cd'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'c'.repeat(40), SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' };
 
 describe('starting the service', () => {
   it('a development start seeds the demo data once: every demo user logs in and GET /me lists Demo Trading SARL', async () => {

@@ -13,7 +13,7 @@ import {
   findDemoUserId,
   seedIdentity,
 } from '../../src/seed/identity-seed';
-import { accessRuleFor, OrganizationAccessService } from '../../src/modules/organizations';
+import { accessRuleFor, OrganizationAccessService, OrganizationProfileRepository, presentOrganization } from '../../src/modules/organizations';
 import { inRolledBackSeed } from '../support/seed';
 
 describe('identity demo seed step', () => {
@@ -70,6 +70,26 @@ describe('identity demo seed step', () => {
       const demoUsers = await trx('users').whereIn('email', DEMO_USERS.map((u) => u.email)).pluck('id');
       const strangers = await trx('memberships').where({ organization_id: other }).whereIn('user_id', demoUsers).count<{ count: string }[]>('* as count');
       expect(Number(strangers[0]?.count)).toBe(0);
+    });
+  });
+
+  it('the demo organisations are verified companies; Dormant Trading SARL stays inactive', async () => {
+    await inRolledBackSeed([seedIdentity], async (trx) => {
+      const profiles = new OrganizationProfileRepository(trx);
+      const seen: Record<string, [string, string, string[]]> = {};
+      for (const name of [DEMO_ORGANIZATION_NAME, DEMO_OTHER_ORGANIZATION_NAME, DEMO_LOCKED_ORGANIZATION_NAME, DEMO_INACTIVE_ORGANIZATION_NAME]) {
+        const record = await profiles.find(await findDemoOrganizationId(trx, name));
+        const view = presentOrganization(record!);
+        seen[name] = [view.status, view.verification.status, view.verification.requirements.due];
+        expect(view.verification.decided_at, name).not.toBeNull();
+        expect(view.legal_form, name).toBe('company');
+      }
+      expect(seen).toEqual({
+        [DEMO_ORGANIZATION_NAME]: ['active', 'verified', []],
+        [DEMO_OTHER_ORGANIZATION_NAME]: ['active', 'verified', []],
+        [DEMO_LOCKED_ORGANIZATION_NAME]: ['active', 'verified', []],
+        [DEMO_INACTIVE_ORGANIZATION_NAME]: ['inactive', 'verified', []],
+      });
     });
   });
 

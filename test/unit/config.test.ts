@@ -55,7 +55,7 @@ describe('config', () => {
       MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40),
       REDIS_URL: 'redis://127.0.0.1:6379',
       DATABASE_URL: 'postgres://db.example/app',
-      NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox',
+      NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox',
       SEED_DEMO: 'true',
     });
     expect(config.seedDemo).toBe(false);
@@ -70,7 +70,7 @@ describe('config', () => {
   });
 
   describe('the mode: unset NODE_ENV is production, the safe side', () => {
-    const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox' };
+    const SECRETS = { JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' };
 
     it('an unset or empty NODE_ENV refuses the default JWT_SECRET and PAY_SECRET', () => {
       for (const nodeEnv of [{}, { NODE_ENV: '' }]) {

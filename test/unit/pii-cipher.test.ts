@@ -55,7 +55,7 @@ describe('PiiCipher (AES-256-GCM, key id in front)', () => {
 });
 
 describe('PII_ENCRYPTION_KEY', () => {
-  const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', REDIS_URL: 'redis://r:6379', JWT_SECRET: 'j'.repeat(40), PAY_SECRET: 'p'.repeat(40), API_KEY_PEPPER: 'a'.repeat(40), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40), NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox' };
+  const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', REDIS_URL: 'redis://r:6379', JWT_SECRET: 'j'.repeat(40), PAY_SECRET: 'p'.repeat(40), API_KEY_PEPPER: 'a'.repeat(40), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40), NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' };
 
   it('refuses the development default in production (unset or given explicitly)', () => {
     expect(() => loadConfig(production)).toThrow(/PII_ENCRYPTION_KEY must be set in production/);

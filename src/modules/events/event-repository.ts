@@ -57,6 +57,8 @@ export interface NewEvent {
   snapshot?: SnapshotLoader;
   /** The status before the change; when absent, the status shown by the object's previous event. */
   previousStatus?: string | null;
+  /** Further members of `data` beside `object` and `previous_status` (`previous_role`, `previous_attributes`), with `object` only. */
+  extraData?: Record<string, unknown>;
   /** Deliver to this endpoint only (the `webhook_endpoint.test` event), not to every matching one. */
   onlyEndpointId?: string;
 }
@@ -162,7 +164,7 @@ export class EventRepository {
        INSERT INTO events (subject_type, subject_id, type, actor_user_id, payload, occurred_at, organization_id, object_sequence, data)
        SELECT ?, ?, ?, ?, ?::jsonb, ?, ?, seq.last,
          CASE WHEN ?::boolean THEN jsonb_build_object('object', ?::jsonb, 'previous_status',
-           CASE WHEN ?::boolean THEN ?::text ELSE ${PREVIOUS_STATUS_OF_SEQ} END) END
+           CASE WHEN ?::boolean THEN ?::text ELSE ${PREVIOUS_STATUS_OF_SEQ} END) || ?::jsonb END
        FROM seq
        RETURNING ${ALL_COLUMNS.join(', ')}`,
       [
@@ -181,6 +183,7 @@ export class EventRepository {
         event.previousStatus ?? null,
         event.subjectType,
         event.subjectId,
+        JSON.stringify(event.extraData ?? {}),
       ],
     );
     const row = (result as { rows: EventRow[] }).rows[0] as EventRow;

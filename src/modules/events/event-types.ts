@@ -66,6 +66,8 @@ export const EVENT_OBJECT_TYPES = {
   'organization.created': 'organization',
   'organization.updated': 'organization',
   'organization.member_invited': 'organization_invitation',
+  'organization.invitation_revoked': 'organization_invitation',
+  'organization.invitation_declined': 'organization_invitation',
   'organization.member_joined': 'organization_member',
   'organization.member_role_changed': 'organization_member',
   'organization.member_removed': 'organization_member',

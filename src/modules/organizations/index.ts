@@ -33,4 +33,4 @@ export { presentOrganization, presentMember, presentInvitation, type Organizatio
 export { OrganizationService, assertMayManage, INVITATION_TTL_MS, type OrganizationMessage, type OrganizationServiceDeps } from './organization-service';
 export { organizationHandlers } from './organization-handlers';
 export { VerificationService, REPRESENTATIVE_TIER, type VerificationServiceDeps } from './verification-service';
-export { SandboxVerificationProvider, SANDBOX_REJECTED_SUFFIX, SANDBOX_VERIFIED_SUFFIX, type ProviderDecision, type VerificationProvider } from './verification-provider';
+export { businessVerificationProvider, SandboxVerificationProvider, SANDBOX_REJECTED_SUFFIX, SANDBOX_VERIFIED_SUFFIX, type ProviderDecision, type VerificationProvider } from './verification-provider';

@@ -174,8 +174,13 @@ export class MembershipRepository {
   }
 
   /** Revokes the pending invitation of the identifier, if any (a new one replaces it). */
-  async revokePendingFor(organizationId: string, identifier: string, now: Date): Promise<void> {
-    await this.db('organization_invitations').where({ organization_id: organizationId, identifier, status: 'pending' }).update({ status: 'revoked', responded_at: now });
+  /** Revokes the pending invitations of `identifier` (a new one replaces them); their ids. */
+  async revokePendingFor(organizationId: string, identifier: string, revokedBy: string, now: Date): Promise<string[]> {
+    const rows = (await this.db('organization_invitations')
+      .where({ organization_id: organizationId, identifier, status: 'pending' })
+      .update({ status: 'revoked', responded_at: now, responded_by: revokedBy })
+      .returning('id')) as Array<{ id: string }>;
+    return rows.map((row) => row.id);
   }
 
   async findInvitation(invitationId: string, options: { forUpdate?: boolean } = {}): Promise<InvitationRecord | undefined> {

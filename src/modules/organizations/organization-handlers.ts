@@ -68,7 +68,8 @@ export function organizationHandlers(organizations: OrganizationService, verific
     async submitOrganizationVerification({ trx, organization, caller, body, files }) {
       const document = files.find((file) => file.field === 'registration_document');
       if (!document) throw ValidationError.field('body.registration_document', 'registration_document must be a file.');
-      const data = await verifications.submit(trx, organization.id, caller.userId, { document: document.bytes, representativeUserId: body.representative_user_id });
+      const corrections = { legalName: body.legal_name, registrationNumber: body.registration_number, legalForm: body.legal_form, country: body.country };
+      const data = await verifications.submit(trx, organization.id, caller.userId, { document: document.bytes, representativeUserId: body.representative_user_id, corrections });
       return { data, resource: organizationResource(data) };
     },
     listOrganizationVerifications: async ({ caller, query }) => ({ data: await verifications.list(caller, query.status ?? 'pending', pageRequest(query)) }),

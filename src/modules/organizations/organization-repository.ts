@@ -77,6 +77,14 @@ export type LegalForm = 'sole_proprietorship' | 'company' | 'association';
 export type VerificationStatus = 'unverified' | 'pending' | 'verified' | 'rejected';
 export type VerificationRequirement = 'registration_document' | 'representative';
 
+/** The legal fields an owner may correct when submitting the verification (absent: kept). */
+export interface LegalCorrection {
+  legalName?: string;
+  registrationNumber?: string;
+  legalForm?: LegalForm;
+  country?: string;
+}
+
 /** An organisation's whole row (profile, verification) with its modules. */
 export interface OrganizationRecord {
   id: string;
@@ -199,6 +207,16 @@ export class OrganizationProfileRepository {
     if (change.tradingName !== undefined) Object.assign(values, { trading_name: change.tradingName, name: change.tradingName });
     if (change.supportEmail !== undefined) values.support_email = change.supportEmail;
     if (change.supportPhone !== undefined) values.support_phone = change.supportPhone;
+    await this.db('organizations').where({ id: organizationId }).update(values);
+  }
+
+  /** Corrects the legal fields given (through a verification submission); `name` follows the legal name while there is no trading name. */
+  async updateLegalProfile(organizationId: string, change: LegalCorrection, now: Date): Promise<void> {
+    const values: Record<string, unknown> = { updated_at: now };
+    if (change.legalName !== undefined) Object.assign(values, { legal_name: change.legalName, name: this.db.raw('COALESCE(trading_name, ?)', [change.legalName]) });
+    if (change.registrationNumber !== undefined) values.registration_number = change.registrationNumber;
+    if (change.legalForm !== undefined) values.legal_form = change.legalForm;
+    if (change.country !== undefined) values.country = change.country;
     await this.db('organizations').where({ id: organizationId }).update(values);
   }
 

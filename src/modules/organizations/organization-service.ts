@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { toListPage, type AuthorizedOrganization, type ListPage, type PageRequest, type Role } from '../../contract';
 import { setLocal, withTransaction } from '../../db/transaction';
+import { isCountryCode } from '../../domain/country-code';
 import { ValidationError } from '../../errors';
 import { isUuid } from '../../ids';
 import { parsePartyIdentifier } from '../auth';
@@ -80,6 +81,7 @@ export class OrganizationService {
 
   async create(trx: Knex.Transaction, actorUserId: string, input: NewOrganization): Promise<OrganizationView> {
     const now = this.clock();
+    if (!isCountryCode(input.country)) throw ValidationError.field('body.country', `country ${input.country} is not an ISO 3166-1 alpha-2 country code.`);
     const currency = await trx('currencies').where({ code: input.defaultCurrency }).first('code');
     if (!currency) throw ValidationError.field('body.default_currency', `default_currency ${input.defaultCurrency} is not a currency of the platform.`);
     const profiles = new OrganizationProfileRepository(trx);
@@ -129,8 +131,11 @@ export class OrganizationService {
   /**
    * Changes a member's role. Only an owner grants or takes away `owner`; an admin cannot
    * change another admin (403 InsufficientRole); the last active owner stays one (409 LastOwner).
+   * `me` is the caller: an owner or admin may step down to another role (never up to owner
+   * unless an owner). The event carries the role before the change (`previous_role`).
    */
-  async changeRole(organizationId: string, actorUserId: string, targetUserId: string, role: Role): Promise<MemberView> {
+  async changeRole(organizationId: string, actorUserId: string, target: string, role: Role): Promise<MemberView> {
+    const targetUserId = target === 'me' ? actorUserId : target;
     return withTransaction(this.knex, async (trx) => {
       const now = this.clock();
       const { actor, target, members } = await this.lockFor(trx, organizationId, actorUserId, targetUserId);
@@ -140,7 +145,7 @@ export class OrganizationService {
       await setLocal(trx, { 'app.actor_user_id': actorUserId });
       await new MembershipRepository(trx).setRole(organizationId, target.userId, role, now);
       const changed = { ...target, role };
-      await this.recordMember(trx, 'organization.member_role_changed', changed, actorUserId, now, presentMember(changed, false), target.status);
+      await this.recordMember(trx, 'organization.member_role_changed', changed, actorUserId, now, presentMember(changed, false), target.status, { previous_role: target.role });
       return presentMember(changed, true);
     });
   }
@@ -178,19 +183,10 @@ export class OrganizationService {
     const memberships = new MembershipRepository(trx);
     await memberships.lockMemberships(organization.id);
     if (await memberships.identifierIsActiveMember(organization.id, identifier)) throw new AlreadyMemberError();
-    await memberships.revokePendingFor(organization.id, identifier, now);
+    for (const replaced of await memberships.revokePendingFor(organization.id, identifier, actorUserId, now)) await this.recordInvitation(trx, 'organization.invitation_revoked', replaced, actorUserId, now);
     const id = await memberships.insertInvitation({ organizationId: organization.id, identifier, role: input.role, invitedBy: actorUserId, now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS) });
     const invitation = await this.mustFindInvitation(trx, id);
-    await this.record(trx, {
-      type: 'organization.member_invited',
-      subjectType: 'organization_invitation',
-      subjectId: id,
-      organizationId: organization.id,
-      actorUserId,
-      object: presentInvitation(invitation, now, false),
-      previousStatus: null,
-      now,
-    });
+    await this.recordInvitation(trx, 'organization.member_invited', id, actorUserId, now);
     await this.deps.notify(trx, {
       to: identifier,
       channel: party.kind === 'email' ? 'email' : 'sms',
@@ -206,7 +202,7 @@ export class OrganizationService {
     return toListPage(rows.map((row) => presentInvitation(row, now)), page.limit);
   }
 
-  /** Revokes a pending invitation; one no longer pending is answered as it is. */
+  /** Revokes a pending invitation (the event `organization.invitation_revoked`); one no longer pending is answered as it is. */
   async revokeInvitation(organizationId: string, invitationId: string, actorUserId: string): Promise<InvitationView> {
     return withTransaction(this.knex, async (trx) => {
       const now = this.clock();
@@ -215,7 +211,7 @@ export class OrganizationService {
       if (!invitation || invitation.organizationId !== organizationId) throw new InvitationNotFoundError();
       if (invitation.status !== 'pending') return presentInvitation(invitation, now);
       await memberships.respond(invitationId, 'revoked', actorUserId, now);
-      return presentInvitation(await this.mustFindInvitation(trx, invitationId), now);
+      return presentInvitation(await this.recordInvitation(trx, 'organization.invitation_revoked', invitationId, actorUserId, now), now);
     });
   }
 
@@ -251,14 +247,14 @@ export class OrganizationService {
     return presentInvitation(await this.mustFindInvitation(trx, invitationId), now);
   }
 
-  /** Declines an invitation addressed to the user; declining it again answers it again. */
+  /** Declines an invitation addressed to the user (the event `organization.invitation_declined`, its actor the user); declining it again answers it again. */
   async decline(trx: Knex.Transaction, userId: string, invitationId: string): Promise<InvitationView> {
     const now = this.clock();
     const invitation = await this.addressedInvitation(trx, userId, invitationId);
     if (invitation.status === 'declined' && invitation.respondedBy === userId) return presentInvitation(invitation, now);
     if (invitation.status !== 'pending') throw new InvitationNotPendingError(invitation.status);
     await new MembershipRepository(trx).respond(invitationId, 'declined', userId, now);
-    return presentInvitation(await this.mustFindInvitation(trx, invitationId), now);
+    return presentInvitation(await this.recordInvitation(trx, 'organization.invitation_declined', invitationId, userId, now), now);
   }
 
   /** The invitation, locked, when it is addressed to one of the user's identifiers and not revoked; otherwise 404. */
@@ -288,13 +284,21 @@ export class OrganizationService {
     return { actor, target, members };
   }
 
-  private async recordMember(trx: Knex.Transaction, type: string, member: MemberRecord, actorUserId: string, now: Date, object: MemberView, previousStatus: string | null): Promise<void> {
-    await this.record(trx, { type, subjectType: 'organization_member', subjectId: member.id, organizationId: member.organizationId, actorUserId, object, previousStatus, now });
+  private async recordMember(trx: Knex.Transaction, type: string, member: MemberRecord, actorUserId: string, now: Date, object: MemberView, previousStatus: string | null, extraData?: Record<string, unknown>): Promise<void> {
+    await this.record(trx, { type, subjectType: 'organization_member', subjectId: member.id, organizationId: member.organizationId, actorUserId, object, previousStatus, now, extraData });
+  }
+
+  /** Records an invitation's event with the invitation as it now is (identifier masked); returns the invitation. */
+  private async recordInvitation(trx: Knex.Transaction, type: string, invitationId: string, actorUserId: string, now: Date): Promise<InvitationRecord> {
+    const invitation = await this.mustFindInvitation(trx, invitationId);
+    const object = presentInvitation(invitation, now, false);
+    await this.record(trx, { type, subjectType: 'organization_invitation', subjectId: invitation.id, organizationId: invitation.organizationId, actorUserId, object, previousStatus: undefined, now });
+    return invitation;
   }
 
   private async record(
     trx: Knex.Transaction,
-    event: { type: string; subjectType: EventSubjectType; subjectId: string; organizationId: string; actorUserId: string | null; object: unknown; previousStatus: string | null; now: Date },
+    event: { type: string; subjectType: EventSubjectType; subjectId: string; organizationId: string; actorUserId: string | null; object: unknown; previousStatus: string | null | undefined; now: Date; extraData?: Record<string, unknown> },
   ): Promise<void> {
     await new EventRepository(trx).record({
       type: event.type,
@@ -305,6 +309,7 @@ export class OrganizationService {
       object: event.object,
       previousStatus: event.previousStatus,
       occurredAt: event.now,
+      extraData: event.extraData,
     });
   }
 

@@ -21,3 +21,11 @@ export class SandboxVerificationProvider implements VerificationProvider {
     return { status: 'pending' };
   }
 }
+
+/** The provider BUSINESS_VERIFICATION_PROVIDER names (config refuses to start production without the name). */
+export function businessVerificationProvider(name: 'sandbox'): VerificationProvider {
+  switch (name) {
+    case 'sandbox':
+      return new SandboxVerificationProvider();
+  }
+}

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { systemClock, type Clock } from '../../clock';
 import { toListPage, type Caller, type ListPage, type PageRequest } from '../../contract';
+import { isCountryCode } from '../../domain/country-code';
+import { ValidationError } from '../../errors';
 import { EventRepository } from '../events';
 import {
   InsufficientRoleError,
@@ -12,7 +14,7 @@ import {
 } from './organization-errors';
 import { MembershipRepository } from './membership-repository';
 import { presentOrganization, type OrganizationView } from './organization-presenter';
-import { OrganizationProfileRepository, type OrganizationRecord, type VerificationRequirement, type VerificationStatus } from './organization-repository';
+import { OrganizationProfileRepository, type LegalCorrection, type OrganizationRecord, type VerificationRequirement, type VerificationStatus } from './organization-repository';
 import type { VerificationProvider } from './verification-provider';
 
 /** The identity tier a representative needs. */
@@ -41,8 +43,15 @@ export class VerificationService {
     this.clock = deps.clock ?? systemClock;
   }
 
-  async submit(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: { document: Buffer; representativeUserId: string }): Promise<OrganizationView> {
+  /**
+   * Submits the verification, applying the legal fields the owner corrects first (only here do
+   * they change, while `unverified` or `rejected`); the event names what they replaced
+   * (`previous_attributes`), and the provider decides on the corrected profile.
+   */
+  async submit(trx: Knex.Transaction, organizationId: string, actorUserId: string, input: { document: Buffer; representativeUserId: string; corrections?: LegalCorrection }): Promise<OrganizationView> {
     const now = this.clock();
+    const country = input.corrections?.country;
+    if (country !== undefined && !isCountryCode(country)) throw ValidationError.field('body.country', `country ${country} is not an ISO 3166-1 alpha-2 country code.`);
     const profiles = new OrganizationProfileRepository(trx);
     const before = await this.mustFind(profiles, organizationId);
     if (before.verificationStatus === 'pending' || before.verificationStatus === 'verified') throw new VerificationAlreadySubmittedError(before.verificationStatus);
@@ -51,6 +60,8 @@ export class VerificationService {
       throw new RepresentativeNotVerifiedError();
     }
     const documentId = await this.deps.storeRegistrationDocument(trx, organizationId, input.document);
+    const replaced = correctedFields(before, input.corrections ?? {});
+    if (Object.keys(replaced).length > 0) await profiles.updateLegalProfile(organizationId, trimmed(input.corrections ?? {}), now);
     await profiles.updateVerification(organizationId, {
       status: 'pending',
       submittedAt: now,
@@ -61,8 +72,8 @@ export class VerificationService {
       representativeUserId: input.representativeUserId,
       documentId,
     });
-    let view = await this.recordChange(trx, profiles, organizationId, actorUserId, before.verificationStatus, now);
-    const decision = this.deps.provider.decide({ registrationNumber: before.registrationNumber, country: before.country });
+    let view = await this.recordChange(trx, profiles, organizationId, actorUserId, before.verificationStatus, now, replaced);
+    const decision = this.deps.provider.decide({ registrationNumber: view.registration_number, country: view.country });
     if (decision.status !== 'pending') {
       view = await this.decideWithin(trx, profiles, organizationId, null, decision.status, decision.status === 'rejected' ? { requirement: 'registration_document', reason: decision.reason } : undefined, now);
     }
@@ -111,7 +122,15 @@ export class VerificationService {
     return this.recordChange(trx, profiles, organizationId, actorUserId, 'pending', now);
   }
 
-  private async recordChange(trx: Knex.Transaction, profiles: OrganizationProfileRepository, organizationId: string, actorUserId: string | null, previous: VerificationStatus, now: Date): Promise<OrganizationView> {
+  private async recordChange(
+    trx: Knex.Transaction,
+    profiles: OrganizationProfileRepository,
+    organizationId: string,
+    actorUserId: string | null,
+    previous: VerificationStatus,
+    now: Date,
+    replaced: Record<string, string | null> = {},
+  ): Promise<OrganizationView> {
     const view = presentOrganization(await this.mustFind(profiles, organizationId));
     await new EventRepository(trx).record({
       type: 'organization.verification_updated',
@@ -120,9 +139,10 @@ export class VerificationService {
       organizationId,
       actorUserId,
       object: view,
-      payload: { verification_status: view.verification.status, previous_verification_status: previous },
+      payload: { verification_status: view.verification.status, previous_verification_status: previous, ...(Object.keys(replaced).length > 0 ? { corrected: replaced } : {}) },
       previousStatus: view.status,
       occurredAt: now,
+      extraData: Object.keys(replaced).length > 0 ? { previous_attributes: replaced } : undefined,
     });
     return view;
   }
@@ -134,3 +154,18 @@ export class VerificationService {
   }
 }
 
+function trimmed(change: LegalCorrection): LegalCorrection {
+  return { ...change, legalName: change.legalName?.trim(), registrationNumber: change.registrationNumber?.trim() };
+}
+
+/** The contract's names of the legal fields a correction changes, with their values before it (a field sent unchanged is no correction). */
+function correctedFields(before: OrganizationRecord, change: LegalCorrection): Record<string, string | null> {
+  const next = trimmed(change);
+  const fields: [string, string | null, string | undefined][] = [
+    ['legal_name', before.legalName, next.legalName],
+    ['registration_number', before.registrationNumber, next.registrationNumber],
+    ['legal_form', before.legalForm, next.legalForm],
+    ['country', before.country, next.country],
+  ];
+  return Object.fromEntries(fields.filter(([, was, value]) => value !== undefined && value !== was).map(([name, was]) => [name, was]));
+}
