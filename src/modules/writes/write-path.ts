@@ -142,7 +142,7 @@ export async function readLocked<Row extends object>(trx: Knex.Transaction, read
 }
 
 /** The status the request answers with: the decision's, or the operation's own. */
-function responseStatusOf(decision: Decision, key: PendingKey): number {
+export function responseStatusOf(decision: Decision, key: PendingKey): number {
   return decision.answer.status ?? key.responseStatus;
 }
 
@@ -153,8 +153,13 @@ function responseStatusOf(decision: Decision, key: PendingKey): number {
  * posting_ids `{}`): JSON.stringify drops it.
  */
 function decisionJson(decision: Decision, key: PendingKey | undefined): string {
+  return JSON.stringify(decisionData(decision, key?.claimed ? { ...key.claimed, responseStatus: responseStatusOf(decision, key) } : null));
+}
+
+/** The decision as data for write_apply; its key's completion by the claim's id (left out while the key is still to be claimed: write_apply_batch fills it in). */
+export function decisionData(decision: Decision, completion: { id?: string; claimToken: string; responseStatus: number } | null): Record<string, unknown> {
   const { resource } = decision.answer;
-  return JSON.stringify({
+  return {
     postings: (decision.postings ?? []).map((posting) => ({
       kind: posting.kind,
       reference: posting.reference,
@@ -197,18 +202,18 @@ function decisionJson(decision: Decision, key: PendingKey | undefined): string {
       previous_status: event.previousStatus,
       posting_ids: event.postingIds,
     })),
-    key: key?.claimed
+    key: completion
       ? {
-          id: key.claimed.id,
-          claim_token: key.claimed.claimToken,
-          response_status: responseStatusOf(decision, key),
+          id: completion.id,
+          claim_token: completion.claimToken,
+          response_status: completion.responseStatus,
           resource_type: resource.type,
           resource_id: resource.id,
           resource_status: resource.status,
           resource_location: resource.location,
         }
       : null,
-  });
+  };
 }
 
 /**
@@ -248,7 +253,8 @@ export function isLedgerRefusal(error: unknown): boolean {
   return error instanceof Error && REFUSED_BY_LEDGER.has(error);
 }
 
-function refusalOf(error: unknown, decision: Decision): unknown {
+/** What a refusal of write_apply (its SQLSTATE and DETAIL) answers: the ledger's error, 409 ConcurrentOperation, 409 DuplicatePosting; anything else as it is. */
+export function refusalOf(error: unknown, decision: Decision): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
   if (code === 'WRT01') {
     const refused = JSON.parse(detail as string) as { refusal: string; account_id: string; owner_id: string | null; currency: string; available: string; required: string };
