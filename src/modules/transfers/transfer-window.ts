@@ -47,7 +47,8 @@ export class TransferWindow {
     return this.batcher.submit(submission);
   }
 
-  private async runWindow(submissions: TransferSubmission[]): Promise<TransferOutcome[]> {
+  /** One window: its parties read, its transfers decided, applied in one statement; one outcome per submission, in order. */
+  async runWindow(submissions: TransferSubmission[]): Promise<TransferOutcome[]> {
     const parties = await new TransfersRepository(this.knex).parties(submissions.map((submission) => submission.request));
     const decided = submissions.map((submission, index) => decide(submission, parties[index] as Parties));
     const outcomes = await applyWindow(this.knex, decided.map((entry) => entry.item));
@@ -55,7 +56,7 @@ export class TransferWindow {
   }
 
   /** A transfer alone (its window failed as a whole): its parties, its decision, applied by the pipeline's rules. */
-  private async runAlone(submission: TransferSubmission): Promise<TransferOutcome> {
+  async runAlone(submission: TransferSubmission): Promise<TransferOutcome> {
     const [parties] = await new TransfersRepository(this.knex).parties([submission.request]);
     const entry = decide(submission, parties as Parties);
     return this.alone(entry);
