@@ -255,9 +255,8 @@ const appliedInWindow = new Set<OperationId>(APPLIED_IN_WINDOW);
 /**
  * Runs the handler of an operation: when its contract declares an Idempotency-Key, inside the
  * transaction the pipeline opens for it (claim, replay, conflict and completion of the key
- * around it: IdempotencyService.perform), or, for an operation whose decisions are applied a
- * window at a time (APPLIED_IN_WINDOW), with the key handed over to the window's statement,
- * which claims and completes it by the same rules.
+ * around it: IdempotencyService.perform), or with the key handed over to the statement that
+ * applies a window of decisions (APPLIED_IN_WINDOW), which claims it by the same rules.
  */
 async function runHandler(
   req: Request,
@@ -274,12 +273,8 @@ async function runHandler(
   if (!secured) return handler(input);
   const defaultStatus = OPERATIONS[operationId].statuses[0] as number;
   const scope = claim && { userId: claim.userId, organizationId: claim.organizationId, operation: operationId, key: claim.key, requestHash: claim.requestHash };
-  if (appliedInWindow.has(operationId)) {
-    const key = scope && idempotency.pendingKey(scope, defaultStatus);
-    const result = await handler({ ...input, key });
-    if (key && !key.completedWith) throw new Error(`operation ${operationId} is applied in a window, and its key was not completed`);
-    return result;
-  }
+  const key = scope && appliedInWindow.has(operationId) ? idempotency.pendingKey(scope, defaultStatus) : undefined;
+  if (key) return handler({ ...input, key }).then((result) => (key.completedWith ? result : Promise.reject(new Error(`operation ${operationId}: its window did not complete its key`))));
   // No body is stored with the key: a replay answers from the resource, never from a stored body.
   const result = await idempotency.perform<AnyResult>(scope, async (trx) => {
     const result = await handler({ ...input, trx });

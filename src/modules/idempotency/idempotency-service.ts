@@ -316,8 +316,7 @@ export class IdempotencyService {
       if (claimed) return claimed;
       const existing = await idempotencyRepository.find(trx, scope);
       const now = Date.now();
-      // Completed by this very request in a run whose commit went through unanswered (a window
-      // that failed as a whole after its commit): its answer is the resource it made.
+      // Completed by this very request in a run whose commit went through unanswered: its answer is the resource it made.
       if (ownToken !== undefined && existing?.status === 'completed' && existing.claimToken === ownToken && existing.resourceId) {
         throw new CompletedByThisRequest(existing.resourceId);
       }
@@ -396,7 +395,5 @@ type ProducedRecord = IdempotencyRecord & { resourceType: string; resourceId: st
 
 /** Thrown by a claim that finds the key completed by the same request (its claim token): the answer is the resource it made. */
 export class CompletedByThisRequest extends Error {
-  constructor(readonly resourceId: string) {
-    super('the Idempotency-Key was completed by this request');
-  }
+  constructor(readonly resourceId: string) { super('the Idempotency-Key was completed by this request'); }
 }
