@@ -74,6 +74,7 @@ describe('a window of transfers', () => {
     const [made] = (await window.runWindow([request])).map(codeOf);
     const again = codeOf(await window.runAlone(request));
     expect({ code: again.code, id: again.id }).toEqual({ code: null, id: made!.id });
+    expect(request.key.completedWith?.resourceId).toBe(made!.id);
     const replay = codeOf(await window.runAlone({ ...request, key: idempotency.pendingKey({ userId: alice!.id, operation: 'createTransfer', key: request.key.scope.key, requestHash: request.key.requestHash }, 200) }));
     expect(replay.code).toBe('IdempotencyKeyAlreadyProcessed');
     expect(await knex('transfers').where({ sender_user_id: alice!.id }).count<{ count: string }[]>('* as count')).toEqual([{ count: '1' }]);

@@ -76,7 +76,10 @@ export class TransferWindow {
     } catch (error) {
       if (error instanceof CompletedByThisRequest) {
         const transfer = await new TransfersRepository(this.knex).findById(error.resourceId);
-        if (transfer) return { transfer };
+        if (transfer) {
+          entry.item.key.completedWith = { responseStatus: 200, resourceType: 'transfer', resourceId: transfer.id, resourceStatus: transfer.status };
+          return { transfer };
+        }
       }
       return { error: refusalOf(error, entry.submission.request.userId) };
     }
