@@ -7,9 +7,13 @@ import { applyDatabaseFunctions } from '../database-functions';
  * so the transfer's own functions go: transfer_create (the session, the key, the parties, the
  * wallets' checks and accounts that ledger_post and write_apply already own) and its group
  * commit transfer_create_batch. Down puts them back as they were (their text below).
+ * write_apply finds an account named by identity through write_account_id, by the identity
+ * index (its lookup by IS NOT DISTINCT FROM read every account of the owner type).
  */
 export const FUNCTIONS = {
-  write_apply_batch: '1fb1a7e0bc67f7e3',
+  write_account_id: 'c7266722abe4e032',
+  write_apply: 'fba126aee9290a3f',
+  write_apply_batch: '0c75edb85c758689',
 };
 
 export async function up(knex: Knex): Promise<void> {
@@ -19,6 +23,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
+  // write_apply and write_account_id stay: write_apply does what it did, found by the index.
   await knex.raw('DROP FUNCTION IF EXISTS write_apply_batch(jsonb)');
   await knex.raw(TRANSFER_CREATE);
   await knex.raw(TRANSFER_CREATE_BATCH);

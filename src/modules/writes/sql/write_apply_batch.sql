@@ -21,31 +21,29 @@ RETURNS TABLE (item integer, held boolean, key_id uuid, posting_ids uuid[], code
 LANGUAGE plpgsql AS $$
 DECLARE
   it record;
+  entry jsonb;
+  account_id uuid;
+  account_ids uuid[] := '{}';
   c jsonb;
   claimed record;
   decision jsonb;
   v_code text;
   v_detail text;
 BEGIN
-  PERFORM 1 FROM ledger_accounts a
-   WHERE a.id IN (
-     SELECT (e.x->>'account_id')::uuid
-       FROM jsonb_array_elements(p_items) AS i(v)
-       CROSS JOIN LATERAL jsonb_array_elements(coalesce(i.v->'decision'->'postings', '[]'::jsonb)) AS p(x)
-       CROSS JOIN LATERAL jsonb_array_elements(p.x->'entries') AS e(x)
-      WHERE e.x->>'account_id' IS NOT NULL
-     UNION ALL
-     SELECT w.id
-       FROM jsonb_array_elements(p_items) AS i(v)
-       CROSS JOIN LATERAL jsonb_array_elements(coalesce(i.v->'decision'->'postings', '[]'::jsonb)) AS p(x)
-       CROSS JOIN LATERAL jsonb_array_elements(p.x->'entries') AS e(x)
-       JOIN ledger_accounts w ON w.owner_type = e.x->'account'->>'owner_type'
-        AND w.owner_id IS NOT DISTINCT FROM (e.x->'account'->>'owner_id')::uuid
-        AND w.currency = e.x->'account'->>'currency' AND w.kind = e.x->'account'->>'kind'
-        AND w.external_ref IS NOT DISTINCT FROM e.x->'account'->>'external_ref'
-      WHERE e.x->'account' IS NOT NULL)
-   ORDER BY a.id
-     FOR UPDATE;
+  -- The ids first, entry by entry (by id, or by identity through write_account_id), then the
+  -- rows locked by id: one query over the items' JSON joined to the accounts made a plan that
+  -- read every account for each entry once PL/pgSQL cached a generic plan.
+  FOR entry IN
+    SELECT e.x FROM jsonb_array_elements(p_items) AS i(v)
+      CROSS JOIN LATERAL jsonb_array_elements(coalesce(i.v->'decision'->'postings', '[]'::jsonb)) AS p(x)
+      CROSS JOIN LATERAL jsonb_array_elements(p.x->'entries') AS e(x)
+  LOOP
+    account_id := coalesce((entry->>'account_id')::uuid, write_account_id(entry->'account'));
+    IF account_id IS NOT NULL THEN
+      account_ids := account_ids || account_id;
+    END IF;
+  END LOOP;
+  PERFORM 1 FROM ledger_accounts a WHERE a.id = ANY (account_ids) ORDER BY a.id FOR UPDATE;
 
   FOR it IN SELECT x.n, x.v FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(v, n) ORDER BY x.n LOOP
     item := it.n;
