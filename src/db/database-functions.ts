@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
  * statement. That file is the one place that shows what runs today.
  *
  * A migration applies files by name and pins each to the hash of the text it means
- * (`export const FUNCTIONS = { transfer_create: '<hash>' }`, `applyDatabaseFunctions(knex,
+ * (`export const FUNCTIONS = { write_apply: '<hash>' }`, `applyDatabaseFunctions(knex,
  * FUNCTIONS)`). Changing a file therefore comes with a new migration that pins its new hash:
  * test/integration/database-functions.test.ts fails while the newest pin of a function is not
  * its file's hash (`sqlHash`), while a function of the database has no file, or while the

@@ -323,7 +323,7 @@ export class IdempotencyService {
       if (!held) {
         // Someone holds the key's lock: a running first request, or a replay of a finished key
         // being answered. A completed key that has not expired never changes, so parallel
-        // replays all get its answer (as transfer_create gives them); otherwise it is in use.
+        // replays all get its answer; otherwise it is in use.
         if (existing?.status === 'completed' && existing.expiresAt.getTime() > now) throw await this.answerFrom(trx, existing, hash);
         throw this.concurrent();
       }
