@@ -2,7 +2,7 @@ import { NotFoundError, UnprocessableError, ValidationError } from '../../errors
 import { walletIdentity, type AccountIdentity } from '../ledger';
 import type { Decision, PlannedPosting } from '../writes';
 import type { ParsedIdentifier } from './recipient';
-import type { RecipientType, Transfer, TransferRail } from './transfers-repository';
+import type { PartiesFound, RecipientType, Transfer, TransferRail } from './transfers-repository';
 
 /**
  * The decision of POST /transfers, in memory: from the request (parsed) and the parties as one
@@ -24,17 +24,8 @@ export interface TransferRequest {
   phoneValid: boolean;
 }
 
-/** A user as the parties' read returns it. */
-export interface Party {
-  id: string;
-  status: string;
-}
-
-/** The sender, and the platform user the identifier names (by e-mail, or by phone unless the rail is mobile money). */
-export interface Parties {
-  sender: Party | undefined;
-  recipient: Party | undefined;
-}
+/** The sender, and the platform user the identifier names (by e-mail, or by phone unless the rail is mobile money), as the parties' read found them. */
+export type Parties = PartiesFound;
 
 /** Whom the parties' read looks up for a request: its e-mail, or its phone (not for mobile money). */
 export function recipientLookup(request: Pick<TransferRequest, 'identifier' | 'rail'>): { email: string | null; phone: string | null } {

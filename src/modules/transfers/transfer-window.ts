@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { GroupCommit, walletRefusal } from '../ledger';
 import { CompletedByThisRequest, type PendingKey } from '../idempotency';
 import { applyAlone, applyWindow, type WindowItem, type WindowOutcome } from '../writes';
-import { decideTransfer, type Parties, type TransferRequest } from './transfer-decision';
+import { decideTransfer, recipientLookup, type Parties, type TransferRequest } from './transfer-decision';
 import { TransfersRepository, type Transfer } from './transfers-repository';
 
 /** A transfer asked for, with the Idempotency-Key the pipeline handed over. */
@@ -49,7 +49,7 @@ export class TransferWindow {
 
   /** One window: its parties read, its transfers decided, applied in one statement; one outcome per submission, in order. */
   async runWindow(submissions: TransferSubmission[]): Promise<TransferOutcome[]> {
-    const parties = await new TransfersRepository(this.knex).parties(submissions.map((submission) => submission.request));
+    const parties = await new TransfersRepository(this.knex).parties(submissions.map(({ request }) => ({ userId: request.userId, ...recipientLookup(request) })));
     const decided = submissions.map((submission, index) => decide(submission, parties[index] as Parties));
     const outcomes = await applyWindow(this.knex, decided.map((entry) => entry.item));
     return Promise.all(outcomes.map((outcome, index) => this.answer(decided[index] as Decided, outcome)));
@@ -57,7 +57,7 @@ export class TransferWindow {
 
   /** A transfer alone (its window failed as a whole): its parties, its decision, applied by the pipeline's rules. */
   async runAlone(submission: TransferSubmission): Promise<TransferOutcome> {
-    const [parties] = await new TransfersRepository(this.knex).parties([submission.request]);
+    const [parties] = await new TransfersRepository(this.knex).parties([{ userId: submission.request.userId, ...recipientLookup(submission.request) }]);
     const entry = decide(submission, parties as Parties);
     return this.alone(entry);
   }

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import { Keyset, type PageRequest } from '../../db/keyset';
 import { queryPrepared } from '../../db/prepared';
 import { toBigInt } from '../ledger';
-import { recipientLookup, type Parties, type TransferRequest } from './transfer-decision';
 
 type Db = Knex | Knex.Transaction;
 
@@ -86,6 +85,12 @@ const PARTIES_SQL = `SELECT i.n, s.id AS sender_id, s.status AS sender_status, r
   LEFT JOIN LATERAL (SELECT u.id, u.status FROM users u WHERE u.email = i.email OR u.phone = i.phone LIMIT 1) r ON true
  ORDER BY i.n`;
 
+/** A sender and a recipient as the parties' read finds them (undefined: no such user). */
+export interface PartiesFound {
+  sender: { id: string; status: string } | undefined;
+  recipient: { id: string; status: string } | undefined;
+}
+
 interface PartiesRow {
   n: number;
   sender_id: string | null;
@@ -102,13 +107,13 @@ export class TransfersRepository {
 
   /**
    * The parties of a window of transfers in one plain statement (nothing locked: ledger_post
-   * checks under its locks what money depends on): for each request, its sender and the platform
-   * user its identifier names (by e-mail, or by phone: `recipientLookup`), in order.
+   * checks under its locks what money depends on): for each lookup, its sender and the platform
+   * user with its e-mail or phone (`recipientLookup`), in order.
    */
-  async parties(requests: ReadonlyArray<TransferRequest>): Promise<Parties[]> {
-    const items = requests.map((request, index) => ({ n: index + 1, user_id: request.userId, ...recipientLookup(request) }));
+  async parties(lookups: ReadonlyArray<{ userId: string; email: string | null; phone: string | null }>): Promise<PartiesFound[]> {
+    const items = lookups.map((lookup, index) => ({ n: index + 1, user_id: lookup.userId, email: lookup.email, phone: lookup.phone }));
     const rows = await queryPrepared<PartiesRow>(this.db, 'transfer_parties', PARTIES_SQL, [JSON.stringify(items)]);
-    if (rows.length !== requests.length) throw new Error(`the parties' read answered ${rows.length} rows for ${requests.length} requests`);
+    if (rows.length !== lookups.length) throw new Error(`the parties' read answered ${rows.length} rows for ${lookups.length} requests`);
     return rows.map((row) => ({
       sender: row.sender_id === null ? undefined : { id: row.sender_id, status: row.sender_status as string },
       recipient: row.recipient_id === null ? undefined : { id: row.recipient_id, status: row.recipient_status as string },
