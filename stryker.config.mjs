@@ -11,6 +11,9 @@ const CRITICAL_CORE = [
   'src/modules/idempotency/idempotency-service.ts',
   'src/modules/idempotency/pending-key.ts', // a key claimed in the read and completed in the apply of the one write path
   'src/modules/writes/write-path.ts', // the one write path: the decision as data, the refusals it maps
+  'src/modules/writes/write-batch.ts', // a window's decisions applied in one statement: each item its outcome, a key not claimed left to the pipeline
+  'src/modules/transfers/transfer-decision.ts', // a transfer decided in memory: its route, its refusals, its posting and row
+  'src/modules/transfers/transfer-window.ts', // the transfers' windows: parties, decisions, outcomes in the transfer's words
   'src/modules/escrows/escrow-settlement.ts', // the escrow's posting plan: the one list of the accounts an action touches
   'src/modules/tontines/tontine-postings.ts', // the tontine's posting plan: a contribution and the pot's payout
   'src/modules/tontines/tontine-contributions.ts', // a contribution decided in memory: its rows, events and the state after it

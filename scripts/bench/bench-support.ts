@@ -289,7 +289,7 @@ export async function createBenchMember(knex: Knex, module: string): Promise<{ o
 
 /**
  * The probes' parties: `count` users (`party-<i>@probe.example`), each with a funded XOF
- * wallet and an open session, the rows transferCreateScript's pgbench script picks from.
+ * wallet and an open session, the rows transferScript's pgbench script picks from.
  */
 export async function fundedProbeParties(knex: Knex, count: number): Promise<void> {
   const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', API_KEY_PEPPER: 'bench-api-key-pepper-bench-api-key-pepper-0', PII_ENCRYPTION_KEY: BENCH_PII_KEY, MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'be'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'b'.repeat(40), SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' });
@@ -303,7 +303,7 @@ export async function fundedProbeParties(knex: Knex, count: number): Promise<voi
   for (const user of users) await sessions.open(knex, { id: user.id, is_admin: false });
 }
 
-export interface TransferCreateScript {
+export interface TransferScript {
   /** The pgbench script file. */
   script: string;
   /** Drops the parties table and the script. */
@@ -311,42 +311,42 @@ export interface TransferCreateScript {
 }
 
 /**
- * A pgbench script that calls `transfer_create` as POST /transfers does (same function, a fresh
- * key per call), between the users that have a session in `knex`'s database: each call draws
- * a sender and a different recipient among them. Needs at least two such users.
+ * A pgbench script that sends what POST /transfers sends the database for a transfer alone in
+ * its window (a fresh key per call): the session's check, the parties' read and
+ * write_apply_batch with the transfer's claim and decision, between the users that have a
+ * session in `knex`'s database: each call draws a sender and a different recipient among them.
+ * Needs at least two such users.
  */
-export async function transferCreateScript(
-  knex: Knex,
-  batchSize = 0,
-  options: { functionName?: string; withSession?: boolean } = {},
-): Promise<TransferCreateScript> {
-  const functionName = options.functionName ?? 'transfer_create';
-  const session = options.withSession === false ? 'NULL::uuid' : 'f.session_id';
+export async function transferScript(knex: Knex): Promise<TransferScript> {
   await knex.raw(`DROP TABLE IF EXISTS bench_parties`);
   await knex.raw(`CREATE TABLE bench_parties AS
     SELECT row_number() OVER (ORDER BY s.user_id)::int AS i, s.id AS session_id, s.user_id, u.email
       FROM sessions s JOIN users u ON u.id = s.user_id`);
   const parties = Number((await knex('bench_parties').count<Array<{ n: string }>>({ n: '*' }))[0]?.n);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-transfer-create-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbench-transfer-'));
   const script = path.join(dir, 'transfer.sql');
-  // batchSize > 0: one transfer_create_batch call of that many transfers (group commit).
+  const amount = '(1 + :i % 100)';
   fs.writeFileSync(
     script,
-    batchSize > 0
-      ? `\\set i random(1, ${parties})
-SELECT count(*) FROM transfer_create_batch((
-  SELECT jsonb_agg(jsonb_build_object('session_id', f.session_id, 'user_id', f.user_id, 'operation', '${CREATE_TRANSFER_OPERATION}',
-    'key', gen_random_uuid()::text, 'request_hash', encode(sha256(random()::text::bytea), 'hex'), 'lease_seconds', 60, 'ttl_hours', 24,
-    'currency', 'XOF', 'amount', (1 + g % 100)::text, 'note', NULL, 'identifier_kind', 'email', 'identifier', r.email, 'rail', NULL, 'phone_valid', true) ORDER BY g)
-    FROM generate_series(0, ${batchSize - 1}) g
-    JOIN bench_parties f ON f.i = 1 + (:i + g * 7) % ${parties}
-    JOIN bench_parties r ON r.i = 1 + (f.i + g % ${parties - 1}) % ${parties}));
-`
-      : `\\set i random(1, ${parties})
+    `\\set i random(1, ${parties})
 \\set j 1 + (:i + random(0, ${parties - 2})) % ${parties}
-SELECT t.id FROM bench_parties f, bench_parties r,
-  LATERAL ${functionName}(${session}, f.user_id, '${CREATE_TRANSFER_OPERATION}', gen_random_uuid()::text, encode(sha256(random()::text::bytea), 'hex'),
-    60, 24, 'XOF', 1 + :i % 100, NULL, 'email', r.email, NULL, true) t
+SELECT s.id, s.revoked_at, s.expires_at, u.status, u.is_admin FROM bench_parties f JOIN sessions s ON s.id = f.session_id JOIN users u ON u.id = s.user_id WHERE f.i = :i;
+SELECT s.id, s.status, r.id, r.status FROM bench_parties f JOIN bench_parties p ON p.i = :j JOIN users s ON s.id = f.user_id
+  LEFT JOIN LATERAL (SELECT u.id, u.status FROM users u WHERE u.email = p.email LIMIT 1) r ON true WHERE f.i = :i;
+SELECT count(*) FROM bench_parties f, bench_parties r, (SELECT gen_random_uuid() AS id, gen_random_uuid() AS token) x,
+  LATERAL write_apply_batch(jsonb_build_array(jsonb_build_object(
+    'claim', jsonb_build_object('user_id', f.user_id, 'organization_id', NULL, 'operation', '${CREATE_TRANSFER_OPERATION}', 'key', gen_random_uuid()::text,
+      'request_hash', encode(sha256(random()::text::bytea), 'hex'), 'claim_token', x.token, 'lease_seconds', 60, 'ttl_hours', 24),
+    'decision', jsonb_build_object(
+      'postings', jsonb_build_array(jsonb_build_object('kind', 'transfer.p2p', 'reference', x.id, 'metadata', jsonb_build_object('transfer_id', x.id, 'sender_user_id', f.user_id, 'rail', 'p2p'),
+        'entries', jsonb_build_array(
+          jsonb_build_object('account', jsonb_build_object('owner_type', 'user', 'owner_id', f.user_id, 'currency', 'XOF', 'kind', 'wallet'), 'amount_minor', (-${amount})::text),
+          jsonb_build_object('account', jsonb_build_object('owner_type', 'user', 'owner_id', r.user_id, 'currency', 'XOF', 'kind', 'wallet'), 'amount_minor', ${amount}::text)))),
+      'changes', jsonb_build_array(jsonb_build_object('table', 'transfers', 'op', 'insert', 'posting_ids', jsonb_build_object('posting_id', 0),
+        'set', jsonb_build_object('id', x.id, 'sender_user_id', f.user_id, 'rail', 'p2p', 'status', 'completed', 'currency', 'XOF', 'amount_minor', ${amount}::text,
+          'recipient_type', 'user', 'recipient_identifier', r.email, 'recipient_user_id', r.user_id, 'note', NULL, 'created_at', now(), 'updated_at', now()))),
+      'key', jsonb_build_object('claim_token', x.token, 'response_status', 200, 'resource_type', 'transfer', 'resource_id', x.id, 'resource_status', 'completed',
+        'resource_location', '/api/transfers/' || x.id))))) b
  WHERE f.i = :i AND r.i = :j;
 `,
   );

@@ -72,14 +72,22 @@ export interface AuthorizedOrganization {
 }
 
 /**
- * Operations whose Idempotency-Key is claimed by the effect's own SQL statement (POST /transfers:
- * transfer_create_batch claims it with the group commit): the pipeline checks the key and hands
- * it over as `idempotency` instead of claiming it. The one declared alternative to the pipeline.
+ * Operations on the one write path whose decisions are applied a window at a time, in one
+ * statement for the requests that arrive together (POST /transfers: write_apply_batch): the
+ * pipeline hands the handler the request's Idempotency-Key (`key`, the idempotency module's
+ * PendingKey: the same claim, the same rules for a key the claim did not get) instead of a
+ * transaction of its own, and checks the key was completed with the answer.
  */
-export const KEY_CLAIMED_IN_DATABASE = ['createTransfer'] as const satisfies readonly OperationId[];
-type KeyClaimedInDatabase = (typeof KEY_CLAIMED_IN_DATABASE)[number];
+export const APPLIED_IN_WINDOW = ['createTransfer'] as const satisfies readonly OperationId[];
+type AppliedInWindow = (typeof APPLIED_IN_WINDOW)[number];
 
-/** A key the effect claims itself (KEY_CLAIMED_IN_DATABASE): whose it is, for which operation, for which request. */
+/** The Idempotency-Key the pipeline hands an operation applied in a window (APPLIED_IN_WINDOW), to claim and complete with its decision. */
+export interface WindowKey {
+  /** Fences the key's completion; names the request across its runs. */
+  readonly claimToken: string;
+}
+
+/** A checked Idempotency-Key: whose it is, for which operation, for which request. */
 export interface IdempotencyClaim {
   operation: OperationId;
   key: string;
@@ -113,12 +121,12 @@ type KeyApplied<Id extends OperationId> = Operation<Id>['idempotency'] extends n
 /**
  * What the pipeline gives an operation whose Idempotency-Key it applies: the transaction the key
  * is claimed for and completed in (the handler's effect runs in it), or the key itself when the
- * effect claims it in the database.
+ * operation's decisions are applied a window at a time (APPLIED_IN_WINDOW).
  */
 type IdempotencyPart<Id extends OperationId> = KeyApplied<Id> extends false
   ? { trx?: undefined }
-  : Id extends KeyClaimedInDatabase
-    ? { idempotency: IdempotencyClaim }
+  : Id extends AppliedInWindow
+    ? { key: WindowKey }
     : { trx: Transaction };
 
 /**
@@ -128,7 +136,7 @@ type IdempotencyPart<Id extends OperationId> = KeyApplied<Id> extends false
  */
 type ResourcePart<Id extends OperationId> = KeyApplied<Id> extends false
   ? unknown
-  : Id extends KeyClaimedInDatabase
+  : Id extends AppliedInWindow
     ? unknown
     : { resource: IdempotentResource; afterCommit?: () => Promise<Answer<Id>> };
 
@@ -136,7 +144,7 @@ type ResourcePart<Id extends OperationId> = KeyApplied<Id> extends false
  * A refusal that keeps what the handler did (an expired quote is canceled, then 409
  * QuoteExpired): the transaction commits, the key is not consumed, and `refusal` is answered.
  */
-type RefusalPart<Id extends OperationId> = KeyApplied<Id> extends false ? never : Id extends KeyClaimedInDatabase ? never : { refusal: Error; data?: undefined };
+type RefusalPart<Id extends OperationId> = KeyApplied<Id> extends false ? never : Id extends AppliedInWindow ? never : { refusal: Error; data?: undefined };
 
 type Part<T> = [NonNullable<T>] extends [never] ? Record<never, never> : NonNullable<T>;
 type MultipartBody<T> = [NonNullable<T>] extends [{ content: { 'multipart/form-data': infer Body } }] ? Body : never;

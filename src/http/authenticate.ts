@@ -10,21 +10,9 @@ import { clientIp } from './rate-limit';
 import type { AuthContext } from './request-context';
 
 /**
- * Operations that check the session themselves, in the same database statement as their
- * effect (POST /transfers: `transfer_create` refuses a revoked or expired session and a user
- * who is not active, with the same 401s): for them the token is verified here but the session
- * is not looked up a second time. Each MUST hand `req.auth.sessionId` to its statement.
- */
-export const SESSION_CHECKED_BY_OPERATION: ReadonlyArray<{ method: string; path: string }> = [{ method: 'POST', path: '/api/transfers' }];
-
-function checksSessionItself(req: Request): boolean {
-  return SESSION_CHECKED_BY_OPERATION.some((operation) => operation.method === req.method && operation.path === req.originalUrl.split('?')[0]);
-}
-
-/**
  * passport-jwt checks the signature with the algorithm pinned, the issuer, the audience and
- * the expiry; then the auth module's AccessCheck judges the claims and the session (here, or
- * by the operation's own statement: SESSION_CHECKED_BY_OPERATION).
+ * the expiry; then the auth module's AccessCheck judges the claims and the session, for every
+ * operation.
  */
 export function createJwtStrategy(access: AccessCheck, jwtConfig: Config['jwt'], verified = new VerifiedTokens()): JwtStrategy {
   const extract = ExtractJwt.fromAuthHeaderAsBearerToken();
@@ -42,7 +30,7 @@ export function createJwtStrategy(access: AccessCheck, jwtConfig: Config['jwt'],
     (req: Request, payload: AccessTokenPayload, done: VerifiedCallback) => {
       const token = extract(req);
       if (token) verified.remember(token, payload);
-      checkSession(access, req, payload, done);
+      checkSession(access, payload, done);
     },
   );
 }
@@ -50,8 +38,8 @@ export function createJwtStrategy(access: AccessCheck, jwtConfig: Config['jwt'],
 /**
  * Tokens whose signature and claims already passed, until their expiry: verifying is
  * cryptography that gives the same answer for the same string. Only the verification is
- * remembered: the session is still checked on every request (here, or by the operation's
- * own statement), so a logout or a revoked session refuses the token at once.
+ * remembered: the session is still checked on every request, so a logout or a revoked session
+ * refuses the token at once.
  */
 export class VerifiedTokens {
   private readonly payloads = new Map<string, { payload: AccessTokenPayload; expiresAtMs: number }>();
@@ -75,14 +63,10 @@ export class VerifiedTokens {
   }
 }
 
-function checkSession(access: AccessCheck, req: Request, payload: AccessTokenPayload, done: VerifiedCallback): void {
+function checkSession(access: AccessCheck, payload: AccessTokenPayload, done: VerifiedCallback): void {
   const claimed = access.claims(payload);
   if ('refusal' in claimed) {
     done(null, false, { message: claimed.refusal });
-    return;
-  }
-  if (checksSessionItself(req)) {
-    done(null, claimed.caller satisfies AuthContext);
     return;
   }
   access
@@ -126,7 +110,7 @@ export function authenticate(access: AccessCheck, jwtConfig: Config['jwt'], apiK
       return;
     }
     const payload = token === undefined ? undefined : verified.recall(token);
-    if (payload) checkSession(access, req, payload, conclude as VerifiedCallback);
+    if (payload) checkSession(access, payload, conclude as VerifiedCallback);
     else authenticator.authenticate('jwt', { session: false }, conclude)(req, res, next);
   };
 }

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { withTransactionGuard, type TransactionGuard } from '../db/transaction';
 import { isUuid } from '../ids';
-import { KEY_CLAIMED_IN_DATABASE, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId, type UploadedFile } from '../contract';
+import { APPLIED_IN_WINDOW, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId, type UploadedFile } from '../contract';
 import { NotFoundError, NotImplementedError, UnauthorizedError } from '../errors';
 import { API_KEY_PREFIXES, ApiKeyNotAllowedError } from '../modules/api-keys';
 import { requestHash, validateIdempotencyKey, type IdempotencyService, type PostingObject } from '../modules/idempotency';
@@ -42,7 +42,7 @@ export interface MountOptions {
   notImplemented: readonly OperationId[];
   organizationAccess: OrganizationAccessService;
   /** Applies the Idempotency-Key of the operations whose contract declares it. */
-  idempotency: Pick<IdempotencyService, 'perform'>;
+  idempotency: Pick<IdempotencyService, 'perform' | 'pendingKey'>;
   /** Extra middleware in front of an operation (the login rate limiter). */
   before?: Partial<Record<OperationId, RequestHandler[]>>;
   /** Operations mounted elsewhere (health, ahead of the pipeline). */
@@ -250,13 +250,13 @@ function isEmptyObject(value: unknown): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 }
 
-const claimedInDatabase = new Set<OperationId>(KEY_CLAIMED_IN_DATABASE);
+const appliedInWindow = new Set<OperationId>(APPLIED_IN_WINDOW);
 
 /**
  * Runs the handler of an operation: when its contract declares an Idempotency-Key, inside the
  * transaction the pipeline opens for it (claim, replay, conflict and completion of the key
- * around it: IdempotencyService.perform), or with the key handed over when the effect claims
- * it in the database (KEY_CLAIMED_IN_DATABASE).
+ * around it: IdempotencyService.perform), or with the key handed over to the statement that
+ * applies a window of decisions (APPLIED_IN_WINDOW), which claims it by the same rules.
  */
 async function runHandler(
   req: Request,
@@ -271,9 +271,10 @@ async function runHandler(
   if (!declared) return handler(input);
   const claim = idempotencyClaimOf(req, operationId);
   if (!secured) return handler(input);
-  if (claimedInDatabase.has(operationId)) return handler({ ...input, idempotency: claim });
   const defaultStatus = OPERATIONS[operationId].statuses[0] as number;
   const scope = claim && { userId: claim.userId, organizationId: claim.organizationId, operation: operationId, key: claim.key, requestHash: claim.requestHash };
+  const key = scope && appliedInWindow.has(operationId) ? idempotency.pendingKey(scope, defaultStatus) : undefined;
+  if (key) return handler({ ...input, key }).then((result) => (key.completedWith ? result : Promise.reject(new Error(`operation ${operationId}: its window did not complete its key`))));
   // No body is stored with the key: a replay answers from the resource, never from a stored body.
   const result = await idempotency.perform<AnyResult>(scope, async (trx) => {
     const result = await handler({ ...input, trx });

@@ -52,7 +52,7 @@ describe('database functions as code', () => {
 
   it('every function of the database has its file under src/modules/<area>/sql/, and every file its function', async () => {
     const files = databaseFunctionFiles().map((file) => file.name);
-    expect(files).toEqual(expect.arrayContaining(['ledger_post', 'transfer_create']));
+    expect(files).toEqual(expect.arrayContaining(['ledger_post', 'write_apply', 'write_apply_batch']));
     expect([...(await functionDefinitions(knex)).keys()].sort()).toEqual([...files].sort());
   });
 

@@ -4,13 +4,15 @@ import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService, escrowStatusOf } from '../../src/modules/escrows';
 import { IdempotencyService } from '../../src/modules/idempotency';
-import { fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
+import { currencies, fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
 import { CONTRIBUTION_RESOURCE, contributionStatusOf, TontineService, type TontineView } from '../../src/modules/tontines';
+import { SandboxRail, TransferService } from '../../src/modules/transfers';
 import { testKnex } from '../support/database';
+import { transferClaim } from '../support/idempotency';
 import { createUser, type TestUser } from '../support/factories';
 
 /**
- * Round trips of the two busiest use cases, counted as the statements knex
+ * Round trips of the busiest use cases, counted as the statements knex
  * sends (its `query` events, prepared and raw statements included) while the use case runs,
  * its BEGIN and COMMIT aside. Everything the use case needs is counted: the lock, the checks,
  * the posting, the event (and the snapshot it takes before COMMIT) and the response.
@@ -260,5 +262,29 @@ describe('an escrow action', () => {
     expect(released.data.previous_status).toBe('delivered');
     expect(released.data.object).toEqual({ ...accepted, role: 'administrator', allowed_actions: [] });
     expect(released.payload).toEqual({ accepted_by: 'buyer', ...accepted.settlement });
+  });
+});
+
+describe('a transfer', () => {
+  const idempotency = new IdempotencyService(knex, { ttlHours: 24 });
+  const transfers = new TransferService({ knex, idempotency, rail: new SandboxRail() });
+  // On the one write path, a window at a time: the parties read in one plain statement, and
+  // the window applied in one (write_apply_batch: the key's claim, the posting, the row, the
+  // key's completion), which is its own transaction: no BEGIN, no COMMIT.
+  const TRANSFER_ROUND_TRIPS = 2;
+
+  it(`alone in its window, with its Idempotency-Key, is ${TRANSFER_ROUND_TRIPS} round trips, transaction control included (at most ${MONEY_REQUEST_ROUND_TRIPS})`, async () => {
+    const [sender, recipient] = [await funded(10_000n), await createUser()];
+    await currencies.require(knex, 'XOF', 'body.currency');
+    const input = { amount: 700, currency: 'XOF', recipientIdentifier: recipient.email as string };
+    const { result, statements } = await statementsOf(() => transfers.create({ userId: sender.id }, transferClaim(crypto.randomUUID(), input), input), { withTransactionControl: true });
+    console.log(`transfer: ${statements.length} round trips\n${statements.map((sql) => sql.replace(/\s+/g, ' ').slice(0, 100)).join('\n')}`);
+    expect(result.status).toBe('completed');
+    expect(statements.filter((sql) => TRANSACTION_CONTROL.test(sql))).toEqual([]);
+    expect(statements.filter((sql) => sql.includes('write_apply_batch(')).length).toBe(1);
+    expect(statements.length).toBe(TRANSFER_ROUND_TRIPS);
+    expect(statements.length).toBeLessThanOrEqual(MONEY_REQUEST_ROUND_TRIPS);
+    const [key] = await knex('idempotency_keys').where({ user_id: sender.id, operation: 'createTransfer' }).select('status', 'resource_id');
+    expect(key).toEqual({ status: 'completed', resource_id: result.id });
   });
 });

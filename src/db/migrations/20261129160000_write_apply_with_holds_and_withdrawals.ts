@@ -2,12 +2,13 @@ import type { Knex } from 'knex';
 import { applyDatabaseFunctions } from '../database-functions';
 
 /**
- * write_apply as it runs with every table the one path writes (held payouts and crypto
- * withdrawals among them) and the hold of a payout its recipient's limits refuse: each of the
- * migrations that brought one of them pinned its own text.
+ * write_apply as it runs: every table the one path writes (held payouts and crypto withdrawals
+ * among them), the hold of a payout its recipient's limits refuse, and accounts found through
+ * their identity index (write_account_id). Each of the migrations that brought one of these
+ * pinned its own text.
  */
 export const FUNCTIONS = {
-  write_apply: '6a7e8447ec873b19',
+  write_apply: 'fbc525af5f2ddf11',
 };
 
 export async function up(knex: Knex): Promise<void> {

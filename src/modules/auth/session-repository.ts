@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { prepared } from '../../db/prepared';
+import { queryPrepared } from '../../db/prepared';
 import type { UserStatus } from './user-repository';
 
 export interface SessionRow {
@@ -43,6 +43,9 @@ export interface SessionStanding {
 /** Why a session ended; stored in sessions.revoked_reason. */
 export type RevokedReason = 'logout' | 'rotated' | 'reuse_detected' | 'account_closed' | 'revoked_by_user' | 'password_reset' | 'password_changed';
 
+const SESSION_LOOKUP_SQL =
+  'SELECT s.id, s.revoked_at, s.expires_at, u.status, u.is_admin FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1 AND s.user_id = $2 LIMIT 1';
+
 export class SessionRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
@@ -63,14 +66,8 @@ export class SessionRepository {
 
   /** The session `id` of user `userId` with its user's status (a prepared statement: every authenticated request runs it). */
   async findStanding(id: string, userId: string): Promise<SessionStanding | undefined> {
-    const row = (await prepared(
-      'auth_session_lookup',
-      this.db('sessions as s')
-        .join('users as u', 'u.id', 's.user_id')
-        .where('s.id', id)
-        .andWhere('s.user_id', userId)
-        .first('s.id', 's.revoked_at', 's.expires_at', 'u.status', 'u.is_admin'),
-    )) as { id: string; revoked_at: Date | null; expires_at: Date; status: UserStatus; is_admin: boolean } | undefined;
+    // Raw on the driver (no query building): every authenticated request sends it.
+    const [row] = await queryPrepared<{ id: string; revoked_at: Date | null; expires_at: Date; status: UserStatus; is_admin: boolean }>(this.db, 'auth_session_lookup', SESSION_LOOKUP_SQL, [id, userId]);
     return row ? { id: row.id, revokedAt: row.revoked_at, expiresAt: row.expires_at, userStatus: row.status, isAdmin: row.is_admin } : undefined;
   }
 

@@ -130,7 +130,7 @@ export const idempotencyRepository = {
    * holding the same key right now makes `held` false, and nothing is inserted), then the
    * in_progress row unless the key exists. The claim commits or rolls back with the effect, so
    * a refused or failed effect leaves nothing to release. The lock's key is the one
-   * `transfer_create` takes for a user's key.
+   * `write_claim` takes for a user's key.
    */
   async claimInTransaction(trx: Knex.Transaction, input: ClaimInput): Promise<{ held: boolean; claimed?: IdempotencyRecord }> {
     const byOrganization = input.organizationId !== undefined;

@@ -238,7 +238,7 @@ export class IdempotencyService {
     effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>,
     options: KeyClaimedInRead,
   ): Promise<T> {
-    const key = new PendingKey(scope, hash, crypto.randomUUID(), this.terms, options.responseStatus, (db, first) => this.claim(db, scope, hash, first));
+    const key = this.pendingKey({ ...scope, requestHash: hash }, options.responseStatus);
     const outcome = await withPendingKey(trx, key, () => effect(trx));
     if (isRefusal(outcome)) throw new Error(`operation ${scope.operation} claims its key in its read: it refuses by throwing`);
     if (!key.claimed) throw new Error(`operation ${scope.operation} claims its key in its read, and read nothing`);
@@ -253,6 +253,17 @@ export class IdempotencyService {
     const done = await idempotencyRepository.complete(trx, key.claimed.id, key.claimed.claimToken, completionOf(outcome));
     if (!done) throw this.concurrent();
     return outcome.result;
+  }
+
+  /**
+   * The key of a request on the one write path, to be claimed by the statement that reads (or,
+   * in a window, applies) its decision and completed by the one that applies it; what that claim
+   * did not get is settled by `claim`, the rules of every other operation's key.
+   */
+  pendingKey(scope: IdempotencyScope & { requestHash: string }, responseStatus: number): PendingKey {
+    const { requestHash: hash, ...keyScope } = scope;
+    const claimToken = crypto.randomUUID();
+    return new PendingKey(keyScope, hash, claimToken, this.terms, responseStatus, (db, first) => this.claim(db, keyScope, hash, first, claimToken));
   }
 
   /** `work` in a transaction of its own, or in the group commit of postings for a posting request. */
@@ -298,17 +309,21 @@ export class IdempotencyService {
    * request of an earlier release that died (taken over once its lease lapses), or taken
    * over when it expired.
    */
-  private async claim(trx: Knex.Transaction, scope: IdempotencyScope, hash: string, first?: ClaimAttempt): Promise<ClaimedKey> {
+  private async claim(trx: Knex.Transaction, scope: IdempotencyScope, hash: string, first?: ClaimAttempt, ownToken?: string): Promise<ClaimedKey> {
     const input = { ...scope, requestHash: hash, leaseSeconds: this.leaseSeconds, ttlHours: this.ttlHours };
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const { held, claimed } = attempt === 0 && first ? first : await idempotencyRepository.claimInTransaction(trx, { ...input, claimToken: crypto.randomUUID() });
       if (claimed) return claimed;
       const existing = await idempotencyRepository.find(trx, scope);
       const now = Date.now();
+      // Completed by this very request in a run whose commit went through unanswered: its answer is the resource it made.
+      if (ownToken !== undefined && existing?.status === 'completed' && existing.claimToken === ownToken && existing.resourceId) {
+        throw new CompletedByThisRequest(existing.resourceId);
+      }
       if (!held) {
         // Someone holds the key's lock: a running first request, or a replay of a finished key
         // being answered. A completed key that has not expired never changes, so parallel
-        // replays all get its answer (as transfer_create gives them); otherwise it is in use.
+        // replays all get its answer; otherwise it is in use.
         if (existing?.status === 'completed' && existing.expiresAt.getTime() > now) throw await this.answerFrom(trx, existing, hash);
         throw this.concurrent();
       }
@@ -377,3 +392,8 @@ export class IdempotencyService {
 }
 
 type ProducedRecord = IdempotencyRecord & { resourceType: string; resourceId: string };
+
+/** Thrown by a claim that finds the key completed by the same request (its claim token): the answer is the resource it made. */
+export class CompletedByThisRequest extends Error {
+  constructor(readonly resourceId: string) { super('the Idempotency-Key was completed by this request'); }
+}

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { WindowKey } from '../../contract';
 import type { IdempotencyScope } from './idempotency-repository';
 
 /** A claimed key: its row and the token that fences its completion. */
@@ -21,7 +22,7 @@ export interface ClaimAttempt {
  * nothing (a replay, a reuse, a key held right now, one to take over) is settled by the
  * pipeline's own claim (`settle`), which throws the answer or claims the key.
  */
-export class PendingKey {
+export class PendingKey implements WindowKey {
   claimed: ClaimedKey | undefined;
   /** The response the key was completed with, by the statement that applied the decision. */
   completedWith: { responseStatus: number; resourceType: string; resourceId: string; resourceStatus: string } | undefined;

@@ -8,8 +8,9 @@ import type { AccountIdentity } from './ledger-types';
 
 /**
  * Group commit for the postings that services make in TypeScript: escrow
- * funding and settlement, tontine contributions and their payouts, payments received. Transfers
- * have their own, in SQL (transfer_create_batch); this one runs the same services' code, so the
+ * funding and settlement, tontine contributions and their payouts, payments received. Transfers,
+ * whose decision needs no locked read, are applied a window at a time in one statement
+ * (src/modules/writes/write-batch.ts); this one runs the same services' code, so the
  * lifecycle rules stay in one place (src/domain/lifecycle.ts).
  *
  * - Each item is a unit of work (`work(trx)`: the Idempotency-Key's claim, the effect, the key's

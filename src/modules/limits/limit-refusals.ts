@@ -1,7 +1,7 @@
 import { ConflictError, DomainError } from '../../errors';
 import { LIMITS, TIERS, nextTierOf, type LimitName, type Tier } from './limit-policy';
 
-/** What ledger_post says of a LimitExceeded refusal (and write_apply and transfer_create pass on). */
+/** What ledger_post says of a LimitExceeded refusal (and write_apply passes on). */
 export interface LimitRefusalDetail {
   account_id: string;
   owner_id: string | null;

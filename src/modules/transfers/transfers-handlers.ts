@@ -4,9 +4,8 @@ import type { TransferService } from './transfers-service';
 /** POST /transfers, GET /transfers, GET /transfers/{transferId}. */
 export function transfersHandlers(transfers: TransferService): Handlers<'createTransfer' | 'listTransfers' | 'getTransfer'> {
   return {
-    async createTransfer({ caller, idempotency, body }) {
-      // The session id goes along: transfer_create checks the session (and claims the key) in the transfer's own statement.
-      const data = await transfers.create(caller, idempotency, body);
+    async createTransfer({ caller, key, body }) {
+      const data = await transfers.create(caller, key, body);
       return { data, headers: { Location: `/api/transfers/${data.id}` } };
     },
     listTransfers: async ({ caller, query }) => ({ data: await transfers.list(caller, pageRequest(query)) }),

@@ -79,34 +79,25 @@ function toTransfer(row: Row): Transfer {
   };
 }
 
-/** What `transfer_create` needs: the caller, the key, and the request as parsed in Node. */
-export interface TransferRequest {
-  /** When given, the session must still be live and its user active (else SQLSTATE TRF01/TRF02). */
-  sessionId: string | null;
-  userId: string;
-  operation: string;
-  key: string;
-  requestHash: string;
-  leaseSeconds: number;
-  ttlHours: number;
-  currency: string;
-  amountMinor: bigint;
-  note: string | null;
-  identifier: { kind: 'email' | 'phone' | 'iban'; value: string };
-  rail: TransferRail | null;
-  /** Whether the identifier is a valid telephone number for its country (a phone without a rail may go to mobile money). */
-  phoneValid: boolean;
-  /**
-   * Names this request across its runs (a batch that failed as a whole runs its items again):
-   * a run that finds the key completed by this same attempt answers with its transfer.
-   */
-  attempt: string;
+const PARTIES_SQL = `SELECT i.n, s.id AS sender_id, s.status AS sender_status, r.id AS recipient_id, r.status AS recipient_status
+  FROM jsonb_to_recordset($1::jsonb) AS i(n integer, user_id uuid, email text, phone text)
+  LEFT JOIN users s ON s.id = i.user_id
+  LEFT JOIN LATERAL (SELECT u.id, u.status FROM users u WHERE u.email = i.email OR u.phone = i.phone LIMIT 1) r ON true
+ ORDER BY i.n`;
+
+/** A sender and a recipient as the parties' read finds them (undefined: no such user). */
+export interface PartiesFound {
+  sender: { id: string; status: string } | undefined;
+  recipient: { id: string; status: string } | undefined;
 }
 
-const TRANSFER_CREATE_BATCH_SQL = 'SELECT b.item, b.code, b.detail, (b.transfer).* FROM transfer_create_batch($1::jsonb) AS b ORDER BY b.item';
-
-/** One item's answer: the transfer made, or its refusal (SQLSTATE TRF01...TRF14 and its JSON DETAIL). */
-export type TransferOutcome = { transfer: Transfer } | { code: string; detail: string | null };
+interface PartiesRow {
+  n: number;
+  sender_id: string | null;
+  sender_status: string | null;
+  recipient_id: string | null;
+  recipient_status: string | null;
+}
 
 const TRANSFERS = new Keyset({ table: 'transfers', alias: 't', noun: 'one of your transfers' });
 
@@ -115,34 +106,18 @@ export class TransfersRepository {
   constructor(private readonly db: Db) {}
 
   /**
-   * POST /transfers for a group of requests in one prepared statement (`transfer_create_batch`,
-   * one transaction): for each, the session, the idempotency key, the recipient, the wallets,
-   * the posting, the transfer row and the completed key (`transfer_create`). One outcome per
-   * request, in order; an error that is no request's own refusal fails the whole call.
+   * The parties of a window of transfers in one plain statement (nothing locked: ledger_post
+   * checks under its locks what money depends on): for each lookup, its sender and the platform
+   * user with its e-mail or phone (`recipientLookup`), in order.
    */
-  async createBatch(requests: readonly TransferRequest[]): Promise<TransferOutcome[]> {
-    const items = requests.map((request) => ({
-      session_id: request.sessionId,
-      user_id: request.userId,
-      operation: request.operation,
-      key: request.key,
-      request_hash: request.requestHash,
-      lease_seconds: request.leaseSeconds,
-      ttl_hours: request.ttlHours,
-      currency: request.currency,
-      amount: request.amountMinor.toString(),
-      note: request.note,
-      identifier_kind: request.identifier.kind,
-      identifier: request.identifier.value,
-      rail: request.rail,
-      phone_valid: request.phoneValid,
-      attempt: request.attempt,
+  async parties(lookups: ReadonlyArray<{ userId: string; email: string | null; phone: string | null }>): Promise<PartiesFound[]> {
+    const items = lookups.map((lookup, index) => ({ n: index + 1, user_id: lookup.userId, email: lookup.email, phone: lookup.phone }));
+    const rows = await queryPrepared<PartiesRow>(this.db, 'transfer_parties', PARTIES_SQL, [JSON.stringify(items)]);
+    if (rows.length !== lookups.length) throw new Error(`the parties' read answered ${rows.length} rows for ${lookups.length} requests`);
+    return rows.map((row) => ({
+      sender: row.sender_id === null ? undefined : { id: row.sender_id, status: row.sender_status as string },
+      recipient: row.recipient_id === null ? undefined : { id: row.recipient_id, status: row.recipient_status as string },
     }));
-    const rows = await queryPrepared<Row & { item: number; code: string | null; detail: string | null }>(this.db, 'transfer_create_batch', TRANSFER_CREATE_BATCH_SQL, [
-      JSON.stringify(items),
-    ]);
-    if (rows.length !== requests.length) throw new Error(`transfer_create_batch answered ${rows.length} rows for ${requests.length} requests`);
-    return rows.map((row) => (row.code === null ? { transfer: toTransfer(row) } : { code: row.code, detail: row.detail }));
   }
 
   async findById(id: string): Promise<Transfer | undefined> {

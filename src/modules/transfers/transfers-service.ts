@@ -1,18 +1,18 @@
-import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isValidPhoneNumber } from 'libphonenumber-js';
 import type { Logger } from 'pino';
-import { NotFoundError, UnauthorizedError, UnprocessableError, ValidationError } from '../../errors';
+import { NotFoundError, ValidationError } from '../../errors';
 import { toPage, type Page, type PageRequest } from '../../db/keyset';
-import { isConnectionLoss, isRetryableDatabaseError, withTransaction } from '../../db/transaction';
-import { currencies, externalClearingAccount, formatMinor, GroupCommit, insufficientFunds, minorToNumber, parseAmount, platformAccount, post, walletFrozen, walletOf, type Currency } from '../ledger';
-import type { Caller, IdempotencyClaim } from '../../contract';
-import { keyAlreadyProcessed, keyReused, type IdempotencyService, type ResourceStatusReader } from '../idempotency';
+import { withTransaction } from '../../db/transaction';
+import { currencies, externalClearingAccount, minorToNumber, parseAmount, platformAccount, post, walletOf, type Currency } from '../ledger';
+import type { Caller, IdempotencyClaim, WindowKey } from '../../contract';
+import { PendingKey, type IdempotencyService, type ResourceStatusReader } from '../idempotency';
 import { parseIdentifier } from './recipient';
 import type { PayoutOutcome, PayoutRail, RailAdapter } from './rails';
-import { TransfersRepository, type RecipientType, type Transfer, type TransferOutcome, type TransferRail, type TransferRequest, type TransferStatus } from './transfers-repository';
+import { TransfersRepository, type RecipientType, type Transfer, type TransferRail, type TransferStatus } from './transfers-repository';
+import type { TransferRequest } from './transfer-decision';
+import { TransferWindow, type TransferOutcome, type TransferSubmission } from './transfer-window';
 import { readConnection } from '../../db/read-routing';
-import { limitRefusal, recipientCannotReceive } from '../limits';
 
 /** The contract's `note.maxLength`. */
 const NOTE_MAX_CHARACTERS = 280;
@@ -43,8 +43,6 @@ export interface TransferView {
 
 export type TransferPage = Page<TransferView>;
 
-/** Attempts of a transfer alone (a batch that failed as a whole, item by item) when PostgreSQL aborts it for a deadlock or a serialization failure. */
-const CREATE_ATTEMPTS = 4;
 /**
  * How long a transfer handed to its rail is left to it: no instance hands it over again
  * before. A transfer still pending after that (its outcome never came: the
@@ -103,22 +101,17 @@ export class TransferService {
   private readonly handedOver = new Set<string>();
   private readonly railLeaseSeconds: number;
   private readonly outcomeWaitSeconds: number;
-  /** Transfers that arrive together are made in one transaction (transfer_create_batch), each with its own outcome. */
-  readonly batcher: GroupCommit<TransferRequest, TransferOutcome>;
+  /** Transfers that arrive together are made in one statement (write_apply_batch), each with its own outcome. */
+  readonly batcher: TransferWindow['batcher'];
+  private readonly window: TransferWindow;
 
   constructor(private readonly deps: TransferServiceDeps) {
     this.knex = deps.knex;
     this.logger = deps.logger;
     this.railLeaseSeconds = deps.railLeaseSeconds ?? RAIL_HANDOVER_LEASE_SECONDS;
     this.outcomeWaitSeconds = deps.outcomeWaitSeconds ?? RAIL_OUTCOME_WAIT_SECONDS;
-    this.batcher = new GroupCommit<TransferRequest, TransferOutcome>({
-      ...deps.batch,
-      runBatch: (requests) => new TransfersRepository(this.knex).createBatch(requests),
-      runOne: (request) => this.createAlone(request),
-      onBatch: (size, failed) => {
-        if (failed) this.logger?.warn({ size }, 'a batch of transfers failed as a whole: its transfers run again one by one');
-      },
-    });
+    this.window = new TransferWindow(this.knex, this.logger, deps.batch);
+    this.batcher = this.window.batcher;
     deps.rail.onOutcome(async (transferId, outcome) => {
       await this.settle(transferId, outcome);
       this.handedOver.delete(transferId);
@@ -126,14 +119,12 @@ export class TransferService {
   }
 
   /**
-   * POST /transfers. Its Idempotency-Key is the one the pipeline hands over rather than claims
-   * (KEY_CLAIMED_IN_DATABASE): transfer_create_batch claims it in the transfer's own statement.
+   * POST /transfers, on the one write path: `key` is the Idempotency-Key the pipeline hands over
+   * (a trusted caller, a test or a job, gives the checked claim, made into the same key). The
+   * caller's session was checked by the authentication, as for every operation.
    */
-  async create(caller: Pick<Caller, 'userId'> & Partial<Pick<Caller, 'sessionId'>>, claim: Pick<IdempotencyClaim, 'operation' | 'key' | 'requestHash'>, input: CreateTransferInput): Promise<TransferView> {
-    // The caller's session, when given (the HTTP caller's), is checked by the database in the
-    // transfer's own statement; trusted callers (tests, jobs) give the user alone.
+  async create(caller: Pick<Caller, 'userId'>, key: WindowKey | Pick<IdempotencyClaim, 'operation' | 'key' | 'requestHash'>, input: CreateTransferInput): Promise<TransferView> {
     const { userId } = caller;
-    const sessionId = caller.sessionId ?? null;
     // Checks of the request alone come first: a 400 never touches the key.
     const currency = await currencies.require(this.knex, input.currency, 'body.currency');
     const amountMinor = parseAmount(input.amount, currency.exponent, { field: 'body.amount' });
@@ -143,31 +134,25 @@ export class TransferService {
       throw ValidationError.field('body.note', `note is at most ${NOTE_MAX_CHARACTERS} characters.`);
     }
     const identifier = parseIdentifier(input.recipientIdentifier, input.rail);
-
-    // Everything else is one statement (transfer_create, within the batch of the transfers
-    // that arrive together): the key is claimed in the same transaction as the effect, so checks
-    // that depend on the state of the world (recipient, balance, frozen wallets) run after it: a
-    // replay of a processed key answers 409 with the transfer it produced even when the same
-    // request would now be refused, and a refusal rolls back without consuming the key.
     const request: TransferRequest = {
-      sessionId,
       userId,
-      operation: claim.operation,
-      key: claim.key,
-      requestHash: claim.requestHash,
-      ...this.deps.idempotency.terms,
       currency: currency.code,
       amountMinor,
       note,
       identifier,
       rail: input.rail ?? null,
       phoneValid: identifier.kind === 'phone' && input.rail === undefined ? isValidPhoneNumber(identifier.value) : true,
-      attempt: crypto.randomUUID(),
     };
-    const outcome = await this.batcher.submit(request);
-    if (!('transfer' in outcome)) throw this.refusal(outcome, currency);
-    const transfer = outcome.transfer;
-    const view = toView(transfer, currency);
+    // Everything else happens once the key is this request's (claimed by the window's
+    // statement): a replay of a processed key answers 409 with the transfer it produced even
+    // when the same request would now be refused, and a refusal rolls back without consuming it.
+    const submission: TransferSubmission = {
+      request,
+      key: this.keyOf(userId, key),
+    };
+    const outcome: TransferOutcome = await this.window.submit(submission);
+    if ('error' in outcome) throw outcome.error;
+    const view = toView(outcome.transfer, currency);
     if (view.status === 'pending') {
       // After commit, outside the request's critical path: a slow rail never holds a lock.
       const dispatch = this.dispatch(view.id).finally(() => this.dispatching.delete(dispatch));
@@ -176,17 +161,11 @@ export class TransferService {
     return view;
   }
 
-  /** One transfer in its own transaction (the items of a batch that failed as a whole), retried on a deadlock or a serialization failure. */
-  private async createAlone(request: TransferRequest): Promise<TransferOutcome> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const [outcome] = await new TransfersRepository(this.knex).createBatch([request]);
-        return outcome as TransferOutcome;
-      } catch (error) {
-        // A lost connection is retried too: the key answers for an attempt that did commit.
-        if (attempt >= CREATE_ATTEMPTS || !(isRetryableDatabaseError(error) || isConnectionLoss(error))) throw error;
-      }
-    }
+  /** The pipeline's key, or the same key made from a trusted caller's checked claim. */
+  private keyOf(userId: string, key: WindowKey | Pick<IdempotencyClaim, 'operation' | 'key' | 'requestHash'>): PendingKey {
+    if (key instanceof PendingKey) return key;
+    if (!('operation' in key)) throw new TypeError('a transfer needs the Idempotency-Key the pipeline hands over');
+    return this.deps.idempotency.pendingKey({ userId, operation: key.operation, key: key.key, requestHash: key.requestHash }, 200);
   }
 
   /** GET /transfers/{transferId}: a transfer the caller sent or received. */
@@ -315,57 +294,7 @@ export class TransferService {
       return false;
     }
   }
-
-  /** The domain error of a transfer_create refusal (SQLSTATEs TRF01...TRF14). */
-  private refusal(refused: { code: string; detail: string | null }, currency: Currency): unknown {
-    const { code, detail } = refused;
-    const details = (): Record<string, string | null> => JSON.parse(detail ?? '{}') as Record<string, string | null>;
-    switch (code) {
-      case 'TRF01':
-        return new UnauthorizedError('The session has ended: log in again.');
-      case 'TRF02':
-        return new UnauthorizedError(`The account is ${detail ?? 'not active'}.`);
-      case 'TRF03':
-        return this.deps.idempotency.concurrent();
-      case 'TRF04': {
-        const d = details();
-        return keyAlreadyProcessed({ resourceType: String(d.resource_type), resourceId: String(d.resource_id), status: String(d.resource_status), resourceLocation: d.location ?? null });
-      }
-      case 'TRF05': {
-        const d = details();
-        const produced = d.status === 'completed' && d.resource_type && d.resource_id;
-        return keyReused(
-          String(d.operation),
-          produced ? { resourceType: String(d.resource_type), resourceId: String(d.resource_id), status: String(d.resource_status ?? 'unknown'), resourceLocation: d.location ?? null } : undefined,
-        );
-      }
-      case 'TRF06':
-        return new NotFoundError('No platform user has this e-mail address or telephone number.', 'RecipientNotFound');
-      case 'TRF07':
-        return new UnprocessableError('SelfTransfer', 'You cannot send money to yourself.');
-      case 'TRF08':
-        return ValidationError.field('body.recipientIdentifier', 'recipientIdentifier is not a valid telephone number for its country.');
-      case 'TRF09':
-        return new NotFoundError('Your user account no longer exists.', 'NotFound');
-      case 'TRF10':
-        return new UnprocessableError('SenderLocked', 'Your account is locked: it cannot send money. Contact support.');
-      case 'TRF11':
-        return walletFrozen(details().party === 'sender' ? 'sender' : 'recipient');
-      case 'TRF12': {
-        const d = details();
-        const funds = { currency: currency.code, available: formatMinor(BigInt(d.available ?? '0'), currency.exponent), required: formatMinor(BigInt(d.required ?? '0'), currency.exponent) };
-        return insufficientFunds(funds, 'this transfer');
-      }
-      case 'TRF13':
-        return limitRefusal(details());
-      case 'TRF14':
-        return recipientCannotReceive();
-      default:
-        return new Error(`transfer_create refused with an unknown SQLSTATE ${code}`);
-    }
-  }
 }
-
 
 export async function toTransferView(db: Knex | Knex.Transaction, transfer: Transfer): Promise<TransferView> {
   return toView(transfer, await currencies.require(db, transfer.currency));

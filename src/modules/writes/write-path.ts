@@ -150,7 +150,7 @@ export async function readLocked<Row extends object>(trx: Knex.Transaction, read
 }
 
 /** The status the request answers with: the decision's, or the operation's own. */
-function responseStatusOf(decision: Decision, key: PendingKey): number {
+export function responseStatusOf(decision: Decision, key: PendingKey): number {
   return decision.answer.status ?? key.responseStatus;
 }
 
@@ -161,16 +161,21 @@ function responseStatusOf(decision: Decision, key: PendingKey): number {
  * posting_ids `{}`): JSON.stringify drops it.
  */
 function decisionJson(decision: Decision, key: PendingKey | undefined): string {
-  return JSON.stringify(decisionObject(decision, key));
+  return JSON.stringify(decisionData(decision, (decided) => (key?.claimed ? { ...key.claimed, responseStatus: responseStatusOf(decided, key) } : null)));
 }
 
-function decisionObject(decision: Decision, key: PendingKey | undefined): Record<string, unknown> {
+/** The completion of a decision's key: by the claim's id (left out while the key is still to be claimed: write_apply_batch fills it in). */
+export type KeyCompletion = { id?: string; claimToken: string; responseStatus: number } | null;
+
+/** The decision as data for write_apply; `completionOf` names its key's completion (a held payout's alternative has its own answer). */
+export function decisionData(decision: Decision, completionOf: (decided: Decision) => KeyCompletion): Record<string, unknown> {
   const { resource } = decision.answer;
   const { hold } = decision;
   if (hold && (hold.instead.postings?.length ?? 0) !== hold.posting) {
     throw new TypeError(`a held payout's decision has the ${hold.posting} postings before the payout, not ${hold.instead.postings?.length ?? 0}`);
   }
   if (hold?.instead.hold) throw new TypeError("a held payout's decision holds nothing itself");
+  const completion = completionOf(decision);
   return {
     postings: (decision.postings ?? []).map((posting) => ({
       kind: posting.kind,
@@ -214,18 +219,18 @@ function decisionObject(decision: Decision, key: PendingKey | undefined): Record
       previous_status: event.previousStatus,
       posting_ids: event.postingIds,
     })),
-    key: key?.claimed
+    key: completion
       ? {
-          id: key.claimed.id,
-          claim_token: key.claimed.claimToken,
-          response_status: responseStatusOf(decision, key),
+          id: completion.id,
+          claim_token: completion.claimToken,
+          response_status: completion.responseStatus,
           resource_type: resource.type,
           resource_id: resource.id,
           resource_status: resource.status,
           resource_location: resource.location,
         }
       : null,
-    hold: hold ? { posting: hold.posting, owner_id: hold.ownerId, instead: decisionObject(hold.instead, key) } : undefined,
+    hold: hold ? { posting: hold.posting, owner_id: hold.ownerId, instead: decisionData(hold.instead, completionOf) } : undefined,
   };
 }
 
@@ -276,7 +281,8 @@ export function isLedgerRefusal(error: unknown): boolean {
   return error instanceof Error && REFUSED_BY_LEDGER.has(error);
 }
 
-function refusalOf(error: unknown, decision: Decision): unknown {
+/** What a refusal of write_apply (its SQLSTATE and DETAIL) answers: the ledger's error, 409 ConcurrentOperation, 409 DuplicatePosting; anything else as it is. */
+export function refusalOf(error: unknown, decision: Decision): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
   if (code === 'WRT01') {
     const refused = JSON.parse(detail as string) as { refusal: string; account_id: string; owner_id: string | null; currency: string; available: string; required: string };

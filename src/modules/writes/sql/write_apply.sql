@@ -6,7 +6,7 @@
 -- sequence and, for an organisation's object, its webhook deliveries; and the completion of the
 -- request's Idempotency-Key, fenced by its claim token. A row's column or an event's payload
 -- field may take the id of one of the decision's postings, named by its index (`posting_ids`).
--- Accounts named by identity are found, or created on their first use. A refusal of the ledger
+-- Accounts named by identity are found (write_account_id), or created on their first use. A refusal of the ledger
 -- (InsufficientFunds, AccountFrozen, LimitExceeded) raises WRT01 with its details (amounts written in the
 -- currency's exponent) before anything else is written, so the caller's transaction (or
 -- savepoint) rolls back as a whole: a decision is applied entirely or not at all. A decision
@@ -53,9 +53,7 @@ BEGIN
       account_id := (entry->>'account_id')::uuid;
       IF account_id IS NULL THEN
         account := entry->'account';
-        SELECT a.id INTO account_id FROM ledger_accounts a
-         WHERE a.owner_type = account->>'owner_type' AND a.owner_id IS NOT DISTINCT FROM (account->>'owner_id')::uuid
-           AND a.currency = account->>'currency' AND a.kind = account->>'kind' AND a.external_ref IS NOT DISTINCT FROM account->>'external_ref';
+        account_id := write_account_id(account);
         IF account_id IS NULL THEN
           INSERT INTO ledger_accounts (owner_type, owner_id, currency, kind, external_ref, allow_negative)
           VALUES (account->>'owner_type', (account->>'owner_id')::uuid, account->>'currency', account->>'kind', account->>'external_ref',
@@ -65,9 +63,7 @@ BEGIN
         END IF;
         IF account_id IS NULL THEN
           -- Created by a concurrent transaction between our read and our insert (and committed).
-          SELECT a.id INTO account_id FROM ledger_accounts a
-           WHERE a.owner_type = account->>'owner_type' AND a.owner_id IS NOT DISTINCT FROM (account->>'owner_id')::uuid
-             AND a.currency = account->>'currency' AND a.kind = account->>'kind' AND a.external_ref IS NOT DISTINCT FROM account->>'external_ref';
+          account_id := write_account_id(account);
         END IF;
       END IF;
       accounts := accounts || account_id;

@@ -1,10 +1,35 @@
--- POST /transfers in one statement: the session, the idempotency key (claimed in the same
--- transaction as the effect), the recipient, the wallets, the posting (through ledger_post),
--- the transfer row and the completed key (its claim_token is p_attempt when given). Refusals are SQLSTATEs TRF01...TRF14, mapped by the
--- transfers module (transfers-service.ts) to domain errors; DETAIL carries their JSON details.
--- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
--- test/integration/database-functions.test.ts fails when the database's function differs.
-CREATE OR REPLACE FUNCTION transfer_create(
+import type { Knex } from 'knex';
+import { applyDatabaseFunctions } from '../database-functions';
+
+/**
+ * POST /transfers on the one write path: its decisions are applied a window at a time by
+ * write_apply_batch (each transfer: write_claim, then write_apply, in its own subtransaction),
+ * so the transfer's own functions go: transfer_create (the session, the key, the parties, the
+ * wallets' checks and accounts that ledger_post and write_apply already own) and its group
+ * commit transfer_create_batch. Down puts them back as they were (their text below).
+ * write_apply finds an account named by identity through write_account_id, by the identity
+ * index (its lookup by IS NOT DISTINCT FROM read every account of the owner type).
+ */
+export const FUNCTIONS = {
+  write_account_id: 'c7266722abe4e032',
+  write_apply: 'fba126aee9290a3f',
+  write_apply_batch: '0c75edb85c758689',
+};
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw('DROP FUNCTION IF EXISTS transfer_create_batch(jsonb)');
+  await knex.raw('DROP FUNCTION IF EXISTS transfer_create(uuid, uuid, text, text, text, integer, integer, text, bigint, text, text, text, text, boolean, uuid)');
+  await applyDatabaseFunctions(knex, FUNCTIONS);
+}
+
+export async function down(knex: Knex): Promise<void> {
+  // write_apply and write_account_id stay: write_apply does what it did, found by the index.
+  await knex.raw('DROP FUNCTION IF EXISTS write_apply_batch(jsonb)');
+  await knex.raw(TRANSFER_CREATE);
+  await knex.raw(TRANSFER_CREATE_BATCH);
+}
+
+const TRANSFER_CREATE = String.raw`CREATE OR REPLACE FUNCTION transfer_create(
   p_session_id uuid, p_user_id uuid, p_operation text, p_key text, p_request_hash text,
   p_lease_seconds integer, p_ttl_hours integer,
   p_currency text, p_amount bigint, p_note text,
@@ -182,3 +207,63 @@ BEGIN
   RETURN NEXT v_transfer;
 END;
 $$;
+`;
+
+const TRANSFER_CREATE_BATCH = String.raw`CREATE OR REPLACE FUNCTION transfer_create_batch(p_items jsonb)
+RETURNS TABLE (item integer, code text, detail text, transfer transfers)
+LANGUAGE plpgsql AS $$
+DECLARE
+  it record;
+  v_code text;
+  v_detail text;
+BEGIN
+  -- Every wallet and transit account the items can touch, locked once in id order. An account
+  -- created by an item (a recipient's first wallet) is new and seen by no one else before commit.
+  PERFORM 1 FROM ledger_accounts a
+   WHERE a.id IN (
+     SELECT w.id FROM jsonb_to_recordset(p_items) AS i(user_id uuid, currency text)
+       JOIN ledger_accounts w ON w.owner_type = 'user' AND w.owner_id = i.user_id AND w.currency = i.currency AND w.kind = 'wallet' AND w.external_ref IS NULL
+     UNION ALL
+     SELECT w.id FROM jsonb_to_recordset(p_items) AS i(currency text, identifier_kind text, identifier text, rail text)
+       JOIN users u ON (i.identifier_kind = 'email' AND u.email = i.identifier)
+       JOIN ledger_accounts w ON w.owner_type = 'user' AND w.owner_id = u.id AND w.currency = i.currency AND w.kind = 'wallet' AND w.external_ref IS NULL
+     UNION ALL
+     SELECT w.id FROM jsonb_to_recordset(p_items) AS i(currency text, identifier_kind text, identifier text, rail text)
+       JOIN users u ON (i.identifier_kind = 'phone' AND i.rail IS DISTINCT FROM 'mobile_money' AND u.phone = i.identifier)
+       JOIN ledger_accounts w ON w.owner_type = 'user' AND w.owner_id = u.id AND w.currency = i.currency AND w.kind = 'wallet' AND w.external_ref IS NULL
+     UNION ALL
+     SELECT w.id FROM jsonb_to_recordset(p_items) AS i(currency text, identifier_kind text)
+       JOIN ledger_accounts w ON w.owner_type = 'platform' AND w.owner_id IS NULL AND w.currency = i.currency AND w.kind = 'rail_transit'
+        AND w.external_ref = CASE i.identifier_kind WHEN 'iban' THEN 'bank' ELSE 'mobile_money' END
+      WHERE i.identifier_kind IN ('iban', 'phone'))
+   ORDER BY a.id
+     FOR UPDATE;
+
+  FOR it IN
+    SELECT x.n, x.v FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(v, n) ORDER BY x.n
+  LOOP
+    item := it.n;
+    code := NULL;
+    detail := NULL;
+    transfer := NULL;
+    BEGIN
+      SELECT * INTO transfer FROM transfer_create(
+        (it.v->>'session_id')::uuid, (it.v->>'user_id')::uuid, it.v->>'operation', it.v->>'key', it.v->>'request_hash',
+        (it.v->>'lease_seconds')::integer, (it.v->>'ttl_hours')::integer,
+        it.v->>'currency', (it.v->>'amount')::bigint, it.v->>'note',
+        it.v->>'identifier_kind', it.v->>'identifier', it.v->>'rail', (it.v->>'phone_valid')::boolean, (it.v->>'attempt')::uuid);
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS v_code = RETURNED_SQLSTATE, v_detail = PG_EXCEPTION_DETAIL;
+      -- Only the item's own refusals are outcomes; anything else fails the batch.
+      IF v_code NOT LIKE 'TRF__' THEN
+        RAISE;
+      END IF;
+      code := v_code;
+      detail := nullif(v_detail, '');
+      transfer := NULL;
+    END;
+    RETURN NEXT;
+  END LOOP;
+END;
+$$;
+`;
