@@ -328,8 +328,7 @@ function answerOperation(
 ): (req: Request, res: Response) => Promise<void> {
   const operation = OPERATIONS[operationId];
   const defaultStatus = operation.statuses[0] as number;
-  // Every call but a read may change state, whatever the role rules call a write (x-access.write):
-  // a key revoked meanwhile must not see such a call commit.
+  // Any call but a read may change state (whatever x-access.write says): a key revoked meanwhile must not see it commit.
   const writes = operation.method !== 'get' || (operation as { access?: { write?: boolean } }).access?.write === true;
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
