@@ -26,16 +26,26 @@ async function customersNamed(orgId: string, name: string): Promise<number> {
   return Number(rows[0]?.n);
 }
 
+/** Whether a request waits on a lock of the api_keys rows (recording the key's use, or its transaction's check of the key). */
+async function waitingOnTheKey(): Promise<boolean> {
+  const rows = (await testKnex().raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%api_keys%'`)) as { rows: { n: number }[] };
+  return (rows.rows[0]?.n ?? 0) > 0;
+}
+
+/** A revocation under way: the key's row locked and marked revoked, not committed yet. */
+async function revocationUnderWay(key: { id: string; creator: { id: string } }) {
+  const revocation = await testKnex().transaction();
+  await revocation('api_keys').where({ id: key.id }).forUpdate().first('id');
+  await revocation('api_keys').where({ id: key.id }).update({ revoked_at: revocation.fn.now(), revoked_by: key.creator.id });
+  return revocation;
+}
+
 describe.runIf(databaseKind() === 'postgres')('a write racing the revocation of its key (PostgreSQL)', () => {
   it('a write authenticated before the revocation committed waits for it, then answers 401 and creates nothing', { timeout: 60_000 }, async () => {
     const org = await createOrganization();
     const key = await createApiKey(app, org, ['invoices:write']);
-    const knex = testKnex();
-    // The revocation is under way: the key's row locked and marked, not committed yet.
-    const revocation = await knex.transaction();
+    const revocation = await revocationUnderWay(key);
     try {
-      await revocation('api_keys').where({ id: key.id }).forUpdate().first('id');
-      await revocation('api_keys').where({ id: key.id }).update({ revoked_at: revocation.fn.now(), revoked_by: key.creator.id });
       const name = `Racer ${crypto.randomUUID().slice(0, 8)}`;
       let settled = false;
       const write = request(app).post(`${businessPath(org.id)}/customers`).set(key.auth).send({ name }).then((res) => {
@@ -44,10 +54,6 @@ describe.runIf(databaseKind() === 'postgres')('a write racing the revocation of 
       });
       // The request read the key before the revocation committed, and now waits on the key's row
       // (recording the key's use, or its transaction's check of the key).
-      const waitingOnTheKey = async () => {
-        const rows = (await knex.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%api_keys%'`)) as { rows: { n: number }[] };
-        return (rows.rows[0]?.n ?? 0) > 0;
-      };
       await until(async () => settled || (await waitingOnTheKey()), 30_000);
       await revocation.commit();
       const res = await write;
@@ -61,25 +67,18 @@ describe.runIf(databaseKind() === 'postgres')('a write racing the revocation of 
   it('a write the role rules do not call one (PATCH network-status) is held to the same check: 401, and the status is unchanged', { timeout: 60_000 }, async () => {
     const org = await createOrganization();
     const key = await createApiKey(app, org, ['network_status:write']);
-    const knex = testKnex();
-    const revocation = await knex.transaction();
+    const revocation = await revocationUnderWay(key);
     try {
-      await revocation('api_keys').where({ id: key.id }).forUpdate().first('id');
-      await revocation('api_keys').where({ id: key.id }).update({ revoked_at: revocation.fn.now(), revoked_by: key.creator.id });
       let settled = false;
       const write = request(app).patch(`${businessPath(org.id)}/network-status`).set(key.auth).send({ is_open: true, version: 0 }).then((res) => {
         settled = true;
         return res;
       });
-      const waitingOnTheKey = async () => {
-        const rows = (await knex.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%api_keys%'`)) as { rows: { n: number }[] };
-        return (rows.rows[0]?.n ?? 0) > 0;
-      };
       await until(async () => settled || (await waitingOnTheKey()), 30_000);
       await revocation.commit();
       const res = await write;
       expect({ status: res.status, error: res.body.error, message: res.body.message }).toEqual({ status: 401, error: 'Unauthorized', message: 'The API key is revoked.' });
-      const changes = (await knex('network_status_changes').where({ organization_id: org.id }).count({ n: '*' })) as { n: string | number }[];
+      const changes = (await testKnex()('network_status_changes').where({ organization_id: org.id }).count({ n: '*' })) as { n: string | number }[];
       expect(Number(changes[0]?.n)).toBe(0);
     } finally {
       if (!revocation.isCompleted()) await revocation.rollback();
