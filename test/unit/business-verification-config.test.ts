@@ -14,6 +14,7 @@ const PRODUCTION = {
   DATABASE_URL: 'postgres://db.example/app',
   SINGLE_INSTANCE: 'true',
   NOTIFIER: 'sandbox',
+  IDENTITY_PROVIDER: 'sandbox',
 };
 
 describe('BUSINESS_VERIFICATION_PROVIDER: who decides an organisation’s verification', () => {
