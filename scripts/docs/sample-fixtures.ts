@@ -7,9 +7,13 @@
  *   - a wallet's pending top-ups (one to approve, one to decline);
  *   - two payouts waiting for approval, requested by the finance manager (the owner approves
  *     one and cancels the other: an approver is never the requester);
- *   - a crypto deposit credited and a conversion;
+ *   - a crypto deposit credited and a conversion; three withdrawals to the owner's active
+ *     address (read, cancel, fail);
+ *   - an escrow release held for verification: its seller signed up a moment ago (tier_0) and
+ *     the release is over their limits (the administrator returns it);
  *   - identity verification sessions: one under way (its owner's samples read, upload, submit,
- *     cancel), two in review (an administrator approves one, rejects the other);
+ *     cancel), two in review (an administrator approves one, rejects the other; the cashier's,
+ *     since the guides verify the director to tier_2 first);
  *   - invitations of the demo owner to two organisations of a colleague (accepted, declined),
  *     and one of the demo organisation to revoke;
  *   - a second session of the demo owner to revoke.
@@ -123,15 +127,40 @@ async function payouts(owner: string, org: string): Promise<{ approve?: string; 
   return { approve: await payout('SAMPLES-APPROVE'), cancel: await payout('SAMPLES-CANCEL') };
 }
 
-/** A USDT deposit on tron, credited (its blocks mined), and a conversion of part of it to XOF. */
-async function cryptoObjects(owner: string): Promise<{ deposit?: string; conversion?: string }> {
+/** A USDT deposit on tron, credited (its blocks mined), a conversion of part of it to XOF, and three small withdrawals. */
+async function cryptoObjects(owner: string): Promise<{ deposit?: string; conversion?: string; withdrawals: Array<string | undefined> }> {
   const address = dataOf(await call('POST', '/crypto/deposit-addresses', owner, { asset: 'USDT', network: 'tron' })).address as string | undefined;
-  if (!address) return {};
+  if (!address) return { withdrawals: [] };
   const deposit = idOf(await call('POST', '/test-helpers/crypto/networks/tron/deposits', undefined, { address, asset: 'USDT', amount: '250' }, idempotent()));
   await call('POST', '/test-helpers/crypto/networks/tron/blocks', undefined, { count: 20 }, idempotent());
   const quote = idOf(await call('POST', '/crypto/quotes', owner, { from_currency: 'USDT', to_currency: 'XOF', from_amount: '100' }));
   const conversion = quote ? idOf(await call('POST', '/crypto/conversions', owner, { quote_id: quote }, idempotent())) : undefined;
-  return { deposit, conversion };
+  const book = firstId(await call('GET', '/crypto/withdrawal-addresses', owner), (item) => item.asset === 'USDT' && item.network === 'tron' && item.status === 'active');
+  const withdrawals: Array<string | undefined> = [];
+  for (let i = 0; i < 3 && book; i += 1) withdrawals.push(idOf(await call('POST', '/crypto/withdrawals', owner, { withdrawal_address_id: book, amount: '10' }, idempotent())));
+  return { deposit, conversion, withdrawals };
+}
+
+/** A user who signs up now (tier_0), with the code from the sandbox outbox: their session. */
+async function newCustomer(): Promise<{ email: string; token?: string }> {
+  const email = `held-seller-${crypto.randomUUID().slice(0, 8)}@example.com`;
+  const signup = dataOf(await call('POST', '/auth/signup', undefined, { identifier: email, password: `Kq7-${crypto.randomUUID()}`, full_name: 'Awa Kone', country: 'CI', accept_terms: true }));
+  const outbox = await call('GET', `/test-helpers/outbox?to=${encodeURIComponent(email)}`, undefined);
+  const code = /\b\d{6}\b/.exec(String(list(outbox)[0]?.body ?? ''))?.[0];
+  if (!signup.verification_id || !code) return { email };
+  return { email, token: dataOf(await call('POST', '/auth/signup/verify', undefined, { verification_id: signup.verification_id, code })).access_token as string | undefined };
+}
+
+/** An escrow of the owner whose release to a new (tier_0) seller is over the seller's limits: held for verification. */
+async function heldPayout(owner: string): Promise<string | undefined> {
+  const seller = await newCustomer();
+  if (!seller.token) return undefined;
+  const escrow = idOf(await call('POST', '/escrows', owner, { role: 'buyer', counterparty_identifier: seller.email, amount: 250000, currency: 'XOF', description: 'Code samples: a held payout' }, idempotent()));
+  if (!escrow) return undefined;
+  await call('POST', `/escrows/${escrow}/fund`, owner, {}, idempotent());
+  await call('POST', `/escrows/${escrow}/deliver`, seller.token, {});
+  const accepted = dataOf(await call('POST', `/escrows/${escrow}/accept`, owner, {}, idempotent()));
+  return ((accepted.payout ?? {}) as Json).id as string | undefined;
 }
 
 /**
@@ -174,6 +203,8 @@ export async function fixtures(): Promise<Fixtures> {
   const organizations = (dataOf(me).organizations ?? []) as Json[];
   const orgId = organizations.find((item) => item.name === 'Demo Trading SARL')?.id as string;
   const org = `/business/organizations/${orgId}`;
+  // First, while the owner's wallet and daily limits are untouched by the other fixtures.
+  const held = await heldPayout(owner);
   const key = `samples-${crypto.randomUUID()}`;
   const transfer = await call('POST', '/transfers', owner, { amount: 100, currency: 'XOF', recipientIdentifier: 'admin@demo.example', note: 'code samples' }, { 'idempotency-key': key });
   const escrows = await call('GET', '/escrows?limit=100', owner);
@@ -196,7 +227,7 @@ export async function fixtures(): Promise<Fixtures> {
   const coins = await cryptoObjects(owner);
   const invited = await invitations(owner, org);
   const own = await verificationSession('finance@demo.example', false);
-  const [approved, rejected] = await Promise.all([verificationSession('representative@demo.example', true), verificationSession('director@demo.example', true)]);
+  const [approved, rejected] = await Promise.all([verificationSession('representative@demo.example', true), verificationSession('cashier@demo.example', true)]);
   // A second session of the owner, to revoke: `current` in its own listing names it.
   const spare = await login('owner@demo.example');
   const spareSession = firstId(await call('GET', '/me/sessions', spare), (item) => item.current === true);
@@ -222,6 +253,8 @@ export async function fixtures(): Promise<Fixtures> {
     PAYOUT_ID: payout.approve,
     DEPOSIT_ID: coins.deposit,
     CONVERSION_ID: coins.conversion,
+    WITHDRAWAL_ID: coins.withdrawals[0],
+    HELD_PAYOUT_ID: held,
     INVITATION_ID: invited.accept,
     SESSION_ID: own.session,
     // The member whose role the samples change, then who is removed: the cashier.
@@ -237,6 +270,8 @@ export async function fixtures(): Promise<Fixtures> {
     approveVerificationSession: { SESSION_ID: approved.session },
     rejectVerificationSession: { SESSION_ID: rejected.session },
     revokeMySession: { SESSION_ID: spareSession },
+    cancelCryptoWithdrawal: { WITHDRAWAL_ID: coins.withdrawals[1] },
+    failCryptoWithdrawal: { WITHDRAWAL_ID: coins.withdrawals[2] },
   };
   const tokens: Record<string, string> = {};
   for (const operationId of ['getVerificationSession', 'uploadVerificationDocument', 'submitVerificationSession', 'cancelVerificationSession']) tokens[operationId] = own.token;
