@@ -13,12 +13,11 @@ import { balanceOf, expectLedgerInvariants, postingEntries } from '../support/le
 import { SHIPPED_LIMIT_POLICY } from '../support/limits';
 import { moveMoney } from '../support/org-account-postings';
 
+/** One app under the shipped tier policy: every conversion here meets the real caps. */
 let app: App;
-let limited: App;
 
 beforeAll(async () => {
-  app = await buildTestApp();
-  limited = await buildTestApp({ limitPolicy: SHIPPED_LIMIT_POLICY });
+  app = await buildTestApp({ limitPolicy: SHIPPED_LIMIT_POLICY });
 });
 
 interface CryptoOrg {
@@ -225,12 +224,12 @@ describe('stablecoin caps at the edge (the shipped tier policy)', () => {
     const auth = bearer(org.tokens.owner);
     await fundStablecoin(org.id, 'USDC', cap - 2n);
     const oneUnit = { from_currency: 'XOF', to_currency: 'USDC', to_amount: '0.000001', account_id: org.xof.id };
-    expect((await quoteAndConvert(limited, org.id, auth, oneUnit)).status).toBe(201);
+    expect((await quoteAndConvert(app, org.id, auth, oneUnit)).status).toBe(201);
     expect(await stablecoinBalance(org.id, 'USDC')).toBe(cap - 1n);
-    expect((await quoteAndConvert(limited, org.id, auth, oneUnit)).status).toBe(201);
+    expect((await quoteAndConvert(app, org.id, auth, oneUnit)).status).toBe(201);
     expect(await stablecoinBalance(org.id, 'USDC')).toBe(cap);
     const xofBefore = await balanceOf(testKnex(), org.xof.ledgerAccountId);
-    const over = await quoteAndConvert(limited, org.id, auth, oneUnit);
+    const over = await quoteAndConvert(app, org.id, auth, oneUnit);
     expect(over.status).toBe(409);
     expect(over.body).toEqual({
       success: false,
@@ -249,7 +248,7 @@ describe('stablecoin caps at the edge (the shipped tier policy)', () => {
     await fundStablecoin(org.id, 'USDT', cap * 3n);
     const auth = bearer(org.tokens.finance_manager);
     const decimal = (minor: bigint) => `${minor / 1_000_000n}.${(minor % 1_000_000n).toString().padStart(6, '0')}`;
-    const sell = (minor: bigint) => quoteAndConvert(limited, org.id, auth, { from_currency: 'USDT', to_currency: 'USDC', from_amount: decimal(minor) });
+    const sell = (minor: bigint) => quoteAndConvert(app, org.id, auth, { from_currency: 'USDT', to_currency: 'USDC', from_amount: decimal(minor) });
     const over = await sell(cap + 1n);
     expect([over.status, over.body.details]).toEqual([409, expect.objectContaining({ limit: 'per_transaction', currency: 'USDT', limit_minor: cap.toString() })]);
     expect((await sell(cap)).status).toBe(201);
@@ -259,11 +258,11 @@ describe('stablecoin caps at the edge (the shipped tier policy)', () => {
 
   it('a tier_2 user buys USDC up to its balance cap; one unit over is its own 409 LimitExceeded', async () => {
     const cap = caps('USDC', 'tier_2').balance;
-    const user: TestCaller = await cryptoCaller(limited, { XOF: 10_000n, USDC: cap - 2n });
+    const user: TestCaller = await cryptoCaller(app, { XOF: 10_000n, USDC: cap - 2n });
     const buy = async () => {
-      const quoted = await request(limited).post('/api/crypto/quotes').set(user.auth).send({ from_currency: 'XOF', to_currency: 'USDC', to_amount: '0.000001' });
+      const quoted = await request(app).post('/api/crypto/quotes').set(user.auth).send({ from_currency: 'XOF', to_currency: 'USDC', to_amount: '0.000001' });
       expect(quoted.status, JSON.stringify(quoted.body)).toBe(201);
-      return request(limited).post('/api/crypto/conversions').set(user.auth).set('Idempotency-Key', crypto.randomUUID()).send({ quote_id: quoted.body.data.id });
+      return request(app).post('/api/crypto/conversions').set(user.auth).set('Idempotency-Key', crypto.randomUUID()).send({ quote_id: quoted.body.data.id });
     };
     expect((await buy()).status).toBe(201);
     expect((await buy()).status).toBe(201);
@@ -274,18 +273,18 @@ describe('stablecoin caps at the edge (the shipped tier policy)', () => {
   });
 
   it('GET /me/limits and the organisation limits show the USDC and USDT caps; a tier_1 user and an unverified organisation hold none', async () => {
-    const top = await cryptoCaller(limited);
-    const shown = await request(limited).get('/api/me/limits').set(top.auth).expect(200);
+    const top = await cryptoCaller(app);
+    const shown = await request(app).get('/api/me/limits').set(top.auth).expect(200);
     const usdc = (shown.body.data.currencies as Array<{ currency: string; limits: Array<{ limit: string; limit_minor: string }> }>).find((c) => c.currency === 'USDC');
     expect(usdc?.limits.find((l) => l.limit === 'balance')?.limit_minor).toBe(caps('USDC', 'tier_2').balance.toString());
-    const low = await cryptoCaller(limited, {}, 'tier_1');
-    const lowShown = await request(limited).get('/api/me/limits').set(low.auth).expect(200);
+    const low = await cryptoCaller(app, {}, 'tier_1');
+    const lowShown = await request(app).get('/api/me/limits').set(low.auth).expect(200);
     for (const coin of ['USDC', 'USDT']) {
       const entry = (lowShown.body.data.currencies as Array<{ currency: string; limits: Array<{ limit_minor: string }> }>).find((c) => c.currency === coin);
       expect(entry?.limits.map((l) => l.limit_minor)).toEqual(['0', '0', '0', '0']);
     }
     const org = await cryptoOrg(0n, { verified: false });
-    const orgShown = await request(limited).get(`${businessPath(org.id)}/limits`).set(bearer(org.tokens.owner)).expect(200);
+    const orgShown = await request(app).get(`${businessPath(org.id)}/limits`).set(bearer(org.tokens.owner)).expect(200);
     const orgUsdt = (orgShown.body.data.currencies as Array<{ currency: string; limits: Array<{ limit_minor: string }> }>).find((c) => c.currency === 'USDT');
     expect(orgUsdt?.limits.map((l) => l.limit_minor)).toEqual(['0', '0', '0', '0']);
   });
