@@ -1870,6 +1870,119 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/business/organizations/{orgId}/crypto/balances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The organisation's stablecoin balances
+         * @description The organisation's balance in each supported stablecoin (USDC, USDT), zero for one it never held. Each is a ledger account of the organisation, as its other accounts, under its tier limits (`GET .../limits`). Roles: owner, admin, representative, director or finance_manager; API keys with `crypto:read`.
+         */
+        get: operations["listOrganizationCryptoBalances"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/crypto/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Quote a conversion for the organisation
+         * @description Fixes the rate and the amounts of a conversion to or from a stablecoin for 30 seconds, as `POST /crypto/quotes` does for a user: give `from_amount` or `to_amount`, exactly one (400 otherwise). The stablecoin side is the organisation's stablecoin balance; the fiat side (XOF, EUR or USD) is its account `account_id`, in that currency (required then; absent for a swap between USDC and USDT; 400 otherwise). A conversion between two fiat currencies is refused (400). The fee (`CRYPTO_CONVERSION_FEE_BPS`) is taken in `from_currency`. Only a verified organisation quotes (403 `OrganizationNotVerified`). Roles: owner, admin or finance_manager; API keys with `crypto:write`.
+         */
+        post: operations["createOrganizationCryptoQuote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/crypto/conversions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the organisation's conversions
+         * @description The organisation's stablecoin conversions, newest first, a page at a time (`limit`, `starting_after`). Roles: owner, admin, representative, director or finance_manager; API keys with `crypto:read`.
+         */
+        get: operations["listOrganizationCryptoConversions"];
+        put?: never;
+        /**
+         * Execute one of the organisation's quotes
+         * @description Executes one of the organisation's quotes, once and before it expires, as one ledger posting through the platform's liquidity accounts: the `from_currency` side pays `from_amount` (fee included), the `to_currency` side receives `to_amount` (the stablecoin side is the organisation's stablecoin balance, the fiat side the quote's `account_id`). The organisation's tier limits apply to both sides (409 `LimitExceeded`: stablecoin caps in `GET .../limits`). An expired quote answers 409 `QuoteExpired`, a used one 409 `QuoteAlreadyUsed`, a side that does not cover the amount 422 `InsufficientFunds` (nothing changes). Only a verified organisation converts (403 `OrganizationNotVerified`). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed`. Records `crypto.conversion.completed` (to the organisation's webhook endpoints). Roles: owner, admin or finance_manager; API keys with `crypto:write`.
+         */
+        post: operations["createOrganizationCryptoConversion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/business/organizations/{orgId}/crypto/conversions/{conversionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+                 * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+                 */
+                conversionId: components["parameters"]["CryptoConversionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the organisation's conversions
+         * @description One conversion. Another organisation's answers 404 `ConversionNotFound` as an unknown id. Roles: owner, admin, representative, director or finance_manager; API keys with `crypto:read`.
+         */
+        get: operations["getOrganizationCryptoConversion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/business/organizations/{orgId}/accounts/{accountId}/statement": {
         parameters: {
             query?: never;
@@ -5537,11 +5650,11 @@ export interface components {
             requires: "identity_verification" | "identity_documents" | "business_verification";
         };
         /**
-         * CurrencyCode
-         * @description ISO 4217 alphabetic currency code (for example `XOF`, `EUR`).
-         * @example XOF
+         * AssetCode
+         * @description A currency a balance is held in: an ISO 4217 alphabetic code (`XOF`, `EUR`, `USD`) or a stablecoin the platform supports (`USDC`, `USDT`; see `GET /crypto/assets`).
+         * @example USDC
          */
-        CurrencyCode: string;
+        AssetCode: string;
         /**
          * LimitName
          * @description `balance`: the most a wallet or account may hold; `monthly_inflow`: the most it may receive in a calendar month (UTC); `daily_outflow`: the most it may send in a day (UTC); `per_transaction`: the most one movement may carry, in or out.
@@ -5587,7 +5700,7 @@ export interface components {
             policy_version: string;
             /** @description One entry per currency of the policy, by currency code. */
             currencies: {
-                currency: components["schemas"]["CurrencyCode"];
+                currency: components["schemas"]["AssetCode"];
                 limits: components["schemas"]["LimitUsage"][];
             }[];
         };
@@ -5917,6 +6030,12 @@ export interface components {
          */
         TransferRail: "p2p" | "bank" | "mobile_money";
         /**
+         * CurrencyCode
+         * @description ISO 4217 alphabetic currency code (for example `XOF`, `EUR`).
+         * @example XOF
+         */
+        CurrencyCode: string;
+        /**
          * TransferRecipient
          * @description The recipient of a transfer.
          */
@@ -6074,7 +6193,7 @@ export interface components {
             /** @description The limit that refused the operation. */
             details: {
                 limit: components["schemas"]["LimitName"];
-                currency: components["schemas"]["CurrencyCode"];
+                currency: components["schemas"]["AssetCode"];
                 limit_minor: components["schemas"]["MinorAmount"];
                 remaining_minor: components["schemas"]["MinorAmount"];
                 tier: components["schemas"]["LimitTier"];
@@ -6104,12 +6223,6 @@ export interface components {
          * @description Error envelope of a 409 on a transfer, discriminated by `error`.
          */
         TransferConflictError: components["schemas"]["IdempotencyKeyAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["RecipientCannotReceiveError"];
-        /**
-         * AssetCode
-         * @description A currency a balance is held in: an ISO 4217 alphabetic code (`XOF`, `EUR`, `USD`) or a stablecoin the platform supports (`USDC`, `USDT`; see `GET /crypto/assets`).
-         * @example USDC
-         */
-        AssetCode: string;
         /**
          * PreciseDecimalAmount
          * @description Exact decimal amount in major units with up to 6 decimals (the stablecoins' exponent), as a string so that no precision is lost (for example `25.000000` USDC, `16398` XOF). Never a float.
@@ -8879,6 +8992,316 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
+         * CryptoAssetCode
+         * @description A stablecoin the platform supports (exponent 6; see `GET /crypto/assets`).
+         * @example USDC
+         * @enum {string}
+         */
+        CryptoAssetCode: "USDC" | "USDT";
+        /**
+         * OrganizationCryptoBalance
+         * @description The organisation's balance in one stablecoin: a ledger account of the organisation, as its other accounts, under its tier limits.
+         */
+        OrganizationCryptoBalance: {
+            /**
+             * @description Always `crypto_balance`.
+             * @constant
+             */
+            object: "crypto_balance";
+            currency: components["schemas"]["CryptoAssetCode"];
+            /**
+             * Format: int32
+             * @description Minor-unit exponent of the stablecoin (6).
+             */
+            currency_exponent: number;
+            balance: components["schemas"]["PreciseDecimalAmount"];
+            balance_minor: components["schemas"]["MinorAmount"];
+            /**
+             * Format: date-time
+             * @description When the balance last moved, or `null` for a stablecoin never held.
+             */
+            updated_at: string | null;
+        };
+        /**
+         * OrganizationCryptoBalanceList
+         * @description The organisation's balance in each supported stablecoin (one page; `has_more` is false).
+         */
+        OrganizationCryptoBalanceList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["OrganizationCryptoBalance"][];
+        };
+        /**
+         * OrganizationCryptoBalanceListResponse
+         * @description Envelope of an OrganizationCryptoBalanceList.
+         */
+        OrganizationCryptoBalanceListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationCryptoBalanceList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ConvertibleCurrency
+         * @description A currency a conversion takes or gives (XOF, EUR, USD, and the stablecoins USDC and USDT).
+         * @example USDC
+         * @enum {string}
+         */
+        ConvertibleCurrency: "XOF" | "EUR" | "USD" | "USDC" | "USDT";
+        /**
+         * CreateOrganizationCryptoQuoteRequest
+         * @description What the organisation converts: to or from a stablecoin (USDC, USDT). `from_amount` (what it pays, fee included) or `to_amount` (what it receives), exactly one of them, in major units of its currency as a decimal string. `account_id` names the organisation's account of the fiat side (XOF, EUR or USD): required when one side is fiat, absent between two stablecoins.
+         */
+        CreateOrganizationCryptoQuoteRequest: {
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount?: components["schemas"]["PreciseDecimalAmount"];
+            to_amount?: components["schemas"]["PreciseDecimalAmount"];
+            /**
+             * Format: uuid
+             * @description The organisation's account in the fiat side's currency, which pays or receives it.
+             */
+            account_id?: string;
+        };
+        /**
+         * CryptoRate
+         * @description Units of `to_currency` per unit of `from_currency` (major units), rounded down to 10 decimals, as a decimal string. The amounts are computed from the exact rate, never from this rounded text.
+         * @example 655.957
+         */
+        CryptoRate: string;
+        /**
+         * OrganizationCryptoQuote
+         * @description An organisation's conversion terms, fixed for 30 seconds: what it pays in `from_currency` (`from_amount`, the `fee` included, in `from_currency`), what it receives in `to_currency`, at `rate`. The stablecoin side is the organisation's stablecoin balance; the fiat side (XOF, EUR or USD) is its account `account_id` (`null` between two stablecoins). `POST .../crypto/conversions` executes it once, before `expires_at`.
+         */
+        OrganizationCryptoQuote: {
+            /**
+             * Format: uuid
+             * @description Identifier of the quote.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_quote`.
+             * @constant
+             */
+            object: "crypto_quote";
+            /**
+             * Format: uuid
+             * @description The organisation the quote is for.
+             */
+            organization_id: string;
+            /**
+             * Format: uuid
+             * @description The organisation's account of the fiat side, or `null` between two stablecoins.
+             */
+            account_id: string | null;
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount: components["schemas"]["PreciseDecimalAmount"];
+            from_amount_minor: components["schemas"]["MinorAmount"];
+            to_amount: components["schemas"]["PreciseDecimalAmount"];
+            to_amount_minor: components["schemas"]["MinorAmount"];
+            fee: components["schemas"]["PreciseDecimalAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+            rate: components["schemas"]["CryptoRate"];
+            /**
+             * Format: date-time
+             * @description When the quote expires (30 seconds after it was made).
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the quote was made.
+             */
+            created_at: string;
+        };
+        /**
+         * OrganizationCryptoQuoteResponse
+         * @description Envelope of an OrganizationCryptoQuote.
+         */
+        OrganizationCryptoQuoteResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationCryptoQuote"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * OrganizationNotVerifiedError
+         * @description A 403 of an organisation's stablecoin quote or conversion: `OrganizationNotVerified` (only a verified organisation converts).
+         */
+        OrganizationNotVerifiedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "OrganizationNotVerified";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * OrganizationCryptoForbiddenError
+         * @description Error envelope of a 403 on an organisation's stablecoin quote or conversion, discriminated by `error`.
+         */
+        OrganizationCryptoForbiddenError: components["schemas"]["OrganizationNotVerifiedError"] | components["schemas"]["ForbiddenError"] | components["schemas"]["InsufficientScopeError"];
+        /**
+         * AmountTooSmallError
+         * @description A crypto quote whose amount converts to nothing after the fee.
+         */
+        AmountTooSmallError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AmountTooSmall";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
+         * CryptoQuoteUnprocessableError
+         * @description Error envelope of a 422 on a crypto quote, discriminated by `error`.
+         */
+        CryptoQuoteUnprocessableError: components["schemas"]["AmountTooSmallError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
+         * OrganizationCryptoConversion
+         * @description An organisation's quote executed: one ledger posting through the platform's liquidity accounts (the organisation's `from_currency` side paid `from_amount`, its `to_currency` side received `to_amount`; the stablecoin side is its stablecoin balance, the fiat side its account `account_id`).
+         */
+        OrganizationCryptoConversion: {
+            /**
+             * Format: uuid
+             * @description Identifier of the conversion.
+             */
+            id: string;
+            /**
+             * @description Always `crypto_conversion`.
+             * @constant
+             */
+            object: "crypto_conversion";
+            /**
+             * Format: uuid
+             * @description The organisation that converted.
+             */
+            organization_id: string;
+            /**
+             * Format: uuid
+             * @description The organisation's account of the fiat side, or `null` between two stablecoins.
+             */
+            account_id: string | null;
+            /**
+             * Format: uuid
+             * @description The quote it executed.
+             */
+            quote_id: string;
+            from_currency: components["schemas"]["ConvertibleCurrency"];
+            to_currency: components["schemas"]["ConvertibleCurrency"];
+            from_amount: components["schemas"]["PreciseDecimalAmount"];
+            from_amount_minor: components["schemas"]["MinorAmount"];
+            to_amount: components["schemas"]["PreciseDecimalAmount"];
+            to_amount_minor: components["schemas"]["MinorAmount"];
+            fee: components["schemas"]["PreciseDecimalAmount"];
+            fee_minor: components["schemas"]["MinorAmount"];
+            rate: components["schemas"]["CryptoRate"];
+            /**
+             * @description Always `completed` (a conversion is made in one posting, or not at all).
+             * @enum {string}
+             */
+            status: "completed";
+            /**
+             * Format: date-time
+             * @description When the conversion was made.
+             */
+            created_at: string;
+        };
+        /**
+         * OrganizationCryptoConversionList
+         * @description A page of the organisation's conversions, newest first.
+         */
+        OrganizationCryptoConversionList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["OrganizationCryptoConversion"][];
+        };
+        /**
+         * OrganizationCryptoConversionListResponse
+         * @description Envelope of an OrganizationCryptoConversionList.
+         */
+        OrganizationCryptoConversionListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationCryptoConversionList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * CreateOrganizationCryptoConversionRequest
+         * @description The organisation's quote to execute.
+         */
+        CreateOrganizationCryptoConversionRequest: {
+            /**
+             * Format: uuid
+             * @description A quote of the organisation's, not expired and not used yet.
+             */
+            quote_id: string;
+        };
+        /**
+         * OrganizationCryptoConversionResponse
+         * @description Envelope of an OrganizationCryptoConversion.
+         */
+        OrganizationCryptoConversionResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["OrganizationCryptoConversion"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * QuoteAlreadyUsedError
+         * @description A conversion already executed the crypto quote.
+         */
+        QuoteAlreadyUsedError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "QuoteAlreadyUsed";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The conversion that used it. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The conversion that executed the quote.
+                 */
+                conversion_id: string | null;
+            };
+        };
+        /**
+         * OrganizationCryptoConversionConflictError
+         * @description Error envelope of a 409 on an organisation's conversion, discriminated by `error`.
+         */
+        OrganizationCryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["AccountFrozenError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
+         * CryptoConversionUnprocessableError
+         * @description Error envelope of a 422 on a crypto conversion, discriminated by `error`.
+         */
+        CryptoConversionUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        /**
          * AccountStatementLine
          * @description One ledger entry of the account: what moved, against whom, and the balance right after it. Lines are ordered by `booked_at`, then `entry_id`.
          */
@@ -9138,10 +9561,10 @@ export interface components {
         };
         /**
          * ApiKeyScope
-         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `payouts`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`; and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
+         * @description What an API key may do: `<resource>:read` or `<resource>:write` (write includes read). `payment_links` (links and the Checkout), `payments`, `payouts`, `invoices` (with customers, quotes and credit notes), `accounts` (with statements), `network_status`, `events`, `webhook_endpoints`, `crypto` (the organisation's stablecoin balances, quotes and conversions); and `members:read` (the organisation's profile and its members: a key never changes members, so there is no `members:write`). Each Business operation names the scope it needs in its `x-access` rule (`scope`); a key without it answers 403 `InsufficientScope`.
          * @enum {string}
          */
-        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "payouts:read" | "payouts:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "members:read";
+        ApiKeyScope: "payment_links:read" | "payment_links:write" | "payments:read" | "payments:write" | "payouts:read" | "payouts:write" | "invoices:read" | "invoices:write" | "accounts:read" | "accounts:write" | "network_status:read" | "network_status:write" | "events:read" | "events:write" | "webhook_endpoints:read" | "webhook_endpoints:write" | "crypto:read" | "crypto:write" | "members:read";
         /**
          * ApiKeyStatus
          * @description `active` (usable), `revoked` (deleted: refused at once) or `expired` (past `expires_at`). A key that is not active answers 401.
@@ -10771,13 +11194,6 @@ export interface components {
             rejection: "retry_allowed" | "final";
         };
         /**
-         * CryptoAssetCode
-         * @description A stablecoin the platform supports (exponent 6; see `GET /crypto/assets`).
-         * @example USDC
-         * @enum {string}
-         */
-        CryptoAssetCode: "USDC" | "USDT";
-        /**
          * CryptoNetworkCode
          * @description A blockchain network the platform supports (see `GET /crypto/assets` for which asset each carries).
          * @example tron
@@ -11389,13 +11805,6 @@ export interface components {
          */
         CryptoWithdrawalCancelConflictError: components["schemas"]["WithdrawalNotCancelableError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
-         * ConvertibleCurrency
-         * @description A currency a conversion takes or gives (XOF, EUR, USD, and the stablecoins USDC and USDT).
-         * @example USDC
-         * @enum {string}
-         */
-        ConvertibleCurrency: "XOF" | "EUR" | "USD" | "USDC" | "USDT";
-        /**
          * CreateCryptoQuoteRequest
          * @description What to convert: `from_amount` (what you pay, fee included) or `to_amount` (what you receive), exactly one of them, in major units of its currency as a decimal string.
          */
@@ -11405,12 +11814,6 @@ export interface components {
             from_amount?: components["schemas"]["PreciseDecimalAmount"];
             to_amount?: components["schemas"]["PreciseDecimalAmount"];
         };
-        /**
-         * CryptoRate
-         * @description Units of `to_currency` per unit of `from_currency` (major units), rounded down to 10 decimals, as a decimal string. The amounts are computed from the exact rate, never from this rounded text.
-         * @example 655.957
-         */
-        CryptoRate: string;
         /**
          * CryptoQuote
          * @description A conversion's terms, fixed for 30 seconds: what the caller pays in `from_currency` (`from_amount`, the `fee` included, in `from_currency`), what it receives in `to_currency`, at `rate`. `POST /crypto/conversions` executes it once, before `expires_at`.
@@ -11459,28 +11862,6 @@ export interface components {
             data: components["schemas"]["CryptoQuote"];
             message?: components["schemas"]["EnvelopeMessage"];
         };
-        /**
-         * AmountTooSmallError
-         * @description A crypto quote whose amount converts to nothing after the fee.
-         */
-        AmountTooSmallError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "AmountTooSmall";
-            message: components["schemas"]["ErrorMessage"];
-        };
-        /**
-         * CryptoQuoteUnprocessableError
-         * @description Error envelope of a 422 on a crypto quote, discriminated by `error`.
-         */
-        CryptoQuoteUnprocessableError: components["schemas"]["AmountTooSmallError"] | components["schemas"]["IdempotencyKeyReusedError"];
         /**
          * CreateCryptoConversionRequest
          * @description The quote to execute.
@@ -11546,40 +11927,10 @@ export interface components {
             message?: components["schemas"]["EnvelopeMessage"];
         };
         /**
-         * QuoteAlreadyUsedError
-         * @description A conversion already executed the crypto quote.
-         */
-        QuoteAlreadyUsedError: {
-            /**
-             * @description Always `false` on error.
-             * @constant
-             */
-            success: false;
-            /**
-             * @description Stable error name. (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            error: "QuoteAlreadyUsed";
-            message: components["schemas"]["ErrorMessage"];
-            /** @description The conversion that used it. */
-            details: {
-                /**
-                 * Format: uuid
-                 * @description The conversion that executed the quote.
-                 */
-                conversion_id: string | null;
-            };
-        };
-        /**
          * CryptoConversionConflictError
          * @description Error envelope of a 409 on a crypto conversion, discriminated by `error`.
          */
-        CryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
-        /**
-         * CryptoConversionUnprocessableError
-         * @description Error envelope of a 422 on a crypto conversion, discriminated by `error`.
-         */
-        CryptoConversionUnprocessableError: components["schemas"]["InsufficientFundsError"] | components["schemas"]["IdempotencyKeyReusedError"];
+        CryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * SimulateCryptoDepositRequest
          * @description An inbound transfer for the network simulator to send.
@@ -13800,6 +14151,30 @@ export interface components {
                 "application/json": components["schemas"]["CreditNoteConflictError"];
             };
         };
+        /** @description `AmountTooSmall`: the amount converts to nothing after the fee. `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoQuoteUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoQuoteUnprocessableError"];
+            };
+        };
+        /** @description `InsufficientFunds`: the `from_currency` wallet does not cover `from_amount` (nothing changes; the quote stays usable until it expires). `IdempotencyKeyReused`: the key was used with another request. */
+        CryptoConversionUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CryptoConversionUnprocessableError"];
+            };
+        };
         /** @description `RateLimitExceeded`: the request limit of the route is reached. Wait `Retry-After` seconds. `TooManyStreams`: the caller already has as many statement downloads running as allowed at once (2 by default). */
         StatementTooManyRequests: {
             headers: {
@@ -13961,18 +14336,6 @@ export interface components {
                 "application/json": components["schemas"]["CryptoWithdrawalCancelConflictError"];
             };
         };
-        /** @description `AmountTooSmall`: the amount converts to nothing after the fee. `IdempotencyKeyReused`: the key was used with another request. */
-        CryptoQuoteUnprocessable: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["CryptoQuoteUnprocessableError"];
-            };
-        };
         /** @description `QuoteExpired`: the quote's 30 seconds have passed (ask for a new one). `QuoteAlreadyUsed`: a conversion already executed it (`details.conversion_id`). `IdempotencyKeyAlreadyProcessed`: the key already made a conversion (`details` and `Location` name it). `ConcurrentOperation`: a request with the key is still running (`Retry-After`). */
         CryptoConversionConflict: {
             headers: {
@@ -13983,18 +14346,6 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["CryptoConversionConflictError"];
-            };
-        };
-        /** @description `InsufficientFunds`: the `from_currency` wallet does not cover `from_amount` (nothing changes; the quote stays usable until it expires). `IdempotencyKeyReused`: the key was used with another request. */
-        CryptoConversionUnprocessable: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["CryptoConversionUnprocessableError"];
             };
         };
     };
@@ -14105,6 +14456,11 @@ export interface components {
          */
         InvoiceId: string;
         /**
+         * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+         * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+         */
+        CryptoConversionId: string;
+        /**
          * @description Optional key that makes this request safe to retry (a UUID v4 is recommended), as on every POST. This operation's answer carries a secret shown only once: a replay never shows it again, and it is never stored with the key. A key already processed answers 409 `IdempotencyKeyAlreadyProcessed` naming the object (`details` and `Location`, which answers without the secret); if the first answer was lost, its secret is lost with it: roll or rotate it (or revoke the API key, delete the endpoint) rather than retry. A key still being processed answers 409 `ConcurrentOperation`, the same key with another request 422 `IdempotencyKeyReused`. Keys are scoped to the caller (an API key's organisation) and the operation and kept at least 24 hours; a refused request does not consume its key.
          * @example 5e2a9c1b-7d3f-4b6a-9c8e-2f1a0b3c4d5e
          */
@@ -14141,11 +14497,6 @@ export interface components {
          * @example 8a9b0c1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d
          */
         CryptoWithdrawalId: string;
-        /**
-         * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
-         * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
-         */
-        CryptoConversionId: string;
         /**
          * @description The simulated network.
          * @example tron
@@ -18061,6 +18412,291 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationCryptoBalances: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One balance per stablecoin (a single page; `has_more` is false). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoBalanceListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganizationCryptoQuote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional key that makes a creation safe to retry (a UUID v4 is recommended). With it, a retry after a lost response never creates a second document: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the document it produced (`details` and `Location`), a key still being processed 409 `ConcurrentOperation`, and the same key with another body 422 `IdempotencyKeyReused`. Keys are scoped to the user and the operation and kept at least 24 hours; a refused request does not consume its key.
+                 * @example 9c1d7e2a-3b4f-4a5c-8d6e-7f8091a2b3c4
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyOptional"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOrganizationCryptoQuoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The quote, good for 30 seconds. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoQuoteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `OrganizationNotVerified` (only a verified organisation converts), or the route's access refusals (`InsufficientRole`, `FeatureUnavailable`, `InsufficientScope`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Accepted-Scopes": components["headers"]["AcceptedScopes"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["ResourceKeyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoQuoteUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationCryptoConversions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of conversions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoConversionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganizationCryptoConversion: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique key of this financial mutation, chosen by the client; a UUID v4 is recommended. Keys are scoped to the user and the operation and kept at least 24 hours. Retrying with the same key never moves money twice: a key already processed answers 409 `IdempotencyKeyAlreadyProcessed` with the resource it produced (`details` and `Location`); a key still being processed answers 409 `ConcurrentOperation`. A request refused before any effect (400, 401, 403...) does not consume the key. A missing or empty key, or one longer than 255 characters, is refused with 400.
+                 * @example 4f9e3c2a-8b7d-4e6f-9a1b-2c3d4e5f6a7b
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOrganizationCryptoConversionRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversion. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoConversionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `OrganizationNotVerified` (only a verified organisation converts), or the route's access refusals (`InsufficientRole`, `FeatureUnavailable`, `InsufficientScope`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Accepted-Scopes": components["headers"]["AcceptedScopes"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoForbiddenError"];
+                };
+            };
+            /** @description `QuoteNotFound`: no quote of the organisation has this id; or the organisation is not found. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `QuoteExpired`, `QuoteAlreadyUsed`, `LimitExceeded` (the organisation's tier limit: `details` names it), `AccountFrozen`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoConversionConflictError"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["CryptoConversionUnprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganizationCryptoConversion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description UUID of an organisation of which the caller is an active member. An unknown organisation, one foreign to the caller, or a value that is not a UUID all answer the same 404 `NotFound` (existence is never revealed).
+                 * @example 5a8e7f10-2c3d-4e5f-9a6b-7c8d9e0f1a2b
+                 */
+                orgId: components["parameters"]["OrgId"];
+                /**
+                 * @description Identifier of one of the caller's conversions (another user's answers 404 as an unknown id).
+                 * @example 6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f9a
+                 */
+                conversionId: components["parameters"]["CryptoConversionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversion. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoConversionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `ConversionNotFound`: no conversion of the organisation has this id; or the organisation is not found. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

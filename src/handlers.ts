@@ -72,7 +72,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...organizationHandlers(services.organizations, services.verifications),
     ...notificationsHandlers(services.outbox),
     ...onboardingHandlers(services.signup, services.passwordChanges, services.sessions),
-    ...cryptoHandlers(services.cryptoDeposits, services.cryptoConversions, services.cryptoWithdrawalAddresses, services.cryptoWithdrawals),
+    ...cryptoHandlers(services.cryptoDeposits, services.cryptoConversions, services.cryptoWithdrawalAddresses, services.cryptoWithdrawals, services.cryptoOrganizations),
   };
 }
 

@@ -7,7 +7,8 @@
  *   - a wallet's pending top-ups (one to approve, one to decline);
  *   - two payouts waiting for approval, requested by the finance manager (the owner approves
  *     one and cancels the other: an approver is never the requester);
- *   - a crypto deposit credited and a conversion; three withdrawals to the owner's active
+ *   - a crypto deposit credited and a conversion; a conversion of the organisation (XOF to
+ *     USDC from its XOF account); three withdrawals to the owner's active
  *     address (read, cancel, fail);
  *   - an escrow release held for verification: its seller signed up a moment ago (tier_0) and
  *     the release is over their limits (the administrator returns it);
@@ -114,6 +115,13 @@ async function topUps(owner: string): Promise<{ wallet?: string; approve?: strin
   const topUp = async () =>
     idOf(await call('POST', `/wallets/${wallet}/top-ups`, owner, { amount: 25000, method: 'mobile_money', provider: 'orange_money', msisdn: '+2250700009999' }, idempotent()));
   return { wallet, approve: await topUp(), decline: await topUp() };
+}
+
+/** A conversion of the organisation: USDC bought with XOF from its XOF account (the samples of its conversion's GET read it). */
+async function organizationConversion(owner: string, org: string, accounts: Awaited<ReturnType<typeof call>>): Promise<string | undefined> {
+  const account = firstId(accounts, (item) => item.currency_code === 'XOF' && item.status === 'active');
+  const quote = account ? idOf(await call('POST', `${org}/crypto/quotes`, owner, { from_currency: 'XOF', to_currency: 'USDC', from_amount: '6560', account_id: account })) : undefined;
+  return quote ? idOf(await call('POST', `${org}/crypto/conversions`, owner, { quote_id: quote }, idempotent())) : undefined;
 }
 
 /** Two payouts over a lowered approval threshold, requested by the finance manager. */
@@ -225,6 +233,7 @@ export async function fixtures(): Promise<Fixtures> {
   const money = await topUps(owner);
   const payout = await payouts(owner, org);
   const coins = await cryptoObjects(owner);
+  const orgConversion = await organizationConversion(owner, org, accounts);
   const invited = await invitations(owner, org);
   const own = await verificationSession('finance@demo.example', false);
   const [approved, rejected] = await Promise.all([verificationSession('representative@demo.example', true), verificationSession('cashier@demo.example', true)]);
@@ -272,6 +281,7 @@ export async function fixtures(): Promise<Fixtures> {
     revokeMySession: { SESSION_ID: spareSession },
     cancelCryptoWithdrawal: { WITHDRAWAL_ID: coins.withdrawals[1] },
     failCryptoWithdrawal: { WITHDRAWAL_ID: coins.withdrawals[2] },
+    getOrganizationCryptoConversion: { CONVERSION_ID: orgConversion },
   };
   const tokens: Record<string, string> = {};
   for (const operationId of ['getVerificationSession', 'uploadVerificationDocument', 'submitVerificationSession', 'cancelVerificationSession']) tokens[operationId] = own.token;

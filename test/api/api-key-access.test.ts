@@ -31,6 +31,8 @@ const single = new Map<ApiKeyScope, TestApiKey>();
 let foreign: TestApiKey;
 let revoked: TestApiKey;
 let expired: TestApiKey;
+/** The organisation whose keys are rolled: `org` holds one key per scope, near its 20 active keys. */
+let rollOrg: TestOrganization;
 let rollingOld: TestApiKey;
 let rollingNew: string;
 let rolledOld: TestApiKey;
@@ -51,7 +53,7 @@ function expectPassedPolicy(res: request.Response): void {
 }
 
 async function roll(key: TestApiKey, owner: string, seconds: number): Promise<string> {
-  const res = await request(app).post(`${businessPath(org.id)}/api-keys/${key.id}/roll`).set(bearer(owner)).send({ expire_current_in_seconds: seconds });
+  const res = await request(app).post(`${businessPath(rollOrg.id)}/api-keys/${key.id}/roll`).set(bearer(owner)).send({ expire_current_in_seconds: seconds });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data.secret as string;
 }
@@ -68,10 +70,13 @@ beforeAll(async () => {
   expect((await request(app).delete(`${businessPath(org.id)}/api-keys/${revoked.id}`).set(bearer(owner))).status).toBe(200);
   expired = await createApiKey(app, org, API_KEY_SCOPES, { creator });
   await expireApiKey(expired.id);
-  rollingOld = await createApiKey(app, org, API_KEY_SCOPES, { creator });
-  rollingNew = await roll(rollingOld, owner, 3600);
-  rolledOld = await createApiKey(app, org, API_KEY_SCOPES, { creator });
-  rolledNew = await roll(rolledOld, owner, 0);
+  rollOrg = await createOrganization();
+  const rollCreator = await createMember(rollOrg, 'owner');
+  const rollOwner = await accessTokenFor(app, rollCreator);
+  rollingOld = await createApiKey(app, rollOrg, API_KEY_SCOPES, { creator: rollCreator });
+  rollingNew = await roll(rollingOld, rollOwner, 3600);
+  rolledOld = await createApiKey(app, rollOrg, API_KEY_SCOPES, { creator: rollCreator });
+  rolledNew = await roll(rolledOld, rollOwner, 0);
 });
 
 /** The organisation's own management, which no API key reaches (besides reading its members). */
@@ -145,11 +150,11 @@ describe('every Business operation with an API key', () => {
     });
 
     it(`${op.operationId}: during a roll both secrets pass; after it the old one answers 401 and the new one passes`, async () => {
-      expectPassedPolicy(await send(op.operationId, org.id, rollingOld.auth));
-      expectPassedPolicy(await send(op.operationId, org.id, bearer(rollingNew)));
-      const old = await send(op.operationId, org.id, rolledOld.auth);
+      expectPassedPolicy(await send(op.operationId, rollOrg.id, rollingOld.auth));
+      expectPassedPolicy(await send(op.operationId, rollOrg.id, bearer(rollingNew)));
+      const old = await send(op.operationId, rollOrg.id, rolledOld.auth);
       expect([old.status, old.body.error]).toEqual([401, 'Unauthorized']);
-      expectPassedPolicy(await send(op.operationId, org.id, bearer(rolledNew)));
+      expectPassedPolicy(await send(op.operationId, rollOrg.id, bearer(rolledNew)));
     });
   }
 });

@@ -204,7 +204,7 @@ describe('GET /me/limits', () => {
     const received = await request(app).get('/api/me/limits').set(bob.auth).expect(200);
     const bobXof = (received.body.data.currencies as Array<{ currency: string; limits: Array<{ limit: string }> }>).find((c) => c.currency === 'XOF');
     expect(bobXof?.limits.find((l) => l.limit === 'monthly_inflow')).toMatchObject({ used_minor: '30000', remaining_minor: '470000' });
-    expect(res.body.data.currencies.map((c: { currency: string }) => c.currency)).toEqual(['EUR', 'USD', 'XOF']);
+    expect(res.body.data.currencies.map((c: { currency: string }) => c.currency)).toEqual(['EUR', 'USD', 'USDC', 'USDT', 'XOF']);
   });
 
   it('a tier_2 user has no next tier', async () => {

@@ -23,9 +23,9 @@ function writeTemp(text: string): string {
 }
 
 describe('the tier policy file', () => {
-  it('ships XOF, EUR and USD with every tier, the XOF caps of the e-money rules, and EUR at 655.957 XOF', () => {
+  it('ships XOF, EUR, USD, USDC and USDT with every tier, the XOF caps of the e-money rules, and EUR at 655.957 XOF', () => {
     const policy = loadLimitPolicy();
-    expect([...policy.currencies.keys()].sort()).toEqual(['EUR', 'USD', 'XOF']);
+    expect([...policy.currencies.keys()].sort()).toEqual(['EUR', 'USD', 'USDC', 'USDT', 'XOF']);
     expect(policy.currencies.get('XOF')?.get('tier_0')).toMatchObject({ balance: 200_000n, per_transaction: 100_000n, monthly_inflow: 500_000n });
     expect(policy.currencies.get('XOF')?.get('tier_1')).toMatchObject({ balance: 2_000_000n, monthly_inflow: 10_000_000n });
     // 200,000 XOF / 655.957 = 304.898... EUR: 30,489 cents, rounded down.
@@ -35,6 +35,25 @@ describe('the tier policy file', () => {
     }
   });
 
+  it('caps the stablecoins for tier_2 users and verified organisations at their USD caps, one stablecoin per dollar; every other tier holds none', () => {
+    const policy = loadLimitPolicy();
+    for (const coin of ['USDC', 'USDT']) {
+      const tiers = policy.currencies.get(coin);
+      for (const tier of ['tier_0', 'tier_1', 'unverified'] as const) {
+        expect(tiers?.get(tier), `${coin} ${tier}`).toEqual({ balance: 0n, monthly_inflow: 0n, daily_outflow: 0n, per_transaction: 0n });
+      }
+      for (const tier of ['tier_2', 'verified'] as const) {
+        const usd = policy.currencies.get('USD')?.get(tier);
+        // USD caps are in cents (exponent 2), stablecoin caps in millionths (exponent 6).
+        for (const limit of ['balance', 'monthly_inflow', 'daily_outflow', 'per_transaction'] as const) {
+          expect(tiers?.get(tier)?.[limit], `${coin} ${tier} ${limit}`).toBe((usd?.[limit] ?? 0n) * 10_000n);
+        }
+      }
+    }
+    // tier_2: 16,666.66 USDC held at most, 8,333.33 USDC per movement.
+    expect(policy.currencies.get('USDC')?.get('tier_2')).toMatchObject({ balance: 16_666_660_000n, per_transaction: 8_333_330_000n });
+  });
+
   it.each([
     ['a float', (doc: typeof shipped) => void (doc.currencies.XOF!.tier_0!.balance = 200000.5), /currencies\.XOF\.tier_0\.balance must be a whole, non-negative number of minor units/],
     ['a negative cap', (doc: typeof shipped) => void (doc.currencies.EUR!.tier_1!.daily_outflow = '-1'), /currencies\.EUR\.tier_1\.daily_outflow must be/],
@@ -42,7 +61,8 @@ describe('the tier policy file', () => {
     ['a missing limit', (doc: typeof shipped) => void delete doc.currencies.XOF!.tier_2!.per_transaction, /currencies\.XOF\.tier_2\.per_transaction must be/],
     ['an unknown limit', (doc: typeof shipped) => void (doc.currencies.XOF!.tier_2!.weekly = '1'), /currencies\.XOF\.tier_2\.weekly is not a limit/],
     ['an unknown tier', (doc: typeof shipped) => void (doc.currencies.XOF!.tier_3 = {}), /currencies\.XOF\.tier_3 is not a tier/],
-    ['a bad currency code', (doc: typeof shipped) => void (doc.currencies.xof = doc.currencies.XOF!), /currency "xof" is not an ISO 4217 code/],
+    ['a bad currency code', (doc: typeof shipped) => void (doc.currencies.xof = doc.currencies.XOF!), /currency "xof" is not a currency code/],
+    ['a stablecoin code in lower case', (doc: typeof shipped) => void (doc.currencies.usdc = doc.currencies.USDC!), /currency "usdc" is not a currency code/],
     ['no version', (doc: typeof shipped) => void (doc.version = ''), /"version" must be a non-empty string/],
   ])('refuses %s, naming where', (_name, change, message) => {
     expect(() => parseLimitPolicy(withChange(change), 'tier-policy.json')).toThrow(message);

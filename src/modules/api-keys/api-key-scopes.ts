@@ -7,7 +7,7 @@ import type { Schemas } from '../../contract';
 
 export type ApiKeyScope = Schemas['ApiKeyScope'];
 
-export const API_KEY_RESOURCES = ['payment_links', 'payments', 'payouts', 'invoices', 'accounts', 'network_status', 'events', 'webhook_endpoints'] as const;
+export const API_KEY_RESOURCES = ['payment_links', 'payments', 'payouts', 'invoices', 'accounts', 'network_status', 'events', 'webhook_endpoints', 'crypto'] as const;
 
 /** Resources a key may read but never change (a key never manages members). */
 export const API_KEY_READ_ONLY_RESOURCES = ['members'] as const;

@@ -5,15 +5,16 @@ import type { IdempotentResource } from '../../contract';
 import { readConnection } from '../../db/read-routing';
 import { ValidationError } from '../../errors';
 import { currencies, formatMinor, parseAmount } from '../ledger';
-import { applyDecision, CLAIMED, readLocked } from '../writes';
+import { asOwnLimit } from '../limits';
+import { applyDecision, CLAIMED, readLocked, type Decision } from '../writes';
 import { assertCryptoTier, requireCryptoTier } from './crypto-access';
 import { ConversionNotFoundError, QuoteAlreadyUsedError, QuoteExpiredError, QuoteNotFoundError } from './crypto-errors';
 import { conversionPosting, formatRate, QUOTE_TTL_SECONDS, quoteAmounts, rateBetween } from './crypto-quote';
 import type { ConvertibleCurrency, RateSource } from './crypto-rates';
 
-interface QuoteRow {
+export interface QuoteRow {
   id: string;
-  user_id: string;
+  user_id: string | null;
   from_currency: string;
   to_currency: string;
   from_amount_minor: string;
@@ -25,14 +26,14 @@ interface QuoteRow {
   created_at: Date | string;
 }
 
-interface ConversionRow extends Omit<QuoteRow, 'expires_at' | 'used_at'> {
+export interface ConversionRow extends Omit<QuoteRow, 'expires_at' | 'used_at'> {
   quote_id: string;
   status: 'completed';
   posting_id: string;
 }
 
 /** Amounts of a quote or a conversion as the API shows them: decimal strings and minor units. */
-async function amountsOf(db: Knex | Knex.Transaction, row: Pick<QuoteRow, 'from_currency' | 'to_currency' | 'from_amount_minor' | 'to_amount_minor' | 'fee_minor'>) {
+export async function amountsOf(db: Knex | Knex.Transaction, row: Pick<QuoteRow, 'from_currency' | 'to_currency' | 'from_amount_minor' | 'to_amount_minor' | 'fee_minor'>) {
   const from = await currencies.require(db, row.from_currency.trim());
   const to = await currencies.require(db, row.to_currency.trim());
   return {
@@ -47,7 +48,7 @@ async function amountsOf(db: Knex | Knex.Transaction, row: Pick<QuoteRow, 'from_
   };
 }
 
-const iso = (value: Date | string) => new Date(value).toISOString();
+export const iso = (value: Date | string) => new Date(value).toISOString();
 
 async function presentQuote(db: Knex | Knex.Transaction, row: QuoteRow) {
   return { id: row.id, object: 'crypto_quote' as const, ...(await amountsOf(db, row)), rate: row.rate, expires_at: iso(row.expires_at), created_at: iso(row.created_at) };
@@ -59,6 +60,18 @@ async function presentConversion(db: Knex | Knex.Transaction, row: ConversionRow
 
 export type QuoteView = Awaited<ReturnType<typeof presentQuote>>;
 export type ConversionView = Awaited<ReturnType<typeof presentConversion>>;
+
+/**
+ * applyDecision for a conversion: both sides are the caller's own, so a limit the ledger refuses
+ * on the receiving side (its balance or inflow cap) is the caller's LimitExceeded, told in full.
+ */
+export async function applyOwnDecision(trx: Knex.Transaction, ownerId: string, decision: Decision): Promise<string[]> {
+  try {
+    return await applyDecision(trx, decision);
+  } catch (error) {
+    throw asOwnLimit(error, ownerId);
+  }
+}
 
 export interface QuoteRequest {
   fromCurrency: ConvertibleCurrency;
@@ -159,7 +172,7 @@ export class CryptoConversionService {
     const view = await presentConversion(trx, conversion);
     const resource: IdempotentResource = { type: 'crypto_conversion', id: conversion.id, status: 'completed', location: `/api/crypto/conversions/${conversion.id}` };
     const { id: _id, posting_id: _posting, ...columns } = conversion;
-    const [postingId] = await applyDecision(trx, {
+    const [postingId] = await applyOwnDecision(trx, userId, {
       postings: [posting],
       changes: [
         { table: 'crypto_quotes', id: quote.id, expect: { used_at: null }, set: { used_at: now.toISOString() } },

@@ -1,4 +1,4 @@
-import { ConflictError, DomainError, NotFoundError, UnprocessableError } from '../../errors';
+import { ConflictError, DomainError, ForbiddenError, NotFoundError, UnprocessableError } from '../../errors';
 
 /** 403: crypto is open to verified (tier_2) users only; `details` names the tier needed and the caller's. */
 export class VerificationRequiredError extends DomainError {
@@ -24,8 +24,8 @@ export class DepositAddressNotFoundError extends NotFoundError {
 }
 
 export class QuoteNotFoundError extends NotFoundError {
-  constructor() {
-    super('No quote of yours has this id.', 'QuoteNotFound');
+  constructor(message = 'No quote of yours has this id.') {
+    super(message, 'QuoteNotFound');
   }
 }
 
@@ -44,8 +44,15 @@ export class QuoteAlreadyUsedError extends ConflictError {
 }
 
 export class ConversionNotFoundError extends NotFoundError {
+  constructor(message = 'No conversion of yours has this id.') {
+    super(message, 'ConversionNotFound');
+  }
+}
+
+/** 403: only a verified organisation holds and converts stablecoins (as only a verified one pays out). */
+export class OrganizationNotVerifiedForCryptoError extends ForbiddenError {
   constructor() {
-    super('No conversion of yours has this id.', 'ConversionNotFound');
+    super('OrganizationNotVerified', 'Only a verified organisation can convert stablecoins; complete its business verification first.');
   }
 }
 

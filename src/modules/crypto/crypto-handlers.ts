@@ -1,12 +1,14 @@
 import { pageRequest, type Handlers } from '../../contract';
+import type { ConvertibleCurrency } from './crypto-rates';
 import { cryptoCatalog } from './crypto-catalog';
 import type { CryptoConversionService } from './crypto-conversion-service';
 import type { CryptoDepositService } from './crypto-deposit-service';
+import type { CryptoOrganizationService } from './crypto-organization-service';
 import type { CryptoWithdrawalAddressService } from './crypto-withdrawal-addresses';
 import type { CryptoWithdrawalService } from './crypto-withdrawal-service';
 
 /** The crypto operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
-export const cryptoWritePath = ['createCryptoDepositAddress', 'createCryptoQuote', 'createCryptoConversion', 'createCryptoWithdrawalAddress', 'createCryptoWithdrawal', 'cancelCryptoWithdrawal'] as const satisfies readonly CryptoOperation[];
+export const cryptoWritePath = ['createCryptoDepositAddress', 'createCryptoQuote', 'createCryptoConversion', 'createCryptoWithdrawalAddress', 'createCryptoWithdrawal', 'cancelCryptoWithdrawal', 'createOrganizationCryptoQuote', 'createOrganizationCryptoConversion'] as const satisfies readonly CryptoOperation[];
 
 type CryptoOperation =
   | 'listCryptoAssets'
@@ -24,7 +26,12 @@ type CryptoOperation =
   | 'listCryptoWithdrawals'
   | 'getCryptoWithdrawal'
   | 'cancelCryptoWithdrawal'
-  | 'failCryptoWithdrawal';
+  | 'failCryptoWithdrawal'
+  | 'listOrganizationCryptoBalances'
+  | 'createOrganizationCryptoQuote'
+  | 'createOrganizationCryptoConversion'
+  | 'listOrganizationCryptoConversions'
+  | 'getOrganizationCryptoConversion';
 
 /** The contract's `CryptoAsset` list, from the shipped catalogue. */
 function assetList() {
@@ -46,6 +53,7 @@ export function cryptoHandlers(
   conversions: CryptoConversionService,
   addresses: CryptoWithdrawalAddressService,
   withdrawals: CryptoWithdrawalService,
+  organizations: CryptoOrganizationService,
 ): Handlers<CryptoOperation> {
   return {
     listCryptoAssets: () => Promise.resolve({ data: assetList() }),
@@ -83,6 +91,23 @@ export function cryptoHandlers(
       return { data: view, resource };
     },
     failCryptoWithdrawal: async ({ path }) => ({ data: await withdrawals.failInSandbox(path.withdrawalId) }),
+    listOrganizationCryptoBalances: async ({ organization }) => ({ data: await organizations.balances(organization.id) }),
+    async createOrganizationCryptoQuote({ trx, organization, body }) {
+      const { view, resource } = await organizations.quote(trx, organization.id, {
+        fromCurrency: body.from_currency as ConvertibleCurrency,
+        toCurrency: body.to_currency as ConvertibleCurrency,
+        fromAmount: body.from_amount,
+        toAmount: body.to_amount,
+        accountId: body.account_id,
+      });
+      return { status: 201, data: view, resource };
+    },
+    async createOrganizationCryptoConversion({ trx, organization, caller, body }) {
+      const { view, resource } = await organizations.convert(trx, organization.id, body.quote_id, caller.apiKey ? null : caller.userId);
+      return { status: 201, data: view, resource };
+    },
+    listOrganizationCryptoConversions: async ({ organization, query }) => ({ data: await organizations.list(organization.id, pageRequest(query)) }),
+    getOrganizationCryptoConversion: async ({ organization, path }) => ({ data: await organizations.getConversion(organization.id, path.conversionId) }),
     mineCryptoBlocks: async ({ path, body }) => ({ data: await deposits.mineBlocks(path.network, body.count, body.reorg_depth ?? 0) }),
   };
 }

@@ -1,6 +1,6 @@
 import { UnprocessableError } from '../../errors';
 import { shardIdentity, walletIdentity, type AccountIdentity } from '../ledger';
-import type { PlannedPosting } from '../writes';
+import type { PlannedAccount, PlannedPosting } from '../writes';
 import type { Rational } from './crypto-rates';
 
 /** A quote is good for 30 seconds. */
@@ -65,23 +65,37 @@ export function liquidityIdentity(currency: string): AccountIdentity {
 }
 
 /**
- * A conversion is one posting, balanced in each currency: the caller's `from` wallet pays the
- * amount, the liquidity account of `from` takes what is converted and the fee shard the fee; the
- * liquidity account of `to` pays the caller's `to` wallet. Its (kind, reference) is the
- * conversion's id: never posted twice.
+ * The stablecoin balance of an organisation in `asset`: a ledger account of the organisation
+ * (kind org_account, as its foreign-currency accounts, so its tier limits apply), one per asset,
+ * told apart from those accounts by its reference `crypto`; created on first use.
  */
-export function conversionPosting(conversion: { id: string; userId: string; fromCurrency: string; toCurrency: string } & QuoteAmounts): PlannedPosting {
-  const { id, userId, fromCurrency, toCurrency, fromAmountMinor, toAmountMinor, feeMinor } = conversion;
+export function organizationCryptoIdentity(organizationId: string, asset: string): AccountIdentity {
+  return { ownerType: 'organization', ownerId: organizationId, currency: asset, kind: 'org_account', externalRef: 'crypto' };
+}
+
+/** Who pays and who receives a conversion: a user's wallets, or an organisation's accounts. */
+export type ConversionParties = { userId: string } | { from: PlannedAccount; to: PlannedAccount };
+
+/**
+ * A conversion is one posting, balanced in each currency: the caller's `from` account pays the
+ * amount, the liquidity account of `from` takes what is converted and the fee shard the fee; the
+ * liquidity account of `to` pays the caller's `to` account (a user's wallets, or the accounts an
+ * organisation's quote named). Its (kind, reference) is the conversion's id: never posted twice.
+ */
+export function conversionPosting(conversion: { id: string; fromCurrency: string; toCurrency: string } & ConversionParties & QuoteAmounts): PlannedPosting {
+  const { id, fromCurrency, toCurrency, fromAmountMinor, toAmountMinor, feeMinor } = conversion;
+  const payer = 'userId' in conversion ? walletIdentity(conversion.userId, fromCurrency) : conversion.from;
+  const payee = 'userId' in conversion ? walletIdentity(conversion.userId, toCurrency) : conversion.to;
   return {
     kind: 'crypto.conversion',
     reference: id,
     metadata: { conversion_id: id },
     entries: [
-      { account: walletIdentity(userId, fromCurrency), amountMinor: -fromAmountMinor },
+      { account: payer, amountMinor: -fromAmountMinor },
       { account: liquidityIdentity(fromCurrency), amountMinor: fromAmountMinor - feeMinor },
       ...(feeMinor > 0n ? [{ account: shardIdentity('fees', fromCurrency, id), amountMinor: feeMinor }] : []),
       { account: liquidityIdentity(toCurrency), amountMinor: -toAmountMinor },
-      { account: walletIdentity(userId, toCurrency), amountMinor: toAmountMinor },
+      { account: payee, amountMinor: toAmountMinor },
     ],
   };
 }

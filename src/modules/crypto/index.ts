@@ -1,10 +1,11 @@
-/** Public face of the crypto module: stablecoin assets and networks, deposits, withdrawals, the network port and its simulator, quotes and conversions. */
+/** Public face of the crypto module: stablecoin assets and networks, deposits, withdrawals, the network port and its simulator, quotes and conversions of users and of organisations. */
 import type { Knex } from 'knex';
 import type { Clock } from '../../clock';
 import type { CryptoConfig } from '../../config-crypto';
 import type { Notifier } from '../notifications';
 import { CryptoConversionService } from './crypto-conversion-service';
 import { CryptoDepositService } from './crypto-deposit-service';
+import { CryptoOrganizationService } from './crypto-organization-service';
 import { SandboxCryptoNetwork } from './crypto-network';
 import { SandboxRateSource } from './crypto-rates';
 import { CryptoWithdrawalService } from './crypto-withdrawal-service';
@@ -19,7 +20,8 @@ export { SandboxCryptoNetwork, type CryptoNetworkPort, type TransferObservation 
 export { depositStep } from './crypto-deposit-lifecycle';
 export { CryptoDepositService } from './crypto-deposit-service';
 export { CryptoConversionService } from './crypto-conversion-service';
-export { conversionPosting, formatRate, quoteAmounts, rateBetween } from './crypto-quote';
+export { CryptoOrganizationService } from './crypto-organization-service';
+export { conversionPosting, organizationCryptoIdentity, formatRate, quoteAmounts, rateBetween } from './crypto-quote';
 export { SandboxRateSource, type RateSource } from './crypto-rates';
 export { cryptoHandlers, cryptoWritePath } from './crypto-handlers';
 export { cryptoJobs } from './crypto-jobs';
@@ -36,6 +38,7 @@ export function cryptoServices(deps: { knex: Knex; config: CryptoConfig; clock: 
     cryptoDeposits: new CryptoDepositService({ knex: deps.knex, network, sandbox: network, clock: deps.clock }),
     cryptoWithdrawalAddresses: new CryptoWithdrawalAddressService({ knex: deps.knex, clock: deps.clock, notifier: deps.notifier, activationSeconds: deps.config.addressActivationSeconds }),
     cryptoConversions: new CryptoConversionService({ knex: deps.knex, rates, clock: deps.clock, feeBps: deps.config.conversionFeeBps }),
+    cryptoOrganizations: new CryptoOrganizationService({ knex: deps.knex, rates, clock: deps.clock, feeBps: deps.config.conversionFeeBps }),
     cryptoWithdrawals: new CryptoWithdrawalService({ knex: deps.knex, clock: deps.clock, rates, network, sandbox: network }),
   };
 }

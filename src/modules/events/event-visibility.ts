@@ -28,7 +28,7 @@ export const EVENT_READ_OPERATION: Record<EventSubjectType, OperationId | undefi
   refund: 'listPaymentRefunds',
   payout: 'getPayout',
   crypto_deposit: undefined,
-  crypto_conversion: undefined,
+  crypto_conversion: 'getOrganizationCryptoConversion',
   crypto_withdrawal: undefined,
 };
 

@@ -50,6 +50,9 @@ export function organizationTier(verificationStatus: string): Tier {
   return verificationStatus === 'verified' ? 'verified' : 'unverified';
 }
 
+/** A ledger currency: an ISO 4217 code (XOF) or a stablecoin (USDC), as the contract's AssetCode. */
+const CURRENCY_CODE = /^[A-Z][A-Z0-9]{2,9}$/;
+
 /** The largest cap: a bigint column holds it, with room for a running counter to pass it. */
 const MAX_CAP = 10n ** 18n;
 
@@ -86,7 +89,7 @@ export function parseLimitPolicy(document: unknown, source = 'document'): LimitP
   if (!isRecord(currencies) || Object.keys(currencies).length === 0) return fail('"currencies" must be an object with at least one currency');
   const parsed = new Map<string, ReadonlyMap<Tier, TierCaps>>();
   for (const [currency, tiers] of Object.entries(currencies)) {
-    if (!/^[A-Z]{3}$/.test(currency)) fail(`currency "${currency}" is not an ISO 4217 code (three capital letters)`);
+    if (!CURRENCY_CODE.test(currency)) fail(`currency "${currency}" is not a currency code (an ISO 4217 code such as XOF, or a stablecoin such as USDC: a capital letter, then 2 to 9 capital letters or digits)`);
     if (!isRecord(tiers)) return fail(`currencies.${currency} must be an object of tiers`);
     const extraTier = Object.keys(tiers).find((tier) => !(TIERS as readonly string[]).includes(tier));
     if (extraTier) fail(`currencies.${currency}.${extraTier} is not a tier (${TIERS.join(', ')})`);
