@@ -215,3 +215,48 @@ describe("a tontine pot its beneficiary cannot receive", () => {
     await expectLedgerInvariants(knex);
   });
 });
+
+describe('GET /admin/held-payouts', () => {
+  function listHeld(by: TestCaller, query: Record<string, string | number> = {}) {
+    return request(app).get('/api/admin/held-payouts').query(query).set(by.auth);
+  }
+
+  it('lists every held payout to administrators, the most recently held first, filtered by status, page by page', async () => {
+    const first = await deliveredOverTheSellersCap();
+    const firstHeld = (await escrowAction(app, first.buyer, first.escrow.id, 'accept')).body.data.payout.id as string;
+    const second = await deliveredOverTheSellersCap();
+    const secondHeld = (await escrowAction(app, second.buyer, second.escrow.id, 'accept')).body.data.payout.id as string;
+    const admin = await callerAt('tier_2', {}, { isAdmin: true });
+
+    const newest = await listHeld(admin, { limit: 1 });
+    expect(newest.status, JSON.stringify(newest.body)).toBe(200);
+    expect(newest.body.data).toMatchObject({ object: 'list', has_more: true, next_cursor: secondHeld });
+    expect(newest.body.data.data).toEqual([
+      expect.objectContaining({ id: secondHeld, object: 'held_payout', subject_type: 'escrow', subject_id: second.escrow.id, status: 'held_for_verification', amount_minor: String(TIER_0_PER_TRANSACTION + 1), settled_at: null }),
+    ]);
+    const next = await listHeld(admin, { limit: 1, starting_after: secondHeld });
+    expect(next.body.data.data.map((held: { id: string }) => held.id)).toEqual([firstHeld]);
+
+    expect((await returnHeld(admin, firstHeld)).status).toBe(200);
+    const returned = await listHeld(admin, { status: 'returned', limit: 1 });
+    expect(returned.body.data.data.map((held: { id: string; status: string }) => [held.id, held.status])).toEqual([[firstHeld, 'returned']]);
+    const waiting = (await listHeld(admin, { status: 'held_for_verification', limit: 500 })).body.data.data as Array<{ id: string; status: string }>;
+    expect(waiting.map((held) => held.id)).toContain(secondHeld);
+    expect(waiting.map((held) => held.id)).not.toContain(firstHeld);
+    expect(new Set(waiting.map((held) => held.status))).toEqual(new Set(['held_for_verification']));
+  });
+
+  it('refuses anyone but an administrator (403 InsufficientRole), a foreign cursor and an unknown status (400)', async () => {
+    const { buyer, escrow } = await deliveredOverTheSellersCap();
+    const heldId = (await escrowAction(app, buyer, escrow.id, 'accept')).body.data.payout.id as string;
+    const refused = await listHeld(buyer);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ success: false, error: 'InsufficientRole' });
+    const admin = await callerAt('tier_2', {}, { isAdmin: true });
+    const foreign = await listHeld(admin, { status: 'returned', starting_after: heldId });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body).toMatchObject({ success: false, error: 'ValidationError' });
+    expect((await listHeld(admin, { starting_after: crypto.randomUUID() })).status).toBe(400);
+    expect((await listHeld(admin, { status: 'paid' })).status).toBe(400);
+  });
+});
