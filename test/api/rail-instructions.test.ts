@@ -68,7 +68,7 @@ describe('a refund whose process dies after its commit', () => {
 
     await makeDue();
     expect(await app.services.railInstructions.deliverDue({ batchSize: 100 })).toBeGreaterThanOrEqual(1);
-    expect(railCalls.mock.calls.filter(([call]) => (call as { refundId: string }).refundId === created.refund.id)).toHaveLength(1);
+    expect(railCalls.mock.calls.filter(([call]) => (call as unknown as { refundId: string }).refundId === created.refund.id)).toHaveLength(1);
     expect(await knex('refunds').where({ id: created.refund.id }).first('status')).toEqual({ status: 'succeeded' });
     expect(await instruction('refund.submit', created.refund.id)).toMatchObject({ status: 'delivered', attempts: 1, delivered_at: expect.any(Date) });
     expect(Number((await knex('events').where({ subject_id: created.refund.id, type: 'refund.succeeded' }).count({ n: '*' }))[0]?.n)).toBe(1);
@@ -76,7 +76,7 @@ describe('a refund whose process dies after its commit', () => {
     // Nothing is left: another run calls nobody.
     await makeDue();
     await app.services.railInstructions.deliverDue({ batchSize: 100 });
-    expect(railCalls.mock.calls.filter(([call]) => (call as { refundId: string }).refundId === created.refund.id)).toHaveLength(1);
+    expect(railCalls.mock.calls.filter(([call]) => (call as unknown as { refundId: string }).refundId === created.refund.id)).toHaveLength(1);
     await expectLedgerInvariants(knex);
   });
 
@@ -92,7 +92,7 @@ describe('a refund whose process dies after its commit', () => {
 
     await makeDue();
     await app.services.railInstructions.deliverDue({ batchSize: 100 });
-    const calls = railCalls.mock.calls.filter(([call]) => (call as { refundId: string }).refundId === res.body.data.id);
+    const calls = railCalls.mock.calls.filter(([call]) => (call as unknown as { refundId: string }).refundId === res.body.data.id);
     expect(calls).toHaveLength(2);
     expect(await knex('refunds').where({ id: res.body.data.id }).first('status')).toEqual({ status: 'succeeded' });
     expect(await instruction('refund.submit', res.body.data.id)).toMatchObject({ status: 'delivered', attempts: 2 });
@@ -114,7 +114,7 @@ describe('a payout whose process dies after its commit', () => {
     expect(await app.services.railInstructions.deliverDue({ batchSize: 100 })).toBeGreaterThanOrEqual(1);
     await makeDue();
     await app.services.railInstructions.deliverDue({ batchSize: 100 });
-    expect(railCalls.mock.calls.filter(([call]) => (call as { payoutId: string }).payoutId === created.payout.id)).toHaveLength(1);
+    expect(railCalls.mock.calls.filter(([call]) => (call as unknown as { payoutId: string }).payoutId === created.payout.id)).toHaveLength(1);
     expect(await knex('payouts').where({ id: created.payout.id }).first('status')).toEqual({ status: 'paid' });
     expect(await balanceOf(knex, account.ledgerAccountId)).toBe(200_000n);
     expect(await instruction('payout.submit', created.payout.id)).toMatchObject({ status: 'delivered', attempts: 1 });
