@@ -86,9 +86,7 @@ function destinationOf(destination: PayoutDestination): PayoutDestination {
  * (`paid`: out to clearing; `failed`: the money returns to the account), as a cancel does.
  */
 export class PayoutService {
-  constructor(private readonly deps: PayoutServiceDeps) {
-    deps.instructions.register('payout.submit', (payoutId) => this.submit(payoutId));
-  }
+  constructor(private readonly deps: PayoutServiceDeps) {}
 
   /** POST .../payouts, in the pipeline's transaction; `pay` is for after its commit. */
   async create(trx: Knex.Transaction, organizationId: string, input: PayoutRequest, actorUserId: string | null) {
@@ -245,7 +243,7 @@ export class PayoutService {
    * so a repeated attempt never pays twice), then its answer settles the payout once. A payout
    * no longer processing needs nothing more.
    */
-  private async submit(payoutId: string): Promise<void> {
+  async submit(payoutId: string): Promise<void> {
     const payout = await new PayoutRepository(this.deps.knex).findById(payoutId);
     if (!payout || payout.status !== 'processing') return;
     const outcome = await this.deps.rail.pay({ payoutId: payout.id, currency: payout.currency, amountMinor: payout.amountMinor, destination: payout.destination });

@@ -52,9 +52,7 @@ export function withRefunds<P extends { amount_minor: string }>(payment: P, refu
  * returns to the account).
  */
 export class RefundService {
-  constructor(private readonly deps: RefundServiceDeps) {
-    deps.instructions.register('refund.submit', (refundId) => this.submit(refundId));
-  }
+  constructor(private readonly deps: RefundServiceDeps) {}
 
   /** POST .../payments/{paymentId}/refunds, in the pipeline's transaction; `settle` is for after its commit. */
   async create(trx: Knex.Transaction, organizationId: string, paymentId: string, input: { amount?: number | string; reason: RefundReason }, actorUserId: string | null) {
@@ -146,7 +144,7 @@ export class RefundService {
    * so a repeated attempt never pays twice), then its answer settles the refund once. A refund
    * settled already needs nothing more.
    */
-  private async submit(refundId: string): Promise<void> {
+  async submit(refundId: string): Promise<void> {
     const refund = await new RefundRepository(this.deps.knex).findById(refundId);
     if (!refund || refund.status !== 'pending') return;
     const outcome = await this.deps.rail.refund({ refundId: refund.id, paymentId: refund.paymentId, currency: refund.currency, amountMinor: refund.amountMinor });

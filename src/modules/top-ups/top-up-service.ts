@@ -55,7 +55,6 @@ export class TopUpService {
 
   constructor(private readonly deps: TopUpServiceDeps) {
     this.knex = deps.knex;
-    deps.instructions.register('top_up.give_back', (topUpId) => this.giveBackToPayer(topUpId));
   }
 
   /** POST /wallets/{walletId}/top-ups, in the pipeline's transaction; `requestToPay` is for after its commit. */
@@ -158,7 +157,7 @@ export class TopUpService {
   }
 
   /** The delivery of a reversed top-up's payment back: idempotent at the rail on its provider reference. */
-  private async giveBackToPayer(topUpId: string): Promise<void> {
+  async giveBackToPayer(topUpId: string): Promise<void> {
     const topUp = await new TopUpRepository(this.knex).findById(topUpId);
     if (!topUp || topUp.status !== 'reversed') return;
     await this.deps.rail.giveBack(topUp.providerReference);
