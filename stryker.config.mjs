@@ -3,6 +3,9 @@
 
 /** The critical core: a surviving mutant here is money or access that no test guards. */
 const CRITICAL_CORE = [
+  'src/modules/rail-instructions/rail-instruction-service.ts', // rail side effects delivered once committed, retried until taken
+  'src/modules/rail-instructions/rail-instruction-repository.ts', // claims of rail instructions: lease and backoff
+  'src/modules/escrows/escrow-commit.ts', // a release or a split held for the refused party's limits
   'src/modules/ledger/money.ts', // amount parsing and formatting
   'src/modules/ledger/ledger-service.ts', // the posting path
   'src/modules/ledger/group-commit.ts', // group commit of postings

@@ -813,6 +813,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/held-payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List held payouts (administrators)
+         * @description Every payout held for verification, completed or returned (an escrow's release or a tontine cycle's pot its recipient could not receive within their tier limits), the most recently held first, with cursor pagination (`starting_after`: a `next_cursor` of this list; one that is not a held payout of the filtered list is a 400 `ValidationError`); filter with `status`, for example `status=held_for_verification` for the payouts still waiting, which an administrator may return to their payer (`POST /admin/held-payouts/{heldPayoutId}/return`). Platform administrators only: anyone else gets 403 `InsufficientRole`.
+         */
+        get: operations["listHeldPayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/held-payouts/{heldPayoutId}/return": {
         parameters: {
             query?: never;
@@ -7358,17 +7378,6 @@ export interface components {
          */
         TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
-         * ReturnHeldPayoutRequest
-         * @description Why a platform administrator returns a held payout to its payer.
-         */
-        ReturnHeldPayoutRequest: {
-            /**
-             * @description The reason, kept on the held payout (`return_reason`) and in the event.
-             * @example The seller could not complete identity verification.
-             */
-            reason: string;
-        };
-        /**
          * HeldPayout
          * @description A payout held for verification, as platform administrators see it: what it pays (an escrow's release or a tontine cycle's pot), to whom, how much, and where it stands.
          */
@@ -7420,6 +7429,37 @@ export interface components {
             settled_at: string | null;
             /** @description The administrator's reason for returning it; `null` otherwise. */
             return_reason: string | null;
+        };
+        /**
+         * HeldPayoutList
+         * @description A page of held payouts, the most recently held first.
+         */
+        HeldPayoutList: components["schemas"]["ListObject"] & {
+            data: components["schemas"]["HeldPayout"][];
+        };
+        /**
+         * HeldPayoutListResponse
+         * @description Envelope of a list of held payouts.
+         */
+        HeldPayoutListResponse: {
+            /**
+             * @description Always `true` on success.
+             * @constant
+             */
+            success: true;
+            data: components["schemas"]["HeldPayoutList"];
+            message?: components["schemas"]["EnvelopeMessage"];
+        };
+        /**
+         * ReturnHeldPayoutRequest
+         * @description Why a platform administrator returns a held payout to its payer.
+         */
+        ReturnHeldPayoutRequest: {
+            /**
+             * @description The reason, kept on the held payout (`return_reason`) and in the event.
+             * @example The seller could not complete identity verification.
+             */
+            reason: string;
         };
         /**
          * HeldPayoutResponse
@@ -14421,6 +14461,11 @@ export interface components {
          */
         TontineId: string;
         /**
+         * @description Only the held payouts in this status.
+         * @example held_for_verification
+         */
+        HeldPayoutStatusFilter: components["schemas"]["HeldPayoutStatus"];
+        /**
          * @description Identifier of a held payout (the `payout.id` of an escrow or a tontine cycle).
          * @example 3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f
          */
@@ -16241,6 +16286,62 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listHeldPayouts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the held payouts in this status.
+                 * @example held_for_verification
+                 */
+                status?: components["parameters"]["HeldPayoutStatusFilter"];
+                /**
+                 * @description Maximum number of items to return (1 to 500).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Cursor for the next page: the `next_cursor` of the previous page (the id of its last item). Items after it, in the same order, are returned.
+                 * @example e4f5a6b7-c8d9-4e0f-a1b2-c3d4e5f6a7b9
+                 */
+                starting_after?: components["parameters"]["StartingAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of held payouts. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldPayoutListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `InsufficientRole`: the caller is not a platform administrator. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -37,6 +37,7 @@ export const OPERATIONS = {
   resolveEscrow: {"method":"post","path":"/escrows/{escrowId}/resolve","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"required","testHelper":false,"access":null},
   listAllEscrows: {"method":"get","path":"/admin/escrows","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   dissolveTontine: {"method":"post","path":"/admin/tontines/{tontineId}/dissolve","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":false,"access":null},
+  listHeldPayouts: {"method":"get","path":"/admin/held-payouts","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   returnHeldPayout: {"method":"post","path":"/admin/held-payouts/{heldPayoutId}/return","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[200],"idempotency":"optional","testHelper":false,"access":null},
   listTontines: {"method":"get","path":"/tontines","secured":true,"apiKey":false,"headers":[],"statuses":[200],"idempotency":null,"testHelper":false,"access":null},
   createTontine: {"method":"post","path":"/tontines","secured":true,"apiKey":false,"headers":["Idempotency-Key"],"statuses":[201],"idempotency":"optional","testHelper":false,"access":null},

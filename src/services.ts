@@ -29,6 +29,7 @@ import { RefundService, SandboxRefundRail, refundStatusOf } from './modules/refu
 import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf, lockTontinesForPostings } from './modules/tontines';
 import { SandboxRail, TransferService, transferStatusOf } from './modules/transfers';
 import { SandboxMobileMoneyRail, TopUpService, topUpStatusOf } from './modules/top-ups';
+import { RailInstructionService } from './modules/rail-instructions';
 import { WalletService } from './modules/wallets';
 import { StreamBudget } from './stream-budget';
 
@@ -176,18 +177,24 @@ function coreServices(deps: ServiceDeps) {
 /**
  * Money in and out: top-ups by mobile money through the sandbox rail (driven by the test
  * helpers), the callbacks signed with MOBILE_MONEY_CALLBACK_SECRET; refunds of payments through
- * the sandbox refund rail; payouts of organisations through the sandbox payout rail. A replayed
+ * the sandbox refund rail; payouts of organisations through the sandbox payout rail; what each
+ * rail must be told delivered from rail instructions (retried by a job). A replayed
  * key reports the top-up's, the refund's or the payout's status.
  */
 function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logger: Logger; idempotency: IdempotencyService }) {
   const mobileMoneyRail = new SandboxMobileMoneyRail();
-  const topUps = new TopUpService({ knex: deps.knex, rail: mobileMoneyRail, callbackSecret: deps.config.mobileMoneyCallbackSecret, clock: deps.clock, logger: deps.logger });
+  // What the rails must be told, recorded with each change of state and delivered until they take it.
+  const railInstructions = new RailInstructionService({ knex: deps.knex, clock: deps.clock, logger: deps.logger });
+  const topUps = new TopUpService({ knex: deps.knex, rail: mobileMoneyRail, instructions: railInstructions, callbackSecret: deps.config.mobileMoneyCallbackSecret, clock: deps.clock, logger: deps.logger });
   deps.idempotency.registerResourceStatus('top_up', topUpStatusOf);
-  const refunds = new RefundService({ knex: deps.knex, rail: new SandboxRefundRail(), clock: deps.clock, paymentView: findPaymentView, logger: deps.logger });
+  const refunds = new RefundService({ knex: deps.knex, rail: new SandboxRefundRail(), instructions: railInstructions, clock: deps.clock, paymentView: findPaymentView, logger: deps.logger });
   deps.idempotency.registerResourceStatus('refund', refundStatusOf);
-  const payouts = new PayoutService({ knex: deps.knex, rail: new SandboxPayoutRail(), clock: deps.clock, logger: deps.logger });
+  const payouts = new PayoutService({ knex: deps.knex, rail: new SandboxPayoutRail(), instructions: railInstructions, clock: deps.clock, logger: deps.logger });
   deps.idempotency.registerResourceStatus('payout', payoutStatusOf);
-  return { mobileMoneyRail, topUps, refunds, payouts };
+  railInstructions.register('top_up.give_back', (topUpId) => topUps.giveBackToPayer(topUpId));
+  railInstructions.register('refund.submit', (refundId) => refunds.submit(refundId));
+  railInstructions.register('payout.submit', (payoutId) => payouts.submit(payoutId));
+  return { mobileMoneyRail, railInstructions, topUps, refunds, payouts };
 }
 
 /**

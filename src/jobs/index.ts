@@ -12,6 +12,7 @@ import { notificationsJobs } from '../modules/notifications';
 import { identityJobs } from '../modules/identity';
 import { onboardingJobs } from '../modules/onboarding';
 import { paymentJobs } from '../modules/payment-links';
+import { railInstructionJobs } from '../modules/rail-instructions';
 import { tontineJobs } from '../modules/tontines';
 import { topUpJobs } from '../modules/top-ups';
 import { transferJobs } from '../modules/transfers';
@@ -39,6 +40,7 @@ export function periodicTasks(services: Services, config: Config, logger: Logger
     ...onboardingJobs(services.signup, logger),
     ...topUpJobs(services.topUps, logger),
     ...heldPayoutJobs(services.heldPayouts, logger),
+    ...railInstructionJobs(services.railInstructions, logger),
     ...cryptoJobs(services.cryptoDeposits, services.cryptoWithdrawals, config.crypto),
   ];
 }

@@ -215,3 +215,112 @@ describe("a tontine pot its beneficiary cannot receive", () => {
     await expectLedgerInvariants(knex);
   });
 });
+
+describe('GET /admin/held-payouts', () => {
+  function listHeld(by: TestCaller, query: Record<string, string | number> = {}) {
+    return request(app).get('/api/admin/held-payouts').query(query).set(by.auth);
+  }
+
+  it('lists every held payout to administrators, the most recently held first, filtered by status, page by page', async () => {
+    const first = await deliveredOverTheSellersCap();
+    const firstHeld = (await escrowAction(app, first.buyer, first.escrow.id, 'accept')).body.data.payout.id as string;
+    const second = await deliveredOverTheSellersCap();
+    const secondHeld = (await escrowAction(app, second.buyer, second.escrow.id, 'accept')).body.data.payout.id as string;
+    const admin = await callerAt('tier_2', {}, { isAdmin: true });
+
+    const newest = await listHeld(admin, { limit: 1 });
+    expect(newest.status, JSON.stringify(newest.body)).toBe(200);
+    expect(newest.body.data).toMatchObject({ object: 'list', has_more: true, next_cursor: secondHeld });
+    expect(newest.body.data.data).toEqual([
+      expect.objectContaining({ id: secondHeld, object: 'held_payout', subject_type: 'escrow', subject_id: second.escrow.id, status: 'held_for_verification', amount_minor: String(TIER_0_PER_TRANSACTION + 1), settled_at: null }),
+    ]);
+    const next = await listHeld(admin, { limit: 1, starting_after: secondHeld });
+    expect(next.body.data.data.map((held: { id: string }) => held.id)).toEqual([firstHeld]);
+
+    expect((await returnHeld(admin, firstHeld)).status).toBe(200);
+    const returned = await listHeld(admin, { status: 'returned', limit: 1 });
+    expect(returned.body.data.data.map((held: { id: string; status: string }) => [held.id, held.status])).toEqual([[firstHeld, 'returned']]);
+    const waiting = (await listHeld(admin, { status: 'held_for_verification', limit: 500 })).body.data.data as Array<{ id: string; status: string }>;
+    expect(waiting.map((held) => held.id)).toContain(secondHeld);
+    expect(waiting.map((held) => held.id)).not.toContain(firstHeld);
+    expect(new Set(waiting.map((held) => held.status))).toEqual(new Set(['held_for_verification']));
+  });
+
+  it('refuses anyone but an administrator (403 InsufficientRole), a foreign cursor and an unknown status (400)', async () => {
+    const { buyer, escrow } = await deliveredOverTheSellersCap();
+    const heldId = (await escrowAction(app, buyer, escrow.id, 'accept')).body.data.payout.id as string;
+    const refused = await listHeld(buyer);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ success: false, error: 'InsufficientRole' });
+    const admin = await callerAt('tier_2', {}, { isAdmin: true });
+    const foreign = await listHeld(admin, { status: 'returned', starting_after: heldId });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body).toMatchObject({ success: false, error: 'ValidationError' });
+    expect((await listHeld(admin, { starting_after: crypto.randomUUID() })).status).toBe(400);
+    expect((await listHeld(admin, { status: 'paid' })).status).toBe(400);
+  });
+});
+
+describe("a split ruling whose buyer's share the buyer's limits refuse", () => {
+  /** A disputed escrow of 300,000 XOF (fee paid by the buyer) whose buyer is back at tier_0 by the ruling: a share over its per-transaction cap is refused. */
+  async function disputedWithALimitedBuyer() {
+    const buyer = await callerAt('tier_2', { XOF: 1_000_000n });
+    const seller = await callerAt('tier_2');
+    const escrow = await openEscrow(app, buyer, seller, { amount: 300_000, currency: 'XOF', fee_payer: 'buyer' });
+    expect((await escrowAction(app, buyer, escrow.id, 'fund')).status).toBe(200);
+    expect((await escrowAction(app, seller, escrow.id, 'deliver')).status).toBe(200);
+    expect((await escrowAction(app, buyer, escrow.id, 'dispute', { reason: 'Half of the order is missing.' })).status).toBe(200);
+    await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_0' });
+    const admin = await callerAt('tier_2', {}, { isAdmin: true });
+    return { buyer, seller, escrow, admin };
+  }
+
+  it('holds the settlement for the buyer (held_for_verification), then completes the split once the buyer is verified', async () => {
+    const { buyer, seller, escrow, admin } = await disputedWithALimitedBuyer();
+    const buyerBefore = await walletBalance(buyer.user.id);
+    const holdingBefore = await platformBalance(knex, 'escrow_holding', 'XOF');
+    const sellerAmount = 100_000;
+
+    const ruled = await escrowAction(app, admin, escrow.id, 'resolve', { outcome: 'split', seller_amount: sellerAmount });
+    expect(ruled.status, JSON.stringify(ruled.body)).toBe(200);
+    expect(ruled.body.data).toMatchObject({ status: 'accepted', settlement: null, payout: { status: 'held_for_verification', reason: 'recipient_limit', settled_at: null } });
+    const heldId = ruled.body.data.payout.id as string;
+    const heldRow = await knex('held_payouts').where({ id: heldId }).first();
+    expect(heldRow).toMatchObject({ recipient_user_id: buyer.user.id, status: 'held_for_verification' });
+    // The buyer's share: the rest of the amount and the part of the fee the split gives back.
+    const buyerShare = BigInt(heldRow.amount_minor);
+    expect(buyerShare).toBeGreaterThanOrEqual(BigInt(300_000 - sellerAmount));
+    expect(buyerShare).toBeGreaterThan(BigInt(TIER_0_PER_TRANSACTION));
+    expect(await walletBalance(buyer.user.id)).toBe(buyerBefore);
+    expect(await walletBalance(seller.user.id)).toBe('0');
+    expect(await platformBalance(knex, 'escrow_holding', 'XOF')).toBe(holdingBefore);
+    expect((await eventTypes(escrow.id)).at(-1)).toBe('escrow.payout_held');
+
+    // Still tier_0: the job tries and it stays held.
+    await makeDue();
+    await app.services.heldPayouts.completeDue({ batchSize: 100 });
+    expect(await knex('held_payouts').where({ id: heldId }).first()).toMatchObject({ status: 'held_for_verification', attempts: 1 });
+
+    await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_1' });
+    await makeDue();
+    await app.services.heldPayouts.completeDue({ batchSize: 100 });
+    const after = (await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data;
+    expect(after.status).toBe('released');
+    expect(after.payout).toMatchObject({ id: heldId, status: 'completed' });
+    expect(after.settlement).toMatchObject({ to_seller_minor: String(sellerAmount), to_buyer_minor: buyerShare.toString() });
+    expect(await walletBalance(buyer.user.id)).toBe((BigInt(buyerBefore) + buyerShare).toString());
+    expect(await walletBalance(seller.user.id)).toBe(String(sellerAmount));
+    await expectLedgerInvariants(knex);
+  });
+
+  it('a split the buyer may receive is settled at once, nothing held', async () => {
+    const { buyer, seller, escrow, admin } = await disputedWithALimitedBuyer();
+    await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_1' });
+    const ruled = await escrowAction(app, admin, escrow.id, 'resolve', { outcome: 'split', seller_amount: 100_000 });
+    expect(ruled.status, JSON.stringify(ruled.body)).toBe(200);
+    expect(ruled.body.data.status).not.toBe('accepted');
+    expect(ruled.body.data.payout ?? null).toBeNull();
+    expect(await walletBalance(seller.user.id)).toBe('100000');
+    await expectLedgerInvariants(knex);
+  });
+});

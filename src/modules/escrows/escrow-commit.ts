@@ -1,7 +1,9 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import { ConflictError } from '../../errors';
+import { pendingKeyOf, withPendingKey } from '../idempotency';
 import { walletRefusal } from '../ledger';
-import { applyPayoutDecision, type Decision, type RowChange } from '../writes';
+import { applyPayoutDecision, isLedgerRefusal, type Decision, type RowChange } from '../writes';
 import { heldRelease, type EscrowChange } from './escrow-payouts';
 import { EVENT_READER, escrowResource, presentEscrow } from './escrow-presenter';
 import { toRow, type Escrow, type EscrowWithHistory, type LockedEscrow } from './escrow-repository';
@@ -51,8 +53,10 @@ async function decide(trx: Knex.Transaction, locked: LockedEscrow, change: Escro
  * Writes `change` (one statement: write_apply). A release that pays the seller names the change
  * that holds it (heldRelease), which write_apply applies instead when the ledger refuses the
  * release for the seller's limits; `otherwise`, a change of the held payout's own for the same
- * case (the job's completion: tried again later). Any other refusal of the ledger is thrown,
- * naming the parties.
+ * case (the job's completion: tried again later; `recipientUserId` the held payout's). A split
+ * ruling also pays the buyer: when the ledger refuses it for the buyer's limits, the buyer's
+ * share is held the same way (the settlement first tried under a savepoint). Any other refusal
+ * of the ledger is thrown, naming the parties.
  */
 export async function commitEscrowChange(
   trx: Knex.Transaction,
@@ -60,12 +64,38 @@ export async function commitEscrowChange(
   change: EscrowChange,
   actorUserId: string | null,
   now: Date,
-  otherwise?: RowChange,
+  otherwise?: { retry: RowChange; recipientUserId: string },
+): Promise<EscrowWithHistory> {
+  const buyerHold = otherwise ? undefined : heldRelease(locked, change, crypto.randomUUID(), now, 'buyer');
+  if (!buyerHold) return applyChange(trx, locked, change, actorUserId, now, otherwise);
+  const key = pendingKeyOf(trx);
+  try {
+    return await trx.transaction((savepoint) => (key ? withPendingKey(savepoint, key, () => applyChange(savepoint, locked, change, actorUserId, now)) : applyChange(savepoint, locked, change, actorUserId, now)));
+  } catch (error) {
+    if (!refusedForLimitsOf(error, locked.escrow.buyerUserId)) throw error;
+    const held = await decide(trx, locked, buyerHold, actorUserId, now);
+    await applyPayoutDecision(trx, held.decision);
+    return held.after;
+  }
+}
+
+/** Whether the ledger refused a posting because it would take `userId` (its payee) over one of their limits. */
+function refusedForLimitsOf(error: unknown, userId: string): boolean {
+  return isLedgerRefusal(error) && error instanceof ConflictError && error.code === 'RecipientCannotReceive' && (error as { ownerId?: string | null }).ownerId === userId;
+}
+
+async function applyChange(
+  trx: Knex.Transaction,
+  locked: LockedEscrow,
+  change: EscrowChange,
+  actorUserId: string | null,
+  now: Date,
+  otherwise?: { retry: RowChange; recipientUserId: string },
 ): Promise<EscrowWithHistory> {
   const main = await decide(trx, locked, change, actorUserId, now);
   const holding = otherwise ? undefined : heldRelease(locked, change, crypto.randomUUID(), now);
-  const instead = holding ? await decide(trx, locked, holding, actorUserId, now) : otherwise ? { decision: { changes: [otherwise], answer: main.decision.answer }, after: locked } : undefined;
-  if (instead) main.decision.hold = { posting: 0, ownerId: locked.escrow.sellerUserId, instead: instead.decision };
+  const instead = holding ? await decide(trx, locked, holding, actorUserId, now) : otherwise ? { decision: { changes: [otherwise.retry], answer: main.decision.answer }, after: locked } : undefined;
+  if (instead) main.decision.hold = { posting: 0, ownerId: otherwise?.recipientUserId ?? locked.escrow.sellerUserId, instead: instead.decision };
   const posting = change.posting;
   const { postingIds, held } = await applyPayoutDecision(trx, main.decision).catch((error: unknown) => {
     throw posting ? walletRefusal(error, posting.parties) : error;

@@ -196,7 +196,7 @@ export class EscrowService {
 
   /**
    * The job: completes the escrow's held payout in `db`'s transaction, or records one more
-   * attempt when the seller's limits still refuse it. Answers whether it completed; any other
+   * attempt when its recipient's limits (the seller's, or the buyer's of a split) still refuse it. Answers whether it completed; any other
    * refusal (a frozen seller wallet) is thrown.
    */
   async completeHeldPayout(db: Knex | Knex.Transaction, held: HeldPayout): Promise<boolean> {
@@ -205,7 +205,7 @@ export class EscrowService {
       if (!locked || locked.escrow.payoutId !== held.id || locked.escrow.status !== 'accepted') throw new EscrowNotFoundError();
       const now = this.now();
       const { change, retry } = completedRelease(locked, held, now);
-      const after = await commitEscrowChange(trx, locked, change, null, now, retry);
+      const after = await commitEscrowChange(trx, locked, change, null, now, { retry, recipientUserId: held.recipientUserId });
       return after.escrow.status === 'released';
     });
   }

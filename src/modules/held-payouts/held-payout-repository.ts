@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { Keyset, type PageRequest } from '../../db/keyset';
 import { toBigInt } from '../ledger';
 import type { HeldPayout, HeldPayoutStatus, HeldPayoutSubject } from './held-payout';
 
@@ -44,6 +45,9 @@ function toHeldPayout(row: Row): HeldPayout {
   };
 }
 
+/** The list of GET /admin/held-payouts: the most recently held first (index held_payouts_listing). */
+const HELD_PAYOUTS = new Keyset({ table: 'held_payouts', alias: 'h', orderBy: ['held_at', 'id'], noun: 'a held payout of this list' });
+
 /**
  * Knex queries of held_payouts. Its rows change through write_apply only (a decision on the
  * escrow or the tontine, under its lock), but for the job's note of a failed attempt.
@@ -54,6 +58,14 @@ export class HeldPayoutRepository {
   async find(id: string): Promise<HeldPayout | undefined> {
     const row = (await this.db('held_payouts').where({ id }).first()) as Row | undefined;
     return row ? toHeldPayout(row) : undefined;
+  }
+
+  /** One page, the most recently held first (`limit + 1` rows: see toPage), of those in `status` when given. */
+  async page(filter: { status?: HeldPayoutStatus }, request: PageRequest): Promise<HeldPayout[]> {
+    const scope: Record<string, string> = filter.status === undefined ? {} : { status: filter.status };
+    const query = this.db('held_payouts as h').select('h.*');
+    if (filter.status !== undefined) query.where('h.status', filter.status);
+    return (await HELD_PAYOUTS.rows<Row>(this.db, query, scope, request)).map(toHeldPayout);
   }
 
   /** The held payouts whose next attempt is due at `now`, the longest waiting first. */

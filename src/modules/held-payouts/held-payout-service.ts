@@ -4,8 +4,10 @@ import type { Caller, components } from '../../contract';
 import type { Clock } from '../../clock';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
+import { readConnection } from '../../db/read-routing';
+import { toPage, type Page, type PageRequest } from '../../db/keyset';
 import { currencies, formatMinor } from '../ledger';
-import { nextAttemptAfter, type HeldPayout, type HeldPayoutSubject } from './held-payout';
+import { nextAttemptAfter, type HeldPayout, type HeldPayoutStatus, type HeldPayoutSubject } from './held-payout';
 import { HeldPayoutRepository } from './held-payout-repository';
 
 export type HeldPayoutView = components['schemas']['HeldPayout'];
@@ -57,6 +59,14 @@ export class HeldPayoutService {
       }
     }
     return completed;
+  }
+
+  /** GET /admin/held-payouts: every held payout, the most recently held first; administrators only. */
+  async list(caller: Pick<Caller, 'isAdmin'>, options: PageRequest & { status?: HeldPayoutStatus }): Promise<Page<HeldPayoutView>> {
+    if (!caller.isAdmin) throw new ForbiddenError('InsufficientRole', 'Only platform administrators may list held payouts.');
+    const db = readConnection(this.deps.knex);
+    const page = toPage(await new HeldPayoutRepository(db).page({ status: options.status }, options), options.limit);
+    return { ...page, data: await Promise.all(page.data.map((held) => this.present(db, held))) };
   }
 
   /** POST /admin/held-payouts/{heldPayoutId}/return, in the pipeline's transaction. */

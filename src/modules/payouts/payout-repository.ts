@@ -133,6 +133,11 @@ export class PayoutRepository {
     return row ? toPayout(row) : undefined;
   }
 
+  async findById(payoutId: string): Promise<Payout | undefined> {
+    const row = (await this.db<PayoutRow>('payouts').where({ id: payoutId }).first()) as PayoutRow | undefined;
+    return row ? toPayout(row) : undefined;
+  }
+
   async statusOf(payoutId: string): Promise<PayoutStatus | undefined> {
     return (await this.db<PayoutRow>('payouts').where({ id: payoutId }).first('status'))?.status;
   }

@@ -10,6 +10,7 @@ import type { PageRequest } from '../../db/keyset';
 import { currencies, parseAmount, toBigInt } from '../ledger';
 import { applyDecision, isLedgerRefusal, type DecidedEvent } from '../writes';
 import type { ResourceStatusReader } from '../idempotency';
+import type { RailInstructionService } from '../rail-instructions';
 import type { PayoutRail } from './payout-rail';
 import { presentPayout, PayoutRepository, toInsert, type PayoutView } from './payout-repository';
 import {
@@ -28,6 +29,8 @@ import {
 export interface PayoutServiceDeps {
   knex: Knex;
   rail: PayoutRail;
+  /** Where the submission to the rail is delivered from: recorded when the payout goes processing, retried until the rail answers. */
+  instructions: RailInstructionService;
   clock: Clock;
   logger?: Pick<Logger, 'error'>;
 }
@@ -225,15 +228,26 @@ export class PayoutService {
     return locked;
   }
 
-  /** Asks the rail to pay the payout, then settles it with the answer; a rail that cannot answer leaves it processing. */
+  /**
+   * Right after the commit that made the payout processing: its submission to the rail (recorded
+   * with that change) is attempted at once; a rail that cannot answer leaves it processing, and
+   * the job tries again.
+   */
   private async pay(payout: Payout, exponent: number): Promise<PayoutView> {
-    try {
-      const outcome = await this.deps.rail.pay({ payoutId: payout.id, currency: payout.currency, amountMinor: payout.amountMinor, destination: payout.destination });
-      return await this.settle(payout.id, outcome);
-    } catch (error) {
-      this.deps.logger?.error({ err: error, payoutId: payout.id }, 'the payout rail gave no outcome; the payout stays processing');
-      return presentPayout(payout, exponent);
-    }
+    await this.deps.instructions.deliverFirst('payout.submit', payout.id);
+    return presentPayout((await new PayoutRepository(this.deps.knex).findById(payout.id)) ?? payout, exponent);
+  }
+
+  /**
+   * The delivery of a payout's submission: the rail pays it out (idempotent on the payout's id,
+   * so a repeated attempt never pays twice), then its answer settles the payout once. A payout
+   * no longer processing needs nothing more.
+   */
+  async submit(payoutId: string): Promise<void> {
+    const payout = await new PayoutRepository(this.deps.knex).findById(payoutId);
+    if (!payout || payout.status !== 'processing') return;
+    const outcome = await this.deps.rail.pay({ payoutId: payout.id, currency: payout.currency, amountMinor: payout.amountMinor, destination: payout.destination });
+    await this.settle(payout.id, outcome);
   }
 
   private async presentAll(db: Knex | Knex.Transaction, payouts: readonly Payout[]): Promise<PayoutView[]> {

@@ -120,6 +120,11 @@ export class RefundRepository {
     return row ? { refund: toRefund(row), exponent: Number(row.exponent) } : undefined;
   }
 
+  async findById(refundId: string): Promise<Refund | undefined> {
+    const row = (await this.db<RefundRow>('refunds').where({ id: refundId }).first()) as RefundRow | undefined;
+    return row ? toRefund(row) : undefined;
+  }
+
   async statusOf(refundId: string): Promise<RefundStatus | undefined> {
     return (await this.db<RefundRow>('refunds').where({ id: refundId }).first('status'))?.status;
   }

@@ -8,6 +8,7 @@ import { readConnection } from '../../db/read-routing';
 import { currencies, parseAmount, toBigInt } from '../ledger';
 import { applyDecision, isLedgerRefusal, type DecidedEvent } from '../writes';
 import type { ResourceStatusReader } from '../idempotency';
+import type { RailInstructionService } from '../rail-instructions';
 import type { RefundRail } from './refund-rail';
 import { presentRefund, RefundRepository, toInsert, type RefundView } from './refund-repository';
 import { holdPosting, PaymentNotRefundableError, refundAmount, settlementPosting, type Refund, type RefundReason } from './refund-settlement';
@@ -15,6 +16,8 @@ import { holdPosting, PaymentNotRefundableError, refundAmount, settlementPosting
 export interface RefundServiceDeps {
   knex: Knex;
   rail: RefundRail;
+  /** Where the submission to the rail is delivered from: recorded with the refund, retried until the rail answers. */
+  instructions: RailInstructionService;
   clock: Clock;
   /** The payment as the API returns it, read in the caller's transaction. */
   paymentView: (db: Knex | Knex.Transaction, organizationId: string, paymentId: string) => Promise<Record<string, unknown> | undefined>;
@@ -125,16 +128,27 @@ export class RefundService {
     return found;
   }
 
-  /** Asks the rail to pay the refund back, then settles it with the answer; a rail that cannot answer leaves it pending. */
+  /**
+   * Right after the refund's commit: its submission to the rail (recorded with it) is attempted
+   * at once; a rail that cannot answer leaves it pending, and the job tries again.
+   */
   private async pay(refund: Refund): Promise<RefundView> {
-    try {
-      const outcome = await this.deps.rail.refund({ refundId: refund.id, paymentId: refund.paymentId, currency: refund.currency, amountMinor: refund.amountMinor });
-      return await this.settle(refund.id, outcome.status === 'succeeded' ? { status: 'succeeded' } : outcome);
-    } catch (error) {
-      this.deps.logger?.error({ err: error, refundId: refund.id }, 'the refund rail gave no outcome; the refund stays pending');
-      const { exponent } = await currencies.require(this.deps.knex, refund.currency);
-      return presentRefund(refund, exponent);
-    }
+    await this.deps.instructions.deliverFirst('refund.submit', refund.id);
+    const current = (await new RefundRepository(this.deps.knex).findById(refund.id)) ?? refund;
+    const { exponent } = await currencies.require(this.deps.knex, current.currency);
+    return presentRefund(current, exponent);
+  }
+
+  /**
+   * The delivery of a refund's submission: the rail pays it back (idempotent on the refund's id,
+   * so a repeated attempt never pays twice), then its answer settles the refund once. A refund
+   * settled already needs nothing more.
+   */
+  async submit(refundId: string): Promise<void> {
+    const refund = await new RefundRepository(this.deps.knex).findById(refundId);
+    if (!refund || refund.status !== 'pending') return;
+    const outcome = await this.deps.rail.refund({ refundId: refund.id, paymentId: refund.paymentId, currency: refund.currency, amountMinor: refund.amountMinor });
+    await this.settle(refund.id, outcome.status === 'succeeded' ? { status: 'succeeded' } : outcome);
   }
 
   /** Settles a pending refund once with the rail's outcome; a settled one is answered as it is. */

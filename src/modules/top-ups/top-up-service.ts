@@ -8,6 +8,7 @@ import { readConnection } from '../../db/read-routing';
 import { currencies, parseAmount } from '../ledger';
 import { applyDecision, isLedgerRefusal } from '../writes';
 import type { ResourceStatusReader } from '../idempotency';
+import type { RailInstructionService } from '../rail-instructions';
 import { verifyCallback, type CallbackHeaders } from './callback-signature';
 import type { CollectionOutcome, MobileMoneyProvider, MobileMoneyRail } from './mobile-money-rail';
 import { CallbackReplayedError, TopUpNotFoundError, WalletNotFoundError } from './top-up-errors';
@@ -24,6 +25,8 @@ export interface CreateTopUpInput {
 export interface TopUpServiceDeps {
   knex: Knex;
   rail: MobileMoneyRail;
+  /** Where a reversed top-up's payment back is delivered from: recorded with the reversal, retried until the rail takes it. */
+  instructions: RailInstructionService;
   /** MOBILE_MONEY_CALLBACK_SECRET: the key the rail signs its callbacks with. */
   callbackSecret: string;
   clock: Clock;
@@ -45,7 +48,7 @@ export const topUpStatusOf: ResourceStatusReader = (db, id) => new TopUpReposito
  * question, or the sandbox's test helpers) settles it, once, by its provider reference: the
  * row locked, the decision applied (top-up-settlement.ts). A credit the ledger refuses (a
  * frozen wallet, a limit) is applied as nothing: the top-up is `reversed` instead and the rail
- * pays the payer back, so a callback never fails for it and the wallet is never credited in part.
+ * pays the payer back (an instruction recorded with the reversal, delivered until the rail takes it), so a callback never fails for it and the wallet is never credited in part.
  */
 export class TopUpService {
   private readonly knex: Knex;
@@ -148,12 +151,16 @@ export class TopUpService {
     }
   }
 
+  /** Right after the reversal's commit: the payment back (recorded with it) is attempted at once; the job retries it. */
   private async giveBack(topUp: TopUp): Promise<void> {
-    try {
-      await this.deps.rail.giveBack(topUp.providerReference);
-    } catch (error) {
-      this.deps.logger?.error({ err: error, topUpId: topUp.id }, 'the rail could not pay a reversed top-up back yet');
-    }
+    await this.deps.instructions.deliverFirst('top_up.give_back', topUp.id);
+  }
+
+  /** The delivery of a reversed top-up's payment back: idempotent at the rail on its provider reference. */
+  async giveBackToPayer(topUpId: string): Promise<void> {
+    const topUp = await new TopUpRepository(this.knex).findById(topUpId);
+    if (!topUp || topUp.status !== 'reversed') return;
+    await this.deps.rail.giveBack(topUp.providerReference);
   }
 
   /** The sandbox's payer approves or declines (test helpers): the outcome the rail reports, settled as a callback would. */
