@@ -16,6 +16,9 @@
 -- having fewer postings, tells which was applied. WRT02: a row
 -- no longer shows what the decision read; WRT03: the key was taken over; WRT09: a table the
 -- path does not write. Answers the ids of the postings, in the decision's order.
+-- A row is inserted or updated by a dynamic statement over its JSON, planned on every call; the
+-- hottest insert, a transfer's row with the columns its decision sets, has a static statement
+-- whose plan the session keeps.
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
 -- test/integration/database-functions.test.ts fails when the database's function differs.
 CREATE OR REPLACE FUNCTION write_apply(p_decision jsonb)
@@ -44,6 +47,8 @@ DECLARE
   event_id uuid;
   completion jsonb := nullif(p_decision->'key', 'null'::jsonb);
   v_hold jsonb := nullif(p_decision->'hold', 'null'::jsonb);
+  -- The columns a transfer's decision sets (src/modules/transfers/transfer-decision.ts), as `cols` spells them.
+  transfer_columns CONSTANT text := 'amount_minor, created_at, currency, id, note, posting_id, rail, recipient_identifier, recipient_type, recipient_user_id, sender_user_id, status, updated_at';
 BEGIN
   WHILE cardinality(posting_ids) < jsonb_array_length(coalesce(p_decision->'postings', '[]'::jsonb)) LOOP
     item := p_decision->'postings'->cardinality(posting_ids);
@@ -106,7 +111,13 @@ BEGIN
       vals := vals || jsonb_build_object(field, posting_ids[(placeholder #>> '{}')::integer + 1]);
     END LOOP;
     SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO cols FROM jsonb_object_keys(vals) AS o(k);
-    IF item->>'op' = 'insert' THEN
+    IF item->>'op' = 'insert' AND target = 'transfers' AND cols = transfer_columns THEN
+      -- A transfer's row, the hottest insert: the same columns as the generic insert below, in a
+      -- static statement whose plan PL/pgSQL keeps (the dynamic one is planned on every call).
+      INSERT INTO transfers (amount_minor, created_at, currency, id, note, posting_id, rail, recipient_identifier, recipient_type, recipient_user_id, sender_user_id, status, updated_at)
+      SELECT r.amount_minor, r.created_at, r.currency, r.id, r.note, r.posting_id, r.rail, r.recipient_identifier, r.recipient_type, r.recipient_user_id, r.sender_user_id, r.status, r.updated_at
+        FROM jsonb_populate_record(NULL::transfers, vals) AS r;
+    ELSIF item->>'op' = 'insert' THEN
       EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM jsonb_populate_record(NULL::%I, $1)', target, cols, cols, target) USING vals;
     ELSE
       -- The row by its id, or by the columns of its key (a table whose rows have no id of their own).

@@ -21,9 +21,13 @@ RETURNS TABLE (item integer, held boolean, key_id uuid, posting_ids uuid[], code
 LANGUAGE plpgsql AS $$
 DECLARE
   it record;
+  posting jsonb;
+  item_postings jsonb;
   entry jsonb;
+  posting_entries jsonb;
   account_id uuid;
   account_ids uuid[] := '{}';
+  decisions jsonb[] := '{}';
   c jsonb;
   claimed record;
   decision jsonb;
@@ -32,16 +36,32 @@ DECLARE
 BEGIN
   -- The ids first, entry by entry (by id, or by identity through write_account_id), then the
   -- rows locked by id: one query over the items' JSON joined to the accounts made a plan that
-  -- read every account for each entry once PL/pgSQL cached a generic plan.
-  FOR entry IN
-    SELECT e.x FROM jsonb_array_elements(p_items) AS i(v)
-      CROSS JOIN LATERAL jsonb_array_elements(coalesce(i.v->'decision'->'postings', '[]'::jsonb)) AS p(x)
-      CROSS JOIN LATERAL jsonb_array_elements(p.x->'entries') AS e(x)
-  LOOP
-    account_id := coalesce((entry->>'account_id')::uuid, write_account_id(entry->'account'));
-    IF account_id IS NOT NULL THEN
-      account_ids := account_ids || account_id;
+  -- read every account for each entry once PL/pgSQL cached a generic plan. An entry found by its
+  -- identity goes on to write_apply by the id found, so its account is looked up once.
+  FOR it IN SELECT x.n, x.v FROM jsonb_array_elements(p_items) WITH ORDINALITY AS x(v, n) ORDER BY x.n LOOP
+    decision := it.v->'decision';
+    IF jsonb_typeof(decision->'postings') = 'array' THEN
+      item_postings := '[]';
+      FOR posting IN SELECT p.x FROM jsonb_array_elements(decision->'postings') AS p(x) LOOP
+        posting_entries := '[]';
+        FOR entry IN SELECT e.x FROM jsonb_array_elements(posting->'entries') AS e(x) LOOP
+          account_id := (entry->>'account_id')::uuid;
+          IF account_id IS NULL THEN
+            account_id := write_account_id(entry->'account');
+            IF account_id IS NOT NULL THEN
+              entry := (entry - 'account') || jsonb_build_object('account_id', account_id);
+            END IF;
+          END IF;
+          IF account_id IS NOT NULL THEN
+            account_ids := account_ids || account_id;
+          END IF;
+          posting_entries := posting_entries || jsonb_build_array(entry);
+        END LOOP;
+        item_postings := item_postings || jsonb_build_array(posting || jsonb_build_object('entries', posting_entries));
+      END LOOP;
+      decision := decision || jsonb_build_object('postings', item_postings);
     END IF;
+    decisions := array_append(decisions, decision);
   END LOOP;
   PERFORM 1 FROM ledger_accounts a WHERE a.id = ANY (account_ids) ORDER BY a.id FOR UPDATE;
 
@@ -62,7 +82,7 @@ BEGIN
         IF coalesce((it.v->>'refused')::boolean, false) THEN
           RAISE EXCEPTION 'the request is refused' USING ERRCODE = 'WRT05';
         END IF;
-        decision := it.v->'decision';
+        decision := decisions[it.n::integer];
         IF claimed.key_id IS NULL THEN
           decision := decision || jsonb_build_object('key', NULL);
         ELSE
