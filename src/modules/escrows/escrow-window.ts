@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Caller } from '../../contract';
 import { DomainError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
-import { GroupCommit, walletRefusal } from '../ledger';
+import { GroupCommit } from '../ledger';
 import { CompletedByThisRequest, withPendingKey, type PendingKey } from '../idempotency';
 import { applyWindow, type WindowItem, type WindowOutcome } from '../writes';
 import { escrowAfter, type DecidedEscrowChange } from './escrow-commit';
@@ -145,10 +145,13 @@ export class EscrowWindow {
       return { after: escrowAfter(decided, outcome.postingIds, held) };
     }
     if ('error' in outcome) {
-      const { error } = outcome;
-      if (error instanceof RunAlone || (error as { code?: string }).code === 'WRT02') return this.runAlone(submission);
-      const posting = decided?.change.posting;
-      return { error: posting ? walletRefusal(error, posting.parties) : error };
+      // A refusal decided from the read, once the key was claimed (WRT05): the answer.
+      if (!decided && !(outcome.error instanceof RunAlone)) return { error: outcome.error };
+      // A decision refused when applied: what was read changed meanwhile (WRT02), or the ledger
+      // refused a posting decided from it (ledger_post runs before the row's guard: a holding
+      // shard another accept emptied), or its key was taken over. The action again, alone and
+      // locked, whose answer is the one its turn gets (the same refusal when it stands).
+      return this.runAlone(submission);
     }
     // A key the window did not claim (a replay, a reuse, a key held by another request, one to take over).
     return this.runAlone(submission);
