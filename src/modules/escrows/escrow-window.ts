@@ -83,7 +83,11 @@ export class EscrowWindow {
       this.knex,
       decided.map((entry) => entry.item),
     );
-    return Promise.all(outcomes.map((outcome, index) => this.answer(decided[index] as Decided, outcome)));
+    // One after the other: the actions that run again alone (racing on one escrow, most often)
+    // would only queue on its row lock, each holding a connection of the pool.
+    const answers: EscrowOutcome[] = [];
+    for (const [index, outcome] of outcomes.entries()) answers.push(await this.answer(decided[index] as Decided, outcome));
+    return answers;
   }
 
   /** An action alone, locked, in its own transaction, by the pipeline's rules (its window failed, its escrow changed, its key was not claimed). */
