@@ -17,6 +17,8 @@ const CRITICAL_CORE = [
   'src/modules/writes/write-batch.ts', // a window's decisions applied in one statement: each item its outcome, a key not claimed left to the pipeline
   'src/modules/transfers/transfer-decision.ts', // a transfer decided in memory: its route, its refusals, its posting and row
   'src/modules/transfers/transfer-window.ts', // the transfers' windows: parties, decisions, outcomes in the transfer's words
+  'src/modules/escrows/escrow-window.ts', // escrow fund and accept in windows: decisions guarded by the status read, a changed escrow run again alone and locked
+  'src/modules/escrows/escrow-commit.ts', // an escrow's decision as data: its posting, row, event, held release
   'src/modules/escrows/escrow-settlement.ts', // the escrow's posting plan: the one list of the accounts an action touches
   'src/modules/tontines/tontine-postings.ts', // the tontine's posting plan: a contribution and the pot's payout
   'src/modules/tontines/tontine-contributions.ts', // a contribution decided in memory: its rows, events and the state after it

@@ -64,10 +64,11 @@ export function escrowHandlers(escrows: EscrowService): Handlers<EscrowOperation
       return { status: 201, headers: { Location: `/api/escrows/${data.id}` }, data, resource: escrowResource(data) };
     },
     getEscrow: async ({ caller, path }) => ({ data: await escrows.get(caller, path.escrowId) }),
-    fundEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'fund' }),
+    // Applied a window at a time (APPLIED_IN_WINDOW): the pipeline hands the key over, not a transaction.
+    fundEscrow: async ({ key, caller, path }) => ({ data: await escrows.actInWindow(key, caller, path.escrowId, 'fund') }),
     deliverEscrow: ({ trx, caller, path, body }) =>
       act(trx, caller, path.escrowId, { action: 'deliver', trackingReference: body?.tracking_reference, note: body?.note }),
-    acceptEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'accept' }),
+    acceptEscrow: async ({ key, caller, path }) => ({ data: await escrows.actInWindow(key, caller, path.escrowId, 'accept') }),
     disputeEscrow: ({ trx, caller, path, body }) => act(trx, caller, path.escrowId, { action: 'dispute', reason: body.reason }),
     refundEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'refund' }),
     cancelEscrow: ({ trx, caller, path }) => act(trx, caller, path.escrowId, { action: 'cancel' }),

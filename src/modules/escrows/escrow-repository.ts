@@ -63,7 +63,7 @@ export interface Escrow {
   updatedAt: Date;
 }
 
-interface Row {
+export interface Row {
   id: string;
   buyer_user_id: string;
   seller_user_id: string;
@@ -274,10 +274,10 @@ export interface LockedEscrow extends EscrowWithHistory {
 }
 
 /** The holding account an escrow's funding credited (entries never change: the statement's snapshot is enough). */
-const HOLDING_ACCOUNT = `(SELECT en.account_id FROM entries en JOIN ledger_accounts a ON a.id = en.account_id AND a.kind = 'escrow_holding'
+export const HOLDING_ACCOUNT = `(SELECT en.account_id FROM entries en JOIN ledger_accounts a ON a.id = en.account_id AND a.kind = 'escrow_holding'
     WHERE en.posting_id = e.funding_posting_id AND en.amount_minor > 0 LIMIT 1) AS holding_account_id`;
 
-function locked(row: (Row & { history: unknown; holding_account_id: string | null }) | undefined): LockedEscrow | undefined {
+export function lockedEscrowOf(row: (Row & { history: unknown; holding_account_id: string | null }) | undefined): LockedEscrow | undefined {
   return row ? { escrow: toEscrow(row), history: historyFromColumn(row.history), holdingAccountId: row.holding_account_id } : undefined;
 }
 
@@ -323,7 +323,7 @@ export class EscrowRepository {
       `SELECT e.*, events_history('escrow', e.id) AS history, ${HOLDING_ACCOUNT} FROM "escrows" e WHERE e.id = ? AND ${CLAIMED} FOR UPDATE OF e`,
       [id],
     );
-    return locked(row);
+    return lockedEscrowOf(row);
   }
 
   /** Locks several escrows in id order (a group commit of postings, before its items run), each with its holding account. */
@@ -351,7 +351,7 @@ export class EscrowRepository {
       .forUpdate()
       .skipLocked()
       .first();
-    return locked(row);
+    return lockedEscrowOf(row);
   }
 
   /** After a failed release attempt: try this escrow again at `at`, after the others. */

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { Caller } from '../../contract';
+import type { Caller, WindowKey } from '../../contract';
 import { ForbiddenError } from '../../errors';
 import { toPage, type Page } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
@@ -11,7 +11,7 @@ import { EventRepository, type HistoryEntry } from '../events';
 import { currencies, parseAmount, type ObjectLocker } from '../ledger';
 import { accountsOf, type PlannedPosting } from '../writes';
 import type { HeldPayout } from '../held-payouts';
-import type { ResourceStatusReader } from '../idempotency';
+import { PendingKey, type ResourceStatusReader } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
 import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePayer } from './escrow-fee';
 import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
@@ -19,7 +19,8 @@ import { EVENT_READER, presentEscrow, presentEscrows, type EscrowView } from './
 import { EscrowRepository, type Escrow, type EscrowWithHistory, type LockedEscrow, type ResolutionOutcome } from './escrow-repository';
 import { checkResolutionShape, feeOf, fundingParties, fundingPosting, postingPlan, resolutionPlan, settle, settlementParties } from './escrow-settlement';
 import { readConnection } from '../../db/read-routing';
-import { commitEscrowChange } from './escrow-commit';
+import { commitEscrowChange, decideEscrowChange } from './escrow-commit';
+import { EscrowWindow, type EscrowSubmission, type WindowedEscrowAction } from './escrow-window';
 import { completedRelease, returnedRelease, type EscrowChange } from './escrow-payouts';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
@@ -58,9 +59,11 @@ export interface EscrowServiceDeps {
   /** ESCROW_MIN_FEE: the minimum fee per currency (minor units) agreed by escrows created from now on. */
   minFeeMinor?: Readonly<Record<string, bigint>>;
   clock: Clock;
-  logger?: Pick<Logger, 'error'>;
+  logger?: Pick<Logger, 'error' | 'warn'>;
   /** After a failed automatic release, the job tries that escrow again this much later. */
   releaseRetryMs?: number;
+  /** Group commit of the escrow actions that move money: the window (ms, <= 2) and the largest batch (<= 64). */
+  batch?: { windowMs?: number; maxItems?: number };
 }
 
 const COUNTERPARTY_FIELD = { path: 'body.counterparty_identifier', name: 'counterparty_identifier' };
@@ -102,12 +105,31 @@ export class EscrowService {
   private readonly knex: Knex;
   private readonly now: Clock;
   private readonly releaseRetryMs: number;
+  private readonly window: EscrowWindow;
 
   constructor(private readonly deps: EscrowServiceDeps) {
     if (!Number.isInteger(deps.feeBps) || deps.feeBps < 0 || deps.feeBps > 10_000) throw new RangeError('the escrow fee is 0 to 10000 basis points');
     this.knex = deps.knex;
     this.now = deps.clock;
     this.releaseRetryMs = deps.releaseRetryMs ?? 60_000;
+    const decider = {
+      decide: (locked: LockedEscrow | undefined, { caller, action }: EscrowSubmission, now: Date) =>
+        this.changeFor(this.knex, locked, caller, { action }, now).then((change) => decideEscrowChange(this.knex, locked as LockedEscrow, change, caller.userId, now)),
+      alone: (trx: Knex.Transaction, { caller, escrowId, action }: EscrowSubmission) => this.actInTransaction(trx, caller, escrowId, { action }),
+    };
+    this.window = new EscrowWindow(this.knex, decider, () => this.now(), deps.logger, deps.batch);
+  }
+
+  /**
+   * POST /escrows/{escrowId}/fund and /accept on the one write path, a window at a time
+   * (escrow-window.ts): `key` is the Idempotency-Key the pipeline hands over, claimed and
+   * completed by the window's statement.
+   */
+  async actInWindow(key: WindowKey, caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string, action: WindowedEscrowAction): Promise<EscrowView> {
+    if (!(key instanceof PendingKey)) throw new TypeError('an escrow action in a window needs the Idempotency-Key the pipeline hands over');
+    const outcome = await this.window.submit({ caller, escrowId, action, key });
+    if ('error' in outcome) throw outcome.error;
+    return this.present(this.knex, outcome.after, caller);
   }
 
   /** POST /escrows, in `db`'s transaction (the pipeline's, which the Idempotency-Key completes in). */
@@ -132,14 +154,19 @@ export class EscrowService {
   /** One action inside `trx`, the escrow with its history (`act` presents it). */
   private async actInTransaction(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, escrowId: string, command: EscrowCommand): Promise<EscrowWithHistory> {
     const locked = await new EscrowRepository(trx).lockForDecision(escrowId);
+    const now = this.now();
+    return this.commit(trx, locked as LockedEscrow, await this.changeFor(trx, locked, caller, command, now), caller.userId, now);
+  }
+
+  /** What `command` by `caller` changes on the escrow read: 404 for an escrow the caller may not see, the lifecycle's refusal, or the change (nothing written). */
+  private changeFor(db: Knex | Knex.Transaction, locked: LockedEscrow | undefined, caller: Pick<Caller, 'userId' | 'isAdmin'>, command: EscrowCommand, now: Date): Promise<EscrowChange> {
     const capacities = locked ? capacitiesOf(locked.escrow, caller) : undefined;
     if (!locked || !capacities || capacities.size === 0) throw new EscrowNotFoundError();
     const escrow = locked.escrow;
-    const now = this.now();
     authorize(command.action, escrow, capacities, now);
-    // Every status this action writes comes from the lifecycle (checked again on the locked row).
+    // Every status this action writes comes from the lifecycle (checked again on the row written: its status as read).
     const statusFor = (outcome?: SettlementOutcome) => statusAfter(command.action, escrow, capacities, now, outcome);
-    return this.commit(trx, locked, await this.changeOf(trx, locked, command, caller.userId, now, statusFor), caller.userId, now);
+    return this.changeOf(db, locked, command, caller.userId, now, statusFor);
   }
 
   /** GET /escrows/{escrowId}: the parties and administrators; anyone else 404. */
@@ -221,7 +248,7 @@ export class EscrowService {
 
   /** What `command` changes on the locked escrow (and the posting it makes when it moves money), and its event: decided, nothing written. */
   private async changeOf(
-    trx: Knex.Transaction,
+    db: Knex | Knex.Transaction,
     locked: LockedEscrow,
     command: EscrowCommand,
     actorUserId: string,
@@ -251,7 +278,7 @@ export class EscrowService {
       case 'cancel':
         return { type: 'escrow.canceled', payload: {}, changes: { status: statusFor(), canceledAt: now } };
       case 'resolve': {
-        const { plan, sellerAmountMinor } = await resolutionPlan(trx, escrow, command);
+        const { plan, sellerAmountMinor } = await resolutionPlan(db as Knex.Transaction, escrow, command);
         const settled = settle(locked, plan, statusFor, now);
         const resolution = { resolutionOutcome: command.outcome, resolutionSellerAmountMinor: sellerAmountMinor, resolutionNote: command.note ?? null, resolvedByUserId: actorUserId, resolvedAt: now };
         const payload = { outcome: command.outcome, ...(sellerAmountMinor ? { seller_amount_minor: sellerAmountMinor.toString() } : {}), ...settled.amounts };
