@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { conversionPosting, depositStep, formatRate, quoteAmounts, rateBetween, SandboxRateSource, type TransferObservation } from '../../src/modules/crypto';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
 import { depositCreditPosting, networkClearingIdentity } from '../../src/modules/crypto/crypto-deposit-lifecycle';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
 import { liquidityIdentity } from '../../src/modules/crypto/crypto-quote';
 import { shardIdentity } from '../../src/modules/ledger';
 

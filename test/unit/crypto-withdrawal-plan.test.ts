@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SandboxRateSource, travelRuleApplies, withdrawalReservePosting, withdrawalSettlementPosting, withdrawalStep } from '../../src/modules/crypto';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
 import { isCancelable } from '../../src/modules/crypto/crypto-withdrawal-plan';
 import { shardIdentity } from '../../src/modules/ledger';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { holdPosting, refundAmount, refundSettlementPosting, refundTransitIdentity, type Refund } from '../../src/modules/refunds';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
 import { PaymentNotRefundableError } from '../../src/modules/refunds/refund-settlement';
 
 const refund: Refund = {
