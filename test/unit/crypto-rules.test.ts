@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { conversionPosting, depositStep, formatRate, quoteAmounts, rateBetween, SandboxRateSource, type TransferObservation } from '../../src/modules/crypto';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
+import { depositCreditPosting, networkClearingIdentity } from '../../src/modules/crypto/crypto-deposit-lifecycle';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
+import { liquidityIdentity } from '../../src/modules/crypto/crypto-quote';
+import { shardIdentity } from '../../src/modules/ledger';
 
 const rates = new SandboxRateSource({ usdPerEur: '1.08', usdcInUsd: '1', usdtInUsd: '1' });
 
@@ -75,5 +80,64 @@ describe('deposit states only move forward', () => {
     expect(depositStep(undefined, seen(5, true), expected)).toBeUndefined();
     expect(depositStep(undefined, seen(25), expected)).toEqual({ status: 'completed', confirmations: 25 });
     expect(depositStep(undefined, seen(0, false, 'USDT'), expected)).toMatchObject({ status: 'failed' });
+  });
+});
+
+describe('the deposit’s credit and the quote’s details, written out', () => {
+  it('a final deposit credits the wallet from the network’s clearing account, once (its id is the reference), even a frozen wallet', () => {
+    const posting = depositCreditPosting({ id: 'd-1', userId: 'u-1', asset: 'USDC', network: 'ethereum', amountMinor: 25_000_000n, txHash: '0xab', outputIndex: 3 });
+    expect(posting).toEqual({
+      kind: 'crypto.deposit',
+      reference: 'd-1',
+      metadata: { deposit_id: 'd-1', network: 'ethereum', tx_hash: '0xab', output_index: 3 },
+      allowFrozen: true,
+      entries: [
+        { account: { ownerType: 'platform', ownerId: null, currency: 'USDC', kind: 'external_clearing', externalRef: 'crypto:ethereum' }, amountMinor: -25_000_000n },
+        { account: { ownerType: 'user', ownerId: 'u-1', currency: 'USDC', kind: 'wallet' }, amountMinor: 25_000_000n },
+      ],
+    });
+    expect(networkClearingIdentity('USDT', 'tron')).toEqual({ ownerType: 'platform', ownerId: null, currency: 'USDT', kind: 'external_clearing', externalRef: 'crypto:tron' });
+  });
+
+  it('a conversion names itself and both liquidity accounts; without a fee it has no fee entry', () => {
+    const posting = conversionPosting({ id: 'c1', userId: 'u1', fromCurrency: 'EUR', toCurrency: 'USDC', fromAmountMinor: 1_000n, toAmountMinor: 10_800_000n, feeMinor: 0n });
+    expect(posting).toEqual({
+      kind: 'crypto.conversion',
+      reference: 'c1',
+      metadata: { conversion_id: 'c1' },
+      entries: [
+        { account: { ownerType: 'user', ownerId: 'u1', currency: 'EUR', kind: 'wallet' }, amountMinor: -1_000n },
+        { account: liquidityIdentity('EUR'), amountMinor: 1_000n },
+        { account: liquidityIdentity('USDC'), amountMinor: -10_800_000n },
+        { account: { ownerType: 'user', ownerId: 'u1', currency: 'USDC', kind: 'wallet' }, amountMinor: 10_800_000n },
+      ],
+    });
+    expect(liquidityIdentity('XOF')).toEqual({ ownerType: 'platform', ownerId: null, currency: 'XOF', kind: 'external_clearing', externalRef: 'crypto:liquidity' });
+    const withFee = conversionPosting({ id: 'c2', userId: 'u1', fromCurrency: 'EUR', toCurrency: 'USDC', fromAmountMinor: 1_000n, toAmountMinor: 10_746_000n, feeMinor: 5n });
+    expect(withFee.entries.map((entry) => entry.amountMinor)).toEqual([-1_000n, 995n, 5n, -10_746_000n, 10_746_000n]);
+    expect(withFee.entries[2]?.account).toEqual(shardIdentity('fees', 'EUR', 'c2'));
+  });
+
+  it('a rate shows at most 10 decimals, rounded down, without trailing zeros; a whole rate shows no point', () => {
+    expect(formatRate({ num: 2n, den: 1n })).toBe('2');
+    expect(formatRate({ num: 1n, den: 4n })).toBe('0.25');
+    expect(formatRate({ num: 2n, den: 3n })).toBe('0.6666666666');
+    expect(formatRate({ num: 1n, den: 3_000_000_000_000n })).toBe('0');
+    expect(formatRate({ num: 1n, den: 3_000_000_000n })).toBe('0.0000000003');
+    expect(formatRate({ num: 12_345n, den: 10n })).toBe('1234.5');
+    expect(rateBetween({ num: 3n, den: 2n }, { num: 5n, den: 7n })).toEqual({ num: 21n, den: 10n });
+  });
+
+  it('a quote of nothing after the fee is refused: 422 AmountTooSmall', () => {
+    const rate = { num: 1n, den: 1n };
+    const refusal = expect.objectContaining({ code: 'AmountTooSmall', category: 'unprocessable', message: 'The amount converts to nothing after the fee: quote a larger amount.' });
+    // 1 minor unit with a fee: the fee (rounded up) is all of it.
+    expect(() => quoteAmounts({ rate, fromExponent: 2, toExponent: 2, feeBps: 50, fromAmountMinor: 1n })).toThrow(refusal);
+    // Converted to a smaller unit, rounded down to nothing.
+    expect(() => quoteAmounts({ rate, fromExponent: 6, toExponent: 2, feeBps: 0, fromAmountMinor: 9_999n })).toThrow(refusal);
+    expect(quoteAmounts({ rate, fromExponent: 6, toExponent: 2, feeBps: 0, fromAmountMinor: 10_000n })).toEqual({ fromAmountMinor: 10_000n, feeMinor: 0n, toAmountMinor: 1n });
+    // From the other side: the fee rounded up, the amount converted at exactly the rate.
+    expect(quoteAmounts({ rate, fromExponent: 2, toExponent: 2, feeBps: 50, toAmountMinor: 199n })).toEqual({ fromAmountMinor: 200n, feeMinor: 1n, toAmountMinor: 199n });
+    expect(quoteAmounts({ rate, fromExponent: 2, toExponent: 2, feeBps: 50, fromAmountMinor: 201n })).toEqual({ fromAmountMinor: 201n, feeMinor: 2n, toAmountMinor: 199n });
   });
 });

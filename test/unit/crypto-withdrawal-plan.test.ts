@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SandboxRateSource, travelRuleApplies, withdrawalReservePosting, withdrawalSettlementPosting, withdrawalStep } from '../../src/modules/crypto';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
+import { isCancelable } from '../../src/modules/crypto/crypto-withdrawal-plan';
+import { shardIdentity } from '../../src/modules/ledger';
 
 const rates = new SandboxRateSource({ usdPerEur: '1.08', usdcInUsd: '1', usdtInUsd: '1' });
 const withdrawal = { id: 'w-1', userId: 'u-1', asset: 'USDT', network: 'tron', amountMinor: 100_000_000n, feeMinor: 1_000_000n };
@@ -85,5 +88,24 @@ describe('withdrawal postings', () => {
       { account: { ownerType: 'platform', ownerId: null, currency: 'USDT', kind: 'rail_transit', externalRef: 'crypto:withdrawals' }, amountMinor: -101_000_000n },
       { account: { ownerType: 'user', ownerId: 'u-1', currency: 'USDT', kind: 'wallet' }, amountMinor: 101_000_000n },
     ]);
+  });
+});
+
+describe('withdrawal postings name what they settle', () => {
+  it('the reserve names the withdrawal, its network and its fee; the completed settlement its outcome', () => {
+    expect(withdrawalReservePosting(withdrawal).metadata).toEqual({ withdrawal_id: 'w-1', network: 'tron', fee_minor: '1000000' });
+    expect(withdrawalSettlementPosting(withdrawal, 'completed').metadata).toEqual({ withdrawal_id: 'w-1', status: 'completed' });
+    expect(withdrawalSettlementPosting(withdrawal, 'completed').entries[2]?.account).toEqual(shardIdentity('fees', 'USDT', 'w-1'));
+  });
+
+  it('only a created or queued withdrawal is cancelable', () => {
+    expect(['created', 'queued', 'broadcast', 'confirming', 'completed', 'failed', 'canceled'].filter((status) => isCancelable(status as never))).toEqual(['created', 'queued']);
+  });
+
+  it('the Travel Rule threshold can be another amount', async () => {
+    const usdt = await rates.valueInEur('USDT');
+    const usd = await rates.valueInEur('USD');
+    expect(travelRuleApplies(10_000_000n, 6, usdt, usd, 10n)).toBe(true);
+    expect(travelRuleApplies(9_999_999n, 6, usdt, usd, 10n)).toBe(false);
   });
 });

@@ -3,6 +3,9 @@ import {
   approvalThresholdMinor,
   approvalThresholds,
   checkAction,
+  InvalidPayoutStateError,
+  OrganizationNotVerifiedError,
+  SameApproverError,
   DEFAULT_APPROVAL_THRESHOLD_XOF,
   payoutSettlementPosting,
   payoutTransitIdentity,
@@ -90,5 +93,48 @@ describe('the posting plan', () => {
       expect(back.entries[1]).toEqual({ account: { id: payout.ledgerAccountId }, amountMinor: 250_000n });
       expect(sum(back.entries)).toBe(0n);
     }
+  });
+});
+
+describe('the payout refusals and the postings’ metadata, written out', () => {
+  it('each refusal says what holds and what to do', () => {
+    expect(new OrganizationNotVerifiedError()).toMatchObject({
+      code: 'OrganizationNotVerified',
+      category: 'forbidden',
+      message: 'Only a verified organisation can pay out; complete its business verification first.',
+    });
+    expect(() => checkAction({ status: 'pending_approval', requestedByUserId: 'u-1' }, 'approve', 'u-1')).toThrow(
+      expect.objectContaining({ category: 'forbidden', message: 'A payout is approved by an owner or admin other than the member who requested it.' }),
+    );
+    expect(() => checkAction({ status: 'pending_approval', requestedByUserId: 'u-1' }, 'approve', 'u-1')).toThrow(SameApproverError);
+    expect(() => checkAction({ status: 'processing', requestedByUserId: 'u-1' }, 'approve', 'u-2')).toThrow(
+      expect.objectContaining({ category: 'conflict', message: 'A processing payout cannot be approved; only one pending approval can.', details: { status: 'processing', action: 'approve', allowed_from: ['pending_approval'] } }),
+    );
+    expect(() => checkAction({ status: 'paid', requestedByUserId: 'u-1' }, 'cancel', 'u-1')).toThrow(
+      expect.objectContaining({ code: 'InvalidPayoutState', message: 'A paid payout cannot be canceled; only one pending approval can.' }),
+    );
+    expect(new InvalidPayoutStateError('pending_approval', 'cancel').message).toBe('A pending approval payout cannot be canceled; only one pending approval can.');
+  });
+
+  it('a cancel needs no second person, an approve a member (not an API key) other than the requester', () => {
+    expect(() => checkAction({ status: 'pending_approval', requestedByUserId: null }, 'cancel', null)).not.toThrow();
+    expect(() => checkAction({ status: 'pending_approval', requestedByUserId: null }, 'approve', 'u-2')).not.toThrow();
+  });
+
+  it('the transit account is the payouts’ own; the postings name the payout and the settlement its outcome', () => {
+    expect(payoutTransitIdentity('EUR')).toEqual({ ownerType: 'platform', ownerId: null, currency: 'EUR', kind: 'rail_transit', externalRef: 'payouts' });
+    expect(reservePosting(payout).metadata).toEqual({ payout_id: payout.id });
+    expect(payoutSettlementPosting(payout, 'paid')).toMatchObject({ kind: 'payout.settlement', reference: payout.id, metadata: { payout_id: payout.id, status: 'paid' } });
+    expect(payoutSettlementPosting(payout, 'failed').metadata).toEqual({ payout_id: payout.id, status: 'failed' });
+  });
+
+  it('a threshold of 0 holds every payout; the rounding is to the nearest minor unit, half up', () => {
+    expect(approvalThresholdMinor(0n, 'EUR')).toBe(0n);
+    expect(requiresApproval(0n, 'XOF', 0n)).toBe(true);
+    // 3 XOF = 0.457 EUR cents: 0; 300 XOF = 45.7 cents: 46; 3 XOF = 0.5 USD cents exactly: half up, 1; 1 XOF = 0.167 cents: 0.
+    expect(approvalThresholdMinor(3n, 'EUR')).toBe(0n);
+    expect(approvalThresholdMinor(300n, 'EUR')).toBe(46n);
+    expect(approvalThresholdMinor(3n, 'USD')).toBe(1n);
+    expect(approvalThresholdMinor(1n, 'USD')).toBe(0n);
   });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { holdPosting, refundAmount, refundSettlementPosting, refundTransitIdentity, type Refund } from '../../src/modules/refunds';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
+import { PaymentNotRefundableError } from '../../src/modules/refunds/refund-settlement';
 
 const refund: Refund = {
   id: '3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f',
@@ -62,5 +64,30 @@ describe('the refund postings', () => {
     expect(back.allowFrozen).toBe(true);
     expect([sum(out.entries), sum(back.entries)]).toEqual([0n, 0n]);
     expect(out.kind === back.kind && out.reference === back.reference).toBe(true);
+  });
+});
+
+describe('the refund refusals and the postings’ metadata, written out', () => {
+  it('a refund above what is left says how much is left; a refund of nothing is refused too', () => {
+    expect(() => refundAmount(10_000n, 4_000n, 6_001n)).toThrow(
+      expect.objectContaining({ category: 'conflict', message: 'The refunds of a payment never add up to more than it: 6000 (minor units) is left to refund.' }),
+    );
+    expect(() => refundAmount(10_000n, 0n, 0n)).toThrow(expect.objectContaining({ code: 'RefundExceedsPayment', details: { amount_minor: '0', refundable_minor: '10000' } }));
+    expect(() => refundAmount(10_000n, 12_000n, undefined)).toThrow(expect.objectContaining({ details: { amount_minor: '-2000', refundable_minor: '0' } }));
+    expect(refundAmount(10_000n, 9_999n, 1n)).toBe(1n);
+  });
+
+  it('only a succeeded payment is refunded: 409 PaymentNotRefundable with its status', () => {
+    const error = new PaymentNotRefundableError('pending');
+    expect(error).toMatchObject({ code: 'PaymentNotRefundable', category: 'conflict', message: 'This payment is pending: only a succeeded payment can be refunded.', details: { status: 'pending' } });
+  });
+
+  it('the hold and the settlement name the refund and the payment; the settlement its outcome; the transit account is the refunds’ own', () => {
+    expect(refundTransitIdentity('EUR')).toEqual({ ownerType: 'platform', ownerId: null, currency: 'EUR', kind: 'rail_transit', externalRef: 'refunds' });
+    expect(holdPosting(refund).metadata).toEqual({ refund_id: refund.id, payment_id: refund.paymentId });
+    const settled = refundSettlementPosting(refund, 'succeeded');
+    expect(settled).toMatchObject({ kind: 'refund.settlement', reference: refund.id });
+    expect(settled.metadata).toEqual({ refund_id: refund.id, payment_id: refund.paymentId, status: 'succeeded' });
+    expect(refundSettlementPosting(refund, 'failed').metadata).toEqual({ refund_id: refund.id, payment_id: refund.paymentId, status: 'failed' });
   });
 });

@@ -94,6 +94,19 @@ describe('the decision of a transfer', () => {
     expect('transfer' in toNumber && toNumber.transfer.rail).toBe('mobile_money');
   });
 
+  it('a phone sent on the p2p rail that names no platform user is not found (only a phone without a rail falls back to mobile money); a bad number says which field', () => {
+    const sender = active(SENDER);
+    expect(refusalOf(request({ identifier: { kind: 'phone', value: '+2250700009999' }, rail: 'p2p' }), { sender, recipient: undefined })?.code).toBe('RecipientNotFound');
+    const invalid = decideTransfer(request({ identifier: { kind: 'phone', value: '+2250000' }, phoneValid: false }), { sender, recipient: undefined }, ID, NOW);
+    expect('refusal' in invalid && invalid.refusal).toMatchObject({
+      message: 'recipientIdentifier is not a valid telephone number for its country.',
+      details: [{ field: 'body.recipientIdentifier', message: 'recipientIdentifier is not a valid telephone number for its country.' }],
+    });
+    // A valid number of a platform user on no rail is that user's p2p transfer.
+    const toUser = decideTransfer(request({ identifier: { kind: 'phone', value: '+2250700009999' } }), { sender, recipient: active(RECIPIENT) }, ID, NOW);
+    expect('transfer' in toUser && [toUser.transfer.rail, toUser.transfer.recipientUserId]).toEqual(['p2p', RECIPIENT]);
+  });
+
   it('looks the recipient up by e-mail, or by phone unless the rail is mobile money', () => {
     expect(recipientLookup(request())).toEqual({ email: 'bob@test.example', phone: null });
     expect(recipientLookup(request({ identifier: { kind: 'phone', value: '+2250700009999' } }))).toEqual({ email: null, phone: '+2250700009999' });

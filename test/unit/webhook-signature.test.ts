@@ -73,6 +73,17 @@ describe('the retry schedule', () => {
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
   });
 
+  it('reads Retry-After around spaces, rounds a date up to the whole second, and ignores a blank one', () => {
+    const now = new Date('2026-11-24T10:00:00.500Z');
+    expect(parseRetryAfter(' 120 ', now)).toBe(120);
+    expect(parseRetryAfter('0', now)).toBe(0);
+    expect(parseRetryAfter('Tue, 24 Nov 2026 10:00:02 GMT', now)).toBe(2);
+    expect(parseRetryAfter('', now)).toBeUndefined();
+    expect(parseRetryAfter('   ', now)).toBeUndefined();
+    expect(parseRetryAfter('12 seconds', now)).toBeUndefined();
+    expect(nextStep({ ...failure, httpStatus: 503, retryAfterSeconds: 0 }, 1, DELAYS, 0.5)).toEqual({ status: 'failed', retryInMs: 0 });
+  });
+
   it('an endpoint is failing too long once its failures span the whole window', () => {
     const since = new Date('2026-11-20T00:00:00Z');
     expect(failingTooLong(since, new Date('2026-11-24T23:59:59Z'), 120)).toBe(false);
