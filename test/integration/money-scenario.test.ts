@@ -221,7 +221,7 @@ describe('the money scenario', () => {
     await signedCallback('top-up callback succeeded on a frozen wallet (reversed)', JSON.stringify({ provider_reference: reversed.provider_reference, status: 'succeeded' }), `msg_${crypto.randomUUID()}`);
 
     // An organisation: verified, an account funded from outside, an owner, an admin and a finance manager.
-    const org = await createOrganization();
+    const org = await createOrganization({ name: 'Scenario shop' });
     await knex('organizations').where({ id: org.id }).update({ verification_status: 'verified', verification_decided_at: clock });
     const account = await createOrgAccount(org, { currency: 'XOF' });
     await moveMoney(account, 3_000_000n);
