@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, testConfig, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrganization } from '../support/factories';
+import { until } from '../support/jobs';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { moveMoney } from '../support/org-account-postings';
 import { parseCsv, statementUrl } from '../support/statements';
@@ -115,11 +116,12 @@ describe('GET /business/organizations/{orgId}/accounts/{accountId}/statement', (
     const account = await createOrgAccount(org, { currency: 'EUR' });
     await moveMoney(account, 100_00n, { reference: 'ORDER-1' });
     const from = new Date();
-    // The window's bounds are instants of the real clock: entries on either side of one are a few ms apart.
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The window's bounds are instants of the real clock: an entry on either side of one is booked once the clock has passed it.
+    await until(() => Date.now() > from.getTime());
     await moveMoney(account, 250_00n, { reference: 'ORDER-2', counterparty: 'Card customer' });
     await moveMoney(account, -15_00n, { description: 'Bank fee' });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    const lastBookedBy = Date.now();
+    await until(() => Date.now() > lastBookedBy);
     const to = new Date();
     await moveMoney(account, 1n);
 

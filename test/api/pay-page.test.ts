@@ -13,6 +13,7 @@ import { createKnex } from '../../src/db/database';
 import { AccountService } from '../../src/modules/accounts';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, type TestOrgAccount, type TestOrganization, businessPath } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
+import { until } from '../support/jobs';
 import { statementUrl } from '../support/statements';
 
 let app: App;
@@ -100,6 +101,7 @@ describe('GET /pay/:code', () => {
   it('sets the browser cookie SameSite=Lax (it survives a return from a 3-D Secure or mobile-money page) and refreshes its lifetime on each view', async () => {
     const agent = request.agent(payApp);
     const first = await agent.get(`/pay/${checkout.code}?amount=100`);
+    const firstSecond = Math.floor(Date.now() / 1000);
     const firstCookie = (first.headers['set-cookie'] as unknown as string[])[0] as string;
     const id = /pay_bid=([A-Za-z0-9_-]{24})/.exec(firstCookie)?.[1];
     expect(id).toBeDefined();
@@ -108,7 +110,7 @@ describe('GET /pay/:code', () => {
     expect(firstCookie).not.toMatch(/SameSite=(Strict|None)/);
     const expiresOf = (cookie: string) => Date.parse(/Expires=([^;]+)/.exec(cookie)?.[1] as string);
     // A cookie's Expires has a resolution of one second: a later view must fall in a later second of the real clock.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await until(() => Math.floor(Date.now() / 1000) > firstSecond);
     const second = await agent.get(`/pay/${checkout.code}?amount=200`);
     const secondCookie = (second.headers['set-cookie'] as unknown as string[] | undefined)?.[0] as string;
     expect(secondCookie, 'the cookie is sent again on a later view').toBeDefined();
@@ -525,7 +527,7 @@ describe('POST /pay/:code', () => {
     const expiresAt = Math.floor(Date.now() / 1000) + 2;
     const { agent, token } = await openPage(signedPath('SIGNED-LATE', expiresAt));
     // The link's expiry is checked against the real clock: the form is sent once it has passed.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt * 1000 - Date.now()) + 50));
+    await until(() => Date.now() > expiresAt * 1000);
     const late = await agent.post(`/pay/${checkout.code}`).type('form').send({ token, method: 'mobile_money', phone: '+2250712345678' });
     expect(late.status, late.text).toBe(410);
     expect(late.text).toContain('signed payment link has expired');

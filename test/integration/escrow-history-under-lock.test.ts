@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService } from '../../src/modules/escrows';
-import { fundWallet } from '../../src/modules/ledger';
 import { databaseKind, testKnex } from '../support/database';
-import { createUser, type TestUser } from '../support/factories';
+import { escrowThroughService } from '../support/escrows';
+import type { TestUser } from '../support/factories';
 import { gate, untilWaitingForLock } from '../support/lock-wait';
 
 /**
@@ -21,11 +21,7 @@ describe.runIf(databaseKind() === 'postgres')('an escrow action that waited for 
   const escrows = new EscrowService({ knex, feeBps: 100, clock: () => new Date() });
 
   it('sees the events of the action it waited for, in its answer and in the event it writes', { timeout: 30_000 }, async () => {
-    const buyer = await createUser();
-    const seller = await createUser();
-    await withTransaction(knex, (trx) => fundWallet(trx, buyer.id, 'XOF', 100_000n));
-    const escrow = await escrows.create(knex, createCaller(buyer), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 10_000, currency: 'XOF', description: 'Raced' });
-    await escrows.act(knex, createCaller(buyer), escrow.id, { action: 'fund' });
+    const { escrow, buyer, seller } = await escrowThroughService(escrows, { status: 'funded', buyerBalance: 100_000n, input: { description: 'Raced' } });
 
     // The seller delivers and holds the lock; the buyer's dispute waits for it.
     const held = gate();

@@ -2,14 +2,13 @@ import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
-import type { Caller } from '../../src/contract';
 import { EscrowService } from '../../src/modules/escrows';
 import { findWallets, fundWallet, setAccountStatus } from '../../src/modules/ledger';
 import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
-import { accessTokenFor, bearer, createUser, walletBalance, type TestUser } from '../support/factories';
+import { accessTokenFor, bearer, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
+import { escrowThroughService, expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
 
 /** XAF: no other test file uses it, so its holding and fee accounts are this file's alone. */
 const CURRENCY = 'XAF';
@@ -30,30 +29,16 @@ function instanceAt(now: Date): EscrowService {
 
 interface Party {
   user: TestUser;
-  caller: Caller;
-}
-
-async function party(balance = 0n): Promise<Party> {
-  const user = await createUser();
-  if (balance > 0n) await withTransaction(knex, (trx) => fundWallet(trx, user.id, CURRENCY, balance));
-  return { user, caller: { userId: user.id, sessionId: '', isAdmin: false } };
 }
 
 /** A delivered escrow of 500,000 XAF (fee 5,000 on the buyer), its inspection ending at clock + 3 days. */
 async function delivered(): Promise<{ id: string; buyer: Party; seller: Party }> {
-  const buyer = await party(AMOUNT + 5_000n);
-  const seller = await party();
-  const escrows = app.services.escrows;
-  const created = await escrows.create(testKnex(), buyer.caller, {
-    role: 'buyer',
-    counterpartyIdentifier: seller.user.email as string,
-    amount: Number(AMOUNT),
-    currency: CURRENCY,
-    description: 'Race',
+  const { id, buyer, seller } = await escrowThroughService(app.services.escrows, {
+    status: 'delivered',
+    buyerBalance: AMOUNT + 5_000n,
+    input: { amount: Number(AMOUNT), currency: CURRENCY, description: 'Race' },
   });
-  await escrows.act(testKnex(), buyer.caller, created.id, { action: 'fund' });
-  await escrows.act(testKnex(), seller.caller, created.id, { action: 'deliver' });
-  return { id: created.id, buyer, seller };
+  return { id, buyer: { user: buyer }, seller: { user: seller } };
 }
 
 async function statusOf(id: string): Promise<string> {

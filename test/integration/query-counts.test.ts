@@ -4,12 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService, escrowStatusOf } from '../../src/modules/escrows';
 import { IdempotencyService } from '../../src/modules/idempotency';
-import { currencies, fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
+import { currencies, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
 import { CONTRIBUTION_RESOURCE, contributionStatusOf, TontineService, type TontineView } from '../../src/modules/tontines';
 import { SandboxRail, TransferService } from '../../src/modules/transfers';
 import { testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
-import { createUser, type TestUser } from '../support/factories';
+import { escrowThroughService } from '../support/escrows';
+import { createUser, fundedUser, type TestUser } from '../support/factories';
+import { tontineThroughService } from '../support/tontines';
 
 /**
  * Round trips of the busiest use cases, counted as the statements knex
@@ -55,10 +57,8 @@ async function statementsOf<T>(work: () => Promise<T>, options: { withTransactio
   }
 }
 
-async function funded(balance: bigint): Promise<TestUser> {
-  const user = await createUser();
-  await withTransaction(knex, (trx) => fundWallet(trx, user.id, 'XOF', balance));
-  return user;
+function funded(balance: bigint): Promise<TestUser> {
+  return fundedUser({ XOF: balance });
 }
 
 const caller = (user: TestUser) => ({ userId: user.id, sessionId: '', isAdmin: false });
@@ -71,13 +71,7 @@ describe('a tontine contribution', () => {
   async function started(size: number, payoutOrder: 'join_order' | 'random' = 'join_order'): Promise<{ tontine: TontineView; members: TestUser[] }> {
     const members: TestUser[] = [];
     for (let i = 0; i < size; i += 1) members.push(await funded(100_000n));
-    const [organizer, ...others] = members as [TestUser, ...TestUser[]];
-    const created = await tontines.create(knex, caller(organizer), { name: 'Counted', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: size, payout_order: payoutOrder });
-    for (const member of others) {
-      await tontines.invite(knex, caller(organizer), created.id, member.email as string);
-      await tontines.join(knex, caller(member), created.id);
-    }
-    return { tontine: await tontines.start(knex, caller(organizer), created.id), members };
+    return { tontine: await tontineThroughService(tontines, members, { body: { name: 'Counted', contribution_amount: 1000, payout_order: payoutOrder } }), members };
   }
 
   /** The member's contribution as the pipeline runs it, with its Idempotency-Key: every statement counted, BEGIN and COMMIT included. */
@@ -152,11 +146,7 @@ describe('an escrow action', () => {
   idempotency.registerResourceStatus('escrow', escrowStatusOf);
 
   async function delivered(): Promise<{ id: string; buyer: TestUser }> {
-    const buyer = await funded(1_000_000n);
-    const seller = await createUser();
-    const escrow = await escrows.create(knex, caller(buyer), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 10_000, currency: 'XOF', description: 'Counted' });
-    await escrows.act(knex, caller(buyer), escrow.id, { action: 'fund' });
-    await escrows.act(knex, caller(seller), escrow.id, { action: 'deliver' });
+    const { escrow, buyer, seller } = await escrowThroughService(escrows, { status: 'delivered', buyerBalance: 1_000_000n, input: { description: 'Counted' } });
     // The accounts the settlement pays exist already (as for every seller after a first sale and
     // every fee shard after a first escrow): the count is the action's own, not the first use
     // of a seller wallet or of the escrow's fee shard (two statements each).

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
-import { fundWallet } from '../../src/modules/ledger';
 import { TontineService } from '../../src/modules/tontines';
 import { databaseKind, testKnex } from '../support/database';
-import { createUser, type TestUser } from '../support/factories';
+import { fundedUser, type TestUser } from '../support/factories';
+import { tontineThroughService } from '../support/tontines';
 import { gate, untilWaitingForLock } from '../support/lock-wait';
 
 /**
@@ -20,12 +20,8 @@ describe.runIf(databaseKind() === 'postgres')('a tontine contribution that waite
   const caller = (user: TestUser) => ({ userId: user.id });
 
   it('sees the contribution it waited for: the last one pays the pot out and opens the next cycle', { timeout: 30_000 }, async () => {
-    const [organizer, member] = [await createUser(), await createUser()] as [TestUser, TestUser];
-    for (const user of [organizer, member]) await withTransaction(knex, (trx) => fundWallet(trx, user.id, 'XOF', 10_000n));
-    const created = await tontines.create(knex, caller(organizer), { name: 'Raced', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 2, payout_order: 'join_order' });
-    await tontines.invite(knex, caller(organizer), created.id, member.email as string);
-    await tontines.join(knex, caller(member), created.id);
-    await tontines.start(knex, caller(organizer), created.id);
+    const [organizer, member] = [await fundedUser({ XOF: 10_000n }), await fundedUser({ XOF: 10_000n })] as [TestUser, TestUser];
+    const created = await tontineThroughService(tontines, [organizer, member], { body: { name: 'Raced', contribution_amount: 1000, max_members: 2 } });
 
     // The organizer pays and holds the lock; the member's contribution, the cycle's last, waits for it.
     const held = gate();

@@ -2,14 +2,12 @@ import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/errors';
-import { withTransaction } from '../../src/db/transaction';
 import { IdempotencyService } from '../../src/modules/idempotency';
-import { fundWallet } from '../../src/modules/ledger';
 import { CONTRIBUTION_RESOURCE, contributionStatusOf, TontineService, type TontineView } from '../../src/modules/tontines';
 import { databaseKind, testKnex } from '../support/database';
-import { createUser, walletBalance, type TestUser } from '../support/factories';
+import { fundedUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
-import { poolBalance } from '../support/tontines';
+import { poolBalance, tontineThroughService } from '../support/tontines';
 
 const knex = testKnex();
 const DAY_MS = 86_400_000;
@@ -49,22 +47,15 @@ function contribute(idempotency: IdempotencyService, service: TontineService, us
 async function fundedUsers(balances: readonly bigint[]): Promise<TestUser[]> {
   const users: TestUser[] = [];
   for (const balance of balances) {
-    const user = await createUser();
-    if (balance > 0n) await withTransaction(knex, (trx) => fundWallet(trx, user.id, 'XOF', balance));
+    const user = await fundedUser({ XOF: balance });
     users.push(user);
   }
   return users;
 }
 
 /** A started tontine of `users` (the first organizes), weekly, `amount` XOF, in join order. */
-async function startedTontine(service: TontineService, users: readonly TestUser[], amount: number): Promise<TontineView> {
-  const [organizer, ...others] = users as [TestUser, ...TestUser[]];
-  const created = await service.create(knex, { userId: organizer.id }, { name: 'Property circle', currency: 'XOF', contribution_amount: amount, frequency: 'weekly', max_members: users.length, payout_order: 'join_order' });
-  for (const member of others) {
-    await service.invite(knex, { userId: organizer.id }, created.id, member.email as string);
-    await service.join(knex, { userId: member.id }, created.id);
-  }
-  return service.start(knex, { userId: organizer.id }, created.id);
+function startedTontine(service: TontineService, users: readonly TestUser[], amount: number): Promise<TontineView> {
+  return tontineThroughService(service, users, { body: { name: 'Property circle', contribution_amount: amount } });
 }
 
 async function errorCode(promise: Promise<unknown>): Promise<string> {

@@ -5,10 +5,10 @@ import { EscrowService, escrowStatusOf, feeFor, refundSettlement, releaseSettlem
 import type { Escrow } from '../../src/modules/escrows/escrow-repository';
 import { resolutionPlan } from '../../src/modules/escrows/escrow-settlement';
 import { IdempotencyService } from '../../src/modules/idempotency';
-import { fundWallet, setAccountStatus, walletIdentity, walletOf } from '../../src/modules/ledger';
+import { setAccountStatus, walletIdentity, walletOf } from '../../src/modules/ledger';
 import { applyDecision, CLAIMED, readLocked } from '../../src/modules/writes';
 import { databaseKind, testKnex } from '../support/database';
-import { createUser } from '../support/factories';
+import { escrowThroughService } from '../support/escrows';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 
 /**
@@ -23,11 +23,8 @@ const escrows = new EscrowService({ knex, feeBps: 100, clock: () => new Date() }
 const caller = (id: string) => ({ userId: id, sessionId: '', isAdmin: false });
 
 async function openEscrow(balance: bigint): Promise<{ id: string; buyer: string; seller: string }> {
-  const buyer = await createUser();
-  const seller = await createUser();
-  if (balance > 0n) await withTransaction(knex, (trx) => fundWallet(trx, buyer.id, 'XOF', balance));
-  const escrow = await escrows.create(knex, caller(buyer.id), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 10_000, currency: 'XOF', description: 'Write path' });
-  return { id: escrow.id, buyer: buyer.id, seller: seller.id };
+  const { id, buyer, seller } = await escrowThroughService(escrows, { buyerBalance: balance, input: { description: 'Write path' } });
+  return { id, buyer: buyer.id, seller: seller.id };
 }
 
 const resource = (id: string) => ({ type: 'escrow', id, status: 'funded', location: `/api/escrows/${id}` });

@@ -3,8 +3,9 @@ import type { Knex } from 'knex';
 import request from 'supertest';
 import { expect } from 'vitest';
 import type { App } from './app';
-import { HELD_STATUSES } from '../../src/modules/escrows';
-import { createCaller, type TestCaller } from './factories';
+import { HELD_STATUSES, type CreateEscrowInput, type EscrowService, type EscrowView } from '../../src/modules/escrows';
+import { createCaller, createUser, fundedUser, serviceCaller, type TestCaller, type TestUser } from './factories';
+import { testKnex } from './database';
 
 /** What a test's escrow is unless it says otherwise: the buyer opens it, 500,000 XOF. */
 export const ESCROW_BODY = { role: 'buyer', amount: 500_000, currency: 'XOF', description: 'Used delivery motorbike' } as const;
@@ -52,6 +53,41 @@ export async function escrowIn(
   if (status === 'disputed') await step(buyer, 'dispute', { reason: 'Not as described' });
   if (status === 'released') await step(buyer, 'accept');
   return { id, buyer, seller, escrow };
+}
+
+/** What a service-made escrow is unless told otherwise: 10,000 XOF, the buyer opens it. */
+export const SERVICE_ESCROW_INPUT = { role: 'buyer', amount: 10_000, currency: 'XOF', description: 'Test escrow' } as const;
+
+export interface ServiceEscrowOptions {
+  /** Where it is taken through the escrow service (awaiting_funding unless told). */
+  status?: 'awaiting_funding' | 'funded' | 'delivered' | 'disputed';
+  /** The new buyer's wallet in the escrow's currency, minor units (none unless told). */
+  buyerBalance?: bigint;
+  /** Parties to use instead of new ones. */
+  buyer?: TestUser;
+  seller?: TestUser;
+  /** On SERVICE_ESCROW_INPUT (the seller's e-mail is the counterparty unless given). */
+  input?: Partial<CreateEscrowInput>;
+  /** Where the service writes (the file's database unless told). */
+  db?: Knex | Knex.Transaction;
+}
+
+/**
+ * An escrow made through `escrows` directly (no HTTP): the buyer opens it with the seller as
+ * counterparty, then funds it, the seller delivers and the buyer disputes, as far as `status`.
+ * New parties unless given; the escrow as the last step answered.
+ */
+export async function escrowThroughService(escrows: EscrowService, options: ServiceEscrowOptions = {}): Promise<{ id: string; escrow: EscrowView; buyer: TestUser; seller: TestUser }> {
+  const db = options.db ?? testKnex();
+  const input = { ...SERVICE_ESCROW_INPUT, ...options.input };
+  const buyer = options.buyer ?? (await fundedUser({ [input.currency]: options.buyerBalance ?? 0n }));
+  const seller = options.seller ?? (await createUser());
+  const status = options.status ?? 'awaiting_funding';
+  let escrow = await escrows.create(db, serviceCaller(buyer), { counterpartyIdentifier: seller.email as string, ...input } as CreateEscrowInput);
+  if (status !== 'awaiting_funding') escrow = await escrows.act(db, serviceCaller(buyer), escrow.id, { action: 'fund' });
+  if (status === 'delivered' || status === 'disputed') escrow = await escrows.act(db, serviceCaller(seller), escrow.id, { action: 'deliver' });
+  if (status === 'disputed') escrow = await escrows.act(db, serviceCaller(buyer), escrow.id, { action: 'dispute', reason: 'Not as described' });
+  return { id: escrow.id, escrow, buyer, seller };
 }
 
 /** The platform's escrow holding or fee balance in a currency: the sum over its shards. */

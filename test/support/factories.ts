@@ -122,6 +122,23 @@ export async function createCaller(app: App, balances: Record<string, bigint> = 
   return { user: created, auth: bearer(await accessTokenFor(app, created)) };
 }
 
+/** A new user (no session) whose wallets are funded through the ledger (`{ XOF: 1_000n }`, minor units): a party for a service called directly. */
+export async function fundedUser(balances: Record<string, bigint> = {}, user: Parameters<typeof createUser>[0] = {}): Promise<TestUser> {
+  const created = await createUser(user);
+  const funded = Object.entries(balances).filter(([, amount]) => amount > 0n);
+  if (funded.length) {
+    await withTransaction(testKnex(), async (trx) => {
+      for (const [currency, amount] of funded) await fundWallet(trx, created.id, currency, amount);
+    });
+  }
+  return created;
+}
+
+/** How a service called directly (no HTTP, no session) is told who acts. */
+export function serviceCaller(user: { id: string; is_admin?: boolean }): { userId: string; sessionId: string; isAdmin: boolean } {
+  return { userId: user.id, sessionId: '', isAdmin: user.is_admin ?? false };
+}
+
 /** Balance (minor units) of a user's wallet in one currency; 0 when it does not exist yet. */
 export async function walletBalance(userId: string, currency: string): Promise<bigint> {
   const row = await testKnex()('ledger_accounts').where({ owner_type: 'user', owner_id: userId, currency, kind: 'wallet' }).first('balance_minor');

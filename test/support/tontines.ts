@@ -1,8 +1,10 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
 import { expect } from 'vitest';
+import type { Knex } from 'knex';
+import type { CreateTontineInput, TontineService, TontineView } from '../../src/modules/tontines';
 import { testKnex } from './database';
-import type { TestCaller } from './factories';
+import { serviceCaller, type TestCaller, type TestUser } from './factories';
 import type { App } from './app';
 
 export const TONTINE_BODY = { name: 'Savings circle', currency: 'XOF', contribution_amount: 1000, frequency: 'weekly', max_members: 10, payout_order: 'join_order' } as const;
@@ -64,4 +66,24 @@ export async function activeTontine(app: App, organizer: TestCaller, members: re
   const started = await request(app).post(`/api/tontines/${tontine.id}/start`).set(organizer.auth);
   expect(started.status, JSON.stringify(started.body)).toBe(200);
   return started.body.data;
+}
+
+/**
+ * A tontine made through `tontines` directly (no HTTP): the first of `users` organizes it
+ * (TONTINE_BODY with `body`, max_members the number of users unless told), invites and enrols
+ * the others in order, and starts it unless `start` is false. The tontine as the last step answered.
+ */
+export async function tontineThroughService(
+  tontines: TontineService,
+  users: readonly TestUser[],
+  options: { body?: Partial<CreateTontineInput>; start?: boolean; db?: Knex | Knex.Transaction } = {},
+): Promise<TontineView> {
+  const db = options.db ?? testKnex();
+  const [organizer, ...others] = users as [TestUser, ...TestUser[]];
+  const created = await tontines.create(db, serviceCaller(organizer), { ...TONTINE_BODY, max_members: users.length, ...options.body } as CreateTontineInput);
+  for (const member of others) {
+    await tontines.invite(db, serviceCaller(organizer), created.id, member.email as string);
+    await tontines.join(db, serviceCaller(member), created.id);
+  }
+  return options.start === false ? created : tontines.start(db, serviceCaller(organizer), created.id);
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config';
+import { productionEnv } from '../support/production-env';
 
-const PRODUCTION = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40), DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' };
+const PRODUCTION = productionEnv('SINGLE_INSTANCE');
 
 describe('instances and the shared rate-limit store', () => {
   it('refuses a production start without REDIS_URL, naming the way out', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config';
+import { productionEnv } from '../support/production-env';
 
-const PRODUCTION = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), PII_ENCRYPTION_KEY: 'test:' + 'ab'.repeat(32), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40), DATABASE_URL: 'postgres://db.example/app', SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' };
+const PRODUCTION = productionEnv('IDENTITY_PROVIDER');
 
 describe('IDENTITY_PROVIDER: who checks identities', () => {
   it('is the sandbox outside production without being named', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config';
+import { PRODUCTION_ENV } from '../support/production-env';
 import { resolvedLogFormat } from '../../src/logger';
 
 /**
@@ -25,7 +26,7 @@ describe('the log format', () => {
   });
 
   it('the configuration refuses LOG_FORMAT=pretty in production and accepts it elsewhere', () => {
-    const production = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), PAY_SECRET: 'y'.repeat(40), API_KEY_PEPPER: 'z'.repeat(40), SINGLE_INSTANCE: 'true', DATABASE_URL: 'postgres://db.example/app', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox', PII_ENCRYPTION_KEY: `prod:${'ab'.repeat(32)}`, MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40) };
+    const production = PRODUCTION_ENV;
     expect(loadConfig({ ...production, LOG_FORMAT: 'json' }).logFormat).toBe('json');
     expect(() => loadConfig({ ...production, LOG_FORMAT: 'pretty' })).toThrow(ConfigError);
     expect(() => loadConfig({ ...production, LOG_FORMAT: 'pretty' })).toThrow(/LOG_FORMAT=pretty is refused in production/);

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_PII_ENCRYPTION_KEY, loadConfig } from '../../src/config';
 import { parsePiiKey, PiiCipher, PiiCipherError } from '../../src/pii-cipher';
+import { productionEnv } from '../support/production-env';
 
 const key = (id: string) => ({ id, key: crypto.randomBytes(32) });
 
@@ -55,7 +56,7 @@ describe('PiiCipher (AES-256-GCM, key id in front)', () => {
 });
 
 describe('PII_ENCRYPTION_KEY', () => {
-  const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', REDIS_URL: 'redis://r:6379', JWT_SECRET: 'j'.repeat(40), PAY_SECRET: 'p'.repeat(40), API_KEY_PEPPER: 'a'.repeat(40), MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'ab'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'a'.repeat(40), NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' };
+  const production = productionEnv('PII_ENCRYPTION_KEY');
 
   it('refuses the development default in production (unset or given explicitly)', () => {
     expect(() => loadConfig(production)).toThrow(/PII_ENCRYPTION_KEY must be set in production/);
