@@ -275,41 +275,23 @@ describe("a split ruling whose buyer's share the buyer's limits refuse", () => {
     return { buyer, seller, escrow, admin };
   }
 
-  it('holds the settlement for the buyer (held_for_verification), then completes the split once the buyer is verified', async () => {
+  it("is refused 409 RecipientCannotReceive, saying nothing of the buyer; the escrow stays disputed, its money in the holding, nothing held", async () => {
     const { buyer, seller, escrow, admin } = await disputedWithALimitedBuyer();
     const buyerBefore = await walletBalance(buyer.user.id);
     const holdingBefore = await platformBalance(knex, 'escrow_holding', 'XOF');
-    const sellerAmount = 100_000;
 
-    const ruled = await escrowAction(app, admin, escrow.id, 'resolve', { outcome: 'split', seller_amount: sellerAmount });
-    expect(ruled.status, JSON.stringify(ruled.body)).toBe(200);
-    expect(ruled.body.data).toMatchObject({ status: 'accepted', settlement: null, payout: { status: 'held_for_verification', reason: 'recipient_limit', settled_at: null } });
-    const heldId = ruled.body.data.payout.id as string;
-    const heldRow = await knex('held_payouts').where({ id: heldId }).first();
-    expect(heldRow).toMatchObject({ recipient_user_id: buyer.user.id, status: 'held_for_verification' });
-    // The buyer's share: the rest of the amount and the part of the fee the split gives back.
-    const buyerShare = BigInt(heldRow.amount_minor);
-    expect(buyerShare).toBeGreaterThanOrEqual(BigInt(300_000 - sellerAmount));
-    expect(buyerShare).toBeGreaterThan(BigInt(TIER_0_PER_TRANSACTION));
+    const ruled = await escrowAction(app, admin, escrow.id, 'resolve', { outcome: 'split', seller_amount: 100_000 });
+    expect(ruled.status, JSON.stringify(ruled.body)).toBe(409);
+    expect(ruled.body.error).toBe('RecipientCannotReceive');
+    expect(JSON.stringify(ruled.body)).not.toMatch(/tier_0|balance|remaining/);
+    const after = (await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data;
+    expect(after.status).toBe('disputed');
+    expect(after.payout ?? null).toBeNull();
+    expect(await knex('held_payouts').where({ subject_id: escrow.id })).toEqual([]);
     expect(await walletBalance(buyer.user.id)).toBe(buyerBefore);
     expect(await walletBalance(seller.user.id)).toBe('0');
     expect(await platformBalance(knex, 'escrow_holding', 'XOF')).toBe(holdingBefore);
-    expect((await eventTypes(escrow.id)).at(-1)).toBe('escrow.payout_held');
-
-    // Still tier_0: the job tries and it stays held.
-    await makeDue();
-    await app.services.heldPayouts.completeDue({ batchSize: 100 });
-    expect(await knex('held_payouts').where({ id: heldId }).first()).toMatchObject({ status: 'held_for_verification', attempts: 1 });
-
-    await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_1' });
-    await makeDue();
-    await app.services.heldPayouts.completeDue({ batchSize: 100 });
-    const after = (await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data;
-    expect(after.status).toBe('released');
-    expect(after.payout).toMatchObject({ id: heldId, status: 'completed' });
-    expect(after.settlement).toMatchObject({ to_seller_minor: String(sellerAmount), to_buyer_minor: buyerShare.toString() });
-    expect(await walletBalance(buyer.user.id)).toBe((BigInt(buyerBefore) + buyerShare).toString());
-    expect(await walletBalance(seller.user.id)).toBe(String(sellerAmount));
+    expect((await eventTypes(escrow.id)).at(-1)).toBe('escrow.disputed');
     await expectLedgerInvariants(knex);
   });
 

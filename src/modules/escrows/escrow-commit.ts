@@ -1,9 +1,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { ConflictError } from '../../errors';
-import { pendingKeyOf, withPendingKey } from '../idempotency';
 import { walletRefusal } from '../ledger';
-import { applyPayoutDecision, isLedgerRefusal, type Decision, type RowChange } from '../writes';
+import { applyPayoutDecision, type Decision, type RowChange } from '../writes';
 import { heldRelease, type EscrowChange } from './escrow-payouts';
 import { EVENT_READER, escrowResource, presentEscrow } from './escrow-presenter';
 import { toRow, type Escrow, type EscrowWithHistory, type LockedEscrow } from './escrow-repository';
@@ -53,38 +51,11 @@ async function decide(db: Knex | Knex.Transaction, locked: LockedEscrow, change:
  * Writes `change` (one statement: write_apply). A release that pays the seller names the change
  * that holds it (heldRelease), which write_apply applies instead when the ledger refuses the
  * release for the seller's limits; `otherwise`, a change of the held payout's own for the same
- * case (the job's completion: tried again later; `recipientUserId` the held payout's). A split
- * ruling also pays the buyer: when the ledger refuses it for the buyer's limits, the buyer's
- * share is held the same way (the settlement first tried under a savepoint). Any other refusal
- * of the ledger is thrown, naming the parties.
+ * case (the job's completion: tried again later; `recipientUserId` the held payout's). Any other
+ * refusal of the ledger (a split ruling's share the buyer's limits refuse included) is thrown,
+ * naming the parties.
  */
 export async function commitEscrowChange(
-  trx: Knex.Transaction,
-  locked: LockedEscrow,
-  change: EscrowChange,
-  actorUserId: string | null,
-  now: Date,
-  otherwise?: { retry: RowChange; recipientUserId: string },
-): Promise<EscrowWithHistory> {
-  const buyerHold = otherwise ? undefined : heldRelease(locked, change, crypto.randomUUID(), now, 'buyer');
-  if (!buyerHold) return applyChange(trx, locked, change, actorUserId, now, otherwise);
-  const key = pendingKeyOf(trx);
-  try {
-    return await trx.transaction((savepoint) => (key ? withPendingKey(savepoint, key, () => applyChange(savepoint, locked, change, actorUserId, now)) : applyChange(savepoint, locked, change, actorUserId, now)));
-  } catch (error) {
-    if (!refusedForLimitsOf(error, locked.escrow.buyerUserId)) throw error;
-    const held = await decide(trx, locked, buyerHold, actorUserId, now);
-    await applyPayoutDecision(trx, held.decision);
-    return held.after;
-  }
-}
-
-/** Whether the ledger refused a posting because it would take `userId` (its payee) over one of their limits. */
-function refusedForLimitsOf(error: unknown, userId: string): boolean {
-  return isLedgerRefusal(error) && error instanceof ConflictError && error.code === 'RecipientCannotReceive' && (error as { ownerId?: string | null }).ownerId === userId;
-}
-
-async function applyChange(
   trx: Knex.Transaction,
   locked: LockedEscrow,
   change: EscrowChange,

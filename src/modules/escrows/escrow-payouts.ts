@@ -29,26 +29,20 @@ export interface EscrowChange {
 /** The columns of a release that the hold keeps (who accepted, the ruling); the settlement's are left for the completion. */
 const KEPT_ON_HOLD: ReadonlyArray<keyof Escrow> = ['acceptedAt', 'resolutionOutcome', 'resolutionSellerAmountMinor', 'resolutionNote', 'resolvedByUserId', 'resolvedAt'];
 
-/** Whose share of a settlement a hold keeps: the seller's (a release, a ruling's), or the buyer's of a split ruling. */
-export type HeldShare = 'seller' | 'buyer';
-
 /**
- * The change that holds `release` (a settlement that pays `share`'s party) when that party's
- * limits refuse it, or undefined for a change that pays that party nothing (nothing to hold).
- * The whole settlement waits in the holding shard (the other party's share with it: it is one
- * posting, made once, by the completion); the held payout names the refused party and its share.
+ * The change that holds `release` (a settlement that pays the seller) when the seller's limits
+ * refuse it, or undefined for a change that pays the seller nothing (nothing to hold).
  */
-export function heldRelease(locked: EscrowInLedger, release: EscrowChange, heldPayoutId: string, now: Date, share: HeldShare = 'seller'): EscrowChange | undefined {
+export function heldRelease(locked: EscrowInLedger, release: EscrowChange, heldPayoutId: string, now: Date): EscrowChange | undefined {
   const { escrow } = locked;
-  const heldMinor = (share === 'seller' ? release.changes.settledToSellerMinor : release.changes.settledToBuyerMinor) ?? 0n;
-  if (release.posting?.column !== 'settlement_posting_id' || heldMinor <= 0n || (release.changes.settledToSellerMinor ?? 0n) <= 0n) return undefined;
+  const toSellerMinor = release.changes.settledToSellerMinor ?? 0n;
+  if (release.posting?.column !== 'settlement_posting_id' || toSellerMinor <= 0n) return undefined;
   const kept = Object.fromEntries(KEPT_ON_HOLD.filter((column) => release.changes[column] !== undefined).map((column) => [column, release.changes[column]]));
-  const recipientUserId = share === 'seller' ? escrow.sellerUserId : escrow.buyerUserId;
-  const held = holdPayout({ id: heldPayoutId, subjectType: 'escrow', subjectId: escrow.id, recipientUserId, currency: escrow.currency, amountMinor: heldMinor, at: now });
+  const held = holdPayout({ id: heldPayoutId, subjectType: 'escrow', subjectId: escrow.id, recipientUserId: escrow.sellerUserId, currency: escrow.currency, amountMinor: toSellerMinor, at: now });
   const { to_seller_minor: _toSeller, to_buyer_minor: _toBuyer, fee_minor: _fee, ...payload } = release.payload;
   return {
     type: 'escrow.payout_held',
-    payload: { ...payload, held_payout_id: heldPayoutId, reason: HELD_PAYOUT_REASON, amount_minor: heldMinor.toString() },
+    payload: { ...payload, held_payout_id: heldPayoutId, reason: HELD_PAYOUT_REASON, amount_minor: toSellerMinor.toString() },
     changes: {
       ...kept,
       status: statusAfterPayoutStep('hold_payout', escrow, 'platform', now),
