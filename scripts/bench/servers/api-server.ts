@@ -47,6 +47,10 @@ async function main(): Promise<void> {
     rateLimitBackend: redis ? redisRateLimitBackend(redis, `bench-${Date.now()}:`) : memoryRateLimitBackend(),
   });
   await services.ready();
+  // BENCH_LIMITS=off: no policy row, so ledger_post finds no tier and checks no cap. Alternated
+  // with the default (every check runs, none refuses), it measures what the checks cost on the
+  // same code.
+  if (process.env.BENCH_LIMITS === 'off') await database.knex('limit_policies').del();
   const server = http.createServer(app).listen(config.port, () => process.stdout.write(`LISTENING ${config.port}\n`));
   // The bench asks for the group commits' batch sizes so far: index = size, value = batches.
   process.on('SIGUSR2', () => {
