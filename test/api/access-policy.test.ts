@@ -69,6 +69,12 @@ const SPEC_RULES: Record<string, SpecRule> = {
   approvePayout:            { module: 'accounts',      ...WRITE,        roles: [OK, OK, NO, NO, NO, NO] },
   cancelPayout:             { module: 'accounts',      ...WRITE,        roles: [OK, OK, NO, NO, OK, NO] },
   getOrganizationLimits:    { module: 'accounts',      ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
+  // Stablecoins of the organisation: read by every member but cashier staff, converted by those who move money.
+  listOrganizationCryptoBalances:     { module: 'accounts', ...READ,  roles: [OK, OK, OK, OK, OK, NO] },
+  listOrganizationCryptoConversions:  { module: 'accounts', ...READ,  roles: [OK, OK, OK, OK, OK, NO] },
+  getOrganizationCryptoConversion:    { module: 'accounts', ...READ,  roles: [OK, OK, OK, OK, OK, NO] },
+  createOrganizationCryptoQuote:      { module: 'accounts', ...WRITE, roles: [OK, OK, NO, NO, OK, NO] },
+  createOrganizationCryptoConversion: { module: 'accounts', ...WRITE, roles: [OK, OK, NO, NO, OK, NO] },
   getPayoutSettings:        { module: 'accounts',      ...READ,         roles: [OK, OK, OK, OK, OK, NO] },
   updatePayoutSettings:     { module: 'accounts',      ...WRITE,        roles: [OK, NO, NO, NO, NO, NO] },
   listInvoices:             { module: 'invoices',      ...READ,         roles: [OK, OK, OK, OK, OK, NO] },

@@ -189,7 +189,7 @@ describe('scopes', () => {
     expect(API_KEY_SCOPES).toEqual([
       'payment_links:read', 'payment_links:write', 'payments:read', 'payments:write', 'payouts:read', 'payouts:write', 'invoices:read', 'invoices:write',
       'accounts:read', 'accounts:write', 'network_status:read', 'network_status:write', 'events:read', 'events:write',
-      'webhook_endpoints:read', 'webhook_endpoints:write', 'members:read',
+      'webhook_endpoints:read', 'webhook_endpoints:write', 'crypto:read', 'crypto:write', 'members:read',
     ]);
   });
 

@@ -185,9 +185,14 @@ describe('the policy document', () => {
     }
   });
 
-  it('a currency is three capital letters', () => {
-    for (const code of ['XO', 'XOFF', 'X0F']) {
-      expect(parse((doc) => void (doc.currencies[code] = doc.currencies.XOF!))).toThrow(`limits policy tier-policy.json: currency "${code}" is not an ISO 4217 code (three capital letters)`);
+  it('a currency is a capital letter, then 2 to 9 capital letters or digits (ISO 4217, or a stablecoin)', () => {
+    for (const code of ['XO', 'xof', 'Xof', '0XF', 'X-F', 'ABCDEFGHIJK']) {
+      expect(parse((doc) => void (doc.currencies[code] = doc.currencies.XOF!))).toThrow(
+        `limits policy tier-policy.json: currency "${code}" is not a currency code (an ISO 4217 code such as XOF, or a stablecoin such as USDC: a capital letter, then 2 to 9 capital letters or digits)`,
+      );
+    }
+    for (const code of ['XOFF', 'X0F', 'ABCDEFGHIJ']) {
+      expect([...parseLimitPolicy(withChange((doc) => void (doc.currencies[code] = doc.currencies.XOF!))).currencies.keys()]).toContain(code);
     }
   });
 
@@ -199,7 +204,7 @@ describe('the policy document', () => {
   it('a uniform policy has the same currencies, every tier, one cap for every limit, and its own version', () => {
     const policy = uniformPolicy(loadLimitPolicy(), 7n, 'bench');
     expect(policy.version).toBe('bench');
-    expect([...policy.currencies.keys()].sort()).toEqual(['EUR', 'USD', 'XOF']);
+    expect([...policy.currencies.keys()].sort()).toEqual(['EUR', 'USD', 'USDC', 'USDT', 'XOF']);
     for (const tiers of policy.currencies.values()) {
       expect([...tiers.keys()]).toEqual(['tier_0', 'tier_1', 'tier_2', 'unverified', 'verified']);
       for (const caps of tiers.values()) expect(caps).toEqual({ balance: 7n, monthly_inflow: 7n, daily_outflow: 7n, per_transaction: 7n });
@@ -213,8 +218,8 @@ describe('the limits view', () => {
   it('every currency in order, every limit, the tier, its next tier and the policy version; nothing used when nothing is known', () => {
     const view = limitsView(policy, 'tier_1', new Map(), '2026-02-28');
     expect(view).toMatchObject({ object: 'limits', tier: 'tier_1', next_tier: { tier: 'tier_2', requires: 'identity_documents' }, policy_version: shipped.version });
-    expect(view.currencies.map((c) => c.currency)).toEqual(['EUR', 'USD', 'XOF']);
-    expect(view.currencies[2]?.limits).toEqual([
+    expect(view.currencies.map((c) => c.currency)).toEqual(['EUR', 'USD', 'USDC', 'USDT', 'XOF']);
+    expect(view.currencies.find((c) => c.currency === 'XOF')?.limits).toEqual([
       { limit: 'balance', limit_minor: '2000000', used_minor: '0', remaining_minor: '2000000', resets_at: null },
       { limit: 'monthly_inflow', limit_minor: '10000000', used_minor: '0', remaining_minor: '10000000', resets_at: '2026-03-01T00:00:00.000Z' },
       { limit: 'daily_outflow', limit_minor: '2000000', used_minor: '0', remaining_minor: '2000000', resets_at: '2026-03-01T00:00:00.000Z' },
