@@ -9,7 +9,7 @@ import { contractDocument, resolveRef, type Json } from '../support/contract-doc
  */
 
 /** Money moves or a money-bearing object is made: the key is required. Every other POST takes it optionally. */
-const MONEY = ['createTransfer', 'createTopUp', 'createPaymentRefund', 'createPayout', 'createEscrow', 'fundEscrow', 'acceptEscrow', 'refundEscrow', 'resolveEscrow', 'contributeToTontine', 'createCryptoConversion', 'createCryptoWithdrawal'] as const satisfies readonly OperationId[];
+const MONEY = ['createTransfer', 'createTopUp', 'createPaymentRefund', 'createPayout', 'createEscrow', 'fundEscrow', 'acceptEscrow', 'refundEscrow', 'resolveEscrow', 'contributeToTontine', 'createCryptoConversion', 'createOrganizationCryptoConversion', 'createCryptoWithdrawal'] as const satisfies readonly OperationId[];
 
 interface Post {
   id: OperationId;
