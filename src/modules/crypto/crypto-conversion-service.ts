@@ -80,6 +80,27 @@ export interface QuoteRequest {
   toAmount?: string;
 }
 
+/** The rules of every quote request, a user's or an organisation's: two currencies, one amount. */
+export function assertQuoteRequest(request: QuoteRequest): void {
+  if (request.fromCurrency === request.toCurrency) throw ValidationError.field('to_currency', 'to_currency must differ from from_currency.');
+  if ((request.fromAmount === undefined) === (request.toAmount === undefined)) throw ValidationError.field('from_amount', 'Give exactly one of from_amount and to_amount.');
+}
+
+/** A quote request priced at the rate source's current rate (nothing written): both currencies, the rate, the amounts and the fee. */
+export async function priceQuote(db: Knex | Knex.Transaction, deps: { rates: RateSource; feeBps: number }, request: QuoteRequest) {
+  const from = await currencies.require(db, request.fromCurrency, 'from_currency');
+  const to = await currencies.require(db, request.toCurrency, 'to_currency');
+  const rate = rateBetween(await deps.rates.valueInEur(request.fromCurrency), await deps.rates.valueInEur(request.toCurrency));
+  const amounts = quoteAmounts({
+    rate,
+    fromExponent: from.exponent,
+    toExponent: to.exponent,
+    feeBps: deps.feeBps,
+    ...(request.fromAmount !== undefined ? { fromAmountMinor: parseAmount(request.fromAmount, from.exponent, { field: 'from_amount' }) } : { toAmountMinor: parseAmount(request.toAmount, to.exponent, { field: 'to_amount' }) }),
+  });
+  return { from, to, rate, amounts };
+}
+
 /**
  * Conversions between XOF, EUR, USD and the stablecoins: a quote fixes the rate and the amounts
  * for 30 seconds; a conversion executes one quote once, as one posting through the platform's
@@ -92,20 +113,10 @@ export class CryptoConversionService {
 
   /** POST /crypto/quotes. */
   async quote(trx: Knex.Transaction, userId: string, request: QuoteRequest): Promise<{ view: QuoteView; resource: IdempotentResource }> {
-    if (request.fromCurrency === request.toCurrency) throw ValidationError.field('to_currency', 'to_currency must differ from from_currency.');
-    if ((request.fromAmount === undefined) === (request.toAmount === undefined)) throw ValidationError.field('from_amount', 'Give exactly one of from_amount and to_amount.');
+    assertQuoteRequest(request);
     const read = await readLocked<{ tier: string }>(trx, `SELECT u.tier FROM users u WHERE u.id = ? AND ${CLAIMED}`, [userId]);
     assertCryptoTier(read?.tier);
-    const from = await currencies.require(trx, request.fromCurrency, 'from_currency');
-    const to = await currencies.require(trx, request.toCurrency, 'to_currency');
-    const rate = rateBetween(await this.deps.rates.valueInEur(request.fromCurrency), await this.deps.rates.valueInEur(request.toCurrency));
-    const amounts = quoteAmounts({
-      rate,
-      fromExponent: from.exponent,
-      toExponent: to.exponent,
-      feeBps: this.deps.feeBps,
-      ...(request.fromAmount !== undefined ? { fromAmountMinor: parseAmount(request.fromAmount, from.exponent, { field: 'from_amount' }) } : { toAmountMinor: parseAmount(request.toAmount, to.exponent, { field: 'to_amount' }) }),
-    });
+    const { from, to, rate, amounts } = await priceQuote(trx, this.deps, request);
     const now = this.deps.clock();
     const row: QuoteRow = {
       id: crypto.randomUUID(),

@@ -5,12 +5,12 @@ import type { IdempotentResource } from '../../contract';
 import { readConnection } from '../../db/read-routing';
 import { Keyset, toPage, type Page, type PageRequest } from '../../db/keyset';
 import { ValidationError } from '../../errors';
-import { currencies, formatMinor, parseAmount } from '../ledger';
+import { formatMinor } from '../ledger';
 import { CLAIMED, readLocked, type PlannedAccount } from '../writes';
 import { cryptoCatalog } from './crypto-catalog';
-import { amountsOf, applyOwnDecision, iso, type ConversionRow, type QuoteRequest, type QuoteRow } from './crypto-conversion-service';
+import { amountsOf, applyOwnDecision, assertQuoteRequest, iso, priceQuote, type ConversionRow, type QuoteRequest, type QuoteRow } from './crypto-conversion-service';
 import { ConversionNotFoundError, OrganizationNotVerifiedForCryptoError, QuoteAlreadyUsedError, QuoteExpiredError, QuoteNotFoundError } from './crypto-errors';
-import { conversionPosting, formatRate, organizationCryptoIdentity, QUOTE_TTL_SECONDS, quoteAmounts, rateBetween } from './crypto-quote';
+import { conversionPosting, formatRate, organizationCryptoIdentity, QUOTE_TTL_SECONDS } from './crypto-quote';
 import type { RateSource } from './crypto-rates';
 
 type OrganizationQuoteRow = QuoteRow & { organization_id: string; account_id: string | null };
@@ -100,8 +100,7 @@ export class CryptoOrganizationService {
 
   /** POST .../crypto/quotes. */
   async quote(trx: Knex.Transaction, organizationId: string, request: OrganizationQuoteRequest): Promise<{ view: OrganizationQuoteView; resource: IdempotentResource }> {
-    if (request.fromCurrency === request.toCurrency) throw ValidationError.field('to_currency', 'to_currency must differ from from_currency.');
-    if ((request.fromAmount === undefined) === (request.toAmount === undefined)) throw ValidationError.field('from_amount', 'Give exactly one of from_amount and to_amount.');
+    assertQuoteRequest(request);
     const fiat = [request.fromCurrency, request.toCurrency].filter((code) => !isStablecoin(code));
     if (fiat.length === 2) throw ValidationError.field('to_currency', 'An organisation converts to or from a stablecoin (USDC or USDT); convert between its other currencies through its accounts.');
     if (fiat.length === 1 && request.accountId === undefined) throw ValidationError.field('account_id', `account_id is required: the organisation's ${fiat[0]} account that pays or receives the ${fiat[0]} side.`);
@@ -118,16 +117,7 @@ export class CryptoOrganizationService {
       if (read.account_currency === null) throw ValidationError.field('account_id', 'No account of this organisation has this id.');
       if (read.account_currency.trim() !== fiat[0]) throw ValidationError.field('account_id', `The account holds ${read.account_currency.trim()}, not ${fiat[0]}.`);
     }
-    const from = await currencies.require(trx, request.fromCurrency, 'from_currency');
-    const to = await currencies.require(trx, request.toCurrency, 'to_currency');
-    const rate = rateBetween(await this.deps.rates.valueInEur(request.fromCurrency), await this.deps.rates.valueInEur(request.toCurrency));
-    const amounts = quoteAmounts({
-      rate,
-      fromExponent: from.exponent,
-      toExponent: to.exponent,
-      feeBps: this.deps.feeBps,
-      ...(request.fromAmount !== undefined ? { fromAmountMinor: parseAmount(request.fromAmount, from.exponent, { field: 'from_amount' }) } : { toAmountMinor: parseAmount(request.toAmount, to.exponent, { field: 'to_amount' }) }),
-    });
+    const { from, to, rate, amounts } = await priceQuote(trx, this.deps, request);
     const now = this.deps.clock();
     const row: OrganizationQuoteRow = {
       id: crypto.randomUUID(),
