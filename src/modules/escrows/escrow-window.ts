@@ -5,7 +5,7 @@ import { DomainError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
 import { GroupCommit } from '../ledger';
 import { CompletedByThisRequest, withPendingKey, type PendingKey } from '../idempotency';
-import { applyWindow, type WindowItem, type WindowOutcome } from '../writes';
+import { applyWindow, heldBy, type WindowItem, type WindowOutcome } from '../writes';
 import { escrowAfter, type DecidedEscrowChange } from './escrow-commit';
 import { HOLDING_ACCOUNT, lockedEscrowOf, EscrowRepository, type EscrowWithHistory, type LockedEscrow, type Row } from './escrow-repository';
 
@@ -142,9 +142,7 @@ export class EscrowWindow {
   private async answer(entry: Decided, outcome: WindowOutcome): Promise<EscrowOutcome> {
     const { decided, submission } = entry;
     if ('postingIds' in outcome && decided) {
-      const { hold, postings } = decided.decision;
-      // write_apply applied `hold.instead` (fewer postings): the release held.
-      const held = hold !== undefined && outcome.postingIds.length === hold.posting && (postings?.length ?? 0) > hold.posting;
+      const held = heldBy(decided.decision, outcome.postingIds);
       if (held) this.completedAs(submission.key, decided.main.decision.hold?.instead.answer.resource);
       return { after: escrowAfter(decided, outcome.postingIds, held) };
     }

@@ -244,6 +244,11 @@ export async function applyDecision(trx: Knex.Transaction, decision: Decision): 
   return (await applyPayoutDecision(trx, decision)).postingIds;
 }
 
+/** Whether write_apply applied the decision's `hold.instead` (the payout held): it posted fewer than the decision names. */
+export function heldBy(decision: Decision, postingIds: readonly string[]): boolean {
+  return decision.hold !== undefined && postingIds.length === decision.hold.posting && (decision.postings?.length ?? 0) > decision.hold.posting;
+}
+
 /**
  * applyDecision for a decision that may hold its payout (`hold`): answers its postings' ids and
  * whether the payout was held (write_apply applied `hold.instead`, which posts fewer).
@@ -260,7 +265,7 @@ export async function applyPayoutDecision(trx: Knex.Transaction, decision: Decis
     if ((error as { code?: string }).code === 'WRT01' && refusal instanceof Error) REFUSED_BY_LEDGER.add(refusal);
     throw refusal;
   }
-  const held = decision.hold !== undefined && postingIds.length === decision.hold.posting && (decision.postings?.length ?? 0) > decision.hold.posting;
+  const held = heldBy(decision, postingIds);
   const applied = held && decision.hold ? decision.hold.instead : decision;
   if (key?.claimed) {
     const { resource } = applied.answer;
