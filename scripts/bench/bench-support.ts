@@ -244,6 +244,29 @@ export const BENCH_JWT_SECRET = process.env.JWT_SECRET ?? 'bench-secret-bench-se
 /** The benchmarks' key of personal data at rest (production mode refuses the development default). */
 export const BENCH_PII_KEY = process.env.PII_ENCRYPTION_KEY ?? `bench:${'be'.repeat(32)}`;
 
+/**
+ * The configuration the benchmarks sign sessions with: production's rules, the benchmark's
+ * secrets, on the benchmark's PostgreSQL server (production refuses the embedded database).
+ */
+export function benchConfig() {
+  return loadConfig({
+    ...process.env,
+    NODE_ENV: 'production',
+    DATABASE_URL: BENCH_SERVER_URL,
+    JWT_SECRET: BENCH_JWT_SECRET,
+    PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456',
+    API_KEY_PEPPER: 'bench-api-key-pepper-bench-api-key-pepper-0',
+    PII_ENCRYPTION_KEY: BENCH_PII_KEY,
+    MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'be'.repeat(24)}`,
+    CRYPTO_NETWORK: 'sandbox',
+    CRYPTO_ADDRESS_SECRET: 'b'.repeat(40),
+    SINGLE_INSTANCE: 'true',
+    NOTIFIER: 'sandbox',
+    IDENTITY_PROVIDER: 'sandbox',
+    BUSINESS_VERIFICATION_PROVIDER: 'sandbox',
+  });
+}
+
 export interface ScratchDatabase {
   name: string;
   url: string;
@@ -282,7 +305,7 @@ export async function createBenchMember(knex: Knex, module: string): Promise<{ o
   const [user] = (await knex('users').insert({ email: `bench-${Date.now()}@bench.example`, password_hash: 'not-a-login' }).returning('id')) as Array<{ id: string }>;
   const userId = (user as { id: string }).id;
   await knex('memberships').insert({ organization_id: orgId, user_id: userId, role: 'finance_manager' });
-  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', API_KEY_PEPPER: 'bench-api-key-pepper-bench-api-key-pepper-0', PII_ENCRYPTION_KEY: BENCH_PII_KEY, MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'be'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'b'.repeat(40), SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' });
+  const config = benchConfig();
   const { access_token: token } = await new SessionService(knex, new TokenService(config.jwt)).open(knex, { id: userId, is_admin: false });
   return { orgId, userId, token };
 }
@@ -292,7 +315,7 @@ export async function createBenchMember(knex: Knex, module: string): Promise<{ o
  * wallet and an open session, the rows transferScript's pgbench script picks from.
  */
 export async function fundedProbeParties(knex: Knex, count: number): Promise<void> {
-  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', API_KEY_PEPPER: 'bench-api-key-pepper-bench-api-key-pepper-0', PII_ENCRYPTION_KEY: BENCH_PII_KEY, MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'be'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'b'.repeat(40), SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' });
+  const config = benchConfig();
   const sessions = new SessionService(knex, new TokenService(config.jwt));
   const users = (await knex('users')
     .insert(Array.from({ length: count }, (_, i) => ({ email: `party-${i}@probe.example`, password_hash: 'not-a-login' })))
@@ -408,7 +431,7 @@ export function runPgbench(url: string, clients: number, durationS: number): { t
 
 /** `count` users (`<prefix>-<run>-<i>@bench.example`), each with a large funded XOF wallet and an open session (its access token). */
 export async function benchUsers(knex: Knex, count: number, prefix: string): Promise<Array<{ id: string; email: string; token: string }>> {
-  const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, PAY_SECRET: 'bench-pay-secret-bench-pay-secret-0123456', API_KEY_PEPPER: 'bench-api-key-pepper-bench-api-key-pepper-0', PII_ENCRYPTION_KEY: BENCH_PII_KEY, MOBILE_MONEY_CALLBACK_SECRET: `whsec_${'be'.repeat(24)}`, CRYPTO_NETWORK: 'sandbox', CRYPTO_ADDRESS_SECRET: 'b'.repeat(40), SINGLE_INSTANCE: 'true', NOTIFIER: 'sandbox', IDENTITY_PROVIDER: 'sandbox', BUSINESS_VERIFICATION_PROVIDER: 'sandbox' });
+  const config = benchConfig();
   const sessions = new SessionService(knex, new TokenService(config.jwt));
   const run = crypto.randomBytes(3).toString('hex');
   const rows = (await knex('users')

@@ -22,18 +22,51 @@ const benches = fs
   .filter((name) => !only || only.includes(name))
   .sort();
 
-/** The `targets` of the JSON object a benchmark printed last (none when it printed none). */
-function targetsOf(output: string): Target[] | undefined {
+/** One load point of a benchmark: what the API served under `connections` concurrent clients. */
+interface LoadPoint {
+  connections: number;
+  ours: { requests_per_s: number; p99_ms: number; server_cpu_ms_per_request: number };
+}
+
+/** What a benchmark printed last (its JSON result), as far as this summary reads it. */
+interface BenchResult {
+  targets?: Target[];
+  point?: LoadPoint;
+  curve?: LoadPoint[];
+}
+
+/** The JSON object a benchmark printed last (undefined when it printed none). */
+function resultOf(output: string): BenchResult | undefined {
   const start = output.lastIndexOf('\n{');
   try {
-    const result = JSON.parse(output.slice(start + 1)) as { targets?: Target[] };
-    return result.targets;
+    return JSON.parse(output.slice(start + 1)) as BenchResult;
   } catch {
     return undefined;
   }
 }
 
+/**
+ * An escrow or tontine action against a transfer of the same run, at the same concurrency: each
+ * runs the same write path, so each should serve at least 0.8x the transfers' requests/s with a
+ * p99 under 100 ms, an escrow action at most 1.5x a transfer's API CPU.
+ */
+function againstTransfers(name: string, label: string, results: Map<string, BenchResult>, maxCpuRatio?: number): Target | undefined {
+  const point = results.get(name)?.point;
+  const transfer = point && results.get('transfers')?.curve?.find((candidate) => candidate.connections === point.connections);
+  if (!point || !transfer) return undefined;
+  const ratio = point.ours.requests_per_s / transfer.ours.requests_per_s;
+  const cpuRatio = point.ours.server_cpu_ms_per_request / transfer.ours.server_cpu_ms_per_request;
+  const cpuMet = maxCpuRatio === undefined || cpuRatio <= maxCpuRatio;
+  return {
+    benchmark: `${label} vs transfers (${point.connections} conn)`,
+    measured: `${ratio.toFixed(2)}x (${point.ours.requests_per_s} vs ${transfer.ours.requests_per_s} requests/s), p99 ${point.ours.p99_ms} ms, API CPU ${cpuRatio.toFixed(2)}x (${point.ours.server_cpu_ms_per_request} vs ${transfer.ours.server_cpu_ms_per_request} ms)`,
+    target: `>= 0.8x, p99 < 100 ms${maxCpuRatio === undefined ? '' : `, API CPU <= ${maxCpuRatio}x`}`,
+    met: ratio >= 0.8 && point.ours.p99_ms < 100 && cpuMet,
+  };
+}
+
 const rows: Target[] = [];
+const results = new Map<string, BenchResult>();
 let failed = 0;
 for (const name of benches) {
   process.stdout.write(`\n### ${name}\n`);
@@ -43,9 +76,14 @@ for (const name of benches) {
   process.stdout.write(result.stdout ?? '');
   if (result.status !== 0) failed += 1;
   // A benchmark that missed a hard condition (errors, violations) exits 1 but still reports.
-  const targets = targetsOf(result.stdout ?? '');
+  const printed = resultOf(result.stdout ?? '');
+  if (printed) results.set(name, printed);
+  const targets = printed?.targets;
   if (targets) rows.push(...targets);
   else rows.push({ benchmark: name, measured: result.status === 0 ? '(no target)' : `failed (exit ${result.status})`, target: '-', met: result.status === 0 });
+}
+for (const compared of [againstTransfers('escrows', 'escrow fund+accept', results, 1.5), againstTransfers('tontines', 'tontine contributions', results)]) {
+  if (compared) rows.push(compared);
 }
 
 const header: Target = { benchmark: 'benchmark', measured: 'measured (same run)', target: 'target', met: true };

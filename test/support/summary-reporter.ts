@@ -2,7 +2,13 @@ import path from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
 import { browserSkippedNotice } from './browser';
 
-/** CI reads the last line of the run: `N passed, N failed, N skipped`. */
+/** How many of the slowest files the summary names (where a run's time goes). */
+const SLOWEST_FILES = 12;
+
+/**
+ * CI reads the last line of the run: `N passed, N failed, N skipped`. Before it, the slowest
+ * files (setup, import and tests), so a run that got slower shows where.
+ */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
     let passed = 0;
@@ -26,6 +32,12 @@ export default class SummaryReporter implements Reporter {
       failed += failedHere;
     }
     failed += unhandledErrors.length;
+    const timed = testModules.map((module) => {
+      const diagnostic = module.diagnostic();
+      return { file: path.relative(process.cwd(), module.moduleId), ms: diagnostic.setupDuration + diagnostic.collectDuration + diagnostic.duration };
+    });
+    const slowest = timed.sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_FILES);
+    if (slowest.length) process.stdout.write(`\nslowest files:\n${slowest.map(({ file, ms }) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}`).join('\n')}\n`);
     if (skippedBrowserFiles.length) process.stdout.write(`\n${browserSkippedNotice(skippedBrowserFiles)}\n`);
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }
