@@ -23,6 +23,7 @@ import { loadOpenApiDocument } from './openapi-document';
 import { apiRateLimiter, codeSenderRateLimiter, healthRateLimiter, loginRateLimiter, type RateLimitBackend } from './rate-limit';
 import { requestIdFor } from './request-context';
 import { installRouteRegexpCache } from './route-regexp-cache';
+import { installValidatorSchemaPruning } from './validator-schema-pruning';
 import type { ReadRouting } from '../db/read-routing';
 
 export interface AppDeps {
@@ -139,6 +140,7 @@ export function createApp(deps: AppDeps): App {
   const { config, logger, services, handlers } = deps;
   const document = loadOpenApiDocument();
   installRouteRegexpCache();
+  installValidatorSchemaPruning();
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);

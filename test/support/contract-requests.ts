@@ -55,8 +55,12 @@ export function withContractBody<T extends { send(body: object): T; field(name: 
 type Json = Record<string, unknown>;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
+let parsed: Json | undefined;
+
+/** The contract, parsed once per test process: read here, never changed (a request's body is a copy). */
 function document(): Json {
-  return loadOpenApiDocument().parse();
+  parsed ??= loadOpenApiDocument().parse();
+  return parsed;
 }
 
 function resolve(doc: Json, node: unknown): Json {
@@ -76,7 +80,7 @@ export function contractOperations(): ContractOperation[] {
       const op = (item as Json)[method] as Json | undefined;
       if (op) {
         const access = op['x-access'] as AccessRule | undefined;
-        operations.push({ operationId: op.operationId as string, method, path, security: op.security as unknown[] | undefined, access });
+        operations.push({ operationId: op.operationId as string, method, path, security: structuredClone(op.security as unknown[] | undefined), access: structuredClone(access) });
       }
     }
   }
@@ -146,5 +150,5 @@ export function contractRequest(operationId: string, pathValues: Record<string, 
     else throw new Error(`operation ${operationId} has no request body example`);
   }
   const search = query.toString();
-  return { method: op.method, url: `/api${url}${search ? `?${search}` : ''}`, headers, body };
+  return { method: op.method, url: `/api${url}${search ? `?${search}` : ''}`, headers, body: structuredClone(body) };
 }
