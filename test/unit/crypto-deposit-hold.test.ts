@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { creditedHeldDeposit, heldDeposit, isHeldCreditOf } from '../../src/modules/crypto/crypto-deposit-hold';
+import { creditedHeldDeposit, heldDeposit, isHeldCreditOf } from '../../src/modules/crypto';
+// eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
 import { depositCreditPosting } from '../../src/modules/crypto/crypto-deposit-lifecycle';
+// eslint-disable-next-line no-restricted-imports -- the stored deposit's shape, which the index does not export
 import type { Deposit } from '../../src/modules/crypto/crypto-deposit-presenter';
 import { FIRST_ATTEMPT_AFTER_MS, type HeldPayout } from '../../src/modules/held-payouts';
 
