@@ -3216,7 +3216,7 @@ export interface paths {
         };
         /**
          * List the caller's crypto deposits
-         * @description The caller's deposits, newest first, in every state (`detected`, `confirming`, `completed`, `failed`, `reversed`). Needs `tier_2`.
+         * @description The caller's deposits, newest first, in every state (`detected`, `confirming`, `held_for_verification`, `completed`, `failed`, `reversed`). Needs `tier_2`.
          */
         get: operations["listCryptoDeposits"];
         put?: never;
@@ -3242,7 +3242,7 @@ export interface paths {
         };
         /**
          * Get one of the caller's crypto deposits
-         * @description One deposit with its confirmations so far. Another user's deposit answers 404 `CryptoDepositNotFound` as an unknown id. Needs `tier_2`.
+         * @description One deposit with its confirmations so far, and `credit` when its credit was held for verification (final, but over one of the caller's stablecoin limits: credited by the platform once they allow). Another user's deposit answers 404 `CryptoDepositNotFound` as an unknown id. Needs `tier_2`.
          */
         get: operations["getCryptoDeposit"];
         put?: never;
@@ -3463,7 +3463,7 @@ export interface paths {
         put?: never;
         /**
          * Mine simulated blocks, after an optional reorganisation
-         * @description The network simulator drops the top `reorg_depth` blocks (their transactions leave the chain: deposits not yet final become `reversed`, completed ones stay completed), then mines `count` blocks (the first takes the mempool) and reports every transaction it follows: deposits move to `confirming` and, with the network's confirmations, to `completed` (credited once).
+         * @description The network simulator drops the top `reorg_depth` blocks (their transactions leave the chain: deposits not yet final become `reversed`, completed and held ones stay as they are), then mines `count` blocks (the first takes the mempool) and reports every transaction it follows: deposits move to `confirming` and, with the network's confirmations, to `completed` (credited once), or to `held_for_verification` when the credit would take the owner over one of their stablecoin limits.
          *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
          */
         post: operations["mineCryptoBlocks"];
