@@ -33,9 +33,10 @@ const CRITICAL_CORE = [
   'src/modules/refunds/refund-settlement.ts', // a refund never above what the payment has left, held at request
   'src/modules/crypto/crypto-quote.ts', // quote arithmetic and the conversion's posting
   'src/modules/crypto/crypto-deposit-lifecycle.ts', // a deposit moves forward only and is credited once, when final
+  'src/modules/crypto/crypto-deposit-hold.ts', // a final deposit over its owner's limits held, then credited once by the job
   'src/modules/crypto/crypto-addresses.ts', // address checksums: where money may be sent
   'src/modules/crypto/crypto-withdrawal-plan.ts', // a withdrawal's reserve and settlement, forward-only steps, the Travel Rule threshold
-  'src/modules/crypto/crypto-organization-service.ts', // an organisation's conversions: which accounts pay and receive, verified organisations only
+  'src/modules/crypto/crypto-organization-service.ts', // an organisation's conversions: which accounts pay and receive, verified organisations and active accounts only
   'src/modules/organizations/access-policy.ts', // the access rules
   'src/modules/organizations/organization-access-service.ts', // their enforcement
   'src/modules/network-status/network-status-service.ts',

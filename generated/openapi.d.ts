@@ -850,7 +850,7 @@ export interface paths {
         put?: never;
         /**
          * Return a held payout to its payer (administrators)
-         * @description A payout held for verification (an escrow's release or a tontine cycle's pot its recipient could not receive without going over one of their tier limits; its id is the `payout.id` of the escrow or the cycle) goes back to its payer on a platform administrator's decision, with a reason: an escrow's whole funding goes back to the buyer (no fee; the escrow becomes `refunded`, `escrow.refunded`), a cycle's pot to the members who paid it, each their contribution (`tontine.contribution_refunded`). Money going back reaches a frozen wallet and is not limited. The payout becomes `returned`. Otherwise a held payout completes by itself once its recipient's limits allow it. Platform administrators only: anyone else 403 `InsufficientRole`; an administrator who is a party to the escrow or a member of the tontine 403 `ConflictOfInterest`; an unknown id 404 `HeldPayoutNotFound`; a payout already completed or returned 409 `HeldPayoutNotHeld`. An `Idempotency-Key` is accepted (a second return is 409 `HeldPayoutNotHeld` in any case).
+         * @description A payout held for verification (an escrow's release or a tontine cycle's pot its recipient could not receive without going over one of their tier limits; its id is the `payout.id` of the escrow or the cycle) goes back to its payer on a platform administrator's decision, with a reason: an escrow's whole funding goes back to the buyer (no fee; the escrow becomes `refunded`, `escrow.refunded`), a cycle's pot to the members who paid it, each their contribution (`tontine.contribution_refunded`). Money going back reaches a frozen wallet and is not limited. The payout becomes `returned`. Otherwise a held payout completes by itself once its recipient's limits allow it. A held crypto deposit (`subject_type: crypto_deposit`) has no payer on the platform to return it to (its sender is outside, on-chain): 409 `HeldPayoutNotReturnable`; it is credited to its owner once their tier or balance allows. Platform administrators only: anyone else 403 `InsufficientRole`; an administrator who is a party to the escrow or a member of the tontine 403 `ConflictOfInterest`; an unknown id 404 `HeldPayoutNotFound`; a payout already completed or returned 409 `HeldPayoutNotHeld`. An `Idempotency-Key` is accepted (a second return is 409 `HeldPayoutNotHeld` in any case).
          */
         post: operations["returnHeldPayout"];
         delete?: never;
@@ -1933,7 +1933,7 @@ export interface paths {
         put?: never;
         /**
          * Quote a conversion for the organisation
-         * @description Fixes the rate and the amounts of a conversion to or from a stablecoin for 30 seconds, as `POST /crypto/quotes` does for a user: give `from_amount` or `to_amount`, exactly one (400 otherwise). The stablecoin side is the organisation's stablecoin balance; the fiat side (XOF, EUR or USD) is its account `account_id`, in that currency (required then; absent for a swap between USDC and USDT; 400 otherwise). A conversion between two fiat currencies is refused (400). The fee (`CRYPTO_CONVERSION_FEE_BPS`) is taken in `from_currency`. Only a verified organisation quotes (403 `OrganizationNotVerified`). Roles: owner, admin or finance_manager; API keys with `crypto:write`.
+         * @description Fixes the rate and the amounts of a conversion to or from a stablecoin for 30 seconds, as `POST /crypto/quotes` does for a user: give `from_amount` or `to_amount`, exactly one (400 otherwise). The stablecoin side is the organisation's stablecoin balance; the fiat side (XOF, EUR or USD) is its account `account_id`, in that currency (required then; absent for a swap between USDC and USDT; 400 otherwise). A conversion between two fiat currencies is refused (400); an account that is not `active` (`inactive`, `pending`, `closed`) 409 `AccountNotActive`. The fee (`CRYPTO_CONVERSION_FEE_BPS`) is taken in `from_currency`. Only a verified organisation quotes (403 `OrganizationNotVerified`). Roles: owner, admin or finance_manager; API keys with `crypto:write`.
          */
         post: operations["createOrganizationCryptoQuote"];
         delete?: never;
@@ -1963,7 +1963,7 @@ export interface paths {
         put?: never;
         /**
          * Execute one of the organisation's quotes
-         * @description Executes one of the organisation's quotes, once and before it expires, as one ledger posting through the platform's liquidity accounts: the `from_currency` side pays `from_amount` (fee included), the `to_currency` side receives `to_amount` (the stablecoin side is the organisation's stablecoin balance, the fiat side the quote's `account_id`). The organisation's tier limits apply to both sides (409 `LimitExceeded`: stablecoin caps in `GET .../limits`). An expired quote answers 409 `QuoteExpired`, a used one 409 `QuoteAlreadyUsed`, a side that does not cover the amount 422 `InsufficientFunds` (nothing changes). Only a verified organisation converts (403 `OrganizationNotVerified`). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed`. Records `crypto.conversion.completed` (to the organisation's webhook endpoints). Roles: owner, admin or finance_manager; API keys with `crypto:write`.
+         * @description Executes one of the organisation's quotes, once and before it expires, as one ledger posting through the platform's liquidity accounts: the `from_currency` side pays `from_amount` (fee included), the `to_currency` side receives `to_amount` (the stablecoin side is the organisation's stablecoin balance, the fiat side the quote's `account_id`). The organisation's tier limits apply to both sides (409 `LimitExceeded`: stablecoin caps in `GET .../limits`). An expired quote answers 409 `QuoteExpired`, a used one 409 `QuoteAlreadyUsed`, a side that does not cover the amount 422 `InsufficientFunds`, a quote whose account is no longer `active` (`inactive`, `pending`, `closed`) 409 `AccountNotActive` (nothing changes). Only a verified organisation converts (403 `OrganizationNotVerified`). Requires an `Idempotency-Key`: a replay answers 409 `IdempotencyKeyAlreadyProcessed`. Records `crypto.conversion.completed` (to the organisation's webhook endpoints). Roles: owner, admin or finance_manager; API keys with `crypto:write`.
          */
         post: operations["createOrganizationCryptoConversion"];
         delete?: never;
@@ -3216,7 +3216,7 @@ export interface paths {
         };
         /**
          * List the caller's crypto deposits
-         * @description The caller's deposits, newest first, in every state (`detected`, `confirming`, `completed`, `failed`, `reversed`). Needs `tier_2`.
+         * @description The caller's deposits, newest first, in every state (`detected`, `confirming`, `held_for_verification`, `completed`, `failed`, `reversed`). Needs `tier_2`.
          */
         get: operations["listCryptoDeposits"];
         put?: never;
@@ -3242,7 +3242,7 @@ export interface paths {
         };
         /**
          * Get one of the caller's crypto deposits
-         * @description One deposit with its confirmations so far. Another user's deposit answers 404 `CryptoDepositNotFound` as an unknown id. Needs `tier_2`.
+         * @description One deposit with its confirmations so far, and `credit` when its credit was held for verification (final, but over one of the caller's stablecoin limits: credited by the platform once they allow). Another user's deposit answers 404 `CryptoDepositNotFound` as an unknown id. Needs `tier_2`.
          */
         get: operations["getCryptoDeposit"];
         put?: never;
@@ -3463,7 +3463,7 @@ export interface paths {
         put?: never;
         /**
          * Mine simulated blocks, after an optional reorganisation
-         * @description The network simulator drops the top `reorg_depth` blocks (their transactions leave the chain: deposits not yet final become `reversed`, completed ones stay completed), then mines `count` blocks (the first takes the mempool) and reports every transaction it follows: deposits move to `confirming` and, with the network's confirmations, to `completed` (credited once).
+         * @description The network simulator drops the top `reorg_depth` blocks (their transactions leave the chain: deposits not yet final become `reversed`, completed and held ones stay as they are), then mines `count` blocks (the first takes the mempool) and reports every transaction it follows: deposits move to `confirming` and, with the network's confirmations, to `completed` (credited once), or to `held_for_verification` when the credit would take the owner over one of their stablecoin limits.
          *     **A test helper.** It exists only on instances that do not run in production (`NODE_ENV` other than `production`) and with the network simulator (`CRYPTO_NETWORK=sandbox`): in production it answers 404 `NotFound` like any unknown path, and a live API key never reaches it. It needs no authentication.
          */
         post: operations["mineCryptoBlocks"];
@@ -5102,6 +5102,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "crypto.deposit.held-for-verification": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crypto.deposit.held_for_verification
+         * @description A personal event (the deposit is final, but crediting it would take the owner over one of their stablecoin limits: the coins are kept for them and credited by the platform once their tier or balance allows, `crypto.deposit.completed`), read with `GET /events`. Deposits move forward only, but events may arrive out of order: keep the highest `sequence` per deposit. Personal events have no organisation, so no webhook endpoint receives them.
+         */
+        post: operations["webhookCryptoDepositHeldForVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "crypto.deposit.completed": {
         parameters: {
             query?: never;
@@ -6709,7 +6729,7 @@ export interface components {
         HeldPayoutReason: "recipient_limit";
         /**
          * HeldPayoutState
-         * @description A payout held for verification: a release or a pot its recipient could not receive yet without going over one of their tier limits. The money stays where it is held (the escrow's holding account, the tontine's pool), never refused and never lost: the platform completes it by itself once the recipient's tier or balance allows (`completed`), or an administrator returns it to its payer (`returned`). Present only on an escrow or a cycle whose payout was held.
+         * @description A payout held for verification: a release, a pot or a crypto deposit's credit its recipient could not receive yet without going over one of their tier limits. The money stays where it is held (the escrow's holding account, the tontine's pool, the network's clearing account for a deposit), never refused and never lost: the platform completes it by itself once the recipient's tier or balance allows (`completed`), or an administrator returns it to its payer (`returned`; never a crypto deposit, whose sender is outside the platform). Present only on an escrow, a cycle or a crypto deposit whose payout was held.
          */
         HeldPayoutState: {
             /**
@@ -7379,7 +7399,7 @@ export interface components {
         TontineConflictError: components["schemas"]["InvalidTontineStateError"] | components["schemas"]["AlreadyMemberError"] | components["schemas"]["TontineFullError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * HeldPayout
-         * @description A payout held for verification, as platform administrators see it: what it pays (an escrow's release or a tontine cycle's pot), to whom, how much, and where it stands.
+         * @description A payout held for verification, as platform administrators see it: what it pays (an escrow's release, a tontine cycle's pot or a crypto deposit's credit), to whom, how much, and where it stands.
          */
         HeldPayout: {
             /**
@@ -7393,28 +7413,28 @@ export interface components {
              */
             object: "held_payout";
             /**
-             * @description What the payout pays out of.
+             * @description What the payout pays out of: an escrow, a tontine, or a crypto deposit (its credit to the deposit's owner; an administrator cannot return it, 409 `HeldPayoutNotReturnable`).
              * @enum {string}
              */
-            subject_type: "escrow" | "tontine";
+            subject_type: "escrow" | "tontine" | "crypto_deposit";
             /**
              * Format: uuid
-             * @description The escrow's or the tontine's id.
+             * @description The escrow's, the tontine's or the crypto deposit's id.
              */
             subject_id: string;
             /**
              * Format: int32
-             * @description The tontine's cycle whose pot is held; `null` for an escrow.
+             * @description The tontine's cycle whose pot is held; `null` for an escrow or a crypto deposit.
              */
             cycle: number | null;
             /**
              * Format: uuid
-             * @description Who the payout is for (the escrow's seller, the cycle's beneficiary).
+             * @description Who the payout is for (the escrow's seller, the cycle's beneficiary, the deposit's owner).
              */
             recipient_user_id: string;
-            amount: components["schemas"]["DecimalAmount"];
+            amount: components["schemas"]["PreciseDecimalAmount"];
             amount_minor: components["schemas"]["MinorAmount"];
-            currency: components["schemas"]["CurrencyCode"];
+            currency: components["schemas"]["AssetCode"];
             status: components["schemas"]["HeldPayoutStatus"];
             reason: components["schemas"]["HeldPayoutReason"];
             /**
@@ -7492,10 +7512,27 @@ export interface components {
             message: components["schemas"]["ErrorMessage"];
         };
         /**
+         * HeldPayoutNotReturnableError
+         * @description The held payout has no payer on the platform to return it to: a crypto deposit's credit (its sender is outside the platform, on-chain). It stays held and is credited to the deposit's owner once their tier or balance allows. Nothing moved.
+         */
+        HeldPayoutNotReturnableError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "HeldPayoutNotReturnable";
+            message: components["schemas"]["ErrorMessage"];
+        };
+        /**
          * HeldPayoutConflictError
          * @description Error envelope of a 409 on a held payout, discriminated by `error`.
          */
-        HeldPayoutConflictError: components["schemas"]["HeldPayoutNotHeldError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        HeldPayoutConflictError: components["schemas"]["HeldPayoutNotHeldError"] | components["schemas"]["HeldPayoutNotReturnableError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * TontineList
          * @description A page of the tontines the caller takes part in, newest first.
@@ -9191,6 +9228,41 @@ export interface components {
          */
         OrganizationCryptoForbiddenError: components["schemas"]["OrganizationNotVerifiedError"] | components["schemas"]["ForbiddenError"] | components["schemas"]["InsufficientScopeError"];
         /**
+         * AccountNotActiveError
+         * @description The organisation's account the operation names is not `active` (`inactive`, `pending` or `closed`): it neither pays nor receives. Nothing moved.
+         */
+        AccountNotActiveError: {
+            /**
+             * @description Always `false` on error.
+             * @constant
+             */
+            success: false;
+            /**
+             * @description Stable error name. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            error: "AccountNotActive";
+            message: components["schemas"]["ErrorMessage"];
+            /** @description The account and its status. */
+            details: {
+                /**
+                 * Format: uuid
+                 * @description The organisation's account (`account_id` of the quote).
+                 */
+                account_id: string;
+                /**
+                 * @description The account's status.
+                 * @enum {string}
+                 */
+                status: "inactive" | "pending" | "closed";
+            };
+        };
+        /**
+         * OrganizationCryptoQuoteConflictError
+         * @description Error envelope of a 409 on an organisation's quote, discriminated by `error`.
+         */
+        OrganizationCryptoQuoteConflictError: components["schemas"]["AccountNotActiveError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        /**
          * AmountTooSmallError
          * @description A crypto quote whose amount converts to nothing after the fee.
          */
@@ -9335,7 +9407,7 @@ export interface components {
          * OrganizationCryptoConversionConflictError
          * @description Error envelope of a 409 on an organisation's conversion, discriminated by `error`.
          */
-        OrganizationCryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["AccountFrozenError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
+        OrganizationCryptoConversionConflictError: components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteAlreadyUsedError"] | components["schemas"]["LimitExceededError"] | components["schemas"]["AccountFrozenError"] | components["schemas"]["AccountNotActiveError"] | components["schemas"]["ResourceAlreadyProcessedError"] | components["schemas"]["ConcurrentOperationError"];
         /**
          * CryptoConversionUnprocessableError
          * @description Error envelope of a 422 on a crypto conversion, discriminated by `error`.
@@ -11388,13 +11460,13 @@ export interface components {
         };
         /**
          * CryptoDepositStatus
-         * @description `detected` (seen in the mempool) -> `confirming` (included, fewer confirmations than the network needs) -> `completed` (final: the wallet is credited, once) | `failed` (an asset sent to an address of another asset: not credited) | `reversed` (a reorganisation removed the transaction before finality: never credited). States only move forward.
+         * @description `detected` (seen in the mempool) -> `confirming` (included, fewer confirmations than the network needs) -> `completed` (final: the wallet is credited, once) | `held_for_verification` (final, but crediting it would take its owner over one of their stablecoin limits: the coins are kept for them, never refused nor lost, and the deposit becomes `completed`, credited once, when their tier or balance allows; `credit` says so) | `failed` (an asset sent to an address of another asset: not credited) | `reversed` (a reorganisation removed the transaction before finality: never credited). States only move forward.
          * @enum {string}
          */
-        CryptoDepositStatus: "detected" | "confirming" | "completed" | "failed" | "reversed";
+        CryptoDepositStatus: "detected" | "confirming" | "held_for_verification" | "completed" | "failed" | "reversed";
         /**
          * CryptoDeposit
-         * @description An inbound transfer to one of the caller's deposit addresses: one per network, transaction hash and output index, however often and in whatever order the network reports it.
+         * @description An inbound transfer to one of the caller's deposit addresses: one per network, transaction hash and output index, however often and in whatever order the network reports it. A final deposit its owner's limits do not allow yet is held (`held_for_verification`, `credit`), never refused.
          */
         CryptoDeposit: {
             /**
@@ -11463,6 +11535,8 @@ export interface components {
              * @description Its last change.
              */
             updated_at: string;
+            /** @description Present when the credit was held for verification (final, but crediting it would have taken the owner over one of their stablecoin limits): the deposit is `held_for_verification` while it is held (`status: held_for_verification`, the coins kept by the platform), then `completed` once the platform credits it by itself, when the owner's tier or balance allows (`status: completed`, `settled_at`). A held deposit is never returned: its sender is outside the platform. */
+            credit?: components["schemas"]["HeldPayoutState"];
         };
         /**
          * CryptoDepositList
@@ -13604,6 +13678,25 @@ export interface components {
              * @constant
              */
             type?: "crypto.deposit.confirming";
+            /**
+             * @description Always `crypto_deposit`.
+             * @constant
+             */
+            object_type?: "crypto_deposit";
+            data?: {
+                object?: components["schemas"]["CryptoDeposit"];
+            };
+        };
+        /**
+         * CryptoDepositHeldForVerificationEvent
+         * @description The `crypto.deposit.held_for_verification` event (the deposit is final, but its credit would take the owner over one of their stablecoin limits: kept for them, credited once their tier or balance allows); `data.object` is the deposit.
+         */
+        CryptoDepositHeldForVerificationEvent: components["schemas"]["Event"] & {
+            /**
+             * @description Always `crypto.deposit.held_for_verification`.
+             * @constant
+             */
+            type?: "crypto.deposit.held_for_verification";
             /**
              * @description Always `crypto_deposit`.
              * @constant
@@ -16410,7 +16503,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `HeldPayoutNotHeld`: the payout was completed or returned already. With the `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already returned it; `details` and `Location` name it) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds). */
+            /** @description `HeldPayoutNotHeld`: the payout was completed or returned already. `HeldPayoutNotReturnable`: a held crypto deposit, which has no payer on the platform to return it to. With the `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (the key already returned it; `details` and `Location` name it) or `ConcurrentOperation` (a request with the key is still running; retry after `Retry-After` seconds). */
             409: {
                 headers: {
                     Location: components["headers"]["Location"];
@@ -18607,7 +18700,20 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
-            409: components["responses"]["ResourceKeyConflict"];
+            /** @description `AccountNotActive`: the account `account_id` is not `active` (`details.account_id`, `status`). With the `Idempotency-Key`: `IdempotencyKeyAlreadyProcessed` (`details` and `Location` name the quote) or `ConcurrentOperation` (retry after `Retry-After` seconds). */
+            409: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCryptoQuoteConflictError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["CryptoQuoteUnprocessable"];
@@ -18728,7 +18834,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `QuoteExpired`, `QuoteAlreadyUsed`, `LimitExceeded` (the organisation's tier limit: `details` names it), `AccountFrozen`, or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
+            /** @description `QuoteExpired`, `QuoteAlreadyUsed`, `LimitExceeded` (the organisation's tier limit: `details` names it), `AccountFrozen`, `AccountNotActive` (the quote's account is not `active`: `details.account_id`, `status`), or the key's `IdempotencyKeyAlreadyProcessed` and `ConcurrentOperation`. */
             409: {
                 headers: {
                     Location: components["headers"]["Location"];
@@ -24700,6 +24806,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CryptoDepositConfirmingEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint is gone; it is disabled at once. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCryptoDepositHeldForVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CryptoDepositHeldForVerificationEvent"];
             };
         };
         responses: {

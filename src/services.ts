@@ -57,12 +57,18 @@ export interface ServiceDeps {
  * registers itself with another in its constructor, and no module keeps a registry of its own.
  */
 export function buildServices(deps: ServiceDeps) {
-  // Crypto: over the network simulator and the sandbox rates (CRYPTO_NETWORK=sandbox).
   const core = coreServices(deps);
   const clock = deps.now ?? systemClock;
-  // Payouts held for verification: completed by a job, or returned by an administrator, on their area's write path.
-  const heldPayouts = new HeldPayoutService({ knex: deps.knex, clock, logger: deps.logger, subjects: { escrow: core.escrows, tontine: core.tontines } });
-  return { ...core, heldPayouts, ...cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock, notifier: core.notifier }) };
+  // Crypto: over the network simulator and the sandbox rates (CRYPTO_NETWORK=sandbox).
+  const cryptoModule = cryptoServices({ knex: deps.knex, config: deps.config.crypto, clock, notifier: core.notifier });
+  // Payouts held for verification (an escrow's release, a tontine's pot, a crypto deposit's credit): completed by a job, or returned by an administrator, on their area's write path.
+  const heldPayouts = new HeldPayoutService({
+    knex: deps.knex,
+    clock,
+    logger: deps.logger,
+    subjects: { escrow: core.escrows, tontine: core.tontines, crypto_deposit: cryptoModule.cryptoDeposits },
+  });
+  return { ...core, heldPayouts, ...cryptoModule };
 }
 
 /** Every service but crypto's (see buildServices). */

@@ -161,6 +161,33 @@ describe('organisation conversions', () => {
     expect([converted.status, converted.body.error]).toEqual([403, 'OrganizationNotVerified']);
     expect(await balanceOf(testKnex(), org.xof.ledgerAccountId)).toBe(100_000n);
   });
+
+  it.each(['inactive', 'pending', 'closed'] as const)('an account that is %s neither quotes nor converts: 409 AccountNotActive, nothing posted', async (status) => {
+    const org = await cryptoOrg(100_000n);
+    await fundStablecoin(org.id, 'USDC', 50_000_000n);
+    const auth = bearer(org.tokens.owner);
+    // Quoted while active (buying USDC with XOF, selling USDC into EUR), then the accounts change status.
+    const buy = await quote(app, org.id, auth, { from_currency: 'XOF', to_currency: 'USDC', from_amount: '1000', account_id: org.xof.id });
+    const sell = await quote(app, org.id, auth, { from_currency: 'USDC', to_currency: 'EUR', from_amount: '10', account_id: org.eur.id });
+    expect([buy.status, sell.status]).toEqual([201, 201]);
+    await testKnex()('organization_accounts').whereIn('id', [org.xof.id, org.eur.id]).update({ status });
+    for (const [quoted, account] of [[buy, org.xof], [sell, org.eur]] as const) {
+      const res = await convert(app, org.id, auth, quoted.body.data.id);
+      expect(res.status, JSON.stringify(res.body)).toBe(409);
+      expect(res.body).toMatchObject({ error: 'AccountNotActive', details: { account_id: account.id, status } });
+      expect(res.body.message).toContain(status);
+      expect((await testKnex()('crypto_quotes').where({ id: quoted.body.data.id }).first()).used_at).toBeNull();
+    }
+    const again = await quote(app, org.id, auth, { from_currency: 'XOF', to_currency: 'USDC', from_amount: '1000', account_id: org.xof.id });
+    expect([again.status, again.body.error, again.body.details]).toEqual([409, 'AccountNotActive', { account_id: org.xof.id, status }]);
+    expect(await testKnex()('crypto_conversions').where({ organization_id: org.id })).toEqual([]);
+    expect(await balanceOf(testKnex(), org.xof.ledgerAccountId)).toBe(100_000n);
+    expect(await balanceOf(testKnex(), org.eur.ledgerAccountId)).toBe(0n);
+    expect(await stablecoinBalance(org.id, 'USDC')).toBe(50_000_000n);
+    // A swap between two stablecoins names no account: unaffected.
+    const swapped = await quoteAndConvert(app, org.id, auth, { from_currency: 'USDC', to_currency: 'USDT', from_amount: '1' });
+    expect(swapped.status, JSON.stringify(swapped.body)).toBe(201);
+  });
 });
 
 describe('who may: the role matrix and the API-key scopes', () => {

@@ -55,6 +55,7 @@ const DETAILS: Record<string, { required: string[]; optional?: string[] }> = {
   TravelRuleInformationRequired: { required: ['threshold_usd', 'required'] },
   WithdrawalNotCancelable: { required: ['status', 'allowed_from'] },
   WithdrawalAlreadyFinal: { required: ['status'] },
+  AccountNotActive: { required: ['account_id', 'status'] },
 };
 
 /**
@@ -130,6 +131,11 @@ const RETURNED_BY: Record<string, Record<string, string[]>> = {
   },
   cancelCryptoWithdrawal: { '403': ['VerificationRequired'], '409': ['WithdrawalNotCancelable', 'IdempotencyKeyAlreadyProcessed'], '422': ['IdempotencyKeyReused'] },
   failCryptoWithdrawal: { '409': ['WithdrawalAlreadyFinal'] },
+  createOrganizationCryptoQuote: { '409': ['AccountNotActive', 'IdempotencyKeyAlreadyProcessed'] },
+  createOrganizationCryptoConversion: {
+    '409': ['QuoteExpired', 'QuoteAlreadyUsed', 'LimitExceeded', 'AccountFrozen', 'AccountNotActive', 'IdempotencyKeyAlreadyProcessed'],
+    '422': ['InsufficientFunds', 'IdempotencyKeyReused'],
+  },
 };
 // Every operation an API key may call (its `x-access` names a scope) answers 403 InsufficientScope.
 for (const item of Object.values(doc.paths as Record<string, Json>)) {

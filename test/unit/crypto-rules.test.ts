@@ -73,6 +73,12 @@ describe('deposit states only move forward', () => {
     }
   });
 
+  it('a held deposit (final, its credit waiting for its owner\'s limits) is changed by no report: not a later one, not a reorganisation', () => {
+    for (const report of [seen(0), seen(20), seen(25), seen(40), seen(5, true), seen(25, true)]) {
+      expect(depositStep({ status: 'held_for_verification', confirmations: 20 }, report, expected)).toBeUndefined();
+    }
+  });
+
   it('an older report changes nothing; dropped before finality reverses; first seen dropped records nothing; the other asset fails', () => {
     expect(depositStep({ status: 'confirming', confirmations: 5 }, seen(4), expected)).toBeUndefined();
     expect(depositStep({ status: 'confirming', confirmations: 5 }, seen(0), expected)).toBeUndefined();

@@ -2,9 +2,16 @@ import { walletIdentity, type AccountIdentity } from '../ledger';
 import type { PlannedPosting } from '../writes';
 import type { TransferObservation } from './crypto-network';
 
-export type DepositStatus = 'detected' | 'confirming' | 'completed' | 'failed' | 'reversed';
+export type DepositStatus = 'detected' | 'confirming' | 'held_for_verification' | 'completed' | 'failed' | 'reversed';
 
 export const FINAL_DEPOSIT_STATUSES: readonly DepositStatus[] = ['completed', 'failed', 'reversed'];
+
+/**
+ * What the network no longer changes: a final deposit, and one held for verification (final on
+ * the chain, its credit waiting for its owner's limits: only the held payouts' job moves it on,
+ * to `completed`).
+ */
+const SETTLED_ON_CHAIN: readonly DepositStatus[] = [...FINAL_DEPOSIT_STATUSES, 'held_for_verification'];
 
 /** What a deposit shows of its progress. */
 export interface DepositProgress {
@@ -20,12 +27,14 @@ export interface DepositStep extends DepositProgress {
 /**
  * The deposit after an observation of its transfer, or undefined when the observation changes
  * nothing. States only move forward: `detected -> confirming (n of N) -> completed | failed |
- * reversed`; a final state never changes (a reorganisation after finality leaves a completed
- * deposit completed), confirmations never go down (a report older than one already applied is
- * ignored), and a transfer first seen dropped is never recorded.
+ * reversed` (a `completed` step whose credit its owner's limits refuse is held instead:
+ * `held_for_verification`, see heldDeposit); a final or held state never changes (a
+ * reorganisation after finality leaves a completed or held deposit as it is), confirmations
+ * never go down (a report older than one already applied is ignored), and a transfer first seen
+ * dropped is never recorded.
  */
 export function depositStep(current: DepositProgress | undefined, observation: TransferObservation, expected: { asset: string; confirmationsRequired: number }): DepositStep | undefined {
-  if (current && FINAL_DEPOSIT_STATUSES.includes(current.status)) return undefined;
+  if (current && SETTLED_ON_CHAIN.includes(current.status)) return undefined;
   if (observation.dropped) return current ? { status: 'reversed', confirmations: current.confirmations } : undefined;
   if (!current && observation.asset !== expected.asset) {
     return { status: 'failed', confirmations: observation.confirmations, failureReason: `${observation.asset} was sent to an address for ${expected.asset}` };

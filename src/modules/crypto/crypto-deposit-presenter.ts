@@ -1,3 +1,4 @@
+import { HELD_PAYOUT_REASON, payoutState } from '../held-payouts';
 import { formatMinor } from '../ledger';
 import { cryptoCatalog, type AssetCode, type NetworkCode } from './crypto-catalog';
 import type { DepositStatus } from './crypto-deposit-lifecycle';
@@ -17,6 +18,9 @@ export interface Deposit {
   confirmations: number;
   confirmationsRequired: number;
   creditPostingId: string | null;
+  /** The held payout of its credit, when its owner's limits refused it once final (and when it was held). */
+  heldPayoutId: string | null;
+  heldAt: Date | null;
   failureReason: string | null;
   detectedAt: Date;
   completedAt: Date | null;
@@ -45,6 +49,8 @@ export function toDeposit(row: DepositRow): Deposit {
     confirmations: Number(row.confirmations),
     confirmationsRequired: Number(row.confirmations_required),
     creditPostingId: (row.credit_posting_id as string | null) ?? null,
+    heldPayoutId: (row.held_payout_id as string | null) ?? null,
+    heldAt: dateOrNull(row.held_at),
     failureReason: (row.failure_reason as string | null) ?? null,
     detectedAt: new Date(row.detected_at as string),
     completedAt: dateOrNull(row.completed_at),
@@ -71,6 +77,8 @@ export function depositColumns(deposit: Deposit): Record<string, unknown> {
     confirmations: deposit.confirmations,
     confirmations_required: deposit.confirmationsRequired,
     failure_reason: deposit.failureReason,
+    held_payout_id: deposit.heldPayoutId,
+    held_at: iso(deposit.heldAt),
     detected_at: iso(deposit.detectedAt),
     completed_at: iso(deposit.completedAt),
     reversed_at: iso(deposit.reversedAt),
@@ -104,7 +112,20 @@ export function presentDeposit(deposit: Deposit) {
     failed_at: iso(deposit.failedAt),
     created_at: deposit.createdAt.toISOString(),
     updated_at: deposit.updatedAt.toISOString(),
+    ...(deposit.heldPayoutId === null ? {} : { credit: creditState(deposit, deposit.heldPayoutId) }),
   };
+}
+
+/** What a deposit shows of its held credit (the contract's `HeldPayoutState`): held while the deposit is, completed with it. */
+function creditState(deposit: Deposit, heldPayoutId: string) {
+  const completed = deposit.status === 'completed';
+  return payoutState({
+    id: heldPayoutId,
+    status: completed ? 'completed' : 'held_for_verification',
+    reason: HELD_PAYOUT_REASON,
+    heldAt: deposit.heldAt ?? deposit.updatedAt,
+    settledAt: completed ? deposit.completedAt : null,
+  });
 }
 
 export type DepositView = ReturnType<typeof presentDeposit>;

@@ -7,13 +7,15 @@ import { readConnection } from '../../db/read-routing';
 import { isUniqueViolation, withTransaction } from '../../db/transaction';
 import { ValidationError } from '../../errors';
 import { parseAmount } from '../ledger';
-import type { IdempotentResource } from '../../contract';
-import { applyDecision, CLAIMED, readLocked, type DecidedEvent } from '../writes';
+import type { Caller, IdempotentResource } from '../../contract';
+import type { HeldPayout, PayoutSubject } from '../held-payouts';
+import { applyDecision, applyPayoutDecision, CLAIMED, readLocked, type Decision, type DecidedEvent } from '../writes';
 import { assertCryptoTier, requireCryptoTier } from './crypto-access';
 import { cryptoCatalog, type AssetCode, type NetworkCode } from './crypto-catalog';
+import { creditedHeldDeposit, heldDeposit, isHeldCreditOf } from './crypto-deposit-hold';
 import { depositCreditPosting, depositStep } from './crypto-deposit-lifecycle';
 import { depositColumns, presentDeposit, toDeposit, type Deposit, type DepositRow, type DepositView } from './crypto-deposit-presenter';
-import { CryptoDepositNotFoundError, DepositAddressNotFoundError } from './crypto-errors';
+import { CryptoDepositNotFoundError, DepositAddressNotFoundError, HeldDepositNotReturnableError } from './crypto-errors';
 import type { CryptoNetworkPort, SandboxCryptoNetwork, TransferObservation } from './crypto-network';
 
 interface AddressRow {
@@ -52,9 +54,11 @@ const DEPOSITS = new Keyset({ table: 'crypto_deposits', alias: 'd', noun: 'a cry
  * forward only), the change, the credit posting when final and the event applied in one
  * statement. The unique (network, tx_hash, output_index) makes a deposit exist once however
  * often and in whatever order it is reported; the credit posting's (kind, reference) makes it
- * credited once.
+ * credited once. A final deposit whose credit its owner's limits refuse is held in the same
+ * statement (crypto-deposit-hold.ts); as the `crypto_deposit` PayoutSubject, the held payouts'
+ * job credits it once the limits allow.
  */
-export class CryptoDepositService {
+export class CryptoDepositService implements PayoutSubject {
   constructor(private readonly deps: { knex: Knex; network: CryptoNetworkPort; sandbox?: SandboxCryptoNetwork; clock: Clock }) {
     deps.network.onObservation((observation) => this.record(observation).then(() => undefined));
   }
@@ -150,23 +154,75 @@ export class CryptoDepositService {
       updatedAt: now,
     };
     const posting = step.status === 'completed' ? depositCreditPosting(after) : undefined;
-    const events = current?.status === after.status ? [] : [depositEvent(after, current?.status ?? null, now)];
-    const columns = depositColumns(after);
-    const postingIds = await applyDecision(trx, {
-      postings: posting ? [posting] : [],
-      changes: [
-        {
-          table: 'crypto_deposits',
-          id: after.id,
-          ...(current ? { expect: { status: current.status, confirmations: current.confirmations } } : { op: 'insert' as const }),
-          set: columns,
-          ...(posting ? { postingIds: { credit_posting_id: 0 } } : {}),
-        },
-      ],
-      events,
-      answer: { resource: { type: 'crypto_deposit', id: after.id, status: after.status, location: `/api/crypto/deposits/${after.id}` } },
+    const change = (deposit: Deposit) => ({
+      table: 'crypto_deposits' as const,
+      id: deposit.id,
+      ...(current ? { expect: { status: current.status, confirmations: current.confirmations } } : { op: 'insert' as const }),
+      set: depositColumns(deposit),
     });
-    return { ...after, creditPostingId: posting ? (postingIds[0] ?? null) : after.creditPostingId };
+    const eventsOf = (deposit: Deposit) => (current?.status === deposit.status ? [] : [depositEvent(deposit, current?.status ?? null, now)]);
+    const decision: Decision = {
+      postings: posting ? [posting] : [],
+      changes: [{ ...change(after), ...(posting ? { postingIds: { credit_posting_id: 0 } } : {}) }],
+      events: eventsOf(after),
+      answer: depositAnswer(after),
+    };
+    if (!posting) {
+      await applyDecision(trx, decision);
+      return after;
+    }
+    // Its owner's limits refuse the credit: held instead, in the same statement (the held payout's row first: the deposit names it).
+    const held = heldDeposit(after, crypto.randomUUID(), now);
+    const instead: Decision = { changes: [held.heldPayout, change(held.deposit)], events: eventsOf(held.deposit), answer: depositAnswer(held.deposit) };
+    const applied = await applyPayoutDecision(trx, { ...decision, hold: { posting: 0, ownerId: after.userId, instead } });
+    return applied.held ? held.deposit : { ...after, creditPostingId: applied.postingIds[0] ?? null };
+  }
+
+  /**
+   * The held payouts' job: credits a held deposit once its owner's limits allow it (the deposit
+   * `completed`, `crypto.deposit.completed`, the held payout `completed`), or notes one more
+   * attempt while they still refuse it. Whether it was credited.
+   */
+  async completeHeldPayout(db: Knex | Knex.Transaction, held: HeldPayout): Promise<boolean> {
+    return withTransaction(db, async (trx) => {
+      const deposit = await this.lockHeld(trx, held);
+      // No longer held (credited by another run of the job meanwhile): not this attempt's to credit.
+      if (!isHeldCreditOf(deposit, held)) throw new CryptoDepositNotFoundError();
+      const now = this.deps.clock();
+      const credit = creditedHeldDeposit(deposit, held, now);
+      const answer = depositAnswer(credit.deposit);
+      const applied = await applyPayoutDecision(trx, {
+        postings: [credit.posting],
+        changes: [
+          { table: 'crypto_deposits', id: deposit.id, expect: { status: deposit.status }, set: depositColumns(credit.deposit), postingIds: { credit_posting_id: 0 } },
+          credit.heldPayout,
+        ],
+        events: [depositEvent(credit.deposit, deposit.status, now)],
+        answer,
+        hold: { posting: 0, ownerId: deposit.userId, instead: { changes: [credit.retry], answer } },
+      });
+      return !applied.held;
+    });
+  }
+
+  /**
+   * POST /admin/held-payouts/{heldPayoutId}/return for a held deposit: refused (409
+   * HeldPayoutNotReturnable). Its sender is outside the platform, so there is no payer to
+   * return it to: it stays held until its owner's limits allow the credit.
+   */
+  async returnHeldPayout(trx: Knex.Transaction, _caller: Pick<Caller, 'userId' | 'isAdmin'>, held: HeldPayout, _reason: string, current: () => Promise<HeldPayout>): Promise<void> {
+    await this.lockHeld(trx, held);
+    // A payout completed meanwhile answers as such (409 HeldPayoutNotHeld).
+    await current();
+    throw new HeldDepositNotReturnableError();
+  }
+
+  /** The deposit whose credit `held` holds (or held), locked; 404 when there is none. */
+  private async lockHeld(trx: Knex.Transaction, held: HeldPayout): Promise<Deposit> {
+    const row = await readLocked<DepositRow>(trx, `SELECT d.* FROM crypto_deposits d WHERE d.id = ? AND ${CLAIMED} FOR UPDATE OF d`, [held.subjectId]);
+    const deposit = row ? toDeposit(row) : undefined;
+    if (!deposit || deposit.heldPayoutId !== held.id) throw new CryptoDepositNotFoundError();
+    return deposit;
   }
 
   /** Test helper: a transfer of `amount` to a deposit address, reported at once (detected). */
@@ -214,6 +270,8 @@ function newDeposit(observation: TransferObservation, address: AddressRow, now: 
     confirmations: 0,
     confirmationsRequired: cryptoCatalog.network(observation.network)?.confirmations ?? 1,
     creditPostingId: null,
+    heldPayoutId: null,
+    heldAt: null,
     failureReason: null,
     detectedAt: now,
     completedAt: null,
@@ -222,6 +280,11 @@ function newDeposit(observation: TransferObservation, address: AddressRow, now: 
     createdAt: now,
     updatedAt: now,
   };
+}
+
+/** What a deposit's decision answers (the resource an Idempotency-Key would record). */
+function depositAnswer(deposit: Deposit): Decision['answer'] {
+  return { resource: { type: 'crypto_deposit', id: deposit.id, status: deposit.status, location: `/api/crypto/deposits/${deposit.id}` } };
 }
 
 /** The event of a deposit's new status (`crypto.deposit.<status>`), carrying the deposit. */

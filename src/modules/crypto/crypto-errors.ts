@@ -102,3 +102,20 @@ export class WithdrawalAlreadyFinalError extends ConflictError {
     super('WithdrawalAlreadyFinal', `The withdrawal is ${status} already: only one not yet final can fail.`, { status });
   }
 }
+
+/** 409: an administrator's return of a held crypto deposit: its sender is outside the platform (on-chain), so there is no payer to return it to. */
+export class HeldDepositNotReturnableError extends ConflictError {
+  constructor() {
+    super(
+      'HeldPayoutNotReturnable',
+      'A held crypto deposit has no payer on the platform to return it to (its sender is outside, on-chain): it is credited to its owner once their tier or balance allows.',
+    );
+  }
+}
+
+/** 409: the organisation's account the quote names is not active (inactive, pending, closed): it neither pays nor receives. */
+export class AccountNotActiveError extends ConflictError {
+  constructor(accountId: string, status: string) {
+    super('AccountNotActive', `The account ${accountId} is ${status}: it neither pays nor receives.`, { account_id: accountId, status });
+  }
+}

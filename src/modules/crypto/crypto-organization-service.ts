@@ -9,7 +9,7 @@ import { formatMinor } from '../ledger';
 import { CLAIMED, readLocked, type PlannedAccount } from '../writes';
 import { cryptoCatalog } from './crypto-catalog';
 import { amountsOf, applyOwnDecision, assertQuoteRequest, iso, priceQuote, type ConversionRow, type QuoteRequest, type QuoteRow } from './crypto-conversion-service';
-import { ConversionNotFoundError, OrganizationNotVerifiedForCryptoError, QuoteAlreadyUsedError, QuoteExpiredError, QuoteNotFoundError } from './crypto-errors';
+import { AccountNotActiveError, ConversionNotFoundError, OrganizationNotVerifiedForCryptoError, QuoteAlreadyUsedError, QuoteExpiredError, QuoteNotFoundError } from './crypto-errors';
 import { conversionPosting, formatRate, organizationCryptoIdentity, QUOTE_TTL_SECONDS } from './crypto-quote';
 import type { RateSource } from './crypto-rates';
 
@@ -27,6 +27,11 @@ const CONVERSION_NOT_FOUND = 'No conversion of this organisation has this id.';
 const CONVERSIONS = new Keyset({ table: 'crypto_conversions', alias: 'c', noun: 'a conversion of this organisation' });
 
 const isStablecoin = (code: string) => cryptoCatalog.asset(code) !== undefined;
+
+/** 409 AccountNotActive: an account that is not active (inactive, pending, closed) neither pays nor receives the fiat side. */
+function assertAccountActive(accountId: string, status: string | null): void {
+  if (status !== 'active') throw new AccountNotActiveError(accountId, status ?? 'closed');
+}
 
 async function presentQuote(db: Knex | Knex.Transaction, row: OrganizationQuoteRow) {
   return {
@@ -63,7 +68,8 @@ export type OrganizationConversionView = Awaited<ReturnType<typeof presentConver
  * (organizationCryptoIdentity: kind org_account, so its tier limits apply as to its other
  * accounts), bought from and sold to one of its accounts in XOF, EUR or USD (the `account_id`
  * its quote names), or swapped one for the other. Only a verified organisation quotes and
- * converts (403 OrganizationNotVerified, as for payouts). A conversion is one posting on the one
+ * converts (403 OrganizationNotVerified, as for payouts), and only through an account that is
+ * `active` (409 AccountNotActive, read under the same lock). A conversion is one posting on the one
  * write path, as a user's: the quote locked in the statement that claims the Idempotency-Key,
  * then the posting, the quote used, the conversion and its event (to the organisation's
  * webhooks) in one statement.
@@ -105,9 +111,9 @@ export class CryptoOrganizationService {
     if (fiat.length === 2) throw ValidationError.field('to_currency', 'An organisation converts to or from a stablecoin (USDC or USDT); convert between its other currencies through its accounts.');
     if (fiat.length === 1 && request.accountId === undefined) throw ValidationError.field('account_id', `account_id is required: the organisation's ${fiat[0]} account that pays or receives the ${fiat[0]} side.`);
     if (fiat.length === 0 && request.accountId !== undefined) throw ValidationError.field('account_id', 'account_id names the account of a fiat side; a swap between two stablecoins has none.');
-    const read = await readLocked<{ verification_status: string; account_currency: string | null }>(
+    const read = await readLocked<{ verification_status: string; account_currency: string | null; account_status: string | null }>(
       trx,
-      `SELECT o.verification_status, a.currency::text AS account_currency
+      `SELECT o.verification_status, a.currency::text AS account_currency, a.status AS account_status
          FROM organizations o LEFT JOIN organization_accounts a ON a.id = ?::uuid AND a.organization_id = o.id
         WHERE o.id = ?::uuid AND ${CLAIMED}`,
       [request.accountId ?? null, organizationId],
@@ -116,6 +122,7 @@ export class CryptoOrganizationService {
     if (request.accountId !== undefined) {
       if (read.account_currency === null) throw ValidationError.field('account_id', 'No account of this organisation has this id.');
       if (read.account_currency.trim() !== fiat[0]) throw ValidationError.field('account_id', `The account holds ${read.account_currency.trim()}, not ${fiat[0]}.`);
+      assertAccountActive(request.accountId, read.account_status);
     }
     const { from, to, rate, amounts } = await priceQuote(trx, this.deps, request);
     const now = this.deps.clock();
@@ -142,12 +149,12 @@ export class CryptoOrganizationService {
 
   /** POST .../crypto/conversions: executes one of the organisation's quotes once, before it expires. */
   async convert(trx: Knex.Transaction, organizationId: string, quoteId: string, actorUserId: string | null): Promise<{ view: OrganizationConversionView; resource: IdempotentResource }> {
-    const read = await readLocked<{ verification_status: string; quote_id: string | null; account_ledger_id: string | null } & Partial<OrganizationQuoteRow>>(
+    const read = await readLocked<{ verification_status: string; quote_id: string | null; account_ledger_id: string | null; account_status: string | null } & Partial<OrganizationQuoteRow>>(
       trx,
       `SELECT o.verification_status, q.id AS quote_id, q.*
          FROM organizations o
          LEFT JOIN LATERAL (
-           SELECT cq.*, a.ledger_account_id AS account_ledger_id
+           SELECT cq.*, a.ledger_account_id AS account_ledger_id, a.status AS account_status
              FROM crypto_quotes cq LEFT JOIN organization_accounts a ON a.id = cq.account_id
             WHERE cq.id = ?::uuid AND cq.organization_id = o.id
               FOR UPDATE OF cq) q ON true
@@ -156,7 +163,7 @@ export class CryptoOrganizationService {
     );
     if (read?.verification_status !== 'verified') throw new OrganizationNotVerifiedForCryptoError();
     if (read.quote_id === null) throw new QuoteNotFoundError(QUOTE_NOT_FOUND);
-    const { verification_status: _status, quote_id: _quoteId, account_ledger_id: accountLedgerId, ...rest } = read;
+    const { verification_status: _status, quote_id: _quoteId, account_ledger_id: accountLedgerId, account_status: accountStatus, ...rest } = read;
     const quote = rest as OrganizationQuoteRow;
     if (quote.used_at !== null) {
       const used = (await trx('crypto_conversions').where({ quote_id: quote.id }).first('id')) as { id: string } | undefined;
@@ -165,6 +172,7 @@ export class CryptoOrganizationService {
     const now = this.deps.clock();
     const expiresAt = new Date(quote.expires_at);
     if (now.getTime() >= expiresAt.getTime()) throw new QuoteExpiredError(expiresAt);
+    if (quote.account_id !== null) assertAccountActive(quote.account_id, accountStatus);
     const conversion: OrganizationConversionRow = {
       id: crypto.randomUUID(),
       user_id: null,

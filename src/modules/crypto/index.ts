@@ -18,6 +18,7 @@ export { CryptoWithdrawalService } from './crypto-withdrawal-service';
 export { travelRuleApplies, withdrawalStep, withdrawalReservePosting, withdrawalSettlementPosting } from './crypto-withdrawal-plan';
 export { SandboxCryptoNetwork, type CryptoNetworkPort, type TransferObservation } from './crypto-network';
 export { depositStep } from './crypto-deposit-lifecycle';
+export { creditedHeldDeposit, heldDeposit, isHeldCreditOf } from './crypto-deposit-hold';
 export { CryptoDepositService } from './crypto-deposit-service';
 export { CryptoConversionService } from './crypto-conversion-service';
 export { CryptoOrganizationService } from './crypto-organization-service';

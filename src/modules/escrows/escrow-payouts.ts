@@ -1,5 +1,5 @@
 import type { WalletPosting } from '../ledger';
-import { holdPayout, HELD_PAYOUT_REASON, nextAttemptAfter, settleHeldPayout, type HeldPayout } from '../held-payouts';
+import { holdPayout, HELD_PAYOUT_REASON, retryHeldPayout, settleHeldPayout, type HeldPayout } from '../held-payouts';
 import type { PlannedPosting, RowChange } from '../writes';
 import { refundSettlement, releaseSettlement, splitSettlement, type Settlement } from './escrow-fee';
 import { statusAfterPayoutStep, type EscrowCapacity } from './escrow-lifecycle';
@@ -80,17 +80,7 @@ export function completedRelease(locked: EscrowInLedger, held: HeldPayout, now: 
       posting: { plan: settled.posting, column: 'settlement_posting_id', parties: settlementParties(escrow) },
       rows: [completed.change],
     },
-    retry: retryLater(held, now),
-  };
-}
-
-/** The held payout tried again later (after one more attempt). */
-export function retryLater(held: HeldPayout, now: Date): RowChange {
-  return {
-    table: 'held_payouts',
-    id: held.id,
-    expect: { status: 'held_for_verification' },
-    set: { attempts: held.attempts + 1, next_attempt_at: nextAttemptAfter(held.attempts + 1, now).toISOString() },
+    retry: retryHeldPayout(held, now),
   };
 }
 

@@ -84,6 +84,7 @@ export const EVENT_OBJECT_TYPES = {
   'top_up.reversed': 'top_up',
   'crypto.deposit.detected': 'crypto_deposit',
   'crypto.deposit.confirming': 'crypto_deposit',
+  'crypto.deposit.held_for_verification': 'crypto_deposit',
   'crypto.deposit.completed': 'crypto_deposit',
   'crypto.deposit.failed': 'crypto_deposit',
   'crypto.deposit.reversed': 'crypto_deposit',

@@ -1,18 +1,19 @@
 import type { RowChange } from '../writes';
 
 /**
- * A payout held for verification (pure): an escrow's release or a tontine's pot that would take
- * its recipient over one of their tier limits. The ledger decides: the payout's decision names
+ * A payout held for verification (pure): an escrow's release, a tontine's pot or a crypto
+ * deposit's credit that would take its recipient over one of their tier limits. The ledger decides: the payout's decision names
  * the one that holds it (`Decision.hold`), and when ledger_post refuses the payout for the
  * recipient's own limits (a LimitExceeded on the payee's side, whose owner is the recipient)
  * write_apply applies that one instead, in the same statement: the money stays where it is held
- * (the escrow's holding shard, the tontine's pool), this row records it, and the object shows
- * `payout`. The job completes it once the limits allow; an administrator may return it to its
- * payer.
+ * (the escrow's holding shard, the tontine's pool, the network's clearing account), this row
+ * records it, and the object shows it (`payout`, a deposit's `credit`). The job completes it once
+ * the limits allow; an administrator may return it to its payer (a deposit has none on the
+ * platform: never returned).
  */
 
 export type HeldPayoutStatus = 'held_for_verification' | 'completed' | 'returned';
-export type HeldPayoutSubject = 'escrow' | 'tontine';
+export type HeldPayoutSubject = 'escrow' | 'tontine' | 'crypto_deposit';
 
 /** Why a payout is held: the recipient's limits (which one is never told to the payer). */
 export const HELD_PAYOUT_REASON = 'recipient_limit';
@@ -21,7 +22,7 @@ export interface HeldPayout {
   id: string;
   subjectType: HeldPayoutSubject;
   subjectId: string;
-  /** The tontine's cycle whose pot is held; null for an escrow. */
+  /** The tontine's cycle whose pot is held; null for an escrow or a crypto deposit. */
   cycleNumber: number | null;
   recipientUserId: string;
   currency: string;
@@ -53,6 +54,16 @@ export const FIRST_ATTEMPT_AFTER_MS = 60_000;
 export function nextAttemptAfter(attempts: number, now: Date): Date {
   const delay = Math.min(FIRST_ATTEMPT_AFTER_MS * 2 ** Math.min(attempts, 20), 86_400_000);
   return new Date(now.getTime() + delay);
+}
+
+/** The held payout tried again later, after one more attempt (the recipient's limits still refuse it): only while it is still held. */
+export function retryHeldPayout(held: HeldPayout, now: Date): RowChange {
+  return {
+    table: 'held_payouts',
+    id: held.id,
+    expect: { status: 'held_for_verification' },
+    set: { attempts: held.attempts + 1, next_attempt_at: nextAttemptAfter(held.attempts + 1, now).toISOString() },
+  };
 }
 
 /** A payout held now: the row a decision inserts (`id` chosen by the caller, so the subject can name it). */

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import type { Caller } from '../../contract';
 import { ForbiddenError } from '../../errors';
 import { currencies, walletIdentity, walletRefusal, type WalletPosting } from '../ledger';
-import { nextAttemptAfter, settleHeldPayout, type HeldPayout } from '../held-payouts';
-import { applyPayoutDecision, type Decision, type DecidedEvent, type PlannedPosting, type RowChange } from '../writes';
+import { retryHeldPayout, settleHeldPayout, type HeldPayout } from '../held-payouts';
+import { applyPayoutDecision, type Decision, type DecidedEvent, type PlannedPosting } from '../writes';
 import { TontineNotFoundError } from './tontine-errors';
 import { TontineRepository } from './tontine-repository';
 import { describeState } from './tontine-state';
@@ -51,7 +51,6 @@ export async function completeHeldPot(trx: Knex.Transaction, held: HeldPayout, a
       { account: walletIdentity(held.recipientUserId, tontine.currency), amountMinor: held.amountMinor },
     ],
   };
-  const retry: RowChange = { table: 'held_payouts', id: held.id, expect: { status: 'held_for_verification' }, set: { attempts: held.attempts + 1, next_attempt_at: nextAttemptAfter(held.attempts + 1, at).toISOString() } };
   const applied = await applyPayoutDecision(trx, {
     postings: [posting],
     changes: [
@@ -60,7 +59,7 @@ export async function completeHeldPot(trx: Knex.Transaction, held: HeldPayout, a
     ],
     events: [event(locked, object, 'tontine.payout_made', { cycle, beneficiary_user_id: held.recipientUserId, amount_minor: held.amountMinor.toString(), held_payout_id: held.id }, at, null, { posting_id: 0 })],
     answer: answer(tontine),
-    hold: { posting: 0, ownerId: held.recipientUserId, instead: { changes: [retry], answer: answer(tontine) } },
+    hold: { posting: 0, ownerId: held.recipientUserId, instead: { changes: [retryHeldPayout(held, at)], answer: answer(tontine) } },
   }).catch((error: unknown) => {
     throw walletRefusal(error, PAYOUT_PARTIES);
   });

@@ -13,9 +13,10 @@
 -- as running counters on the account row (this UTC month's inflow, this UTC day's outflow),
 -- moved by the same UPDATE as the balance. Money returned (p_allow_frozen, a reversal) and the
 -- operator's funding (`wallet.funding`) are neither checked nor counted; a balance already
--- above its cap never blocks a debit. A tontine's pot (`tontine.payout`) reaches a frozen wallet
--- but is checked and counted as any other movement: a pot its beneficiary cannot receive is
--- held in the pool (src/modules/held-payouts), never credited over a cap.
+-- above its cap never blocks a debit. A tontine's pot (`tontine.payout`) and a crypto deposit's
+-- credit (`crypto.deposit`) reach a frozen wallet but are checked and counted as any other
+-- movement: a pot its beneficiary cannot receive is held in the pool, a deposit its owner cannot
+-- receive in the network's clearing account (src/modules/held-payouts), never credited over a cap.
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
 -- test/integration/database-functions.test.ts fails when the database's function differs.
 CREATE OR REPLACE FUNCTION ledger_post(
@@ -49,7 +50,7 @@ DECLARE
   used_outflow bigint[] := '{}';
   v_today date := (now() AT TIME ZONE 'UTC')::date;
   v_month date := date_trunc('month', (now() AT TIME ZONE 'UTC'))::date;
-  v_limited boolean := (NOT p_allow_frozen OR p_kind = 'tontine.payout') AND p_reverses IS NULL AND p_kind <> 'wallet.funding';
+  v_limited boolean := (NOT p_allow_frozen OR p_kind IN ('tontine.payout', 'crypto.deposit')) AND p_reverses IS NULL AND p_kind <> 'wallet.funding';
   v_limit text;
   v_cap bigint;
   v_remaining bigint;
