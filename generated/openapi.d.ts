@@ -6729,6 +6729,11 @@ export interface components {
              * @description When it was completed or returned; `null` while held.
              */
             settled_at: string | null;
+            /**
+             * @description On an escrow only: whose payout it is. `seller`: the release (or a split ruling's whole settlement, the buyer's share waiting with it). `buyer`: a split ruling's share for the buyer, the seller and the fee paid already. Which of the recipient's limits held it is never told.
+             * @enum {string}
+             */
+            recipient?: "seller" | "buyer";
         };
         /**
          * EscrowHistoryEntry
@@ -6797,7 +6802,7 @@ export interface components {
             resolution: components["schemas"]["EscrowResolution"] | null;
             /** @description Where the money went once released or refunded, or `null`. */
             settlement: components["schemas"]["EscrowSettlement"] | null;
-            /** @description Present when the release was held for verification (the seller could not receive it yet): the escrow is `accepted` while it is held, then `released` once completed or `refunded` once returned to the buyer. */
+            /** @description Present when a payout was held for verification (its recipient could not receive it yet): the escrow is `accepted` while it is held. The seller's (`recipient` `seller`): `released` once completed, `refunded` once returned to the buyer. A split ruling's share for the buyer (`recipient` `buyer`; the seller and the fee paid at the ruling, `settlement` shown once the share is paid): `released` once completed or returned, both paying the share to the buyer, whose money it is. An escrow holds one payout at a time: when a split's whole settlement held for the seller completes and the buyer cannot receive their share yet, the seller is paid and `payout` becomes the buyer's. */
             payout?: components["schemas"]["HeldPayoutState"];
             /**
              * Format: date-time
