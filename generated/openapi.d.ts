@@ -6621,7 +6621,7 @@ export interface components {
         };
         /**
          * EscrowStatus
-         * @description `awaiting_funding` when created; `funded` once the buyer's money is held by the platform; `delivered` when the seller declares delivery (the inspection period starts); `disputed` when the buyer objects; `released` to the seller (by the buyer's acceptance, the end of the inspection period or a resolution) or `refunded` to the buyer; `canceled` before funding. `accepted` names a release in progress: one the seller cannot receive yet without going over one of their tier limits, held for verification (see `payout`); a release the limits allow happens in the same transaction as the acceptance and never shows `accepted`.
+         * @description `awaiting_funding` when created; `funded` once the buyer's money is held by the platform; `delivered` when the seller declares delivery (the inspection period starts); `disputed` when the buyer objects; `released` to the seller (by the buyer's acceptance, the end of the inspection period or a resolution) or `refunded` to the buyer; `canceled` before funding. `accepted` names a release in progress: one the seller cannot receive yet without going over one of their tier limits, or a split ruling's share the buyer cannot receive yet (the seller paid), held for verification (see `payout`); a release the limits allow happens in the same transaction as the acceptance and never shows `accepted`.
          * @enum {string}
          */
         EscrowStatus: "awaiting_funding" | "funded" | "delivered" | "accepted" | "disputed" | "released" | "refunded" | "canceled";
@@ -7414,7 +7414,7 @@ export interface components {
             cycle: number | null;
             /**
              * Format: uuid
-             * @description Who the payout is for (the escrow's seller, the cycle's beneficiary).
+             * @description Who the payout is for (the escrow's seller, or its buyer for a split ruling's share; the cycle's beneficiary).
              */
             recipient_user_id: string;
             amount: components["schemas"]["DecimalAmount"];

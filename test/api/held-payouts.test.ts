@@ -377,6 +377,8 @@ describe("a split ruling whose buyer's share the buyer's limits refuse", () => {
       { id: sellerHeld, recipient_user_id: seller.user.id, amount_minor: '150000', status: 'completed' },
       { id: sharing.payout.id, recipient_user_id: buyer.user.id, amount_minor: share.toString(), status: 'held_for_verification' },
     ]);
+    // The seller's payout is settled: an administrator can no longer return it.
+    expect((await returnHeld(admin, sellerHeld)).body).toMatchObject({ success: false, error: 'HeldPayoutNotHeld' });
     await expectEscrowMoneyConsistent(knex, 'XOF');
 
     await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_1' });
