@@ -6,11 +6,11 @@ import { applyDatabaseFunctions } from '../database-functions';
  * instead}`, an alternative naming its own): the one of the owner whose limits ledger_post
  * refused is applied, and the answer names the owners whose refusals chose one. A split ruling
  * holds the buyer's share when the buyer's limits refuse it (src/modules/escrows/escrow-payouts.ts).
- * A decision still naming one `hold` object is read as a list of one. Down puts back the text
- * pinned before (below).
+ * One `hold` object (as an instance of the previous release sends it) is read as a list of one.
+ * Down puts back the text pinned before (below).
  */
 export const FUNCTIONS = {
-  write_apply: 'a1876f72d4bb015f',
+  write_apply: 'c8873d098af2448d',
 };
 
 export async function up(knex: Knex): Promise<void> {

@@ -55,7 +55,7 @@ DECLARE
   -- The columns a transfer's decision sets (src/modules/transfers/transfer-decision.ts), as `cols` spells them.
   transfer_columns CONSTANT text := 'amount_minor, created_at, currency, id, note, posting_id, rail, recipient_identifier, recipient_type, recipient_user_id, sender_user_id, status, updated_at';
 BEGIN
-  -- The alternatives per payee; a single `hold` object is the form of the decisions before `holds`.
+  -- The alternatives per payee; one `hold` object (as an instance of the previous release sends it during a deploy) is a list of one.
   v_holds := CASE WHEN jsonb_typeof(p_decision->'holds') = 'array' THEN p_decision->'holds'
                   WHEN jsonb_typeof(p_decision->'hold') = 'object' THEN jsonb_build_array(p_decision->'hold') ELSE '[]'::jsonb END;
   WHILE cardinality(posting_ids) < jsonb_array_length(coalesce(p_decision->'postings', '[]'::jsonb)) LOOP
