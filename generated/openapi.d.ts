@@ -6641,7 +6641,7 @@ export interface components {
         };
         /**
          * EscrowStatus
-         * @description `awaiting_funding` when created; `funded` once the buyer's money is held by the platform; `delivered` when the seller declares delivery (the inspection period starts); `disputed` when the buyer objects; `released` to the seller (by the buyer's acceptance, the end of the inspection period or a resolution) or `refunded` to the buyer; `canceled` before funding. `accepted` names a release in progress: one the seller cannot receive yet without going over one of their tier limits, held for verification (see `payout`); a release the limits allow happens in the same transaction as the acceptance and never shows `accepted`.
+         * @description `awaiting_funding` when created; `funded` once the buyer's money is held by the platform; `delivered` when the seller declares delivery (the inspection period starts); `disputed` when the buyer objects; `released` to the seller (by the buyer's acceptance, the end of the inspection period or a resolution) or `refunded` to the buyer; `canceled` before funding. `accepted` names a release in progress: one the seller cannot receive yet without going over one of their tier limits, or a split ruling's share the buyer cannot receive yet (the seller paid), held for verification (see `payout`); a release the limits allow happens in the same transaction as the acceptance and never shows `accepted`.
          * @enum {string}
          */
         EscrowStatus: "awaiting_funding" | "funded" | "delivered" | "accepted" | "disputed" | "released" | "refunded" | "canceled";
@@ -6749,6 +6749,11 @@ export interface components {
              * @description When it was completed or returned; `null` while held.
              */
             settled_at: string | null;
+            /**
+             * @description On an escrow only: whose payout it is. `seller`: the release (or a split ruling's whole settlement, the buyer's share waiting with it). `buyer`: a split ruling's share for the buyer, the seller and the fee paid already. Which of the recipient's limits held it is never told.
+             * @enum {string}
+             */
+            recipient?: "seller" | "buyer";
         };
         /**
          * EscrowHistoryEntry
@@ -6817,7 +6822,7 @@ export interface components {
             resolution: components["schemas"]["EscrowResolution"] | null;
             /** @description Where the money went once released or refunded, or `null`. */
             settlement: components["schemas"]["EscrowSettlement"] | null;
-            /** @description Present when the release was held for verification (the seller could not receive it yet): the escrow is `accepted` while it is held, then `released` once completed or `refunded` once returned to the buyer. */
+            /** @description Present when a payout was held for verification (its recipient could not receive it yet): the escrow is `accepted` while it is held. The seller's (`recipient` `seller`): `released` once completed, `refunded` once returned to the buyer. A split ruling's share for the buyer (`recipient` `buyer`; the seller and the fee paid at the ruling, `settlement` shown once the share is paid): `released` once completed or returned, both paying the share to the buyer, whose money it is. An escrow holds one payout at a time: when a split's whole settlement held for the seller completes and the buyer cannot receive their share yet, the seller is paid and `payout` becomes the buyer's. */
             payout?: components["schemas"]["HeldPayoutState"];
             /**
              * Format: date-time
@@ -7429,7 +7434,7 @@ export interface components {
             cycle: number | null;
             /**
              * Format: uuid
-             * @description Who the payout is for (the escrow's seller, the cycle's beneficiary, the deposit's owner).
+             * @description Who the payout is for (the escrow's seller, or its buyer for a split ruling's share; the cycle's beneficiary; the deposit's owner).
              */
             recipient_user_id: string;
             amount: components["schemas"]["PreciseDecimalAmount"];

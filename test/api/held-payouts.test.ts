@@ -3,7 +3,7 @@ import request from 'supertest';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
-import { openEscrow, escrowAction, platformBalance } from '../support/escrows';
+import { openEscrow, escrowAction, expectEscrowMoneyConsistent, platformBalance } from '../support/escrows';
 import { activeTontine, contribute, poolBalance } from '../support/tontines';
 import { createCaller, type TestCaller } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
@@ -67,7 +67,7 @@ describe('an escrow release the seller cannot receive', () => {
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
     const held = accepted.body.data;
     expect(held.status).toBe('accepted');
-    expect(held.payout).toEqual({ id: expect.any(String), status: 'held_for_verification', reason: 'recipient_limit', held_at: expect.any(String), settled_at: null });
+    expect(held.payout).toEqual({ id: expect.any(String), status: 'held_for_verification', reason: 'recipient_limit', held_at: expect.any(String), settled_at: null, recipient: 'seller' });
     expect(held.settlement).toBeNull();
     expect(held.allowed_actions).toEqual([]);
     expect(JSON.stringify(held.payout)).not.toMatch(/tier|balance|per_transaction/);
@@ -262,8 +262,11 @@ describe('GET /admin/held-payouts', () => {
 });
 
 describe("a split ruling whose buyer's share the buyer's limits refuse", () => {
-  /** A disputed escrow of 300,000 XOF (fee paid by the buyer) whose buyer is back at tier_0 by the ruling: a share over its per-transaction cap is refused. */
-  async function disputedWithALimitedBuyer() {
+  /**
+   * A disputed escrow of 300,000 XOF (fee paid by the buyer) whose buyer is back at tier_0 by the
+   * ruling: a share over its per-transaction cap (100,000) is refused; `sellerTier` the seller's.
+   */
+  async function disputedWithALimitedBuyer(sellerTier: 'tier_0' | 'tier_2' = 'tier_2') {
     const buyer = await callerAt('tier_2', { XOF: 1_000_000n });
     const seller = await callerAt('tier_2');
     const escrow = await openEscrow(app, buyer, seller, { amount: 300_000, currency: 'XOF', fee_payer: 'buyer' });
@@ -271,27 +274,122 @@ describe("a split ruling whose buyer's share the buyer's limits refuse", () => {
     expect((await escrowAction(app, seller, escrow.id, 'deliver')).status).toBe(200);
     expect((await escrowAction(app, buyer, escrow.id, 'dispute', { reason: 'Half of the order is missing.' })).status).toBe(200);
     await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_0' });
+    await knex('users').where({ id: seller.user.id }).update({ tier: sellerTier });
     const admin = await callerAt('tier_2', {}, { isAdmin: true });
     return { buyer, seller, escrow, admin };
   }
 
-  it("is refused 409 RecipientCannotReceive, saying nothing of the buyer; the escrow stays disputed, its money in the holding, nothing held", async () => {
+  /** The held payout of the escrow, as the database holds it. */
+  async function heldRowsOf(escrowId: string) {
+    return (await knex('held_payouts').where({ subject_id: escrowId }).orderBy('held_at').select('id', 'recipient_user_id', 'amount_minor', 'status')) as Array<{ id: string; recipient_user_id: string; amount_minor: string; status: string }>;
+  }
+
+  it("pays the seller and the fee, holds the buyer's share for the buyer (200, accepted, saying nothing of the buyer's limits); the job completes it to the buyer once allowed", async () => {
     const { buyer, seller, escrow, admin } = await disputedWithALimitedBuyer();
-    const buyerBefore = await walletBalance(buyer.user.id);
+    const buyerBefore = BigInt(await walletBalance(buyer.user.id));
     const holdingBefore = await platformBalance(knex, 'escrow_holding', 'XOF');
 
     const ruled = await escrowAction(app, admin, escrow.id, 'resolve', { outcome: 'split', seller_amount: 100_000 });
-    expect(ruled.status, JSON.stringify(ruled.body)).toBe(409);
-    expect(ruled.body.error).toBe('RecipientCannotReceive');
-    expect(JSON.stringify(ruled.body)).not.toMatch(/tier_0|balance|remaining/);
+    expect(ruled.status, JSON.stringify(ruled.body)).toBe(200);
+    const held = ruled.body.data;
+    expect(held.status).toBe('accepted');
+    expect(held.resolution).toMatchObject({ outcome: 'split', seller_amount_minor: '100000' });
+    expect(held.payout).toEqual({ id: expect.any(String), status: 'held_for_verification', reason: 'recipient_limit', held_at: expect.any(String), settled_at: null, recipient: 'buyer' });
+    expect(held.settlement).toBeNull();
+    expect(held.allowed_actions).toEqual([]);
+    expect(JSON.stringify(ruled.body)).not.toMatch(/tier_0|balance|remaining|per_transaction/);
+    const fee = 1_000n; // 1% of the seller's 100,000, paid by the buyer
+    const share = 300_000n + 3_000n - 100_000n - fee;
+    expect(await walletBalance(seller.user.id)).toBe('100000');
+    expect(BigInt(await walletBalance(buyer.user.id))).toBe(buyerBefore);
+    expect(await platformBalance(knex, 'escrow_holding', 'XOF')).toBe(holdingBefore - 100_000n - fee);
+    expect(await heldRowsOf(escrow.id)).toEqual([{ id: held.payout.id, recipient_user_id: buyer.user.id, amount_minor: share.toString(), status: 'held_for_verification' }]);
+    expect((await eventTypes(escrow.id)).at(-1)).toBe('escrow.payout_held');
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+
+    // Still tier_0: the job tries, and the share stays held.
+    await makeDue();
+    expect(await app.services.heldPayouts.completeDue({ batchSize: 10 })).toBe(0);
+    expect(await knex('held_payouts').where({ id: held.payout.id }).first()).toMatchObject({ status: 'held_for_verification', attempts: 1 });
+
+    await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_1' });
+    await makeDue();
+    expect(await app.services.heldPayouts.completeDue({ batchSize: 10 })).toBe(1);
+    const after = (await request(app).get(`/api/escrows/${escrow.id}`).set(seller.auth)).body.data;
+    expect(after.status).toBe('released');
+    expect(after.payout).toMatchObject({ id: held.payout.id, status: 'completed', settled_at: expect.any(String), recipient: 'buyer' });
+    expect(after.settlement).toEqual({ to_seller_minor: '100000', to_buyer_minor: share.toString(), fee_minor: fee.toString() });
+    expect(BigInt(await walletBalance(buyer.user.id))).toBe(buyerBefore + share);
+    expect(await walletBalance(seller.user.id)).toBe('100000');
+    expect(await platformBalance(knex, 'escrow_holding', 'XOF')).toBe(holdingBefore - 303_000n);
+    expect((await eventTypes(escrow.id)).slice(-2)).toEqual(['escrow.payout_held', 'escrow.released']);
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+    await expectLedgerInvariants(knex);
+  });
+
+  it("returned by an administrator, the buyer's share is paid to the buyer, whose money it is (not limited): released, payout returned", async () => {
+    const { buyer, seller, escrow, admin } = await disputedWithALimitedBuyer();
+    const buyerBefore = BigInt(await walletBalance(buyer.user.id));
+    const ruled = await escrowAction(app, admin, escrow.id, 'resolve', { outcome: 'split', seller_amount: 100_000 });
+    const heldId = ruled.body.data.payout.id as string;
+    const share = 300_000n + 3_000n - 100_000n - 1_000n;
+
+    const other = await callerAt('tier_2', {}, { isAdmin: true });
+    const returned = await returnHeld(other, heldId);
+    expect(returned.status, JSON.stringify(returned.body)).toBe(200);
+    expect(returned.body.data).toMatchObject({ id: heldId, subject_id: escrow.id, recipient_user_id: buyer.user.id, amount_minor: share.toString(), status: 'returned' });
     const after = (await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data;
-    expect(after.status).toBe('disputed');
-    expect(after.payout ?? null).toBeNull();
-    expect(await knex('held_payouts').where({ subject_id: escrow.id })).toEqual([]);
-    expect(await walletBalance(buyer.user.id)).toBe(buyerBefore);
+    expect(after.status).toBe('released');
+    expect(after.payout).toMatchObject({ status: 'returned', recipient: 'buyer' });
+    expect(after.settlement).toEqual({ to_seller_minor: '100000', to_buyer_minor: share.toString(), fee_minor: '1000' });
+    // Still tier_0, and over its per-transaction cap: money returned is not limited.
+    expect(BigInt(await walletBalance(buyer.user.id))).toBe(buyerBefore + share);
+    expect(await walletBalance(seller.user.id)).toBe('100000');
+    expect((await eventTypes(escrow.id)).at(-1)).toBe('escrow.released');
+    expect((await returnHeld(other, heldId)).body).toMatchObject({ success: false, error: 'HeldPayoutNotHeld' });
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+    await expectLedgerInvariants(knex);
+  });
+
+  it("whose seller's share the seller's limits refuse too holds the whole settlement for the seller; once the seller may receive, the seller is paid and the buyer's share held, then completed", async () => {
+    const { buyer, seller, escrow, admin } = await disputedWithALimitedBuyer('tier_0');
+    const buyerBefore = BigInt(await walletBalance(buyer.user.id));
+    const holdingBefore = await platformBalance(knex, 'escrow_holding', 'XOF');
+    const ruled = await escrowAction(app, admin, escrow.id, 'resolve', { outcome: 'split', seller_amount: 150_000 });
+    expect(ruled.status, JSON.stringify(ruled.body)).toBe(200);
+    expect(ruled.body.data).toMatchObject({ status: 'accepted', payout: { status: 'held_for_verification', recipient: 'seller' }, settlement: null });
     expect(await walletBalance(seller.user.id)).toBe('0');
     expect(await platformBalance(knex, 'escrow_holding', 'XOF')).toBe(holdingBefore);
-    expect((await eventTypes(escrow.id)).at(-1)).toBe('escrow.disputed');
+    const sellerHeld = ruled.body.data.payout.id as string;
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+
+    // The seller verifies, the buyer does not: the seller is paid, the buyer's share is held now.
+    await knex('users').where({ id: seller.user.id }).update({ tier: 'tier_1' });
+    await makeDue();
+    expect(await app.services.heldPayouts.completeDue({ batchSize: 10 })).toBe(0);
+    const fee = 1_500n;
+    const share = 303_000n - 150_000n - fee;
+    const sharing = (await request(app).get(`/api/escrows/${escrow.id}`).set(seller.auth)).body.data;
+    expect(sharing).toMatchObject({ status: 'accepted', payout: { status: 'held_for_verification', recipient: 'buyer' }, settlement: null });
+    expect(sharing.payout.id).not.toBe(sellerHeld);
+    expect(await walletBalance(seller.user.id)).toBe('150000');
+    expect(await heldRowsOf(escrow.id)).toEqual([
+      { id: sellerHeld, recipient_user_id: seller.user.id, amount_minor: '150000', status: 'completed' },
+      { id: sharing.payout.id, recipient_user_id: buyer.user.id, amount_minor: share.toString(), status: 'held_for_verification' },
+    ]);
+    // The seller's payout is settled: an administrator can no longer return it.
+    expect((await returnHeld(admin, sellerHeld)).body).toMatchObject({ success: false, error: 'HeldPayoutNotHeld' });
+    await expectEscrowMoneyConsistent(knex, 'XOF');
+
+    await knex('users').where({ id: buyer.user.id }).update({ tier: 'tier_1' });
+    await makeDue();
+    expect(await app.services.heldPayouts.completeDue({ batchSize: 10 })).toBe(1);
+    const after = (await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data;
+    expect(after).toMatchObject({ status: 'released', payout: { id: sharing.payout.id, status: 'completed', recipient: 'buyer' } });
+    expect(after.settlement).toEqual({ to_seller_minor: '150000', to_buyer_minor: share.toString(), fee_minor: fee.toString() });
+    expect(BigInt(await walletBalance(buyer.user.id))).toBe(buyerBefore + share);
+    expect((await eventTypes(escrow.id)).slice(-3)).toEqual(['escrow.payout_held', 'escrow.payout_held', 'escrow.released']);
+    await expectEscrowMoneyConsistent(knex, 'XOF');
     await expectLedgerInvariants(knex);
   });
 

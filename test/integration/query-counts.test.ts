@@ -5,12 +5,14 @@ import { withTransaction } from '../../src/db/transaction';
 import { EscrowService, escrowStatusOf } from '../../src/modules/escrows';
 import { IdempotencyService } from '../../src/modules/idempotency';
 import { currencies, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
+import { LimitsService } from '../../src/modules/limits';
 import { CONTRIBUTION_RESOURCE, contributionStatusOf, TontineService, type TontineView } from '../../src/modules/tontines';
 import { SandboxRail, TransferService } from '../../src/modules/transfers';
 import { testKnex } from '../support/database';
 import { transferClaim } from '../support/idempotency';
 import { escrowThroughService } from '../support/escrows';
 import { createUser, fundedUser, type TestUser } from '../support/factories';
+import { SHIPPED_LIMIT_POLICY, UNBOUNDED_LIMIT_POLICY } from '../support/limits';
 import { tontineThroughService } from '../support/tontines';
 
 /**
@@ -235,6 +237,57 @@ describe('an escrow action', () => {
     // Each key was completed by the statement that applied its decision.
     expect(await keysOf(first.id)).toEqual(['acceptEscrow', 'fundEscrow']);
     expect(await keysOf(second.id)).toEqual(['deliverEscrow', 'disputeEscrow', 'fundEscrow', 'resolveEscrow']);
+  });
+
+  it(`a split ruling that holds a party's share, with its Idempotency-Key, is at most ${MONEY_REQUEST_ROUND_TRIPS} round trips, the key completed with the escrow held`, async () => {
+    const limits = new LimitsService({ knex, policy: SHIPPED_LIMIT_POLICY });
+    const counts: Record<string, number> = {};
+    const rulings: Array<[string, Array<'buyer' | 'seller'>, number]> = [
+      ["the buyer's share held", ['buyer'], 100_000],
+      ['both over their caps', ['buyer', 'seller'], 150_000],
+    ];
+    for (const [name, limited, sellerAmount] of rulings) {
+      const buyer = await funded(1_000_000n);
+      const seller = await createUser();
+      const admin = { userId: (await createUser({ isAdmin: true })).id, sessionId: '', isAdmin: true };
+      const escrow = await escrows.create(knex, caller(buyer), { role: 'buyer', counterpartyIdentifier: seller.email as string, amount: 300_000, currency: 'XOF', description: 'Counted' });
+      await escrows.act(knex, caller(buyer), escrow.id, { action: 'fund' });
+      await escrows.act(knex, caller(buyer), escrow.id, { action: 'dispute', reason: 'Counted' });
+      await withTransaction(knex, async (trx) => {
+        await walletOf(trx, seller.id, 'XOF');
+        await shardedPlatformAccount(trx, 'fees', 'XOF', escrow.id);
+      });
+      // The shipped caps (tier_0 receives at most 100,000 XOF at once) for the ruling alone.
+      await limits.install();
+      try {
+        await knex('users').where({ id: buyer.id }).update({ tier: limited.includes('buyer') ? 'tier_0' : 'tier_2' });
+        await knex('users').where({ id: seller.id }).update({ tier: limited.includes('seller') ? 'tier_0' : 'tier_2' });
+        const key = crypto.randomUUID();
+        const command = { action: 'resolve' as const, outcome: 'split' as const, sellerAmount };
+        const { result, statements } = await statementsOf(
+          () =>
+            idempotency.perform(
+              { userId: admin.userId, operation: 'resolveEscrow', key, request: { path: { escrowId: escrow.id }, command } },
+              async (trx) => {
+                const view = await escrows.act(trx, admin, escrow.id, command);
+                return { result: view, responseStatus: 200, resource: { type: 'escrow', id: view.id, status: view.status, location: `/api/escrows/${view.id}` } };
+              },
+              undefined,
+              { responseStatus: 200 },
+            ),
+          { withTransactionControl: true },
+        );
+        counts[name] = statements.length;
+        expect(result, name).toMatchObject({ status: 'accepted', payout: { status: 'held_for_verification', recipient: limited.includes('seller') ? 'seller' : 'buyer' } });
+        expect(statements.some((sql) => /SAVEPOINT/i.test(sql)), name).toBe(false);
+        expect(statements.filter((sql) => sql.includes('write_apply(')).length, name).toBe(1);
+        expect(await knex('idempotency_keys').where({ user_id: admin.userId, operation: 'resolveEscrow', key }).first('status', 'resource_status')).toEqual({ status: 'completed', resource_status: 'accepted' });
+      } finally {
+        await new LimitsService({ knex, policy: UNBOUNDED_LIMIT_POLICY }).install();
+      }
+    }
+    console.log(`escrow round trips of a split ruling that holds: ${JSON.stringify(counts)}`);
+    for (const [name, count] of Object.entries(counts)) expect(count, name).toBeLessThanOrEqual(MONEY_REQUEST_ROUND_TRIPS);
   });
 
   it('accept answers the history it appended in memory, as a later read of the escrow shows it', async () => {

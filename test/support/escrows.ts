@@ -106,15 +106,21 @@ interface EscrowMoneyRow {
   settled_to_seller_minor: string | null;
   settled_to_buyer_minor: string | null;
   settled_fee_minor: string | null;
+  payout_recipient: 'seller' | 'buyer' | null;
 }
+
+/** The postings of an escrow: its funding, its settlement, and a split's share for the buyer paid once no longer held. */
+const ESCROW_POSTING_KINDS = ['escrow.funding', 'escrow.settlement', 'escrow.buyer_share'];
 
 /**
  * Checks, over every escrow of the database in `currency`, written independently of the
- * service: the holding account equals what is held for escrows in funded, delivered or
- * disputed (amount + buyer's fee share); each escrow has exactly the postings its status
- * implies (a funding posting once funded, one settlement once released or refunded, whose
- * entries match the recorded settlement); a fee is charged only by a release and at most
- * once (one settlement posting per escrow).
+ * service: the holding account equals what is held for escrows in funded, delivered,
+ * accepted or disputed (amount + buyer's fee share; a split's share for the buyer held: that
+ * share alone, the seller and the fee paid); each escrow has exactly the postings its status
+ * implies (a funding posting once funded, one settlement once released or refunded or its
+ * buyer's share held, whose entries, with the share's once paid, match the recorded
+ * settlement); a fee is charged only by a release and at most once (one settlement posting
+ * per escrow).
  */
 export async function expectEscrowMoneyConsistent(knex: Knex, currency: string): Promise<void> {
   // One snapshot: the checks compare rows of one moment, even while a test's own steps move escrow money.
@@ -126,7 +132,7 @@ async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<
   const postings = (await knex('postings as p')
     .join('entries as e', 'e.posting_id', 'p.id')
     .join('ledger_accounts as a', 'a.id', 'e.account_id')
-    .whereIn('p.kind', ['escrow.funding', 'escrow.settlement'])
+    .whereIn('p.kind', ESCROW_POSTING_KINDS)
     .andWhere('e.currency', currency)
     .select('p.kind', 'p.reference', 'a.kind as account_kind', 'a.owner_id', 'e.amount_minor')) as Array<{
     kind: string;
@@ -144,20 +150,28 @@ async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<
     const sum = (kind: string, accountKind: string) =>
       entries.filter((e) => e.kind === kind && e.account_kind === accountKind).reduce((total, e) => total + BigInt(e.amount_minor), 0n);
     const paidIn = BigInt(escrow.amount_minor) + BigInt(escrow.buyer_fee_minor);
+    const paidOut = (accountKind: string) => sum('escrow.settlement', accountKind) + sum('escrow.buyer_share', accountKind);
     const funded = entries.some((e) => e.kind === 'escrow.funding');
     const settled = entries.some((e) => e.kind === 'escrow.settlement');
     const context = { escrow: escrow.id, status: escrow.status };
+    // A split's share for the buyer held: the seller and the fee paid, the share still in the holding.
+    const buyerShareHeld = escrow.status === 'accepted' && escrow.payout_recipient === 'buyer';
     expect({ ...context, funded }).toEqual({ ...context, funded: !['awaiting_funding', 'canceled'].includes(escrow.status) });
-    expect({ ...context, settled }).toEqual({ ...context, settled: ['released', 'refunded'].includes(escrow.status) });
+    expect({ ...context, settled }).toEqual({ ...context, settled: ['released', 'refunded'].includes(escrow.status) || buyerShareHeld });
     if (funded) expect({ ...context, holdingIn: sum('escrow.funding', 'escrow_holding') }).toEqual({ ...context, holdingIn: paidIn });
-    if (settled) {
+    if (buyerShareHeld) {
+      const paid = BigInt(escrow.settled_to_seller_minor ?? -1) + BigInt(escrow.settled_fee_minor ?? -1);
+      expect({ ...context, out: paidOut('escrow_holding'), toBuyer: escrow.settled_to_buyer_minor, shares: sum('escrow.buyer_share', 'wallet') }).toEqual({ ...context, out: -paid, toBuyer: null, shares: 0n });
+      expect({ ...context, fee: sum('escrow.settlement', 'fees'), wallets: sum('escrow.settlement', 'wallet') }).toEqual({ ...context, fee: BigInt(escrow.settled_fee_minor ?? -1), wallets: BigInt(escrow.settled_to_seller_minor ?? -1) });
+      held -= paid;
+    } else if (settled) {
       const toSeller = BigInt(escrow.settled_to_seller_minor ?? -1);
       const toBuyer = BigInt(escrow.settled_to_buyer_minor ?? -1);
       const fee = BigInt(escrow.settled_fee_minor ?? -1);
-      expect({ ...context, out: sum('escrow.settlement', 'escrow_holding') }).toEqual({ ...context, out: -paidIn });
+      expect({ ...context, out: paidOut('escrow_holding') }).toEqual({ ...context, out: -paidIn });
       expect({ ...context, parts: toSeller + toBuyer + fee }).toEqual({ ...context, parts: paidIn });
-      expect({ ...context, fee: sum('escrow.settlement', 'fees') }).toEqual({ ...context, fee });
-      expect({ ...context, wallets: sum('escrow.settlement', 'wallet') }).toEqual({ ...context, wallets: toSeller + toBuyer });
+      expect({ ...context, fee: paidOut('fees') }).toEqual({ ...context, fee });
+      expect({ ...context, wallets: paidOut('wallet') }).toEqual({ ...context, wallets: toSeller + toBuyer });
       // A refund charges nothing; only a release to the seller charges the fee.
       if (escrow.status === 'refunded') expect({ ...context, toSeller, fee }).toEqual({ ...context, toSeller: 0n, fee: 0n });
       else expect({ ...context, feeBounded: fee <= BigInt(escrow.fee_minor) }).toEqual({ ...context, feeBounded: true });
@@ -165,7 +179,7 @@ async function checkSnapshot(knex: Knex.Transaction, currency: string): Promise<
     if ((HELD_STATUSES as readonly string[]).includes(escrow.status)) held += paidIn;
   }
   const settlementsPerEscrow = new Map<string, number>();
-  for (const row of (await knex('postings').whereIn('kind', ['escrow.funding', 'escrow.settlement']).select('kind', 'reference')) as Array<{ kind: string; reference: string }>) {
+  for (const row of (await knex('postings').whereIn('kind', ESCROW_POSTING_KINDS).select('kind', 'reference')) as Array<{ kind: string; reference: string }>) {
     const key = `${row.kind}:${row.reference}`;
     settlementsPerEscrow.set(key, (settlementsPerEscrow.get(key) ?? 0) + 1);
   }

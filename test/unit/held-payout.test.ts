@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { feeFor, releaseSettlement } from '../../src/modules/escrows';
 import type { Escrow } from '../../src/modules/escrows/escrow-repository';
-import { completedRelease, heldRelease, returnedRelease } from '../../src/modules/escrows/escrow-payouts';
+import { completedRelease, heldBuyerShare, heldRelease, returnedRelease } from '../../src/modules/escrows/escrow-payouts';
 import { settle, settlementParties } from '../../src/modules/escrows/escrow-settlement';
+import { refundSettlement, splitSettlement } from '../../src/modules/escrows/escrow-fee';
 import { holdPayout, nextAttemptAfter, payoutState, settleHeldPayout, type HeldPayout } from '../../src/modules/held-payouts';
 import { shardIdentity, walletIdentity } from '../../src/modules/ledger';
 
@@ -99,7 +100,7 @@ describe("an escrow's held release", () => {
     const held = heldRelease(locked, release, HELD, AT);
     expect(held?.type).toBe('escrow.payout_held');
     expect(held?.payload).toEqual({ accepted_by: 'buyer', held_payout_id: HELD, reason: 'recipient_limit', amount_minor: '10000' });
-    expect(held?.changes).toEqual({ acceptedAt: AT, status: 'accepted', autoReleaseAt: null, payoutId: HELD, payoutStatus: 'held_for_verification', payoutReason: 'recipient_limit', payoutHeldAt: AT });
+    expect(held?.changes).toEqual({ acceptedAt: AT, status: 'accepted', autoReleaseAt: null, payoutId: HELD, payoutStatus: 'held_for_verification', payoutReason: 'recipient_limit', payoutHeldAt: AT, payoutRecipient: 'seller' });
     expect(held?.posting).toBeUndefined();
     expect(held?.rows?.[0]).toMatchObject({ table: 'held_payouts', op: 'insert', id: HELD, set: { recipient_user_id: SELLER, amount_minor: '10000' } });
   });
@@ -130,5 +131,95 @@ describe("an escrow's held release", () => {
     expect(change.changes).toMatchObject({ status: 'refunded', settledToBuyerMinor: 10_100n, settledToSellerMinor: 0n, settledFeeMinor: 0n, payoutStatus: 'returned' });
     expect(change.posting?.plan).toMatchObject({ allowFrozen: true, entries: [{ account: { id: HOLDING }, amountMinor: -10_100n }, { account: walletIdentity(BUYER, 'XOF'), amountMinor: 10_100n }] });
     expect(() => returnedRelease(accepted, heldRow(), { userId: BUYER, capacities: new Set(['buyer', 'administrator']) }, 'Mine', AT)).toThrow(/party to this escrow/);
+  });
+});
+
+describe("a split ruling's share for the buyer, held", () => {
+  const HELD_SHARE = '00000000-0000-4000-8000-0000000000f2';
+  const disputed = { escrow: { ...escrow('disputed'), resolutionOutcome: 'split' as const, resolutionSellerAmountMinor: 4_000n }, holdingAccountId: HOLDING };
+  const fee = { bps: 100, payer: 'buyer' as const, minimumMinor: 0n, totalMinor: 100n, buyerShareMinor: 100n, sellerShareMinor: 0n };
+  const ruling = (plan = splitSettlement(10_000n, fee, 4_000n), status: 'released' | 'refunded' = 'released') => {
+    const settled = settle(disputed, plan, () => status, AT);
+    const resolution = { resolutionOutcome: 'split' as const, resolutionSellerAmountMinor: 4_000n, resolvedByUserId: ADMIN, resolvedAt: AT };
+    return {
+      type: 'escrow.resolved',
+      payload: { outcome: 'split', seller_amount_minor: '4000', ...settled.amounts },
+      changes: { ...resolution, ...settled.changes },
+      posting: { plan: settled.posting, column: 'settlement_posting_id' as const, parties: settlementParties(disputed.escrow) },
+    };
+  };
+
+  it('pays the seller and the fee now, holds the rest for the buyer: accepted, no settlement shown yet, escrow.payout_held', () => {
+    const held = heldBuyerShare(disputed, ruling(), HELD_SHARE, AT);
+    // 10,100 paid in: 4,000 to the seller, a fee of 40 on it, 6,060 back to the buyer.
+    expect(held?.posting?.plan.entries).toEqual([
+      { account: { id: HOLDING }, amountMinor: -4_040n },
+      { account: walletIdentity(SELLER, 'XOF'), amountMinor: 4_000n },
+      { account: shardIdentity('fees', 'XOF', ID), amountMinor: 40n },
+    ]);
+    expect(held?.posting).toMatchObject({ column: 'settlement_posting_id', plan: { kind: 'escrow.settlement', reference: ID, allowFrozen: false } });
+    expect(held?.changes).toMatchObject({ status: 'accepted', resolutionOutcome: 'split', settledToSellerMinor: 4_000n, settledFeeMinor: 40n, payoutId: HELD_SHARE, payoutStatus: 'held_for_verification', payoutRecipient: 'buyer' });
+    expect(held?.changes.settledToBuyerMinor).toBeUndefined();
+    expect(held?.type).toBe('escrow.payout_held');
+    expect(held?.payload).toEqual({ outcome: 'split', seller_amount_minor: '4000', to_seller_minor: '4000', fee_minor: '40', held_payout_id: HELD_SHARE, reason: 'recipient_limit', amount_minor: '6060' });
+    expect(held?.rows).toEqual([expect.objectContaining({ table: 'held_payouts', op: 'insert', id: HELD_SHARE, set: expect.objectContaining({ recipient_user_id: BUYER, amount_minor: '6060' }) })]);
+  });
+
+  it('holds nothing of a settlement that pays the buyer nothing (a release) or nothing but the buyer (a refund: money returned, never limited)', () => {
+    expect(heldBuyerShare(disputed, ruling(releaseSettlement(10_000n, fee)), HELD_SHARE, AT)).toBeUndefined();
+    expect(heldBuyerShare(disputed, ruling(refundSettlement(10_000n, fee), 'refunded'), HELD_SHARE, AT)).toBeUndefined();
+  });
+
+  const shareHeld = () => {
+    const row = holdPayout({ id: HELD_SHARE, subjectType: 'escrow', subjectId: ID, recipientUserId: BUYER, currency: 'XOF', amountMinor: 6_060n, at: AT }).row;
+    const accepted = { escrow: { ...disputed.escrow, status: 'accepted' as const, payoutId: HELD_SHARE, settledToSellerMinor: 4_000n, settledFeeMinor: 40n }, holdingAccountId: HOLDING };
+    return { row, accepted };
+  };
+
+  it('completes to the buyer alone (escrow.buyer_share, limited), the escrow released with the whole settlement, or is tried again later', () => {
+    const { row, accepted } = shareHeld();
+    const { change, retry } = completedRelease(accepted, row, AT);
+    expect(change.posting?.plan).toEqual({
+      kind: 'escrow.buyer_share',
+      reference: ID,
+      metadata: { escrow_id: ID, held_payout_id: HELD_SHARE },
+      allowFrozen: false,
+      entries: [
+        { account: { id: HOLDING }, amountMinor: -6_060n },
+        { account: walletIdentity(BUYER, 'XOF'), amountMinor: 6_060n },
+      ],
+    });
+    // The escrow's settlement posting stays the one that paid the seller.
+    expect(change.posting?.column).toBeUndefined();
+    expect(change.changes).toEqual({ status: 'released', settledToBuyerMinor: 6_060n, releasedAt: AT, payoutStatus: 'completed', payoutSettledAt: AT });
+    expect(change.payload).toEqual({ held_payout_id: HELD_SHARE, to_seller_minor: '4000', to_buyer_minor: '6060', fee_minor: '40' });
+    expect(change.rows).toEqual([expect.objectContaining({ table: 'held_payouts', id: HELD_SHARE, set: expect.objectContaining({ status: 'completed' }) })]);
+    expect(retry).toMatchObject({ table: 'held_payouts', id: HELD_SHARE, set: { attempts: 1 } });
+    // Its completion holds nothing more: it pays the buyer alone.
+    expect(heldBuyerShare(accepted, change, HELD, AT)).toBeUndefined();
+    expect(heldRelease(accepted, change, HELD, AT)).toBeUndefined();
+  });
+
+  it("returned by an administrator, is paid to the buyer as money returned (not limited, a frozen wallet reached): released, payout returned", () => {
+    const { row, accepted } = shareHeld();
+    const change = returnedRelease(accepted, row, { userId: ADMIN, capacities: new Set(['administrator']) }, 'No verification', AT);
+    expect(change.type).toBe('escrow.released');
+    expect(change.posting?.plan).toMatchObject({ kind: 'escrow.buyer_share', allowFrozen: true });
+    expect(change.changes).toMatchObject({ status: 'released', settledToBuyerMinor: 6_060n, payoutStatus: 'returned' });
+    expect(change.payload).toMatchObject({ payout_returned: true, reason: 'No verification', to_buyer_minor: '6060' });
+    expect(() => returnedRelease(accepted, row, { userId: BUYER, capacities: new Set(['buyer', 'administrator']) }, 'Mine', AT)).toThrow(/party to this escrow/);
+  });
+
+  it("the completion of a whole settlement held for the seller names the buyer's share too: the seller's held payout completed by the posting that pays the seller", () => {
+    const sellerHeld = holdPayout({ id: HELD, subjectType: 'escrow', subjectId: ID, recipientUserId: SELLER, currency: 'XOF', amountMinor: 4_000n, at: AT }).row;
+    const accepted = { escrow: { ...disputed.escrow, status: 'accepted' as const, payoutId: HELD }, holdingAccountId: HOLDING };
+    const { change } = completedRelease(accepted, sellerHeld, AT);
+    const held = heldBuyerShare(accepted, change, HELD_SHARE, AT);
+    expect(held?.changes.status).toBeUndefined();
+    expect(held?.changes).toMatchObject({ payoutId: HELD_SHARE, payoutRecipient: 'buyer', payoutSettledAt: null, settledToSellerMinor: 4_000n });
+    expect(held?.rows).toEqual([
+      expect.objectContaining({ table: 'held_payouts', id: HELD, set: expect.objectContaining({ status: 'completed' }), postingIds: { posting_id: 0 } }),
+      expect.objectContaining({ table: 'held_payouts', op: 'insert', id: HELD_SHARE }),
+    ]);
   });
 });

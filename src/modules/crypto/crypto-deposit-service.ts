@@ -174,7 +174,7 @@ export class CryptoDepositService implements PayoutSubject {
     // Its owner's limits refuse the credit: held instead, in the same statement (the held payout's row first: the deposit names it).
     const held = heldDeposit(after, crypto.randomUUID(), now);
     const instead: Decision = { changes: [held.heldPayout, change(held.deposit)], events: eventsOf(held.deposit), answer: depositAnswer(held.deposit) };
-    const applied = await applyPayoutDecision(trx, { ...decision, hold: { posting: 0, ownerId: after.userId, instead } });
+    const applied = await applyPayoutDecision(trx, { ...decision, holds: [{ posting: 0, ownerId: after.userId, instead }] });
     return applied.held ? held.deposit : { ...after, creditPostingId: applied.postingIds[0] ?? null };
   }
 
@@ -199,7 +199,7 @@ export class CryptoDepositService implements PayoutSubject {
         ],
         events: [depositEvent(credit.deposit, deposit.status, now)],
         answer,
-        hold: { posting: 0, ownerId: deposit.userId, instead: { changes: [credit.retry], answer } },
+        holds: [{ posting: 0, ownerId: deposit.userId, instead: { changes: [credit.retry], answer } }],
       });
       return !applied.held;
     });

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { walletRefusal } from '../ledger';
-import { applyPayoutDecision, type Decision, type RowChange } from '../writes';
-import { heldRelease, type EscrowChange } from './escrow-payouts';
+import { applyPayoutDecision, type Decision, type PayoutHold, type RowChange } from '../writes';
+import { heldBuyerShare, heldRelease, type EscrowChange } from './escrow-payouts';
 import { EVENT_READER, escrowResource, presentEscrow } from './escrow-presenter';
 import { toRow, type Escrow, type EscrowWithHistory, type LockedEscrow } from './escrow-repository';
 
@@ -23,7 +23,7 @@ async function decide(db: Knex | Knex.Transaction, locked: LockedEscrow, change:
   const escrow: Escrow = { ...before, ...changes };
   const history = [...locked.history, { type: change.type, actorUserId, occurredAt: now }];
   const posting = change.posting;
-  const row: RowChange = { table: 'escrows', id: before.id, expect: { status: before.status }, set: toRow(changes), ...(posting ? { postingIds: { [posting.column]: 0 } } : {}) };
+  const row: RowChange = { table: 'escrows', id: before.id, expect: { status: before.status }, set: toRow(changes), ...(posting?.column ? { postingIds: { [posting.column]: 0 } } : {}) };
   return {
     decision: {
       postings: posting ? [posting.plan] : [],
@@ -48,12 +48,12 @@ async function decide(db: Knex | Knex.Transaction, locked: LockedEscrow, change:
 }
 
 /**
- * Writes `change` (one statement: write_apply). A release that pays the seller names the change
- * that holds it (heldRelease), which write_apply applies instead when the ledger refuses the
- * release for the seller's limits; `otherwise`, a change of the held payout's own for the same
- * case (the job's completion: tried again later; `recipientUserId` the held payout's). Any other
- * refusal of the ledger (a split ruling's share the buyer's limits refuse included) is thrown,
- * naming the parties.
+ * Writes `change` (one statement: write_apply). A settlement that pays a party names the
+ * alternative that holds that party's payout (heldRelease for the seller, heldBuyerShare for the
+ * buyer's share of a split), which write_apply applies instead when the ledger refuses the
+ * settlement for that party's limits; `otherwise`, a change of the held payout's own for the
+ * same case (the job's completion: tried again later; `recipientUserId` the held payout's). Any
+ * other refusal of the ledger is thrown, naming the parties.
  */
 export async function commitEscrowChange(
   trx: Knex.Transaction,
@@ -65,24 +65,25 @@ export async function commitEscrowChange(
 ): Promise<EscrowWithHistory> {
   const decided = await decideEscrowChange(trx, locked, change, actorUserId, now, otherwise);
   const posting = change.posting;
-  const { postingIds, held } = await applyPayoutDecision(trx, decided.decision).catch((error: unknown) => {
+  const { postingIds, applied } = await applyPayoutDecision(trx, decided.decision).catch((error: unknown) => {
     throw posting ? walletRefusal(error, posting.parties) : error;
   });
-  return escrowAfter(decided, postingIds, held);
+  return escrowAfter(decided, applied, postingIds);
 }
 
-/** A change decided in full: its decision (with the change that holds its release, if any), and the escrow after either. */
+/** A change decided in full: its decision (with the alternatives that hold its payouts), and the escrow after each decision it may apply. */
 export interface DecidedEscrowChange {
   decision: Decision;
-  change: EscrowChange;
-  main: Decided;
-  instead: Decided | undefined;
+  /** The change each decision of the tree applies, and the escrow after it. */
+  outcomes: Map<Decision, { change: EscrowChange | undefined; after: EscrowWithHistory }>;
 }
 
 /**
- * The decision of `change` on the escrow read (nothing written): the release that pays the
- * seller names the change that holds it (heldRelease); `otherwise`, a change of the held
- * payout's own for the same case (the job's completion: tried again later).
+ * The decision of `change` on the escrow read (nothing written), naming an alternative per
+ * party its settlement pays: the seller's (heldRelease) or, `otherwise`, a change of the held
+ * payout's own (the job's completion: tried again later); the buyer's share of a split
+ * (heldBuyerShare), whose own posting names the seller's alternative in turn (both over their
+ * caps: the whole settlement waits for the seller).
  */
 export async function decideEscrowChange(
   db: Knex | Knex.Transaction,
@@ -92,19 +93,35 @@ export async function decideEscrowChange(
   now: Date,
   otherwise?: { retry: RowChange; recipientUserId: string },
 ): Promise<DecidedEscrowChange> {
-  const main = await decide(db, locked, change, actorUserId, now);
-  const holding = otherwise ? undefined : heldRelease(locked, change, crypto.randomUUID(), now);
-  const instead = holding ? await decide(db, locked, holding, actorUserId, now) : otherwise ? { decision: { changes: [otherwise.retry], answer: main.decision.answer }, after: locked } : undefined;
-  if (instead) main.decision.hold = { posting: 0, ownerId: otherwise?.recipientUserId ?? locked.escrow.sellerUserId, instead: instead.decision };
-  return { decision: main.decision, change, main, instead };
+  const outcomes: DecidedEscrowChange['outcomes'] = new Map();
+  const decideOne = async (one: EscrowChange): Promise<Decision> => {
+    const decided = await decide(db, locked, one, actorUserId, now);
+    outcomes.set(decided.decision, { change: one, after: decided.after });
+    return decided.decision;
+  };
+  const main = await decideOne(change);
+  // The seller's alternative, or on a completion the held payout's recipient's (tried again later).
+  const sellerHold = otherwise ? undefined : heldRelease(locked, change, crypto.randomUUID(), now);
+  const forRecipient: PayoutHold | undefined = otherwise
+    ? { posting: 0, ownerId: otherwise.recipientUserId, instead: { changes: [otherwise.retry], answer: main.answer } }
+    : sellerHold && { posting: 0, ownerId: locked.escrow.sellerUserId, instead: await decideOne(sellerHold) };
+  if (otherwise && forRecipient) outcomes.set(forRecipient.instead, { change: undefined, after: locked });
+  const buyerShare = otherwise?.recipientUserId === locked.escrow.buyerUserId ? undefined : heldBuyerShare(locked, change, crypto.randomUUID(), now);
+  const forBuyer: PayoutHold | undefined = buyerShare && { posting: 0, ownerId: locked.escrow.buyerUserId, instead: await decideOne(buyerShare) };
+  // The buyer's share held, the seller's payout is the one its posting makes: the seller's (or the held payout's) alternative applies to it too.
+  if (forBuyer && forRecipient) forBuyer.instead.holds = [forRecipient];
+  const holds = [forRecipient, forBuyer].filter((hold): hold is PayoutHold => hold !== undefined);
+  if (holds.length > 0) main.holds = holds;
+  return { decision: main, outcomes };
 }
 
-/** The escrow after its decision was applied: held (write_apply applied `instead`), or with the id of the posting it made. */
-export function escrowAfter(decided: DecidedEscrowChange, postingIds: readonly string[], held: boolean): EscrowWithHistory {
-  const { main, instead, change } = decided;
-  if (held && instead) return { escrow: instead.after.escrow, history: instead.after.history };
-  const { escrow, history } = main.after;
-  if (change.posting?.column === 'funding_posting_id') escrow.fundingPostingId = postingIds[0] ?? null;
-  if (change.posting?.column === 'settlement_posting_id') escrow.settlementPostingId = postingIds[0] ?? null;
+/** The escrow after `applied` (the decision, or the alternative write_apply applied in its place), with the id of the posting it made. */
+export function escrowAfter(decided: DecidedEscrowChange, applied: Decision, postingIds: readonly string[]): EscrowWithHistory {
+  const outcome = decided.outcomes.get(applied);
+  if (!outcome) throw new Error('write_apply applied a decision the escrow change did not decide');
+  const { escrow, history } = outcome.after;
+  const column = outcome.change?.posting?.column;
+  if (column === 'funding_posting_id') escrow.fundingPostingId = postingIds[0] ?? null;
+  if (column === 'settlement_posting_id') escrow.settlementPostingId = postingIds[0] ?? null;
   return { escrow, history };
 }

@@ -23,8 +23,10 @@ import { ConflictOfInterestError, EscrowRoleForbiddenError, InvalidEscrowStateEr
  *
  * `accepted` is a release in progress: one the seller's tier limits do not allow yet (the
  * ledger refused it), held for verification in the holding account until the job completes it
- * or an administrator returns it to the buyer (src/modules/held-payouts). A release the limits
- * allow happens in the same transaction as the acceptance, never stored `accepted`.
+ * or an administrator returns it to the buyer; or a split ruling's share the buyer's limits do
+ * not allow yet, the seller paid, until the share is paid to the buyer (completed or returned:
+ * `released`; src/modules/held-payouts, escrow-payouts.ts). A release the limits allow happens
+ * in the same transaction as the acceptance, never stored `accepted`.
  */
 
 export const ESCROW_STATUSES = ['awaiting_funding', 'funded', 'delivered', 'accepted', 'disputed', 'released', 'refunded', 'canceled'] as const;
@@ -89,7 +91,7 @@ const ESCROW_TRANSITIONS = {
   resolve: { by: ['administrator'], notBy: ['buyer', 'seller'], from: ['disputed'], to: settled },
   // The automatic release, once the inspection period is over.
   release: { by: ['platform'], from: ['delivered'], to: settled, guard: (context) => (inspectionOver(context) ? null : 'not_due') },
-  // A release the seller's limits refuse: held for verification, in place of the settlement.
+  // A release the seller's limits refuse (or a split's share the buyer's): held for verification, in place of the settlement.
   hold_payout: { by: ['platform'], from: ['funded', 'delivered', 'disputed'], to: 'accepted' },
   complete_payout: { by: ['platform'], from: ['accepted'], to: settled },
   return_payout: { by: ['administrator'], notBy: ['buyer', 'seller'], from: ['accepted'], to: settled },

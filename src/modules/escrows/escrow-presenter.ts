@@ -83,7 +83,12 @@ export async function presentEscrow(db: Db, escrow: Escrow, history: readonly Hi
           }
         : null,
     ...(escrow.payoutId && escrow.payoutStatus && escrow.payoutHeldAt
-      ? { payout: payoutState({ id: escrow.payoutId, status: escrow.payoutStatus, reason: HELD_PAYOUT_REASON, heldAt: escrow.payoutHeldAt, settledAt: escrow.payoutSettledAt }) }
+      ? {
+          payout: {
+            ...payoutState({ id: escrow.payoutId, status: escrow.payoutStatus, reason: HELD_PAYOUT_REASON, heldAt: escrow.payoutHeldAt, settledAt: escrow.payoutSettledAt }),
+            recipient: escrow.payoutRecipient ?? 'seller',
+          },
+        }
       : {}),
     funded_at: iso(escrow.fundedAt),
     delivered_at: iso(escrow.deliveredAt),

@@ -53,12 +53,13 @@ export interface Escrow {
   releasedAt: Date | null;
   refundedAt: Date | null;
   canceledAt: Date | null;
-  /** The payout held for verification (the release its seller could not receive yet), when there is one. */
+  /** The payout held for verification, when there is one: the seller's (a release), or the buyer's share of a split (the seller paid). */
   payoutId: string | null;
   payoutStatus: HeldPayoutStatus | null;
   payoutReason: string | null;
   payoutHeldAt: Date | null;
   payoutSettledAt: Date | null;
+  payoutRecipient: 'seller' | 'buyer' | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -109,6 +110,7 @@ export interface Row {
   payout_reason: string | null;
   payout_held_at: Date | null;
   payout_settled_at: Date | null;
+  payout_recipient: 'seller' | 'buyer' | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -162,6 +164,7 @@ function toEscrow(row: Row): Escrow {
     payoutReason: row.payout_reason,
     payoutHeldAt: row.payout_held_at,
     payoutSettledAt: row.payout_settled_at,
+    payoutRecipient: row.payout_recipient,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -213,6 +216,7 @@ const COLUMNS: Record<keyof Escrow, keyof Row> = {
   payoutReason: 'payout_reason',
   payoutHeldAt: 'payout_held_at',
   payoutSettledAt: 'payout_settled_at',
+  payoutRecipient: 'payout_recipient',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 };
@@ -251,11 +255,8 @@ export type NewEscrow = Omit<
   | 'releasedAt'
   | 'refundedAt'
   | 'canceledAt'
-  | 'payoutId'
-  | 'payoutStatus'
-  | 'payoutReason'
-  | 'payoutHeldAt'
-  | 'payoutSettledAt'
+  // Every column of a held payout.
+  | `payout${string}`
 >;
 
 /** An escrow and its history (its events, oldest first), read in one statement. */

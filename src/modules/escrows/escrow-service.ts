@@ -237,12 +237,18 @@ export class EscrowService {
     });
   }
 
-  /** POST /admin/held-payouts/{heldPayoutId}/return for an escrow: everything the buyer paid goes back (an administrator who is not a party). */
+  /**
+   * POST /admin/held-payouts/{heldPayoutId}/return for an escrow (an administrator who is not a
+   * party): everything the buyer paid goes back; a split's share for the buyer is paid to the buyer.
+   */
   async returnHeldPayout(trx: Knex.Transaction, caller: Pick<Caller, 'userId' | 'isAdmin'>, held: HeldPayout, reason: string, current: () => Promise<HeldPayout>): Promise<void> {
     const locked = await new EscrowRepository(trx).lockForDecision(held.subjectId);
-    if (!locked || locked.escrow.payoutId !== held.id) throw new EscrowNotFoundError();
+    if (!locked) throw new EscrowNotFoundError();
+    // A payout settled already (the seller's, once its completion held the buyer's share) is no longer held.
+    const stillHeld = await current();
+    if (locked.escrow.payoutId !== held.id) throw new EscrowNotFoundError();
     const now = this.now();
-    const change = returnedRelease(locked, await current(), { userId: caller.userId, capacities: capacitiesOf(locked.escrow, caller) }, reason, now);
+    const change = returnedRelease(locked, stillHeld, { userId: caller.userId, capacities: capacitiesOf(locked.escrow, caller) }, reason, now);
     await commitEscrowChange(trx, locked, change, caller.userId, now);
   }
 

@@ -5,7 +5,7 @@ import { DomainError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
 import { GroupCommit } from '../ledger';
 import { CompletedByThisRequest, withPendingKey, type PendingKey } from '../idempotency';
-import { applyWindow, heldBy, type WindowItem, type WindowOutcome } from '../writes';
+import { applyWindow, type WindowItem, type WindowOutcome } from '../writes';
 import { escrowAfter, type DecidedEscrowChange } from './escrow-commit';
 import { HOLDING_ACCOUNT, lockedEscrowOf, EscrowRepository, type EscrowWithHistory, type LockedEscrow, type Row } from './escrow-repository';
 
@@ -141,11 +141,7 @@ export class EscrowWindow {
 
   private async answer(entry: Decided, outcome: WindowOutcome): Promise<EscrowOutcome> {
     const { decided, submission } = entry;
-    if ('postingIds' in outcome && decided) {
-      const held = heldBy(decided.decision, outcome.postingIds);
-      if (held) this.completedAs(submission.key, decided.main.decision.hold?.instead.answer.resource);
-      return { after: escrowAfter(decided, outcome.postingIds, held) };
-    }
+    if ('postingIds' in outcome && decided) return { after: escrowAfter(decided, outcome.applied, outcome.postingIds) };
     if ('error' in outcome) {
       // A refusal decided from the read, once the key was claimed (WRT05): the answer.
       if (!decided && !(outcome.error instanceof RunAlone)) return { error: outcome.error };
@@ -157,11 +153,6 @@ export class EscrowWindow {
     }
     // A key the window did not claim (a replay, a reuse, a key held by another request, one to take over).
     return this.runAlone(submission);
-  }
-
-  /** The key's completion as write_apply recorded it for the held release's answer. */
-  private completedAs(key: PendingKey, resource: { type: string; id: string; status: string } | undefined): void {
-    if (resource) key.completedWith = { responseStatus: key.responseStatus, resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
   }
 }
 

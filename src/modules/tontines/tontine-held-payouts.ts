@@ -59,7 +59,7 @@ export async function completeHeldPot(trx: Knex.Transaction, held: HeldPayout, a
     ],
     events: [event(locked, object, 'tontine.payout_made', { cycle, beneficiary_user_id: held.recipientUserId, amount_minor: held.amountMinor.toString(), held_payout_id: held.id }, at, null, { posting_id: 0 })],
     answer: answer(tontine),
-    hold: { posting: 0, ownerId: held.recipientUserId, instead: { changes: [retryHeldPayout(held, at)], answer: answer(tontine) } },
+    holds: [{ posting: 0, ownerId: held.recipientUserId, instead: { changes: [retryHeldPayout(held, at)], answer: answer(tontine) } }],
   }).catch((error: unknown) => {
     throw walletRefusal(error, PAYOUT_PARTIES);
   });

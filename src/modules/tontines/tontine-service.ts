@@ -247,7 +247,7 @@ export class TontineService {
       });
       const held = change.held && describeState(change.held.change.tontine, change.held.change.state, userId, exponent);
       const hold = change.held && held ? { posting: change.postings.length - 1, ownerId: change.held.beneficiaryUserId, instead: decision(change.held.change, held.object) } : undefined;
-      const applied = await applyPayoutDecision(trx, { ...decision(change, object), ...(hold ? { hold } : {}) }).catch((error: unknown) => {
+      const applied = await applyPayoutDecision(trx, { ...decision(change, object), ...(hold ? { holds: [hold] } : {}) }).catch((error: unknown) => {
         throw walletRefusal(error, CONTRIBUTION_PARTIES);
       });
       return { tontine: applied.held && held ? held.view : view, contributionId: change.contributionId };

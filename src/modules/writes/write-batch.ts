@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { queryPrepared } from '../../db/prepared';
 import { withTransaction } from '../../db/transaction';
 import { withPendingKey, type ClaimAttempt, type PendingKey } from '../idempotency';
-import { applyDecision, decisionData, refusalOf, responseStatusOf, type Decision } from './write-path';
+import { appliedDecision, applyDecision, decisionData, refusalOf, responseStatusOf, writeApplyAnswer, type Decision } from './write-path';
 
 /**
  * The group commit of the one write path, for requests whose decision needs no locked read (a
@@ -22,14 +22,18 @@ export interface WindowItem {
   decided: { decision: Decision } | { refusal: unknown };
 }
 
-/** An item's outcome: the ids of its postings (applied, key completed), or its answer as an error, or a key left to the pipeline. */
-export type WindowOutcome = { postingIds: string[] } | { error: unknown } | { unclaimed: ClaimAttempt };
+/**
+ * An item's outcome: the ids of its postings and the decision applied (its own, or the
+ * alternative of a payout held; key completed), or its answer as an error, or a key left to the
+ * pipeline.
+ */
+export type WindowOutcome = { postingIds: string[]; applied: Decision } | { error: unknown } | { unclaimed: ClaimAttempt };
 
 interface Row {
   item: number;
   held: boolean | null;
   key_id: string | null;
-  posting_ids: string[] | null;
+  posting_ids: Array<string | null> | null;
   code: string | null;
   detail: string | null;
 }
@@ -69,10 +73,12 @@ function outcomeOf(row: Row, item: WindowItem): WindowOutcome {
   }
   if (row.posting_ids === null) return { unclaimed: { held: row.held === true } };
   if (!('decision' in decided)) throw new Error('write_apply_batch applied an item without a decision');
-  const { resource } = decided.decision.answer;
+  const { postingIds, heldFor } = writeApplyAnswer(row.posting_ids);
+  const applied = appliedDecision(decided.decision, heldFor);
+  const { resource } = applied.answer;
   key.claimed = { id: row.key_id as string, claimToken: key.claimToken };
-  key.completedWith = { responseStatus: responseStatusOf(decided.decision, key), resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
-  return { postingIds: row.posting_ids };
+  key.completedWith = { responseStatus: responseStatusOf(applied, key), resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
+  return { postingIds, applied };
 }
 
 /**

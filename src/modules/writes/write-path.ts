@@ -101,11 +101,20 @@ export interface Decision {
   /** What the request answers: the resource its Idempotency-Key (when it has one) is completed with. */
   answer: { resource: IdempotentResource; status?: number };
   /**
-   * A payout its recipient's limits may refuse: when ledger_post refuses the posting at index
-   * `posting` for the limits of `ownerId` as payee, write_apply applies `instead` (the payout
-   * held), whose postings are exactly this decision's before that one (already posted).
+   * Payouts their recipients' limits may refuse, one alternative per payee: when ledger_post
+   * refuses the posting at index `posting` for the limits of `ownerId` as payee, write_apply
+   * applies that payee's `instead` (its payout held), whose postings before that one are exactly
+   * this decision's (already posted). An alternative may name alternatives of its own (the
+   * other payee of the posting it makes in place of the refused one).
    */
-  hold?: { posting: number; ownerId: string; instead: Decision };
+  holds?: PayoutHold[];
+}
+
+/** The decision write_apply applies in place of another when ledger_post refuses its posting `posting` for the limits of `ownerId` as payee. */
+export interface PayoutHold {
+  posting: number;
+  ownerId: string;
+  instead: Decision;
 }
 
 /** The identity of each account a set of postings names (the group commit locks them). */
@@ -170,11 +179,8 @@ export type KeyCompletion = { id?: string; claimToken: string; responseStatus: n
 /** The decision as data for write_apply; `completionOf` names its key's completion (a held payout's alternative has its own answer). */
 export function decisionData(decision: Decision, completionOf: (decided: Decision) => KeyCompletion): Record<string, unknown> {
   const { resource } = decision.answer;
-  const { hold } = decision;
-  if (hold && (hold.instead.postings?.length ?? 0) !== hold.posting) {
-    throw new TypeError(`a held payout's decision has the ${hold.posting} postings before the payout, not ${hold.instead.postings?.length ?? 0}`);
-  }
-  if (hold?.instead.hold) throw new TypeError("a held payout's decision holds nothing itself");
+  const holds = decision.holds ?? [];
+  checkHolds(decision, holds);
   const completion = completionOf(decision);
   return {
     postings: (decision.postings ?? []).map((posting) => ({
@@ -230,8 +236,50 @@ export function decisionData(decision: Decision, completionOf: (decided: Decisio
           resource_location: resource.location,
         }
       : null,
-    hold: hold ? { posting: hold.posting, owner_id: hold.ownerId, instead: decisionData(hold.instead, completionOf) } : undefined,
+    holds: holds.length > 0 ? holds.map((hold) => ({ posting: hold.posting, owner_id: hold.ownerId, instead: decisionData(hold.instead, completionOf) })) : undefined,
   };
+}
+
+/**
+ * The alternatives a decision names are ones write_apply can apply in its place: one per payee
+ * (the owner refused names the one applied), each at one of the decision's postings, posting
+ * first exactly the decision's postings before that one (already posted when it is refused).
+ */
+function checkHolds(decision: Decision, holds: readonly PayoutHold[]): void {
+  const postings = decision.postings ?? [];
+  const owners = new Set<string>();
+  for (const { posting, ownerId, instead } of holds) {
+    if (owners.has(ownerId)) throw new TypeError(`a decision names one alternative per payee, not two for ${ownerId}`);
+    owners.add(ownerId);
+    if (!Number.isInteger(posting) || posting < 0 || posting >= postings.length) throw new TypeError(`a held payout's posting ${posting} is not one of the decision's ${postings.length}`);
+    const before = instead.postings?.slice(0, posting) ?? [];
+    if (before.length !== posting || JSON.stringify(before, bigintJson) !== JSON.stringify(postings.slice(0, posting), bigintJson)) {
+      throw new TypeError(`a held payout's decision posts first the decision's ${posting} postings before the payout`);
+    }
+  }
+}
+
+const bigintJson = (_key: string, value: unknown): unknown => (typeof value === 'bigint' ? value.toString() : value);
+
+/**
+ * write_apply's answer: the ids of the postings of the decision it applied, then (when it applied
+ * an alternative) NULL and the owner of each refusal that chose one, in order.
+ */
+export function writeApplyAnswer(answer: ReadonlyArray<string | null>): { postingIds: string[]; heldFor: string[] } {
+  const marker = answer.indexOf(null);
+  if (marker < 0) return { postingIds: answer as string[], heldFor: [] };
+  return { postingIds: answer.slice(0, marker) as string[], heldFor: answer.slice(marker + 1) as string[] };
+}
+
+/** The decision write_apply applied: `decision`, or the alternative the refusals of `heldFor`'s owners chose, in turn. */
+export function appliedDecision(decision: Decision, heldFor: readonly string[]): Decision {
+  let applied = decision;
+  for (const ownerId of heldFor) {
+    const hold = applied.holds?.find((candidate) => candidate.ownerId === ownerId);
+    if (!hold) throw new Error(`write_apply held a payout for ${ownerId}, for whom the decision names no alternative`);
+    applied = hold.instead;
+  }
+  return applied;
 }
 
 /**
@@ -244,34 +292,36 @@ export async function applyDecision(trx: Knex.Transaction, decision: Decision): 
   return (await applyPayoutDecision(trx, decision)).postingIds;
 }
 
-/** Whether write_apply applied the decision's `hold.instead` (the payout held): it posted fewer than the decision names. */
-export function heldBy(decision: Decision, postingIds: readonly string[]): boolean {
-  return decision.hold !== undefined && postingIds.length === decision.hold.posting && (decision.postings?.length ?? 0) > decision.hold.posting;
+/** What write_apply did with a decision that may hold payouts: the ids of its postings, and the decision it applied (`held`: an alternative). */
+export interface AppliedDecision {
+  postingIds: string[];
+  held: boolean;
+  applied: Decision;
 }
 
 /**
- * applyDecision for a decision that may hold its payout (`hold`): answers its postings' ids and
- * whether the payout was held (write_apply applied `hold.instead`, which posts fewer).
+ * applyDecision for a decision that may hold its payouts (`holds`): answers its postings' ids
+ * and the decision applied, from write_apply's answer alone.
  */
-export async function applyPayoutDecision(trx: Knex.Transaction, decision: Decision): Promise<{ postingIds: string[]; held: boolean }> {
+export async function applyPayoutDecision(trx: Knex.Transaction, decision: Decision): Promise<AppliedDecision> {
   const key = pendingKeyOf(trx);
-  let postingIds: string[];
+  let answer: Array<string | null>;
   try {
     // As JSON, which every driver parses (a uuid[] may come as its text).
-    const result = (await trx.raw('SELECT to_json(write_apply(?::jsonb)) AS posting_ids', [decisionJson(decision, key)])) as { rows: [{ posting_ids: string[] }] };
-    [{ posting_ids: postingIds }] = result.rows;
+    const result = (await trx.raw('SELECT to_json(write_apply(?::jsonb)) AS posting_ids', [decisionJson(decision, key)])) as { rows: [{ posting_ids: Array<string | null> }] };
+    [{ posting_ids: answer }] = result.rows;
   } catch (error) {
     const refusal = refusalOf(error, decision);
     if ((error as { code?: string }).code === 'WRT01' && refusal instanceof Error) REFUSED_BY_LEDGER.add(refusal);
     throw refusal;
   }
-  const held = heldBy(decision, postingIds);
-  const applied = held && decision.hold ? decision.hold.instead : decision;
+  const { postingIds, heldFor } = writeApplyAnswer(answer);
+  const applied = appliedDecision(decision, heldFor);
   if (key?.claimed) {
     const { resource } = applied.answer;
     key.completedWith = { responseStatus: responseStatusOf(applied, key), resourceType: resource.type, resourceId: resource.id, resourceStatus: resource.status };
   }
-  return { postingIds, held };
+  return { postingIds, held: heldFor.length > 0, applied };
 }
 
 const REFUSED_BY_LEDGER = new WeakSet<Error>();

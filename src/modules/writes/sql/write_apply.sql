@@ -10,12 +10,15 @@
 -- (InsufficientFunds, AccountFrozen, LimitExceeded) raises WRT01 with its details (amounts written in the
 -- currency's exponent) before anything else is written, so the caller's transaction (or
 -- savepoint) rolls back as a whole: a decision is applied entirely or not at all. A decision
--- that pays a recipient out may name another (`hold`: `{posting, owner_id, instead}`) for when
--- ledger_post refuses that posting for the limits of that owner as payee: the other is applied
--- in its place (its postings before that one are the same, already posted), and the answer,
--- having fewer postings, tells which was applied. WRT02: a row
+-- that pays recipients out may name an alternative per payee (`holds`: `[{posting, owner_id,
+-- instead}]`, one per owner) for when ledger_post refuses that posting for the limits of that
+-- owner as payee: the alternative of the owner refused is applied in its place (its postings
+-- before that one are the same, already posted; from that one on, its own), and may itself
+-- name alternatives (the other payee of the posting it makes). WRT02: a row
 -- no longer shows what the decision read; WRT03: the key was taken over; WRT09: a table the
--- path does not write. Answers the ids of the postings, in the decision's order.
+-- path does not write. Answers the ids of the postings, in the decision's order; when an
+-- alternative was applied, followed by NULL and the owner of each refusal that chose one, in
+-- order (the caller tells which alternative was applied from the answer alone).
 -- A row is inserted or updated by a dynamic statement over its JSON, planned on every call; the
 -- hottest insert, a transfer's row with the columns its decision sets, has a static statement
 -- whose plan the session keeps.
@@ -46,10 +49,15 @@ DECLARE
   changed bigint;
   event_id uuid;
   completion jsonb := nullif(p_decision->'key', 'null'::jsonb);
-  v_hold jsonb := nullif(p_decision->'hold', 'null'::jsonb);
+  v_holds jsonb;
+  v_alternative jsonb;
+  held_for uuid[] := '{}';
   -- The columns a transfer's decision sets (src/modules/transfers/transfer-decision.ts), as `cols` spells them.
   transfer_columns CONSTANT text := 'amount_minor, created_at, currency, id, note, posting_id, rail, recipient_identifier, recipient_type, recipient_user_id, sender_user_id, status, updated_at';
 BEGIN
+  -- The alternatives per payee; one `hold` object (as an instance of the previous release sends it during a deploy) is a list of one.
+  v_holds := CASE WHEN jsonb_typeof(p_decision->'holds') = 'array' THEN p_decision->'holds'
+                  WHEN jsonb_typeof(p_decision->'hold') = 'object' THEN jsonb_build_array(p_decision->'hold') ELSE '[]'::jsonb END;
   WHILE cardinality(posting_ids) < jsonb_array_length(coalesce(p_decision->'postings', '[]'::jsonb)) LOOP
     item := p_decision->'postings'->cardinality(posting_ids);
     accounts := '{}';
@@ -76,14 +84,19 @@ BEGIN
     END LOOP;
     SELECT * INTO posted FROM ledger_post(item->>'kind', item->>'reference', coalesce(item->'metadata', '{}'::jsonb), NULL,
                                           accounts, amounts, coalesce((item->>'allow_frozen')::boolean, false));
-    -- A payout its recipient's limits refuse: the decision names the one to apply instead (the
-    -- payout held), whose postings before this one are the same (already posted).
-    IF posted.refusal = 'LimitExceeded' AND v_hold IS NOT NULL AND (v_hold->>'posting')::integer = cardinality(posting_ids)
-       AND posted.refusal_detail->>'direction' = 'in' AND posted.refusal_detail->>'owner_id' = v_hold->>'owner_id' THEN
-      p_decision := v_hold->'instead';
-      completion := nullif(p_decision->'key', 'null'::jsonb);
-      v_hold := NULL;
-      CONTINUE;
+    -- A payout its payee's limits refuse: the decision names the one to apply instead for that
+    -- payee (the payout held), whose postings before this one are the same (already posted).
+    IF posted.refusal = 'LimitExceeded' AND posted.refusal_detail->>'direction' = 'in' THEN
+      v_alternative := NULL;
+      SELECT h.x INTO v_alternative FROM jsonb_array_elements(v_holds) AS h(x)
+       WHERE (h.x->>'posting')::integer = cardinality(posting_ids) AND h.x->>'owner_id' = posted.refusal_detail->>'owner_id' LIMIT 1;
+      IF v_alternative IS NOT NULL THEN
+        p_decision := v_alternative->'instead';
+        completion := nullif(p_decision->'key', 'null'::jsonb);
+        v_holds := CASE WHEN jsonb_typeof(p_decision->'holds') = 'array' THEN p_decision->'holds' ELSE '[]'::jsonb END;
+        held_for := held_for || (posted.refusal_detail->>'owner_id')::uuid;
+        CONTINUE;
+      END IF;
     END IF;
     IF posted.refusal IS NOT NULL THEN
       SELECT c.exponent INTO exponent FROM currencies c WHERE c.code = posted.refusal_detail->>'currency';
@@ -166,6 +179,9 @@ BEGIN
     IF NOT FOUND THEN
       RAISE EXCEPTION 'the Idempotency-Key was taken over' USING ERRCODE = 'WRT03';
     END IF;
+  END IF;
+  IF cardinality(held_for) > 0 THEN
+    RETURN array_append(posting_ids, NULL::uuid) || held_for;
   END IF;
   RETURN posting_ids;
 END;
