@@ -12,7 +12,7 @@ type Db = Knex | Knex.Transaction;
 /** A new tontine: `forming`, no cycle yet. */
 export type NewTontine = Omit<
   Tontine,
-  'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt' | 'drawPerCycle' | 'dissolutionReason' | 'dissolvedByUserId' | 'dissolvedAt'
+  'status' | 'currentCycle' | 'paidInCycle' | 'startedAt' | 'completedAt' | 'canceledAt' | 'drawPerCycle' | 'dissolutionReason' | 'dissolvedByUserId' | 'dissolvedAt'
 >;
 
 export interface TontineListFilter extends PageRequest {
