@@ -68,7 +68,8 @@ export interface TontineServiceDeps {
 export class TontineService {
   private readonly knex: Knex;
   private readonly now: () => Date;
-  private readonly window: DecisionWindow<ContributionSubmission, Contributed>;
+  /** The group commit of contributions (its batch sizes: benchmarks). */
+  readonly window: DecisionWindow<ContributionSubmission, Contributed>;
 
   constructor(private readonly deps: TontineServiceDeps) {
     this.knex = deps.knex;

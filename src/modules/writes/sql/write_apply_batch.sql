@@ -6,7 +6,8 @@
 -- Idempotency-Key (write_claim); a key it did not claim (a replay, a reuse, a key held now, one
 -- to take over) is that item's outcome, `key_id` null, left to the pipeline's own rules with
 -- nothing written; a claimed key goes on to the item's decision (write_apply, its completion
--- fenced by the claim just made). An item decided as a refusal (`refused`) raises WRT05 once its
+-- fenced by the claim just made, and so is the completion of the held payout's decision it may
+-- name). An item decided as a refusal (`refused`) raises WRT05 once its
 -- key is claimed: refused only when the key is the request's, so a replay is answered as a
 -- replay. The item's refusals (WRT01 the ledger's, WRT02, WRT03, WRT05) roll back that item alone
 -- (its claim with it) and are its outcome (`code`, `detail`); any other error fails the whole
@@ -87,6 +88,12 @@ BEGIN
           decision := decision || jsonb_build_object('key', NULL);
         ELSE
           decision := decision || jsonb_build_object('key', (decision->'key') || jsonb_build_object('id', claimed.key_id));
+        END IF;
+        -- A held payout's decision completes the same key (write_apply applies it in the other's place).
+        IF jsonb_typeof(decision->'hold'->'instead') = 'object' THEN
+          decision := jsonb_set(decision, '{hold,instead,key}',
+            CASE WHEN claimed.key_id IS NULL OR jsonb_typeof(decision->'hold'->'instead'->'key') IS DISTINCT FROM 'object' THEN 'null'::jsonb
+                 ELSE (decision->'hold'->'instead'->'key') || jsonb_build_object('id', claimed.key_id) END);
         END IF;
         posting_ids := write_apply(decision);
       END IF;
