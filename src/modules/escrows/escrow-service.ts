@@ -105,7 +105,8 @@ export class EscrowService {
   private readonly knex: Knex;
   private readonly now: Clock;
   private readonly releaseRetryMs: number;
-  private readonly window: DecisionWindow<EscrowSubmission, EscrowWithHistory>;
+  /** The group commit of fund and accept (its batch sizes: benchmarks). */
+  readonly window: DecisionWindow<EscrowSubmission, EscrowWithHistory>;
 
   constructor(private readonly deps: EscrowServiceDeps) {
     if (!Number.isInteger(deps.feeBps) || deps.feeBps < 0 || deps.feeBps > 10_000) throw new RangeError('the escrow fee is 0 to 10000 basis points');
