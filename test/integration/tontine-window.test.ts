@@ -1,10 +1,12 @@
 import crypto from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { withTransaction } from '../../src/db/transaction';
 import { requestHash } from '../../src/modules/idempotency';
 import { currencies } from '../../src/modules/ledger';
 import type { TontineService } from '../../src/modules/tontines';
 import { buildTestApp, type App } from '../support/app';
-import { testKnex } from '../support/database';
+import { databaseKind, testKnex } from '../support/database';
+import { gate, untilWaitingForLock } from '../support/lock-wait';
 import { createUser, fundedUser, walletBalance, type TestUser } from '../support/factories';
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { SHIPPED_LIMIT_POLICY } from '../support/limits';
@@ -15,7 +17,9 @@ import { poolBalance, tontineThroughService } from '../support/tontines';
  * plain statement, applied in one (write_apply_batch), no BEGIN or COMMIT. Contributions to one
  * tontine in one window are decided in turn, each on the state the earlier ones leave, so a
  * whole cycle paid in one window completes it once and pays its pot once; racing windows and
- * contributions alone meet the cycle's paid count, and the loser runs again alone, locked.
+ * contributions alone meet the cycle's paid count (tontines.paid_in_cycle), and the loser runs
+ * again alone, locked: without it, two contributions decided from one read would each see the
+ * other unpaid, and a cycle fully paid would never pay its pot.
  */
 const knex = testKnex();
 const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
@@ -158,4 +162,35 @@ describe('tontine contributions in a window', () => {
     expect(await poolBalance(other.id)).toBe(1000n);
     await expectLedgerInvariants(knex);
   });
+
+  // Two connections: real PostgreSQL only.
+  it.runIf(databaseKind() === 'postgres')(
+    "a contribution decided before another committed meets the cycle's paid count: it runs again alone, sees it, and as the last pays the pot",
+    { timeout: 30_000 },
+    async () => {
+      const [organizer, member] = (await members(2)) as [TestUser, TestUser];
+      const tontine = await tontineThroughService(tontines, [organizer, member]);
+      // The organizer pays alone and holds its transaction; the window reads the tontine meanwhile
+      // (the organizer's payment not committed: the member's is decided as not the last), then
+      // waits for the pool's lock.
+      const held = gate();
+      const paid = gate();
+      const first = withTransaction(knex, async (trx) => {
+        await tontines.contribute(trx, { userId: organizer.id }, tontine.id, { cycle: 1 });
+        paid.open();
+        await held.opened;
+      });
+      await paid.opened;
+      const last = tontines.window.runWindow([submission(member, tontine.id, 1)]);
+      await untilWaitingForLock(knex, '%write_apply_batch(%');
+      held.open();
+      await first;
+      const [answer] = await last;
+      expect(answer && 'after' in answer ? answer.after.tontine.current_cycle : answer).toBe(2);
+      expect(await payouts(tontine.id)).toBe(1);
+      expect(await poolBalance(tontine.id)).toBe(0n);
+      expect(await knex('tontines').where({ id: tontine.id }).first('current_cycle', 'paid_in_cycle')).toEqual({ current_cycle: 2, paid_in_cycle: 0 });
+      expect(await count('tontine_contributions', { tontine_id: tontine.id, cycle_number: 1, status: 'paid' })).toBe(2);
+    },
+  );
 });
