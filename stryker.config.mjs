@@ -15,9 +15,11 @@ const CRITICAL_CORE = [
   'src/modules/idempotency/pending-key.ts', // a key claimed in the read and completed in the apply of the one write path
   'src/modules/writes/write-path.ts', // the one write path: the decision as data, the refusals it maps
   'src/modules/writes/write-batch.ts', // a window's decisions applied in one statement: each item its outcome, a key not claimed left to the pipeline
+  'src/modules/writes/decision-window.ts', // a window over an area's decider: refusals after the key's claim, a changed read or an unclaimed key run again alone, a held payout's key
   'src/modules/transfers/transfer-decision.ts', // a transfer decided in memory: its route, its refusals, its posting and row
   'src/modules/transfers/transfer-window.ts', // the transfers' windows: parties, decisions, outcomes in the transfer's words
   'src/modules/escrows/escrow-window.ts', // escrow fund and accept in windows: decisions guarded by the status read, a changed escrow run again alone and locked
+  'src/modules/tontines/tontine-window.ts', // contributions in windows: one tontine's decided in turn on the state the earlier leave, guarded by the cycle's paid count
   'src/modules/escrows/escrow-commit.ts', // an escrow's decision as data: its posting, row, event, held release
   'src/modules/escrows/escrow-settlement.ts', // the escrow's posting plan: the one list of the accounts an action touches
   'src/modules/tontines/tontine-postings.ts', // the tontine's posting plan: a contribution and the pot's payout

@@ -19,7 +19,7 @@ import { accessRuleFor, callerMay, organizationHandlers } from './modules/organi
 import { paymentLinksHandlers } from './modules/payment-links';
 import { payoutHandlers, payoutWritePath } from './modules/payouts';
 import { paymentsWithRefunds, refundHandlers, refundWritePath } from './modules/refunds';
-import { tontineHandlers, tontinePostings, tontineWritePath } from './modules/tontines';
+import { tontineHandlers, tontineWritePath } from './modules/tontines';
 import { topUpHandlers, topUpWritePath } from './modules/top-ups';
 import { transfersHandlers } from './modules/transfers';
 import { walletsHandlers } from './modules/wallets';
@@ -77,7 +77,7 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
 }
 
 /** The operations that post money in TypeScript, run by the group commit of postings, with the objects each locks. */
-export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings, ...tontinePostings };
+export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
 export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath, ...cryptoWritePath, ...payoutWritePath];

@@ -26,7 +26,7 @@ import { businessVerificationProvider, OrganizationAccessService, OrganizationSe
 import { PaymentLinksService, PaymentPageService, PaymentsService, findPaymentView, lockPaymentsForPostings } from './modules/payment-links';
 import { PayoutService, SandboxPayoutRail, payoutStatusOf } from './modules/payouts';
 import { RefundService, SandboxRefundRail, refundStatusOf } from './modules/refunds';
-import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf, lockTontinesForPostings } from './modules/tontines';
+import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf } from './modules/tontines';
 import { SandboxRail, TransferService, transferStatusOf } from './modules/transfers';
 import { SandboxMobileMoneyRail, TopUpService, topUpStatusOf } from './modules/top-ups';
 import { RailInstructionService } from './modules/rail-instructions';
@@ -84,7 +84,7 @@ function coreServices(deps: ServiceDeps) {
     streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
-  // Group commit of the postings made in TypeScript (escrows, tontines, payments received), and
+  // Group commit of the postings made in TypeScript (escrows, payments received), and
   // how it locks each kind of object an item names (with the ledger accounts its postings touch).
   const postings = new PostingBatcher(knex, {
     onBatch: (size, failed) => {
@@ -92,7 +92,6 @@ function coreServices(deps: ServiceDeps) {
     },
   });
   postings.registerLocker('escrow', lockEscrowsForPostings);
-  postings.registerLocker('tontine', lockTontinesForPostings);
   postings.registerLocker('payment', lockPaymentsForPostings);
   // What a replayed Idempotency-Key reports as its resource's status: the resource's own, read now.
   const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, postings });
@@ -139,11 +138,11 @@ function coreServices(deps: ServiceDeps) {
     payoutRail,
     transfers,
     ...moneyInServices({ knex, config, clock, logger: deps.logger, idempotency }),
-    /** The group commit of postings made in TypeScript (escrows, tontines, payments received). */
+    /** The group commit of postings made in TypeScript (escrows, payments received). */
     postings,
     wallets: new WalletService(knex),
     escrows: new EscrowService({ knex, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
-    tontines: new TontineService({ knex, now: deps.now }),
+    tontines: new TontineService({ knex, now: deps.now, logger: deps.logger }),
     /** The services' clock (presenters that show time-dependent fields read it). */
     clock,
     events: new EventsService(knex, { retentionDays: config.eventRetentionDays, clock }),

@@ -66,8 +66,10 @@ export interface ServerProcess {
 export interface BatchSizes {
   sizes: number[];
   failed: number;
-  /** The same for the group commit of postings (escrows, tontines, payments): one per transaction. */
+  /** The same for the group commit of postings (escrow refunds and rulings, payments): one per transaction. */
   postings?: { sizes: number[]; failed: number };
+  /** The same for the windows of escrow fund and accept, and of tontine contributions: one per write_apply_batch. */
+  windows?: { escrows: { sizes: number[]; failed: number }; tontines: { sizes: number[]; failed: number } };
 }
 
 /** Batches between two readings: how many, their mean, median and largest size, those that failed, and the count per size. */
@@ -477,6 +479,8 @@ export interface PostingLoadPoint {
   ours: LoadResult & { server_cpu_ms_per_request: number; postgres_cpu_ms_per_request: number };
   /** The group commit of postings during the load: one batch per transaction (1 = a request alone). */
   posting_batches: BatchDistribution;
+  /** The windows of escrow actions and tontine contributions during the load: one per write_apply_batch. */
+  window_batches: { escrows: BatchDistribution; tontines: BatchDistribution };
   pgbench_tpcb_scale10: { clients: number; tps: number; p50_ms: number; p99_ms: number; transactions: number; postgres_cpu_ms_per_transaction: number };
   /** Successful money requests per second (each one posting, one transaction) over TPC-B transactions per second. */
   ratio_tps: number;
@@ -500,7 +504,12 @@ export async function postingsAgainstTpcb(
   const cpuBefore = await server.cpuMs();
   const postgresCpuBefore = postgresCpuMs();
   const ours = await runAutocannon({ url: server.url, duration: durationS, connections, requests });
-  const postingBatches = batchDistribution(batchesBefore?.postings, (await server.batchSizes())?.postings);
+  const batchesAfter = await server.batchSizes();
+  const postingBatches = batchDistribution(batchesBefore?.postings, batchesAfter?.postings);
+  const windowBatches = {
+    escrows: batchDistribution(batchesBefore?.windows?.escrows, batchesAfter?.windows?.escrows),
+    tontines: batchDistribution(batchesBefore?.windows?.tontines, batchesAfter?.windows?.tontines),
+  };
   const succeeded = ours.total - ours.non_2xx - ours.errors;
   const serverCpuMsPerRequest = perUnit((await server.cpuMs()) - cpuBefore, ours.total);
   const postgresCpuMsPerRequest = perUnit(postgresCpuMs() - postgresCpuBefore, ours.total);
@@ -514,6 +523,7 @@ export async function postingsAgainstTpcb(
     connections,
     ours: { ...ours, server_cpu_ms_per_request: serverCpuMsPerRequest, postgres_cpu_ms_per_request: postgresCpuMsPerRequest },
     posting_batches: postingBatches,
+    window_batches: windowBatches,
     pgbench_tpcb_scale10: { clients, ...pgbench, postgres_cpu_ms_per_transaction: postgresCpuMsPerTpcb },
     ratio_tps: Number(((ours.requests_per_s * succeeded) / Math.max(1, ours.total) / Math.max(1, pgbench.tps)).toFixed(3)),
   };

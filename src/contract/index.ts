@@ -78,7 +78,7 @@ export interface AuthorizedOrganization {
  * PendingKey: the same claim, the same rules for a key the claim did not get) instead of a
  * transaction of its own, and checks the key was completed with the answer.
  */
-export const APPLIED_IN_WINDOW = ['createTransfer', 'fundEscrow', 'acceptEscrow'] as const satisfies readonly OperationId[];
+export const APPLIED_IN_WINDOW = ['createTransfer', 'fundEscrow', 'acceptEscrow', 'contributeToTontine'] as const satisfies readonly OperationId[];
 type AppliedInWindow = (typeof APPLIED_IN_WINDOW)[number];
 
 /** The Idempotency-Key the pipeline hands an operation applied in a window (APPLIED_IN_WINDOW), to claim and complete with its decision. */

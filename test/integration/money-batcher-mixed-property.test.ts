@@ -4,6 +4,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import type { Caller } from '../../src/contract';
+import { requestHash } from '../../src/modules/idempotency';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
@@ -244,14 +245,11 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   const key = crypto.randomUUID();
   let contributionId: string | undefined;
   const paid = await sameKeyAtOnce(step.sends, REFUSED.contribution, async () => {
-    // As the pipeline runs POST /tontines/{id}/contributions, on the one write path: the key is
-    // claimed by the read and completed by the apply, and names the contribution paid.
-    const request = { userId: member.user.id, operation: 'contributeToTontine', key, request: { path: { tontineId }, body: { cycle } } };
-    return app.services.idempotency.perform(request, async (trx) => {
-      const { tontine, contributionId: paidId } = await app.services.tontines.contribute(trx, { userId: member.user.id }, tontineId, { cycle });
-      const resource = { type: 'tontine_contribution', id: paidId, status: 'paid', location: `/api/tontines/${tontineId}` };
-      return { result: { id: tontine.id }, responseStatus: 200, resource };
-    }, { locks: [{ kind: 'tontine', id: tontineId, userId: member.user.id }] }, { responseStatus: 200 });
+    // As the pipeline runs POST /tontines/{id}/contributions, a window at a time: the key handed
+    // over, claimed and completed by the statement that applies the window, naming the contribution paid.
+    const pending = app.services.idempotency.pendingKey({ userId: member.user.id, operation: 'contributeToTontine', key, requestHash: requestHash({ path: { tontineId }, body: { cycle } }) }, 200);
+    const { tontine } = await app.services.tontines.contributeInWindow(pending, { userId: member.user.id }, tontineId, { cycle });
+    return { id: tontine.id };
   });
   if (paid) {
     const row = (await knex('idempotency_keys').where({ key, operation: 'contributeToTontine' }).first('resource_id')) as { resource_id: string } | undefined;

@@ -29,6 +29,7 @@ function locked(options: { cycle?: number; random?: boolean; statuses?: [Contrib
     seedCommitment: 'ef'.repeat(32),
     drawSeed: SEED,
     currentCycle: cycle,
+    paidInCycle: statuses.filter((s) => s === 'paid').length,
     poolAccountId: POOL,
     createdAt: STARTED,
     startedAt: STARTED,

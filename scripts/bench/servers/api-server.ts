@@ -56,7 +56,9 @@ async function main(): Promise<void> {
   process.on('SIGUSR2', () => {
     const { sizes, batchesFailed } = services.transfers.batcher;
     const postings = { sizes: Array.from(services.postings.sizes, (n) => n ?? 0), failed: services.postings.batchesFailed };
-    process.stdout.write(`BATCHES ${JSON.stringify({ sizes: Array.from(sizes, (n) => n ?? 0), failed: batchesFailed, postings })}\n`);
+    const counted = (batcher: { sizes: number[]; batchesFailed: number }) => ({ sizes: Array.from(batcher.sizes, (n) => n ?? 0), failed: batcher.batchesFailed });
+    const windows = { escrows: counted(services.escrows.window.batcher), tontines: counted(services.tontines.window.batcher) };
+    process.stdout.write(`BATCHES ${JSON.stringify({ sizes: Array.from(sizes, (n) => n ?? 0), failed: batchesFailed, postings, windows })}\n`);
   });
   process.on('SIGTERM', () => {
     server.close(async () => {

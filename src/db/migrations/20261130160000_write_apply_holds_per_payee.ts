@@ -7,10 +7,12 @@ import { applyDatabaseFunctions } from '../database-functions';
  * refused is applied, and the answer names the owners whose refusals chose one. A split ruling
  * holds the buyer's share when the buyer's limits refuse it (src/modules/escrows/escrow-payouts.ts).
  * One `hold` object (as an instance of the previous release sends it) is read as a list of one.
+ * An alternative completes the decision's Idempotency-Key with the claim the decision carries
+ * (a window's statement sets it on the decision alone).
  * Down puts back the text pinned before (below).
  */
 export const FUNCTIONS = {
-  write_apply: 'c8873d098af2448d',
+  write_apply: '62f487b24f18d278',
 };
 
 export async function up(knex: Knex): Promise<void> {

@@ -9,7 +9,7 @@ import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository, type HistoryEntry } from '../events';
 import { currencies, parseAmount, type ObjectLocker } from '../ledger';
-import { accountsOf, type PlannedPosting } from '../writes';
+import { accountsOf, DecisionWindow, type PlannedPosting } from '../writes';
 import type { HeldPayout } from '../held-payouts';
 import { PendingKey, type ResourceStatusReader } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
@@ -20,7 +20,7 @@ import { EscrowRepository, type Escrow, type EscrowWithHistory, type LockedEscro
 import { checkResolutionShape, feeOf, fundingParties, fundingPosting, postingPlan, resolutionPlan, settle, settlementParties } from './escrow-settlement';
 import { readConnection } from '../../db/read-routing';
 import { commitEscrowChange, decideEscrowChange } from './escrow-commit';
-import { EscrowWindow, type EscrowSubmission, type WindowedEscrowAction } from './escrow-window';
+import { escrowDecider, type EscrowSubmission, type WindowedEscrowAction } from './escrow-window';
 import { completedRelease, returnedRelease, type EscrowChange } from './escrow-payouts';
 
 export const DEFAULT_INSPECTION_PERIOD_SECONDS = 259_200;
@@ -105,19 +105,20 @@ export class EscrowService {
   private readonly knex: Knex;
   private readonly now: Clock;
   private readonly releaseRetryMs: number;
-  private readonly window: EscrowWindow;
+  /** The group commit of fund and accept (its batch sizes: benchmarks). */
+  readonly window: DecisionWindow<EscrowSubmission, EscrowWithHistory>;
 
   constructor(private readonly deps: EscrowServiceDeps) {
     if (!Number.isInteger(deps.feeBps) || deps.feeBps < 0 || deps.feeBps > 10_000) throw new RangeError('the escrow fee is 0 to 10000 basis points');
     this.knex = deps.knex;
     this.now = deps.clock;
     this.releaseRetryMs = deps.releaseRetryMs ?? 60_000;
-    const decider = {
+    const rules = {
       decide: (locked: LockedEscrow | undefined, { caller, action }: EscrowSubmission, now: Date) =>
         this.changeFor(this.knex, locked, caller, { action }, now).then((change) => decideEscrowChange(this.knex, locked as LockedEscrow, change, caller.userId, now)),
       alone: (trx: Knex.Transaction, { caller, escrowId, action }: EscrowSubmission) => this.actInTransaction(trx, caller, escrowId, { action }),
     };
-    this.window = new EscrowWindow(this.knex, decider, () => this.now(), deps.logger, deps.batch);
+    this.window = new DecisionWindow(this.knex, escrowDecider(this.knex, rules), () => this.now(), deps.logger, deps.batch);
   }
 
   /**

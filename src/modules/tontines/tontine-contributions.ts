@@ -29,6 +29,25 @@ export interface ContributionChange {
   held?: { change: ContributionChange; beneficiaryUserId: string };
 }
 
+/**
+ * The change guarded by the count of contributions paid to the running cycle
+ * (tontines.paid_in_cycle, read with the row): it applies only while the tontine is still active
+ * in the cycle read with the count read, and counts itself (0 again once the next cycle opens).
+ * Two contributions decided from the same read (unlocked: a window's) can then never both
+ * apply, so the cycle's last contribution is always decided as the last, and pays the pot out.
+ */
+export function countedChange(change: ContributionChange, before: Tontine): ContributionChange {
+  const paidInCycle = change.tontine.currentCycle === before.currentCycle ? before.paidInCycle + 1 : 0;
+  const guard: RowChange = {
+    table: 'tontines',
+    id: before.id,
+    expect: { status: before.status, current_cycle: before.currentCycle, paid_in_cycle: before.paidInCycle },
+    set: { paid_in_cycle: paidInCycle },
+  };
+  const counted = (decided: ContributionChange): ContributionChange => ({ ...decided, changes: [guard, ...decided.changes], tontine: { ...decided.tontine, paidInCycle } });
+  return { ...counted(change), ...(change.held ? { held: { ...change.held, change: counted(change.held.change) } } : {}) };
+}
+
 /** Where a payout's posting sits in the decision: after the contribution's. */
 const CONTRIBUTION_POSTING = 0;
 const PAYOUT_POSTING = 1;

@@ -1,16 +1,6 @@
 import { pageRequest, type Handlers, type IdempotentResource } from '../../contract';
 import type { TontineView } from './tontine-presenter';
-import { CONTRIBUTION_RESOURCE, type TontineService } from './tontine-service';
-
-/**
- * The tontine operation that moves money (a contribution, and the pot's payout when it is the
- * cycle's last): it runs in the group commit of postings, which first locks the tontine and the
- * accounts of its posting plan (lockTontinesForPostings, wired in src/services.ts). The member
- * names the wallet it debits: contributions from one wallet contend.
- */
-export const tontinePostings = {
-  contributeToTontine: ({ path, caller }: { path: { tontineId: string }; caller: { userId: string } }) => [{ kind: 'tontine', id: path.tontineId, userId: caller.userId }],
-};
+import type { TontineService } from './tontine-service';
 
 /** The tontine operations of the contract: GET/POST /tontines and /tontines/{tontineId}[/...]. */
 export type TontineOperation =
@@ -28,9 +18,9 @@ export type TontineOperation =
 export type TontineHandlers = Handlers<TontineOperation>;
 
 /**
- * The tontine operations on the one write path (src/modules/writes): a contribution claims its
- * Idempotency-Key in the statement that locks the tontine, and completes it in the statement
- * that applies its decision.
+ * The tontine operations on the one write path (src/modules/writes): a contribution, a window at
+ * a time (APPLIED_IN_WINDOW), claims its Idempotency-Key in the statement that applies the
+ * window; alone, in the statement that locks the tontine.
  */
 export const tontineWritePath = ['contributeToTontine'] as const satisfies readonly TontineOperation[];
 
@@ -58,12 +48,8 @@ export function tontineHandlers(tontines: TontineService): TontineHandlers {
     joinTontine: async ({ trx, caller, path }) => changed(await tontines.join(trx, caller, path.tontineId)),
     leaveTontine: async ({ trx, caller, path }) => changed(await tontines.leave(trx, caller, path.tontineId)),
     startTontine: async ({ trx, caller, path }) => changed(await tontines.start(trx, caller, path.tontineId)),
-    async contributeToTontine({ trx, caller, path, body }) {
-      const { tontine, contributionId } = await tontines.contribute(trx, caller, path.tontineId, body);
-      // The key names the contribution it paid (its status is read afresh on a replay).
-      const resource = { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${path.tontineId}` };
-      return { data: tontine, headers: location(path.tontineId), resource };
-    },
+    // Applied a window at a time (APPLIED_IN_WINDOW): the pipeline hands the key over, which the window completes naming the contribution paid.
+    contributeToTontine: async ({ key, caller, path, body }) => ({ data: (await tontines.contributeInWindow(key, caller, path.tontineId, body)).tontine, headers: location(path.tontineId) }),
     cancelTontine: async ({ trx, caller, path }) => changed(await tontines.cancel(trx, caller, path.tontineId)),
     dissolveTontine: async ({ trx, caller, path, body }) => changed(await tontines.dissolve(trx, caller, path.tontineId, body.reason)),
   };

@@ -6,8 +6,8 @@ import type { Contribution, Cycle, Member, Tontine } from './tontine-rows';
 /**
  * The postings of a contribution, from the tontine alone (pure): the member's wallet to the
  * pool, and, from the cycle's last unpaid contribution, the whole pot to the cycle's
- * beneficiary. The decision posts them (tontine-contributions.ts); the group commit locks the
- * accounts of the same plan (lockTontinesForPostings).
+ * beneficiary. The decision posts them (tontine-contributions.ts); a window of contributions
+ * locks the accounts they name first (write_apply_batch).
  */
 
 /** A tontine as its postings need it: the row, its members, its cycles and the open cycle's contributions. */
@@ -44,7 +44,7 @@ export function payoutOf(locked: TontineInLedger): Payout {
 
 /**
  * Whether `userId`'s contribution is the open cycle's last unpaid one, once the members of
- * `payingFirst` have paid theirs (contributions of the same group commit that may run before it).
+ * `payingFirst` have paid theirs (contributions that may be applied before it).
  */
 export function completesCycle(locked: TontineInLedger, userId: string, payingFirst: readonly string[] = []): boolean {
   const own = locked.currentContributions.find((contribution) => contribution.userId === userId);

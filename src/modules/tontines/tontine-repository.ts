@@ -12,7 +12,7 @@ type Db = Knex | Knex.Transaction;
 /** A new tontine: `forming`, no cycle yet. */
 export type NewTontine = Omit<
   Tontine,
-  'status' | 'currentCycle' | 'startedAt' | 'completedAt' | 'canceledAt' | 'drawPerCycle' | 'dissolutionReason' | 'dissolvedByUserId' | 'dissolvedAt'
+  'status' | 'currentCycle' | 'paidInCycle' | 'startedAt' | 'completedAt' | 'canceledAt' | 'drawPerCycle' | 'dissolutionReason' | 'dissolvedByUserId' | 'dissolvedAt'
 >;
 
 export interface TontineListFilter extends PageRequest {
@@ -70,22 +70,6 @@ export class TontineRepository {
     const { state, ...tontineRow } = row;
     const tontine = toTontine(tontineRow);
     return { tontine, state: stateFromColumn(state, tontine, userId) };
-  }
-
-  /**
-   * Locks several tontines in id order (a group commit of postings, before its items run), each
-   * with what its postings need (tontine-postings.ts): its members, cycles and the open cycle's
-   * contributions, read once the locks are held.
-   */
-  async lockForPostings(ids: readonly string[]): Promise<Array<{ tontine: Tontine; state: TontineState }>> {
-    const result = (await this.db.raw(`SELECT t.*, ${tontineStateColumn('t')} FROM (SELECT * FROM "tontines" WHERE id = ANY (?::uuid[]) ORDER BY id FOR UPDATE) t`, [
-      null,
-      [...ids],
-    ])) as { rows: Array<TontineRow & { state: unknown }> };
-    return result.rows.map(({ state, ...row }) => {
-      const tontine = toTontine(row);
-      return { tontine, state: stateFromColumn(state, tontine, '') };
-    });
   }
 
   async update(

@@ -20,6 +20,8 @@ export interface Tontine {
   seedCommitment: string;
   drawSeed: string;
   currentCycle: number;
+  /** The contributions paid to the running cycle: every contribution changes it, and expects what it read (see tontine-window.ts). */
+  paidInCycle: number;
   poolAccountId: string;
   createdAt: Date;
   startedAt: Date | null;
@@ -108,6 +110,7 @@ export interface TontineRow {
   seed_commitment: string;
   draw_seed: string;
   current_cycle: number;
+  paid_in_cycle: number;
   pool_account_id: string;
   created_at: Date;
   started_at: Date | null;
@@ -133,6 +136,7 @@ export function toTontine(row: TontineRow): Tontine {
     seedCommitment: row.seed_commitment,
     drawSeed: row.draw_seed,
     currentCycle: row.current_cycle,
+    paidInCycle: Number(row.paid_in_cycle),
     poolAccountId: row.pool_account_id,
     createdAt: row.created_at,
     startedAt: row.started_at,

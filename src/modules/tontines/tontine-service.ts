@@ -1,14 +1,15 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import type { Logger } from 'pino';
 import { ForbiddenError, ValidationError } from '../../errors';
 import { toPage } from '../../db/keyset';
 import { withTransaction } from '../../db/transaction';
-import type { Caller } from '../../contract';
+import type { Caller, WindowKey } from '../../contract';
 import { parsePartyIdentifier, UserRepository } from '../auth';
 import { EventRepository, type NewEvent } from '../events';
-import type { IdempotentResource, ResourceStatusReader } from '../idempotency';
-import { currencies, ensureAccount, parseAmount, walletRefusal, type ObjectLocker, type WalletPosting } from '../ledger';
-import { accountsOf, applyPayoutDecision, type Decision } from '../writes';
+import { PendingKey, type ResourceStatusReader } from '../idempotency';
+import { currencies, ensureAccount, parseAmount } from '../ledger';
+import { DecisionWindow } from '../writes';
 import { newDrawSeed, seedCommitment } from './tontine-draw';
 import { AlreadyMemberError, InviteeNotFoundError, TontineNotFoundError } from './tontine-errors';
 import {
@@ -22,48 +23,18 @@ import {
 } from './tontine-lifecycle';
 import { summaryView, type TontinePage, type TontineView } from './tontine-presenter';
 import { TontineRepository } from './tontine-repository';
-import { contributionChange, type ContributionChange } from './tontine-contributions';
 import { completeHeldPot, returnHeldPot } from './tontine-held-payouts';
 import type { HeldPayout } from '../held-payouts';
-import { postingPlan } from './tontine-postings';
 import { endTontine } from './tontine-ending';
 import type { TontineScope } from './tontine-scope';
 import { outsiderSituationFrom, situationFrom } from './tontine-situation';
 import { describeState, readTontineState } from './tontine-state';
 import { readConnection } from '../../db/read-routing';
 import { tontineSnapshot } from './tontine-snapshot';
-
-/** The resource a contribution's Idempotency-Key names (a replay reports its current status). */
-export const CONTRIBUTION_RESOURCE = 'tontine_contribution';
+import { contributeLocked, tontineDecider, type ContributionSubmission, type Contributed } from './tontine-window';
 
 /** The status a contribution's Idempotency-Key reports on a replay, read now (src/services.ts wires it). */
 export const contributionStatusOf: ResourceStatusReader = (db, id) => new TontineRepository(db).contributionStatus(id);
-
-/**
- * How the group commit of postings locks tontines (src/services.ts wires it): with the accounts
- * of the same posting plan the decision posts (tontine-postings.ts). Each contribution's plan
- * counts the other contributions of the group to the same tontine as possibly paid before it,
- * so the payout they may lead to has its accounts locked ahead too.
- */
-export const lockTontinesForPostings: ObjectLocker = async (trx, objects) => {
-  const locked = new Map((await new TontineRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((found) => [found.tontine.id, found]));
-  return accountsOf(
-    objects.flatMap((object) => {
-      const found = locked.get(object.id);
-      if (!found || !object.userId) return [];
-      const others = objects.filter((other) => other.id === object.id && other.userId !== object.userId).map((other) => other.userId as string);
-      return postingPlan({ tontine: found.tontine, ...found.state }, object.userId, others);
-    }),
-  );
-};
-
-/** How a contribution's refusal names the wallet: the member's own (the payout reaches even a frozen wallet). */
-const CONTRIBUTION_PARTIES: WalletPosting = { parties: new Map(), defaultParty: 'sender', covers: 'this contribution' };
-
-/** The contribution a contribution's Idempotency-Key names (a replay reports its status read afresh). */
-function contributionResource(tontineId: string, contributionId: string): IdempotentResource {
-  return { type: CONTRIBUTION_RESOURCE, id: contributionId, status: 'paid', location: `/api/tontines/${tontineId}` };
-}
 
 export interface CreateTontineInput {
   name: string;
@@ -78,6 +49,9 @@ export interface TontineServiceDeps {
   knex: Knex;
   /** The clock (tests inject one): creation, start, schedule, payments and late marking read it. */
   now?: () => Date;
+  logger?: Pick<Logger, 'warn'>;
+  /** Group commit of the contributions: the window (ms, <= 2) and the largest batch (<= 64). */
+  batch?: { windowMs?: number; maxItems?: number };
 }
 
 
@@ -94,10 +68,17 @@ export interface TontineServiceDeps {
 export class TontineService {
   private readonly knex: Knex;
   private readonly now: () => Date;
+  /** The group commit of contributions (its batch sizes: benchmarks). */
+  readonly window: DecisionWindow<ContributionSubmission, Contributed>;
 
   constructor(private readonly deps: TontineServiceDeps) {
     this.knex = deps.knex;
     this.now = deps.now ?? (() => new Date());
+    const rules = {
+      alone: (trx: Knex.Transaction, { caller, tontineId, body }: ContributionSubmission) => contributeLocked(trx, caller.userId, tontineId, body, this.now()),
+      current: ({ caller, tontineId }: ContributionSubmission) => this.get(caller, tontineId),
+    };
+    this.window = new DecisionWindow(this.knex, tontineDecider(this.knex, rules), () => this.now(), deps.logger, deps.batch);
   }
 
   /** POST /tontines, in `db`'s transaction (the pipeline's, which an Idempotency-Key completes in). */
@@ -219,39 +200,25 @@ export class TontineService {
   }
 
   /**
-   * Pays the caller's contribution to the running cycle, on the one write path
-   * (src/modules/writes), in `db`'s transaction (the pipeline's, which hands the request's
-   * Idempotency-Key over): one statement claims the key and reads the tontine locked with its
-   * state; the lifecycle and the posting plan decide in memory (contributionChange: the
-   * cycle's last contribution also pays the pot out and opens the next cycle, or completes the
-   * tontine); one statement applies the decision (postings, rows, events, the key's
-   * completion). Each event carries the tontine after the whole change, built in memory.
-   * Returns the tontine after it and the contribution paid.
+   * POST /tontines/{id}/contributions: pays the caller's contribution to the running cycle, a
+   * window at a time (tontine-window.ts): `key` is the Idempotency-Key the pipeline hands over,
+   * claimed and completed by the window's statement. Returns the tontine after it and the
+   * contribution paid.
    */
-  async contribute(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string, body: { cycle: number }): Promise<{ tontine: TontineView; contributionId: string }> {
-    const { userId } = caller;
-    return withTransaction(db, async (trx) => {
-      const locked = await new TontineRepository(trx).lockForDecision(id, userId);
-      if (!locked) throw new TontineNotFoundError();
-      const situation = situationFrom(locked.tontine, userId, locked.state, body.cycle);
-      assertAllowed(situation, 'contribute');
-      const change = contributionChange(locked, situation, userId, this.now(), () => crypto.randomUUID());
-      const { exponent } = await currencies.require(trx, locked.tontine.currency);
-      const { view, object } = describeState(change.tontine, change.state, userId, exponent);
-      const decision = (decided: ContributionChange, object: TontineView): Decision => ({
-        postings: decided.postings,
-        changes: decided.changes,
-        // The status before: the tontine's for the first event, the one its predecessor in this change shows for the next ones.
-        events: decided.events.map((event, index) => ({ ...event, object, previousStatus: index === 0 ? locked.tontine.status : object.status })),
-        answer: { resource: contributionResource(id, decided.contributionId) },
-      });
-      const held = change.held && describeState(change.held.change.tontine, change.held.change.state, userId, exponent);
-      const hold = change.held && held ? { posting: change.postings.length - 1, ownerId: change.held.beneficiaryUserId, instead: decision(change.held.change, held.object) } : undefined;
-      const applied = await applyPayoutDecision(trx, { ...decision(change, object), ...(hold ? { holds: [hold] } : {}) }).catch((error: unknown) => {
-        throw walletRefusal(error, CONTRIBUTION_PARTIES);
-      });
-      return { tontine: applied.held && held ? held.view : view, contributionId: change.contributionId };
-    });
+  async contributeInWindow(key: WindowKey, caller: Pick<Caller, 'userId'>, id: string, body: { cycle: number }): Promise<Contributed> {
+    if (!(key instanceof PendingKey)) throw new TypeError('a contribution in a window needs the Idempotency-Key the pipeline hands over');
+    const outcome = await this.window.submit({ caller, tontineId: id, body, key });
+    if ('error' in outcome) throw outcome.error;
+    return outcome.after;
+  }
+
+  /**
+   * A contribution alone, on the one write path, in `db`'s transaction (the pipeline's, which
+   * hands the request's Idempotency-Key over): one statement claims the key and reads the
+   * tontine locked with its state, one applies the decision (contributeLocked).
+   */
+  async contribute(db: Knex | Knex.Transaction, caller: Pick<Caller, 'userId'>, id: string, body: { cycle: number }): Promise<Contributed> {
+    return withTransaction(db, (trx) => contributeLocked(trx, caller.userId, id, body, this.now()));
   }
 
   /** The job: completes a cycle's held pot (tontine-held-payouts.ts), or notes one more attempt; whether it completed. */

@@ -92,7 +92,10 @@ BEGIN
        WHERE (h.x->>'posting')::integer = cardinality(posting_ids) AND h.x->>'owner_id' = posted.refusal_detail->>'owner_id' LIMIT 1;
       IF v_alternative IS NOT NULL THEN
         p_decision := v_alternative->'instead';
-        completion := nullif(p_decision->'key', 'null'::jsonb);
+        -- The alternative completes the same key: its claim (id, token) is the one the decision carries,
+        -- which a window's statement (write_apply_batch) sets on the decision alone.
+        completion := CASE WHEN completion IS NULL OR jsonb_typeof(p_decision->'key') IS DISTINCT FROM 'object' THEN nullif(p_decision->'key', 'null'::jsonb)
+                           ELSE (p_decision->'key') || jsonb_build_object('id', completion->'id', 'claim_token', completion->'claim_token') END;
         v_holds := CASE WHEN jsonb_typeof(p_decision->'holds') = 'array' THEN p_decision->'holds' ELSE '[]'::jsonb END;
         held_for := held_for || (posted.refusal_detail->>'owner_id')::uuid;
         CONTINUE;
