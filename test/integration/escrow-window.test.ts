@@ -6,6 +6,7 @@ import { IdempotencyService, requestHash } from '../../src/modules/idempotency';
 import { currencies, fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
 import { testKnex } from '../support/database';
 import { createUser, type TestUser } from '../support/factories';
+import { statementsSent } from '../support/sent-statements';
 
 /**
  * Escrow fund and accept a window at a time: the window's escrows read in one plain statement,
@@ -36,15 +37,8 @@ async function delivered(): Promise<{ id: string; buyer: TestUser; seller: TestU
   return escrow;
 }
 
-async function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
-  const statements: string[] = [];
-  const listener = (query: { sql: string }) => statements.push(query.sql);
-  knex.on('query', listener);
-  try {
-    return { result: await work(), statements };
-  } finally {
-    knex.removeListener('query', listener);
-  }
+function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  return statementsSent(knex, work);
 }
 
 describe('escrow actions in a window', () => {

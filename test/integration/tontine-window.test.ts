@@ -11,6 +11,7 @@ import { createUser, fundedUser, walletBalance, type TestUser } from '../support
 import { expectLedgerInvariants } from '../support/ledger-invariants';
 import { SHIPPED_LIMIT_POLICY } from '../support/limits';
 import { poolBalance, tontineThroughService } from '../support/tontines';
+import { statementsSent } from '../support/sent-statements';
 
 /**
  * Tontine contributions a window at a time: the window's (tontine, member) pairs read in one
@@ -39,15 +40,8 @@ function submission(member: TestUser, tontineId: string, cycle: number, key = cr
   return { caller: { userId: member.id }, tontineId, body: { cycle }, key: pending };
 }
 
-async function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
-  const statements: string[] = [];
-  const listener = (query: { sql: string }) => statements.push(query.sql);
-  knex.on('query', listener);
-  try {
-    return { result: await work(), statements };
-  } finally {
-    knex.removeListener('query', listener);
-  }
+function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  return statementsSent(knex, work);
 }
 
 async function count(table: string, where: Record<string, unknown>): Promise<number> {
