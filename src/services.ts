@@ -196,6 +196,7 @@ function moneyInServices(deps: { knex: Knex; config: Config; clock: Clock; logge
   deps.idempotency.registerResourceStatus('refund', refundStatusOf);
   const payouts = new PayoutService({ knex: deps.knex, rail: new SandboxPayoutRail(), instructions: railInstructions, clock: deps.clock, logger: deps.logger });
   deps.idempotency.registerResourceStatus('payout', payoutStatusOf);
+  railInstructions.register('top_up.request', (topUpId) => topUps.askPayer(topUpId));
   railInstructions.register('top_up.give_back', (topUpId) => topUps.giveBackToPayer(topUpId));
   railInstructions.register('refund.submit', (refundId) => refunds.submit(refundId));
   railInstructions.register('payout.submit', (payoutId) => payouts.submit(payoutId));

@@ -152,3 +152,71 @@ describe('a reversed top-up', () => {
     await expectLedgerInvariants(knex);
   });
 });
+
+describe("a top-up's collection request", () => {
+  const input = { amount: 25000, method: 'mobile_money' as const, provider: 'mtn_momo' as const, msisdn: '+2250500001111' };
+
+  function requestsFor(spy: { mock: { calls: unknown[][] } }, providerReference: string): number {
+    return spy.mock.calls.filter(([call]) => (call as { providerReference: string }).providerReference === providerReference).length;
+  }
+
+  it('reaches the rail by the job, once, when the process dies after the commit; the payer can then approve', async () => {
+    const caller = await createCaller(app);
+    const wallet = await walletOf(knex, caller.user.id, 'XOF');
+    const requestToPay = vi.spyOn(SandboxMobileMoneyRail.prototype, 'requestToPay');
+    // The request's transaction commits; the process dies before its own attempt.
+    const { topUp } = await withTransaction(knex, (trx) => app.services.topUps.create(trx, caller.user.id, wallet.id, input));
+    expect(await instruction('top_up.request', topUp.id)).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(await app.services.mobileMoneyRail.statusOf(topUp.providerReference)).toEqual({ status: 'failed', failureCode: 'not_found_at_provider' });
+    // Not due yet: the job leaves it to the request for a minute.
+    await app.services.railInstructions.deliverDue({ batchSize: 100 });
+    expect(requestsFor(requestToPay, topUp.providerReference)).toBe(0);
+
+    await makeDue();
+    await app.services.railInstructions.deliverDue({ batchSize: 100 });
+    expect(requestsFor(requestToPay, topUp.providerReference)).toBe(1);
+    expect(requestToPay.mock.calls.find(([call]) => call.providerReference === topUp.providerReference)?.[0]).toEqual({ providerReference: topUp.providerReference, provider: 'mtn_momo', msisdn: '+2250500001111', currency: 'XOF', amountMinor: 25000n });
+    expect(await app.services.mobileMoneyRail.statusOf(topUp.providerReference)).toEqual({ status: 'pending' });
+    expect(await instruction('top_up.request', topUp.id)).toMatchObject({ status: 'delivered', attempts: 1 });
+    await makeDue();
+    await app.services.railInstructions.deliverDue({ batchSize: 100 });
+    expect(requestsFor(requestToPay, topUp.providerReference)).toBe(1);
+
+    const approved = await request(app).post(`/api/test-helpers/top-ups/${topUp.id}/approve`);
+    expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+    expect(await balanceOf(knex, wallet.id)).toBe(25000n);
+    await expectLedgerInvariants(knex);
+  });
+
+  it('is tried at once after the commit and, when the rail cannot take it, again by the job', async () => {
+    const caller = await createCaller(app);
+    const wallet = await walletOf(knex, caller.user.id, 'XOF');
+    const requestToPay = vi.spyOn(SandboxMobileMoneyRail.prototype, 'requestToPay').mockRejectedValueOnce(new Error('rail unreachable'));
+    const created = await request(app).post(`/api/wallets/${wallet.id}/top-ups`).set(caller.auth).set('Idempotency-Key', crypto.randomUUID()).send(input);
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const reference = created.body.data.provider_reference as string;
+    expect(requestsFor(requestToPay, reference)).toBe(1);
+    expect(await instruction('top_up.request', created.body.data.id)).toMatchObject({ status: 'pending', attempts: 1, last_error: 'rail unreachable' });
+
+    await makeDue();
+    await app.services.railInstructions.deliverDue({ batchSize: 100 });
+    expect(requestsFor(requestToPay, reference)).toBe(2);
+    expect(await instruction('top_up.request', created.body.data.id)).toMatchObject({ status: 'delivered', attempts: 2 });
+    expect(await app.services.mobileMoneyRail.statusOf(reference)).toEqual({ status: 'pending' });
+  });
+
+  it('is not sent for a top-up settled before it was delivered', async () => {
+    const caller = await createCaller(app);
+    const wallet = await walletOf(knex, caller.user.id, 'XOF');
+    const requestToPay = vi.spyOn(SandboxMobileMoneyRail.prototype, 'requestToPay');
+    const { topUp } = await withTransaction(knex, (trx) => app.services.topUps.create(trx, caller.user.id, wallet.id, input));
+    const settled = await app.services.topUps.settle(topUp.providerReference, { status: 'failed', failureCode: 'not_found_at_provider' });
+    expect(settled.status).toBe('failed');
+
+    await makeDue();
+    await app.services.railInstructions.deliverDue({ batchSize: 100 });
+    expect(requestsFor(requestToPay, topUp.providerReference)).toBe(0);
+    expect(await instruction('top_up.request', topUp.id)).toMatchObject({ status: 'delivered', attempts: 1 });
+    expect(await balanceOf(knex, wallet.id)).toBe(0n);
+  });
+});

@@ -1,5 +1,6 @@
 /**
- * What a rail must be told once a change of state has committed (pure rules): a reversed
+ * What a rail must be told once a change of state has committed (pure rules): a top-up's
+ * collection asked of its payer, a reversed
  * top-up's collection paid back to its payer, a refund paid back to the customer, a payout paid
  * out. The row is recorded by a trigger in the transaction of the change (see the migration
  * 20261130110000_rail_instructions), so it survives the process dying right after the commit.
@@ -9,7 +10,7 @@
  * twice, and a deliverer finding its subject already settled does nothing.
  */
 
-export const RAIL_INSTRUCTION_KINDS = ['top_up.give_back', 'refund.submit', 'payout.submit'] as const;
+export const RAIL_INSTRUCTION_KINDS = ['top_up.request', 'top_up.give_back', 'refund.submit', 'payout.submit'] as const;
 export type RailInstructionKind = (typeof RAIL_INSTRUCTION_KINDS)[number];
 
 export interface RailInstruction {

@@ -16,9 +16,10 @@ export function topUpHandlers(topUps: TopUpService, decide: (providerReference: 
   return {
     async createTopUp({ trx, caller, path, body }) {
       const created = await topUps.create(trx, caller.userId, path.walletId, body);
-      // The rail is asked once the top-up has committed: a rail never hears of a top-up that is not recorded.
+      // The rail is asked once the top-up has committed (a rail never hears of a top-up that is
+      // not recorded); the request, recorded with the top-up, is retried by the job until taken.
       const afterCommit = async () => {
-        await created.requestToPay();
+        await topUps.requestCollection(created.topUp.id);
         return { status: 202 as const, data: created.view };
       };
       return { status: 202, data: created.view, resource: topUpResource(created.topUp), afterCommit };

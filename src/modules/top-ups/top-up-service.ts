@@ -25,7 +25,11 @@ export interface CreateTopUpInput {
 export interface TopUpServiceDeps {
   knex: Knex;
   rail: MobileMoneyRail;
-  /** Where a reversed top-up's payment back is delivered from: recorded with the reversal, retried until the rail takes it. */
+  /**
+   * Where the rail's instructions are delivered from: a top-up's collection request (recorded
+   * with the top-up) and a reversed top-up's payment back (recorded with the reversal), each
+   * retried until the rail takes it.
+   */
   instructions: RailInstructionService;
   /** MOBILE_MONEY_CALLBACK_SECRET: the key the rail signs its callbacks with. */
   callbackSecret: string;
@@ -43,8 +47,9 @@ export const topUpStatusOf: ResourceStatusReader = (db, id) => new TopUpReposito
 
 /**
  * Top-ups of a wallet by mobile money. A request records the top-up `pending` (on the one write
- * path: its key claimed in the read of the wallet, the row inserted by write_apply) and, once
- * committed, asks the rail to collect. The rail's outcome (a signed callback, the job's
+ * path: its key claimed in the read of the wallet, the row inserted by write_apply, its
+ * collection request recorded with it) and, once committed, asks the rail to collect (the job
+ * asks again until the rail takes it, so a process dying after the commit loses no request). The rail's outcome (a signed callback, the job's
  * question, or the sandbox's test helpers) settles it, once, by its provider reference: the
  * row locked, the decision applied (top-up-settlement.ts). A credit the ledger refuses (a
  * frozen wallet, a limit) is applied as nothing: the top-up is `reversed` instead and the rail
@@ -57,8 +62,8 @@ export class TopUpService {
     this.knex = deps.knex;
   }
 
-  /** POST /wallets/{walletId}/top-ups, in the pipeline's transaction; `requestToPay` is for after its commit. */
-  async create(trx: Knex.Transaction, userId: string, walletId: string, input: CreateTopUpInput): Promise<{ view: TopUpView; topUp: TopUp; requestToPay: () => Promise<void> }> {
+  /** POST /wallets/{walletId}/top-ups, in the pipeline's transaction; `requestCollection` is for after its commit. */
+  async create(trx: Knex.Transaction, userId: string, walletId: string, input: CreateTopUpInput): Promise<{ view: TopUpView; topUp: TopUp }> {
     const wallet = await new TopUpRepository(trx).readWallet(trx, walletId, userId);
     if (!wallet) throw new WalletNotFoundError();
     const exponent = Number(wallet.exponent);
@@ -83,8 +88,19 @@ export class TopUpService {
       updatedAt: now,
     };
     await applyDecision(trx, { changes: [{ table: 'top_ups', op: 'insert', id: topUp.id, set: toInsert(topUp) }], answer: { resource: topUpResource(topUp), status: 202 } });
-    const requestToPay = () => this.deps.rail.requestToPay({ providerReference: topUp.providerReference, provider: topUp.provider, msisdn: topUp.msisdn, currency: topUp.currency, amountMinor });
-    return { view: presentTopUp(topUp, exponent), topUp, requestToPay };
+    return { view: presentTopUp(topUp, exponent), topUp };
+  }
+
+  /** Right after the top-up's commit: its collection request (recorded with it) is attempted at once; the job retries it. */
+  async requestCollection(topUpId: string): Promise<void> {
+    await this.deps.instructions.deliverFirst('top_up.request', topUpId);
+  }
+
+  /** The delivery of a top-up's collection request: idempotent at the rail on its provider reference; nothing once it is settled. */
+  async askPayer(topUpId: string): Promise<void> {
+    const topUp = await new TopUpRepository(this.knex).findById(topUpId);
+    if (!topUp || topUp.status !== 'pending') return;
+    await this.deps.rail.requestToPay({ providerReference: topUp.providerReference, provider: topUp.provider, msisdn: topUp.msisdn, currency: topUp.currency, amountMinor: topUp.amountMinor });
   }
 
   /** GET /wallets/{walletId}/top-ups/{topUpId}: the wallet's owner only (404 otherwise). */
