@@ -161,7 +161,7 @@ describe('escrow release to a seller its limits do not allow', () => {
     expect((await escrowAction(app, seller, escrow.id, 'deliver')).status).toBe(200);
     const accepted = await escrowAction(app, buyer, escrow.id, 'accept');
     expect(accepted.status).toBe(200);
-    expect(accepted.body.data.payout).toEqual({ id: expect.any(String), status: 'held_for_verification', reason: 'recipient_limit', held_at: expect.any(String), settled_at: null });
+    expect(accepted.body.data.payout).toEqual({ id: expect.any(String), status: 'held_for_verification', reason: 'recipient_limit', held_at: expect.any(String), settled_at: null, recipient: 'seller' });
     expect(JSON.stringify(accepted.body.data.payout)).not.toMatch(/tier|balance|per_transaction/);
     expect((await request(app).get(`/api/escrows/${escrow.id}`).set(buyer.auth)).body.data.status).toBe('accepted');
     const wallet = await knex('ledger_accounts').where({ owner_type: 'user', owner_id: seller.user.id, currency: 'XOF', kind: 'wallet' }).first('balance_minor');
