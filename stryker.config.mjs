@@ -226,6 +226,21 @@ export const EQUIVALENT_MUTANTS = [
       'an in-progress key has no resource type, so || gives what && gives',
     ],
   ].map(([mutator, original, replacement, reason]) => ({ file: 'idempotency-service.ts', mutator, original, replacement, reason })),
+  // limit-usage.ts, limitsView: both clamps give 0n at the boundary whichever branch takes it.
+  {
+    file: 'limit-usage.ts',
+    mutator: 'EqualityOperator',
+    original: 'usedOf[limit] < 0n',
+    replacement: 'usedOf[limit] <= 0n',
+    reason: 'at exactly 0n the clamp returns 0n and usedOf[limit] is 0n: the same used amount',
+  },
+  {
+    file: 'limit-usage.ts',
+    mutator: 'EqualityOperator',
+    original: 'remaining > 0n',
+    replacement: 'remaining >= 0n',
+    reason: 'at exactly 0n both branches give 0n: the same remaining amount',
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',
