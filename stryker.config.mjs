@@ -241,6 +241,22 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'remaining >= 0n',
     reason: 'at exactly 0n both branches give 0n: the same remaining amount',
   },
+  // escrow-payouts.ts, heldSettlement
+  {
+    file: 'escrow-payouts.ts',
+    mutator: 'ConditionalExpression',
+    original: "escrow.resolutionOutcome === 'split'",
+    replacement: 'true',
+    reason: "the ruling records a seller amount only for a split (resolutionPlan answers null for release and refund): resolutionSellerAmountMinor !== null already implies the split",
+  },
+  // transfer-decision.ts, routeOf
+  {
+    file: 'transfer-decision.ts',
+    mutator: 'ConditionalExpression',
+    original: "identifier.kind === 'phone'",
+    replacement: 'true',
+    reason: "with rail mobile_money parseIdentifier only ever answers a phone (it refuses an e-mail or an IBAN on that rail), and an IBAN has already returned the line before",
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',
