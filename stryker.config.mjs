@@ -257,6 +257,14 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'true',
     reason: "with rail mobile_money parseIdentifier only ever answers a phone (it refuses an e-mail or an IBAN on that rail), and an IBAN has already returned the line before",
   },
+  // refund-settlement.ts, refundAmount's refusal
+  {
+    file: 'refund-settlement.ts',
+    mutator: 'EqualityOperator',
+    original: 'refundable > 0n',
+    replacement: 'refundable >= 0n',
+    reason: 'at exactly 0n both branches report 0n as the refundable amount',
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',
