@@ -265,6 +265,30 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'refundable >= 0n',
     reason: 'at exactly 0n both branches report 0n as the refundable amount',
   },
+  // crypto-quote.ts, quoteAmounts' refusal: the fee reaches the whole amount only when nothing
+  // is converted, which `amounts.toAmountMinor <= 0n` before it already refuses (from `from`:
+  // to = (from - fee) * num / den <= 0; from `to`: fee = from - converted >= from only when
+  // converted = ceil(to * den / num) <= 0, i.e. to <= 0).
+  ...[
+    ['ConditionalExpression', 'amounts.feeMinor >= amounts.fromAmountMinor', 'false'],
+    ['EqualityOperator', 'amounts.feeMinor >= amounts.fromAmountMinor', 'amounts.feeMinor > amounts.fromAmountMinor'],
+  ].map(([mutator, original, replacement]) => ({ file: 'crypto-quote.ts', mutator, original, replacement, reason: 'a fee of the whole amount converts nothing: the toAmountMinor <= 0n half of the condition refuses it already' })),
+  // crypto-addresses.ts, otherFormat
+  {
+    file: 'crypto-addresses.ts',
+    mutator: 'ConditionalExpression',
+    original: 'other !== format',
+    replacement: 'true',
+    reason: "otherFormat is asked only about an address its own format has just refused (solanaCheck: not 32 bytes), so isValidAddress(format, address) is false for the format itself",
+  },
+  // crypto-addresses.ts, isValidAddress for EVM
+  {
+    file: 'crypto-addresses.ts',
+    mutator: 'Regex',
+    original: '/^0x[0-9a-fA-F]{40}$/',
+    replacement: '/0x[0-9a-fA-F]{40}$/',
+    reason: "the check goes on to require eip55(bytes) === address, and eip55 always writes '0x' first: an address with anything before its 0x never passes either way",
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',
