@@ -289,6 +289,14 @@ export const EQUIVALENT_MUTANTS = [
     replacement: '/0x[0-9a-fA-F]{40}$/',
     reason: "the check goes on to require eip55(bytes) === address, and eip55 always writes '0x' first: an address with anything before its 0x never passes either way",
   },
+  // config-business-verification.ts
+  {
+    file: 'config-business-verification.ts',
+    mutator: 'StringLiteral',
+    original: "', '",
+    replacement: '""',
+    reason: 'BUSINESS_VERIFICATION_PROVIDERS has one provider: the join writes no separator either way',
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',
