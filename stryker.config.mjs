@@ -297,6 +297,22 @@ export const EQUIVALENT_MUTANTS = [
     replacement: '""',
     reason: 'BUSINESS_VERIFICATION_PROVIDERS has one provider: the join writes no separator either way',
   },
+  // api-key-format.ts, redactApiKeys: the includes() is only a shortcut before the replace
+  {
+    file: 'api-key-format.ts',
+    mutator: 'StringLiteral',
+    original: "'sk_'",
+    replacement: '""',
+    reason: "includes('') is always true, so the replace always runs: its pattern needs sk_ itself, and a text without it comes back unchanged",
+  },
+  // api-key-scopes.ts, scopeGrants
+  {
+    file: 'api-key-scopes.ts',
+    mutator: 'ConditionalExpression',
+    original: "need.level === 'read'",
+    replacement: 'true',
+    reason: "a level other than read or write was refused two lines above; for a write, have.level === 'write' is the have.level === need.level just before it",
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',
