@@ -229,6 +229,93 @@ export const EQUIVALENT_MUTANTS = [
       'an in-progress key has no resource type, so || gives what && gives',
     ],
   ].map(([mutator, original, replacement, reason]) => ({ file: 'idempotency-service.ts', mutator, original, replacement, reason })),
+  // limit-usage.ts, limitsView: both clamps give 0n at the boundary whichever branch takes it.
+  {
+    file: 'limit-usage.ts',
+    mutator: 'EqualityOperator',
+    original: 'usedOf[limit] < 0n',
+    replacement: 'usedOf[limit] <= 0n',
+    reason: 'at exactly 0n the clamp returns 0n and usedOf[limit] is 0n: the same used amount',
+  },
+  {
+    file: 'limit-usage.ts',
+    mutator: 'EqualityOperator',
+    original: 'remaining > 0n',
+    replacement: 'remaining >= 0n',
+    reason: 'at exactly 0n both branches give 0n: the same remaining amount',
+  },
+  // escrow-payouts.ts, heldSettlement
+  {
+    file: 'escrow-payouts.ts',
+    mutator: 'ConditionalExpression',
+    original: "escrow.resolutionOutcome === 'split'",
+    replacement: 'true',
+    reason: "the ruling records a seller amount only for a split (resolutionPlan answers null for release and refund): resolutionSellerAmountMinor !== null already implies the split",
+  },
+  // transfer-decision.ts, routeOf
+  {
+    file: 'transfer-decision.ts',
+    mutator: 'ConditionalExpression',
+    original: "identifier.kind === 'phone'",
+    replacement: 'true',
+    reason: "with rail mobile_money parseIdentifier only ever answers a phone (it refuses an e-mail or an IBAN on that rail), and an IBAN has already returned the line before",
+  },
+  // refund-settlement.ts, refundAmount's refusal
+  {
+    file: 'refund-settlement.ts',
+    mutator: 'EqualityOperator',
+    original: 'refundable > 0n',
+    replacement: 'refundable >= 0n',
+    reason: 'at exactly 0n both branches report 0n as the refundable amount',
+  },
+  // crypto-quote.ts, quoteAmounts' refusal: the fee reaches the whole amount only when nothing
+  // is converted, which `amounts.toAmountMinor <= 0n` before it already refuses (from `from`:
+  // to = (from - fee) * num / den <= 0; from `to`: fee = from - converted >= from only when
+  // converted = ceil(to * den / num) <= 0, i.e. to <= 0).
+  ...[
+    ['ConditionalExpression', 'amounts.feeMinor >= amounts.fromAmountMinor', 'false'],
+    ['EqualityOperator', 'amounts.feeMinor >= amounts.fromAmountMinor', 'amounts.feeMinor > amounts.fromAmountMinor'],
+  ].map(([mutator, original, replacement]) => ({ file: 'crypto-quote.ts', mutator, original, replacement, reason: 'a fee of the whole amount converts nothing: the toAmountMinor <= 0n half of the condition refuses it already' })),
+  // crypto-addresses.ts, otherFormat
+  {
+    file: 'crypto-addresses.ts',
+    mutator: 'ConditionalExpression',
+    original: 'other !== format',
+    replacement: 'true',
+    reason: "otherFormat is asked only about an address its own format has just refused (solanaCheck: not 32 bytes), so isValidAddress(format, address) is false for the format itself",
+  },
+  // crypto-addresses.ts, isValidAddress for EVM
+  {
+    file: 'crypto-addresses.ts',
+    mutator: 'Regex',
+    original: '/^0x[0-9a-fA-F]{40}$/',
+    replacement: '/0x[0-9a-fA-F]{40}$/',
+    reason: "the check goes on to require eip55(bytes) === address, and eip55 always writes '0x' first: an address with anything before its 0x never passes either way",
+  },
+  // config-business-verification.ts
+  {
+    file: 'config-business-verification.ts',
+    mutator: 'StringLiteral',
+    original: "', '",
+    replacement: '""',
+    reason: 'BUSINESS_VERIFICATION_PROVIDERS has one provider: the join writes no separator either way',
+  },
+  // api-key-format.ts, redactApiKeys: the includes() is only a shortcut before the replace
+  {
+    file: 'api-key-format.ts',
+    mutator: 'StringLiteral',
+    original: "'sk_'",
+    replacement: '""',
+    reason: "includes('') is always true, so the replace always runs: its pattern needs sk_ itself, and a text without it comes back unchanged",
+  },
+  // api-key-scopes.ts, scopeGrants
+  {
+    file: 'api-key-scopes.ts',
+    mutator: 'ConditionalExpression',
+    original: "need.level === 'read'",
+    replacement: 'true',
+    reason: "a level other than read or write was refused two lines above; for a write, have.level === 'write' is the have.level === need.level just before it",
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',

@@ -47,9 +47,10 @@ describe('CRC32 and base62', () => {
     expect(toBase62(36, 1)).toBe('a');
     expect(toBase62(0xffffffff, 6)).toBe('4gfFC3');
     expect(toBase62(62 ** 6 - 1, 6)).toBe('zzzzzz');
-    expect(() => toBase62(62 ** 6, 6)).toThrow(RangeError);
-    expect(() => toBase62(-1, 6)).toThrow(RangeError);
-    expect(() => toBase62(1.5, 6)).toThrow(RangeError);
+    expect(() => toBase62(62 ** 6, 6)).toThrow(new RangeError('56800235584 does not fit in 6 base62 characters'));
+    for (const value of [-1, -62, 1.5, Number.MAX_SAFE_INTEGER + 1, Number.NaN]) {
+      expect(() => toBase62(value, 20), String(value)).toThrow(new RangeError('toBase62 takes a non-negative safe integer'));
+    }
   });
 
   it('toBase62 reads back to the same number', () => {
@@ -203,6 +204,8 @@ describe('scopes', () => {
     expect(scopeGrants([], 'payments:read')).toBe(false);
     expect(scopeGrants(['payments:read'], 'payments:admin')).toBe(false);
     expect(scopeGrants(['payments:admin'], 'payments:read')).toBe(false);
+    // A level other than read and write is never granted, not even by itself.
+    expect(scopeGrants(['payments:admin'], 'payments:admin')).toBe(false);
     expect(scopeGrants(['network_status:write'], 'network:read')).toBe(false);
   });
 

@@ -1,3 +1,5 @@
+import { sha256 } from '@noble/hashes/sha2';
+import { createBase58check } from '@scure/base';
 import { describe, expect, it } from 'vitest';
 import { derivedAddress, eip55, isValidAddress } from '../../src/modules/crypto';
 
@@ -43,6 +45,12 @@ describe('EIP-55 (Ethereum, Base)', () => {
     expect(isValidAddress('evm', '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAedGG')).toBe(false);
     expect(isValidAddress('evm', '5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed')).toBe(false);
   });
+
+  it('refuses 19 or 21 bytes written in EIP-55 all the same: an address is 20 bytes', () => {
+    const bytes = Buffer.from('5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed5a', 'hex');
+    for (const size of [19, 21]) expect(isValidAddress('evm', eip55(bytes.subarray(0, size))), `${size} bytes`).toBe(false);
+    expect(isValidAddress('evm', eip55(bytes.subarray(0, 20)))).toBe(true);
+  });
 });
 
 describe('TRON (base58check, 0x41) and Solana (base58, 32 bytes)', () => {
@@ -51,6 +59,15 @@ describe('TRON (base58check, 0x41) and Solana (base58, 32 bytes)', () => {
     expect(isValidAddress('tron', usdt)).toBe(true);
     expect(isValidAddress('tron', `${usdt.slice(0, -1)}u`)).toBe(false);
     expect(isValidAddress('tron', usdt.slice(0, -2))).toBe(false);
+  });
+
+  it('refuses base58check that is not 0x41 and 20 bytes: another version byte, or another length', () => {
+    // A Bitcoin P2PKH address: base58check of 21 bytes, version 0x00.
+    expect(isValidAddress('tron', '1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2')).toBe(false);
+    const tronOf = (payload: number[]) => createBase58check(sha256).encode(Uint8Array.from([0x41, ...payload]));
+    expect(isValidAddress('tron', tronOf(new Array<number>(20).fill(7)))).toBe(true);
+    expect(isValidAddress('tron', tronOf(new Array<number>(19).fill(7)))).toBe(false);
+    expect(isValidAddress('tron', tronOf(new Array<number>(21).fill(7)))).toBe(false);
   });
 
   it('accepts a known Solana key (the USDC mint) and refuses a wrong length or a character outside base58', () => {

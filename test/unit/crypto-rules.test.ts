@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { conversionPosting, depositStep, formatRate, quoteAmounts, rateBetween, SandboxRateSource, type TransferObservation } from '../../src/modules/crypto';
+import { conversionPosting, depositStep, formatRate, organizationCryptoIdentity, quoteAmounts, rateBetween, SandboxRateSource, type TransferObservation } from '../../src/modules/crypto';
 // eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
 import { depositCreditPosting, networkClearingIdentity } from '../../src/modules/crypto/crypto-deposit-lifecycle';
 // eslint-disable-next-line no-restricted-imports -- the pure rules the module's index does not export, tested on their own
@@ -85,7 +85,10 @@ describe('deposit states only move forward', () => {
     expect(depositStep({ status: 'confirming', confirmations: 5 }, seen(5, true), expected)).toEqual({ status: 'reversed', confirmations: 5 });
     expect(depositStep(undefined, seen(5, true), expected)).toBeUndefined();
     expect(depositStep(undefined, seen(25), expected)).toEqual({ status: 'completed', confirmations: 25 });
-    expect(depositStep(undefined, seen(0, false, 'USDT'), expected)).toMatchObject({ status: 'failed' });
+    expect(depositStep(undefined, seen(0, false, 'USDT'), expected)).toEqual({ status: 'failed', confirmations: 0, failureReason: 'USDT was sent to an address for USDC' });
+    // The same count reported again changes nothing either.
+    expect(depositStep({ status: 'confirming', confirmations: 5 }, seen(5), expected)).toBeUndefined();
+    expect(depositStep({ status: 'detected', confirmations: 0 }, seen(0), expected)).toBeUndefined();
   });
 });
 
@@ -119,6 +122,8 @@ describe('the deposit’s credit and the quote’s details, written out', () => 
       ],
     });
     expect(liquidityIdentity('XOF')).toEqual({ ownerType: 'platform', ownerId: null, currency: 'XOF', kind: 'external_clearing', externalRef: 'crypto:liquidity' });
+    // An organisation's stablecoin balance: one org_account per asset, told apart by its reference.
+    expect(organizationCryptoIdentity('o1', 'USDC')).toEqual({ ownerType: 'organization', ownerId: 'o1', currency: 'USDC', kind: 'org_account', externalRef: 'crypto' });
     const withFee = conversionPosting({ id: 'c2', userId: 'u1', fromCurrency: 'EUR', toCurrency: 'USDC', fromAmountMinor: 1_000n, toAmountMinor: 10_746_000n, feeMinor: 5n });
     expect(withFee.entries.map((entry) => entry.amountMinor)).toEqual([-1_000n, 995n, 5n, -10_746_000n, 10_746_000n]);
     expect(withFee.entries[2]?.account).toEqual(shardIdentity('fees', 'EUR', 'c2'));

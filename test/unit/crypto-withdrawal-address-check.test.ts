@@ -72,6 +72,12 @@ describe('withdrawal addresses: each way of being invalid', () => {
     ['evm', '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAzz'],
     ['tron', 'T0OIl0OIl0OIl0OIl0OIl0OIl0OIl0OIl0'],
     ['solana', 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTD0Ol'],
+    // An EVM address with something before or after it is no address at all, on any network.
+    ['evm', ` ${EVM}`],
+    ['tron', ` ${EVM}`],
+    ['tron', `${EVM}f`],
+    ['solana', ` ${EVM}`],
+    ['solana', `${EVM}f`],
   ] as const)('%s refuses %s, outside its alphabet', (format, address) => {
     expect(checkAddress(format, address)).toEqual({ ok: false, reason: 'malformed' });
   });

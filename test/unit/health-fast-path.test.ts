@@ -2,7 +2,7 @@ import express, { type RequestHandler } from 'express';
 import rateLimit from 'express-rate-limit';
 import helmet from 'helmet';
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fixedHeaders } from '../../src/http/fixed-headers';
 import { FixedWindowCounter, partitionKey } from '../../src/http/fixed-window-counter';
 
@@ -94,6 +94,25 @@ describe('FixedWindowCounter (the health limiter)', () => {
       expect(counter.hit('old').hits).toBe(1);
     } finally {
       counter.stop();
+    }
+  });
+
+  it('sweeps on its own every window until stopped (fake timers: no waiting)', () => {
+    vi.useFakeTimers();
+    try {
+      let now = 0;
+      const counter = new FixedWindowCounter(1_000, () => '', () => now);
+      counter.hit('a');
+      now = 1_000;
+      vi.advanceTimersByTime(1_000);
+      expect(counter.size).toBe(0);
+      counter.hit('b');
+      counter.stop();
+      now = 5_000;
+      vi.advanceTimersByTime(5_000);
+      expect(counter.size).toBe(1);
+    } finally {
+      vi.useRealTimers();
     }
   });
 

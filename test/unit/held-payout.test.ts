@@ -100,7 +100,8 @@ describe("an escrow's held release", () => {
     const held = heldRelease(locked, release, HELD, AT);
     expect(held?.type).toBe('escrow.payout_held');
     expect(held?.payload).toEqual({ accepted_by: 'buyer', held_payout_id: HELD, reason: 'recipient_limit', amount_minor: '10000' });
-    expect(held?.changes).toEqual({ acceptedAt: AT, status: 'accepted', autoReleaseAt: null, payoutId: HELD, payoutStatus: 'held_for_verification', payoutReason: 'recipient_limit', payoutHeldAt: AT, payoutRecipient: 'seller' });
+    // Strictly: a ruling's columns the release did not set are left out, not written as undefined.
+    expect(held?.changes).toStrictEqual({ acceptedAt: AT, status: 'accepted', autoReleaseAt: null, payoutId: HELD, payoutStatus: 'held_for_verification', payoutReason: 'recipient_limit', payoutHeldAt: AT, payoutRecipient: 'seller' });
     expect(held?.posting).toBeUndefined();
     expect(held?.rows?.[0]).toMatchObject({ table: 'held_payouts', op: 'insert', id: HELD, set: { recipient_user_id: SELLER, amount_minor: '10000' } });
   });
@@ -122,6 +123,22 @@ describe("an escrow's held release", () => {
       { account: shardIdentity('fees', 'XOF', ID), amountMinor: 100n },
     ]);
     expect(retry).toEqual({ table: 'held_payouts', id: HELD, expect: { status: 'held_for_verification' }, set: { attempts: 1, next_attempt_at: '2026-11-29T09:02:00.000Z' } });
+    expect(change.payload).toEqual({ held_payout_id: HELD, to_seller_minor: '10000', to_buyer_minor: '0', fee_minor: '100' });
+    expect(change.rows).toEqual([{ table: 'held_payouts', id: HELD, expect: { status: 'held_for_verification' }, set: { status: 'completed', settled_at: '2026-11-29T09:00:00.000Z' }, postingIds: { posting_id: 0 } }]);
+  });
+
+  it('completes a held split with the split the ruling made, not a whole release', () => {
+    // 4,000 of 10,000 to the seller: the fee (1 %, the buyer's) on that part only, 40; the
+    // buyer gets back the rest of the 10,100 held: 6,060.
+    const split = { escrow: { ...escrow('accepted'), payoutId: HELD, resolutionOutcome: 'split', resolutionSellerAmountMinor: 4_000n } as Escrow, holdingAccountId: HOLDING };
+    const { change } = completedRelease(split, { ...heldRow(), amountMinor: 4_000n }, AT);
+    expect(change.payload).toEqual({ held_payout_id: HELD, to_seller_minor: '4000', to_buyer_minor: '6060', fee_minor: '40' });
+    expect(change.posting?.plan.entries).toEqual([
+      { account: { id: HOLDING }, amountMinor: -10_100n },
+      { account: walletIdentity(SELLER, 'XOF'), amountMinor: 4_000n },
+      { account: walletIdentity(BUYER, 'XOF'), amountMinor: 6_060n },
+      { account: shardIdentity('fees', 'XOF', ID), amountMinor: 40n },
+    ]);
   });
 
   it('is returned whole to the buyer by an administrator who is not a party (refunded, no fee), never by a party', () => {
@@ -130,6 +147,16 @@ describe("an escrow's held release", () => {
     expect(change.type).toBe('escrow.refunded');
     expect(change.changes).toMatchObject({ status: 'refunded', settledToBuyerMinor: 10_100n, settledToSellerMinor: 0n, settledFeeMinor: 0n, payoutStatus: 'returned' });
     expect(change.posting?.plan).toMatchObject({ allowFrozen: true, entries: [{ account: { id: HOLDING }, amountMinor: -10_100n }, { account: walletIdentity(BUYER, 'XOF'), amountMinor: 10_100n }] });
+    expect(change.payload).toEqual({ held_payout_id: HELD, payout_returned: true, reason: 'No verification', to_seller_minor: '0', to_buyer_minor: '10100', fee_minor: '0' });
+    expect(change.rows).toEqual([
+      {
+        table: 'held_payouts',
+        id: HELD,
+        expect: { status: 'held_for_verification' },
+        set: { status: 'returned', settled_at: '2026-11-29T09:00:00.000Z', returned_by_user_id: ADMIN, return_reason: 'No verification' },
+        postingIds: { posting_id: 0 },
+      },
+    ]);
     expect(() => returnedRelease(accepted, heldRow(), { userId: BUYER, capacities: new Set(['buyer', 'administrator']) }, 'Mine', AT)).toThrow(/party to this escrow/);
   });
 });

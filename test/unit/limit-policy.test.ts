@@ -4,11 +4,12 @@ import path from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config';
-import { limitsView, loadLimitPolicy, parseLimitPolicy, LimitPolicyError, LIMIT_POLICY_FILE } from '../../src/modules/limits';
+import { limitsView, loadLimitPolicy, parseLimitPolicy, LimitPolicyError } from '../../src/modules/limits';
 import { buildServices } from '../../src/services';
 import { testKnex } from '../support/database';
 
-const shipped = JSON.parse(fs.readFileSync(LIMIT_POLICY_FILE, 'utf8')) as { version: string; currencies: Record<string, Record<string, Record<string, unknown>>> };
+// By its own path, not LIMIT_POLICY_FILE: a mutant of that constant must fail a test, not the file's import.
+const shipped = JSON.parse(fs.readFileSync(path.join(__dirname, '../../src/modules/limits/tier-policy.json'), 'utf8')) as { version: string; currencies: Record<string, Record<string, Record<string, unknown>>> };
 
 function withChange(change: (doc: typeof shipped) => void): unknown {
   const doc = structuredClone(shipped);

@@ -15,11 +15,16 @@ import {
   parseLimitPolicy,
   recipientCannotReceive,
   uniformPolicy,
+  LimitPolicyError,
   LIMIT_POLICY_FILE,
   type LimitRefusalDetail,
 } from '../../src/modules/limits';
 
-const shipped = JSON.parse(fs.readFileSync(LIMIT_POLICY_FILE, 'utf8')) as { version: string; currencies: Record<string, Record<string, Record<string, unknown>>> };
+// Read by its own path, not LIMIT_POLICY_FILE, and parsed only inside the tests: a mutant that
+// broke either at the file's import would stop the file from loading, and Stryker counts a
+// file that never ran as a survivor.
+const SHIPPED_POLICY = path.join(__dirname, '../../src/modules/limits/tier-policy.json');
+const shipped = JSON.parse(fs.readFileSync(SHIPPED_POLICY, 'utf8')) as { version: string; currencies: Record<string, Record<string, Record<string, unknown>>> };
 
 function withChange(change: (doc: typeof shipped) => void): unknown {
   const doc = structuredClone(shipped);
@@ -74,6 +79,9 @@ describe('a limit refusal: the payer learns its limit, nobody learns the payeeâ€
     expect(asOwnLimit(other, 'user-2')).toBe(other);
     const notDomain = new Error('plain');
     expect(asOwnLimit(notDomain, 'user-2')).toBe(notDomain);
+    // Anything can be thrown, even nothing: it is passed on as it was.
+    expect(asOwnLimit(undefined, 'user-2')).toBeUndefined();
+    expect(asOwnLimit(null, 'user-2')).toBeNull();
     expect(limitDetailOf(notDomain)).toBeUndefined();
     expect(limitDetailOf(other)).toBeUndefined();
   });
@@ -98,6 +106,7 @@ describe('a limit refusal: the payer learns its limit, nobody learns the payeeâ€
     ['a limit ending in more', { ...payer, limit_minor: '12x' }],
     ['a remainder that is not digits', { ...payer, remaining_minor: '-1' }],
     ['a remainder with digits first', { ...payer, remaining_minor: '1-' }],
+    ['nothing at all', undefined],
   ])('an unreadable detail (%s) is a programming error, not a refusal', (_name, detail) => {
     expect(() => limitRefusal(detail)).toThrow(new TypeError(`ledger_post answered LimitExceeded with an unreadable detail: ${JSON.stringify(detail)}`));
   });
@@ -196,6 +205,26 @@ describe('the policy document', () => {
     }
   });
 
+  it('the shipped file is the one read when none is named', () => {
+    expect(LIMIT_POLICY_FILE).toBe(SHIPPED_POLICY);
+    expect(loadLimitPolicy()).toEqual(parseLimitPolicy(shipped));
+    expect(loadLimitPolicy(SHIPPED_POLICY).version).toBe(shipped.version);
+  });
+
+  it('a refused policy is a LimitPolicyError, named so in the log line', () => {
+    const error = (() => {
+      try {
+        parseLimitPolicy(null, 'p.json');
+      } catch (caught) {
+        return caught;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(LimitPolicyError);
+    expect(error).toMatchObject({ name: 'LimitPolicyError', message: 'limits policy p.json: must be a JSON object' });
+    expect(String(error)).toBe('LimitPolicyError: limits policy p.json: must be a JSON object');
+  });
+
   it('a file that cannot be read is named with the reason', () => {
     const missing = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'limits-')), 'absent.json');
     expect(() => loadLimitPolicy(missing)).toThrow(new RegExp(`^limits policy ${missing}: cannot be read \\(ENOENT`));
@@ -213,10 +242,10 @@ describe('the policy document', () => {
 });
 
 describe('the limits view', () => {
-  const policy = parseLimitPolicy(shipped);
+  const policy = () => parseLimitPolicy(shipped);
 
   it('every currency in order, every limit, the tier, its next tier and the policy version; nothing used when nothing is known', () => {
-    const view = limitsView(policy, 'tier_1', new Map(), '2026-02-28');
+    const view = limitsView(policy(), 'tier_1', new Map(), '2026-02-28');
     expect(view).toMatchObject({ object: 'limits', tier: 'tier_1', next_tier: { tier: 'tier_2', requires: 'identity_documents' }, policy_version: shipped.version });
     expect(view.currencies.map((c) => c.currency)).toEqual(['EUR', 'USD', 'USDC', 'USDT', 'XOF']);
     expect(view.currencies.find((c) => c.currency === 'XOF')?.limits).toEqual([
@@ -228,7 +257,7 @@ describe('the limits view', () => {
   });
 
   it('used is what the usage says (a negative balance uses nothing); the daily period ends tomorrow, the monthly one next month', () => {
-    const view = limitsView(policy, 'tier_0', new Map([['XOF', { balanceMinor: -50n, monthlyInflowMinor: 500_000n, dailyOutflowMinor: 199_999n }]]), '2026-06-15');
+    const view = limitsView(policy(), 'tier_0', new Map([['XOF', { balanceMinor: -50n, monthlyInflowMinor: 500_000n, dailyOutflowMinor: 199_999n }]]), '2026-06-15');
     expect(view.currencies.find((c) => c.currency === 'XOF')?.limits).toEqual([
       { limit: 'balance', limit_minor: '200000', used_minor: '0', remaining_minor: '200000', resets_at: null },
       { limit: 'monthly_inflow', limit_minor: '500000', used_minor: '500000', remaining_minor: '0', resets_at: '2026-07-01T00:00:00.000Z' },

@@ -37,13 +37,27 @@ describe('verifyCallback (Standard Webhooks over the raw body)', () => {
       () => verifyCallback(SECRET, { ...good, id: undefined }, body, NOW),
       () => verifyCallback(SECRET, { ...good, timestamp: '12e3' }, body, NOW),
     ];
-    for (const refuse of refusals) expect(refuse).toThrow(expect.objectContaining({ code: 'InvalidSignature', category: 'unauthenticated' }));
+    for (const refuse of refusals) {
+      expect(refuse).toThrow(
+        expect.objectContaining({ code: 'InvalidSignature', category: 'unauthenticated', message: 'The webhook-signature header is missing or does not match the body signed with the rail secret.' }),
+      );
+    }
+  });
+
+  it('reads the timestamp as digits only: a sign, a space or a fraction around the signed number is refused', () => {
+    const good = signed(body);
+    for (const timestamp of [`+${good.timestamp}`, ` ${good.timestamp}`, `${good.timestamp} `, `${good.timestamp}.0`, `-${good.timestamp}`]) {
+      // Number() reads each as the signed timestamp: only the header's own form refuses them.
+      expect(() => verifyCallback(SECRET, { ...good, timestamp }, body, NOW), timestamp).toThrow(expect.objectContaining({ code: 'InvalidSignature' }));
+    }
   });
 
   it(`accepts a timestamp ${CALLBACK_TOLERANCE_SECONDS} seconds away either way, refuses one second more`, () => {
     for (const offset of [-CALLBACK_TOLERANCE_SECONDS, CALLBACK_TOLERANCE_SECONDS]) expect(verifyCallback(SECRET, signed(body, { at: NOW + offset * 1000 }), body, NOW)).toBe('msg_1');
     for (const offset of [-(CALLBACK_TOLERANCE_SECONDS + 1), CALLBACK_TOLERANCE_SECONDS + 1]) {
-      expect(() => verifyCallback(SECRET, signed(body, { at: NOW + offset * 1000 }), body, NOW)).toThrow(expect.objectContaining({ code: 'CallbackTimestampOutOfTolerance' }));
+      expect(() => verifyCallback(SECRET, signed(body, { at: NOW + offset * 1000 }), body, NOW)).toThrow(
+        expect.objectContaining({ code: 'CallbackTimestampOutOfTolerance', category: 'unauthenticated', message: 'The webhook-timestamp is more than 300 seconds from now: the callback is refused.' }),
+      );
     }
   });
 
@@ -75,6 +89,7 @@ describe('the top-up posting plan and settlement', () => {
   it('credits the wallet (by id) the whole amount from the provider clearing account, balanced', () => {
     const posting = creditPosting(pending);
     expect(posting).toMatchObject({ kind: 'top_up.credit', reference: pending.id });
+    expect(posting.metadata).toEqual({ top_up_id: pending.id, provider: 'mtn_momo', provider_reference: 'ref-1' });
     expect(posting.allowFrozen).toBeUndefined();
     expect(posting.entries).toEqual([
       { account: { ownerType: 'platform', ownerId: null, currency: 'XOF', kind: 'external_clearing', externalRef: 'mobile_money.mtn_momo' }, amountMinor: -25_000n },
@@ -105,6 +120,7 @@ describe('the top-up posting plan and settlement', () => {
       { table: 'top_ups', id: pending.id, expect: { status: 'pending' }, set: { status: 'succeeded', failure_code: null, settled_at: at.toISOString(), updated_at: at.toISOString() }, postingIds: { posting_id: 0 } },
     ]);
     expect(succeeded.decision.events?.map((event) => [event.type, event.previousStatus, event.object])).toEqual([['top_up.succeeded', 'pending', { id: pending.id, status: 'succeeded' }]]);
+    expect(succeeded.decision.answer).toEqual({ resource: { type: 'top_up', id: pending.id, status: 'succeeded', location: `/api/wallets/${pending.walletId}/top-ups/${pending.id}` } });
 
     const failed = settlement(pending, { status: 'failed', failureCode: 'declined' }, at, present);
     expect(failed.after).toMatchObject({ status: 'failed', failureCode: 'declined' });
@@ -115,6 +131,7 @@ describe('the top-up posting plan and settlement', () => {
     const reversed = settlement(pending, { status: 'reversed', refusal: 'AccountFrozen' }, at, present);
     expect(reversed.after).toMatchObject({ status: 'reversed', failureCode: 'account_frozen' });
     expect(reversed.decision.postings).toEqual([]);
+    expect(reversed.decision.events?.[0]?.type).toBe('top_up.reversed');
     expect(reversed.decision.events?.[0]?.payload).toEqual({ amount_minor: '25000', currency: 'XOF', failure_code: 'account_frozen' });
   });
 

@@ -24,6 +24,8 @@ describe('the decision of a transfer', () => {
     const decided = decideTransfer(request(), { sender: active(SENDER), recipient: active(RECIPIENT) }, ID, NOW);
     if ('refusal' in decided) throw decided.refusal;
     expect(decided.transfer).toMatchObject({ id: ID, senderUserId: SENDER, rail: 'p2p', status: 'completed', recipientType: 'user', recipientUserId: RECIPIENT, recipientIdentifier: 'bob@test.example', amountMinor: 700n, note: 'rent', createdAt: NOW, updatedAt: NOW });
+    // No posting id yet: the posting is made when the decision is applied, and its id is filled in then.
+    expect(decided.transfer).toMatchObject({ postingId: '', settlementPostingId: null, railReference: null, submittedAt: null, settledAt: null });
     expect(decided.decision.postings).toEqual([
       {
         kind: 'transfer.p2p',

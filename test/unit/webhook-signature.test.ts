@@ -81,6 +81,8 @@ describe('the retry schedule', () => {
     expect(parseRetryAfter('', now)).toBeUndefined();
     expect(parseRetryAfter('   ', now)).toBeUndefined();
     expect(parseRetryAfter('12 seconds', now)).toBeUndefined();
+    expect(parseRetryAfter('x120', now)).toBeUndefined();
+    expect(parseRetryAfter('\t30\n', now)).toBe(30);
     expect(nextStep({ ...failure, httpStatus: 503, retryAfterSeconds: 0 }, 1, DELAYS, 0.5)).toEqual({ status: 'failed', retryInMs: 0 });
   });
 

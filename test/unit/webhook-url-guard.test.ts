@@ -1,5 +1,28 @@
 import { describe, expect, it } from 'vitest';
-import { checkUrlSyntax, checkWebhookUrl, guardedLookup, isPublicAddress, type LookupAll } from '../../src/modules/events';
+// A type only: erased when compiled, so it does not load the guard.
+import type { LookupAll } from '../../src/modules/events';
+
+/**
+ * The guard is loaded by the first test, not imported: it parses its refused IPv6 blocks when it
+ * loads, and a mutant there must fail a test rather than stop this file from loading (which
+ * `make mutation` would count as a survivor). Every later test then fails too, as it should.
+ */
+type Guard = typeof import('../../src/modules/events');
+type UrlPolicy = Parameters<Guard['checkUrlSyntax']>[1];
+let guard: Guard | undefined;
+const loaded = (): Guard => {
+  if (!guard) throw new Error('the webhook URL guard did not load');
+  return guard;
+};
+const isPublicAddress = (address: string) => loaded().isPublicAddress(address);
+const checkUrlSyntax = (raw: string, policy: UrlPolicy) => loaded().checkUrlSyntax(raw, policy);
+const checkWebhookUrl = (raw: string, policy: UrlPolicy, lookupAll?: LookupAll) => loaded().checkWebhookUrl(raw, policy, lookupAll);
+const guardedLookup = (policy: UrlPolicy, lookupAll?: LookupAll) => loaded().guardedLookup(policy, lookupAll);
+
+it('loads, its refused IPv6 blocks parsed', async () => {
+  guard = await import('../../src/modules/events');
+  expect(guard.isPublicAddress('::1')).toBe(false);
+});
 
 const PRODUCTION = { allowPrivateTargets: false };
 const DEVELOPMENT = { allowPrivateTargets: true };
@@ -68,6 +91,8 @@ describe('checkUrlSyntax in production settings', () => {
     ['ftp://hooks.example.com/x', 'scheme'],
     ['https://user:pass@hooks.example.com/x', 'userinfo'],
     ['https://user@hooks.example.com/x', 'userinfo'],
+    ['https://:secret@hooks.example.com/x', 'userinfo'],
+    ['https://hooks.example.com:1023/x', 'port'],
     ['https://hooks.example.com:22/x', 'port'],
     ['https://hooks.example.com:80/x', 'port'],
     ['https://127.0.0.1/x', 'private_address'],
@@ -84,7 +109,7 @@ describe('checkUrlSyntax in production settings', () => {
     expect(checkUrlSyntax(url, PRODUCTION)).toEqual({ ok: false, reason });
   });
 
-  it.each(['https://hooks.example.com/x', 'https://hooks.example.com:443/x', 'https://hooks.example.com:8443/x', 'https://8.8.8.8/x'])('%s passes', (url) => {
+  it.each(['https://hooks.example.com/x', 'https://hooks.example.com:443/x', 'https://hooks.example.com:1024/x', 'https://hooks.example.com:8443/x', 'https://8.8.8.8/x'])('%s passes', (url) => {
     expect(checkUrlSyntax(url, PRODUCTION).ok).toBe(true);
   });
 
@@ -93,6 +118,9 @@ describe('checkUrlSyntax in production settings', () => {
     expect(checkUrlSyntax('http://localhost:8080/hook', DEVELOPMENT).ok).toBe(true);
     expect(checkUrlSyntax('http://a:b@127.0.0.1:4567/hook', DEVELOPMENT)).toEqual({ ok: false, reason: 'userinfo' });
     expect(checkUrlSyntax('http://127.0.0.1:25/hook', DEVELOPMENT)).toEqual({ ok: false, reason: 'port' });
+    expect(checkUrlSyntax('http://127.0.0.1:1023/hook', DEVELOPMENT)).toEqual({ ok: false, reason: 'port' });
+    // 443 is the one low port allowed (for https it is the default, so the URL names no port at all).
+    expect(checkUrlSyntax('http://127.0.0.1:443/hook', DEVELOPMENT).ok).toBe(true);
   });
 });
 
@@ -109,6 +137,19 @@ describe('checkWebhookUrl (DNS)', () => {
     expect(await checkWebhookUrl('https://mixed.example/x', PRODUCTION, dns)).toEqual({ ok: false, reason: 'private_address' });
     expect(await checkWebhookUrl('https://v6private.example/x', PRODUCTION, dns)).toEqual({ ok: false, reason: 'private_address' });
     expect(await checkWebhookUrl('https://nowhere.example/x', PRODUCTION, dns)).toEqual({ ok: false, reason: 'unresolvable' });
+    expect(await checkWebhookUrl('https://empty.example/x', PRODUCTION, resolver({ 'empty.example': [] }))).toEqual({ ok: false, reason: 'unresolvable' });
+  });
+
+  it('asks no DNS for an IP literal: the address is the one checked', async () => {
+    const refuse: LookupAll = async () => {
+      throw new Error('no DNS expected');
+    };
+    expect((await checkWebhookUrl('https://8.8.8.8/x', PRODUCTION, refuse)).ok).toBe(true);
+    expect(await checkWebhookUrl('https://[::1]/x', PRODUCTION, refuse)).toEqual({ ok: false, reason: 'private_address' });
+  });
+
+  it('asks the system resolver by default, every address: localhost is private', async () => {
+    expect(await checkWebhookUrl('https://localhost/x', PRODUCTION)).toEqual({ ok: false, reason: 'private_address' });
   });
 
   it('accepts a host whose every address is public', async () => {
@@ -137,8 +178,32 @@ describe('guardedLookup (the connection goes to the address that was checked)', 
 
   it('refuses a name that now resolves to a private address, even if it was public when the endpoint was saved', async () => {
     const dns = lookup(PRODUCTION, [['10.0.0.1']]);
-    const { error } = await dns.resolve();
-    expect(error).toMatchObject({ code: 'EPRIVATEADDRESS' });
+    const { error, address } = await dns.resolve();
+    expect(error).toMatchObject({ code: 'EPRIVATEADDRESS', message: 'webhook target rebind.example resolves to a private address' });
+    expect(address).toBe('');
+  });
+
+  it('refuses a name with any private address among public ones, and a name with no address', async () => {
+    for (const answer of [['93.184.216.34', '10.0.0.1'], ['10.0.0.1', '93.184.216.34'], []]) {
+      const { error, address } = await lookup(PRODUCTION, [answer]).resolve();
+      expect(error, answer.join(',')).toMatchObject({ code: 'EPRIVATEADDRESS' });
+      expect(address).toBe('');
+    }
+  });
+
+  it('hands a resolver failure on as it is, with no address', async () => {
+    const failure = Object.assign(new Error('getaddrinfo ENOTFOUND gone.example'), { code: 'ENOTFOUND' });
+    const guarded = guardedLookup(PRODUCTION, async () => {
+      throw failure;
+    });
+    const answer = await new Promise<{ error: unknown; address: unknown; family: unknown }>((done) => guarded('gone.example', {}, (error, address, family) => done({ error, address, family })));
+    expect(answer).toEqual({ error: failure, address: '', family: 4 });
+  });
+
+  it('answers a list when asked for all addresses: the one address checked', async () => {
+    const guarded = guardedLookup(PRODUCTION, async () => [{ address: '93.184.216.34', family: 4 }]);
+    const address = await new Promise<unknown>((done) => guarded('public.example', { all: true }, (_error, answer) => done(answer)));
+    expect(address).toEqual([{ address: '93.184.216.34', family: 4 }]);
   });
 
   it('resolves once and hands the socket that very address', async () => {

@@ -83,10 +83,14 @@ function solanaCheck(address: string): AddressCheck {
 
 const CHECKS: Record<AddressFormat, (address: string) => AddressCheck> = { evm: evmCheck, tron: tronCheck, solana: solanaCheck };
 
-/** Whether `address` is a well-formed address of a format other than `format` (an EVM one in any case). */
+/**
+ * Whether `address` is a well-formed TRON or Solana address, of a format other than `format`.
+ * An EVM address is never asked about here: evmCheck asks of the other formats only, and
+ * solanaCheck only of a string base58 decoded, which has no `0`, so never starts `0x`.
+ */
 function otherFormat(address: string, format: AddressFormat): boolean {
-  const formats: AddressFormat[] = ['evm', 'tron', 'solana'];
-  return formats.some((other) => other !== format && (other === 'evm' ? /^0x[0-9a-fA-F]{40}$/.test(address) : isValidAddress(other, address)));
+  const formats: AddressFormat[] = ['tron', 'solana'];
+  return formats.some((other) => other !== format && isValidAddress(other, address));
 }
 
 /** Checks an external address for `format`: the accepted address (normalised), or why it is refused. */

@@ -34,8 +34,9 @@ export function nextStep(result: AttemptResult, attemptCount: number, delaysSeco
 
 /** Retry-After as seconds: a number of seconds or an HTTP date; undefined when absent or unreadable. */
 export function parseRetryAfter(value: string | undefined, now: Date): number | undefined {
-  if (value === undefined || value.trim() === '') return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  if (value === undefined) return undefined;
+  // Number() reads around spaces as trim() does; a blank value is neither digits nor a date.
+  if (/^\d+$/.test(value.trim())) return Number(value);
   const at = Date.parse(value);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, Math.ceil((at - now.getTime()) / 1000));

@@ -81,7 +81,7 @@ export function checkUrlSyntax(raw: string, policy: UrlPolicy): UrlCheck {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return { ok: false, reason: 'scheme' };
   if (url.protocol === 'http:' && !policy.allowPrivateTargets) return { ok: false, reason: 'scheme' };
   if (url.username !== '' || url.password !== '') return { ok: false, reason: 'userinfo' };
-  if (url.hostname === '') return { ok: false, reason: 'invalid' };
+  // No empty host here: the URL parser refuses an http(s) URL without one.
   if (url.port !== '') {
     const port = Number(url.port);
     if (port < 1024 && port !== 443) return { ok: false, reason: 'port' };
