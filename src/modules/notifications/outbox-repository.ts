@@ -11,7 +11,7 @@ export interface OutboxMessageRow {
   created_at: Date;
 }
 
-const OUTBOX = new Keyset({ table: 'notification_outbox', alias: 'o', noun: 'a message of this recipient' });
+const OUTBOX = new Keyset({ table: 'notification_outbox', alias: 'o', orderBy: ['created_at', 'position'], noun: 'a message of this recipient' });
 
 /** The sandbox notifier's outbox: every message it kept, by recipient. */
 export const outboxRepository = {
