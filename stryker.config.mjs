@@ -252,6 +252,15 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'true',
     reason: "the ruling records a seller amount only for a split (resolutionPlan answers null for release and refund): resolutionSellerAmountMinor !== null already implies the split",
   },
+  // escrow-payouts.ts, settledBuyerShare: a buyer's share is held only when the seller or the fee
+  // was paid (heldBuyerShare refuses a settlement with toSellerMinor + feeMinor <= 0n), and
+  // paidBeforeBuyerShare hands those amounts to the lifecycle, whose settled() answers 'released'
+  // for any outcome that pays the seller or the fee: the share's completion and return are always
+  // 'released'.
+  ...[
+    ['ConditionalExpression', "status === 'released'", 'true', "the status is always 'released' here: the same releasedAt"],
+    ['ObjectLiteral', '{ refundedAt: now }', '{}', "the status is always 'released' here: the refundedAt branch is never taken"],
+  ].map(([mutator, original, replacement, reason]) => ({ file: 'escrow-payouts.ts', mutator, original, replacement, reason })),
   // transfer-decision.ts, routeOf
   {
     file: 'transfer-decision.ts',

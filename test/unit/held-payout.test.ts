@@ -195,6 +195,46 @@ describe("a split ruling's share for the buyer, held", () => {
   it('holds nothing of a settlement that pays the buyer nothing (a release) or nothing but the buyer (a refund: money returned, never limited)', () => {
     expect(heldBuyerShare(disputed, ruling(releaseSettlement(10_000n, fee)), HELD_SHARE, AT)).toBeUndefined();
     expect(heldBuyerShare(disputed, ruling(refundSettlement(10_000n, fee), 'refunded'), HELD_SHARE, AT)).toBeUndefined();
+    // Each condition on its own: a split's amounts without its settlement posting, or with one
+    // that may reach a frozen wallet (money returned), and a posting that pays nothing but the
+    // buyer even when not marked as money returned.
+    const split = ruling();
+    expect(heldBuyerShare(disputed, { ...split, posting: undefined }, HELD_SHARE, AT)).toBeUndefined();
+    expect(heldBuyerShare(disputed, { ...split, posting: { ...split.posting, plan: { ...split.posting.plan, allowFrozen: true } } }, HELD_SHARE, AT)).toBeUndefined();
+    const buyerAlone = ruling(refundSettlement(10_000n, fee), 'released');
+    expect(buyerAlone.posting.plan.allowFrozen).toBe(false);
+    expect(heldBuyerShare(disputed, buyerAlone, HELD_SHARE, AT)).toBeUndefined();
+  });
+
+  it("keeps of the ruling only the columns it set, and holds a share whose seller's part all went to the minimum fee (the fee alone paid now)", () => {
+    const held = heldBuyerShare(disputed, ruling(), HELD_SHARE, AT);
+    // Strictly: the columns of KEPT_ON_HOLD the ruling did not set (acceptedAt, resolutionNote) are left out, not written as undefined.
+    expect(held?.changes).toStrictEqual({
+      resolutionOutcome: 'split',
+      resolutionSellerAmountMinor: 4_000n,
+      resolvedByUserId: ADMIN,
+      resolvedAt: AT,
+      status: 'accepted',
+      autoReleaseAt: null,
+      settledToSellerMinor: 4_000n,
+      settledFeeMinor: 40n,
+      payoutId: HELD_SHARE,
+      payoutStatus: 'held_for_verification',
+      payoutReason: 'recipient_limit',
+      payoutHeldAt: AT,
+      payoutSettledAt: null,
+      payoutRecipient: 'buyer',
+    });
+    // The seller's fee, 500 at least, takes all of the seller's 300: 0 to the seller, 300 of fee
+    // paid now, 9,700 held for the buyer.
+    const minimumFee = { bps: 100, payer: 'seller' as const, minimumMinor: 500n, totalMinor: 500n, buyerShareMinor: 0n, sellerShareMinor: 500n };
+    const feeOnly = heldBuyerShare(disputed, ruling(splitSettlement(10_000n, minimumFee, 300n)), HELD_SHARE, AT);
+    expect(feeOnly?.changes).toMatchObject({ status: 'accepted', settledToSellerMinor: 0n, settledFeeMinor: 300n, payoutRecipient: 'buyer' });
+    expect(feeOnly?.posting?.plan.entries).toEqual([
+      { account: { id: HOLDING }, amountMinor: -300n },
+      { account: shardIdentity('fees', 'XOF', ID), amountMinor: 300n },
+    ]);
+    expect(feeOnly?.payload).toMatchObject({ amount_minor: '9700' });
   });
 
   const shareHeld = () => {
@@ -206,6 +246,7 @@ describe("a split ruling's share for the buyer, held", () => {
   it('completes to the buyer alone (escrow.buyer_share, limited), the escrow released with the whole settlement, or is tried again later', () => {
     const { row, accepted } = shareHeld();
     const { change, retry } = completedRelease(accepted, row, AT);
+    expect(change.type).toBe('escrow.released');
     expect(change.posting?.plan).toEqual({
       kind: 'escrow.buyer_share',
       reference: ID,
@@ -222,6 +263,8 @@ describe("a split ruling's share for the buyer, held", () => {
     expect(change.payload).toEqual({ held_payout_id: HELD_SHARE, to_seller_minor: '4000', to_buyer_minor: '6060', fee_minor: '40' });
     expect(change.rows).toEqual([expect.objectContaining({ table: 'held_payouts', id: HELD_SHARE, set: expect.objectContaining({ status: 'completed' }) })]);
     expect(retry).toMatchObject({ table: 'held_payouts', id: HELD_SHARE, set: { attempts: 1 } });
+    // A share held needs the holding account the funding credited.
+    expect(() => completedRelease({ ...accepted, holdingAccountId: null }, row, AT)).toThrow(`escrow ${ID} holds a share but its funding credited no holding account`);
     // Its completion holds nothing more: it pays the buyer alone.
     expect(heldBuyerShare(accepted, change, HELD, AT)).toBeUndefined();
     expect(heldRelease(accepted, change, HELD, AT)).toBeUndefined();
@@ -234,6 +277,15 @@ describe("a split ruling's share for the buyer, held", () => {
     expect(change.posting?.plan).toMatchObject({ kind: 'escrow.buyer_share', allowFrozen: true });
     expect(change.changes).toMatchObject({ status: 'released', settledToBuyerMinor: 6_060n, payoutStatus: 'returned' });
     expect(change.payload).toMatchObject({ payout_returned: true, reason: 'No verification', to_buyer_minor: '6060' });
+    expect(change.rows).toEqual([
+      {
+        table: 'held_payouts',
+        id: HELD_SHARE,
+        expect: { status: 'held_for_verification' },
+        set: { status: 'returned', settled_at: '2026-11-29T09:00:00.000Z', returned_by_user_id: ADMIN, return_reason: 'No verification' },
+        postingIds: { posting_id: 0 },
+      },
+    ]);
     expect(() => returnedRelease(accepted, row, { userId: BUYER, capacities: new Set(['buyer', 'administrator']) }, 'Mine', AT)).toThrow(/party to this escrow/);
   });
 
