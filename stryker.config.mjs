@@ -325,6 +325,15 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'true',
     reason: "a level other than read or write was refused two lines above; for a write, have.level === 'write' is the have.level === need.level just before it",
   },
+  // decision-window.ts, RunAlone: the refusal a decision that threw something other than a
+  // DomainError is sent as; answer() recognises it by its class and runs the request alone.
+  {
+    file: 'decision-window.ts',
+    mutator: 'StringLiteral',
+    original: "'the request runs alone'",
+    replacement: '""',
+    reason: 'the RunAlone error never reaches anyone: write_apply_batch hands it back to answer(), which runs the request alone on seeing its class; its message is read nowhere',
+  },
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',

@@ -114,6 +114,36 @@ describe('a decision window', () => {
     expect(lost.key.completedWith).toBeUndefined();
   });
 
+  it('runs a request alone again on a new connection when the connection fails under it (injected), not for another error', async () => {
+    const user = await createUser();
+    const decider = thingDecider();
+    const window = new DecisionWindow(knex, decider, () => new Date(), undefined, undefined);
+    const transaction = knex.transaction.bind(knex);
+    let failures = 1;
+    const lost = vi.spyOn(knex, 'transaction').mockImplementation(((...args: Parameters<typeof knex.transaction>) => {
+      if (failures > 0) {
+        failures -= 1;
+        return Promise.reject(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
+      }
+      return (transaction as (...a: unknown[]) => unknown)(...args);
+    }) as never);
+    const one = submission(user, 'decide');
+    try {
+      expect(await window.runAlone(one)).toEqual({ after: `alone ${one.id}` });
+    } finally {
+      lost.mockRestore();
+    }
+    expect(failures).toBe(0);
+    const refused = vi.spyOn(knex, 'transaction').mockRejectedValue(Object.assign(new Error('check constraint'), { code: '23514' }));
+    try {
+      expect(await window.runAlone(submission(user, 'decide'))).toEqual({ error: expect.objectContaining({ code: '23514' }) });
+      expect(refused).toHaveBeenCalledTimes(1);
+    } finally {
+      refused.mockRestore();
+    }
+    expect(decider.alone).toHaveBeenCalledTimes(1);
+  });
+
   it('refuses a decider that answers another number of decisions than submissions; through the group commit, that window fails as a whole, said once, and each request runs alone', async () => {
     const user = await createUser();
     const short = thingDecider({ count: (n) => n - 1 });

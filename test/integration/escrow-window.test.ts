@@ -100,4 +100,17 @@ describe('escrow actions in a window', () => {
     await expect(escrows.actInWindow(keyFor(stranger, 'fundEscrow', id), caller(stranger), id, 'fund')).rejects.toMatchObject({ category: 'not_found' });
     expect(await knex('idempotency_keys').where({ user_id: stranger.id })).toEqual([]);
   });
+
+  it('an escrow id in capitals is the same escrow; one that is no UUID is not found, without a read', async () => {
+    const { id, buyer } = await created();
+    const funded = await escrows.actInWindow(keyFor(buyer, 'fundEscrow', id.toUpperCase()), caller(buyer), id.toUpperCase(), 'fund');
+    expect({ id: funded.id, status: funded.status }).toEqual({ id, status: 'funded' });
+    for (const other of ['not-an-escrow', `x${id}`, `${id}x`]) {
+      const { result, statements } = await statementsOf(() => escrows.window.runWindow([{ caller: caller(buyer), escrowId: other, action: 'accept', key: keyFor(buyer, 'acceptEscrow', other) }]));
+      expect(result.map((answer) => ('error' in answer ? (answer.error as { code?: string }).code : answer))).toEqual(['NotFound']);
+      // The window's one statement, write_apply_batch: the key claimed, then released for the refusal.
+      expect(statements.length).toBe(1);
+    }
+    expect(await knex('idempotency_keys').where({ user_id: buyer.id, operation: 'acceptEscrow' })).toEqual([]);
+  });
 });

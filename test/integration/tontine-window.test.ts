@@ -2,8 +2,9 @@ import crypto from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { requestHash } from '../../src/modules/idempotency';
-import { currencies } from '../../src/modules/ledger';
+import { currencies, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import type { TontineService } from '../../src/modules/tontines';
+import { tontineDecider } from '../../src/modules/tontines/tontine-window';
 import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { gate, untilWaitingForLock } from '../support/lock-wait';
@@ -155,6 +156,53 @@ describe('tontine contributions in a window', () => {
     expect(await knex('idempotency_keys').where({ user_id: member.id, key }).first('status', 'resource_type')).toEqual({ status: 'completed', resource_type: 'tontine_contribution' });
     expect(await poolBalance(other.id)).toBe(1000n);
     await expectLedgerInvariants(knex);
+  });
+
+  it('run again by the same request (a fault hid its commit), a contribution answers the tontine as it is now and the contribution it paid, its key completed with it', async () => {
+    const [organizer, member] = (await members(2)) as [TestUser, TestUser];
+    const tontine = await tontineThroughService(tontines, [organizer, member]);
+    const paid = submission(member, tontine.id, 1);
+    const [made] = await tontines.window.runWindow([paid]);
+    const contributionId = made && 'after' in made ? made.after.contributionId : undefined;
+    expect(contributionId).toEqual(expect.any(String));
+    const again = await tontines.window.runAlone(paid);
+    expect(again).toEqual({ after: { tontine: await tontines.get({ userId: member.id }, tontine.id), contributionId } });
+    expect(paid.key.completedWith).toEqual({ responseStatus: 200, resourceType: 'tontine_contribution', resourceId: contributionId, resourceStatus: 'paid' });
+    expect(await count('tontine_contributions', { tontine_id: tontine.id, status: 'paid' })).toBe(1);
+    // A contribution id that names no contribution is no completed contribution.
+    const decider = tontineDecider(knex, { alone: () => Promise.reject(new Error('not run')), current: () => Promise.reject(new Error('not read')) });
+    expect(await decider.completed(crypto.randomUUID(), paid)).toBeUndefined();
+  });
+
+  it('a tontine id in capitals is the same tontine; one that is no UUID is not found, without a read', async () => {
+    const [organizer, member] = (await members(2)) as [TestUser, TestUser];
+    const tontine = await tontineThroughService(tontines, [organizer, member]);
+    const [capitals] = await tontines.window.runWindow([submission(member, tontine.id.toUpperCase(), 1)]);
+    expect(capitals && 'after' in capitals ? capitals.after.tontine.cycles?.[0]?.collected_minor : capitals).toBe('1000');
+    for (const id of ['not-a-tontine', `x${tontine.id}`, `${tontine.id}x`]) {
+      const { result, statements } = await statementsOf(() => tontines.window.runWindow([submission(organizer, id, 1)]));
+      expect(result.map((answer) => ('error' in answer ? (answer.error as { code?: string }).code : answer))).toEqual(['TontineNotFound']);
+      // The window's one statement, write_apply_batch: the key claimed, then released for the refusal.
+      expect(statements.length).toBe(1);
+    }
+    expect(await count('tontine_contributions', { tontine_id: tontine.id, status: 'paid' })).toBe(1);
+  });
+
+  it("a member's contribution the wallet does not cover runs alone and is refused naming it; the same member's second in the window, refused on the state the first was to leave, runs alone too", async () => {
+    const [organizer, member] = (await members(2)) as [TestUser, TestUser];
+    const poor = await fundedUser({ XOF: 500n });
+    const tontine = await tontineThroughService(tontines, [organizer, member, poor]);
+    const answers = await tontines.window.runWindow([submission(poor, tontine.id, 1), submission(poor, tontine.id, 1)]);
+    for (const answer of answers) {
+      expect(answer).toMatchObject({
+        error: { code: 'InsufficientFunds', message: 'Insufficient funds: your XOF wallet does not cover this contribution.', details: { currency: 'XOF', available: '500', required: '1000' } },
+      });
+    }
+    // A frozen wallet: named as the member's own.
+    await setAccountStatus(knex, (await walletOf(knex, member.id, 'XOF')).id, 'frozen');
+    const [frozen] = await tontines.window.runWindow([submission(member, tontine.id, 1)]);
+    expect(frozen).toMatchObject({ error: { code: 'WalletFrozen', details: { party: 'sender' } } });
+    expect(await count('tontine_contributions', { tontine_id: tontine.id, status: 'paid' })).toBe(0);
   });
 
   // Two connections: real PostgreSQL only.
