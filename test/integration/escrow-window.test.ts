@@ -1,9 +1,13 @@
 import crypto from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { describe, expect, it, vi } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { EscrowService, escrowStatusOf } from '../../src/modules/escrows';
+import { escrowDecider } from '../../src/modules/escrows/escrow-window';
+import type { EscrowWithHistory } from '../../src/modules/escrows/escrow-repository';
 import { IdempotencyService, requestHash } from '../../src/modules/idempotency';
 import { currencies, fundWallet, shardedPlatformAccount, walletOf } from '../../src/modules/ledger';
+import { DecisionWindow } from '../../src/modules/writes';
 import { testKnex } from '../support/database';
 import { createUser, type TestUser } from '../support/factories';
 import { statementsSent } from '../support/sent-statements';
@@ -112,5 +116,17 @@ describe('escrow actions in a window', () => {
       expect(statements.length).toBe(1);
     }
     expect(await knex('idempotency_keys').where({ user_id: buyer.id, operation: 'acceptEscrow' })).toEqual([]);
+  });
+
+  it('a window whose read fails is said to have failed as a whole, naming escrow actions, and each of its actions runs alone', async () => {
+    const { id, buyer } = await created();
+    // The window's one read meets a database error.
+    const failing = { raw: () => Promise.reject(new Error('the read failed')) } as unknown as Knex;
+    const ranAlone = { escrow: { id }, history: [] } as unknown as EscrowWithHistory;
+    const decider = escrowDecider(failing, { decide: () => Promise.reject(new Error('not decided')), alone: async () => ranAlone });
+    const warn = vi.fn();
+    const window = new DecisionWindow(knex, decider, () => new Date(), { warn }, { windowMs: 1, maxItems: 64 });
+    expect(await window.submit({ caller: caller(buyer), escrowId: id, action: 'fund', key: keyFor(buyer, 'fundEscrow', id) })).toEqual({ after: ranAlone });
+    expect(warn.mock.calls).toEqual([[{ size: 1 }, 'a window of escrow actions failed as a whole: they run again one by one']]);
   });
 });

@@ -1,10 +1,12 @@
 import crypto from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { requestHash } from '../../src/modules/idempotency';
 import { currencies, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import type { TontineService } from '../../src/modules/tontines';
-import { tontineDecider } from '../../src/modules/tontines/tontine-window';
+import { tontineDecider, type Contributed } from '../../src/modules/tontines/tontine-window';
+import { DecisionWindow } from '../../src/modules/writes';
 import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { gate, untilWaitingForLock } from '../support/lock-wait';
@@ -203,6 +205,19 @@ describe('tontine contributions in a window', () => {
     const [frozen] = await tontines.window.runWindow([submission(member, tontine.id, 1)]);
     expect(frozen).toMatchObject({ error: { code: 'WalletFrozen', details: { party: 'sender' } } });
     expect(await count('tontine_contributions', { tontine_id: tontine.id, status: 'paid' })).toBe(0);
+  });
+
+  it('a window whose read fails is said to have failed as a whole, naming tontine contributions, and each of its contributions runs alone', async () => {
+    const [organizer, member] = (await members(2)) as [TestUser, TestUser];
+    const tontine = await tontineThroughService(tontines, [organizer, member]);
+    // The window's one read meets a database error.
+    const failing = { raw: () => Promise.reject(new Error('the read failed')) } as unknown as Knex;
+    const ranAlone = { contributionId: 'alone' } as unknown as Contributed;
+    const decider = tontineDecider(failing, { alone: async () => ranAlone, current: () => Promise.reject(new Error('not read')) });
+    const warn = vi.fn();
+    const window = new DecisionWindow(knex, decider, () => new Date(), { warn }, { windowMs: 1, maxItems: 64 });
+    expect(await window.submit(submission(member, tontine.id, 1))).toEqual({ after: ranAlone });
+    expect(warn.mock.calls).toEqual([[{ size: 1 }, 'a window of tontine contributions failed as a whole: they run again one by one']]);
   });
 
   // Two connections: real PostgreSQL only.
