@@ -342,6 +342,31 @@ export const EQUIVALENT_MUTANTS = [
     replacement: 'id.toUpperCase()',
     reason: "the ids (already checked to be UUIDs) only reach PostgreSQL as uuid[], which reads a uuid in either case; the rows are keyed by their stored id, and one case or the other folds duplicates alike",
   },
+  // tontine-window.ts, the window's decider: a refusal that is no DomainError is sent as
+  // RunAlone (decision-window.ts, itemDecided), so these messages never reach anyone.
+  ...[
+    ['StringLiteral', "'a contribution after the window completed its cycle runs alone'", '""'],
+    ['StringLiteral', "'a contribution refused on the window state runs alone'", '""'],
+  ].map(([mutator, original, replacement]) => ({
+    file: 'tontine-window.ts',
+    mutator,
+    original,
+    replacement,
+    reason: 'a refusal other than a DomainError is replaced by RunAlone before write_apply_batch and the request runs alone: this message is read nowhere',
+  })),
+  // tontine-window.ts, readContributions: the pairs reach PostgreSQL only as uuid[], read in
+  // either case; p.reader comes back as a uuid, in lower case; `wanted` is keyed only to fold a
+  // pair asked twice, which one case or the other folds alike.
+  ...[
+    ['pair.tontineId.toLowerCase()', 'pair.tontineId.toUpperCase()'],
+    ['pair.userId.toLowerCase()', 'pair.userId.toUpperCase()'],
+  ].map(([original, replacement]) => ({
+    file: 'tontine-window.ts',
+    mutator: 'MethodExpression',
+    original,
+    replacement,
+    reason: "the ids only reach PostgreSQL as uuid[] (either case reads the same uuid), and the read's rows are keyed by the ids PostgreSQL answers, not by these",
+  })),
   // organization-access-service.ts
   {
     file: 'organization-access-service.ts',

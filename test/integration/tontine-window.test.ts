@@ -68,6 +68,10 @@ describe('tontine contributions in a window', () => {
     expect(result.tontine.cycles?.[0]?.collected_minor).toBe('1000');
     const completed = await knex('idempotency_keys').where({ user_id: (member as TestUser).id, key }).first('status', 'resource_type', 'resource_id');
     expect(completed).toEqual({ status: 'completed', resource_type: 'tontine_contribution', resource_id: result.contributionId });
+    expect(await knex('idempotency_keys').where({ user_id: (member as TestUser).id, key }).first('resource_status', 'resource_location')).toEqual({
+      resource_status: 'paid',
+      resource_location: `/api/tontines/${tontine.id}`,
+    });
     expect(await knex('tontines').where({ id: tontine.id }).first('paid_in_cycle')).toEqual({ paid_in_cycle: 1 });
   });
 
@@ -83,6 +87,9 @@ describe('tontine contributions in a window', () => {
     expect(views.slice(0, 4).map((view) => (view as { cycles: Array<{ collected_minor: string }> }).cycles[0]?.collected_minor)).toEqual(['1000', '2000', '3000', '4000']);
     expect(await payouts(tontine.id)).toBe(1);
     expect(await poolBalance(tontine.id)).toBe(0n);
+    // The last one answers the pot paid, not held.
+    expect((views[4] as { cycles: Array<{ status: string; payout?: unknown }> }).cycles[0]).toMatchObject({ status: 'paid_out' });
+    expect((views[4] as { cycles: Array<{ status: string; payout?: unknown }> }).cycles[0]?.payout).toBeUndefined();
     // The organizer receives cycle 1's pot: 5 x 1000, less their own contribution.
     expect(await walletBalance((circle[0] as TestUser).id, 'XOF')).toBe(100_000n + 4000n);
     expect(await knex('tontines').where({ id: tontine.id }).first('current_cycle', 'paid_in_cycle')).toEqual({ current_cycle: 2, paid_in_cycle: 0 });
@@ -205,6 +212,23 @@ describe('tontine contributions in a window', () => {
     const [frozen] = await tontines.window.runWindow([submission(member, tontine.id, 1)]);
     expect(frozen).toMatchObject({ error: { code: 'WalletFrozen', details: { party: 'sender' } } });
     expect(await count('tontine_contributions', { tontine_id: tontine.id, status: 'paid' })).toBe(0);
+  });
+
+  it("the last contribution's events each name the status before them: the tontine's for the first, then the status the event before shows", async () => {
+    const [organizer, member] = (await members(2)) as [TestUser, TestUser];
+    const tontine = await tontineThroughService(tontines, [organizer, member]);
+    for (const [who, cycle] of [[organizer, 1], [member, 1], [organizer, 2]] as const) await tontines.contributeInWindow(submission(who, tontine.id, cycle).key, { userId: who.id }, tontine.id, { cycle });
+    const last = await knex('events').where({ subject_id: tontine.id }).max<Array<{ n: number }>>({ n: 'object_sequence' });
+    const [answer] = await tontines.window.runWindow([submission(member, tontine.id, 2)]);
+    expect(answer && 'after' in answer ? answer.after.tontine.status : answer).toBe('completed');
+    const events = (await knex('events').where({ subject_id: tontine.id }).where('object_sequence', '>', last[0]?.n ?? 0).orderBy('object_sequence').select('type', 'data')) as Array<{
+      type: string;
+      data: { object: { status: string }; previous_status: string };
+    }>;
+    expect(events.length).toBeGreaterThan(1);
+    expect(events[0]?.data.previous_status).toBe('active');
+    for (const [index, event] of events.entries()) if (index > 0) expect(event.data.previous_status).toBe(events[index - 1]?.data.object.status);
+    expect(events.at(-1)?.data.object.status).toBe('completed');
   });
 
   it('a window whose read fails is said to have failed as a whole, naming tontine contributions, and each of its contributions runs alone', async () => {
