@@ -91,7 +91,9 @@ export default tseslint.config(
     //   escrow resolution's plan, which reads its currency under the lock (write-path.test.ts);
     //   the tontine's pure posting plan and contribution decision, with the rows they take
     //   (tontine-posting-plan.test.ts, tontine-contribution-decision.test.ts); an escrow's held
-    //   release, held, completed or returned (held-payout.test.ts).
+    //   release, held, completed or returned (held-payout.test.ts); the escrow and tontine
+    //   windows' deciders over a read that fails, which no operation makes fail on demand, and a
+    //   contribution id that names nothing (escrow-window.test.ts, tontine-window.test.ts).
     files: [
       'test/api/pay-page.test.ts',
       'test/integration/invoice-numbering.test.ts',
@@ -106,6 +108,8 @@ export default tseslint.config(
       'test/unit/tontine-posting-plan.test.ts',
       'test/unit/tontine-contribution-decision.test.ts',
       'test/unit/held-payout.test.ts',
+      'test/integration/escrow-window.test.ts',
+      'test/integration/tontine-window.test.ts',
     ],
     rules: { 'no-restricted-imports': 'off' },
   },
