@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { queryPrepared } from '../../db/prepared';
 import type { Caller } from '../../contract';
 import type { PendingKey } from '../idempotency';
 import type { CompletedResource, WindowAnswer, WindowDecided, WindowDecider } from '../writes';
@@ -63,13 +62,12 @@ export function escrowDecider(knex: Knex, rules: EscrowRules): WindowDecider<Esc
   };
 }
 
-/** A window's read, named so that each connection parses it once and keeps its plan. */
-const WINDOW_READ_SQL = `SELECT e.*, events_history('escrow', e.id) AS history, ${HOLDING_ACCOUNT} FROM "escrows" e WHERE e.id = ANY($1::uuid[])`;
-
 /** The window's escrows, each with its history and holding account, in one plain statement (nothing locked). */
 async function readEscrows(knex: Knex, ids: readonly string[]): Promise<Map<string, LockedEscrow>> {
   const wanted = [...new Set(ids.filter((id) => UUID.test(id)).map((id) => id.toLowerCase()))];
   if (wanted.length === 0) return new Map();
-  const rows = await queryPrepared<Row & { history: unknown; holding_account_id: string | null }>(knex, 'escrow_window_read', WINDOW_READ_SQL, [wanted]);
-  return new Map(rows.map((row) => [row.id, lockedEscrowOf(row) as LockedEscrow]));
+  const result = (await knex.raw(`SELECT e.*, events_history('escrow', e.id) AS history, ${HOLDING_ACCOUNT} FROM "escrows" e WHERE e.id = ANY(?::uuid[])`, [wanted])) as {
+    rows: Array<Row & { history: unknown; holding_account_id: string | null }>;
+  };
+  return new Map(result.rows.map((row) => [row.id, lockedEscrowOf(row) as LockedEscrow]));
 }

@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { queryPrepared } from '../../db/prepared';
 import type { Caller, IdempotentResource } from '../../contract';
 import type { PendingKey } from '../idempotency';
 import { currencies, walletRefusal, type WalletPosting } from '../ledger';
@@ -161,20 +160,17 @@ function asSeenBy(before: Read, own: Read): Read {
   };
 }
 
-/** A window's read, named so that each connection parses it once and keeps its plan. */
-const WINDOW_READ_SQL = `SELECT t.*, p.reader, tontine_state(t.id, t.current_cycle, p.reader, t.pool_account_id) AS state
-   FROM unnest($1::uuid[], $2::uuid[]) AS p(tontine_id, reader) JOIN "tontines" t ON t.id = p.tontine_id`;
-
 /** Each (tontine, member) pair's tontine row with its state as that member sees it, in one plain statement (nothing locked); by `<tontine id>:<user id>`. */
 async function readContributions(knex: Knex, pairs: ReadonlyArray<{ tontineId: string; userId: string }>): Promise<Map<string, Read>> {
   const wanted = new Map(pairs.filter((pair) => UUID.test(pair.tontineId)).map((pair) => [`${pair.tontineId.toLowerCase()}:${pair.userId.toLowerCase()}`, { tontineId: pair.tontineId.toLowerCase(), userId: pair.userId.toLowerCase() }]));
   if (wanted.size === 0) return new Map();
-  const rows = await queryPrepared<TontineRow & { reader: string; state: unknown }>(knex, 'tontine_window_read', WINDOW_READ_SQL, [
-    [...wanted.values()].map((pair) => pair.tontineId),
-    [...wanted.values()].map((pair) => pair.userId),
-  ]);
+  const result = (await knex.raw(
+    `SELECT t.*, p.reader, tontine_state(t.id, t.current_cycle, p.reader, t.pool_account_id) AS state
+       FROM unnest(?::uuid[], ?::uuid[]) AS p(tontine_id, reader) JOIN "tontines" t ON t.id = p.tontine_id`,
+    [[...wanted.values()].map((pair) => pair.tontineId), [...wanted.values()].map((pair) => pair.userId)],
+  )) as { rows: Array<TontineRow & { reader: string; state: unknown }> };
   return new Map(
-    rows.map(({ reader, state, ...row }) => {
+    result.rows.map(({ reader, state, ...row }) => {
       const tontine = toTontine(row);
       return [`${tontine.id}:${reader}`, { tontine, state: stateFromColumn(state, tontine, reader) }];
     }),
