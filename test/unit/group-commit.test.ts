@@ -17,7 +17,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('GroupCommit (group commit of postings)', () => {
+describe('GroupCommit (the window of every group commit: transfers and decision windows)', () => {
   it('sends a lone item at once: with nothing in flight no request waits for the window', async () => {
     const { calls, runBatch } = controlledBatches();
     const group = new GroupCommit<number, string>({ windowMs: 2, runBatch, runOne: async (item) => `one:${item}` });
