@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import { setAccountStatus } from '../../src/modules/ledger';
 import type { Payment } from '../../src/modules/payment-links';
+import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrgAccount, createOrganization, type TestOrgAccount } from '../support/factories';
@@ -13,7 +14,8 @@ import { balanceOf, expectLedgerInvariants, postingEntries } from '../support/le
  * Payment settlements racing: each settlement is one transaction of its own, the payment's row
  * locked first, so several callers settling one payment at once (its timer, the sweep, another
  * instance) settle it once, and settlements of several payments to one destination at once never
- * deadlock; a failed settlement and a destination that cannot receive fail once and move nothing.
+ * deadlock; a failed settlement and a destination that cannot receive fail once and move nothing;
+ * a settlement that loses its connection runs again on a new one and settles once.
  */
 const knex = testKnex();
 let app: App;
@@ -104,5 +106,29 @@ describe('payment settlements racing', () => {
     expect(await eventsOf(payment.id)).toEqual(['payment.succeeded']);
     expect(await balanceOf(knex, account.ledgerAccountId)).toBe(1_500n);
     expect(((await knex('payment_links').where({ id: link.body.data.id }).first('status')) as { status: string }).status).toBe('completed');
+  });
+
+  it('a settlement whose connection is lost after its posting is run again on a new connection: settled once, one posting, one event', async () => {
+    const { account, linkId } = await checkoutOn();
+    const payment = await delayedPayment(linkId, 640n);
+    const markSucceeded = PaymentsRepository.prototype.markSucceeded;
+    let lost = 0;
+    const spy = vi.spyOn(PaymentsRepository.prototype, 'markSucceeded').mockImplementation(async function (this: PaymentsRepository, paymentId: string, postingId: string) {
+      if (lost === 0) {
+        lost += 1;
+        throw Object.assign(new Error('terminating connection due to administrator command (simulated)'), { code: '57P01' });
+      }
+      return markSucceeded.call(this, paymentId, postingId);
+    });
+    let settled: Payment;
+    try {
+      settled = await app.services.payments.settle(payment.id, new Date(Date.now() + 60_000));
+    } finally {
+      spy.mockRestore();
+    }
+    expect({ status: settled.status, lost }).toEqual({ status: 'succeeded', lost: 1 });
+    expect(await postingEntries(knex, 'payment_link.payment', payment.id)).toHaveLength(2);
+    expect(await eventsOf(payment.id)).toEqual(['payment.succeeded']);
+    expect(await balanceOf(knex, account.ledgerAccountId)).toBe(640n);
   });
 });

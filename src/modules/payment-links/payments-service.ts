@@ -206,10 +206,12 @@ export class PaymentsService {
   /**
    * One settlement in a transaction of its own. Settlements are driven by the sandbox's timers
    * and the sweep, a few at a time: the payment's row lock makes each settle once, and the
-   * posting locks its accounts in id order (ledger_post), as every other posting does.
+   * posting locks its accounts in id order (ledger_post), as every other posting does. A lost
+   * connection runs it again on a new one: a run whose commit went through unanswered finds the
+   * payment settled, and settles nothing twice.
    */
   private async settleNow(paymentId: string, now: Date): Promise<Payment> {
-    return (await withTransaction(this.knex, (trx) => this.settleIn(trx, paymentId, now))).payment;
+    return (await withTransaction(this.knex, (trx) => this.settleIn(trx, paymentId, now), { retryOnConnectionLoss: true })).payment;
   }
 
   /** Settles the payment in `trx` when it is pending and due; `changed` says whether it did. */
