@@ -2,9 +2,9 @@ import crypto from 'node:crypto';
 import request from 'supertest';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
+import { EventRepository } from '../../src/modules/events';
 import { setAccountStatus } from '../../src/modules/ledger';
 import type { Payment } from '../../src/modules/payment-links';
-import { PaymentsRepository } from '../../src/modules/payment-links/payments-repository';
 import { buildTestApp, type App } from '../support/app';
 import { testKnex } from '../support/database';
 import { accessTokenFor, bearer, businessPath, createMember, createOrgAccount, createOrganization, type TestOrgAccount } from '../support/factories';
@@ -111,14 +111,15 @@ describe('payment settlements racing', () => {
   it('a settlement whose connection is lost after its posting is run again on a new connection: settled once, one posting, one event', async () => {
     const { account, linkId } = await checkoutOn();
     const payment = await delayedPayment(linkId, 640n);
-    const markSucceeded = PaymentsRepository.prototype.markSucceeded;
+    const record = EventRepository.prototype.record;
     let lost = 0;
-    const spy = vi.spyOn(PaymentsRepository.prototype, 'markSucceeded').mockImplementation(async function (this: PaymentsRepository, paymentId: string, postingId: string) {
-      if (lost === 0) {
+    // The connection lost as the settlement records its event: after its posting and the payment's row.
+    const spy = vi.spyOn(EventRepository.prototype, 'record').mockImplementation(async function (this: EventRepository, ...args: Parameters<EventRepository['record']>) {
+      if (lost === 0 && args[0].subjectId === payment.id) {
         lost += 1;
         throw Object.assign(new Error('terminating connection due to administrator command (simulated)'), { code: '57P01' });
       }
-      return markSucceeded.call(this, paymentId, postingId);
+      return record.apply(this, args);
     });
     let settled: Payment;
     try {
