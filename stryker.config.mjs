@@ -5,11 +5,9 @@
 const CRITICAL_CORE = [
   'src/modules/rail-instructions/rail-instruction-service.ts', // rail side effects delivered once committed, retried until taken
   'src/modules/rail-instructions/rail-instruction-repository.ts', // claims of rail instructions: lease and backoff
-  'src/modules/escrows/escrow-commit.ts', // a release or a split held for the refused party's limits
   'src/modules/ledger/money.ts', // amount parsing and formatting
   'src/modules/ledger/ledger-service.ts', // the posting path
-  'src/modules/ledger/group-commit.ts', // group commit of postings
-  'src/modules/ledger/posting-batcher.ts', // group commit of the postings made in TypeScript: savepoints, lock order
+  'src/modules/ledger/group-commit.ts', // the window timer of group commit: transfers' windows and the decision windows
   'src/http/fixed-window-counter.ts', // the health route's rate-limit counter
   'src/modules/idempotency/idempotency-service.ts',
   'src/modules/idempotency/pending-key.ts', // a key claimed in the read and completed in the apply of the one write path

@@ -1,10 +1,9 @@
 import type { AuthorizedOrganization, Handler, OperationId } from './contract';
-import type { PostingOperations } from './http/mount-operations';
 import { accountHandlers } from './modules/accounts';
 import { apiKeyHandlers } from './modules/api-keys';
 import { authHandlers } from './modules/auth';
 import { cryptoHandlers, cryptoWritePath } from './modules/crypto';
-import { escrowHandlers, escrowPostings, escrowWritePath } from './modules/escrows';
+import { escrowHandlers, escrowWritePath } from './modules/escrows';
 import { heldPayoutHandlers } from './modules/held-payouts';
 import { eventsHandlers, webhookHandlers } from './modules/events';
 import { healthHandlers } from './modules/health';
@@ -75,9 +74,6 @@ export function buildHandlers(services: Services, options: { payUrl: string }): 
     ...cryptoHandlers(services.cryptoDeposits, services.cryptoConversions, services.cryptoWithdrawalAddresses, services.cryptoWithdrawals, services.cryptoOrganizations),
   };
 }
-
-/** The operations that post money in TypeScript, run by the group commit of postings, with the objects each locks. */
-export const POSTING_OPERATIONS: PostingOperations = { ...escrowPostings };
 
 /** The operations on the one write path: each claims its Idempotency-Key in its locked read (src/modules/writes). */
 export const WRITE_PATH_OPERATIONS: readonly OperationId[] = [...escrowWritePath, ...tontineWritePath, ...topUpWritePath, ...refundWritePath, ...cryptoWritePath, ...payoutWritePath];

@@ -10,20 +10,19 @@ import { PiiCipher } from './pii-cipher';
 import { cryptoServices } from './modules/crypto';
 import { IdentityService, SandboxIdentityProvider } from './modules/identity';
 import { ApiKeyService } from './modules/api-keys';
-import { EscrowService, escrowStatusOf, lockEscrowsForPostings } from './modules/escrows';
+import { EscrowService, escrowStatusOf } from './modules/escrows';
 import { HeldPayoutService } from './modules/held-payouts';
 import { EventsService, WebhookService } from './modules/events';
 import { AccessCheck, AuthService, PasswordHasher, SessionService, TokenService } from './modules/auth';
 import { HealthService } from './modules/health';
 import { IdempotencyService } from './modules/idempotency';
-import { PostingBatcher } from './modules/ledger';
 import { InvoiceService } from './modules/invoices';
 import { LimitsService, loadLimitPolicy, type LimitPolicy } from './modules/limits';
 import { NetworkStatusService } from './modules/network-status';
 import { OutboxService, SandboxNotifier, type Notifier } from './modules/notifications';
 import { CodeHasher, PasswordService, SignupService } from './modules/onboarding';
 import { businessVerificationProvider, OrganizationAccessService, OrganizationService, VerificationService } from './modules/organizations';
-import { PaymentLinksService, PaymentPageService, PaymentsService, findPaymentView, lockPaymentsForPostings } from './modules/payment-links';
+import { PaymentLinksService, PaymentPageService, PaymentsService, findPaymentView } from './modules/payment-links';
 import { PayoutService, SandboxPayoutRail, payoutStatusOf } from './modules/payouts';
 import { RefundService, SandboxRefundRail, refundStatusOf } from './modules/refunds';
 import { CONTRIBUTION_RESOURCE, TontineService, contributionStatusOf } from './modules/tontines';
@@ -84,21 +83,12 @@ function coreServices(deps: ServiceDeps) {
     streamStallTimeoutMs: config.statements.streamStallTimeoutMs,
     streams: new StreamBudget({ perCaller: config.statements.streamsPerUser, total: config.statements.streamsTotal, retryAfterSeconds: STREAM_RETRY_AFTER_SECONDS }),
   });
-  // Group commit of the postings made in TypeScript (escrows, payments received), and
-  // how it locks each kind of object an item names (with the ledger accounts its postings touch).
-  const postings = new PostingBatcher(knex, {
-    onBatch: (size, failed) => {
-      if (failed) deps.logger.warn({ size }, 'a batch of postings failed as a whole: its items run again one by one');
-    },
-  });
-  postings.registerLocker('escrow', lockEscrowsForPostings);
-  postings.registerLocker('payment', lockPaymentsForPostings);
   // What a replayed Idempotency-Key reports as its resource's status: the resource's own, read now.
-  const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours, postings });
+  const idempotency = new IdempotencyService(knex, { ttlHours: config.idempotencyTtlHours });
   idempotency.registerResourceStatus('escrow', escrowStatusOf);
   idempotency.registerResourceStatus('transfer', transferStatusOf);
   idempotency.registerResourceStatus(CONTRIBUTION_RESOURCE, contributionStatusOf);
-  const payments = new PaymentsService(knex, accounts, deps.logger, { clock, postings });
+  const payments = new PaymentsService(knex, accounts, deps.logger, { clock });
   // Bank and mobile-money payouts: the sandbox rail (see its magic values in the contract).
   const payoutRail = new SandboxRail({ onError: (err, transferId) => deps.logger.error({ err, transferId }, 'sandbox settlement failed') });
   const transfers = new TransferService({ knex, idempotency, rail: payoutRail, logger: deps.logger });
@@ -138,8 +128,6 @@ function coreServices(deps: ServiceDeps) {
     payoutRail,
     transfers,
     ...moneyInServices({ knex, config, clock, logger: deps.logger, idempotency }),
-    /** The group commit of postings made in TypeScript (escrows, payments received). */
-    postings,
     wallets: new WalletService(knex),
     escrows: new EscrowService({ knex, feeBps: config.escrows.feeBps, minFeeMinor: config.escrows.minFeeMinor, clock, logger: deps.logger }),
     tontines: new TontineService({ knex, now: deps.now, logger: deps.logger }),

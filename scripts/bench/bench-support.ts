@@ -66,8 +66,6 @@ export interface ServerProcess {
 export interface BatchSizes {
   sizes: number[];
   failed: number;
-  /** The same for the group commit of postings (escrow refunds and rulings, payments): one per transaction. */
-  postings?: { sizes: number[]; failed: number };
   /** The same for the windows of escrow fund and accept, and of tontine contributions: one per write_apply_batch. */
   windows?: { escrows: { sizes: number[]; failed: number }; tontines: { sizes: number[]; failed: number } };
 }
@@ -477,8 +475,6 @@ export async function inParallel<T, R>(items: readonly T[], concurrency: number,
 export interface PostingLoadPoint {
   connections: number;
   ours: LoadResult & { server_cpu_ms_per_request: number; postgres_cpu_ms_per_request: number };
-  /** The group commit of postings during the load: one batch per transaction (1 = a request alone). */
-  posting_batches: BatchDistribution;
   /** The windows of escrow actions and tontine contributions during the load: one per write_apply_batch. */
   window_batches: { escrows: BatchDistribution; tontines: BatchDistribution };
   pgbench_tpcb_scale10: { clients: number; tps: number; p50_ms: number; p99_ms: number; transactions: number; postgres_cpu_ms_per_transaction: number };
@@ -505,7 +501,6 @@ export async function postingsAgainstTpcb(
   const postgresCpuBefore = postgresCpuMs();
   const ours = await runAutocannon({ url: server.url, duration: durationS, connections, requests });
   const batchesAfter = await server.batchSizes();
-  const postingBatches = batchDistribution(batchesBefore?.postings, batchesAfter?.postings);
   const windowBatches = {
     escrows: batchDistribution(batchesBefore?.windows?.escrows, batchesAfter?.windows?.escrows),
     tontines: batchDistribution(batchesBefore?.windows?.tontines, batchesAfter?.windows?.tontines),
@@ -522,7 +517,6 @@ export async function postingsAgainstTpcb(
   return {
     connections,
     ours: { ...ours, server_cpu_ms_per_request: serverCpuMsPerRequest, postgres_cpu_ms_per_request: postgresCpuMsPerRequest },
-    posting_batches: postingBatches,
     window_batches: windowBatches,
     pgbench_tpcb_scale10: { clients, ...pgbench, postgres_cpu_ms_per_transaction: postgresCpuMsPerTpcb },
     ratio_tps: Number(((ours.requests_per_s * succeeded) / Math.max(1, ours.total) / Math.max(1, pgbench.tps)).toFixed(3)),

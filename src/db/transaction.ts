@@ -117,16 +117,6 @@ export function withTransactionGuard<T>(guard: TransactionGuard, fn: () => T): T
   return transactionGuards.run(guard, fn);
 }
 
-/** The guard of the current request, if any (work handed to another context carries it along). */
-export function currentTransactionGuard(): TransactionGuard | undefined {
-  return transactionGuards.getStore();
-}
-
-/** Runs `fn` outside any guard (a transaction shared by several requests checks each one's own). */
-export function withoutTransactionGuard<T>(fn: () => T): T {
-  return transactionGuards.exit(fn);
-}
-
 /** Runs `fn` in `trx`, then the hooks it registered (onBeforeCommit), in order, until none is left, then the guard. */
 async function managed<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>, guard: TransactionGuard | undefined): Promise<T> {
   const hooks: BeforeCommitHook[] = [];
@@ -139,38 +129,11 @@ async function managed<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => 
 }
 
 /**
- * The scope of `trx`'s before-commit hooks (undefined outside withTransaction): a new one for each
- * savepoint of withSavepoint, so what is queued for a hook can be kept per scope and dropped with
- * a rolled-back item.
+ * The scope of `trx`'s before-commit hooks (undefined outside withTransaction): one per
+ * transaction, so what is queued for a hook is kept with the transaction and dropped with it.
  */
 export function beforeCommitScope(trx: Knex.Transaction): object | undefined {
   return beforeCommitHooks.get(trx);
-}
-
-/**
- * Runs `fn` inside `trx` under a savepoint of its own (one item of a group commit): when `fn`
- * throws, what it did is rolled back to the savepoint and the error rethrown, and `trx` goes on
- * as if `fn` had never run. Its before-commit hooks run when `fn` ends, inside the savepoint, so
- * a rolled-back item leaves none behind. The savepoint is never released (one statement fewer
- * per item): the next item's savepoint nests in it, and ROLLBACK TO the newest `item` undoes the
- * current item only.
- */
-export async function withSavepoint<T>(trx: Knex.Transaction, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  await trx.raw('SAVEPOINT item');
-  const outer = beforeCommitHooks.get(trx);
-  const hooks: BeforeCommitHook[] = [];
-  beforeCommitHooks.set(trx, hooks);
-  try {
-    const result = await fn(trx);
-    for (let hook = hooks.shift(); hook; hook = hooks.shift()) await hook(trx);
-    return result;
-  } catch (error) {
-    await trx.raw('ROLLBACK TO SAVEPOINT item');
-    throw error;
-  } finally {
-    if (outer) beforeCommitHooks.set(trx, outer);
-    else beforeCommitHooks.delete(trx);
-  }
 }
 
 /**

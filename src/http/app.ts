@@ -4,7 +4,7 @@ import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../config';
-import { NOT_IMPLEMENTED, POSTING_OPERATIONS, WRITE_PATH_OPERATIONS, type ContractHandlers } from '../handlers';
+import { NOT_IMPLEMENTED, WRITE_PATH_OPERATIONS, type ContractHandlers } from '../handlers';
 import { redactApiKeys } from '../modules/api-keys';
 import { DOCUMENT_MAX_BYTES } from '../modules/documents';
 import type { Services } from '../services';
@@ -174,7 +174,6 @@ export function createApp(deps: AppDeps): App {
     '/api',
     mountOperations({
       handlers,
-      postings: POSTING_OPERATIONS,
       writePath: WRITE_PATH_OPERATIONS,
       notImplemented: NOT_IMPLEMENTED,
       organizationAccess: services.organizationAccess,

@@ -5,7 +5,7 @@ import { isUuid } from '../ids';
 import { APPLIED_IN_WINDOW, OPERATIONS, RenderedJson, type ChunkWriter, type Handler, type IdempotencyClaim, type IdempotentResource, type OperationId, type UploadedFile } from '../contract';
 import { NotFoundError, NotImplementedError, UnauthorizedError } from '../errors';
 import { API_KEY_PREFIXES, ApiKeyNotAllowedError } from '../modules/api-keys';
-import { requestHash, validateIdempotencyKey, type IdempotencyService, type PostingObject } from '../modules/idempotency';
+import { requestHash, validateIdempotencyKey, type IdempotencyService } from '../modules/idempotency';
 import { accessRuleFor, OrganizationNotFoundError, type OrganizationAccessService } from '../modules/organizations';
 import { envelopeOf, envelopeText } from './envelope';
 import { write } from './stream';
@@ -21,17 +21,8 @@ export const TEST_HELPERS_PATH = '/test-helpers';
 /** Handlers for some operations; the mount refuses to start without one for each it mounts. */
 export type OperationHandlers = Partial<{ [Id in OperationId]: Handler<Id> }>;
 
-/**
- * The operations that move money in TypeScript (escrow funding and settlement, tontine
- * contributions): each names the objects its request changes, from its input, and runs in the
- * group commit of postings (IdempotencyService.perform's `posting`), which locks them first.
- */
-export type PostingOperations = Partial<{ [Id in OperationId]: (input: Parameters<Handler<Id>>[0]) => PostingObject[] }>;
-
 export interface MountOptions {
   handlers: OperationHandlers;
-  /** Operations run by the group commit of postings, with the objects they change. */
-  postings?: PostingOperations;
   /**
    * Operations on the one write path (src/modules/writes): their effect claims the
    * Idempotency-Key in its locked read and completes it in the statement that applies its
@@ -263,7 +254,6 @@ async function runHandler(
   operationId: OperationId,
   handler: AnyHandler,
   idempotency: MountOptions['idempotency'],
-  postingLocks: ((input: never) => PostingObject[]) | undefined,
   claimsInRead = false,
 ): Promise<AnyResult> {
   const input = inputOf(req, operationId);
@@ -282,7 +272,7 @@ async function runHandler(
     const resource = result.resource;
     if (!resource) throw new Error(`operation ${operationId} declares an Idempotency-Key but its handler named no resource`);
     return { result, responseStatus: result.status ?? defaultStatus, resource };
-  }, postingLocks && { locks: postingLocks(input as never) }, claimsInRead ? { responseStatus: defaultStatus } : undefined);
+  }, claimsInRead ? { responseStatus: defaultStatus } : undefined);
   return result.afterCommit ? result.afterCommit() : result;
 }
 
@@ -293,13 +283,12 @@ export function operationRoute(
   streamLimits: StreamLimits,
   idempotency: MountOptions['idempotency'],
   parseRenderedJson = false,
-  postingLocks?: (input: never) => PostingObject[],
   apiKeyGuard?: MountOptions['apiKeyGuard'],
   reads?: ReadRouting,
   claimsInRead = false,
 ): RequestHandler {
   const operation = OPERATIONS[operationId];
-  const answer = answerOperation(operationId, handler, streamLimits, idempotency, parseRenderedJson, postingLocks, apiKeyGuard, claimsInRead);
+  const answer = answerOperation(operationId, handler, streamLimits, idempotency, parseRenderedJson, apiKeyGuard, claimsInRead);
   if (!reads) return answer;
   if (readsMayLag(operationId)) return (req, res) => reads.run(callerKeys(req), () => answer(req, res), () => !res.headersSent);
   if (operation.method === 'get' || !operation.secured) return answer;
@@ -322,7 +311,6 @@ function answerOperation(
   streamLimits: StreamLimits,
   idempotency: MountOptions['idempotency'],
   parseRenderedJson: boolean,
-  postingLocks: ((input: never) => PostingObject[]) | undefined,
   apiKeyGuard: MountOptions['apiKeyGuard'],
   claimsInRead: boolean,
 ): (req: Request, res: Response) => Promise<void> {
@@ -333,7 +321,7 @@ function answerOperation(
   return async (req, res) => {
     if (operation.secured && !req.auth) throw new UnauthorizedError();
     if (!handler) throw new NotImplementedError(operationId);
-    const run = () => runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, postingLocks, claimsInRead);
+    const run = () => runHandler(req, operationId, handler as unknown as AnyHandler, idempotency, claimsInRead);
     const key = writes ? req.auth?.apiKey : undefined;
     const result = key && apiKeyGuard ? await withTransactionGuard(apiKeyGuard(key.id), run) : await run();
     const status = result.status ?? defaultStatus;
@@ -378,9 +366,8 @@ export function mountOperations(options: MountOptions): Router {
     const callerKind = operation.testHelper ? testHelperGate(true) : operation.apiKey ? undefined : refuseApiKeys();
     const chain: RequestHandler[] = [...(callerKind ? [callerKind] : []), ...(options.before?.[operationId] ?? [])];
     if (operation.access || operation.path.startsWith(`${BUSINESS_PATH}/`)) chain.push(organizationAccessCheck(operationId, options.organizationAccess));
-    const postingLocks = options.postings?.[operationId] as ((input: never) => PostingObject[]) | undefined;
     const claimsInRead = options.writePath?.includes(operationId) ?? false;
-    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, postingLocks, options.apiKeyGuard, options.reads, claimsInRead));
+    chain.push(operationRoute(operationId, handler, options.streamLimits, options.idempotency, options.parseRenderedJson, options.apiKeyGuard, options.reads, claimsInRead));
     router[operation.method](expressPath(operation.path), ...chain);
   }
   return router;

@@ -4,23 +4,24 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../src/db/transaction';
 import type { Caller } from '../../src/contract';
-import { requestHash } from '../../src/modules/idempotency';
+import { requestHash, type IdempotencyService } from '../../src/modules/idempotency';
 import { fundWallet, setAccountStatus, walletOf } from '../../src/modules/ledger';
 import { buildTestApp, type App } from '../support/app';
 import { databaseKind, testKnex } from '../support/database';
 import { accessTokenFor, bearer, createMember, createOrgAccount, createOrganization, createUser, type TestCaller, type TestUser } from '../support/factories';
 import { balanceOf, expectLedgerInvariants } from '../support/ledger-invariants';
 import { createTontine, enrol } from '../support/tontines';
-import { transferClaim, withIdempotencyKey } from '../support/idempotency';
+import { transferClaim } from '../support/idempotency';
 
 /**
- * Every posting under group commit at once: random concurrent transfers, escrow steps
- * (create, fund, accept or refund), tontine contributions and payments received through a
- * payment link, all fired at once, with items that fail on their own (insufficient funds, a
- * frozen wallet, an unknown recipient, a closed cycle), keys sent several times at once,
- * replays of keys acknowledged in earlier runs and, on real PostgreSQL, the batcher's backend
- * terminated in the middle of a batch (pg_terminate_backend from a test trigger, once per
- * marked transfer). After every run: each currency's entries sum to zero, no balance is
+ * Every money path at once, as the pipeline runs each: random concurrent transfers (in
+ * windows), escrow steps (create; fund and accept in windows; refund on the one write path
+ * alone, one request in one transaction), tontine contributions (in windows) and payments
+ * received through a payment link (each settlement in its own transaction), all fired at once,
+ * with items that fail on their own (insufficient funds, a frozen wallet, an unknown recipient,
+ * a closed cycle), keys sent several times at once, replays of keys acknowledged in earlier runs
+ * and, on real PostgreSQL, a window's backend terminated in the middle of its statement
+ * (pg_terminate_backend from a test trigger, once per marked transfer or escrow). After every run: each currency's entries sum to zero, no balance is
  * negative, every balance equals its entries (expectLedgerInvariants), and every acknowledged
  * key has exactly one completed idempotency row and exactly one effect (one transfer and one
  * posting; one funding or settlement posting of its escrow; one paid contribution and one
@@ -38,8 +39,8 @@ let checkoutId: string;
 let orgLedgerAccountId: string;
 const acknowledgedTransfers: Array<{ from: number; key: string; input: Record<string, unknown>; id: string }> = [];
 let killsAsked = 0;
-/** The kill sequences created: a kill landed only when its transfer row was inserted (a refused transfer never fires the trigger). */
-const killSequences: Array<{ sequence: string; batcher: 'transfers' | 'postings' }> = [];
+/** The kill sequences created: a kill landed only when its transfer row was inserted or its escrow funded (a refusal never fires the trigger). */
+const killSequences: Array<{ sequence: string; batcher: 'transfers' | 'escrows' }> = [];
 /** Acknowledged keys per operation over all runs: the runs did move money on every path. */
 const acknowledgedPerOperation = new Map<string, number>();
 
@@ -92,8 +93,8 @@ beforeAll(async () => {
       DROP TRIGGER IF EXISTS transfers_test_kill_once_mixed ON transfers;
       CREATE TRIGGER transfers_test_kill_once_mixed AFTER INSERT ON transfers FOR EACH ROW
         WHEN (NEW.note LIKE 'kill-mixed:%') EXECUTE FUNCTION test_faults.kill_once_mixed('note');
-      -- The same for a batch of postings: an escrow marked in its description kills the backend
-      -- of the batch that funds it, once (after its funding posting, before the batch commits).
+      -- The same for the escrows' windows: an escrow marked in its description kills the backend
+      -- of the window that funds it, once (after its funding posting, before the window commits).
       DROP TRIGGER IF EXISTS escrows_test_kill_once_mixed ON escrows;
       CREATE TRIGGER escrows_test_kill_once_mixed AFTER UPDATE ON escrows FOR EACH ROW
         WHEN (NEW.status = 'funded' AND OLD.status <> 'funded' AND NEW.description LIKE 'kill-mixed:%') EXECUTE FUNCTION test_faults.kill_once_mixed('description');
@@ -164,8 +165,20 @@ interface SentKey {
   effect: { postingKind: string; reference: () => string | undefined; resourceTable?: string };
 }
 
+/** POST /escrows/{id}/refund as the pipeline runs it: on the one write path alone, its key claimed in its locked read, in one transaction. */
+function refundAlone(idempotency: IdempotencyService, seller: Caller, escrowId: string, key: string): Promise<{ id: string }> {
+  return idempotency.perform(
+    { userId: seller.userId, operation: 'refundEscrow', key, request: { path: { escrowId } } },
+    async (trx) => {
+      const view = await app.services.escrows.act(trx, seller, escrowId, { action: 'refund' });
+      return { result: view, responseStatus: 200, resource: { type: 'escrow', id: view.id, status: view.status, location: `/api/escrows/${view.id}` } };
+    },
+    { responseStatus: 200 },
+  );
+}
+
 /** A fresh kill marker: the first statement that fires its trigger terminates its backend; its sequence says whether that happened. */
-async function killMarker(batcher: 'transfers' | 'postings'): Promise<string> {
+async function killMarker(batcher: 'transfers' | 'escrows'): Promise<string> {
   const sequence = `test_faults.kill_mixed_${crypto.randomBytes(6).toString('hex')}`;
   await knex.raw(`CREATE SEQUENCE ${sequence}`);
   killsAsked += 1;
@@ -215,24 +228,21 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
       counterpartyIdentifier: (users[step.seller] as TestUser).email as string,
       amount: Number(step.minor),
       currency: 'XOF',
-      description: step.kill ? await killMarker('postings') : 'Mixed property test',
+      description: step.kill ? await killMarker('escrows') : 'Mixed property test',
     });
-    // As the pipeline runs the escrow actions of POSTING_OPERATIONS: in the group commit of postings.
-    const posting = { locks: [{ kind: 'escrow', id: escrow.id }] };
+    const path = { escrowId: escrow.id };
+    // As the pipeline runs fund and accept (APPLIED_IN_WINDOW): the key handed over to the escrows' window.
+    const inWindow = (actor: Caller, action: 'fund' | 'accept', key: string) => () =>
+      app.services.escrows.actInWindow(app.services.idempotency.pendingKey({ userId: actor.userId, operation: `${action}Escrow`, key, requestHash: requestHash({ path }) }, 200), actor, escrow.id, action);
     const fundKey = crypto.randomUUID();
-    const funded = await sameKeyAtOnce(step.fundSends, REFUSED.escrow, () =>
-      withIdempotencyKey(app.services.idempotency, { userId: buyer.userId, operation: 'fundEscrow', key: fundKey, request: { path: { escrowId: escrow.id } } }, 'escrow', (trx) =>
-        app.services.escrows.act(trx, buyer, escrow.id, { action: 'fund' }),
-      posting),
-    );
+    const funded = await sameKeyAtOnce(step.fundSends, REFUSED.escrow, inWindow(buyer, 'fund', fundKey));
     sent.push({ key: fundKey, operation: 'fundEscrow', acknowledged: funded, effect: { postingKind: 'escrow.funding', reference: () => escrow.id } });
     if (step.then === 'stop') return 0n;
     const settleKey = crypto.randomUUID();
-    const [actor, action] = step.then === 'accept' ? [buyer, 'accept' as const] : [seller, 'refund' as const];
-    const settled = await sameKeyAtOnce(step.settleSends, REFUSED.escrow, () =>
-      withIdempotencyKey(app.services.idempotency, { userId: actor.userId, operation: `${action}Escrow`, key: settleKey, request: { path: { escrowId: escrow.id } } }, 'escrow', (trx) =>
-        app.services.escrows.act(trx, actor, escrow.id, { action }),
-      posting),
+    const settled = await sameKeyAtOnce(
+      step.settleSends,
+      REFUSED.escrow,
+      step.then === 'accept' ? inWindow(buyer, 'accept', settleKey) : () => refundAlone(app.services.idempotency, seller, escrow.id, settleKey),
     );
     // An escrow that was never funded cannot settle.
     if (!funded) expect(settled).toBeUndefined();
@@ -259,7 +269,7 @@ async function runStep(step: Step, sent: SentKey[]): Promise<bigint> {
   return 0n;
 }
 
-describe('every posting under group commit, with failures and a killed batch (property)', () => {
+describe('every money path at once, with failures and a killed window (property)', () => {
   it('conserves money per currency, never goes negative, and gives every acknowledged key exactly one effect', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 2, maxLength: 16 }), async (steps) => {
@@ -286,12 +296,13 @@ describe('every posting under group commit, with failures and a killed batch (pr
       }),
       {
         numRuns: 8,
-        // First, a run that surely kills a batch of postings (on real PostgreSQL): two marked
-        // escrows funded at the same time as other postings and transfers.
+        // First, a run that surely kills an escrows' window (on real PostgreSQL): two marked
+        // escrows funded at the same time as other postings and transfers; one funding sent three
+        // times at once, so that the two sends behind the first share a window whatever the back-end.
         examples: [
           [
             [
-              { kind: 'escrow', buyer: 0, seller: 1, minor: 1_000n, fundSends: 2, then: 'accept', settleSends: 1, kill: realServer },
+              { kind: 'escrow', buyer: 0, seller: 1, minor: 1_000n, fundSends: 3, then: 'accept', settleSends: 1, kill: realServer },
               { kind: 'escrow', buyer: 2, seller: 3, minor: 1_500n, fundSends: 1, then: 'refund', settleSends: 2, kill: realServer },
               { kind: 'escrow', buyer: 1, seller: 0, minor: 700n, fundSends: 1, then: 'accept', settleSends: 1, kill: false },
               { kind: 'contribution', member: 0, tontine: 0, sends: 2 },
@@ -303,22 +314,22 @@ describe('every posting under group commit, with failures and a killed batch (pr
       },
     );
     for (const operation of ['createTransfer', 'fundEscrow', 'contributeToTontine']) expect(acknowledgedPerOperation.get(operation) ?? 0, operation).toBeGreaterThan(0);
-    // Transfers fired together shared batches, and so did the other postings; on real PostgreSQL
-    // a killed batch (of transfers or of postings) was answered item by item.
+    // Transfers fired together shared windows, and so did escrow fundings and accepts; on real
+    // PostgreSQL a killed window (of transfers or of escrows) was answered item by item.
     const transfers = app.services.transfers.batcher;
-    const postings = app.services.postings;
+    const escrows = app.services.escrows.window.batcher;
     expect(transfers.sizes.length - 1).toBeGreaterThan(1);
-    expect(postings.sizes.length - 1).toBeGreaterThan(1);
-    const killsLanded = { transfers: 0, postings: 0 };
+    expect(escrows.sizes.length - 1).toBeGreaterThan(1);
+    const killsLanded = { transfers: 0, escrows: 0 };
     for (const { sequence, batcher } of killSequences) {
       if (((await knex.raw(`SELECT is_called FROM ${sequence}`)).rows[0] as { is_called: boolean }).is_called) killsLanded[batcher] += 1;
     }
-    expect(killsLanded.transfers + killsLanded.postings).toBeLessThanOrEqual(killsAsked);
+    expect(killsLanded.transfers + killsLanded.escrows).toBeLessThanOrEqual(killsAsked);
     if (killsLanded.transfers > 0) expect(transfers.batchesFailed).toBeGreaterThan(0);
-    // A marked escrow's funding runs first in a batch: the first kill to land fails that batch
-    // (a later one may land in an item's run alone, which retries it on a new connection).
-    if (killsLanded.postings > 0) expect(postings.batchesFailed).toBeGreaterThan(0);
-    // On real PostgreSQL the runs did kill a batch of postings mid-way (about one escrow in five is marked).
-    if (realServer) expect(killsLanded.postings).toBeGreaterThan(0);
+    // A marked escrow's funding runs first in a window: the first kill to land fails that window
+    // (a later one may land in a request's run alone, which retries it on a new connection).
+    if (killsLanded.escrows > 0) expect(escrows.batchesFailed).toBeGreaterThan(0);
+    // On real PostgreSQL the runs did kill an escrows' window mid-way (about one escrow in five is marked).
+    if (realServer) expect(killsLanded.escrows).toBeGreaterThan(0);
   });
 });

@@ -96,7 +96,6 @@ describe('a decision applied by write_apply', () => {
           await applyDecision(trx, { changes: [{ table: 'escrows', id, set: { status: 'canceled', canceled_at: new Date().toISOString() } }], answer: { resource: { ...resource(id), status: 'canceled' } } });
           return { result: null, responseStatus: 200, resource: { ...resource(id), status: 'canceled' } };
         },
-        undefined,
         { responseStatus: 200 },
       )
       .catch((e: unknown) => e);
@@ -153,7 +152,6 @@ describe('a decision applied by write_apply', () => {
           await applyDecision(trx, { answer: { resource: resource(id), ...(status ? { status } : {}) } });
           return { result: null, responseStatus: status ?? 200, resource: resource(id) };
         },
-        undefined,
         { responseStatus: 200 },
       );
     const [own, answered] = [crypto.randomUUID(), crypto.randomUUID()];
@@ -214,7 +212,6 @@ describe('a locked read', () => {
         await applyDecision(trx, { answer: { resource: resource(id) } });
         return { result: rows, responseStatus: 200, resource: resource(id) };
       },
-      undefined,
       { responseStatus: 200 },
     );
 
@@ -264,7 +261,6 @@ describe('a locked read', () => {
           const view = await escrows.act(trx, caller(buyer), id, { action: 'fund' });
           return { result: view, responseStatus: 200, resource: { type: 'escrow', id: view.id, status: view.status, location: `/api/escrows/${view.id}` } };
         },
-        undefined,
         { responseStatus: 200 },
       );
     expect((await fund()).status).toBe('funded');

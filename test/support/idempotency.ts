@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { IdempotentResource } from '../../src/contract';
-import { requestHash, type IdempotencyService, type PostingRequest } from '../../src/modules/idempotency';
+import { requestHash, type IdempotencyService } from '../../src/modules/idempotency';
 
 /**
  * What the HTTP pipeline hands POST /transfers (its key is claimed in the database): the key,
@@ -13,16 +13,13 @@ export function transferClaim(key: string, body: unknown) {
 
 /**
  * Runs a service call as the pipeline runs an operation that declares an Idempotency-Key: the
- * key claimed for (user, operation), the effect in the transaction the key completes in (with
- * `posting`, as the pipeline runs an operation of POSTING_OPERATIONS: in the group commit of
- * postings).
+ * key claimed for (user, operation), the effect in the transaction the key completes in.
  */
 export function withIdempotencyKey<T extends { id: string; status: string }>(
   idempotency: IdempotencyService,
   scope: { userId: string; operation: string; key: string; request: unknown },
   resourceType: string,
   effect: (trx: Knex.Transaction) => Promise<T>,
-  posting?: PostingRequest,
 ): Promise<T> {
   return idempotency.execute(
     scope,
@@ -31,6 +28,5 @@ export function withIdempotencyKey<T extends { id: string; status: string }>(
       const resource: IdempotentResource = { type: resourceType, id: result.id, status: result.status, location: `/api/${resourceType}s/${result.id}` };
       return { result, responseStatus: 200, responseBody: result, resource };
     },
-    posting,
   );
 }

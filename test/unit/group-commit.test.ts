@@ -17,7 +17,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('GroupCommit (group commit of postings)', () => {
+describe('GroupCommit (the window of every group commit: transfers and decision windows)', () => {
   it('sends a lone item at once: with nothing in flight no request waits for the window', async () => {
     const { calls, runBatch } = controlledBatches();
     const group = new GroupCommit<number, string>({ windowMs: 2, runBatch, runOne: async (item) => `one:${item}` });
@@ -140,5 +140,28 @@ describe('GroupCommit (group commit of postings)', () => {
       [1, false],
       [1, true],
     ]);
+  });
+
+  it('answers every item, each run once, even when onBatch throws', async () => {
+    const runs: string[] = [];
+    let fail = false;
+    const group = new GroupCommit<number, string>({
+      runBatch: async (items) => {
+        runs.push(`batch:${items.join(',')}`);
+        if (fail) throw new Error('lost connection');
+        return items.map(String);
+      },
+      runOne: async (item) => {
+        runs.push(`one:${item}`);
+        return `one:${item}`;
+      },
+      onBatch: () => {
+        throw new Error('metrics are down');
+      },
+    });
+    expect(await group.submit(1)).toBe('1');
+    fail = true;
+    expect(await group.submit(2)).toBe('one:2');
+    expect(runs).toEqual(['batch:1', 'batch:2', 'one:2']);
   });
 });

@@ -55,10 +55,9 @@ async function main(): Promise<void> {
   // The bench asks for the group commits' batch sizes so far: index = size, value = batches.
   process.on('SIGUSR2', () => {
     const { sizes, batchesFailed } = services.transfers.batcher;
-    const postings = { sizes: Array.from(services.postings.sizes, (n) => n ?? 0), failed: services.postings.batchesFailed };
     const counted = (batcher: { sizes: number[]; batchesFailed: number }) => ({ sizes: Array.from(batcher.sizes, (n) => n ?? 0), failed: batcher.batchesFailed });
     const windows = { escrows: counted(services.escrows.window.batcher), tontines: counted(services.tontines.window.batcher) };
-    process.stdout.write(`BATCHES ${JSON.stringify({ sizes: Array.from(sizes, (n) => n ?? 0), failed: batchesFailed, postings, windows })}\n`);
+    process.stdout.write(`BATCHES ${JSON.stringify({ sizes: Array.from(sizes, (n) => n ?? 0), failed: batchesFailed, windows })}\n`);
   });
   process.on('SIGTERM', () => {
     server.close(async () => {

@@ -17,25 +17,11 @@ type EscrowOperation =
   | 'resolveEscrow'
   | 'listAllEscrows';
 
-/** An escrow action's input, as far as its lock needs it. */
-type EscrowActionInput = { path: { escrowId: string }; caller: { userId: string } };
-const theEscrow =
-  (action: 'fund' | 'accept' | 'refund' | 'resolve') =>
-  ({ path, caller }: EscrowActionInput) =>
-    // A funding debits its caller's wallet (the buyer's: anyone else is refused).
-    [{ kind: 'escrow', id: path.escrowId, action, ...(action === 'fund' ? { userId: caller.userId } : {}) }];
-
-/**
- * The escrow actions that move money (funding, and the settlements of accept, refund and
- * resolve): each runs in the group commit of postings, which locks the escrow and its accounts
- * first (lockEscrowsForPostings, wired in src/services.ts).
- */
-export const escrowPostings = { fundEscrow: theEscrow('fund'), acceptEscrow: theEscrow('accept'), refundEscrow: theEscrow('refund'), resolveEscrow: theEscrow('resolve') };
-
 /**
  * The escrow actions on the one write path (src/modules/writes): each claims its
  * Idempotency-Key in the statement that locks the escrow, and completes it in the statement
- * that applies its decision.
+ * that applies its decision. Fund and accept are applied a window at a time (APPLIED_IN_WINDOW);
+ * the others, refund and resolve included, one request in one transaction (the pipeline's).
  */
 export const escrowWritePath = ['fundEscrow', 'deliverEscrow', 'acceptEscrow', 'disputeEscrow', 'refundEscrow', 'cancelEscrow', 'resolveEscrow'] as const satisfies readonly EscrowOperation[];
 

@@ -327,12 +327,6 @@ export class EscrowRepository {
     return lockedEscrowOf(row);
   }
 
-  /** Locks several escrows in id order (a group commit of postings, before its items run), each with its holding account. */
-  async lockForPostings(ids: readonly string[]): Promise<Array<{ escrow: Escrow; holdingAccountId: string | null }>> {
-    const rows = (await this.db('escrows as e').select('e.*', this.db.raw(HOLDING_ACCOUNT)).whereIn('e.id', ids).orderBy('e.id').forUpdate()) as Array<Row & { holding_account_id: string | null }>;
-    return rows.map((row) => ({ escrow: toEscrow(row), holdingAccountId: row.holding_account_id }));
-  }
-
   async statusOf(id: string): Promise<EscrowStatus | undefined> {
     const row = await this.db<Row>('escrows').where({ id }).first('status');
     return row?.status;

@@ -8,8 +8,8 @@ import { withTransaction } from '../../db/transaction';
 import type { Clock } from '../../clock';
 import { parsePartyIdentifier, UserRepository, type PartyIdentifier } from '../auth';
 import { EventRepository, type HistoryEntry } from '../events';
-import { currencies, parseAmount, type ObjectLocker } from '../ledger';
-import { accountsOf, DecisionWindow, type PlannedPosting } from '../writes';
+import { currencies, parseAmount } from '../ledger';
+import { DecisionWindow, type PlannedPosting } from '../writes';
 import type { HeldPayout } from '../held-payouts';
 import { PendingKey, type ResourceStatusReader } from '../idempotency';
 import { CounterpartyNotFoundError, EscrowNotFoundError, SelfEscrowError } from './escrow-errors';
@@ -17,7 +17,7 @@ import { feeFor, fundingAmount, refundSettlement, releaseSettlement, type FeePay
 import { authorize, capacitiesOf, INITIAL_ESCROW_STATUS, isDueForRelease, statusAfter, statusAfterRelease, type EscrowStatus, type SettlementOutcome } from './escrow-lifecycle';
 import { EVENT_READER, presentEscrow, presentEscrows, type EscrowView } from './escrow-presenter';
 import { EscrowRepository, type Escrow, type EscrowWithHistory, type LockedEscrow, type ResolutionOutcome } from './escrow-repository';
-import { checkResolutionShape, feeOf, fundingParties, fundingPosting, postingPlan, resolutionPlan, settle, settlementParties } from './escrow-settlement';
+import { checkResolutionShape, feeOf, fundingParties, fundingPosting, resolutionPlan, settle, settlementParties } from './escrow-settlement';
 import { readConnection } from '../../db/read-routing';
 import { commitEscrowChange, decideEscrowChange } from './escrow-commit';
 import { escrowDecider, type EscrowSubmission, type WindowedEscrowAction } from './escrow-window';
@@ -75,20 +75,6 @@ function parseCounterparty(raw: string): PartyIdentifier {
 
 /** The status an escrow's Idempotency-Key reports on a replay: the escrow's own, read now (src/services.ts wires it). */
 export const escrowStatusOf: ResourceStatusReader = (db, id) => new EscrowRepository(db).statusOf(id);
-
-/**
- * How the group commit of postings locks escrows: with the accounts of the same posting plan the
- * decision posts (src/services.ts wires it).
- */
-export const lockEscrowsForPostings: ObjectLocker = async (trx, objects) => {
-  const locked = new Map((await new EscrowRepository(trx).lockForPostings([...new Set(objects.map((object) => object.id))])).map((found) => [found.escrow.id, found]));
-  return accountsOf(
-    objects.flatMap((object) => {
-      const found = locked.get(object.id);
-      return found ? postingPlan(found, object.action) : [];
-    }),
-  );
-};
 
 /**
  * Escrow transactions (see escrow-lifecycle.ts for the state machine, escrow-fee.ts for the fee

@@ -66,7 +66,7 @@ export function settlementPosting(locked: EscrowInLedger, plan: Settlement, stat
 
 /**
  * The postings of an action on an escrow, from the escrow alone: the one list of the accounts it
- * touches (the group commit locks them ahead; the decision posts them). A resolution's plan
+ * touches (its decision posts them). A resolution's plan
  * depends on its request: ahead of it, the accounts of both a release and a refund (every part
  * a split may pay). Actions that move no money: none.
  */

@@ -251,8 +251,8 @@ export class EventRepository {
   /** Takes the object's snapshot just before COMMIT (or now, outside a managed transaction). */
   private async snapshotLater(pending: PendingSnapshot): Promise<void> {
     const trx = this.db as Knex.Transaction;
-    // Queued per hook scope, not per transaction: an item of a group commit that is rolled back
-    // to its savepoint takes its scope, and what it queued, with it.
+    // Queued per hook scope (one per transaction): a transaction rolled back takes its scope,
+    // and what it queued, with it.
     const scope = trx.isTransaction === true ? beforeCommitScope(trx) : undefined;
     if (!scope) {
       await takeSnapshots(this.db, [pending]);

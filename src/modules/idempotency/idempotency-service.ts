@@ -3,7 +3,6 @@ import type { Knex } from 'knex';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors';
 import { withTransaction } from '../../db/transaction';
 import { idempotencyRepository, type IdempotencyRecord, type IdempotencyScope } from './idempotency-repository';
-import type { PostingGroupCommit, PostingRequest } from './posting-group-commit';
 import { PendingKey, withPendingKey, type ClaimAttempt, type ClaimedKey } from './pending-key';
 import { KEY_FORMAT, keyAlreadyProcessed, keyReused, requestHash } from './idempotency-answers';
 
@@ -106,8 +105,6 @@ export type ResourceStatusReader = (db: Knex | Knex.Transaction, resourceId: str
 export interface IdempotencyServiceOptions {
   ttlHours: number;
   leaseSeconds?: number;
-  /** Where requests that post money run (perform's `posting`); without it they run in a transaction of their own. */
-  postings?: PostingGroupCommit;
 }
 
 
@@ -149,7 +146,6 @@ export class IdempotencyService {
   private readonly ttlHours: number;
   private readonly leaseSeconds: number;
   private readonly statusReaders = new Map<string, ResourceStatusReader>();
-  private readonly postings: PostingGroupCommit | undefined;
 
   constructor(
     private readonly knex: Knex,
@@ -158,7 +154,6 @@ export class IdempotencyService {
     if (options.ttlHours < 24) throw new RangeError('idempotency keys are kept at least 24 hours');
     this.ttlHours = options.ttlHours;
     this.leaseSeconds = options.leaseSeconds ?? 60;
-    this.postings = options.postings;
   }
 
   /** How long a key lives and how long an in_progress claim holds it (for operations that claim keys in the database). */
@@ -174,35 +169,32 @@ export class IdempotencyService {
   /**
    * Runs `effect` in one transaction; with a key (`request`), claims it first and completes it
    * in that transaction with the outcome's response and resource. Without one, the effect runs
-   * alone, in the same kind of transaction. A `posting` request runs in the group commit of
-   * postings (when the service has one): its transaction is a savepoint of a batch's, and it is
-   * answered once the batch has committed.
+   * alone, in the same kind of transaction. An operation on the one write path (`claim`) claims
+   * its key in its locked read and completes it in its apply (executeClaimedInRead).
    */
   async perform<T>(
     request: IdempotentRequest | undefined,
     effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>,
-    posting?: PostingRequest,
     claim?: KeyClaimedInRead,
   ): Promise<T> {
     if (!request) {
-      const outcome = await this.transaction(effect, posting);
+      const outcome = await withTransaction(this.knex, effect);
       if (isRefusal(outcome)) throw outcome.refusal;
       return outcome.result;
     }
-    return this.execute(request, effect, posting, claim);
+    return this.execute(request, effect, claim);
   }
 
   /** Claims `request.key` (already checked: validateIdempotencyKey), runs `effect` and completes the key, all in one transaction. */
   async execute<T>(
     request: IdempotentRequest,
     effect: (trx: Knex.Transaction) => Promise<IdempotentOutcome<T> | RefusedOutcome>,
-    posting?: PostingRequest,
     claimedInRead?: KeyClaimedInRead,
   ): Promise<T> {
     const hash = request.requestHash ?? requestHash(request.request);
     const scope = { userId: request.userId, organizationId: request.organizationId, operation: request.operation, key: request.key };
     let refused: RefusedOutcome | undefined;
-    const result = await this.transaction(async (trx) => {
+    const result = await withTransaction(this.knex, async (trx) => {
       refused = undefined;
       if (claimedInRead) return this.executeClaimedInRead(trx, scope, hash, effect, claimedInRead);
       // The claim is the transaction's first statement: a thrown effect (a refusal, a crash)
@@ -220,7 +212,7 @@ export class IdempotencyService {
       const completed = await idempotencyRepository.complete(trx, claim.id, claim.claimToken, { ...completionOf(outcome), responseBody: outcome.responseBody });
       if (!completed) throw this.concurrent();
       return outcome.result;
-    }, posting);
+    });
     if (refused) throw refused.refusal;
     return result;
   }
@@ -264,11 +256,6 @@ export class IdempotencyService {
     const { requestHash: hash, ...keyScope } = scope;
     const claimToken = crypto.randomUUID();
     return new PendingKey(keyScope, hash, claimToken, this.terms, responseStatus, (db, first) => this.claim(db, keyScope, hash, first, claimToken));
-  }
-
-  /** `work` in a transaction of its own, or in the group commit of postings for a posting request. */
-  private transaction<T>(work: (trx: Knex.Transaction) => Promise<T>, posting: PostingRequest | undefined): Promise<T> {
-    return posting && this.postings ? this.postings.run(work, posting.locks) : withTransaction(this.knex, work);
   }
 
   /** GET /idempotency-keys/{key}: the caller's live record of `key` (the newest when several operations used it). */

@@ -3,6 +3,5 @@ export { CompletedByThisRequest, IdempotencyService, canonicalJson, keyAlreadyPr
 export type { IdempotencyKeyView, IdempotencyServiceOptions, IdempotentOutcome, IdempotentRequest, RefusedOutcome, IdempotentResource, ResourceStatusReader } from './idempotency-service';
 export { idempotencyHandlers } from './idempotency-handlers';
 export { idempotencyJobs } from './idempotency-jobs';
-export type { PostingGroupCommit, PostingObject, PostingRequest } from './posting-group-commit';
 export { pendingKeyOf, withPendingKey, NO_KEY_ARGUMENTS, PendingKey, type ClaimAttempt, type ClaimedKey } from './pending-key';
 export type { KeyClaimedInRead } from './idempotency-service';

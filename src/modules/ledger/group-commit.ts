@@ -84,7 +84,7 @@ export class GroupCommit<Item, Outcome> {
       if (outcomes.length !== batch.length) throw new Error(`a batch of ${batch.length} answered ${outcomes.length} outcomes`);
     } catch {
       this.batchesFailed += 1;
-      this.options.onBatch?.(batch.length, true);
+      this.told(batch.length, true);
       // Item by item, each in its own transaction: never answered from the failed batch.
       await Promise.all(
         batch.map(async (waiting) => {
@@ -97,7 +97,16 @@ export class GroupCommit<Item, Outcome> {
       );
       return;
     }
-    this.options.onBatch?.(batch.length, false);
+    this.told(batch.length, false);
     batch.forEach((waiting, index) => waiting.resolve(outcomes[index] as Outcome));
+  }
+
+  /** Tells onBatch; a callback that throws (metrics, logs) never keeps a batch's items from their answers nor runs them twice. */
+  private told(size: number, failed: boolean): void {
+    try {
+      this.options.onBatch?.(size, failed);
+    } catch {
+      // Nothing to undo: the callback only observes.
+    }
   }
 }

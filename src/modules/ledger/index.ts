@@ -26,6 +26,5 @@ export { currencies, type Currency } from './currency-repository';
 export { formatMinor, minorToNumber, parseAmount, toBigInt, MAX_MINOR } from './money';
 export type * from './ledger-types';
 export { LedgerReadModel, StatementCheckpoints, type AccountEntry, type AccountState, type Cumulative, type EntryPosition } from './ledger-read-model';
-export { PostingBatcher, contentionGroups, type LockedObject, type ObjectLocker, type PostingBatcherOptions, type TouchedAccounts } from './posting-batcher';
 export { GroupCommit, GROUP_COMMIT_MAX_ITEMS, GROUP_COMMIT_WINDOW_MS, type GroupCommitOptions } from './group-commit';
 export { insufficientFunds, walletFrozen, walletRefusal, type WalletParty, type WalletPosting } from './wallet-refusals';

@@ -71,11 +71,6 @@ function identitiesJoin(columns: string): string {
   ].join('\n UNION ALL\n');
 }
 
-/** One string per account identity (the columns of its unique key). */
-function identityKey(identity: AccountIdentity): string {
-  return [identity.ownerType, identity.ownerId ?? '', identity.currency, identity.kind, identity.externalRef ?? ''].join(' ');
-}
-
 function identityArrays(identities: readonly AccountIdentity[]): unknown[] {
   return [
     identities.map((identity) => identity.ownerType),
@@ -133,26 +128,6 @@ export class LedgerRepository {
   async findAccounts(identities: readonly AccountIdentity[]): Promise<Map<number, LedgerAccount>> {
     const rows = await queryPrepared<AccountRow & { n: string }>(this.db, 'ledger_find_accounts', identitiesJoin('i.n, a.*'), identityArrays(identities));
     return new Map(rows.map((row) => [Number(row.n) - 1, toAccount(row)]));
-  }
-
-  /**
-   * Locks (FOR UPDATE) the existing accounts of `identities` and those of `accountIds`, in id
-   * order, the one order in which every posting locks its accounts (ledger_post): a group
-   * commit takes its items' accounts this way before running them. Accounts that do not exist
-   * yet are skipped: answers the identities that have none.
-   */
-  async lockAccounts(identities: readonly AccountIdentity[], accountIds: readonly string[]): Promise<AccountIdentity[]> {
-    const rows = await queryPrepared<Pick<AccountRow, 'owner_type' | 'owner_id' | 'currency' | 'kind' | 'external_ref'>>(
-      this.db,
-      'ledger_lock_accounts',
-      `SELECT a.owner_type, a.owner_id, a.currency, a.kind, a.external_ref FROM ledger_accounts a
-        WHERE a.id IN (SELECT f.id FROM (${identitiesJoin('a.id')}) f UNION SELECT unnest($6::uuid[]))
-        ORDER BY a.id
-          FOR UPDATE`,
-      [...identityArrays(identities), accountIds],
-    );
-    const locked = new Set(rows.map((row) => identityKey({ ownerType: row.owner_type, ownerId: row.owner_id, currency: row.currency, kind: row.kind, externalRef: row.external_ref })));
-    return identities.filter((identity) => !locked.has(identityKey(identity)));
   }
 
   async findCreditedAccount(postingId: string, kind: LedgerAccount['kind']): Promise<LedgerAccount | undefined> {

@@ -116,23 +116,6 @@ export class PaymentsRepository {
     return this.findOne(selectPayments(this.db).where({ 'p.link_id': linkId, 'p.form_nonce': formNonce }));
   }
 
-  /**
-   * Locks several payments in id order, then their destination accounts in id order (a group
-   * commit of postings, before its items run: the order a settlement takes them in). Answers
-   * each payment's currency and its destination's ledger account.
-   */
-  async lockForPostings(ids: readonly string[]): Promise<Array<{ id: string; currency: string; ledgerAccountId: string | null }>> {
-    const rows = (await this.db('payments as p')
-      .leftJoin('organization_accounts as a', 'a.id', 'p.destination_account_id')
-      .select('p.id', 'p.currency', 'p.destination_account_id', 'a.ledger_account_id')
-      .whereIn('p.id', ids)
-      .orderBy('p.id')
-      .forUpdate('p')) as Array<Pick<PaymentRow, 'id' | 'currency' | 'destination_account_id'> & { ledger_account_id: string | null }>;
-    const destinations = [...new Set(rows.map((row) => row.destination_account_id))];
-    await this.db('organization_accounts').select('id').whereIn('id', destinations).orderBy('id').forUpdate();
-    return rows.map((row) => ({ id: row.id, currency: row.currency, ledgerAccountId: row.ledger_account_id }));
-  }
-
   async findById(paymentId: string, options: { organizationId?: string; linkId?: string; forUpdate?: boolean } = {}): Promise<Payment | undefined> {
     if (options.forUpdate) await this.db('payments').where({ id: paymentId }).forUpdate().first('id');
     const query = selectPayments(this.db).where('p.id', paymentId);

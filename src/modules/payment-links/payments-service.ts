@@ -6,7 +6,7 @@ import { withTransaction } from '../../db/transaction';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AccountService, OrgAccount } from '../accounts';
 import { EventRepository } from '../events';
-import { clearingIdentity, externalClearingAccount, post, type ObjectLocker, type PostingBatcher } from '../ledger';
+import { externalClearingAccount, post } from '../ledger';
 import { presentPayment } from './payment-links-presenter';
 import { PaymentNotFound, PaymentRefused } from './payment-links-errors';
 import { publicLinkView, type PublicPaymentLink } from './link-views';
@@ -35,23 +35,9 @@ export interface PaymentsServiceOptions {
   /** How far the sweep pushes back a payment whose settlement failed (default 60 s). */
   settleRetryMs?: number;
   clock?: Clock;
-  /** The group commit of postings: settlements made close together share one commit, paid once per batch. */
-  postings?: Pick<PostingBatcher, 'run'>;
 }
 
 export const POSTING_KIND = 'payment_link.payment';
-
-/**
- * How the group commit of postings locks payments (src/services.ts wires it): a settlement moves
- * the money from the currency's clearing account to the destination's ledger account.
- */
-export const lockPaymentsForPostings: ObjectLocker = async (trx, objects) => {
-  const locked = await new PaymentsRepository(trx).lockForPostings(objects.map((object) => object.id));
-  return {
-    identities: [...new Set(locked.map((payment) => payment.currency))].map((currency) => clearingIdentity(currency)),
-    accountIds: locked.flatMap((payment) => (payment.ledgerAccountId ? [payment.ledgerAccountId] : [])),
-  };
-};
 
 /**
  * Payments made on the public payment page, and their status for integrators.
@@ -71,7 +57,6 @@ export class PaymentsService {
   private readonly sandboxDelayMs: number;
   private readonly settleRetryMs: number;
   private readonly clock: Clock;
-  private readonly postings: PaymentsServiceOptions['postings'];
 
   constructor(
     private readonly knex: Knex,
@@ -82,7 +67,6 @@ export class PaymentsService {
     this.clock = options.clock ?? systemClock;
     this.sandboxDelayMs = options.sandboxDelayMs ?? 8_000;
     this.settleRetryMs = options.settleRetryMs ?? 60_000;
-    this.postings = options.postings;
   }
 
   /** The destination account when it can receive money now (active), else undefined. */
@@ -219,11 +203,15 @@ export class PaymentsService {
     return promise;
   }
 
-  /** One settlement, in the group commit of postings when there is one (settlements due together commit together). */
-  private settleNow(paymentId: string, now: Date): Promise<Payment> {
-    const work = async (trx: Knex.Transaction) => (await this.settleIn(trx, paymentId, now)).payment;
-    // Every settlement credits out of its currency's clearing account: settlements due together contend, and commit together.
-    return this.postings ? this.postings.run(work, [{ kind: 'payment', id: paymentId, contendsOn: 'external_clearing' }]) : withTransaction(this.knex, work);
+  /**
+   * One settlement in a transaction of its own. Settlements are driven by the sandbox's timers
+   * and the sweep, a few at a time: the payment's row lock makes each settle once, and the
+   * posting locks its accounts in id order (ledger_post), as every other posting does. A lost
+   * connection runs it again on a new one: a run whose commit went through unanswered finds the
+   * payment settled, and settles nothing twice.
+   */
+  private async settleNow(paymentId: string, now: Date): Promise<Payment> {
+    return (await withTransaction(this.knex, (trx) => this.settleIn(trx, paymentId, now), { retryOnConnectionLoss: true })).payment;
   }
 
   /** Settles the payment in `trx` when it is pending and due; `changed` says whether it did. */

@@ -24,8 +24,9 @@ import { patternsMatching, type DomainEvent } from '../events';
  *   sums; a refusal rolls the whole decision back and is thrown as the ledger's error
  *   (ledgerRefusal), for the area to name its parties (walletRefusal).
  * - The accounts a decision's postings touch are named by the area's pure posting plan only,
- *   by id (read under the lock) or by identity (found, or created on first use); the group
- *   commit locks the accounts of the same plan (`accountsOf`).
+ *   by id (read under the lock) or by identity (found, or created on first use); ledger_post
+ *   locks them in id order, and write_apply_batch every account of a window's postings first,
+ *   in the same order.
  */
 
 /** An account a posting names: by id, or by identity (found, or created on its first use). */
@@ -117,7 +118,7 @@ export interface PayoutHold {
   instead: Decision;
 }
 
-/** The identity of each account a set of postings names (the group commit locks them). */
+/** The identity of each account a set of postings names, by identity or by id. */
 export function accountsOf(postings: readonly PlannedPosting[]): { identities: AccountIdentity[]; accountIds: string[] } {
   const identities: AccountIdentity[] = [];
   const accountIds: string[] = [];

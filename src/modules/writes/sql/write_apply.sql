@@ -20,8 +20,10 @@
 -- alternative was applied, followed by NULL and the owner of each refusal that chose one, in
 -- order (the caller tells which alternative was applied from the answer alone).
 -- A row is inserted or updated by a dynamic statement over its JSON, planned on every call; the
--- hottest insert, a transfer's row with the columns its decision sets, has a static statement
--- whose plan the session keeps.
+-- hottest writes have static statements whose plans the session keeps: a transfer's insert with
+-- the columns its decision sets, and the update by id of an escrow, a tontine or a contribution,
+-- which sets every column but the id from the row overlaid with the decision's values (a column
+-- the decision does not set keeps its value), while the decision sets only columns it lists.
 -- This file is what runs today: src/db/database-functions.ts applies it (CREATE OR REPLACE) and
 -- test/integration/database-functions.test.ts fails when the database's function differs.
 CREATE OR REPLACE FUNCTION write_apply(p_decision jsonb)
@@ -54,6 +56,11 @@ DECLARE
   held_for uuid[] := '{}';
   -- The columns a transfer's decision sets (src/modules/transfers/transfer-decision.ts), as `cols` spells them.
   transfer_columns CONSTANT text := 'amount_minor, created_at, currency, id, note, posting_id, rail, recipient_identifier, recipient_type, recipient_user_id, sender_user_id, status, updated_at';
+  -- The columns the static updates set, as their SET lists name them (test/integration/write-apply-static-updates.test.ts
+  -- keeps each list equal to its SET list and to its table's columns but the id).
+  escrow_columns CONSTANT text[] := '{buyer_user_id,seller_user_id,created_by_user_id,buyer_identifier,seller_identifier,status,currency,amount_minor,fee_bps,fee_payer,fee_minor,buyer_fee_minor,seller_fee_minor,description,reference,inspection_period_seconds,tracking_reference,delivery_note,dispute_reason,resolution_outcome,resolution_seller_amount_minor,resolution_note,resolved_by_user_id,settled_to_seller_minor,settled_to_buyer_minor,settled_fee_minor,funding_posting_id,settlement_posting_id,funded_at,delivered_at,inspection_ends_at,auto_release_at,accepted_at,disputed_at,resolved_at,released_at,refunded_at,canceled_at,created_at,updated_at,fee_minimum_minor,payout_id,payout_status,payout_reason,payout_held_at,payout_settled_at,payout_recipient}';
+  tontine_columns CONSTANT text[] := '{name,organizer_user_id,currency,contribution_minor,frequency,max_members,payout_order,status,seed_commitment,draw_seed,current_cycle,pool_account_id,created_at,started_at,completed_at,canceled_at,draw_per_cycle,dissolution_reason,dissolved_by_user_id,dissolved_at,paid_in_cycle}';
+  contribution_columns CONSTANT text[] := '{tontine_id,cycle_number,user_id,status,posting_id,refund_posting_id,paid_at,late_at,refunded_at}';
 BEGIN
   -- The alternatives per payee; one `hold` object (as an instance of the previous release sends it during a deploy) is a list of one.
   v_holds := CASE WHEN jsonb_typeof(p_decision->'holds') = 'array' THEN p_decision->'holds'
@@ -126,7 +133,11 @@ BEGIN
     FOR field, placeholder IN SELECT key, value FROM jsonb_each(coalesce(item->'posting_ids', '{}'::jsonb)) LOOP
       vals := vals || jsonb_build_object(field, posting_ids[(placeholder #>> '{}')::integer + 1]);
     END LOOP;
-    SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO cols FROM jsonb_object_keys(vals) AS o(k);
+    -- The columns the decision sets, as the dynamic statements and the transfer's insert name them (a static update needs none).
+    cols := NULL;
+    IF item->>'op' = 'insert' OR item->'key' IS NOT NULL OR NOT target IN ('escrows', 'tontines', 'tontine_contributions') THEN
+      SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO cols FROM jsonb_object_keys(vals) AS o(k);
+    END IF;
     IF item->>'op' = 'insert' AND target = 'transfers' AND cols = transfer_columns THEN
       -- A transfer's row, the hottest insert: the same columns as the generic insert below, in a
       -- static statement whose plan PL/pgSQL keeps (the dynamic one is planned on every call).
@@ -135,8 +146,34 @@ BEGIN
         FROM jsonb_populate_record(NULL::transfers, vals) AS r;
     ELSIF item->>'op' = 'insert' THEN
       EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM jsonb_populate_record(NULL::%I, $1)', target, cols, cols, target) USING vals;
+    ELSIF item->'key' IS NULL AND target IN ('escrows', 'tontines', 'tontine_contributions')
+          AND NOT EXISTS (SELECT FROM jsonb_object_keys(vals) AS o(k)
+                           WHERE NOT k = ANY (CASE target WHEN 'escrows' THEN escrow_columns WHEN 'tontines' THEN tontine_columns ELSE contribution_columns END)) THEN
+      -- An update by id of the hottest rows, in static statements: the same effect as the dynamic one below.
+      IF target = 'escrows' THEN
+        UPDATE escrows t SET (buyer_user_id, seller_user_id, created_by_user_id, buyer_identifier, seller_identifier, status, currency, amount_minor, fee_bps, fee_payer, fee_minor, buyer_fee_minor, seller_fee_minor, description, reference, inspection_period_seconds, tracking_reference, delivery_note, dispute_reason, resolution_outcome, resolution_seller_amount_minor, resolution_note, resolved_by_user_id, settled_to_seller_minor, settled_to_buyer_minor, settled_fee_minor, funding_posting_id, settlement_posting_id, funded_at, delivered_at, inspection_ends_at, auto_release_at, accepted_at, disputed_at, resolved_at, released_at, refunded_at, canceled_at, created_at, updated_at, fee_minimum_minor, payout_id, payout_status, payout_reason, payout_held_at, payout_settled_at, payout_recipient)
+          = (SELECT r.buyer_user_id, r.seller_user_id, r.created_by_user_id, r.buyer_identifier, r.seller_identifier, r.status, r.currency, r.amount_minor, r.fee_bps, r.fee_payer, r.fee_minor, r.buyer_fee_minor, r.seller_fee_minor, r.description, r.reference, r.inspection_period_seconds, r.tracking_reference, r.delivery_note, r.dispute_reason, r.resolution_outcome, r.resolution_seller_amount_minor, r.resolution_note, r.resolved_by_user_id, r.settled_to_seller_minor, r.settled_to_buyer_minor, r.settled_fee_minor, r.funding_posting_id, r.settlement_posting_id, r.funded_at, r.delivered_at, r.inspection_ends_at, r.auto_release_at, r.accepted_at, r.disputed_at, r.resolved_at, r.released_at, r.refunded_at, r.canceled_at, r.created_at, r.updated_at, r.fee_minimum_minor, r.payout_id, r.payout_status, r.payout_reason, r.payout_held_at, r.payout_settled_at, r.payout_recipient
+               FROM jsonb_populate_record(t, vals) AS r)
+         WHERE t.id = (item->>'id')::uuid AND to_jsonb(t) @> coalesce(item->'expect', '{}'::jsonb);
+      ELSIF target = 'tontines' THEN
+        UPDATE tontines t SET (name, organizer_user_id, currency, contribution_minor, frequency, max_members, payout_order, status, seed_commitment, draw_seed, current_cycle, pool_account_id, created_at, started_at, completed_at, canceled_at, draw_per_cycle, dissolution_reason, dissolved_by_user_id, dissolved_at, paid_in_cycle)
+          = (SELECT r.name, r.organizer_user_id, r.currency, r.contribution_minor, r.frequency, r.max_members, r.payout_order, r.status, r.seed_commitment, r.draw_seed, r.current_cycle, r.pool_account_id, r.created_at, r.started_at, r.completed_at, r.canceled_at, r.draw_per_cycle, r.dissolution_reason, r.dissolved_by_user_id, r.dissolved_at, r.paid_in_cycle
+               FROM jsonb_populate_record(t, vals) AS r)
+         WHERE t.id = (item->>'id')::uuid AND to_jsonb(t) @> coalesce(item->'expect', '{}'::jsonb);
+      ELSE
+        UPDATE tontine_contributions t SET (tontine_id, cycle_number, user_id, status, posting_id, refund_posting_id, paid_at, late_at, refunded_at)
+          = (SELECT r.tontine_id, r.cycle_number, r.user_id, r.status, r.posting_id, r.refund_posting_id, r.paid_at, r.late_at, r.refunded_at FROM jsonb_populate_record(t, vals) AS r)
+         WHERE t.id = (item->>'id')::uuid AND to_jsonb(t) @> coalesce(item->'expect', '{}'::jsonb);
+      END IF;
+      GET DIAGNOSTICS changed = ROW_COUNT;
+      IF changed <> 1 THEN
+        RAISE EXCEPTION 'the % row % no longer shows what the decision read', target, jsonb_build_object('id', item->'id') USING ERRCODE = 'WRT02';
+      END IF;
     ELSE
       -- The row by its id, or by the columns of its key (a table whose rows have no id of their own).
+      IF cols IS NULL THEN
+        SELECT string_agg(format('%I', k), ', ' ORDER BY k) INTO cols FROM jsonb_object_keys(vals) AS o(k);
+      END IF;
       row_key := coalesce(item->'key', jsonb_build_object('id', item->'id'));
       SELECT string_agg(format('t.%I', k), ', ' ORDER BY k), string_agg(format('%I', k), ', ' ORDER BY k) INTO key_cols, key_names
         FROM jsonb_object_keys(row_key) AS o(k);
